@@ -1,0 +1,104 @@
+// Command benchrun runs LLM-serving benchmarks from CUE plan files.
+//
+// stdout carries data (CSV rows); stderr carries everything meant for people.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(benchrunMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one subcommand: it gets its own arguments and returns an exit code.
+type command struct {
+	name  string
+	usage string
+	run   func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run PLAN [flags]          run a plan (the default: `benchrun PLAN` is `benchrun run PLAN`)", runRun},
+		{"vet", "vet PLAN...               check plans without running anything", runVet},
+		{"sim", "sim [flags]               serve the built-in OpenAI-compatible simulator", runSim},
+		{"help", "help                      this text", nil},
+	}
+}
+
+func benchrunMain(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := interruptContext()
+	defer stop()
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name, rest := args[0], args[1:]
+	for _, c := range commands() {
+		if c.name == name {
+			if c.run == nil {
+				usage(stdout)
+				return 0
+			}
+			return c.run(ctx, rest, stdout, stderr)
+		}
+	}
+	switch name {
+	case "-h", "--help", "-help":
+		usage(stdout)
+		return 0
+	}
+	// `benchrun PLAN ...` is shorthand for `benchrun run PLAN ...`.
+	return runRun(ctx, args, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: benchrun PLAN [flags] | benchrun COMMAND [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %s\n", c.usage)
+	}
+}
+
+// interruptContext returns a context cancelled by the first SIGINT or SIGTERM.
+// A second signal exits at once with 130; by then the pipeline has already
+// begun stopping child process groups, and launched servers also carry a
+// parent-death signal, so nothing outlives benchrun.
+func interruptContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(&interruptError{sig: s})
+		case <-done:
+			return
+		}
+		select {
+		case <-ch:
+			fmt.Fprintln(os.Stderr, "benchrun: second interrupt, exiting now")
+			forceExit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// forceExit is a variable so that the hard exit path is visible in one place.
+var forceExit = os.Exit
+
+type interruptError struct{ sig os.Signal }
+
+func (e *interruptError) Error() string { return "interrupted by " + e.sig.String() }

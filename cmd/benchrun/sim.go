@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/sim"
+)
+
+// runSim is `benchrun sim`: the built-in OpenAI-compatible simulator, served
+// until ctx is cancelled. Flag errors return 2, serving errors 3.
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg := sim.DefaultConfig()
+	eng := &cfg.Engine
+	flt := &cfg.Faults
+	fs := flag.NewFlagSet("benchrun sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: benchrun sim [flags]\n\nServe an OpenAI-compatible LLM simulator (see docs/SIM.md).\n\nPresets (imply --mode engine):")
+		for _, p := range sim.Presets() {
+			fmt.Fprintf(stderr, "  %-20s %s\n", p.Name, p.Description)
+		}
+		fmt.Fprintln(stderr, "\nPer-request faults: header X-Sim-Fault: error=500 | drop-after=N | stall=3s[,stall-at=N] | malformed | slow-headers=2s\n\nFlags:")
+		fs.PrintDefaults()
+	}
+
+	addr := fs.String("addr", "127.0.0.1:8000", "listen address")
+	models := fs.String("model", "sim-llama", "served model name(s), comma separated")
+	preset := fs.String("preset", "", "engine preset (implies --mode engine)")
+	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "fixed (exact ttft/itl) or engine (continuous batching)")
+	fs.DurationVar(&cfg.TTFT, "ttft", cfg.TTFT, "fixed mode: time to first token")
+	fs.DurationVar(&cfg.ITL, "itl", cfg.ITL, "fixed mode: gap between token events")
+	fs.DurationVar(&cfg.LoadTime, "load-time", 0, "answer 503 (loading) for this long after start")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed for jitter, early EOS, faults and output text")
+	fs.BoolVar(&cfg.Debug, "debug", false, "serve /debug/requests and /debug/engine")
+	fs.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "maximum prompt+output tokens")
+	fs.IntVar(&cfg.TokensPerChunk, "tokens-per-chunk", cfg.TokensPerChunk, "tokens per streamed event (and per decode step)")
+	fs.Float64Var(&cfg.EOSProb, "eos-prob", cfg.EOSProb, "per-token early-EOS probability after min_tokens, without ignore_eos")
+	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "chat max_tokens when the request gives none")
+	fs.IntVar(&cfg.EmbeddingDim, "embedding-dim", cfg.EmbeddingDim, "embedding vector length")
+	fs.StringVar(&cfg.Metrics, "metrics", cfg.Metrics, "/metrics names: vllm, llamacpp or both")
+	fs.IntVar(&cfg.MaxRecords, "max-records", cfg.MaxRecords, "request records kept for /debug/requests")
+
+	fs.IntVar(&eng.MaxNumSeqs, "max-num-seqs", eng.MaxNumSeqs, "engine: sequences per step")
+	fs.IntVar(&eng.KVCacheTokens, "kv-cache-tokens", eng.KVCacheTokens, "engine: KV-cache capacity in tokens")
+	fs.IntVar(&eng.BlockSize, "block-size", eng.BlockSize, "engine: KV block size in tokens")
+	fs.BoolVar(&eng.ChunkedPrefill, "chunked-prefill", eng.ChunkedPrefill, "engine: split prompts to fit the step token budget")
+	fs.IntVar(&eng.MaxBatchedTokens, "max-batched-tokens", eng.MaxBatchedTokens, "engine: token budget per step")
+	fs.BoolVar(&eng.PrefixCache, "prefix-cache", eng.PrefixCache, "engine: reuse KV of shared prompt prefixes")
+	fs.DurationVar(&eng.StepBase, "step-base", eng.StepBase, "engine: fixed cost per step")
+	fs.DurationVar(&eng.PerSeq, "per-seq", eng.PerSeq, "engine: cost per decoding sequence per step")
+	fs.DurationVar(&eng.PerPrefillToken, "per-prefill-token", eng.PerPrefillToken, "engine: cost per prompt token computed")
+	fs.DurationVar(&eng.PerContextToken, "per-context-token", eng.PerContextToken, "engine: cost per context token of decoding sequences")
+	fs.Float64Var(&eng.Jitter, "jitter", eng.Jitter, "engine: relative standard deviation of step time")
+
+	fs.Float64Var(&flt.ErrorRate, "error-rate", 0, "fault: fraction of requests answered with an error")
+	errCodes := fs.String("error-codes", "500", "fault: error statuses to pick from, comma separated (e.g. 500,429,503)")
+	fs.Float64Var(&flt.DropRate, "drop-rate", 0, "fault: fraction of streams whose connection is closed mid-way")
+	fs.IntVar(&flt.DropAfter, "drop-after", flt.DropAfter, "fault: token events written before a drop")
+	fs.Float64Var(&flt.StallRate, "stall-rate", 0, "fault: fraction of streams that stall")
+	fs.DurationVar(&flt.Stall, "stall", flt.Stall, "fault: stall length")
+	fs.IntVar(&flt.StallAt, "stall-at", flt.StallAt, "fault: token events written before a stall")
+	fs.Float64Var(&flt.MalformedRate, "malformed-rate", 0, "fault: fraction of responses with a malformed event/body")
+	fs.Float64Var(&flt.SlowHeadersRate, "slow-headers-rate", 0, "fault: fraction of responses with delayed headers")
+	fs.DurationVar(&flt.SlowHeaders, "slow-headers", flt.SlowHeaders, "fault: header delay")
+	fs.DurationVar(&cfg.ExitAfter, "exit-after", 0, "fault: exit the process this long after listening")
+	fs.IntVar(&cfg.ExitCode, "exit-code", cfg.ExitCode, "fault: exit status for --exit-after")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "benchrun sim: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *preset != "" {
+		// The preset fills the engine; flags given explicitly still win.
+		explicit := cfg
+		if err := sim.ApplyPreset(&cfg, *preset); err != nil {
+			fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
+			return 2
+		}
+		overrideSet(&cfg, &explicit, set)
+	}
+	cfg.Models = nil
+	for _, m := range strings.Split(*models, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			cfg.Models = append(cfg.Models, m)
+		}
+	}
+	cfg.Faults.ErrorCodes = nil
+	for _, c := range strings.Split(*errCodes, ",") {
+		code, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil {
+			fmt.Fprintf(stderr, "benchrun sim: --error-codes: %q is not a status code\n", c)
+			return 2
+		}
+		cfg.Faults.ErrorCodes = append(cfg.Faults.ErrorCodes, code)
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
+		return 2
+	}
+	if err := sim.Serve(ctx, cfg, *addr, sim.ServeOptions{Log: stderr}); err != nil {
+		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
+		return 3
+	}
+	return 0
+}
+
+// overrideSet copies back the flags the user set explicitly, so that
+// `--preset h100-llama3-8b --max-num-seqs 64` means the preset with 64 seqs.
+func overrideSet(cfg, explicit *sim.Config, set map[string]bool) {
+	e, x := &cfg.Engine, &explicit.Engine
+	pairs := map[string]func(){
+		"mode":               func() { cfg.Mode = explicit.Mode },
+		"max-model-len":      func() { cfg.MaxModelLen = explicit.MaxModelLen },
+		"max-num-seqs":       func() { e.MaxNumSeqs = x.MaxNumSeqs },
+		"kv-cache-tokens":    func() { e.KVCacheTokens = x.KVCacheTokens },
+		"block-size":         func() { e.BlockSize = x.BlockSize },
+		"chunked-prefill":    func() { e.ChunkedPrefill = x.ChunkedPrefill },
+		"max-batched-tokens": func() { e.MaxBatchedTokens = x.MaxBatchedTokens },
+		"prefix-cache":       func() { e.PrefixCache = x.PrefixCache },
+		"step-base":          func() { e.StepBase = x.StepBase },
+		"per-seq":            func() { e.PerSeq = x.PerSeq },
+		"per-prefill-token":  func() { e.PerPrefillToken = x.PerPrefillToken },
+		"per-context-token":  func() { e.PerContextToken = x.PerContextToken },
+		"jitter":             func() { e.Jitter = x.Jitter },
+	}
+	for name, apply := range pairs {
+		if set[name] {
+			apply()
+		}
+	}
+}

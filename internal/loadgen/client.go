@@ -1,0 +1,365 @@
+// Package loadgen is benchrun's load generator: an HTTP/SSE client for
+// OpenAI-compatible servers that stamps every event with the monotonic
+// clock, closed- and open-loop schedules, and prompt sources. It is a
+// library usable without plans: it imports nothing from pipeline or stages.
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/loadgen/sse"
+)
+
+// Endpoint selects the API a request goes to.
+type Endpoint string
+
+// Endpoints.
+const (
+	Completions Endpoint = "completions"
+	Chat        Endpoint = "chat"
+	Embeddings  Endpoint = "embeddings"
+)
+
+// Path returns the endpoint's URL path.
+func (e Endpoint) Path() string {
+	switch e {
+	case Chat:
+		return "/v1/chat/completions"
+	case Embeddings:
+		return "/v1/embeddings"
+	default:
+		return "/v1/completions"
+	}
+}
+
+// Target is a server and how to talk to it.
+type Target struct {
+	BaseURL  string
+	Model    string
+	Endpoint Endpoint
+	Stream   bool
+	// Headers are sent with every request (an Authorization header, say).
+	Headers map[string]string
+	// ExtraBody fields are merged into every request body (ignore_eos, min_tokens, ...).
+	ExtraBody map[string]any
+	// HTTP is the client; nil means a client sized for the load (NewHTTPClient).
+	HTTP *http.Client
+}
+
+// NewHTTPClient returns a client whose connection pool holds maxConns idle
+// connections per host, so a closed loop of that concurrency reuses
+// connections instead of paying a TCP handshake per request.
+func NewHTTPClient(maxConns int) *http.Client {
+	if maxConns < 16 {
+		maxConns = 16
+	}
+	return &http.Client{Transport: &http.Transport{
+		Proxy:               nil, // benchmarks talk to the server, never through a proxy
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // compression would buffer tokens and skew timing
+		ForceAttemptHTTP2:   false,
+	}}
+}
+
+// Request is one request to send.
+type Request struct {
+	Prompt    string
+	MaxTokens int
+	// Scheduled is when the schedule wanted the request sent; zero means "now".
+	Scheduled time.Time
+}
+
+// Result is one request's measurements. Every time carries Go's monotonic
+// clock reading, so differences are immune to wall-clock steps.
+type Result struct {
+	Scheduled time.Time // s: when the schedule wanted it sent
+	Sent      time.Time // a: just before the request was written
+	// Tokens holds the arrival time of every token-bearing event (c1..cK)
+	// and how many tokens it carried.
+	Tokens []TokenEvent
+	// Finished is when the response was fully read (after [DONE]).
+	Finished time.Time
+
+	InputTokens  int
+	OutputTokens int
+	// UsageReported says the counts came from the server's usage object;
+	// otherwise OutputTokens counts token-bearing events.
+	UsageReported bool
+	ResponseID    string
+	StatusCode    int
+	Err           error
+}
+
+// TokenEvent is one token-bearing event.
+type TokenEvent struct {
+	At     time.Time
+	Tokens int
+}
+
+// OK reports whether the request succeeded with at least one token (or, for
+// embeddings, a response).
+func (r *Result) OK() bool { return r.Err == nil }
+
+// TTFT is c1 - a.
+func (r *Result) TTFT() time.Duration {
+	if len(r.Tokens) == 0 {
+		return 0
+	}
+	return r.Tokens[0].At.Sub(r.Sent)
+}
+
+// E2EL is cK - a (the last token-bearing event, not [DONE]).
+func (r *Result) E2EL() time.Duration {
+	if len(r.Tokens) == 0 {
+		return r.Finished.Sub(r.Sent)
+	}
+	return r.Tokens[len(r.Tokens)-1].At.Sub(r.Sent)
+}
+
+// SendLag is a - s.
+func (r *Result) SendLag() time.Duration {
+	if r.Scheduled.IsZero() {
+		return 0
+	}
+	return r.Sent.Sub(r.Scheduled)
+}
+
+// HTTPError is a non-2xx answer.
+type HTTPError struct {
+	Status int
+	Body   string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body)
+}
+
+// StreamError is an error object the server sent inside the stream.
+type StreamError struct{ Message string }
+
+func (e *StreamError) Error() string { return "server error in stream: " + e.Message }
+
+// ErrNoTokens means the response ended without a single token.
+var ErrNoTokens = errors.New("response carried no tokens")
+
+func (t *Target) body(req Request) ([]byte, error) {
+	b := map[string]any{"model": t.Model}
+	switch t.Endpoint {
+	case Chat:
+		b["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+	case Embeddings:
+		b["input"] = req.Prompt
+	default:
+		b["prompt"] = req.Prompt
+	}
+	if t.Endpoint != Embeddings {
+		if req.MaxTokens > 0 {
+			b["max_tokens"] = req.MaxTokens
+		}
+		b["stream"] = t.Stream
+		if t.Stream {
+			b["stream_options"] = map[string]any{"include_usage": true}
+		}
+	}
+	for k, v := range t.ExtraBody {
+		b[k] = v
+	}
+	return json.Marshal(b)
+}
+
+// Do sends one request and measures it. It never panics on bad input from
+// the server: every failure ends up in Result.Err.
+func (t *Target) Do(ctx context.Context, req Request) Result {
+	res := Result{Scheduled: req.Scheduled}
+	body, err := t.body(req)
+	if err != nil {
+		res.Err = fmt.Errorf("building request: %w", err)
+		return res
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.BaseURL, "/")+t.Endpoint.Path(), bytes.NewReader(body))
+	if err != nil {
+		res.Err = fmt.Errorf("building request: %w", err)
+		return res
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if t.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
+	}
+	for k, v := range t.Headers {
+		hreq.Header.Set(k, v)
+	}
+	client := t.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	res.Sent = time.Now()
+	if res.Scheduled.IsZero() {
+		res.Scheduled = res.Sent
+	}
+	resp, err := client.Do(hreq)
+	if err != nil {
+		res.Err = fmt.Errorf("sending request: %w", err)
+		res.Finished = time.Now()
+		return res
+	}
+	defer resp.Body.Close()
+	res.StatusCode = resp.StatusCode
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		res.Err = &HTTPError{Status: resp.StatusCode, Body: errorMessage(b)}
+		res.Finished = time.Now()
+		return res
+	}
+	if t.Stream && t.Endpoint != Embeddings {
+		res.Err = readStream(resp.Body, &res)
+	} else {
+		res.Err = readWhole(resp.Body, t.Endpoint, &res)
+	}
+	res.Finished = time.Now()
+	if res.Err == nil && len(res.Tokens) == 0 && t.Endpoint != Embeddings {
+		res.Err = ErrNoTokens
+	}
+	return res
+}
+
+// errorMessage extracts OpenAI's {"error":{"message":...}} or returns the body.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &e) == nil {
+		if e.Error.Message != "" {
+			return e.Error.Message
+		}
+		if e.Message != "" {
+			return e.Message
+		}
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// chunk is the subset of a streamed completion or chat chunk we read.
+type chunk struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"delta"`
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (c *chunk) text() string {
+	var s string
+	for _, ch := range c.Choices {
+		s += ch.Text + ch.Delta.Content + ch.Delta.ReasoningContent + ch.Delta.Reasoning + ch.Message.Content
+	}
+	return s
+}
+
+func readStream(r io.Reader, res *Result) error {
+	sr := sse.NewReader(r)
+	counted := 0
+	for {
+		ev, err := sr.Next()
+		if err == io.EOF {
+			// A stream that ends without [DONE] is accepted when it carried
+			// tokens; the counts say what we saw.
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading stream after %d tokens: %w", counted, err)
+		}
+		at := time.Now()
+		if sse.IsDone(ev.Data) {
+			break
+		}
+		var c chunk
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			return fmt.Errorf("malformed event after %d tokens: %w (data %q)", counted, err, truncate(ev.Data, 80))
+		}
+		if len(c.Error) > 0 && string(c.Error) != "null" {
+			return &StreamError{Message: errorMessage(append(append([]byte(`{"error":`), c.Error...), '}'))}
+		}
+		if res.ResponseID == "" {
+			res.ResponseID = c.ID
+		}
+		if c.Usage != nil && (c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0) {
+			// Some servers send zero usage on every chunk and the real one last.
+			res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+			res.UsageReported = true
+		}
+		if c.text() != "" {
+			res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
+			counted++
+		}
+	}
+	if !res.UsageReported {
+		res.OutputTokens = counted
+	} else if counted > 0 && res.OutputTokens > counted {
+		// Several tokens per event (speculative decoding): spread the
+		// reported count over the events evenly.
+		per := res.OutputTokens / counted
+		extra := res.OutputTokens % counted
+		for i := range res.Tokens {
+			res.Tokens[i].Tokens = per
+			if i < extra {
+				res.Tokens[i].Tokens++
+			}
+		}
+	}
+	return nil
+}
+
+func readWhole(r io.Reader, ep Endpoint, res *Result) error {
+	b, err := io.ReadAll(r)
+	at := time.Now()
+	if err != nil {
+		return fmt.Errorf("reading response: %w", err)
+	}
+	var c chunk
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("malformed response: %w (body %q)", err, truncate(b, 80))
+	}
+	res.ResponseID = c.ID
+	if c.Usage != nil {
+		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		res.UsageReported = true
+	}
+	if ep == Embeddings || c.text() != "" {
+		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1)})
+	}
+	return nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

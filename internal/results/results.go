@@ -1,0 +1,102 @@
+// Package results defines the rows benchrun produces: one Cell row per
+// (cell × ladder point), one Request row per request. Stages fill them,
+// assertions read them, sinks write them; nothing downstream re-measures.
+//
+// Column names are stable: add columns, never rename (docs/RESULTS.md).
+// Each field carries the same name for Parquet, JSON, CSV and expr
+// (assertions such as `itl_p99_ms < 2*itl_p50_ms` use these names).
+package results
+
+import "time"
+
+// Status values of a cell row.
+const (
+	StatusOK      = "ok"
+	StatusError   = "error"
+	StatusSkipped = "skipped"
+)
+
+// Cell is one cell × ladder point of a sweep: the unit a user reads and an
+// assertion judges. Times are milliseconds, rates per second.
+type Cell struct {
+	// Identity.
+	RunID     string            `parquet:"run_id" json:"run_id" expr:"run_id"`
+	Plan      string            `parquet:"plan" json:"plan" expr:"plan"`
+	Stage     string            `parquet:"stage" json:"stage" expr:"stage"`
+	CellID    string            `parquet:"cell_id" json:"cell_id" expr:"cell_id"`
+	StartedAt time.Time         `parquet:"started_at,timestamp(microsecond)" json:"started_at" expr:"started_at"`
+	Model     string            `parquet:"model" json:"model" expr:"model"`
+	Engine    string            `parquet:"engine" json:"engine" expr:"engine"`
+	Endpoint  string            `parquet:"endpoint" json:"endpoint" expr:"endpoint"`
+	Metadata  map[string]string `parquet:"metadata" json:"metadata,omitempty" expr:"metadata"`
+
+	// Cell parameters.
+	ISL         int64   `parquet:"isl" json:"isl" expr:"isl"`
+	OSL         int64   `parquet:"osl" json:"osl" expr:"osl"`
+	Concurrency int64   `parquet:"concurrency" json:"concurrency" expr:"concurrency"`
+	Rate        float64 `parquet:"rate" json:"rate" expr:"rate"` // requests/s for open-loop cells; 0 for closed loop
+	Requests    int64   `parquet:"requests" json:"requests" expr:"requests"`
+
+	// The seed `bench` command's columns.
+	FirstCallMs        float64 `parquet:"first_call_ms" json:"first_call_ms" expr:"first_call_ms"`
+	TTFTMs             float64 `parquet:"ttft_ms" json:"ttft_ms" expr:"ttft_ms"`
+	PrefillTokS        float64 `parquet:"prefill_tok_s" json:"prefill_tok_s" expr:"prefill_tok_s"`
+	ITLP50Ms           float64 `parquet:"itl_p50_ms" json:"itl_p50_ms" expr:"itl_p50_ms"`
+	ITLP99Ms           float64 `parquet:"itl_p99_ms" json:"itl_p99_ms" expr:"itl_p99_ms"`
+	DecodeTokS         float64 `parquet:"decode_tok_s" json:"decode_tok_s" expr:"decode_tok_s"`
+	SpeedupVsC1        float64 `parquet:"speedup_vs_c1" json:"speedup_vs_c1" expr:"speedup_vs_c1"`
+	BatchingEfficiency float64 `parquet:"batching_efficiency" json:"batching_efficiency" expr:"batching_efficiency"`
+
+	// Latency distributions (ms): exact percentiles over raw samples.
+	TTFTP50Ms  float64 `parquet:"ttft_p50_ms" json:"ttft_p50_ms" expr:"ttft_p50_ms"`
+	TTFTP90Ms  float64 `parquet:"ttft_p90_ms" json:"ttft_p90_ms" expr:"ttft_p90_ms"`
+	TTFTP99Ms  float64 `parquet:"ttft_p99_ms" json:"ttft_p99_ms" expr:"ttft_p99_ms"`
+	TTFTMaxMs  float64 `parquet:"ttft_max_ms" json:"ttft_max_ms" expr:"ttft_max_ms"`
+	TPOTMs     float64 `parquet:"tpot_ms" json:"tpot_ms" expr:"tpot_ms"`
+	TPOTP50Ms  float64 `parquet:"tpot_p50_ms" json:"tpot_p50_ms" expr:"tpot_p50_ms"`
+	TPOTP99Ms  float64 `parquet:"tpot_p99_ms" json:"tpot_p99_ms" expr:"tpot_p99_ms"`
+	ITLMs      float64 `parquet:"itl_ms" json:"itl_ms" expr:"itl_ms"`
+	ITLP90Ms   float64 `parquet:"itl_p90_ms" json:"itl_p90_ms" expr:"itl_p90_ms"`
+	ITLMaxMs   float64 `parquet:"itl_max_ms" json:"itl_max_ms" expr:"itl_max_ms"`
+	E2ELMs     float64 `parquet:"e2el_ms" json:"e2el_ms" expr:"e2el_ms"`
+	E2ELP50Ms  float64 `parquet:"e2el_p50_ms" json:"e2el_p50_ms" expr:"e2el_p50_ms"`
+	E2ELP99Ms  float64 `parquet:"e2el_p99_ms" json:"e2el_p99_ms" expr:"e2el_p99_ms"`
+	SendLagP99 float64 `parquet:"send_lag_p99_ms" json:"send_lag_p99_ms" expr:"send_lag_p99_ms"`
+
+	// Throughput over the cell's window (first send to last completion).
+	DurationS    float64 `parquet:"duration_s" json:"duration_s" expr:"duration_s"`
+	ReqS         float64 `parquet:"req_s" json:"req_s" expr:"req_s"`
+	OutputTokS   float64 `parquet:"output_tok_s" json:"output_tok_s" expr:"output_tok_s"`
+	TotalTokS    float64 `parquet:"total_tok_s" json:"total_tok_s" expr:"total_tok_s"`
+	Goodput      float64 `parquet:"goodput" json:"goodput" expr:"goodput"`
+	Completed    int64   `parquet:"completed" json:"completed" expr:"completed"`
+	Failed       int64   `parquet:"failed" json:"failed" expr:"failed"`
+	EffectiveISL float64 `parquet:"effective_isl" json:"effective_isl" expr:"effective_isl"`
+	EffectiveOSL float64 `parquet:"effective_osl" json:"effective_osl" expr:"effective_osl"`
+
+	// Verdict.
+	Status string `parquet:"status" json:"status" expr:"status"`
+	Reason string `parquet:"reason" json:"reason" expr:"reason"`
+	Notes  string `parquet:"notes" json:"notes" expr:"notes"`
+}
+
+// Request is one request's raw measurements, kept so any percentile can be
+// recomputed later. Times are milliseconds relative to the actual send,
+// except SentAt (wall clock).
+type Request struct {
+	RunID        string    `parquet:"run_id" json:"run_id"`
+	Stage        string    `parquet:"stage" json:"stage"`
+	CellID       string    `parquet:"cell_id" json:"cell_id"`
+	Seq          int64     `parquet:"seq" json:"seq"`
+	ResponseID   string    `parquet:"response_id" json:"response_id"`
+	SentAt       time.Time `parquet:"sent_at,timestamp(microsecond)" json:"sent_at"`
+	SendLagMs    float64   `parquet:"send_lag_ms" json:"send_lag_ms"`
+	TTFTMs       float64   `parquet:"ttft_ms" json:"ttft_ms"`
+	E2ELMs       float64   `parquet:"e2el_ms" json:"e2el_ms"`
+	InputTokens  int64     `parquet:"input_tokens" json:"input_tokens"`
+	OutputTokens int64     `parquet:"output_tokens" json:"output_tokens"`
+	Chunks       int64     `parquet:"chunks" json:"chunks"`
+	ChunkGapsMs  []float64 `parquet:"chunk_gaps_ms,list" json:"chunk_gaps_ms"`
+	Status       string    `parquet:"status" json:"status"`
+	Error        string    `parquet:"error" json:"error"`
+}

@@ -1,0 +1,325 @@
+// Package sim is benchrun's built-in OpenAI-compatible LLM-serving simulator.
+//
+// It is the ground truth that benchrun's load generator is checked against, so
+// it deliberately shares no code with internal/loadgen: a bug in one cannot
+// hide a bug in the other. It serves vLLM-shaped endpoints in one of two modes:
+//
+//   - fixed: every token is written at an exact, load-independent time
+//     (received + ttft + k*itl), for accuracy tests of the client;
+//   - engine: a continuous-batching model (max_num_seqs, a KV-cache budget,
+//     chunked prefill, a prefix cache, a per-step cost model) that produces the
+//     curves real servers show under load.
+//
+// See docs/SIM.md for the model, its knobs and its approximations.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Mode names.
+const (
+	ModeFixed  = "fixed"
+	ModeEngine = "engine"
+)
+
+// Metrics flavours for /metrics.
+const (
+	MetricsVLLM     = "vllm"
+	MetricsLlamaCpp = "llamacpp"
+	MetricsBoth     = "both"
+)
+
+// Config configures a Server. Start from DefaultConfig and change fields.
+type Config struct {
+	// Models are the served model names; the first is the default when a
+	// request names none.
+	Models []string
+	// Mode is ModeFixed or ModeEngine.
+	Mode string
+	// TTFT and ITL drive fixed mode: the k-th token-bearing event (k from 0)
+	// is written at received + TTFT + k*ITL.
+	TTFT time.Duration
+	ITL  time.Duration
+	// LoadTime is how long after New the server pretends to load the model:
+	// /health answers 503 and the API answers 503 until it has passed.
+	LoadTime time.Duration
+	// Seed makes every random choice (jitter, early EOS, faults, output text)
+	// reproducible.
+	Seed int64
+	// Debug enables GET/DELETE /debug/requests and GET /debug/engine.
+	Debug bool
+	// MaxModelLen bounds prompt+max_tokens, as vLLM's --max-model-len does.
+	MaxModelLen int
+	// TokensPerChunk is how many tokens each content event carries (and, in
+	// engine mode, how many tokens a sequence gains per decode step), like
+	// speculative decoding packing several accepted tokens per step.
+	TokensPerChunk int
+	// EOSProb is the per-token probability of an early end of sequence after
+	// min_tokens when the request does not set ignore_eos. 0 disables it.
+	EOSProb float64
+	// DefaultMaxTokens is used by chat requests that give no max_tokens;
+	// completions default to 16, as in OpenAI's API.
+	DefaultMaxTokens int
+	// EmbeddingDim is the length of /v1/embeddings vectors.
+	EmbeddingDim int
+	// Metrics chooses the /metrics names: "vllm", "llamacpp" or "both".
+	Metrics string
+	// MaxRecords bounds how many request records are kept (oldest dropped).
+	MaxRecords int
+	// Engine configures engine mode.
+	Engine EngineConfig
+	// Faults injects failures at configured rates; X-Sim-Fault selects them
+	// per request regardless of these rates.
+	Faults FaultConfig
+	// ExitAfter, when positive, makes Serve exit the process with ExitCode
+	// this long after it starts listening, to rehearse a server dying.
+	ExitAfter time.Duration
+	ExitCode  int
+}
+
+// EngineConfig is the continuous-batching model. Step time is
+//
+//	StepBase + PerSeq*decoding_seqs + PerPrefillToken*prefill_tokens
+//	  + PerContextToken*context_tokens_of_decoding_seqs
+//
+// multiplied by (1 + Jitter*N(0,1)), clipped at 0.
+type EngineConfig struct {
+	MaxNumSeqs       int           // sequences per step at most (vLLM --max-num-seqs)
+	KVCacheTokens    int           // KV-cache capacity in tokens
+	BlockSize        int           // KV block size in tokens
+	ChunkedPrefill   bool          // split prompts to fit MaxBatchedTokens per step
+	MaxBatchedTokens int           // token budget per step (vLLM --max-num-batched-tokens)
+	PrefixCache      bool          // reuse KV of identical prompt prefixes (whole blocks)
+	StepBase         time.Duration // fixed cost of one step (weights read, launch overhead)
+	PerSeq           time.Duration // cost per decoding sequence in a step
+	PerPrefillToken  time.Duration // cost per prompt token computed in a step
+	PerContextToken  time.Duration // cost per context token of decoding sequences (attention reads)
+	Jitter           float64       // relative standard deviation of step time
+}
+
+// FaultConfig sets failure rates (0..1, drawn per request from the seed).
+type FaultConfig struct {
+	ErrorRate       float64       // answer with an error status instead of generating
+	ErrorCodes      []int         // statuses to pick from (500, 429, 503)
+	DropRate        float64       // close the connection mid-stream
+	DropAfter       int           // ... after this many token-bearing events
+	StallRate       float64       // stop writing for Stall
+	Stall           time.Duration // how long a stall lasts
+	StallAt         int           // stall after this many token-bearing events
+	MalformedRate   float64       // write one malformed SSE event mid-stream
+	SlowHeadersRate float64       // delay the response headers
+	SlowHeaders     time.Duration // ... by this much
+}
+
+// DefaultConfig returns a fixed-mode simulator serving "sim-llama".
+func DefaultConfig() Config {
+	return Config{
+		Models:           []string{"sim-llama"},
+		Mode:             ModeFixed,
+		TTFT:             20 * time.Millisecond,
+		ITL:              5 * time.Millisecond,
+		Seed:             1,
+		MaxModelLen:      8192,
+		TokensPerChunk:   1,
+		EOSProb:          0.002,
+		DefaultMaxTokens: 256,
+		EmbeddingDim:     384,
+		Metrics:          MetricsVLLM,
+		MaxRecords:       10000,
+		Engine:           DefaultEngine(),
+		Faults: FaultConfig{
+			ErrorCodes:  []int{500},
+			DropAfter:   5,
+			Stall:       3 * time.Second,
+			StallAt:     1,
+			SlowHeaders: 2 * time.Second,
+		},
+		ExitCode: 1,
+	}
+}
+
+// DefaultEngine is a small, fast engine: it saturates at 64 sequences
+// (about 12k tokens/s), so a sweep over it shows a full curve in seconds.
+func DefaultEngine() EngineConfig {
+	return EngineConfig{
+		MaxNumSeqs:       64,
+		KVCacheTokens:    65536,
+		BlockSize:        16,
+		ChunkedPrefill:   true,
+		MaxBatchedTokens: 2048,
+		PrefixCache:      true,
+		StepBase:         2 * time.Millisecond,
+		PerSeq:           50 * time.Microsecond,
+		PerPrefillToken:  10 * time.Microsecond,
+		PerContextToken:  0,
+		Jitter:           0,
+	}
+}
+
+// Preset is a named engine shape. The numbers are first-order approximations
+// from hardware bandwidth and FLOPs, not measurements; see docs/SIM.md.
+type Preset struct {
+	Name        string
+	Description string
+	Engine      EngineConfig
+	MaxModelLen int
+}
+
+var presets = map[string]Preset{
+	"default": {
+		Name:        "default",
+		Description: "small fast engine: 64 seqs, 64k KV tokens, 2 ms step",
+		Engine:      DefaultEngine(),
+		MaxModelLen: 8192,
+	},
+	"h100-llama3-8b": {
+		Name:        "h100-llama3-8b",
+		Description: "vLLM, Llama-3-8B bf16 on one H100 80GB (approximation)",
+		Engine: EngineConfig{
+			MaxNumSeqs: 256, KVCacheTokens: 430000, BlockSize: 16,
+			ChunkedPrefill: true, MaxBatchedTokens: 8192, PrefixCache: true,
+			// 16 GB of weights at ~3.3 TB/s is ~5 ms; plus launch overhead.
+			StepBase: 6 * time.Millisecond, PerSeq: 30 * time.Microsecond,
+			// 16 GFLOP per token at ~600 TFLOP/s effective.
+			PerPrefillToken: 27 * time.Microsecond,
+			// 128 KiB of KV per token read at ~3.3 TB/s.
+			PerContextToken: 40 * time.Nanosecond,
+			Jitter:          0.03,
+		},
+		MaxModelLen: 8192,
+	},
+	"a100-llama3-8b": {
+		Name:        "a100-llama3-8b",
+		Description: "vLLM, Llama-3-8B bf16 on one A100 40GB (approximation)",
+		Engine: EngineConfig{
+			MaxNumSeqs: 256, KVCacheTokens: 150000, BlockSize: 16,
+			ChunkedPrefill: true, MaxBatchedTokens: 4096, PrefixCache: true,
+			StepBase: 10 * time.Millisecond, PerSeq: 50 * time.Microsecond,
+			PerPrefillToken: 70 * time.Microsecond, PerContextToken: 80 * time.Nanosecond,
+			Jitter: 0.03,
+		},
+		MaxModelLen: 8192,
+	},
+	"llamacpp-1b-q4-cpu": {
+		Name:        "llamacpp-1b-q4-cpu",
+		Description: "llama-server -np 8, Llama-3.2-1B Q4_K_M on an 8-core CPU (approximation)",
+		Engine: EngineConfig{
+			MaxNumSeqs: 8, KVCacheTokens: 4096 * 8, BlockSize: 256,
+			ChunkedPrefill: true, MaxBatchedTokens: 2048, PrefixCache: true,
+			StepBase: 25 * time.Millisecond, PerSeq: 4 * time.Millisecond,
+			PerPrefillToken: 400 * time.Microsecond, PerContextToken: 300 * time.Nanosecond,
+			Jitter: 0.05,
+		},
+		MaxModelLen: 4096,
+	},
+}
+
+// Presets lists the preset names, sorted.
+func Presets() []Preset {
+	out := make([]Preset, 0, len(presets))
+	for _, p := range presets {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ApplyPreset sets the engine and max model length of cfg from a preset and
+// switches cfg to engine mode, since a preset only means something there.
+func ApplyPreset(cfg *Config, name string) error {
+	p, ok := presets[name]
+	if !ok {
+		names := make([]string, 0, len(presets))
+		for n := range presets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("unknown preset %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	cfg.Engine = p.Engine
+	cfg.MaxModelLen = p.MaxModelLen
+	cfg.Mode = ModeEngine
+	return nil
+}
+
+// Validate reports the first inconsistency in cfg.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Models) == 0 {
+		errs = append(errs, errors.New("at least one model name is needed"))
+	}
+	for _, m := range c.Models {
+		if strings.TrimSpace(m) == "" {
+			errs = append(errs, errors.New("empty model name"))
+		}
+	}
+	if c.Mode != ModeFixed && c.Mode != ModeEngine {
+		errs = append(errs, fmt.Errorf("mode %q: want fixed or engine", c.Mode))
+	}
+	if c.TTFT < 0 || c.ITL < 0 || c.LoadTime < 0 {
+		errs = append(errs, errors.New("ttft, itl and load-time must not be negative"))
+	}
+	if c.MaxModelLen <= 0 {
+		errs = append(errs, errors.New("max-model-len must be positive"))
+	}
+	if c.TokensPerChunk <= 0 {
+		errs = append(errs, errors.New("tokens-per-chunk must be positive"))
+	}
+	if c.EOSProb < 0 || c.EOSProb >= 1 {
+		errs = append(errs, errors.New("eos-prob must be in [0, 1)"))
+	}
+	if c.DefaultMaxTokens <= 0 || c.EmbeddingDim <= 0 {
+		errs = append(errs, errors.New("default-max-tokens and embedding-dim must be positive"))
+	}
+	switch c.Metrics {
+	case MetricsVLLM, MetricsLlamaCpp, MetricsBoth:
+	default:
+		errs = append(errs, fmt.Errorf("metrics %q: want vllm, llamacpp or both", c.Metrics))
+	}
+	if c.MaxRecords < 0 {
+		errs = append(errs, errors.New("max-records must not be negative"))
+	}
+	if c.Mode == ModeEngine {
+		e := c.Engine
+		if e.MaxNumSeqs <= 0 || e.BlockSize <= 0 || e.KVCacheTokens <= 0 || e.MaxBatchedTokens <= 0 {
+			errs = append(errs, errors.New("engine: max-num-seqs, block-size, kv-cache-tokens and max-batched-tokens must be positive"))
+		} else if e.KVCacheTokens < c.MaxModelLen+e.BlockSize {
+			// Like vLLM, refuse a cache that cannot hold one full-length sequence:
+			// such a request could never be admitted and would wait forever.
+			errs = append(errs, fmt.Errorf("engine: kv-cache-tokens %d cannot hold one sequence of max-model-len %d", e.KVCacheTokens, c.MaxModelLen))
+		}
+		if e.StepBase < 0 || e.PerSeq < 0 || e.PerPrefillToken < 0 || e.PerContextToken < 0 || e.Jitter < 0 {
+			errs = append(errs, errors.New("engine: costs and jitter must not be negative"))
+		}
+		if e.StepBase+e.PerSeq <= 0 {
+			errs = append(errs, errors.New("engine: step-base + per-seq must be positive, or steps would take no time"))
+		}
+	}
+	f := c.Faults
+	for _, r := range []float64{f.ErrorRate, f.DropRate, f.StallRate, f.MalformedRate, f.SlowHeadersRate} {
+		if r < 0 || r > 1 {
+			errs = append(errs, errors.New("fault rates must be in [0, 1]"))
+			break
+		}
+	}
+	if f.ErrorRate > 0 && len(f.ErrorCodes) == 0 {
+		errs = append(errs, errors.New("error-rate needs error-codes"))
+	}
+	for _, code := range f.ErrorCodes {
+		if code < 400 || code > 599 {
+			errs = append(errs, fmt.Errorf("error code %d: want 4xx or 5xx", code))
+		}
+	}
+	if f.DropAfter < 0 || f.StallAt < 0 || f.Stall < 0 || f.SlowHeaders < 0 {
+		errs = append(errs, errors.New("fault counts and durations must not be negative"))
+	}
+	if c.ExitAfter < 0 {
+		errs = append(errs, errors.New("exit-after must not be negative"))
+	}
+	return errors.Join(errs...)
+}

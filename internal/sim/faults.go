@@ -1,0 +1,142 @@
+package sim
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FaultHeader selects faults for one request, whatever the configured
+// rates: a comma-separated list of
+//
+//	error=CODE        answer CODE (e.g. 500, 429, 503) in OpenAI's error shape
+//	drop-after=N      close the connection after N token-bearing events
+//	stall=DURATION    write nothing for DURATION ...
+//	stall-at=N        ... after N token-bearing events (default 1)
+//	malformed         write one malformed SSE event after the first token
+//	slow-headers=DUR  delay the response headers by DUR
+//	none              no fault, even if rates would pick one
+const FaultHeader = "X-Sim-Fault"
+
+// faults is what will go wrong with one request.
+type faults struct {
+	errCode     int
+	dropAfter   int // -1: never
+	stall       time.Duration
+	stallAt     int
+	malformed   bool
+	slowHeaders time.Duration
+}
+
+func noFaults() faults { return faults{dropAfter: -1} }
+
+func (f faults) String() string {
+	var parts []string
+	if f.errCode != 0 {
+		parts = append(parts, "error="+strconv.Itoa(f.errCode))
+	}
+	if f.dropAfter >= 0 {
+		parts = append(parts, "drop-after="+strconv.Itoa(f.dropAfter))
+	}
+	if f.stall > 0 {
+		parts = append(parts, "stall="+f.stall.String(), "stall-at="+strconv.Itoa(f.stallAt))
+	}
+	if f.malformed {
+		parts = append(parts, "malformed")
+	}
+	if f.slowHeaders > 0 {
+		parts = append(parts, "slow-headers="+f.slowHeaders.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseFaults parses an X-Sim-Fault value.
+func parseFaults(v string) (faults, error) {
+	f := noFaults()
+	f.stallAt = 1
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" || item == "none" {
+			continue
+		}
+		key, val, hasVal := strings.Cut(item, "=")
+		var err error
+		switch key {
+		case "error":
+			f.errCode, err = strconv.Atoi(val)
+			if err == nil && (f.errCode < 400 || f.errCode > 599) {
+				err = fmt.Errorf("want a 4xx or 5xx status")
+			}
+		case "drop-after":
+			f.dropAfter, err = strconv.Atoi(val)
+			if err == nil && f.dropAfter < 0 {
+				err = fmt.Errorf("must not be negative")
+			}
+		case "stall":
+			f.stall, err = time.ParseDuration(val)
+		case "stall-at":
+			f.stallAt, err = strconv.Atoi(val)
+			if err == nil && f.stallAt < 0 {
+				err = fmt.Errorf("must not be negative")
+			}
+		case "malformed":
+			if hasVal {
+				err = fmt.Errorf("takes no value")
+			}
+			f.malformed = true
+		case "slow-headers":
+			f.slowHeaders, err = time.ParseDuration(val)
+		default:
+			err = fmt.Errorf("unknown fault")
+		}
+		if err == nil && !hasVal && key != "malformed" {
+			err = fmt.Errorf("needs a value")
+		}
+		if err != nil {
+			return faults{}, fmt.Errorf("%s %q: %w", FaultHeader, item, err)
+		}
+	}
+	return f, nil
+}
+
+// pickFaults decides the faults of request number n: from the header when
+// present, otherwise from the configured rates, drawn from the seed and n so
+// that a rerun with the same seed and arrival order fails the same requests.
+func (s *Server) pickFaults(r *http.Request, n uint64) (faults, error) {
+	if v := r.Header.Get(FaultHeader); v != "" {
+		return parseFaults(v)
+	}
+	c := s.cfg.Faults
+	f := noFaults()
+	draw := func(salt uint64) float64 { return unitFloat(mix(s.seedHash ^ mix(n*0x9e37+salt))) }
+	if c.ErrorRate > 0 && draw(1) < c.ErrorRate {
+		f.errCode = c.ErrorCodes[int(mix(s.seedHash^n^0xc0de)%uint64(len(c.ErrorCodes)))]
+	}
+	if c.DropRate > 0 && draw(2) < c.DropRate {
+		f.dropAfter = c.DropAfter
+	}
+	if c.StallRate > 0 && draw(3) < c.StallRate {
+		f.stall, f.stallAt = c.Stall, c.StallAt
+	}
+	if c.MalformedRate > 0 && draw(4) < c.MalformedRate {
+		f.malformed = true
+	}
+	if c.SlowHeadersRate > 0 && draw(5) < c.SlowHeadersRate {
+		f.slowHeaders = c.SlowHeaders
+	}
+	return f, nil
+}
+
+func errorTypeFor(code int) (typ, msg string) {
+	switch code {
+	case http.StatusTooManyRequests:
+		return "rate_limit_error", "Rate limit exceeded (injected by benchrun sim)"
+	case http.StatusServiceUnavailable:
+		return "unavailable_error", "Server overloaded (injected by benchrun sim)"
+	case http.StatusInternalServerError:
+		return "InternalServerError", "Internal server error (injected by benchrun sim)"
+	}
+	return "InjectedError", fmt.Sprintf("Injected error %d (benchrun sim)", code)
+}

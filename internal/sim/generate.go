@@ -1,0 +1,724 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	epCompletions = "completions"
+	epChat        = "chat"
+	epEmbeddings  = "embeddings"
+)
+
+// completionsDefaultMaxTokens is OpenAI's legacy completions default.
+const completionsDefaultMaxTokens = 16
+
+type genRequest struct {
+	Model               string            `json:"model"`
+	Prompt              json.RawMessage   `json:"prompt"`
+	Messages            []json.RawMessage `json:"messages"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	MinTokens           int               `json:"min_tokens"`
+	IgnoreEOS           bool              `json:"ignore_eos"`
+	N                   *int              `json:"n"`
+	Stream              bool              `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// parsePrompt accepts the forms vLLM accepts for one prompt: a string, a
+// list with one string, a list of token ids, or a list with one list of ids.
+func parsePrompt(raw json.RawMessage) (ids []int, text string, isText bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, "", false, errors.New("prompt is required")
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err == nil {
+		return nil, str, true, nil
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		if len(strs) != 1 {
+			return nil, "", false, errors.New("the simulator accepts one prompt per request")
+		}
+		return nil, strs[0], true, nil
+	}
+	if err := json.Unmarshal(raw, &ids); err == nil {
+		return ids, "", false, nil
+	}
+	var idss [][]int
+	if err := json.Unmarshal(raw, &idss); err == nil {
+		if len(idss) != 1 {
+			return nil, "", false, errors.New("the simulator accepts one prompt per request")
+		}
+		return idss[0], "", false, nil
+	}
+	return nil, "", false, errors.New("prompt must be a string, a list of one string, or token ids")
+}
+
+func parseMessages(raws []json.RawMessage) ([]chatMessage, error) {
+	msgs := make([]chatMessage, 0, len(raws))
+	for i, raw := range raws {
+		var m struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		if m.Role == "" || strings.ContainsFunc(m.Role, func(r rune) bool { return r <= ' ' }) {
+			return nil, fmt.Errorf("messages[%d]: role must be one word", i)
+		}
+		var content string
+		if len(m.Content) > 0 && string(m.Content) != "null" {
+			if err := json.Unmarshal(m.Content, &content); err != nil {
+				// The content-parts form: [{"type":"text","text":"..."}].
+				var parts []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				}
+				if err := json.Unmarshal(m.Content, &parts); err != nil {
+					return nil, fmt.Errorf("messages[%d].content: want a string or text parts", i)
+				}
+				texts := make([]string, 0, len(parts))
+				for _, p := range parts {
+					if p.Type == "text" {
+						texts = append(texts, p.Text)
+					}
+				}
+				content = strings.Join(texts, " ")
+			}
+		}
+		msgs = append(msgs, chatMessage{Role: m.Role, Content: content})
+	}
+	if len(msgs) == 0 {
+		return nil, errors.New("messages must not be empty")
+	}
+	return msgs, nil
+}
+
+// genPlan is a validated generation request.
+type genPlan struct {
+	model        string
+	endpoint     string
+	stream       bool
+	includeUsage bool
+	promptIDs    []int
+	promptHash   uint64
+	maxTokens    int
+	target       int
+	finish       string // finish_reason when target is reached
+}
+
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
+	received := time.Now()
+	n := s.seq.Add(1)
+	prefix := "cmpl-"
+	if endpoint == epChat {
+		prefix = "chatcmpl-"
+	}
+	rec := &record{r: RequestRecord{
+		Seq: n, ID: prefix + strconv.FormatUint(n, 10), Endpoint: endpoint,
+		Received: received, ReceivedUnixNano: received.UnixNano(),
+	}}
+	s.records.add(rec)
+	fail := func(status int, typ, msg string) {
+		s.metrics.errors.Add(1)
+		rec.update(func(r *RequestRecord) {
+			r.Status, r.Error, r.Finished = status, msg, time.Now()
+		})
+		writeError(w, status, typ, msg)
+	}
+
+	var req genRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(&req); err != nil {
+		fail(http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	plan, status, err := s.plan(&req, endpoint)
+	if err != nil {
+		typ := "BadRequestError"
+		if status == http.StatusNotFound {
+			typ = "NotFoundError"
+		}
+		fail(status, typ, err.Error())
+		return
+	}
+	f, err := s.pickFaults(r, n)
+	if err != nil {
+		fail(http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	rec.update(func(r *RequestRecord) {
+		r.Model, r.Stream, r.PromptTokens, r.Fault = plan.model, plan.stream, len(plan.promptIDs), f.String()
+	})
+
+	ctx := r.Context()
+	if f.slowHeaders > 0 && !s.sleep(ctx, f.slowHeaders) {
+		s.finishAbort(rec, "client gone or shutdown during slow headers")
+		s.abortIfClosing()
+		return
+	}
+	if f.errCode != 0 {
+		typ, msg := errorTypeFor(f.errCode)
+		if f.errCode == http.StatusTooManyRequests || f.errCode == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		fail(f.errCode, typ, msg)
+		return
+	}
+
+	src := s.startSource(plan, received)
+	s.inflight.Add(1)
+	held := int64(len(plan.promptIDs) + plan.maxTokens)
+	s.inflightT.Add(held)
+	defer func() {
+		s.inflight.Add(-1)
+		s.inflightT.Add(-held)
+		src.close()
+	}()
+
+	if plan.stream {
+		s.stream(ctx, w, rec, plan, src, f)
+	} else {
+		s.respond(ctx, w, rec, plan, src, f)
+	}
+}
+
+// plan validates a request the way vLLM does and fixes its output length.
+func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
+	var p genPlan
+	p.endpoint = endpoint
+	model, ok := s.models[req.Model], true
+	if req.Model == "" {
+		p.model = s.cfg.Models[0]
+	} else if !model {
+		ok = false
+	} else {
+		p.model = req.Model
+	}
+	if !ok {
+		return p, http.StatusNotFound, fmt.Errorf("The model `%s` does not exist. Served models: %s", req.Model, strings.Join(s.cfg.Models, ", "))
+	}
+	if req.N != nil && *req.N != 1 {
+		return p, http.StatusBadRequest, errors.New("the simulator supports only n=1")
+	}
+	var text string
+	switch endpoint {
+	case epChat:
+		if req.Messages == nil {
+			return p, http.StatusBadRequest, errors.New("messages is required")
+		}
+		msgs, err := parseMessages(req.Messages)
+		if err != nil {
+			return p, http.StatusBadRequest, err
+		}
+		text = renderChat(msgs)
+		p.promptIDs = Tokenize(text)
+	default:
+		ids, t, isText, err := parsePrompt(req.Prompt)
+		if err != nil {
+			return p, http.StatusBadRequest, err
+		}
+		if isText {
+			text = t
+			p.promptIDs = Tokenize(text)
+		} else {
+			p.promptIDs = ids
+		}
+	}
+	if len(p.promptIDs) == 0 {
+		return p, http.StatusBadRequest, errors.New("the prompt is empty")
+	}
+	h := uint64(0xcbf29ce484222325)
+	for _, id := range p.promptIDs {
+		h = (h ^ uint64(id)) * 1099511628211
+	}
+	p.promptHash = h
+
+	maxTokens := completionsDefaultMaxTokens
+	if endpoint == epChat {
+		maxTokens = min(s.cfg.DefaultMaxTokens, s.cfg.MaxModelLen-len(p.promptIDs))
+	}
+	if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	}
+	if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		return p, http.StatusBadRequest, fmt.Errorf("max_tokens must be at least 1, got %d", maxTokens)
+	}
+	if req.MinTokens < 0 || req.MinTokens > maxTokens {
+		return p, http.StatusBadRequest, fmt.Errorf("min_tokens must be in [0, max_tokens=%d], got %d", maxTokens, req.MinTokens)
+	}
+	if total := len(p.promptIDs) + maxTokens; total > s.cfg.MaxModelLen {
+		return p, http.StatusBadRequest, fmt.Errorf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.cfg.MaxModelLen, total, len(p.promptIDs), maxTokens)
+	}
+	p.maxTokens = maxTokens
+	p.stream = req.Stream
+	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	p.target, p.finish = s.outputLength(p.promptHash, maxTokens, req.MinTokens, req.IgnoreEOS)
+	return p, 0, nil
+}
+
+// outputLength is the early-EOS rule: without ignore_eos, the length past
+// min_tokens is geometric with per-token probability EOSProb, drawn from the
+// seed and the prompt, so the same prompt always stops at the same token
+// whatever the load or arrival order.
+func (s *Server) outputLength(promptHash uint64, maxTokens, minTokens int, ignoreEOS bool) (int, string) {
+	p := s.cfg.EOSProb
+	if ignoreEOS || p <= 0 {
+		return maxTokens, "length"
+	}
+	u := unitFloat(mix(s.seedHash ^ promptHash ^ 0xe05))
+	extra := int(math.Ceil(math.Log1p(-u) / math.Log1p(-p)))
+	extra = max(extra, 1)
+	n := minTokens + extra
+	if n >= maxTokens || n < 0 {
+		return maxTokens, "length"
+	}
+	return n, "stop"
+}
+
+// word returns the k-th generated word of a request.
+func (s *Server) word(promptHash uint64, k int) string {
+	return vocab[mix(s.seedHash^promptHash^uint64(k)*0x9e3779b97f4a7c15)%VocabSize]
+}
+
+// source yields a request's tokens as they become writable.
+type source interface {
+	// next blocks until tokens can be written and returns how many; last is
+	// true with the final batch (or with n == 0 if nothing more will come).
+	next(ctx context.Context) (n int, last bool, err error)
+	cachedTokens() int
+	close()
+}
+
+var errShutdown = errors.New("simulator shutting down")
+
+func (s *Server) startSource(p genPlan, received time.Time) source {
+	if s.engine == nil {
+		return &fixedSource{
+			s: s, start: received, target: p.target, tpc: s.cfg.TokensPerChunk,
+			timer: time.NewTimer(time.Hour),
+		}
+	}
+	q := newSeq(len(p.promptIDs), s.hashesFor(p.promptIDs), p.target)
+	es := &engineSource{s: s, q: q}
+	if !s.engine.submit(q) {
+		es.closed = true
+	}
+	return es
+}
+
+func (s *Server) hashesFor(ids []int) []uint64 {
+	if !s.cfg.Engine.PrefixCache {
+		return nil
+	}
+	return blockHashes(ids, s.cfg.Engine.BlockSize)
+}
+
+// fixedSource writes event k at start + TTFT + k*ITL: absolute deadlines, so
+// timer lateness never accumulates into the gaps.
+type fixedSource struct {
+	s      *Server
+	start  time.Time
+	target int
+	tpc    int
+	k      int
+	sent   int
+	timer  *time.Timer
+}
+
+func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
+	if f.sent >= f.target {
+		return 0, true, nil
+	}
+	deadline := f.start.Add(f.s.cfg.TTFT + time.Duration(f.k)*f.s.cfg.ITL)
+	if d := time.Until(deadline); d > 0 {
+		f.timer.Reset(d)
+		select {
+		case <-f.timer.C:
+		case <-ctx.Done():
+			return 0, false, context.Cause(ctx)
+		case <-f.s.closing:
+			return 0, false, errShutdown
+		}
+	}
+	n := min(f.tpc, f.target-f.sent)
+	f.sent += n
+	f.k++
+	return n, f.sent >= f.target, nil
+}
+
+// finalDeadline is when a non-streamed fixed-mode response is complete.
+func (f *fixedSource) finalDeadline() time.Time {
+	events := (f.target + f.tpc - 1) / f.tpc
+	return f.start.Add(f.s.cfg.TTFT + time.Duration(max(events-1, 0))*f.s.cfg.ITL)
+}
+
+func (f *fixedSource) cachedTokens() int { return 0 }
+func (f *fixedSource) close()            { f.timer.Stop() }
+
+type engineSource struct {
+	s      *Server
+	q      *seq
+	sent   int
+	closed bool
+}
+
+func (e *engineSource) next(ctx context.Context) (int, bool, error) {
+	if e.closed {
+		return 0, false, errShutdown
+	}
+	for {
+		// done is read before avail: done is stored after the final avail,
+		// so seeing done guarantees avail is final.
+		done := e.q.done.Load()
+		avail := int(e.q.avail.Load())
+		if avail > e.sent {
+			n := avail - e.sent
+			e.sent = avail
+			return n, done, nil
+		}
+		if done {
+			return 0, true, nil
+		}
+		select {
+		case <-e.q.notify:
+		case <-ctx.Done():
+			return 0, false, context.Cause(ctx)
+		case <-e.s.closing:
+			return 0, false, errShutdown
+		}
+	}
+}
+
+func (e *engineSource) cachedTokens() int { return int(e.q.cached.Load()) }
+
+func (e *engineSource) close() {
+	if !e.q.done.Load() {
+		e.s.engine.abort(e.q)
+	}
+}
+
+// sleep waits d unless the request or the server ends first.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+func (s *Server) finishAbort(rec *record, why string) {
+	s.metrics.aborted.Add(1)
+	rec.update(func(r *RequestRecord) {
+		r.FinishReason, r.Error, r.Finished = "abort", why, time.Now()
+		if r.Status == 0 {
+			r.Status = 499 // nginx's "client closed request": no status was sent
+		}
+	})
+}
+
+// abortConn ends the response without a clean end of stream: net/http
+// closes the connection (for HTTP/1.1, with no terminating chunk), which is
+// what a client sees when a server dies.
+func abortConn() { panic(http.ErrAbortHandler) }
+
+// chunkWriter builds SSE events with appends instead of encoding/json: at
+// 100k events per second the JSON encoder would be what limits the sim.
+type chunkWriter struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	buf     []byte
+	head    []byte // `data: {"id":...,"choices":[{"index":0,` common to every content chunk
+	chat    bool
+}
+
+func (s *Server) newChunkWriter(w http.ResponseWriter, id string, p genPlan) *chunkWriter {
+	fl, _ := w.(http.Flusher)
+	model, _ := json.Marshal(p.model)
+	cw := &chunkWriter{w: w, flusher: fl, chat: p.endpoint == epChat, buf: make([]byte, 0, 512)}
+	object := "text_completion"
+	if cw.chat {
+		object = "chat.completion.chunk"
+	}
+	cw.head = fmt.Appendf(nil, `data: {"id":"%s","object":"%s","created":%d,"model":%s,"choices":[`, id, object, s.created, model)
+	return cw
+}
+
+func (cw *chunkWriter) flush() error {
+	_, err := cw.w.Write(cw.buf)
+	cw.buf = cw.buf[:0]
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if cw.flusher != nil {
+		cw.flusher.Flush()
+	}
+	return nil
+}
+
+func (cw *chunkWriter) roleChunk() {
+	cw.buf = append(cw.buf, cw.head...)
+	cw.buf = append(cw.buf, `{"index":0,"delta":{"role":"assistant"},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+}
+
+func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish string) {
+	cw.buf = append(cw.buf, cw.head...)
+	if cw.chat {
+		cw.buf = append(cw.buf, `{"index":0,"delta":{"content":"`...)
+	} else {
+		cw.buf = append(cw.buf, `{"index":0,"text":"`...)
+	}
+	for k := from; k < from+n; k++ {
+		cw.buf = append(cw.buf, ' ')
+		cw.buf = append(cw.buf, s.word(p.promptHash, k)...)
+	}
+	cw.buf = append(cw.buf, `"`...)
+	if cw.chat {
+		cw.buf = append(cw.buf, '}')
+	}
+	cw.buf = append(cw.buf, `,"logprobs":null,"finish_reason":`...)
+	if finish == "" {
+		cw.buf = append(cw.buf, "null"...)
+	} else {
+		cw.buf = strconv.AppendQuote(cw.buf, finish)
+	}
+	if !cw.chat {
+		cw.buf = append(cw.buf, `,"stop_reason":null`...)
+	}
+	cw.buf = append(cw.buf, "}]}\n\n"...)
+}
+
+func (cw *chunkWriter) usageChunk(prompt, completion int) {
+	cw.buf = append(cw.buf, cw.head...)
+	cw.buf = fmt.Appendf(cw.buf, `],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", prompt, prompt+completion, completion)
+	// head ends with `"choices":[`, so "]" closes an empty choices list.
+}
+
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record, p genPlan, src source, f faults) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rec.update(func(r *RequestRecord) { r.Status = http.StatusOK })
+	cw := s.newChunkWriter(w, rec.r.ID, p)
+	if cw.chat {
+		cw.roleChunk()
+	}
+	if err := cw.flush(); err != nil {
+		s.finishAbort(rec, err.Error())
+		return
+	}
+	if f.dropAfter == 0 {
+		s.finishAbort(rec, "fault: drop-after=0")
+		abortConn()
+	}
+	if f.stall > 0 && f.stallAt == 0 && !s.sleep(ctx, f.stall) {
+		s.finishAbort(rec, "client gone or shutdown during stall")
+		s.abortIfClosing()
+		return
+	}
+
+	sent, events := 0, 0
+	var first, prev time.Time
+	for {
+		n, last, err := src.next(ctx)
+		if err != nil {
+			s.finishAbort(rec, err.Error())
+			s.abortIfClosing()
+			return
+		}
+		if n == 0 {
+			break
+		}
+		finish := ""
+		if last {
+			finish = p.finish
+		}
+		cw.contentChunk(s, p, sent, n, finish)
+		if err := cw.flush(); err != nil {
+			s.finishAbort(rec, err.Error())
+			return
+		}
+		now := time.Now()
+		rec.addEvent(now, n)
+		s.observeEvent(rec, events, now, &first, &prev, n)
+		sent += n
+		events++
+		if f.malformed && events == 1 {
+			// A truncated JSON object: the client must report it, not crash.
+			cw.buf = append(cw.buf, cw.head...)
+			cw.buf = append(cw.buf, `{"index":0,"text":"`+"\n\n"...)
+			if err := cw.flush(); err != nil {
+				s.finishAbort(rec, err.Error())
+				return
+			}
+		}
+		if f.dropAfter > 0 && events == f.dropAfter && !last {
+			s.finishAbort(rec, fmt.Sprintf("fault: drop-after=%d", f.dropAfter))
+			abortConn()
+		}
+		if f.stall > 0 && events == f.stallAt && !last && !s.sleep(ctx, f.stall) {
+			s.finishAbort(rec, "client gone or shutdown during stall")
+			s.abortIfClosing()
+			return
+		}
+		if last {
+			break
+		}
+	}
+	if p.includeUsage {
+		cw.usageChunk(len(p.promptIDs), sent)
+	}
+	cw.buf = append(cw.buf, "data: [DONE]\n\n"...)
+	err := cw.flush()
+	s.finishOK(rec, p, src, sent, first, prev, err)
+}
+
+// abortIfClosing cuts the connection when the server is shutting down, so a
+// client sees a dead server rather than a clean end of stream.
+func (s *Server) abortIfClosing() {
+	select {
+	case <-s.closing:
+		abortConn()
+	default:
+	}
+}
+
+func (s *Server) observeEvent(rec *record, events int, now time.Time, first, prev *time.Time, n int) {
+	m := s.metrics
+	if events == 0 {
+		*first = now
+		m.ttft.observe(now.Sub(rec.r.Received))
+	} else {
+		// Per-token latency: a chunk of n tokens spreads its gap over them.
+		gap := now.Sub(*prev) / time.Duration(n)
+		for range n {
+			m.itl.observe(gap)
+		}
+	}
+	*prev = now
+	m.generationTokens.Add(uint64(n))
+}
+
+func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, last time.Time, werr error) {
+	m := s.metrics
+	now := time.Now()
+	m.promptTokens.Add(uint64(len(p.promptIDs)))
+	if !first.IsZero() {
+		m.promptNs.Add(int64(first.Sub(rec.r.Received)))
+		m.decodeNs.Add(int64(last.Sub(first)))
+	}
+	m.e2e.observe(now.Sub(rec.r.Received))
+	if p.finish == "stop" {
+		m.successStop.Add(1)
+	} else {
+		m.successLength.Add(1)
+	}
+	rec.update(func(r *RequestRecord) {
+		r.FinishReason, r.Finished, r.CachedTokens = p.finish, now, src.cachedTokens()
+		if werr != nil {
+			r.Error = werr.Error()
+		}
+	})
+}
+
+func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record, p genPlan, src source, f faults) {
+	// Wait for the whole output.
+	sent := 0
+	if fs, ok := src.(*fixedSource); ok {
+		if d := time.Until(fs.finalDeadline()); d > 0 && !s.sleep(ctx, d) {
+			s.finishAbort(rec, "client gone or shutdown")
+			s.abortIfClosing()
+			return
+		}
+		sent = p.target
+	} else {
+		for {
+			n, last, err := src.next(ctx)
+			if err != nil {
+				s.finishAbort(rec, err.Error())
+				s.abortIfClosing()
+				return
+			}
+			sent += n
+			if last {
+				break
+			}
+		}
+	}
+	if f.dropAfter >= 0 {
+		s.finishAbort(rec, "fault: drop")
+		abortConn()
+	}
+	if f.stall > 0 && !s.sleep(ctx, f.stall) {
+		s.finishAbort(rec, "client gone or shutdown during stall")
+		s.abortIfClosing()
+		return
+	}
+	var text strings.Builder
+	for k := range sent {
+		text.WriteByte(' ')
+		text.WriteString(s.word(p.promptHash, k))
+	}
+	usage := map[string]int{"prompt_tokens": len(p.promptIDs), "total_tokens": len(p.promptIDs) + sent, "completion_tokens": sent}
+	var body any
+	if p.endpoint == epChat {
+		body = map[string]any{
+			"id": rec.r.ID, "object": "chat.completion", "created": s.created, "model": p.model,
+			"choices": []any{map[string]any{
+				"index": 0, "message": map[string]string{"role": "assistant", "content": text.String()},
+				"logprobs": nil, "finish_reason": p.finish,
+			}},
+			"usage": usage,
+		}
+	} else {
+		body = map[string]any{
+			"id": rec.r.ID, "object": "text_completion", "created": s.created, "model": p.model,
+			"choices": []any{map[string]any{
+				"index": 0, "text": text.String(), "logprobs": nil, "finish_reason": p.finish, "stop_reason": nil,
+			}},
+			"usage": usage,
+		}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		s.finishAbort(rec, err.Error())
+		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+		return
+	}
+	if f.malformed {
+		b = b[:len(b)/2] // a truncated body with a 200: the client must say so
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, werr := w.Write(append(b, '\n'))
+	now := time.Now()
+	rec.update(func(r *RequestRecord) { r.Status = http.StatusOK })
+	rec.addEvent(now, sent)
+	var first time.Time
+	prev := now
+	s.observeEvent(rec, 0, now, &first, &prev, sent)
+	s.finishOK(rec, p, src, sent, now, now, werr)
+}

@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"sync"
+	"time"
+)
+
+// Event is one token-bearing write: the SSE event (or, for a non-streamed
+// response, the body) carrying Tokens tokens, stamped right after it was
+// flushed to the connection.
+type Event struct {
+	Time     time.Time // with a monotonic reading, for in-process comparisons
+	UnixNano int64     // wall clock, for comparisons across processes
+	Tokens   int
+}
+
+// RequestRecord is what the simulator knows about one request. It is the
+// ground truth a client's measurements are joined to by ID.
+type RequestRecord struct {
+	Seq              uint64 // arrival order, from 1
+	ID               string // the response id ("cmpl-42"); empty if rejected before one was given
+	Model            string
+	Endpoint         string // "completions", "chat", "embeddings"
+	Stream           bool
+	Received         time.Time
+	ReceivedUnixNano int64
+	Events           []Event
+	PromptTokens     int
+	CachedTokens     int // prompt tokens served from the prefix cache (engine mode)
+	CompletionTokens int // tokens actually written
+	Status           int
+	FinishReason     string // "length", "stop", "abort" (client gone, drop fault, shutdown)
+	Fault            string // faults applied, as in X-Sim-Fault
+	Error            string
+	Finished         time.Time
+}
+
+// record is the live version: the handler appends under mu while Records may
+// copy concurrently.
+type record struct {
+	mu sync.Mutex
+	r  RequestRecord
+}
+
+func (rec *record) addEvent(t time.Time, tokens int) {
+	rec.mu.Lock()
+	rec.r.Events = append(rec.r.Events, Event{Time: t, UnixNano: t.UnixNano(), Tokens: tokens})
+	rec.r.CompletionTokens += tokens
+	rec.mu.Unlock()
+}
+
+func (rec *record) update(f func(r *RequestRecord)) {
+	rec.mu.Lock()
+	f(&rec.r)
+	rec.mu.Unlock()
+}
+
+func (rec *record) snapshot() RequestRecord {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := rec.r
+	out.Events = append([]Event(nil), rec.r.Events...)
+	return out
+}
+
+// recordLog keeps the most recent records in a ring.
+type recordLog struct {
+	mu   sync.Mutex
+	max  int
+	ring []*record
+	next int // index of the oldest when full
+	full bool
+}
+
+func (l *recordLog) add(rec *record) {
+	if l.max == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.full {
+		l.ring = append(l.ring, rec)
+		if len(l.ring) == l.max {
+			l.full = true
+		}
+		return
+	}
+	l.ring[l.next] = rec
+	l.next = (l.next + 1) % l.max
+}
+
+func (l *recordLog) all() []*record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.full {
+		return append([]*record(nil), l.ring...)
+	}
+	out := make([]*record, 0, len(l.ring))
+	out = append(out, l.ring[l.next:]...)
+	return append(out, l.ring[:l.next]...)
+}
+
+func (l *recordLog) reset() {
+	l.mu.Lock()
+	l.ring, l.next, l.full = nil, 0, false
+	l.mu.Unlock()
+}
+
+// Records returns a copy of the kept request records, oldest first,
+// including requests still in flight.
+func (s *Server) Records() []RequestRecord {
+	recs := s.records.all()
+	out := make([]RequestRecord, len(recs))
+	for i, r := range recs {
+		out[i] = r.snapshot()
+	}
+	return out
+}
+
+// Record returns the record with the given response id.
+func (s *Server) Record(id string) (RequestRecord, bool) {
+	for _, r := range s.records.all() {
+		r.mu.Lock()
+		match := r.r.ID == id
+		r.mu.Unlock()
+		if match {
+			return r.snapshot(), true
+		}
+	}
+	return RequestRecord{}, false
+}
+
+// ResetRecords forgets every kept record (e.g. between test phases).
+func (s *Server) ResetRecords() { s.records.reset() }
+
+// Debug JSON shapes (GET /debug/requests).
+type eventJSON struct {
+	UnixNano int64 `json:"unix_nano"`
+	Tokens   int   `json:"tokens"`
+}
+
+type recordJSON struct {
+	Seq              uint64      `json:"seq"`
+	ID               string      `json:"id"`
+	Model            string      `json:"model"`
+	Endpoint         string      `json:"endpoint"`
+	Stream           bool        `json:"stream"`
+	ReceivedUnixNano int64       `json:"received_unix_nano"`
+	Events           []eventJSON `json:"events"`
+	PromptTokens     int         `json:"prompt_tokens"`
+	CachedTokens     int         `json:"cached_tokens"`
+	CompletionTokens int         `json:"completion_tokens"`
+	Status           int         `json:"status"`
+	FinishReason     string      `json:"finish_reason,omitempty"`
+	Fault            string      `json:"fault,omitempty"`
+	Error            string      `json:"error,omitempty"`
+	FinishedUnixNano int64       `json:"finished_unix_nano,omitempty"`
+}
+
+func toJSON(r RequestRecord) recordJSON {
+	ev := make([]eventJSON, len(r.Events))
+	for i, e := range r.Events {
+		ev[i] = eventJSON{UnixNano: e.UnixNano, Tokens: e.Tokens}
+	}
+	var fin int64
+	if !r.Finished.IsZero() {
+		fin = r.Finished.UnixNano()
+	}
+	return recordJSON{
+		Seq: r.Seq, ID: r.ID, Model: r.Model, Endpoint: r.Endpoint, Stream: r.Stream,
+		ReceivedUnixNano: r.ReceivedUnixNano, Events: ev,
+		PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens,
+		Status: r.Status, FinishReason: r.FinishReason, Fault: r.Fault, Error: r.Error,
+		FinishedUnixNano: fin,
+	}
+}

@@ -1,0 +1,317 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxBody bounds request bodies: a max-model-len prompt as JSON is far below.
+const maxBody = 64 << 20
+
+// Server is the simulator as an http.Handler. Close it to stop its engine
+// and end in-flight streams.
+type Server struct {
+	cfg       Config
+	mux       *http.ServeMux
+	started   time.Time
+	readyAt   time.Time
+	created   int64 // the "created" field of responses
+	seedHash  uint64
+	seq       atomic.Uint64
+	records   recordLog
+	metrics   *metrics
+	engine    *engine // nil in fixed mode
+	inflight  atomic.Int64
+	inflightT atomic.Int64 // tokens held by in-flight requests (fixed mode's cache usage)
+	closing   chan struct{}
+	closeOnce sync.Once
+	models    map[string]bool
+}
+
+// New builds a Server from cfg. It panics if cfg is invalid, because a
+// misconfigured ground truth would silently corrupt every test built on it;
+// call cfg.Validate first to get the error instead.
+func New(cfg Config) *Server {
+	if err := cfg.Validate(); err != nil {
+		panic(fmt.Sprintf("sim.New: invalid config: %v", err))
+	}
+	now := time.Now()
+	s := &Server{
+		cfg:      cfg,
+		mux:      http.NewServeMux(),
+		started:  now,
+		readyAt:  now.Add(cfg.LoadTime),
+		created:  now.Unix(),
+		seedHash: mix(uint64(cfg.Seed)),
+		records:  recordLog{max: cfg.MaxRecords},
+		metrics:  newMetrics(),
+		closing:  make(chan struct{}),
+		models:   make(map[string]bool),
+	}
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	if cfg.Mode == ModeEngine {
+		s.engine = newEngine(cfg.Engine, cfg.TokensPerChunk, cfg.Seed, s.metrics)
+	}
+	s.routes()
+	return s
+}
+
+// Config returns the configuration the server runs with.
+func (s *Server) Config() Config { return s.cfg }
+
+// Close ends in-flight streams (their connections are aborted) and stops the
+// engine loop. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		if s.engine != nil {
+			s.engine.close()
+		}
+	})
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /health", s.handleHealth)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": "benchrun-sim"})
+	})
+	s.mux.HandleFunc("GET /v1/models", s.ready(s.handleModels))
+	s.mux.HandleFunc("POST /v1/completions", s.ready(func(w http.ResponseWriter, r *http.Request) {
+		s.handleGenerate(w, r, epCompletions)
+	}))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.ready(func(w http.ResponseWriter, r *http.Request) {
+		s.handleGenerate(w, r, epChat)
+	}))
+	s.mux.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
+	s.mux.HandleFunc("POST /tokenize", s.ready(s.handleTokenize))
+	s.mux.HandleFunc("POST /detokenize", s.ready(s.handleDetokenize))
+	if s.cfg.Debug {
+		s.mux.HandleFunc("GET /debug/requests", s.handleDebugRequests)
+		s.mux.HandleFunc("DELETE /debug/requests", func(w http.ResponseWriter, r *http.Request) {
+			s.ResetRecords()
+			w.WriteHeader(http.StatusNoContent)
+		})
+		s.mux.HandleFunc("GET /debug/engine", s.handleDebugEngine)
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// Ready reports whether the simulated model load has finished.
+func (s *Server) Ready() bool { return !time.Now().Before(s.readyAt) }
+
+// ready answers 503 while the model is "loading", as llama-server does for
+// every endpoint; vLLM is not even listening then, which a client sees as a
+// connection error instead.
+func (s *Server) ready(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.Ready() {
+			writeError(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if !s.Ready() {
+		writeError(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_ = s.writeMetrics(w) // the client went away; nothing to tell it
+}
+
+func (s *Server) gauges() gauges {
+	if s.engine != nil {
+		used := s.engine.usedBlocks.Load()
+		return gauges{
+			running:  int(s.engine.nRunning.Load()),
+			waiting:  int(s.engine.nWaiting.Load()),
+			kvUsage:  float64(used) / float64(s.engine.total),
+			kvTokens: int(used) * s.cfg.Engine.BlockSize,
+		}
+	}
+	t := s.inflightT.Load()
+	return gauges{
+		running:  int(s.inflight.Load()),
+		kvUsage:  min(1, float64(t)/float64(s.cfg.Engine.KVCacheTokens)),
+		kvTokens: int(t),
+	}
+}
+
+type modelJSON struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root"`
+	MaxModelLen int    `json:"max_model_len"`
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	data := make([]modelJSON, len(s.cfg.Models))
+	for i, m := range s.cfg.Models {
+		data[i] = modelJSON{ID: m, Object: "model", Created: s.created, OwnedBy: "benchrun-sim", Root: m, MaxModelLen: s.cfg.MaxModelLen}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// resolveModel returns the served name for a request's model field; an
+// empty field means the first served model, as vLLM does.
+func (s *Server) resolveModel(w http.ResponseWriter, name string) (string, bool) {
+	if name == "" {
+		return s.cfg.Models[0], true
+	}
+	if s.models[name] {
+		return name, true
+	}
+	writeError(w, http.StatusNotFound, "NotFoundError",
+		fmt.Sprintf("The model `%s` does not exist. Served models: %s", name, strings.Join(s.cfg.Models, ", ")))
+	return "", false
+}
+
+type tokenizeRequest struct {
+	Model    string            `json:"model"`
+	Prompt   *string           `json:"prompt"`
+	Messages []json.RawMessage `json:"messages"`
+}
+
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	var req tokenizeRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if _, ok := s.resolveModel(w, req.Model); !ok {
+		return
+	}
+	var text string
+	switch {
+	case req.Prompt != nil && req.Messages != nil:
+		writeError(w, http.StatusBadRequest, "BadRequestError", "give either prompt or messages, not both")
+		return
+	case req.Prompt != nil:
+		text = *req.Prompt
+	case req.Messages != nil:
+		msgs, err := parseMessages(req.Messages)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+			return
+		}
+		text = renderChat(msgs)
+	default:
+		writeError(w, http.StatusBadRequest, "BadRequestError", "prompt or messages is required")
+		return
+	}
+	ids := Tokenize(text)
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids})
+}
+
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model  string `json:"model"`
+		Tokens []int  `json:"tokens"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if _, ok := s.resolveModel(w, req.Model); !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"prompt": Detokenize(req.Tokens)})
+}
+
+func (s *Server) handleDebugRequests(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id := q.Get("id")
+	var since uint64
+	if v := q.Get("since"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestError", "since: "+err.Error())
+			return
+		}
+		since = n
+	}
+	recs := s.Records()
+	out := make([]recordJSON, 0, len(recs))
+	for _, rec := range recs {
+		if (id != "" && rec.ID != id) || rec.Seq <= since {
+			continue
+		}
+		out = append(out, toJSON(rec))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"requests": out})
+}
+
+func (s *Server) handleDebugEngine(w http.ResponseWriter, r *http.Request) {
+	g := s.gauges()
+	out := map[string]any{
+		"mode":        s.cfg.Mode,
+		"running":     g.running,
+		"waiting":     g.waiting,
+		"kv_usage":    g.kvUsage,
+		"kv_tokens":   g.kvTokens,
+		"steps":       s.metrics.steps.Load(),
+		"preemptions": s.metrics.preemptions.Load(),
+		"requests":    s.seq.Load(),
+	}
+	if s.engine != nil {
+		out["kv_total_blocks"] = s.engine.total
+		out["block_size"] = s.cfg.Engine.BlockSize
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeBody reads a JSON body into v, answering 400 itself on failure.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// apiError is OpenAI's error shape: {"error": {"message", "type", "param", "code"}}.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, apiError{Error: apiErrorBody{Message: msg, Type: typ, Code: status}})
+}

@@ -1,0 +1,87 @@
+// Package stats computes exact summary statistics over raw samples.
+//
+// Percentiles are exact (sort, then linear interpolation between the two
+// nearest ranks, as numpy's default "linear" method), never estimated from
+// histograms and never averaged across cells, iterations or shards.
+package stats
+
+import (
+	"math"
+	"slices"
+)
+
+// Summary describes one sample set.
+type Summary struct {
+	N                        int
+	Mean, Min, Max           float64
+	P50, P90, P95, P99, P999 float64
+}
+
+// Summarize returns the summary of xs. It does not modify xs.
+// An empty set gives a zero Summary (N == 0); callers decide how to show it.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	return Summary{
+		N:    len(s),
+		Mean: sum / float64(len(s)),
+		Min:  s[0],
+		Max:  s[len(s)-1],
+		P50:  SortedPercentile(s, 50),
+		P90:  SortedPercentile(s, 90),
+		P95:  SortedPercentile(s, 95),
+		P99:  SortedPercentile(s, 99),
+		P999: SortedPercentile(s, 99.9),
+	}
+}
+
+// Percentile returns the p-th percentile (0..100) of xs without modifying it.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return SortedPercentile(s, p)
+}
+
+// SortedPercentile is Percentile for an already sorted slice.
+func SortedPercentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	if p <= 0 {
+		return sorted[0]
+	}
+	if p >= 100 {
+		return sorted[n-1]
+	}
+	rank := p / 100 * float64(n-1)
+	lo := int(math.Floor(rank))
+	hi := lo + 1
+	if hi >= n {
+		return sorted[lo]
+	}
+	frac := rank - float64(lo)
+	return sorted[lo] + frac*(sorted[hi]-sorted[lo])
+}
+
+// Mean returns the arithmetic mean, or 0 for an empty set.
+func Mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}

@@ -1,0 +1,161 @@
+// Package pipeline turns a loaded plan into a DAG of stages and runs it:
+// scheduling, service lifetimes, timeouts, finally stages, assertions,
+// the run directory and exit codes. It knows stage kinds and outputs only
+// through the Registry; it imports no stage or sink.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// Kind describes one stage kind. Registering a Kind is all it takes for
+// plans, vet, `benchrun list` and `benchrun schema` to know it.
+type Kind struct {
+	Name string
+	// Doc is one line for `benchrun list`.
+	Doc string
+	// Measuring stages produce measurements: they hold a resource lock
+	// (by default "gpu") while they run and may not retry.
+	Measuring bool
+	// Schema is the kind's CUE definition, checked against every stage of the kind.
+	Schema schema.KindSchema
+	// New decodes a stage's configuration. It must not perform I/O.
+	New func(s *schema.Stage) (Stage, error)
+}
+
+// Stage is one configured stage.
+type Stage interface {
+	// Validate checks the configuration against the plan: fast, no I/O,
+	// used by vet. Problems carry plan positions (schema.Errors).
+	Validate(p *schema.Plan) error
+	// Run does the stage's work. A service (launch) returns once it is up,
+	// with Outputs.Done set; it is stopped by Cleanup.
+	Run(ctx context.Context, env *Env) (*Outputs, error)
+}
+
+// Cleaner is implemented by stages holding resources past Run (servers);
+// Cleanup is always called, on every path, exactly once.
+type Cleaner interface {
+	Cleanup(ctx context.Context) error
+}
+
+// Env is what a running stage sees.
+type Env struct {
+	Stage *schema.Stage
+	Plan  *schema.Plan
+	RunID string
+	// Dir is the run directory (logs go there).
+	Dir string
+	// Deps holds the outputs of every stage this one depends on, by name.
+	Deps map[string]*Outputs
+	// Log is the stage's own log file (<stage>.log in the run directory).
+	Log io.Writer
+	// Progress is for human progress lines (stderr; may be io.Discard).
+	Progress io.Writer
+	// Emit hands finished rows to assertions and outputs. It returns an
+	// error only when the rows could not be stored.
+	Emit func(cell results.Cell, reqs []results.Request) error
+}
+
+// Target resolves the stage's `target`: a launch stage's outputs, or a URL.
+func (e *Env) Target() (*Outputs, error) {
+	t := e.Stage.Target
+	if t == "" {
+		return nil, fmt.Errorf("stage %s has no target", e.Stage.Name)
+	}
+	if out, ok := e.Deps[t]; ok {
+		return out, nil
+	}
+	if isURL(t) {
+		return &Outputs{URL: t}, nil
+	}
+	return nil, fmt.Errorf("target %q is neither a stage this one depends on nor a URL", t)
+}
+
+// ModelName is the served model name a stage should use: its own `model`
+// field when the kind has one, else the target's, else the plan's.
+func (e *Env) ModelName(own string) string {
+	if own != "" {
+		return own
+	}
+	if out, ok := e.Deps[e.Stage.Target]; ok && out.Model != "" {
+		return out.Model
+	}
+	return e.Plan.Model.Name
+}
+
+// Outputs is what a stage hands to the stages after it.
+type Outputs struct {
+	// URL is a server's base URL (http://host:port).
+	URL string
+	// Model is the served model name, when the stage knows it.
+	Model string
+	// Engine names the server software ("sim", "vllm", ...).
+	Engine string
+	// PID of a launched process.
+	PID int
+	// Done is closed when a service stops on its own (it died); nil for
+	// stages that are not services. DoneReason says why.
+	Done       <-chan struct{}
+	DoneReason func() string
+	// Values are free outputs readable from `when` expressions.
+	Values map[string]any
+}
+
+// Output receives rows as they are produced (CSV, Parquet, ...). Methods
+// are called from one goroutine at a time.
+type Output interface {
+	Name() string
+	Start(run *RunInfo) error
+	Cell(cell results.Cell, reqs []results.Request) error
+	Stop(sum *Summary) error
+}
+
+// Registry lists the stage kinds a run may use.
+type Registry struct {
+	kinds map[string]Kind
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{kinds: map[string]Kind{}} }
+
+// AddKind registers a stage kind; registering a name twice is a programming error.
+func (r *Registry) AddKind(k Kind) {
+	if _, dup := r.kinds[k.Name]; dup {
+		panic("pipeline: stage kind registered twice: " + k.Name)
+	}
+	r.kinds[k.Name] = k
+}
+
+// Kind returns a registered kind.
+func (r *Registry) Kind(name string) (Kind, bool) {
+	k, ok := r.kinds[name]
+	return k, ok
+}
+
+// Kinds returns every registered kind, sorted by name.
+func (r *Registry) Kinds() []Kind {
+	var out []Kind
+	for _, k := range r.kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Schemas returns the kinds' CUE fragments for schema.Load.
+func (r *Registry) Schemas() []schema.KindSchema {
+	var out []schema.KindSchema
+	for _, k := range r.Kinds() {
+		s := k.Schema
+		s.Kind = k.Name
+		out = append(out, s)
+	}
+	return out
+}

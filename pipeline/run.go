@@ -1,0 +1,597 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// Stage statuses.
+const (
+	StatusPending = "pending"
+	StatusRunning = "running"
+	StatusUp      = "up" // a service whose Run returned; it serves until released
+	StatusOK      = "ok"
+	StatusFailed  = "failed"
+	StatusSkipped = "skipped"
+)
+
+// Options controls a run.
+type Options struct {
+	Outputs []Output
+	// Progress receives human progress lines (stderr).
+	Progress io.Writer
+	// MaxParallel bounds how many stages run at once (default 4).
+	MaxParallel int
+	// FinallyTimeout bounds each finally stage and cleanup after an interrupt.
+	FinallyTimeout time.Duration
+}
+
+// StageResult is one stage's outcome, for the summary and the manifest.
+type StageResult struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Status    string  `json:"status"`
+	Reason    string  `json:"reason,omitempty"`
+	DurationS float64 `json:"duration_s"`
+	Attempts  int     `json:"attempts,omitempty"`
+}
+
+// Summary is how a run ended.
+type Summary struct {
+	Run         *RunInfo
+	Stages      []StageResult
+	Cells       int
+	Verdicts    []Verdict
+	Failed      []Verdict
+	Interrupted bool
+	ExitCode    int
+}
+
+// ServiceDiedError cancels the stages using a service that stopped on its own.
+type ServiceDiedError struct {
+	Service string
+	Reason  string
+}
+
+func (e *ServiceDiedError) Error() string {
+	return fmt.Sprintf("server %s died: %s", e.Service, e.Reason)
+}
+
+// TimeoutError is the cause of a stage's cancellation when its timeout passes.
+type TimeoutError struct {
+	Stage   string
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("stage %s timed out after %s", e.Stage, e.Timeout)
+}
+
+type nodeState struct {
+	node      *Node
+	status    string
+	reason    string
+	outputs   *Outputs
+	started   time.Time
+	duration  time.Duration
+	attempts  int
+	released  bool
+	cleanedUp bool
+}
+
+type runner struct {
+	g        *Graph
+	ri       *RunInfo
+	opts     Options
+	states   map[string]*nodeState
+	asserts  map[string][]*Assertion // by stage
+	locks    map[string]*sync.Mutex
+	emitMu   sync.Mutex
+	verdicts []Verdict
+	failed   []Verdict
+	cells    int
+	emitErr  error
+	manifest *Manifest
+}
+
+// Run executes the graph. It returns the summary; the error is non-nil only
+// when the run could not be carried out at all.
+func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, error) {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.MaxParallel <= 0 {
+		opts.MaxParallel = 4
+	}
+	if opts.FinallyTimeout <= 0 {
+		opts.FinallyTimeout = 2 * time.Minute
+	}
+	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.Mutex{}}
+	if err := r.compileAssertions(); err != nil {
+		return nil, &ExitError{Code: ExitInvalid, Err: err}
+	}
+	for _, n := range g.Nodes {
+		r.states[n.Spec.Name] = &nodeState{node: n, status: StatusPending}
+	}
+	r.manifest = newManifest(ri)
+	if err := r.manifest.write(ri.Dir); err != nil {
+		return nil, &ExitError{Code: ExitInfra, Err: err}
+	}
+	for _, o := range opts.Outputs {
+		if err := o.Start(ri); err != nil {
+			return nil, &ExitError{Code: ExitInfra, Err: fmt.Errorf("output %s: %w", o.Name(), err)}
+		}
+	}
+
+	runCtx := ctx
+	if g.Plan.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, g.Plan.Timeout, fmt.Errorf("plan timeout %s exceeded", g.Plan.Timeout))
+		defer cancel()
+	}
+	r.schedule(ctx, runCtx)
+
+	sum := r.summary(ctx)
+	for _, o := range opts.Outputs {
+		if err := o.Stop(sum); err != nil {
+			fmt.Fprintf(opts.Progress, "benchrun: output %s: %v\n", o.Name(), err)
+			if sum.ExitCode == ExitOK || sum.ExitCode == ExitAssertion {
+				sum.ExitCode = ExitInfra
+			}
+		}
+	}
+	now := time.Now().UTC()
+	r.manifest.FinishedAt = &now
+	r.manifest.ExitCode = &sum.ExitCode
+	r.manifest.Stages = sum.Stages
+	r.manifest.Verdicts = sum.Failed
+	switch {
+	case sum.Interrupted:
+		r.manifest.Status = "interrupted"
+	case sum.ExitCode == ExitOK:
+		r.manifest.Status = "ok"
+	default:
+		r.manifest.Status = "failed"
+	}
+	if err := r.manifest.write(ri.Dir); err != nil {
+		fmt.Fprintf(opts.Progress, "benchrun: %v\n", err)
+	}
+	return sum, nil
+}
+
+func (r *runner) compileAssertions() error {
+	var errs []error
+	for _, n := range r.g.Nodes {
+		for _, a := range n.Spec.Assert {
+			ca, err := CompileAssertion(a, n.Spec.Name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.asserts[n.Spec.Name] = append(r.asserts[n.Spec.Name], ca)
+		}
+		if n.Kind.Measuring {
+			for _, a := range r.g.Plan.Assert {
+				ca, err := CompileAssertion(a, "")
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				r.asserts[n.Spec.Name] = append(r.asserts[n.Spec.Name], ca)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type completion struct {
+	name    string
+	outputs *Outputs
+	err     error
+}
+
+// schedule runs stages as their dependencies finish. ctx is the user's
+// (cancelled on interrupt); runCtx adds the plan timeout.
+func (r *runner) schedule(ctx, runCtx context.Context) {
+	p := pool.New().WithMaxGoroutines(r.opts.MaxParallel)
+	done := make(chan completion)
+	running := 0
+	stopping := false // no new non-finally stages after an interrupt or plan timeout
+	var stopReason string
+
+	for {
+		if !stopping && runCtx.Err() != nil {
+			stopping = true
+			stopReason = fmt.Sprint(context.Cause(runCtx))
+		}
+		for _, n := range r.g.Nodes {
+			st := r.states[n.Spec.Name]
+			if st.status != StatusPending {
+				continue
+			}
+			ready, blocked, why := r.depsState(n)
+			if !ready {
+				continue
+			}
+			if stopping && !n.Spec.Finally {
+				r.skip(st, "not started: "+stopReason)
+				continue
+			}
+			if blocked && !n.Spec.Finally {
+				r.skip(st, why)
+				continue
+			}
+			st.status = StatusRunning
+			st.started = time.Now()
+			running++
+			stageCtx := runCtx
+			if n.Spec.Finally {
+				// Finally stages run even after an interrupt, bounded in time.
+				var cancel context.CancelFunc
+				stageCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), r.opts.FinallyTimeout)
+				_ = cancel // released when the stage's own context ends below
+				defer cancel()
+			}
+			n := n
+			fmt.Fprintf(r.opts.Progress, "▶ %s (%s)\n", n.Spec.Name, n.Kind.Name)
+			p.Go(func() {
+				out, err := r.runNode(stageCtx, n)
+				done <- completion{name: n.Spec.Name, outputs: out, err: err}
+			})
+		}
+		if running == 0 {
+			break
+		}
+		var c completion
+		select {
+		case c = <-done:
+		case <-runCtx.Done():
+			if !stopping {
+				continue // loop once more to mark stopping, then wait for stages to end
+			}
+			c = <-done
+		}
+		running--
+		r.finish(c)
+		r.releaseServices(ctx)
+	}
+	p.Wait()
+	// Stop every service still up (the last dependents may have been skipped).
+	for _, n := range r.g.Nodes {
+		r.release(ctx, r.states[n.Spec.Name])
+	}
+}
+
+// depsState reports whether every dependency has finished (ready), whether
+// one failed or was skipped (blocked) and why.
+func (r *runner) depsState(n *Node) (ready, blocked bool, why string) {
+	for _, d := range n.Deps {
+		ds := r.states[d]
+		switch ds.status {
+		case StatusPending, StatusRunning:
+			return false, false, ""
+		case StatusFailed:
+			blocked, why = true, fmt.Sprintf("skipped: needs %s, which failed", d)
+		case StatusSkipped:
+			if !blocked {
+				blocked, why = true, fmt.Sprintf("skipped: needs %s, which was skipped", d)
+			}
+		}
+	}
+	return true, blocked, why
+}
+
+func (r *runner) skip(st *nodeState, reason string) {
+	st.status = StatusSkipped
+	st.reason = reason
+	fmt.Fprintf(r.opts.Progress, "- %s %s\n", st.node.Spec.Name, reason)
+}
+
+func (r *runner) finish(c completion) {
+	st := r.states[c.name]
+	st.duration = time.Since(st.started)
+	st.outputs = c.outputs
+	switch {
+	case c.err != nil:
+		st.status = StatusFailed
+		st.reason = c.err.Error()
+		fmt.Fprintf(r.opts.Progress, "✗ %s failed after %s: %s\n", c.name, st.duration.Round(time.Millisecond), firstLine(st.reason))
+	case c.outputs != nil && c.outputs.Done != nil:
+		st.status = StatusUp
+		fmt.Fprintf(r.opts.Progress, "✓ %s up at %s (%s)\n", c.name, c.outputs.URL, st.duration.Round(time.Millisecond))
+	default:
+		st.status = StatusOK
+		fmt.Fprintf(r.opts.Progress, "✓ %s ok (%s)\n", c.name, st.duration.Round(time.Millisecond))
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// releaseServices stops every service none of whose dependents can still run.
+func (r *runner) releaseServices(ctx context.Context) {
+	for _, n := range r.g.Nodes {
+		st := r.states[n.Spec.Name]
+		if st.status != StatusUp || st.released {
+			continue
+		}
+		busy := false
+		for _, d := range r.g.Dependents(n.Spec.Name) {
+			switch r.states[d.Spec.Name].status {
+			case StatusPending, StatusRunning:
+				busy = true
+			}
+		}
+		if !busy {
+			r.release(ctx, st)
+		}
+	}
+}
+
+// release stops a service (or cleans up any stage holding resources) once.
+func (r *runner) release(ctx context.Context, st *nodeState) {
+	if st.cleanedUp || st.node.Stage == nil || st.status == StatusPending || st.status == StatusSkipped {
+		return
+	}
+	st.cleanedUp = true
+	if st.status == StatusUp {
+		st.released = true
+		if died, reason := serviceDied(st.outputs); died {
+			st.status = StatusFailed
+			st.reason = "died while in use: " + reason
+		} else {
+			st.status = StatusOK
+		}
+	}
+	if c, ok := st.node.Stage.(Cleaner); ok {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.FinallyTimeout)
+		defer cancel()
+		if err := c.Cleanup(cctx); err != nil {
+			fmt.Fprintf(r.opts.Progress, "benchrun: cleanup of %s: %v\n", st.node.Spec.Name, err)
+		}
+	}
+}
+
+func serviceDied(o *Outputs) (bool, string) {
+	if o == nil || o.Done == nil {
+		return false, ""
+	}
+	select {
+	case <-o.Done:
+		reason := "exited"
+		if o.DoneReason != nil {
+			reason = o.DoneReason()
+		}
+		return true, reason
+	default:
+		return false, ""
+	}
+}
+
+// runNode runs one stage with its locks, timeout, retries and the
+// watchdog that cancels it when a service it uses dies.
+func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
+	st := r.states[n.Spec.Name]
+	unlock := r.lock(n)
+	defer unlock()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	deps := map[string]*Outputs{}
+	for _, d := range n.Deps {
+		out := r.states[d].outputs
+		if out == nil {
+			out = &Outputs{}
+		}
+		deps[d] = out
+		if out.Done != nil {
+			go func(service string, o *Outputs) {
+				select {
+				case <-o.Done:
+					reason := "exited"
+					if o.DoneReason != nil {
+						reason = o.DoneReason()
+					}
+					cancel(&ServiceDiedError{Service: service, Reason: reason})
+				case <-ctx.Done():
+				}
+			}(d, out)
+		}
+	}
+	if n.Spec.Timeout > 0 {
+		var tcancel context.CancelFunc
+		ctx, tcancel = context.WithTimeoutCause(ctx, n.Spec.Timeout, &TimeoutError{Stage: n.Spec.Name, Timeout: n.Spec.Timeout})
+		defer tcancel()
+	}
+
+	logf, err := os.OpenFile(filepath.Join(r.ri.Dir, n.Spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening stage log: %w", err)
+	}
+	defer logf.Close()
+	env := &Env{
+		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
+		Log: logf, Progress: r.opts.Progress, Emit: r.emit,
+	}
+
+	attempts := 1
+	var backoff time.Duration
+	if n.Spec.Retry != nil && !n.Kind.Measuring {
+		attempts, backoff = n.Spec.Retry.Attempts, n.Spec.Retry.Backoff
+	}
+	var out *Outputs
+	for i := 1; i <= attempts; i++ {
+		st.attempts = i
+		out, err = n.Stage.Run(ctx, env)
+		if err == nil || ctx.Err() != nil || i == attempts {
+			break
+		}
+		fmt.Fprintf(r.opts.Progress, "↻ %s attempt %d/%d failed: %s; retrying in %s\n", n.Spec.Name, i, attempts, firstLine(err.Error()), backoff)
+		if c, ok := n.Stage.(Cleaner); ok {
+			_ = c.Cleanup(context.WithoutCancel(ctx))
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff *= 2
+	}
+	if err != nil {
+		// Say why the context ended when that is the real reason.
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", cause, err)
+		}
+		if out == nil || out.Done == nil {
+			if c, ok := n.Stage.(Cleaner); ok {
+				st.cleanedUp = true
+				_ = c.Cleanup(context.WithoutCancel(ctx))
+			}
+		}
+		return out, err
+	}
+	if out == nil {
+		out = &Outputs{}
+	}
+	if out.Done == nil {
+		// Not a service: release what it holds now.
+		if c, ok := n.Stage.(Cleaner); ok {
+			st.cleanedUp = true
+			if cerr := c.Cleanup(context.WithoutCancel(ctx)); cerr != nil {
+				return out, fmt.Errorf("cleanup: %w", cerr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// lock takes the stage's resource locks in sorted order (no deadlock).
+// Measuring stages lock "gpu" unless they name their resources.
+func (r *runner) lock(n *Node) func() {
+	res := slices.Clone(n.Spec.Resources)
+	if len(res) == 0 && n.Kind.Measuring {
+		res = []string{"gpu"}
+	}
+	sort.Strings(res)
+	res = slices.Compact(res)
+	r.emitMu.Lock()
+	var ms []*sync.Mutex
+	for _, name := range res {
+		m, ok := r.locks[name]
+		if !ok {
+			m = &sync.Mutex{}
+			r.locks[name] = m
+		}
+		ms = append(ms, m)
+	}
+	r.emitMu.Unlock()
+	for _, m := range ms {
+		m.Lock()
+	}
+	return func() {
+		for i := len(ms) - 1; i >= 0; i-- {
+			ms[i].Unlock()
+		}
+	}
+}
+
+// emit judges a finished cell and hands it to every output.
+func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if cell.RunID == "" {
+		cell.RunID = r.ri.ID
+	}
+	if cell.Plan == "" {
+		cell.Plan = r.g.Plan.Name
+	}
+	if cell.Metadata == nil && len(r.g.Plan.Metadata) > 0 {
+		cell.Metadata = r.g.Plan.Metadata
+	}
+	for i := range reqs {
+		reqs[i].RunID = cell.RunID
+	}
+	r.cells++
+	for _, a := range r.asserts[cell.Stage] {
+		v := a.Judge(cell)
+		r.verdicts = append(r.verdicts, v)
+		if !v.Passed {
+			r.failed = append(r.failed, v)
+			msg := "does not hold"
+			if v.Error != "" {
+				msg = "could not be evaluated: " + v.Error
+			}
+			fmt.Fprintf(r.opts.Progress, "✗ assertion %q %s on %s (%s) [%s]\n", v.Assertion, msg, v.Cell, v.FormatValues(), v.Pos)
+		}
+	}
+	var errs []error
+	for _, o := range r.opts.Outputs {
+		if err := o.Cell(cell, reqs); err != nil {
+			errs = append(errs, fmt.Errorf("output %s: %w", o.Name(), err))
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil && r.emitErr == nil {
+		r.emitErr = err
+	}
+	return err
+}
+
+func (r *runner) summary(ctx context.Context) *Summary {
+	sum := &Summary{Run: r.ri, Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed}
+	sum.Interrupted = ctx.Err() != nil
+	infra := r.emitErr != nil
+	for _, n := range r.g.Nodes {
+		st := r.states[n.Spec.Name]
+		sum.Stages = append(sum.Stages, StageResult{
+			Name: n.Spec.Name, Kind: n.Kind.Name, Status: st.status, Reason: st.reason,
+			DurationS: st.duration.Seconds(), Attempts: st.attempts,
+		})
+		if st.status == StatusFailed {
+			infra = true
+		}
+	}
+	switch {
+	case sum.Interrupted:
+		sum.ExitCode = ExitInterrupted
+	case infra:
+		sum.ExitCode = ExitInfra
+	case len(r.failed) > 0:
+		sum.ExitCode = ExitAssertion
+	default:
+		sum.ExitCode = ExitOK
+	}
+	return sum
+}
+
+// PrintSummary writes the end-of-run summary for people.
+func PrintSummary(w io.Writer, sum *Summary) {
+	fmt.Fprintf(w, "\nrun %s: %d cell rows, %d assertion checks, %d failed\n", sum.Run.ID, sum.Cells, len(sum.Verdicts), len(sum.Failed))
+	for _, s := range sum.Stages {
+		line := fmt.Sprintf("  %-14s %-9s %-8s %6.1fs", s.Name, s.Kind, s.Status, s.DurationS)
+		if s.Reason != "" {
+			line += "  " + firstLine(s.Reason)
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, v := range sum.Failed {
+		fmt.Fprintf(w, "  FAIL %s: %q on %s (%s)\n", v.Pos, v.Assertion, v.Cell, v.FormatValues())
+	}
+	fmt.Fprintf(w, "  results: %s\n", sum.Run.Dir)
+}

@@ -1,0 +1,18 @@
+// Package stages holds one folder per stage kind; Builtin registers them.
+// Adding a kind: a folder with its schema.cue, config, Validate, Run and
+// tests, plus one line here.
+package stages
+
+import (
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/stages/health"
+	"github.com/benchrun/benchrun/stages/launch"
+	"github.com/benchrun/benchrun/stages/sweep"
+)
+
+// Builtin registers every built-in stage kind.
+func Builtin(reg *pipeline.Registry) {
+	reg.AddKind(launch.Kind)
+	reg.AddKind(health.Kind)
+	reg.AddKind(sweep.Kind)
+}

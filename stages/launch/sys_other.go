@@ -1,0 +1,9 @@
+//go:build !linux
+
+package launch
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
