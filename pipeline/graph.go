@@ -21,8 +21,8 @@ type Node struct {
 
 // Graph is a plan's stages with their edges, checked for cycles.
 type Graph struct {
-	Plan  *schema.Plan
-	Nodes []*Node // in plan order
+	Plan   *schema.Plan
+	Nodes  []*Node // in plan order
 	byName map[string]*Node
 }
 

@@ -4,8 +4,8 @@
 package launch
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
