@@ -104,6 +104,10 @@ type Outputs struct {
 	// stages that are not services. DoneReason says why.
 	Done       <-chan struct{}
 	DoneReason func() string
+	// Restart, when set, restarts a service between measured cells (a
+	// launch stage with restart: per_cell); measuring stages call it before
+	// each cell × ladder point.
+	Restart func(ctx context.Context) error
 	// Values are free outputs readable from `when` expressions.
 	Values map[string]any
 }

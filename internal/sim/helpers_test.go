@@ -193,3 +193,12 @@ func eventually(t testing.TB, d time.Duration, what string, f func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func newReq(url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}

@@ -152,6 +152,18 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			}
 			continue
 		}
+		if target.Restart != nil {
+			if err := target.Restart(ctx); err != nil {
+				stopErr = fmt.Errorf("restarting the server before the cell: %w", err)
+				row := base
+				row.StartedAt = time.Now().UTC()
+				row.Status, row.Reason = results.StatusError, stopErr.Error()
+				if err := env.Emit(row, nil); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		fmt.Fprintf(env.Progress, "  %s [%d/%d] %d:%d c=%d …\n", env.Stage.Name, i+1, len(points), p.cell.ISL, p.cell.OSL, p.concurrency)
 		row, reqs := s.measure(ctx, t, p, base)
 		if ctx.Err() != nil {
