@@ -3,30 +3,37 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
 )
 
-// emit judges a finished cell and hands it to every output.
+// emit judges a finished cell and hands it to every output: identity
+// stamps first (so every row of a run carries the same run id, plan, model
+// digest, metadata and hardware), then the assertions, then the outputs:
+// Cell, and Verdicts for outputs that take them.
 func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
-	if cell.RunID == "" {
-		cell.RunID = r.ri.ID
-	}
-	if cell.Plan == "" {
-		cell.Plan = r.g.Plan.Name
-	}
-	if cell.Metadata == nil && len(r.g.Plan.Metadata) > 0 {
-		cell.Metadata = r.g.Plan.Metadata
-	}
+	r.stamp(&cell)
 	for i := range reqs {
 		reqs[i].RunID = cell.RunID
+		reqs[i].Plan = cell.Plan
+		if reqs[i].Stage == "" {
+			reqs[i].Stage = cell.Stage
+		}
+		if reqs[i].CellID == "" {
+			reqs[i].CellID = cell.CellID
+		}
 	}
 	r.cells++
+	now := time.Now().UTC()
+	var verdictRows []results.Verdict
 	for _, a := range r.asserts[cell.Stage] {
 		v := a.Judge(cell)
 		r.verdicts = append(r.verdicts, v)
+		verdictRows = append(verdictRows, verdictRow(cell, a, v, now))
 		if !v.Passed {
 			r.failed = append(r.failed, v)
 			msg := "does not hold"
@@ -40,6 +47,92 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	for _, o := range r.opts.Outputs {
 		if err := o.Cell(cell, reqs); err != nil {
 			errs = append(errs, fmt.Errorf("output %s: %w", o.Name(), err))
+			continue
+		}
+		if vo, ok := o.(VerdictOutput); ok {
+			if err := vo.Verdicts(cell, verdictRows); err != nil {
+				errs = append(errs, fmt.Errorf("output %s: assertion verdicts: %w", o.Name(), err))
+			}
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil && r.emitErr == nil {
+		r.emitErr = err
+	}
+	return err
+}
+
+// stamp fills a cell row's identity columns that the stage left empty.
+func (r *runner) stamp(cell *results.Cell) {
+	if cell.RunID == "" {
+		cell.RunID = r.ri.ID
+	}
+	if cell.Plan == "" {
+		cell.Plan = r.g.Plan.Name
+	}
+	if len(r.g.Plan.Metadata) > 0 {
+		// Plan metadata (with --metadata stamps) under whatever the stage set:
+		// a copy, so no two rows share a map.
+		m := maps.Clone(r.g.Plan.Metadata)
+		maps.Copy(m, cell.Metadata)
+		cell.Metadata = m
+	}
+	id := RunIdentity(r.ri)
+	if cell.ModelDigest == "" {
+		cell.ModelDigest = id.ModelDigest
+	}
+	if cell.Hostname == "" {
+		cell.Hostname = id.Hostname
+	}
+	if cell.Hardware == "" {
+		cell.Hardware = id.Hardware
+	}
+	if cell.BenchrunVersion == "" {
+		cell.BenchrunVersion = id.BenchrunVersion
+	}
+}
+
+// verdictRow turns a verdict into a row of the assertions table.
+func verdictRow(cell results.Cell, a *Assertion, v Verdict, at time.Time) results.Verdict {
+	row := results.Verdict{
+		RunID: cell.RunID, Plan: cell.Plan, Stage: cell.Stage, CellID: cell.CellID, Cell: v.Cell,
+		JudgedAt: at, Assertion: v.Assertion, Pos: v.Pos, Scope: "stage",
+		Passed: v.Passed, Values: v.Values, Error: v.Error,
+	}
+	if a.Stage == "" {
+		row.Scope = "plan"
+	}
+	switch {
+	case v.Error != "":
+		row.Outcome = results.OutcomeError
+	case v.Passed:
+		row.Outcome = results.OutcomePass
+	default:
+		row.Outcome = results.OutcomeFail
+	}
+	return row
+}
+
+// emitSamples hands telemetry sample rows to the outputs that take them,
+// stamped with the run's identity. The telemetry stage reaches it through
+// Env once that issue wires it.
+func (r *runner) emitSamples(rows []results.Sample) error {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	for i := range rows {
+		if rows[i].RunID == "" {
+			rows[i].RunID = r.ri.ID
+		}
+		if rows[i].Plan == "" {
+			rows[i].Plan = r.g.Plan.Name
+		}
+	}
+	var errs []error
+	for _, o := range r.opts.Outputs {
+		if so, ok := o.(SampleOutput); ok {
+			if err := so.Samples(rows); err != nil {
+				errs = append(errs, fmt.Errorf("output %s: samples: %w", o.Name(), err))
+			}
 		}
 	}
 	err := errors.Join(errs...)

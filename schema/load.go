@@ -225,6 +225,10 @@ func Load(path string, opts Options) (*Plan, error) {
 	if err := v.Err(); err != nil {
 		return nil, convertErr(err, path)
 	}
+	// Settle the plan's own defaults first: `requests: *8 | int @tag(n)`
+	// unified with the schema's `requests: int | *0` would otherwise have
+	// two defaults and no value at all.
+	v = settleDefaults(v)
 	v = v.Unify(schemaVal.LookupPath(cue.ParsePath("#Plan")))
 
 	defs := map[string]string{}
@@ -509,4 +513,48 @@ func (p *Plan) Stage(name string) *Stage {
 		}
 	}
 	return nil
+}
+
+// settleDefaults fills every field of v that has a default but no single
+// value with that default, keeping the original (and its positions) in the
+// conjunction.
+func settleDefaults(v cue.Value) cue.Value {
+	var paths []cue.Path
+	var vals []cue.Value
+	var walk func(x cue.Value, path []cue.Selector, depth int)
+	walk = func(x cue.Value, path []cue.Selector, depth int) {
+		if depth > 64 {
+			return
+		}
+		if d, ok := x.Default(); ok && d.IsConcrete() && d.Kind() != cue.StructKind && d.Kind() != cue.ListKind {
+			paths = append(paths, cue.MakePath(path...))
+			vals = append(vals, d)
+		}
+		switch x.IncompleteKind() {
+		case cue.StructKind:
+			it, err := x.Fields()
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				walk(it.Value(), append(slices.Clip(path), it.Selector()), depth+1)
+			}
+		case cue.ListKind:
+			it, err := x.List()
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				walk(it.Value(), append(slices.Clip(path), it.Selector()), depth+1)
+			}
+		}
+	}
+	walk(v, nil, 0)
+	for i, p := range paths {
+		if len(p.Selectors()) == 0 {
+			continue
+		}
+		v = v.FillPath(p, vals[i])
+	}
+	return v
 }

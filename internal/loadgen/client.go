@@ -53,6 +53,19 @@ type Target struct {
 	ExtraBody map[string]any
 	// HTTP is the client; nil means a client sized for the load (NewHTTPClient).
 	HTTP *http.Client
+	// APIKey, when set, is sent as "Authorization: Bearer <key>". It is
+	// never written to a log, an error or a row.
+	APIKey string
+	// ContinuousUsage asks for usage on every streamed chunk (vLLM's
+	// stream_options.continuous_usage_stats), so tokens per event come from
+	// the server instead of being counted. Servers that do not know the
+	// option usually ignore it; some reject it, so it is off by default.
+	ContinuousUsage bool
+}
+
+// String describes the target without its secrets.
+func (t *Target) String() string {
+	return fmt.Sprintf("%s %s (model %s, stream %v)", t.BaseURL, t.Endpoint.Path(), t.Model, t.Stream)
 }
 
 // NewHTTPClient returns a client whose connection pool holds maxConns idle
@@ -79,6 +92,9 @@ type Request struct {
 	MaxTokens int
 	// Scheduled is when the schedule wanted the request sent; zero means "now".
 	Scheduled time.Time
+	// Body fields are merged into this request's body after the target's
+	// ExtraBody (min_tokens for this cell, say).
+	Body map[string]any
 }
 
 // Result is one request's measurements. Every time carries Go's monotonic
@@ -97,7 +113,13 @@ type Result struct {
 	// UsageReported says the counts came from the server's usage object;
 	// otherwise OutputTokens counts token-bearing events.
 	UsageReported bool
-	ResponseID    string
+	// ContinuousUsage: tokens per event came from per-chunk usage deltas.
+	ContinuousUsage bool
+	// TokensEstimated: the server reported more tokens than token events
+	// without saying which event carried how many, so each event's count is
+	// the even share.
+	TokensEstimated bool
+	ResponseID      string
 	StatusCode    int
 	Err           error
 }
@@ -170,10 +192,17 @@ func (t *Target) body(req Request) ([]byte, error) {
 		}
 		b["stream"] = t.Stream
 		if t.Stream {
-			b["stream_options"] = map[string]any{"include_usage": true}
+			so := map[string]any{"include_usage": true}
+			if t.ContinuousUsage {
+				so["continuous_usage_stats"] = true
+			}
+			b["stream_options"] = so
 		}
 	}
 	for k, v := range t.ExtraBody {
+		b[k] = v
+	}
+	for k, v := range req.Body {
 		b[k] = v
 	}
 	return json.Marshal(b)
@@ -199,6 +228,9 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	}
 	for k, v := range t.Headers {
 		hreq.Header.Set(k, v)
+	}
+	if t.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+t.APIKey)
 	}
 	client := t.HTTP
 	if client == nil {
@@ -253,7 +285,8 @@ func errorMessage(b []byte) string {
 	return strings.TrimSpace(string(b))
 }
 
-// chunk is the subset of a streamed completion or chat chunk we read.
+// chunk is the subset of a completion or chat response readWhole decodes
+// (non-streamed responses arrive once, so encoding/json is fine there).
 type chunk struct {
 	ID      string `json:"id"`
 	Choices []struct {
@@ -264,7 +297,8 @@ type chunk struct {
 			Reasoning        string `json:"reasoning"`
 		} `json:"delta"`
 		Message struct {
-			Content string `json:"content"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
 		} `json:"message"`
 	} `json:"choices"`
 	Usage *struct {
@@ -274,17 +308,31 @@ type chunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
-func (c *chunk) text() string {
-	var s string
+func (c *chunk) hasText() bool {
 	for _, ch := range c.Choices {
-		s += ch.Text + ch.Delta.Content + ch.Delta.ReasoningContent + ch.Delta.Reasoning + ch.Message.Content
+		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.ReasoningContent != "" || ch.Delta.Reasoning != "" || ch.Message.Content != "" || ch.Message.ReasoningContent != "" {
+			return true
+		}
 	}
-	return s
+	return false
 }
 
+// streamBufferSize is the SSE reader's initial buffer: a few typical
+// events. It grows for long events, so it only bounds memory per idle
+// stream (thousands of streams at once must stay cheap).
+const streamBufferSize = 2 << 10
+
+// readStream reads an SSE response, stamping every token-bearing event.
+// The per-event path scans the JSON instead of decoding it (scan.go), so
+// the client adds no allocation per event beyond the stamp it appends.
 func readStream(r io.Reader, res *Result) error {
-	sr := sse.NewReader(r)
+	sr := sse.NewReaderSize(r, streamBufferSize)
 	counted := 0
+	// usageAt[k] is the cumulative completion_tokens the k-th token event
+	// carried (-1: none); when every token event carries a rising count the
+	// server sends continuous usage and the deltas are tokens per event.
+	var usageAt []int
+	continuous := true
 	for {
 		ev, err := sr.Next()
 		if err == io.EOF {
@@ -293,37 +341,54 @@ func readStream(r io.Reader, res *Result) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading stream after %d tokens: %w", counted, err)
+			return fmt.Errorf("reading stream after %d token events: %w", counted, err)
 		}
 		at := time.Now()
 		if sse.IsDone(ev.Data) {
 			break
 		}
-		var c chunk
-		if err := json.Unmarshal(ev.Data, &c); err != nil {
-			return fmt.Errorf("malformed event after %d tokens: %w (data %q)", counted, err, truncate(ev.Data, 80))
+		if len(ev.Data) == 0 {
+			continue // a keep-alive event with no data
 		}
-		if len(c.Error) > 0 && string(c.Error) != "null" {
-			return &StreamError{Message: errorMessage(append(append([]byte(`{"error":`), c.Error...), '}'))}
+		c, err := scanChunk(ev.Data)
+		if err != nil {
+			return fmt.Errorf("malformed event after %d token events: %w (data %q)", counted, err, truncate(ev.Data, 80))
 		}
-		if res.ResponseID == "" {
-			res.ResponseID = c.ID
+		if c.HasError || ev.Type == "error" {
+			return &StreamError{Message: errorMessage(ev.Data)}
 		}
-		if c.Usage != nil && (c.Usage.PromptTokens > 0 || c.Usage.CompletionTokens > 0) {
-			// Some servers send zero usage on every chunk and the real one last.
-			res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		if res.ResponseID == "" && len(c.ID) > 0 {
+			if c.IDEscaped {
+				res.ResponseID, _ = unquoteJSON(c.ID)
+			} else {
+				res.ResponseID = string(c.ID)
+			}
+		}
+		if c.HasUsage && (c.PromptTokens > 0 || c.CompletionTokens > 0) {
+			// Some servers send zero usage on every chunk and the real one
+			// last: only a non-zero usage counts.
+			res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
 			res.UsageReported = true
 		}
-		if c.text() != "" {
+		if c.HasText {
 			res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
 			counted++
+			if c.HasUsage && c.CompletionTokens > 0 && continuous {
+				usageAt = append(usageAt, c.CompletionTokens)
+			} else {
+				continuous = false
+			}
 		}
 	}
-	if !res.UsageReported {
+	switch {
+	case !res.UsageReported:
 		res.OutputTokens = counted
-	} else if counted > 0 && res.OutputTokens > counted {
-		// Several tokens per event (speculative decoding): spread the
-		// reported count over the events evenly.
+	case continuous && counted > 0 && tokensFromUsage(res.Tokens, usageAt, res.OutputTokens):
+		res.ContinuousUsage = true
+	case counted > 0 && res.OutputTokens != counted:
+		// Several tokens per event (speculative decoding) without per-event
+		// usage: spread the reported count over the events evenly.
+		res.TokensEstimated = true
 		per := res.OutputTokens / counted
 		extra := res.OutputTokens % counted
 		for i := range res.Tokens {
@@ -336,6 +401,28 @@ func readStream(r io.Reader, res *Result) error {
 	return nil
 }
 
+// tokensFromUsage sets each event's tokens from the rise of the cumulative
+// completion_tokens, when the counts rise strictly and end at the final
+// usage. It reports whether it did.
+func tokensFromUsage(events []TokenEvent, cum []int, final int) bool {
+	if len(cum) != len(events) || cum[len(cum)-1] != final {
+		return false
+	}
+	prev := 0
+	for _, u := range cum {
+		if u <= prev {
+			return false
+		}
+		prev = u
+	}
+	prev = 0
+	for i, u := range cum {
+		events[i].Tokens = u - prev
+		prev = u
+	}
+	return true
+}
+
 func readWhole(r io.Reader, ep Endpoint, res *Result) error {
 	b, err := io.ReadAll(r)
 	at := time.Now()
@@ -346,12 +433,15 @@ func readWhole(r io.Reader, ep Endpoint, res *Result) error {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return fmt.Errorf("malformed response: %w (body %q)", err, truncate(b, 80))
 	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return &StreamError{Message: errorMessage(b)}
+	}
 	res.ResponseID = c.ID
 	if c.Usage != nil {
 		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		res.UsageReported = true
 	}
-	if ep == Embeddings || c.text() != "" {
+	if ep == Embeddings || c.hasText() {
 		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1)})
 	}
 	return nil

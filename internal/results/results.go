@@ -20,15 +20,22 @@ const (
 // assertion judges. Times are milliseconds, rates per second.
 type Cell struct {
 	// Identity.
-	RunID     string            `parquet:"run_id" json:"run_id" expr:"run_id"`
-	Plan      string            `parquet:"plan" json:"plan" expr:"plan"`
-	Stage     string            `parquet:"stage" json:"stage" expr:"stage"`
-	CellID    string            `parquet:"cell_id" json:"cell_id" expr:"cell_id"`
-	StartedAt time.Time         `parquet:"started_at,timestamp(microsecond)" json:"started_at" expr:"started_at"`
-	Model     string            `parquet:"model" json:"model" expr:"model"`
-	Engine    string            `parquet:"engine" json:"engine" expr:"engine"`
-	Endpoint  string            `parquet:"endpoint" json:"endpoint" expr:"endpoint"`
-	Metadata  map[string]string `parquet:"metadata" json:"metadata,omitempty" expr:"metadata"`
+	RunID     string    `parquet:"run_id" json:"run_id" expr:"run_id"`
+	Plan      string    `parquet:"plan" json:"plan" expr:"plan"`
+	Stage     string    `parquet:"stage" json:"stage" expr:"stage"`
+	CellID    string    `parquet:"cell_id" json:"cell_id" expr:"cell_id"`
+	StartedAt time.Time `parquet:"started_at,timestamp(microsecond)" json:"started_at" expr:"started_at"`
+	Model     string    `parquet:"model" json:"model" expr:"model"`
+	// ModelDigest is "sha256:<hex>" of the plan's model.file when benchrun
+	// can read it; "" for a model it only reaches over HTTP.
+	ModelDigest string            `parquet:"model_digest" json:"model_digest" expr:"model_digest"`
+	Engine      string            `parquet:"engine" json:"engine" expr:"engine"`
+	Endpoint    string            `parquet:"endpoint" json:"endpoint" expr:"endpoint"`
+	Metadata    map[string]string `parquet:"metadata" json:"metadata,omitempty" expr:"metadata"`
+	// Hardware: where the client ran (and, on the same host, the server).
+	Hostname        string `parquet:"hostname" json:"hostname" expr:"hostname"`
+	Hardware        string `parquet:"hardware" json:"hardware" expr:"hardware"` // "linux/amd64, 16 CPUs (AMD EPYC ...), 1× NVIDIA H200"
+	BenchrunVersion string `parquet:"benchrun_version" json:"benchrun_version" expr:"benchrun_version"`
 
 	// Cell parameters.
 	ISL         int64   `parquet:"isl" json:"isl" expr:"isl"`
@@ -85,6 +92,7 @@ type Cell struct {
 // except SentAt (wall clock).
 type Request struct {
 	RunID        string    `parquet:"run_id" json:"run_id"`
+	Plan         string    `parquet:"plan" json:"plan"`
 	Stage        string    `parquet:"stage" json:"stage"`
 	CellID       string    `parquet:"cell_id" json:"cell_id"`
 	Seq          int64     `parquet:"seq" json:"seq"`

@@ -189,9 +189,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		body = body[:len(body)/2]
 	}
 	w.Header().Set("Content-Type", "application/json")
+	now := time.Now() // stamped before the write, as for streams
 	w.WriteHeader(http.StatusOK)
 	_, werr := w.Write(append(body, '\n'))
-	now := time.Now()
 	s.metrics.promptTokens.Add(uint64(total))
 	s.metrics.e2e.observe(now.Sub(received))
 	rec.addEvent(now, 0)

@@ -557,12 +557,14 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 			finish = p.finish
 		}
 		cw.contentChunk(s, p, sent, n, finish)
+		// Stamped just before the write: no client can see the event
+		// earlier, so client time minus this is the client's whole error.
+		now := time.Now()
+		rec.addEvent(now, n)
 		if err := cw.flush(); err != nil {
 			s.finishAbort(rec, err.Error())
 			return
 		}
-		now := time.Now()
-		rec.addEvent(now, n)
 		s.observeEvent(rec, events, now, &first, &prev, n)
 		sent += n
 		events++
@@ -712,11 +714,11 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		b = b[:len(b)/2] // a truncated body with a 200: the client must say so
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, werr := w.Write(append(b, '\n'))
 	now := time.Now()
 	rec.update(func(r *RequestRecord) { r.Status = http.StatusOK })
 	rec.addEvent(now, sent)
+	w.WriteHeader(http.StatusOK)
+	_, werr := w.Write(append(b, '\n'))
 	var first time.Time
 	prev := now
 	s.observeEvent(rec, 0, now, &first, &prev, sent)

@@ -6,8 +6,9 @@ import (
 )
 
 // Event is one token-bearing write: the SSE event (or, for a non-streamed
-// response, the body) carrying Tokens tokens, stamped right after it was
-// flushed to the connection.
+// response, the body) carrying Tokens tokens, stamped immediately before it
+// was written and flushed, so no client can have received it earlier. An
+// embeddings response records one event with Tokens 0.
 type Event struct {
 	Time     time.Time // with a monotonic reading, for in-process comparisons
 	UnixNano int64     // wall clock, for comparisons across processes

@@ -1,0 +1,450 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// chunkInfo is what the client needs from one streamed event, read without
+// decoding the JSON into Go values (encoding/json costs several
+// allocations per event; the scan costs none).
+type chunkInfo struct {
+	// HasText: some choice carries non-empty text, delta.content,
+	// delta.reasoning_content, delta.reasoning or message.content. A
+	// role-only chunk ({"delta":{"role":"assistant"}}) has none.
+	HasText bool
+	// HasUsage: a non-null top-level usage object; the counts are 0 when
+	// absent or null.
+	HasUsage         bool
+	PromptTokens     int
+	CompletionTokens int
+	// ID is the raw (still JSON-escaped) bytes of the top-level id string;
+	// IDEscaped says it contains a backslash and needs unquoting.
+	ID        []byte
+	IDEscaped bool
+	// HasError: a non-null top-level error member.
+	HasError bool
+}
+
+var errScan = errors.New("malformed JSON")
+
+// scanChunk reads an OpenAI-style chunk. Semantics match decoding into
+// map[string]any and looking keys up exactly (duplicate keys: the last one
+// wins; keys are case-sensitive); the fuzz test holds it to that. Invalid
+// JSON is an error, never a panic.
+func scanChunk(data []byte) (chunkInfo, error) {
+	s := scanner{b: data}
+	var info chunkInfo
+	s.ws()
+	if !s.consume('{') {
+		return info, s.fail()
+	}
+	err := s.object(func(key []byte) error {
+		switch string(key) { // no allocation: the compiler special-cases switch on string(bytes)
+		case "id":
+			info.ID, info.IDEscaped = nil, false
+			if s.peek() == '"' {
+				raw, esc, err := s.str()
+				if err != nil {
+					return err
+				}
+				info.ID, info.IDEscaped = raw, esc
+				return nil
+			}
+			return s.skip()
+		case "error":
+			null, err := s.isNullThenSkip()
+			info.HasError = !null
+			return err
+		case "usage":
+			info.HasUsage, info.PromptTokens, info.CompletionTokens = false, 0, 0
+			if s.peek() != '{' {
+				return s.skip()
+			}
+			info.HasUsage = true
+			s.i++
+			return s.object(func(k []byte) error {
+				switch string(k) {
+				case "prompt_tokens":
+					n, err := s.intOrNull()
+					info.PromptTokens = n
+					return err
+				case "completion_tokens":
+					n, err := s.intOrNull()
+					info.CompletionTokens = n
+					return err
+				}
+				return s.skip()
+			})
+		case "choices":
+			info.HasText = false
+			if s.peek() != '[' {
+				return s.skip()
+			}
+			s.i++
+			return s.array(func() error {
+				if s.peek() != '{' {
+					return s.skip()
+				}
+				s.i++
+				var text, content, rc, reasoning, msg bool
+				err := s.object(func(k []byte) error {
+					switch string(k) {
+					case "text":
+						var err error
+						text, err = s.nonEmptyString()
+						return err
+					case "delta":
+						content, rc, reasoning = false, false, false
+						if s.peek() != '{' {
+							return s.skip()
+						}
+						s.i++
+						return s.object(func(k2 []byte) error {
+							var err error
+							switch string(k2) {
+							case "content":
+								content, err = s.nonEmptyString()
+							case "reasoning_content":
+								rc, err = s.nonEmptyString()
+							case "reasoning":
+								reasoning, err = s.nonEmptyString()
+							default:
+								err = s.skip()
+							}
+							return err
+						})
+					case "message":
+						msg = false
+						if s.peek() != '{' {
+							return s.skip()
+						}
+						s.i++
+						return s.object(func(k2 []byte) error {
+							if string(k2) == "content" {
+								var err error
+								msg, err = s.nonEmptyString()
+								return err
+							}
+							return s.skip()
+						})
+					}
+					return s.skip()
+				})
+				if text || content || rc || reasoning || msg {
+					info.HasText = true
+				}
+				return err
+			})
+		}
+		return s.skip()
+	})
+	if err != nil {
+		return chunkInfo{}, err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return chunkInfo{}, s.fail()
+	}
+	return info, nil
+}
+
+// scanner is a minimal validating JSON walker over a byte slice.
+type scanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+const maxDepth = 512
+
+func (s *scanner) fail() error {
+	return errScan
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips whitespace and returns the next byte (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) consume(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object reads members after the opening brace, calling member with each
+// key; member must consume the value.
+func (s *scanner) object(member func(key []byte) error) error {
+	s.depth++
+	if s.depth > maxDepth {
+		return s.fail()
+	}
+	defer func() { s.depth-- }()
+	if s.consume('}') {
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return s.fail()
+		}
+		key, esc, err := s.str()
+		if err != nil {
+			return err
+		}
+		if esc {
+			// An escaped key never equals one of ours byte for byte; decode
+			// it so that "t\u0065xt" still means "text", as encoding/json does.
+			uq, err := unquoteJSON(key)
+			if err != nil {
+				return s.fail()
+			}
+			key = []byte(uq)
+		}
+		if !s.consume(':') {
+			return s.fail()
+		}
+		s.ws()
+		if err := member(key); err != nil {
+			return err
+		}
+		if s.consume(',') {
+			continue
+		}
+		if s.consume('}') {
+			return nil
+		}
+		return s.fail()
+	}
+}
+
+// array reads elements after the opening bracket; elem must consume one value.
+func (s *scanner) array(elem func() error) error {
+	s.depth++
+	if s.depth > maxDepth {
+		return s.fail()
+	}
+	defer func() { s.depth-- }()
+	if s.consume(']') {
+		return nil
+	}
+	for {
+		s.ws()
+		if err := elem(); err != nil {
+			return err
+		}
+		if s.consume(',') {
+			continue
+		}
+		if s.consume(']') {
+			return nil
+		}
+		return s.fail()
+	}
+}
+
+// str reads a string at s.i and returns its raw contents (between the
+// quotes) and whether it holds escapes. It validates escapes and rejects
+// control characters, as JSON requires.
+func (s *scanner) str() (raw []byte, escaped bool, err error) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, s.fail()
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		c := s.b[j]
+		switch {
+		case c == '"':
+			s.i = j + 1
+			return s.b[start:j], escaped, nil
+		case c == '\\':
+			escaped = true
+			if j+1 >= len(s.b) {
+				return nil, false, s.fail()
+			}
+			switch s.b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if j+5 >= len(s.b) {
+					return nil, false, s.fail()
+				}
+				for _, h := range s.b[j+2 : j+6] {
+					if !isHex(h) {
+						return nil, false, s.fail()
+					}
+				}
+				j += 5
+			default:
+				return nil, false, s.fail()
+			}
+		case c < 0x20:
+			return nil, false, s.fail()
+		}
+	}
+	return nil, false, s.fail()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// nonEmptyString reads any value and reports whether it is a string with at
+// least one character (null, numbers and "" are empty).
+func (s *scanner) nonEmptyString() (bool, error) {
+	if s.peek() != '"' {
+		return false, s.skip()
+	}
+	raw, _, err := s.str()
+	return len(raw) > 0, err
+}
+
+// isNullThenSkip reports whether the value is the literal null, consuming it.
+func (s *scanner) isNullThenSkip() (bool, error) {
+	s.ws()
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true, nil
+	}
+	return false, s.skip()
+}
+
+// intOrNull reads a number (truncated toward zero, as a float64 to int
+// conversion does) or null (0); any other value is skipped and reads as 0.
+func (s *scanner) intOrNull() (int, error) {
+	c := s.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, s.skip()
+	}
+	start := s.i
+	if err := s.number(); err != nil {
+		return 0, err
+	}
+	num := s.b[start:s.i]
+	n, simple := 0, len(num) <= 15
+	for _, d := range num {
+		if d < '0' || d > '9' {
+			simple = false
+			break
+		}
+		n = n*10 + int(d-'0')
+	}
+	if simple {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		// Out of range: encoding/json refuses it too.
+		return 0, s.fail()
+	}
+	if f > 1<<53 || f < -(1<<53) {
+		return 0, nil // nonsense counts; treat as unknown
+	}
+	return int(f), nil
+}
+
+func (s *scanner) number() error {
+	j := s.i
+	if j < len(s.b) && s.b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(s.b) && s.b[j] == '0':
+		j++
+	case j < len(s.b) && s.b[j] >= '1' && s.b[j] <= '9':
+		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
+			j++
+		}
+	default:
+		return s.fail()
+	}
+	if j < len(s.b) && s.b[j] == '.' {
+		j++
+		k := j
+		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return s.fail()
+		}
+	}
+	if j < len(s.b) && (s.b[j] == 'e' || s.b[j] == 'E') {
+		j++
+		if j < len(s.b) && (s.b[j] == '+' || s.b[j] == '-') {
+			j++
+		}
+		k := j
+		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
+			j++
+		}
+		if j == k {
+			return s.fail()
+		}
+	}
+	s.i = j
+	return nil
+}
+
+// skip consumes one value of any type.
+func (s *scanner) skip() error {
+	switch c := s.peek(); c {
+	case '{':
+		s.i++
+		return s.object(func([]byte) error { return s.skip() })
+	case '[':
+		s.i++
+		return s.array(s.skip)
+	case '"':
+		_, _, err := s.str()
+		return err
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return s.number()
+		}
+		return s.fail()
+	}
+}
+
+func (s *scanner) literal(lit string) error {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return nil
+	}
+	return s.fail()
+}
+
+// unquoteJSON decodes the raw contents of a JSON string (rare path: only
+// strings with escapes come here).
+func unquoteJSON(raw []byte) (string, error) {
+	buf := make([]byte, 0, len(raw)+2)
+	buf = append(buf, '"')
+	buf = append(buf, raw...)
+	buf = append(buf, '"')
+	var out string
+	err := json.Unmarshal(buf, &out)
+	return out, err
+}
