@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
@@ -61,6 +62,9 @@ type Env struct {
 	// Emit hands finished rows to assertions and outputs. It returns an
 	// error only when the rows could not be stored.
 	Emit func(cell results.Cell, reqs []results.Request) error
+
+	// doneCells are the cells already finished in a resumed run (CellDone).
+	doneCells map[string]bool
 }
 
 // Target resolves the stage's `target`: a launch stage's outputs, or a URL.
@@ -124,6 +128,7 @@ type Output interface {
 // Registry lists the stage kinds a run may use.
 type Registry struct {
 	kinds map[string]Kind
+	sinks map[string]SinkKind
 }
 
 // NewRegistry returns an empty registry.
@@ -162,4 +167,90 @@ func (r *Registry) Schemas() []schema.KindSchema {
 		out = append(out, s)
 	}
 	return out
+}
+
+// CellDone reports whether the cell with this id already finished with
+// status ok in the run being resumed (--resume RUN_DIR), so that a
+// measuring stage can skip it. It is false when not resuming, and safe on
+// a nil Env.
+func (e *Env) CellDone(cellID string) bool {
+	if e == nil || e.doneCells == nil {
+		return false
+	}
+	return e.doneCells[cellID]
+}
+
+// PlannedStep is one unit of work a stage will do, for `--dry-run`: a
+// sweep's cell × ladder point, in the order it will run.
+type PlannedStep struct {
+	// ID is the deterministic cell id (what --resume matches).
+	ID string
+	// Label names the step for people ("128:128 c=4").
+	Label string
+	// Requests is how many requests the step sends, warm-up included.
+	Requests int
+	// Estimate is a rough duration; 0 when the stage cannot tell.
+	Estimate time.Duration
+}
+
+// Planner is implemented by stages that can list their work in advance
+// (sweeps); `benchrun PLAN --dry-run` prints the steps and their estimate.
+// It must be fast and free of side effects, like Validate.
+type Planner interface {
+	Plan() []PlannedStep
+}
+
+// SinkKind describes one kind of plan-level sink (`sinks: [{kind: ...}]`).
+type SinkKind struct {
+	Name string
+	// Doc is one line for `benchrun list`.
+	Doc string
+	// Schema is the sink's CUE definition (embedding #SinkBase).
+	Schema schema.KindSchema
+	// New decodes a sink entry into an Output. It must not perform I/O.
+	New func(s *schema.Sink) (Output, error)
+}
+
+// AddSink registers a sink kind; registering a name twice is a programming error.
+func (r *Registry) AddSink(k SinkKind) {
+	if r.sinks == nil {
+		r.sinks = map[string]SinkKind{}
+	}
+	if _, dup := r.sinks[k.Name]; dup {
+		panic("pipeline: sink kind registered twice: " + k.Name)
+	}
+	r.sinks[k.Name] = k
+}
+
+// Sink returns a registered sink kind.
+func (r *Registry) Sink(name string) (SinkKind, bool) {
+	k, ok := r.sinks[name]
+	return k, ok
+}
+
+// Sinks returns every registered sink kind, sorted by name.
+func (r *Registry) Sinks() []SinkKind {
+	var out []SinkKind
+	for _, k := range r.sinks {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// SinkSchemas returns the sink kinds' CUE fragments for schema.Load.
+func (r *Registry) SinkSchemas() []schema.KindSchema {
+	var out []schema.KindSchema
+	for _, k := range r.Sinks() {
+		s := k.Schema
+		s.Kind = k.Name
+		out = append(out, s)
+	}
+	return out
+}
+
+// LoadOptions returns the schema.Options for loading plans with this
+// registry's stage and sink kinds.
+func (r *Registry) LoadOptions(tags []string) schema.Options {
+	return schema.Options{Tags: tags, Kinds: r.Schemas(), Sinks: r.SinkSchemas()}
 }

@@ -42,6 +42,9 @@ type Options struct {
 	Tags []string
 	// Kinds are the known stage kinds with their schema fragments.
 	Kinds []KindSchema
+	// Sinks are the known sink kinds with their schema fragments; each
+	// entry of the plan's `sinks` list is checked against its kind's.
+	Sinks []KindSchema
 }
 
 // Plan is a loaded, schema-checked plan.
@@ -56,6 +59,11 @@ type Plan struct {
 	Assert      []Assertion
 	Timeout     time.Duration
 	Stages      []*Stage // in source order
+	// Sinks are the plan-level outputs (`sinks: [{kind: ...}]`), in order.
+	Sinks []*Sink
+	// Tags are the plan's @tag() fields, and Given the -t values applied.
+	Tags  []TagField
+	Given map[string]string
 	// Value is the whole plan, unified with the schema and the stages' kind definitions.
 	Value cue.Value
 }
@@ -104,6 +112,27 @@ type Stage struct {
 	Assert      []Assertion
 	Pos         Pos
 	Value       cue.Value
+	// Invalid is set on a stage whose own fields did not check (the errors
+	// are in Load's error). The graph is still linked through it, so that
+	// vet reports edge and cycle problems in the same pass.
+	Invalid bool
+}
+
+// Sink is one entry of the plan's `sinks` list.
+type Sink struct {
+	Kind  string
+	Index int
+	Pos   Pos
+	Value cue.Value
+}
+
+// Decode decodes the sink's configuration into v (a pointer to a struct
+// with json tags). Errors carry positions.
+func (s *Sink) Decode(v any) error {
+	if err := s.Value.Decode(v); err != nil {
+		return convertErr(err, "")
+	}
+	return nil
 }
 
 // Decode decodes the stage's full configuration into v (a pointer to a
@@ -192,38 +221,72 @@ func (es Errors) Sort() Errors {
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
-		return a.Col < b.Col
+		if a.Col != b.Col {
+			return a.Col < b.Col
+		}
+		return es[i].Msg < es[j].Msg
 	})
 	return slices.Compact(es)
 }
 
 // Load reads, unifies and decodes the plan at path.
+//
+// On error it may also return a partial plan: every stage whose common
+// fields decoded, with Invalid set on those whose own fields did not check,
+// so that the caller can link the graph and report edge and cycle problems
+// together with the schema's (vet reports every problem at once).
 func Load(path string, opts Options) (*Plan, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read plan: %v", err)}}
 	}
-	tags, err := checkTags(path, opts.Tags)
+	return LoadSource(path, src, opts)
+}
+
+// LoadSource is Load on a plan already in memory; path names it in
+// positions and anchors relative imports.
+func LoadSource(path string, src []byte, opts Options) (p *Plan, err error) {
+	defer func() {
+		// The CUE evaluator is a large dependency; a panic inside it on a
+		// strange plan must still come out as a plan error, not a crash.
+		if r := recover(); r != nil {
+			p, err = nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("internal error while evaluating the plan (please report it with the plan): %v", r)}}
+		}
+	}()
+	return loadPlan(path, src, opts)
+}
+
+func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot resolve plan path: %v", err)}}
+	}
+	tagFields := scanTags(abs, path, src)
+	given, tags, err := checkTags(path, opts.Tags, tagFields)
 	if err != nil {
 		return nil, err
 	}
 	ctx := cuecontext.New()
-	schemaVal, err := buildSchema(ctx, opts.Kinds)
+	schemaVal, err := buildSchema(ctx, opts.Kinds, opts.Sinks)
 	if err != nil {
 		return nil, fmt.Errorf("benchrun's own schema does not compile (a bug): %w", err)
 	}
 
-	abs, _ := filepath.Abs(path)
-	insts := load.Instances([]string{abs}, &load.Config{Tags: tags, Dir: filepath.Dir(abs)})
+	cfg := &load.Config{
+		Tags:    tags,
+		Dir:     filepath.Dir(abs),
+		Overlay: map[string]load.Source{abs: load.FromBytes(src)},
+	}
+	insts := load.Instances([]string{abs}, cfg)
 	if len(insts) != 1 {
 		return nil, Errors{{Pos: Pos{File: path}, Msg: "expected one CUE instance"}}
 	}
 	if err := insts[0].Err; err != nil {
-		return nil, tagOrLoadErr(path, err)
+		return nil, tagOrLoadErr(path, err, tagFields, given)
 	}
 	v := ctx.BuildInstance(insts[0])
 	if err := v.Err(); err != nil {
-		return nil, convertErr(err, path)
+		return nil, tagErrs(convertErrPaths(err, path), tagFields, given)
 	}
 	// Settle the plan's own defaults first: `requests: *8 | int @tag(n)`
 	// unified with the schema's `requests: int | *0` would otherwise have
@@ -231,94 +294,92 @@ func Load(path string, opts Options) (*Plan, error) {
 	v = settleDefaults(v)
 	v = v.Unify(schemaVal.LookupPath(cue.ParsePath("#Plan")))
 
+	var errs Errors
+	v, errs = unifyKinds(v, schemaVal, "stages", opts.Kinds, errs)
+	v, errs = unifyKinds(v, schemaVal, "sinks", opts.Sinks, errs)
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		errs = append(errs, tagErrs(convertErrPaths(err, path), tagFields, given)...)
+	}
+	p, derrs := decodePlan(v, path, len(errs) == 0)
+	errs = append(errs, derrs...)
+	if p != nil {
+		p.Source = src
+		p.Tags = tagFields
+		p.Given = given
+	}
+	if len(errs) > 0 {
+		return p, errs.Sort()
+	}
+	return p, nil
+}
+
+// unifyKinds unifies every entry of the stages struct (or the sinks list)
+// with its kind's definition, so that defaults apply and unknown fields
+// are refused with their position. Unknown kinds are errors listing the
+// known ones.
+func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, errs Errors) (cue.Value, Errors) {
 	defs := map[string]string{}
 	var known []string
-	for _, k := range opts.Kinds {
+	for _, k := range kinds {
 		defs[k.Kind] = k.Def
 		known = append(known, k.Kind)
 	}
 	sort.Strings(known)
-
-	// Unify each stage with its kind's definition, so defaults apply and
-	// unknown fields are refused with their position.
-	var errs Errors
-	stagesVal := v.LookupPath(cue.ParsePath("stages"))
-	if stagesVal.Exists() {
-		it, err := stagesVal.Fields()
-		if err == nil {
-			for it.Next() {
-				name := it.Selector().Unquoted()
-				sv := it.Value()
-				kind, kerr := sv.LookupPath(cue.ParsePath("kind")).String()
-				if kerr != nil {
-					continue // reported by Validate below
-				}
-				def, ok := defs[kind]
-				if !ok {
-					errs = append(errs, Error{
-						Pos: posOf(sv.LookupPath(cue.ParsePath("kind")).Pos()),
-						Msg: fmt.Sprintf("stages.%s.kind: unknown stage kind %q (known kinds: %s)", name, kind, strings.Join(known, ", ")),
-					})
-					continue
-				}
-				v = v.FillPath(cue.MakePath(cue.Str("stages"), cue.Str(name)), schemaVal.LookupPath(cue.ParsePath(def)))
-			}
+	knownList := strings.Join(known, ", ")
+	if knownList == "" {
+		knownList = "none"
+	}
+	what := "stage"
+	if field == "sinks" {
+		what = "sink"
+	}
+	list := v.LookupPath(cue.ParsePath(field))
+	if !list.Exists() {
+		return v, errs
+	}
+	type entry struct {
+		label string
+		sel   cue.Selector
+		val   cue.Value
+	}
+	var entries []entry
+	if field == "sinks" {
+		it, err := list.List()
+		if err != nil {
+			return v, errs // reported by Validate
+		}
+		for i := 0; it.Next(); i++ {
+			entries = append(entries, entry{fmt.Sprintf("sinks[%d]", i), cue.Index(i), it.Value()})
+		}
+	} else {
+		it, err := list.Fields()
+		if err != nil {
+			return v, errs
+		}
+		for it.Next() {
+			entries = append(entries, entry{"stages." + it.Selector().String(), it.Selector(), it.Value()})
 		}
 	}
-	if err := v.Validate(cue.Concrete(true)); err != nil {
-		errs = append(errs, convertErr(err, path)...)
-	}
-	if len(errs) > 0 {
-		return nil, errs.Sort()
-	}
-	p, err := decodePlan(v, path)
-	if err != nil {
-		return nil, err
-	}
-	p.Source = src
-	return p, nil
-}
-
-// checkTags refuses a tag given twice with different values (CUE would
-// report a conflict far from the command line) and normalises the list.
-func checkTags(path string, tags []string) ([]string, error) {
-	seen := map[string]string{}
-	var out []string
-	var errs Errors
-	for _, t := range tags {
-		k, val, ok := strings.Cut(t, "=")
-		if !ok || k == "" {
-			errs = append(errs, Error{Msg: fmt.Sprintf("-t %s: a tag is key=value", t)})
+	for _, e := range entries {
+		kv := e.val.LookupPath(cue.ParsePath("kind"))
+		kind, kerr := kv.String()
+		if kerr != nil {
+			continue // a missing or non-string kind is reported by Validate
+		}
+		def, ok := defs[kind]
+		if !ok {
+			errs = append(errs, Error{
+				Pos: posOf(kv.Pos()),
+				Msg: fmt.Sprintf("%s.kind: unknown %s kind %q (known %s kinds: %s)", e.label, what, kind, what, knownList),
+			})
 			continue
 		}
-		if prev, dup := seen[k]; dup {
-			if prev != val {
-				errs = append(errs, Error{Msg: fmt.Sprintf("-t %s: tag %q given twice with different values (%q and %q)", t, k, prev, val)})
-			}
-			continue
-		}
-		seen[k] = val
-		out = append(out, t)
+		v = v.FillPath(cue.MakePath(cue.Str(field), e.sel), schemaVal.LookupPath(cue.ParsePath(def)))
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return out, nil
+	return v, errs
 }
 
-func tagOrLoadErr(path string, err error) error {
-	msg := err.Error()
-	if strings.HasPrefix(msg, "no tag for ") {
-		name := strings.TrimPrefix(msg, "no tag for ")
-		return Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("-t %s: unknown tag: the plan has no field marked @tag(%s)", strings.Trim(name, `"`), strings.Trim(name, `"`))}}
-	}
-	if strings.Contains(msg, "injection tag") {
-		return Errors{{Pos: Pos{File: path}, Msg: "-t: " + msg}}
-	}
-	return convertErr(err, path)
-}
-
-func buildSchema(ctx *cue.Context, kinds []KindSchema) (cue.Value, error) {
+func buildSchema(ctx *cue.Context, kinds, sinks []KindSchema) (cue.Value, error) {
 	inst := build.NewContext().NewInstance("benchrun.schema", nil)
 	if err := inst.AddFile("schema/plan.cue", planSchema); err != nil {
 		return cue.Value{}, err
@@ -328,19 +389,39 @@ func buildSchema(ctx *cue.Context, kinds []KindSchema) (cue.Value, error) {
 			return cue.Value{}, err
 		}
 	}
+	for _, k := range sinks {
+		if err := inst.AddFile("schema/sink-"+k.Kind+".cue", k.Source); err != nil {
+			return cue.Value{}, err
+		}
+	}
 	v := ctx.BuildInstance(inst)
 	return v, v.Err()
+}
+
+// pathError is an Error with the CUE path it is about (for matching tags).
+type pathError struct {
+	Error
+	path string
 }
 
 // convertErr turns CUE errors into Errors, preferring positions inside the
 // plan file (the user's) over positions in the embedded schema.
 func convertErr(err error, planPath string) Errors {
 	var out Errors
+	for _, e := range convertErrPaths(err, planPath) {
+		out = append(out, e.Error)
+	}
+	return out
+}
+
+func convertErrPaths(err error, planPath string) []pathError {
+	var out []pathError
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
 		msg := fmt.Sprintf(format, args...)
-		if p := strings.Join(e.Path(), "."); p != "" {
-			msg = p + ": " + msg
+		path := strings.Join(e.Path(), ".")
+		if path != "" {
+			msg = path + ": " + msg
 		}
 		var pos Pos
 		positions := append([]token.Pos{e.Position()}, e.InputPositions()...)
@@ -362,10 +443,25 @@ func convertErr(err error, planPath string) Errors {
 				pos.File = rel
 			}
 		}
-		out = append(out, Error{Pos: pos, Msg: msg})
+		if pos.File == "" {
+			pos.File = planPath
+		}
+		out = append(out, pathError{Error{Pos: pos, Msg: msg}, path})
+	}
+	// "N errors in empty disjunction" heads the errors it summarises and
+	// has no position: the errors under it say what is wrong.
+	if len(out) > 1 {
+		kept := out[:0]
+		for _, e := range out {
+			if e.Pos.Line == 0 && strings.Contains(e.Msg, "errors in empty disjunction") {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		out = kept
 	}
 	if len(out) == 0 {
-		out = append(out, Error{Pos: Pos{File: planPath}, Msg: err.Error()})
+		out = append(out, pathError{Error: Error{Pos: Pos{File: planPath}, Msg: err.Error()}})
 	}
 	return out
 }
@@ -379,85 +475,91 @@ func relTo(planPath, file string) (string, bool) {
 	return planPath, true
 }
 
-// envelope mirrors the plan fields decoded into Plan.
-type envelope struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Model       Model          `json:"model"`
-	Metadata    map[string]any `json:"metadata"`
-	SLO         SLO            `json:"slo"`
-	Timeout     string         `json:"timeout"`
+type retryBase struct {
+	Attempts int    `json:"attempts"`
+	Backoff  string `json:"backoff"`
 }
 
-type stageBase struct {
-	Kind        string   `json:"kind"`
-	Needs       []string `json:"needs"`
-	Target      string   `json:"target"`
-	Description string   `json:"description"`
-	When        string   `json:"when"`
-	Timeout     string   `json:"timeout"`
-	Finally     bool     `json:"finally"`
-	Retry       *struct {
-		Attempts int    `json:"attempts"`
-		Backoff  string `json:"backoff"`
-	} `json:"retry"`
-	Resources []string `json:"resources"`
-}
-
-func decodePlan(v cue.Value, path string) (*Plan, error) {
-	var env envelope
-	if err := v.Decode(&env); err != nil {
-		return nil, convertErr(err, path)
-	}
-	p := &Plan{
-		Path:        path,
-		Name:        env.Name,
-		Description: env.Description,
-		Model:       env.Model,
-		SLO:         env.SLO,
-		Metadata:    map[string]string{},
-		Value:       v,
-	}
-	for k, val := range env.Metadata {
-		p.Metadata[k] = fmt.Sprint(val)
-	}
+// decodePlan decodes the envelope and every stage's common fields. With
+// report false (the schema already failed) it decodes what it can and
+// reports nothing new, so that each problem is reported once.
+func decodePlan(v cue.Value, path string, report bool) (*Plan, Errors) {
+	p := &Plan{Path: path, Metadata: map[string]string{}, Value: v}
 	var errs Errors
-	if env.Timeout != "" {
-		d, err := time.ParseDuration(env.Timeout)
-		if err != nil {
-			errs = append(errs, Error{Pos: posOf(v.LookupPath(cue.ParsePath("timeout")).Pos()), Msg: "timeout: " + err.Error()})
+	field := func(val cue.Value, name string, dst any) bool {
+		f := val.LookupPath(cue.MakePath(cue.Str(name)))
+		if !f.Exists() {
+			return true
+		}
+		if err := f.Decode(dst); err != nil {
+			if report {
+				errs = append(errs, convertErr(err, path)...)
+			}
+			return false
+		}
+		return true
+	}
+	field(v, "name", &p.Name)
+	field(v, "description", &p.Description)
+	field(v, "model", &p.Model)
+	field(v, "slo", &p.SLO)
+	var meta map[string]any
+	if field(v, "metadata", &meta) {
+		for k, val := range meta {
+			p.Metadata[k] = fmt.Sprint(val)
+		}
+	}
+	var timeout string
+	if field(v, "timeout", &timeout) && timeout != "" {
+		d, err := time.ParseDuration(timeout)
+		if err != nil && report {
+			errs = append(errs, Error{Pos: fixPos(posOf(v.LookupPath(cue.ParsePath("timeout")).Pos()), path), Msg: "timeout: " + err.Error()})
 		}
 		p.Timeout = d
 	}
 	p.Assert = assertions(v.LookupPath(cue.ParsePath("assert")), path)
 
+	if it, err := v.LookupPath(cue.ParsePath("sinks")).List(); err == nil {
+		for i := 0; it.Next(); i++ {
+			sv := it.Value()
+			s := &Sink{Index: i, Value: sv, Pos: fixPos(posOf(sv.Pos()), path)}
+			s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
+			p.Sinks = append(p.Sinks, s)
+		}
+	}
+
 	it, err := v.LookupPath(cue.ParsePath("stages")).Fields()
 	if err != nil {
-		return nil, convertErr(err, path)
+		if report {
+			errs = append(errs, convertErr(err, path)...)
+		}
+		return nil, errs
 	}
 	for it.Next() {
 		sv := it.Value()
 		s := &Stage{Name: it.Selector().Unquoted(), Value: sv, Pos: fixPos(posOf(sv.Pos()), path)}
-		var b stageBase
-		if err := sv.Decode(&b); err != nil {
-			errs = append(errs, convertErr(err, path)...)
-			continue
-		}
-		s.Kind, s.Needs, s.Target, s.Description = b.Kind, b.Needs, b.Target, b.Description
-		s.When, s.Finally, s.Resources = b.When, b.Finally, b.Resources
+		ok := field(sv, "kind", &s.Kind)
+		ok = field(sv, "needs", &s.Needs) && ok
+		ok = field(sv, "target", &s.Target) && ok
+		ok = field(sv, "description", &s.Description) && ok
+		ok = field(sv, "when", &s.When) && ok
+		ok = field(sv, "finally", &s.Finally) && ok
+		ok = field(sv, "resources", &s.Resources) && ok
 		s.WhenPos = fixPos(posOf(sv.LookupPath(cue.ParsePath("when")).Pos()), path)
-		if b.Timeout != "" {
-			s.Timeout, _ = time.ParseDuration(b.Timeout) // the schema's #Duration pattern already checked it
+		var timeout string
+		if field(sv, "timeout", &timeout) && timeout != "" {
+			s.Timeout, _ = time.ParseDuration(timeout) // the schema's #Duration pattern already checked it
 		}
-		if b.Retry != nil {
-			bo, _ := time.ParseDuration(b.Retry.Backoff)
-			s.Retry = &Retry{Attempts: b.Retry.Attempts, Backoff: bo}
+		var retry *retryBase
+		if field(sv, "retry", &retry) && retry != nil {
+			bo, _ := time.ParseDuration(retry.Backoff)
+			s.Retry = &Retry{Attempts: retry.Attempts, Backoff: bo}
 		}
 		s.Assert = assertions(sv.LookupPath(cue.ParsePath("assert")), path)
+		if !ok || sv.Validate(cue.Concrete(true)) != nil {
+			s.Invalid = true
+		}
 		p.Stages = append(p.Stages, s)
-	}
-	if len(errs) > 0 {
-		return nil, errs.Sort()
 	}
 	// Source order, so summaries and graphs read like the file.
 	sort.SliceStable(p.Stages, func(i, j int) bool {
@@ -467,7 +569,7 @@ func decodePlan(v cue.Value, path string) (*Plan, error) {
 		}
 		return a.Col < b.Col
 	})
-	return p, nil
+	return p, errs.Sort()
 }
 
 func fixPos(p Pos, planPath string) Pos {

@@ -2,8 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // RunClosed runs a closed loop: concurrency sessions, each sending its next
@@ -11,24 +13,162 @@ import (
 // ctx ends. next(i) builds request i; onResult receives each result (from
 // the session goroutines, so it must be safe for concurrent use).
 func RunClosed(ctx context.Context, t *Target, concurrency, total int, next func(i int) Request, onResult func(i int, r Result)) {
-	if concurrency < 1 {
-		concurrency = 1
+	_, _ = Run(ctx, t, Load{Concurrency: concurrency, Requests: total}, next, onResult)
+}
+
+// Load is one ladder point's load: a closed loop of Concurrency sessions,
+// or, when Schedule is set, an open loop that sends on the schedule.
+//
+// Sending stops when the target (Requests sent, or Duration since the
+// start) is reached and both minimums are met (MLPerf LoadGen's validity
+// rule: a run is long enough only after a minimum count and a minimum
+// duration). With no target at all, the minimums are the target.
+type Load struct {
+	Concurrency int
+	Schedule    *Schedule
+	// MaxInFlight caps requests outstanding at once in an open loop (0: no
+	// cap). A request held back by the cap keeps its scheduled time, so the
+	// wait shows up in send_lag and ttft_sched instead of vanishing.
+	MaxInFlight int
+	Requests    int
+	Duration    time.Duration
+	MinRequests int
+	MinDuration time.Duration
+	// Counters, when set, is updated as requests are sent and finish (for
+	// a progress view).
+	Counters *Counters
+}
+
+// Counters are live counts of one Run.
+type Counters struct {
+	Sent, Done, Failed atomic.Int64
+}
+
+// Validate reports a load that cannot run or would never stop.
+func (l Load) Validate() error {
+	if l.Schedule != nil {
+		if err := l.Schedule.Validate(); err != nil {
+			return err
+		}
+	} else if l.Concurrency < 1 {
+		return fmt.Errorf("concurrency %d: want at least 1", l.Concurrency)
 	}
-	var n atomic.Int64
+	if l.Requests <= 0 && l.Duration <= 0 && l.MinRequests <= 0 && l.MinDuration <= 0 {
+		return fmt.Errorf("the load has no stop: give requests or a duration")
+	}
+	if l.Requests < 0 || l.Duration < 0 || l.MinRequests < 0 || l.MinDuration < 0 || l.MaxInFlight < 0 {
+		return fmt.Errorf("requests, duration, minimums and max_inflight must not be negative")
+	}
+	return nil
+}
+
+// done reports whether request i, due at offset off, should not be sent.
+func (l Load) done(i int, off time.Duration) bool {
+	if i < l.MinRequests || off < l.MinDuration {
+		return false
+	}
+	if l.Requests > 0 && i >= l.Requests {
+		return true
+	}
+	if l.Duration > 0 && off >= l.Duration {
+		return true
+	}
+	return l.Requests <= 0 && l.Duration <= 0 // only minimums: met
+}
+
+// RunStats describe one Run.
+type RunStats struct {
+	Start time.Time // the schedule's origin (monotonic)
+	Sent  int
+}
+
+// Run sends the load and waits for every request it sent. next(i) builds
+// request i (called concurrently by closed-loop sessions, so it must be
+// safe for concurrent use); onResult receives each result from the
+// goroutine that measured it. When ctx ends, sending stops and requests in
+// flight end with the context's error.
+func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onResult func(i int, r Result)) (RunStats, error) {
+	if err := l.Validate(); err != nil {
+		return RunStats{}, err
+	}
+	if l.Counters == nil {
+		l.Counters = &Counters{}
+	}
+	c := l.Counters
+	finish := func(i int, r Result) {
+		if r.OK() {
+			c.Done.Add(1)
+		} else {
+			c.Failed.Add(1)
+		}
+		onResult(i, r)
+	}
+	start := time.Now()
 	var wg sync.WaitGroup
-	for s := 0; s < concurrency; s++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(n.Add(1) - 1)
-				if i >= total {
-					return
+	var sent atomic.Int64
+	if l.Schedule == nil {
+		for s := 0; s < l.Concurrency; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					i := int(sent.Add(1) - 1)
+					if l.done(i, time.Since(start)) {
+						sent.Add(-1)
+						return
+					}
+					c.Sent.Add(1)
+					finish(i, t.Do(ctx, next(i)))
 				}
-				r := t.Do(ctx, next(i))
-				onResult(i, r)
+			}()
+		}
+		wg.Wait()
+		return RunStats{Start: start, Sent: int(sent.Load())}, nil
+	}
+
+	var sem chan struct{}
+	if l.MaxInFlight > 0 {
+		sem = make(chan struct{}, l.MaxInFlight)
+	}
+	gen := l.Schedule.NewGenerator()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	n := 0
+loop:
+	for ; ctx.Err() == nil; n++ {
+		off := gen.Next()
+		if l.done(n, off) {
+			break
+		}
+		due := start.Add(off)
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				break loop
 			}
-		}()
+		}
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break loop
+			}
+		}
+		req := next(n)
+		req.Scheduled = due
+		c.Sent.Add(1)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := t.Do(ctx, req)
+			if sem != nil {
+				<-sem
+			}
+			finish(i, r)
+		}(n)
 	}
 	wg.Wait()
+	return RunStats{Start: start, Sent: n}, nil
 }

@@ -37,3 +37,80 @@ func SyntheticPrompt(rng *rand.Rand, n int) string {
 	}
 	return b.String()
 }
+
+// PromptSource gives every request of a cell its prompt. A prompt depends
+// only on the seed, the cell key, the pass and the request's index, never
+// on the concurrency or on goroutine timing, so every ladder point of a
+// cell sees the same prompts.
+type PromptSource struct {
+	// ISL is the prompt length in tokens (synthetic prompts).
+	ISL int
+	// SharedPrefix tokens open every prompt (a system prompt, a RAG
+	// preamble), the same across sessions, passes and ladder points.
+	SharedPrefix int
+	// Warm reuses one prompt set (indices modulo WarmSet) in every pass, so
+	// a prefix cache serves repeats; cold (the default) draws a fresh
+	// prompt for every request of every pass.
+	Warm    bool
+	WarmSet int
+	Seed    uint64
+	// CellKey separates cells (isl<<32 | osl, say).
+	CellKey uint64
+	// Vocab is the calibrated vocabulary; nil means AssumedVocab.
+	Vocab *Vocab
+	// Dataset, when set, replaces synthetic prompts: request i of pass p
+	// takes a dataset entry chosen by a seeded permutation.
+	Dataset []string
+
+	prefix string
+	perm   []int
+	ready  bool
+}
+
+func (p *PromptSource) init() {
+	if p.ready {
+		return
+	}
+	p.ready = true
+	if p.Vocab == nil {
+		p.Vocab = AssumedVocab()
+	}
+	if p.SharedPrefix > 0 && len(p.Dataset) == 0 {
+		rng := rand.New(rand.NewPCG(p.Seed, 0x9e3779b97f4a7c15))
+		p.prefix = p.Vocab.Text(rng, p.SharedPrefix)
+	}
+	if len(p.Dataset) > 0 {
+		rng := rand.New(rand.NewPCG(p.Seed, p.CellKey))
+		p.perm = rng.Perm(len(p.Dataset))
+	}
+}
+
+// Prepare builds what later calls share; call it once before using the
+// source from several goroutines.
+func (p *PromptSource) Prepare() { p.init() }
+
+// Prompt returns request i's prompt in pass pass. It is safe for
+// concurrent use after Prepare.
+func (p *PromptSource) Prompt(pass, i int) string {
+	p.init()
+	if p.Warm {
+		pass = 0
+		if p.WarmSet > 0 {
+			i %= p.WarmSet
+		}
+	}
+	if len(p.Dataset) > 0 {
+		k := uint64(pass)*1_000_003 + uint64(i)
+		return p.Dataset[p.perm[k%uint64(len(p.perm))]]
+	}
+	rng := rand.New(rand.NewPCG(p.Seed^p.CellKey, uint64(pass)<<40|uint64(i)))
+	n := p.Vocab.WordsFor(p.ISL)
+	if p.prefix == "" {
+		return p.Vocab.Text(rng, n)
+	}
+	rest := n - p.SharedPrefix
+	if rest <= 0 {
+		return p.prefix
+	}
+	return p.prefix + " " + p.Vocab.Text(rng, rest)
+}

@@ -81,6 +81,49 @@ type Cell struct {
 	EffectiveISL float64 `parquet:"effective_isl" json:"effective_isl" expr:"effective_isl"`
 	EffectiveOSL float64 `parquet:"effective_osl" json:"effective_osl" expr:"effective_osl"`
 
+	// Full distributions (ms; docs/METRICS.md): the percentiles the seed
+	// columns above leave out, and the scheduled-time and per-token views.
+	TTFTP95Ms      float64 `parquet:"ttft_p95_ms" json:"ttft_p95_ms" expr:"ttft_p95_ms"`
+	TTFTSchedMs    float64 `parquet:"ttft_sched_ms" json:"ttft_sched_ms" expr:"ttft_sched_ms"`
+	TTFTSchedP50Ms float64 `parquet:"ttft_sched_p50_ms" json:"ttft_sched_p50_ms" expr:"ttft_sched_p50_ms"`
+	TTFTSchedP90Ms float64 `parquet:"ttft_sched_p90_ms" json:"ttft_sched_p90_ms" expr:"ttft_sched_p90_ms"`
+	TTFTSchedP95Ms float64 `parquet:"ttft_sched_p95_ms" json:"ttft_sched_p95_ms" expr:"ttft_sched_p95_ms"`
+	TTFTSchedP99Ms float64 `parquet:"ttft_sched_p99_ms" json:"ttft_sched_p99_ms" expr:"ttft_sched_p99_ms"`
+	TTFTSchedMaxMs float64 `parquet:"ttft_sched_max_ms" json:"ttft_sched_max_ms" expr:"ttft_sched_max_ms"`
+	TPOTP90Ms      float64 `parquet:"tpot_p90_ms" json:"tpot_p90_ms" expr:"tpot_p90_ms"`
+	TPOTP95Ms      float64 `parquet:"tpot_p95_ms" json:"tpot_p95_ms" expr:"tpot_p95_ms"`
+	TPOTMaxMs      float64 `parquet:"tpot_max_ms" json:"tpot_max_ms" expr:"tpot_max_ms"`
+	ITLP95Ms       float64 `parquet:"itl_p95_ms" json:"itl_p95_ms" expr:"itl_p95_ms"`
+	ITLTokMs       float64 `parquet:"itl_tok_ms" json:"itl_tok_ms" expr:"itl_tok_ms"`
+	ITLTokP50Ms    float64 `parquet:"itl_tok_p50_ms" json:"itl_tok_p50_ms" expr:"itl_tok_p50_ms"`
+	ITLTokP90Ms    float64 `parquet:"itl_tok_p90_ms" json:"itl_tok_p90_ms" expr:"itl_tok_p90_ms"`
+	ITLTokP95Ms    float64 `parquet:"itl_tok_p95_ms" json:"itl_tok_p95_ms" expr:"itl_tok_p95_ms"`
+	ITLTokP99Ms    float64 `parquet:"itl_tok_p99_ms" json:"itl_tok_p99_ms" expr:"itl_tok_p99_ms"`
+	ITLTokMaxMs    float64 `parquet:"itl_tok_max_ms" json:"itl_tok_max_ms" expr:"itl_tok_max_ms"`
+	E2ELP90Ms      float64 `parquet:"e2el_p90_ms" json:"e2el_p90_ms" expr:"e2el_p90_ms"`
+	E2ELP95Ms      float64 `parquet:"e2el_p95_ms" json:"e2el_p95_ms" expr:"e2el_p95_ms"`
+	E2ELMaxMs      float64 `parquet:"e2el_max_ms" json:"e2el_max_ms" expr:"e2el_max_ms"`
+	E2ELSchedMs    float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms" expr:"e2el_sched_ms"`
+	E2ELSchedP50Ms float64 `parquet:"e2el_sched_p50_ms" json:"e2el_sched_p50_ms" expr:"e2el_sched_p50_ms"`
+	E2ELSchedP90Ms float64 `parquet:"e2el_sched_p90_ms" json:"e2el_sched_p90_ms" expr:"e2el_sched_p90_ms"`
+	E2ELSchedP95Ms float64 `parquet:"e2el_sched_p95_ms" json:"e2el_sched_p95_ms" expr:"e2el_sched_p95_ms"`
+	E2ELSchedP99Ms float64 `parquet:"e2el_sched_p99_ms" json:"e2el_sched_p99_ms" expr:"e2el_sched_p99_ms"`
+	E2ELSchedMaxMs float64 `parquet:"e2el_sched_max_ms" json:"e2el_sched_max_ms" expr:"e2el_sched_max_ms"`
+	SendLagMs      float64 `parquet:"send_lag_ms" json:"send_lag_ms" expr:"send_lag_ms"`
+	SendLagP50Ms   float64 `parquet:"send_lag_p50_ms" json:"send_lag_p50_ms" expr:"send_lag_p50_ms"`
+	SendLagP90Ms   float64 `parquet:"send_lag_p90_ms" json:"send_lag_p90_ms" expr:"send_lag_p90_ms"`
+	SendLagP95Ms   float64 `parquet:"send_lag_p95_ms" json:"send_lag_p95_ms" expr:"send_lag_p95_ms"`
+	SendLagMaxMs   float64 `parquet:"send_lag_max_ms" json:"send_lag_max_ms" expr:"send_lag_max_ms"`
+	NTPOTMs        float64 `parquet:"ntpot_ms" json:"ntpot_ms" expr:"ntpot_ms"`
+	// Load shape of the point: arrival process and in-flight cap of an
+	// open loop ("" and 0 for a closed loop), and the achieved send rate.
+	Arrival     string  `parquet:"arrival" json:"arrival" expr:"arrival"`
+	Burstiness  float64 `parquet:"burstiness" json:"burstiness" expr:"burstiness"`
+	MaxInflight int64   `parquet:"max_inflight" json:"max_inflight" expr:"max_inflight"`
+	SentReqS    float64 `parquet:"sent_req_s" json:"sent_req_s" expr:"sent_req_s"`
+	// GoodputRatio is the fraction of sent requests meeting every SLO.
+	GoodputRatio float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
+
 	// Verdict.
 	Status string `parquet:"status" json:"status" expr:"status"`
 	Reason string `parquet:"reason" json:"reason" expr:"reason"`
@@ -107,4 +150,11 @@ type Request struct {
 	ChunkGapsMs  []float64 `parquet:"chunk_gaps_ms,list" json:"chunk_gaps_ms"`
 	Status       string    `parquet:"status" json:"status"`
 	Error        string    `parquet:"error" json:"error"`
+	// Scheduled-time views (open loop; equal to the actual-send ones in a
+	// closed loop) and tokens per chunk (chunk_tokens[k] belongs to the
+	// k-th token-bearing event).
+	TTFTSchedMs   float64 `parquet:"ttft_sched_ms" json:"ttft_sched_ms"`
+	E2ELSchedMs   float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms"`
+	ChunkTokens   []int64 `parquet:"chunk_tokens,list" json:"chunk_tokens"`
+	UsageReported bool    `parquet:"usage_reported" json:"usage_reported"`
 }

@@ -288,6 +288,9 @@ func (c Config) Validate() error {
 		e := c.Engine
 		if e.MaxNumSeqs <= 0 || e.BlockSize <= 0 || e.KVCacheTokens <= 0 || e.MaxBatchedTokens <= 0 {
 			errs = append(errs, errors.New("engine: max-num-seqs, block-size, kv-cache-tokens and max-batched-tokens must be positive"))
+		} else if e.MaxBatchedTokens < e.MaxNumSeqs*c.TokensPerChunk {
+			// vLLM's rule: otherwise a full batch of decodes cannot fit a step.
+			errs = append(errs, fmt.Errorf("engine: max-batched-tokens %d must be at least max-num-seqs %d (times tokens-per-chunk)", e.MaxBatchedTokens, e.MaxNumSeqs))
 		} else if e.KVCacheTokens < c.MaxModelLen+e.BlockSize {
 			// Like vLLM, refuse a cache that cannot hold one full-length sequence:
 			// such a request could never be admitted and would wait forever.

@@ -168,6 +168,10 @@ func (e *engine) close() {
 	e.wg.Wait()
 }
 
+// maxCatchUp bounds how far the step loop may run behind its timeline
+// before it gives up catching up.
+const maxCatchUp = 250 * time.Millisecond
+
 func (e *engine) loop() {
 	defer e.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -185,23 +189,38 @@ func (e *engine) loop() {
 		e.publishGauges()
 		e.mu.Unlock()
 
-		// Steps follow an ideal timeline (each ends cost after the previous
-		// one), so timer overshoot does not accumulate into lower throughput;
-		// after a real stall (idle, or starved of CPU for longer than a
-		// step) the timeline restarts from now instead of bursting.
+		// Steps follow an ideal timeline, each ending cost after the
+		// previous one, like a GPU that keeps stepping while the API server
+		// streams: timer lateness and time spent writing to clients (which,
+		// with thousands of streams on one core, can be as long as a step)
+		// do not stretch the step period; late steps run back to back and
+		// a slow handler sends the tokens it missed as one bigger event, as
+		// vLLM's frontend does. Only after idling, or a lag beyond
+		// maxCatchUp (a stopped process), does the timeline restart.
 		now := time.Now()
-		if now.Sub(deadline) > cost {
+		if deadline.IsZero() || now.Sub(deadline) > maxCatchUp {
 			deadline = now
 		}
 		deadline = deadline.Add(cost)
-		timer.Reset(time.Until(deadline))
-		select {
-		case <-timer.C:
-		case <-e.stop:
-			e.mu.Lock()
-			e.loopOn = false
-			e.mu.Unlock()
-			return
+		if d := time.Until(deadline); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-e.stop:
+				e.mu.Lock()
+				e.loopOn = false
+				e.mu.Unlock()
+				return
+			}
+		} else {
+			select {
+			case <-e.stop:
+				e.mu.Lock()
+				e.loopOn = false
+				e.mu.Unlock()
+				return
+			default:
+			}
 		}
 
 		e.mu.Lock()
@@ -250,8 +269,8 @@ func (e *engine) schedule() time.Duration {
 		// cannot, preempt the most recently admitted sequence (recompute
 		// later), as vLLM does, until it can.
 		n := min(e.tpc, q.target-q.generated)
-		if n <= 0 {
-			continue
+		if n <= 0 || n > budget {
+			continue // decodes count against the token budget too, as in vLLM
 		}
 		need := e.blocksFor(q.computed+n) - q.blocks
 		self := false

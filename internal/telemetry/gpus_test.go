@@ -27,7 +27,7 @@ func TestResolveGPUs(t *testing.T) {
 		{name: "same name twice takes two GPUs", sel: []string{"RTX 3090", "RTX 3090"}, list: list, want: []int{0, 2}},
 		{name: "index then name skips the taken one", sel: []string{"0", "RTX 3090"}, list: list, want: []int{0, 2}},
 		{name: "no match lists the machine's GPUs", sel: []string{"H100"}, list: list, wantErr: `no free GPU matches "H100" (GPUs on this machine: 0: NVIDIA GeForce RTX 3090; 1: NVIDIA RTX A6000; 2: NVIDIA GeForce RTX 3090)`},
-		{name: "too many of one name", sel: []string{"3090", "3090", "3090"}, list: list, wantErr: `no free GPU matches "3090"`},
+		{name: "too many of one name", sel: []string{"RTX 3090", "RTX 3090", "RTX 3090"}, list: list, wantErr: `no free GPU matches "RTX 3090"`},
 		{name: "name without NVML says use indices", sel: []string{"RTX 3090"}, list: noNVML, wantErr: "select GPUs by index instead"},
 		{name: "index twice", sel: []string{"0", "0"}, list: list, wantErr: "GPU 0 selected twice"},
 		{name: "negative index", sel: []string{"-1"}, list: list, wantErr: "negative"},

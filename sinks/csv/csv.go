@@ -1,5 +1,8 @@
-// Package csv writes cell rows as CSV: to stdout as each cell finishes (a
-// table that pastes into a spreadsheet) and to cells.csv in the run directory.
+// Package csv writes cell rows as CSV as each cell finishes: to stdout (a
+// table that pastes into a spreadsheet; the seed `bench` command's columns
+// unless --columns chooses), to PREFIX.csv with the same columns when
+// --output PREFIX is given, and to cells.csv in the run directory with every
+// column.
 package csv
 
 import (
@@ -9,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,28 +27,39 @@ var DefaultColumns = []string{
 	"decode_tok_s", "speedup_vs_c1", "batching_efficiency", "status", "reason", "notes",
 }
 
-// Output writes CSV rows to W and to cells.csv in the run directory.
+// Output writes CSV rows to W (with Columns), to Prefix+".csv" (with
+// Columns) and to cells.csv in the run directory (every column).
 type Output struct {
 	W       io.Writer // usually stdout; nil for none
 	Columns []string
+	// Prefix, when set, also streams W's table to Prefix+".csv".
+	Prefix string
 
-	writers []*csv.Writer
-	file    *os.File
+	index   []int
+	targets []target
+	files   []*os.File
+}
+
+type target struct {
+	w       *csv.Writer
+	columns []string
 	index   []int
 }
 
-// New returns a CSV output writing to w with the given columns (nil: DefaultColumns).
+// New returns a CSV output writing to w with the given columns (nil:
+// DefaultColumns). An unknown column is an error naming the valid ones.
 func New(w io.Writer, columns []string) (*Output, error) {
 	if len(columns) == 0 {
 		columns = DefaultColumns
 	}
-	o := &Output{W: w, Columns: columns}
+	for i := range columns {
+		columns[i] = strings.TrimSpace(columns[i])
+	}
 	idx, err := columnIndex(columns)
 	if err != nil {
 		return nil, err
 	}
-	o.index = idx
-	return o, nil
+	return &Output{W: w, Columns: columns, index: idx}, nil
 }
 
 // Columns lists every column a cell row has, in order.
@@ -82,47 +97,78 @@ func columnIndex(columns []string) ([]int, error) {
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "csv" }
 
-// Start opens cells.csv and writes the headers.
+// Start opens the files and writes the headers.
 func (o *Output) Start(run *pipeline.RunInfo) error {
+	if o.index == nil {
+		if len(o.Columns) == 0 {
+			o.Columns = DefaultColumns
+		}
+		idx, err := columnIndex(o.Columns)
+		if err != nil {
+			return err
+		}
+		o.index = idx
+	}
+	all := Columns()
+	allIdx, _ := columnIndex(all)
 	f, err := os.Create(filepath.Join(run.Dir, "cells.csv"))
 	if err != nil {
 		return fmt.Errorf("creating cells.csv: %w", err)
 	}
-	o.file = f
-	o.writers = []*csv.Writer{csv.NewWriter(f)}
+	o.files = append(o.files, f)
+	o.targets = append(o.targets, target{csv.NewWriter(f), all, allIdx})
+	if o.Prefix != "" {
+		path := o.Prefix + ".csv"
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+		pf, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--output: %w", err)
+		}
+		o.files = append(o.files, pf)
+		o.targets = append(o.targets, target{csv.NewWriter(pf), o.Columns, o.index})
+	}
 	if o.W != nil {
-		o.writers = append(o.writers, csv.NewWriter(o.W))
+		o.targets = append(o.targets, target{csv.NewWriter(o.W), o.Columns, o.index})
 	}
-	for _, w := range o.writers {
-		if err := w.Write(o.Columns); err != nil {
-			return err
+	for _, t := range o.targets {
+		if err := t.w.Write(t.columns); err != nil {
+			return fmt.Errorf("writing CSV header: %w", err)
 		}
-		w.Flush()
+		t.w.Flush()
+		if err := t.w.Error(); err != nil {
+			return fmt.Errorf("writing CSV header: %w", err)
+		}
 	}
 	return nil
 }
 
-// Cell writes one row and flushes, so each row appears as its cell finishes.
+// Cell writes one row to every target and flushes, so each row appears
+// as its cell finishes.
 func (o *Output) Cell(c results.Cell, _ []results.Request) error {
-	rec := Record(c, o.index)
-	for _, w := range o.writers {
-		if err := w.Write(rec); err != nil {
-			return err
+	for _, t := range o.targets {
+		if err := t.w.Write(Record(c, t.index)); err != nil {
+			return fmt.Errorf("writing CSV row: %w", err)
 		}
-		w.Flush()
-		if err := w.Error(); err != nil {
-			return err
+		t.w.Flush()
+		if err := t.w.Error(); err != nil {
+			return fmt.Errorf("writing CSV row: %w", err)
 		}
 	}
 	return nil
 }
 
-// Stop closes cells.csv.
+// Stop closes the files.
 func (o *Output) Stop(*pipeline.Summary) error {
-	if o.file == nil {
-		return nil
+	var first error
+	for _, f := range o.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = fmt.Errorf("closing %s: %w", f.Name(), err)
+		}
 	}
-	return o.file.Close()
+	o.files = nil
+	return first
 }
 
 // Record formats the given fields of a cell row.
@@ -136,23 +182,29 @@ func Record(c results.Cell, index []int) []string {
 }
 
 func format(v reflect.Value) string {
+	if t, ok := v.Interface().(time.Time); ok {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
 	switch v.Kind() {
-	case reflect.Float64:
+	case reflect.Float64, reflect.Float32:
 		return strconv.FormatFloat(v.Float(), 'g', 8, 64)
-	case reflect.Int64, reflect.Int:
+	case reflect.Int64, reflect.Int, reflect.Int32:
 		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
 	case reflect.String:
 		return v.String()
 	case reflect.Map:
-		keys := v.MapKeys()
+		// key=value pairs sorted by key, so the text is reproducible.
 		var parts []string
-		for _, k := range keys {
+		for _, k := range v.MapKeys() {
 			parts = append(parts, k.String()+"="+v.MapIndex(k).String())
 		}
+		slices.Sort(parts)
 		return strings.Join(parts, ";")
-	}
-	if t, ok := v.Interface().(time.Time); ok {
-		return t.UTC().Format(time.RFC3339Nano)
 	}
 	return fmt.Sprint(v.Interface())
 }

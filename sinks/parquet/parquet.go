@@ -1,15 +1,18 @@
 // Package parquet writes rows to Parquet in the run directory, one part
-// file per finished cell (cells/part-<n>.parquet, requests/part-<n>.parquet),
-// each written under a temporary name and renamed into place, so a run
+// file per finished cell and table (cells/, requests/, assertions/;
+// samples/ per batch of telemetry), each streamed to a temporary name that
+// does not end in ".parquet" and renamed into place after an fsync, so a run
 // killed at any moment leaves every finished cell readable by DuckDB and no
-// partial file in the glob.
+// partial file matched by `*.parquet`.
 package parquet
 
 import (
-	"bytes"
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -18,10 +21,15 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
-// Output is the Parquet output.
+// Tables are the folders this output writes, in a run directory.
+var Tables = []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples}
+
+// Output is the Parquet output. It implements pipeline.Output,
+// pipeline.VerdictOutput and pipeline.SampleOutput.
 type Output struct {
-	dir  string
-	part int
+	dir        string
+	part       int // the last cell part number used
+	samplePart int
 }
 
 // New returns a Parquet output.
@@ -30,52 +38,141 @@ func New() *Output { return &Output{} }
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "parquet" }
 
-// Start creates the table directories.
+// Start creates the table directories. Part numbers continue after any
+// part already there, so a resumed run never overwrites a finished cell.
 func (o *Output) Start(run *pipeline.RunInfo) error {
 	o.dir = run.Dir
-	for _, d := range []string{"cells", "requests"} {
+	for _, d := range Tables {
 		if err := os.MkdirAll(filepath.Join(run.Dir, d), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	o.part = max(lastPart(filepath.Join(run.Dir, results.TableCells)), lastPart(filepath.Join(run.Dir, results.TableRequests)))
+	o.samplePart = lastPart(filepath.Join(run.Dir, results.TableSamples))
+	// Hash the model file now, in the background, so the first cell's
+	// identity stamp finds the digest cached instead of waiting for it.
+	go pipeline.RunIdentity(run)
 	return nil
 }
 
-// Cell writes the cell's row and its request rows as new part files.
+var partRE = regexp.MustCompile(`^part-(\d+)\.parquet$`)
+
+func lastPart(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if m := partRE.FindStringSubmatch(e.Name()); m != nil {
+			if v, err := strconv.Atoi(m[1]); err == nil && v > n {
+				n = v
+			}
+		}
+	}
+	return n
+}
+
+func partName(n int) string { return fmt.Sprintf("part-%05d.parquet", n) }
+
+// Cell writes the cell's request rows, then its cell row, as new part files
+// with the same number.
 func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 	o.part++
-	name := fmt.Sprintf("part-%05d.parquet", o.part)
+	name := partName(o.part)
 	// Requests first: a cells row whose requests are missing would be worse
 	// than requests without their (reproducible) summary row.
 	if len(reqs) > 0 {
-		if err := WriteFile(filepath.Join(o.dir, "requests", name), reqs); err != nil {
+		if err := WriteFile(filepath.Join(o.dir, results.TableRequests, name), reqs); err != nil {
 			return err
 		}
 	}
-	return WriteFile(filepath.Join(o.dir, "cells", name), []results.Cell{c})
+	return WriteFile(filepath.Join(o.dir, results.TableCells, name), []results.Cell{c})
+}
+
+// Verdicts writes the cell's assertion verdicts under the cell's part number.
+func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return WriteFile(filepath.Join(o.dir, results.TableAssertions, partName(o.part)), rows)
+}
+
+// Samples writes a batch of telemetry rows as a new part file.
+func (o *Output) Samples(rows []results.Sample) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	o.samplePart++
+	return WriteFile(filepath.Join(o.dir, results.TableSamples, partName(o.samplePart)), rows)
 }
 
 // Stop implements pipeline.Output.
 func (o *Output) Stop(*pipeline.Summary) error { return nil }
 
-// WriteFile writes rows to path atomically (temporary file, then rename).
-func WriteFile[T any](path string, rows []T) error {
-	var buf bytes.Buffer
-	w := pq.NewGenericWriter[T](&buf, pq.Compression(&zstd.Codec{}))
+// WriteFile writes rows to path atomically: it streams them to a temporary
+// file beside path (".part-00001.parquet.tmp-123", which no `*.parquet`
+// glob matches), syncs it and renames it into place.
+func WriteFile[T any](path string, rows []T) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	w := pq.NewGenericWriter[T](bw,
+		pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+		pq.CreatedBy("benchrun", pipeline.Version(), ""),
+		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),
+		pq.KeyValueMetadata("benchrun.table", filepath.Base(filepath.Dir(path))),
+	)
 	if _, err := w.Write(rows); err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)
 	}
-	return pipeline.WriteFileAtomic(path, buf.Bytes())
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
-// ReadFile reads every row of a Parquet file.
+// ReadFile reads every row of a Parquet file. Columns the file lacks (it
+// was written by an older benchrun) read as zero values.
 func ReadFile[T any](path string) ([]T, error) {
 	rows, err := pq.ReadFile[T](path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return rows, nil
+}
+
+// ReadTable reads every part file of one table of a run directory, in part
+// order. A missing table reads as no rows.
+func ReadTable[T any](runDir, table string) ([]T, error) {
+	files, err := filepath.Glob(filepath.Join(runDir, table, "*.parquet"))
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", table, err)
+	}
+	var out []T
+	for _, f := range files { // Glob sorts; part numbers are zero-padded
+		rows, err := ReadFile[T](f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
 }

@@ -1,5 +1,5 @@
 // Package health is the `health` stage: it polls a server until it is
-// ready and serves the plan's model.
+// ready, serves the plan's model and answers a 1-token request.
 package health
 
 import (
@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -24,19 +26,22 @@ var schemaSource string
 // Kind registers the stage.
 var Kind = pipeline.Kind{
 	Name:   "health",
-	Doc:    "wait until a server answers its health path and lists the model",
+	Doc:    "wait until a server answers its health path, lists the model and serves a 1-token request",
 	Schema: schema.KindSchema{Def: "#Health", Source: schemaSource},
 	New:    New,
 }
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	Target     string `json:"target"`
-	Model      string `json:"model"`
-	Path       string `json:"path"`
-	ModelsPath string `json:"models_path"`
-	Within     string `json:"within"`
-	Interval   string `json:"interval"`
+	Target     string            `json:"target"`
+	Model      string            `json:"model"`
+	Engine     string            `json:"engine"`
+	Path       string            `json:"path"`
+	ModelsPath string            `json:"models_path"`
+	Probe      string            `json:"probe"`
+	Within     string            `json:"within"`
+	Interval   string            `json:"interval"`
+	Headers    map[string]string `json:"headers"`
 }
 
 // Stage is a configured health stage.
@@ -64,7 +69,18 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 }
 
 // Validate checks the configuration without side effects.
-func (s *Stage) Validate(p *schema.Plan) error { return nil }
+func (s *Stage) Validate(p *schema.Plan) error {
+	for _, f := range []struct{ name, v string }{{"path", s.cfg.Path}, {"models_path", s.cfg.ModelsPath}} {
+		if f.v != "" && !strings.HasPrefix(f.v, "/") {
+			return schema.Error{Pos: s.spec.PosOf(f.name), Msg: fmt.Sprintf("stages.%s.%s: %q must start with /", s.spec.Name, f.name, f.v)}
+		}
+	}
+	return nil
+}
+
+// errNotServed marks a server that is up but serves other models: it will
+// not change its mind, so the stage fails at once.
+var errNotServed = errors.New("model not served")
 
 // Run polls until ready or until `within` passes.
 func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
@@ -73,57 +89,82 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, err
 	}
 	model := env.ModelName(s.cfg.Model)
-	ctx, cancel := context.WithTimeoutCause(ctx, s.within, fmt.Errorf("server at %s not ready within %s", target.URL, s.within))
+	engName := s.cfg.Engine
+	if engName == "" {
+		engName = target.Engine
+	}
+	eng := telemetry.EngineFor(engName)
+	if s.cfg.Path != "" {
+		eng.HealthPath = s.cfg.Path
+	}
+	if s.cfg.ModelsPath != "" {
+		eng.ModelsPath = s.cfg.ModelsPath
+	}
+	base := strings.TrimRight(target.URL, "/")
+	logPath, _ := target.Values["log"].(string)
+
+	ctx, cancel := context.WithTimeoutCause(ctx, s.within, fmt.Errorf("server at %s not ready within %s", base, s.within))
 	defer cancel()
 	client := &http.Client{Timeout: 5 * time.Second}
-	base := strings.TrimRight(target.URL, "/")
+	lt := &loadgen.Target{BaseURL: base, Model: model, Endpoint: loadgen.Endpoint(s.cfg.Probe), Stream: true,
+		Headers: map[string]string{}, HTTP: loadgen.NewHTTPClient(1)}
+	defer lt.HTTP.CloseIdleConnections()
+	for k, v := range s.cfg.Headers {
+		lt.Headers[k] = os.ExpandEnv(v)
+	}
 	start := time.Now()
 	last := "no answer yet"
 	for {
-		ready, why := s.probe(ctx, client, base, model)
-		if ready {
-			fmt.Fprintf(env.Log, "benchrun: %s ready after %s\n", base, time.Since(start).Round(time.Millisecond))
+		served, why, err := s.check(ctx, client, base, eng, model, lt)
+		if err != nil {
+			return nil, err
+		}
+		if why == "" {
+			fmt.Fprintf(env.Log, "benchrun: %s ready after %s (model %q)\n", base, time.Since(start).Round(time.Millisecond), served)
 			out := *target
 			if out.Model == "" {
 				out.Model = model
 			}
-			// Health is not a service itself: do not forward Done.
-			out.Done, out.DoneReason = nil, nil
+			// Health is not a service itself: do not forward Done or Restart.
+			out.Done, out.DoneReason, out.Restart = nil, nil, nil
 			return &out, nil
 		}
-		if why != "" {
-			last = why
+		if why != last {
+			fmt.Fprintf(env.Log, "benchrun: %s: %s\n", time.Since(start).Round(time.Millisecond), why)
 		}
-		// A server that is up but serves another model will not change its
-		// mind: fail at once with the names it does serve.
-		if strings.HasPrefix(why, modelMissingPrefix) {
-			return nil, errors.New(why)
-		}
+		last = why
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w; last check: %s", context.Cause(ctx), last)
+			msg := fmt.Sprintf("%v; last check: %s", context.Cause(ctx), last)
+			if t := tail(logPath, 20); t != "" {
+				msg += "\nlast lines of the server's log:\n" + t
+			}
+			return nil, errors.New(msg)
 		case <-time.After(s.interval):
 		}
 	}
 }
 
-const modelMissingPrefix = "model not served: "
-
-// probe checks health then the model list; it says what was wrong.
-func (s *Stage) probe(ctx context.Context, client *http.Client, base, model string) (bool, string) {
-	code, _, err := get(ctx, client, base+s.cfg.Path)
+// check runs the three checks in order. It returns the served name when
+// ready, why not otherwise, and an error when waiting cannot help.
+func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng telemetry.Engine, model string, lt *loadgen.Target) (string, string, error) {
+	code, _, err := get(ctx, client, base+eng.HealthPath)
 	if err != nil {
-		return false, err.Error()
+		return "", err.Error(), nil
 	}
 	if code != http.StatusOK {
-		return false, fmt.Sprintf("%s answered %d", s.cfg.Path, code)
+		why := fmt.Sprintf("%s answered %d", eng.HealthPath, code)
+		if code == http.StatusServiceUnavailable {
+			why += " (loading)"
+		}
+		return "", why, nil
 	}
-	code, body, err := get(ctx, client, base+s.cfg.ModelsPath)
+	code, body, err := get(ctx, client, base+eng.ModelsPath)
 	if err != nil {
-		return false, err.Error()
+		return "", err.Error(), nil
 	}
 	if code != http.StatusOK {
-		return false, fmt.Sprintf("%s answered %d", s.cfg.ModelsPath, code)
+		return "", fmt.Sprintf("%s answered %d", eng.ModelsPath, code), nil
 	}
 	var list struct {
 		Data []struct {
@@ -131,16 +172,35 @@ func (s *Stage) probe(ctx context.Context, client *http.Client, base, model stri
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return false, fmt.Sprintf("%s: not an OpenAI model list: %v", s.cfg.ModelsPath, err)
+		return "", fmt.Sprintf("%s: not an OpenAI model list: %v", eng.ModelsPath, err), nil
 	}
 	var ids []string
+	served := ""
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
+		if model != "" && eng.Serves(m.ID, model) {
+			served = m.ID
+		}
 	}
-	if model == "" || slices.Contains(ids, model) {
-		return true, ""
+	if model != "" && served == "" {
+		if len(ids) == 0 {
+			// Some servers list models only once loaded: keep waiting.
+			return "", fmt.Sprintf("%s lists no models yet", eng.ModelsPath), nil
+		}
+		return "", "", fmt.Errorf("%w: %q is not among the models %s serves %q: the plan's model name (model.name, or model in the stage) must equal the server's served name", errNotServed, model, base, ids)
 	}
-	return false, fmt.Sprintf("%s%q is not among the served models %q: the plan's model name must equal the server's served name", modelMissingPrefix, model, ids)
+	if s.cfg.Probe == "none" {
+		return served, "", nil
+	}
+	r := lt.Do(ctx, loadgen.Request{Prompt: "Hello", MaxTokens: 1})
+	if r.Err != nil {
+		var he *loadgen.HTTPError
+		if errors.As(r.Err, &he) && he.Status/100 == 4 && he.Status != http.StatusTooManyRequests {
+			return "", "", fmt.Errorf("the 1-token probe on %s was refused: %w", lt.Endpoint.Path(), r.Err)
+		}
+		return "", fmt.Sprintf("1-token probe on %s: %v", lt.Endpoint.Path(), r.Err), nil
+	}
+	return served, "", nil
 }
 
 func get(ctx context.Context, client *http.Client, url string) (int, []byte, error) {
@@ -155,4 +215,28 @@ func get(ctx context.Context, client *http.Client, url string) (int, []byte, err
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, b, err
+}
+
+// tail returns the last n lines of the file at path, indented.
+func tail(path string, n int) string {
+	if path == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > 64<<10 {
+		_, _ = f.Seek(-64<<10, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return ""
+	}
+	return "  | " + strings.Join(lines, "\n  | ")
 }

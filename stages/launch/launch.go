@@ -1,6 +1,8 @@
 // Package launch is the `launch` stage: it starts a server process in its
-// own process group, captures its output to <stage>.log, watches it, and
-// stops it with SIGINT, then SIGTERM, then SIGKILL.
+// own process group (led by a guard that takes the group down if benchrun
+// dies), captures its output to <stage>.log, watches it, restarts it
+// between cells when asked, and stops it with SIGINT, then SIGTERM, then
+// SIGKILL.
 package launch
 
 import (
@@ -8,16 +10,18 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -35,27 +39,65 @@ var Kind = pipeline.Kind{
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	Engine    string            `json:"engine"`
-	Cmd       []string          `json:"cmd"`
-	Env       map[string]string `json:"env"`
-	Dir       string            `json:"dir"`
-	Port      any               `json:"port"`
-	Host      string            `json:"host"`
-	Model     string            `json:"model"`
-	StopGrace string            `json:"stop_grace"`
+	Engine      string            `json:"engine"`
+	Cmd         []string          `json:"cmd"`
+	Shell       bool              `json:"shell"`
+	Env         map[string]string `json:"env"`
+	Dir         string            `json:"dir"`
+	Port        any               `json:"port"`
+	Host        string            `json:"host"`
+	Model       string            `json:"model"`
+	GPUs        []any             `json:"gpus"`
+	StopGrace   string            `json:"stop_grace"`
+	TermGrace   string            `json:"term_grace"`
+	Restart     string            `json:"restart"`
+	StartWithin string            `json:"start_within"`
+	Files       map[string]string `json:"files"`
+	Setup       []Command         `json:"setup"`
+	AfterStart  []Command         `json:"after_start"`
+}
+
+// Command is a setup or after_start command.
+type Command struct {
+	Cmd     []string          `json:"cmd"`
+	Shell   bool              `json:"shell"`
+	Env     map[string]string `json:"env"`
+	Dir     string            `json:"dir"`
+	Timeout string            `json:"timeout"`
+	timeout time.Duration
 }
 
 // Stage is a configured launch stage.
 type Stage struct {
-	spec      *schema.Stage
-	cfg       Config
-	stopGrace time.Duration
+	spec        *schema.Stage
+	cfg         Config
+	stopGrace   time.Duration
+	termGrace   time.Duration
+	startWithin time.Duration
+	gpuSel      []string
 
-	mu      sync.Mutex
+	// Set by Run, read by restarts.
+	argv    []string
+	environ []string
+	dir     string
+	logPath string
+	port    int
+	model   string
+	engine  telemetry.Engine
+
+	mu         sync.Mutex
+	proc       *process
+	died       chan struct{} // closed when the server stops on its own
+	diedOnce   sync.Once
+	deathCause string
+}
+
+// process is one start of the server.
+type process struct {
 	cmd     *exec.Cmd
-	done    chan struct{}
+	exited  chan struct{}
 	exitErr error
-	tail    *tailBuffer
+	stopped bool // benchrun asked it to stop (a restart or cleanup)
 }
 
 // New decodes the configuration.
@@ -64,36 +106,186 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	if err := s.Decode(&st.cfg); err != nil {
 		return nil, err
 	}
-	d, err := time.ParseDuration(st.cfg.StopGrace)
-	if err != nil {
-		return nil, schema.Error{Pos: s.PosOf("stop_grace"), Msg: "stop_grace: " + err.Error()}
+	var errs schema.Errors
+	dur := func(field, v string) time.Duration {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, schema.Error{Pos: s.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: %v", s.Name, field, err)})
+		}
+		return d
 	}
-	st.stopGrace = d
+	st.stopGrace = dur("stop_grace", st.cfg.StopGrace)
+	st.termGrace = dur("term_grace", st.cfg.TermGrace)
+	st.startWithin = dur("start_within", st.cfg.StartWithin)
+	for _, list := range []struct {
+		field string
+		cmds  []Command
+	}{{"setup", st.cfg.Setup}, {"after_start", st.cfg.AfterStart}} {
+		for i := range list.cmds {
+			list.cmds[i].timeout = dur(fmt.Sprintf("%s.%d.timeout", list.field, i), list.cmds[i].Timeout)
+		}
+	}
+	for i, g := range st.cfg.GPUs {
+		switch v := g.(type) {
+		case string:
+			st.gpuSel = append(st.gpuSel, v)
+		case float64:
+			st.gpuSel = append(st.gpuSel, strconv.Itoa(int(v)))
+		case int, int64:
+			st.gpuSel = append(st.gpuSel, fmt.Sprint(v))
+		default:
+			errs = append(errs, schema.Error{Pos: s.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: want an index or a GPU name, got %v", s.Name, i, g)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	return st, nil
 }
 
 // Validate checks the configuration without side effects.
 func (s *Stage) Validate(p *schema.Plan) error {
+	var errs schema.Errors
 	if s.cfg.Model == "" && p.Model.Name == "" {
-		return schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no served model name: set model: {name: ...} in the plan or model in the stage", s.spec.Name)}
+		errs = append(errs, schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no served model name: set model: {name: ...} in the plan or model in the stage", s.spec.Name)})
+	}
+	if len(s.cfg.Cmd) == 0 || strings.TrimSpace(s.cfg.Cmd[0]) == "" {
+		errs = append(errs, schema.Error{Pos: s.spec.PosOf("cmd"), Msg: fmt.Sprintf("stages.%s.cmd: the command is empty", s.spec.Name)})
+	}
+	for i, g := range s.gpuSel {
+		if strings.TrimSpace(g) == "" {
+			errs = append(errs, schema.Error{Pos: s.spec.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: empty GPU name", s.spec.Name, i)})
+		}
+	}
+	for name := range s.cfg.Files {
+		if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsRune(name, os.PathSeparator) {
+			errs = append(errs, schema.Error{Pos: s.spec.PosOf("files"), Msg: fmt.Sprintf("stages.%s.files: %q: a file name inside the run directory, without a path", s.spec.Name, name)})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	return nil
 }
 
-// Run starts the server and returns at once; the health stage waits for it.
+// Run prepares files, runs the setup commands, starts the server, runs the
+// after_start commands once it accepts connections, and returns; the
+// health stage waits for readiness.
 func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
-	port, err := s.port()
-	if err != nil {
+	var err error
+	if s.port, err = s.pickPort(); err != nil {
 		return nil, err
 	}
-	model := s.cfg.Model
-	if model == "" {
-		model = env.Plan.Model.Name
+	s.model = s.cfg.Model
+	if s.model == "" {
+		s.model = env.Plan.Model.Name
 	}
-	vars := map[string]string{"port": strconv.Itoa(port), "host": s.cfg.Host, "model": model, "run_dir": env.Dir}
-	argv := make([]string, len(s.cfg.Cmd))
-	for i, a := range s.cfg.Cmd {
+	s.engine = telemetry.EngineFor(s.cfg.Engine)
+	s.logPath = filepath.Join(env.Dir, s.spec.Name+".log")
+	vars := s.vars(env)
+
+	// Environment shared by the server and its setup commands.
+	s.environ = os.Environ()
+	if len(s.gpuSel) > 0 {
+		idx, err := telemetry.ResolveGPUs(s.gpuSel, telemetry.ListGPUs)
+		if err != nil {
+			return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
+		}
+		s.environ = append(s.environ, telemetry.CUDAEnv(idx)...)
+		fmt.Fprintf(env.Log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDAEnv(idx), " "))
+	}
+	for k, v := range s.cfg.Env {
+		s.environ = append(s.environ, k+"="+expand(v, vars))
+	}
+
+	for name, content := range s.cfg.Files {
+		if err := os.WriteFile(filepath.Join(env.Dir, name), []byte(expand(content, vars)), 0o644); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	if err := s.runCommands(ctx, env, "setup", s.cfg.Setup, vars); err != nil {
+		return nil, err
+	}
+
+	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+	s.dir = resolveDir(s.cfg.Dir, env, vars, "")
+	s.died = make(chan struct{})
+	if err := s.start(env.Log); err != nil {
+		return nil, err
+	}
+	if len(s.cfg.AfterStart) > 0 {
+		if err := s.waitListening(ctx); err != nil {
+			return nil, err
+		}
+		if err := s.runCommands(ctx, env, "after_start", s.cfg.AfterStart, vars); err != nil {
+			return nil, err
+		}
+	}
+
+	out := &pipeline.Outputs{
+		URL:        "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port)),
+		Model:      s.model,
+		Engine:     s.cfg.Engine,
+		PID:        s.pid(),
+		Done:       s.died,
+		DoneReason: s.deathReason,
+		Values:     map[string]any{},
+	}
+	// Pass on what earlier stages offered (a provision stage's
+	// cost_per_hour, say), then this server's own facts.
+	for _, d := range env.Deps {
+		for k, v := range d.Values {
+			out.Values[k] = v
+		}
+	}
+	out.Values["port"] = s.port
+	out.Values["host"] = s.cfg.Host
+	out.Values["log"] = s.logPath
+	if s.engine.MetricsPath != "" {
+		out.Values["metrics_url"] = out.URL + s.engine.MetricsPath
+	}
+	if s.cfg.Restart == "per_cell" {
+		out.Restart = func(ctx context.Context) error { return s.restart(ctx, env, out.URL) }
+	}
+	return out, nil
+}
+
+// vars are what ${...} expands to in cmd, env, files and commands.
+func (s *Stage) vars(env *pipeline.Env) map[string]string {
+	planDir := "."
+	if env.Plan.Path != "" {
+		if abs, err := filepath.Abs(env.Plan.Path); err == nil {
+			planDir = filepath.Dir(abs)
+		}
+	}
+	modelFile := env.Plan.Model.File
+	if modelFile != "" && !filepath.IsAbs(modelFile) {
+		modelFile = filepath.Join(planDir, modelFile)
+	}
+	runDir, _ := filepath.Abs(env.Dir)
+	vars := map[string]string{
+		"port": strconv.Itoa(s.port), "host": s.cfg.Host, "model": s.model,
+		"model_file": modelFile, "run_dir": runDir, "plan_dir": planDir, "stage": s.spec.Name,
+	}
+	// ${provision.host}: the values earlier stages output.
+	for name, d := range env.Deps {
+		for k, v := range d.Values {
+			vars[name+"."+k] = fmt.Sprint(v)
+		}
+		if d.URL != "" {
+			vars[name+".url"] = d.URL
+		}
+	}
+	return vars
+}
+
+func commandLine(cmd []string, shell bool, vars map[string]string) []string {
+	argv := make([]string, len(cmd))
+	for i, a := range cmd {
 		argv[i] = expand(a, vars)
+	}
+	if shell {
+		return []string{"/bin/sh", "-c", strings.Join(argv, " ")}
 	}
 	if argv[0] == "benchrun" {
 		// Re-exec this very binary (the built-in simulator, say), so the
@@ -102,97 +294,271 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			argv[0] = self
 		}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = s.cfg.Dir
-	cmd.Env = os.Environ()
-	for k, v := range s.cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+expand(v, vars))
+	return argv
+}
+
+// resolveDir makes a relative dir relative to the plan file; empty means def.
+func resolveDir(dir string, env *pipeline.Env, vars map[string]string, def string) string {
+	if dir == "" {
+		return def
 	}
-	s.tail = newTailBuffer(64 * 1024)
-	out := io.MultiWriter(env.Log, s.tail)
-	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group, so stopping reaches every child of the server; the
-	// parent-death signal kills it even when benchrun itself is SIGKILLed.
-	cmd.SysProcAttr = sysProcAttr()
-	fmt.Fprintf(env.Log, "benchrun: starting %s\n", strings.Join(argv, " "))
+	dir = expand(dir, vars)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(vars["plan_dir"], dir)
+	}
+	return dir
+}
+
+// start starts one server process through the guard, its output appended
+// to the stage log (a file, not a pipe: a server never blocks on benchrun).
+func (s *Stage) start(log interface{ Write([]byte) (int, error) }) error {
+	bin, err := exec.LookPath(s.argv[0])
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", s.argv[0], err)
+	}
+	argv := append([]string{bin}, s.argv[1:]...)
+	cmd, err := guardCommand(argv)
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the server log: %w", err)
+	}
+	defer logf.Close() // the child holds its own copy
+	cmd.Dir = s.dir
+	cmd.Env = append(append([]string(nil), s.environ...), guardEnv+"=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	fmt.Fprintf(log, "benchrun: starting %s\n", strings.Join(s.argv, " "))
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+		return fmt.Errorf("starting %s: %w", s.argv[0], err)
 	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
 	s.mu.Lock()
-	s.cmd = cmd
-	s.done = make(chan struct{})
+	s.proc = p
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
 		s.mu.Lock()
-		s.exitErr = err
+		p.exitErr = err
+		stopped := p.stopped
 		s.mu.Unlock()
-		close(s.done)
+		close(p.exited)
+		if !stopped {
+			s.diedOnce.Do(func() { close(s.died) })
+		}
 	}()
-	return &pipeline.Outputs{
-		URL:        fmt.Sprintf("http://%s", net.JoinHostPort(s.cfg.Host, strconv.Itoa(port))),
-		Model:      model,
-		Engine:     s.cfg.Engine,
-		PID:        cmd.Process.Pid,
-		Done:       s.done,
-		DoneReason: s.deathReason,
-	}, nil
+	return nil
+}
+
+func (s *Stage) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
 }
 
 // deathReason says how the process ended, with the last lines of its log.
 func (s *Stage) deathReason() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	p := s.proc
+	s.mu.Unlock()
 	status := "exited"
-	if s.exitErr != nil {
-		status = s.exitErr.Error()
-	} else {
-		status = "exit status 0"
+	if p != nil {
+		select {
+		case <-p.exited:
+			if p.exitErr != nil {
+				status = p.exitErr.Error()
+			} else {
+				status = "exit status 0"
+			}
+		default:
+			status = "still running"
+		}
 	}
-	if t := s.tail.LastLines(5); t != "" {
-		return status + "; last log lines:\n" + t
+	if t := tailLines(s.logPath, 20); t != "" {
+		return fmt.Sprintf("%s; last lines of %s:\n%s", status, filepath.Base(s.logPath), t)
 	}
 	return status
 }
 
-// Cleanup stops the server: SIGINT, then SIGTERM, then SIGKILL to its
-// process group, waiting stop_grace between them.
-func (s *Stage) Cleanup(ctx context.Context) error {
+// waitListening waits until the server accepts TCP connections, so
+// after_start commands (`ollama create`) can talk to it.
+func (s *Stage) waitListening(ctx context.Context) error {
+	addr := net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port))
+	deadline := time.Now().Add(s.startWithin)
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
+	p := s.proc
 	s.mu.Unlock()
-	if cmd == nil {
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathReason())
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server not listening on %s within %s (start_within); last lines of its log:\n%s", addr, s.startWithin, tailLines(s.logPath, 20))
+		}
+	}
+}
+
+// runCommands runs setup or after_start commands one by one, each with its
+// own timeout and log file (<stage>.<phase>-<i>.log).
+func (s *Stage) runCommands(ctx context.Context, env *pipeline.Env, phase string, cmds []Command, vars map[string]string) error {
+	for i, c := range cmds {
+		argv := commandLine(c.Cmd, c.Shell, vars)
+		logPath := filepath.Join(env.Dir, fmt.Sprintf("%s.%s-%d.log", s.spec.Name, phase, i))
+		fmt.Fprintf(env.Log, "benchrun: %s %d: %s (log %s)\n", phase, i, strings.Join(argv, " "), filepath.Base(logPath))
+		environ := append([]string(nil), s.environ...)
+		for k, v := range c.Env {
+			environ = append(environ, k+"="+expand(v, vars))
+		}
+		if err := runOnce(ctx, argv, environ, resolveDir(c.Dir, env, vars, env.Dir), logPath, c.timeout); err != nil {
+			msg := fmt.Sprintf("stages.%s.%s[%d] (%s): %v", s.spec.Name, phase, i, strings.Join(argv, " "), err)
+			if t := tailLines(logPath, 20); t != "" {
+				msg += "; last lines of " + filepath.Base(logPath) + ":\n" + t
+			}
+			return errors.New(msg)
+		}
+	}
+	return nil
+}
+
+// runOnce runs a short command in its own guarded process group, killing
+// the group when the timeout passes or ctx ends.
+func runOnce(ctx context.Context, argv, environ []string, dir, logPath string, timeout time.Duration) error {
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	cmd, err := guardCommand(append([]string{bin}, argv[1:]...))
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Dir = dir
+	cmd.Env = append(environ, guardEnv+"=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("timed out after %s", timeout)
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return context.Cause(ctx)
+	}
+}
+
+// restart stops the server and starts it again on the same port, waiting
+// until it is ready (health path 200, model listed) within start_within.
+func (s *Stage) restart(ctx context.Context, env *pipeline.Env, url string) error {
+	select {
+	case <-s.died:
+		return fmt.Errorf("server died before the restart: %s", s.deathReason())
+	default:
+	}
+	if err := s.stop(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Log, "benchrun: restarting the server (restart: per_cell)\n")
+	if err := s.start(env.Log); err != nil {
+		return err
+	}
+	return s.waitReady(ctx, url)
+}
+
+func (s *Stage) waitReady(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.startWithin)
+	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		if ok := ready(ctx, client, base, s.engine, s.model); ok {
+			return nil
+		}
+		select {
+		case <-s.died:
+			return fmt.Errorf("server died while restarting: %s", s.deathReason())
+		case <-ctx.Done():
+			return fmt.Errorf("server not ready within %s after a restart; last lines of its log:\n%s", s.startWithin, tailLines(s.logPath, 20))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Cleanup stops the server.
+func (s *Stage) Cleanup(ctx context.Context) error { return s.stop(ctx) }
+
+// stop sends SIGINT, then SIGTERM, then SIGKILL to the process group,
+// waiting stop_grace and term_grace between them, and finally kills
+// whatever is left of the group.
+func (s *Stage) stop(ctx context.Context) error {
+	s.mu.Lock()
+	p := s.proc
+	if p != nil {
+		p.stopped = true
+	}
+	s.mu.Unlock()
+	if p == nil {
 		return nil
 	}
-	pgid := cmd.Process.Pid
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+	pgid := p.cmd.Process.Pid
+	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }() // nothing of the group lingers
+	steps := []struct {
+		sig   syscall.Signal
+		grace time.Duration
+	}{{syscall.SIGINT, s.stopGrace}, {syscall.SIGTERM, s.termGrace}, {syscall.SIGKILL, 5 * time.Second}}
+	for _, st := range steps {
 		select {
-		case <-done:
-			// The leader is gone; make sure nothing it started lingers.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-p.exited:
 			return nil
 		default:
 		}
-		if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("signalling server: %w", err)
+		if err := syscall.Kill(-pgid, st.sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("signalling the server: %w", err)
 		}
+		timer := time.NewTimer(st.grace)
 		select {
-		case <-done:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-p.exited:
+			timer.Stop()
 			return nil
-		case <-time.After(s.stopGrace):
+		case <-timer.C:
 		case <-ctx.Done():
+			timer.Stop()
 		}
 	}
 	select {
-	case <-done:
+	case <-p.exited:
 		return nil
-	case <-time.After(5 * time.Second):
+	default:
 		return fmt.Errorf("server (pid %d) did not exit after SIGKILL", pgid)
 	}
 }
 
-func (s *Stage) port() (int, error) {
+func (s *Stage) pickPort() (int, error) {
 	switch p := s.cfg.Port.(type) {
 	case string:
 		return freePort(s.cfg.Host)
@@ -210,12 +576,24 @@ func (s *Stage) port() (int, error) {
 // freePort asks the kernel for a free port on host. Another process could
 // take it before the server binds; the health stage would then fail clearly.
 func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	l, err := net.Listen("tcp", net.JoinHostPort(urlHost(host), "0"))
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// urlHost is where clients connect: a server listening on every address
+// is reached on loopback.
+func urlHost(host string) string {
+	switch host {
+	case "", "0.0.0.0":
+		return "127.0.0.1"
+	case "::":
+		return "::1"
+	}
+	return host
 }
 
 func expand(s string, vars map[string]string) string {

@@ -2,6 +2,8 @@ package launch
 
 import "syscall"
 
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// The guard leads its own process group and gets guardDeathSignal when
+// benchrun dies, however it dies.
+func guardSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: guardDeathSignal}
 }

@@ -4,6 +4,8 @@ package launch
 
 import "syscall"
 
-func sysProcAttr() *syscall.SysProcAttr {
+// No parent-death signal outside Linux: the guard still leads the group,
+// so a normal stop reaches every process of the server.
+func guardSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -1,43 +1,44 @@
 package launch
 
 import (
+	"io"
+	"os"
 	"strings"
-	"sync"
 )
 
-// tailBuffer keeps the last max bytes written to it: the log tail shown
-// when a server fails.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// LastLines returns up to n final lines, each prefixed for display.
-func (t *tailBuffer) LastLines(n int) string {
-	if t == nil {
+// tailLines returns up to n final lines of the log at path, each prefixed
+// for display: what a person needs to see when a server fails. It reads
+// only the file's last 64 KiB.
+func tailLines(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
 		return ""
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(string(t.buf), "\n"), "\n")
+	defer f.Close()
+	const max = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+			return ""
+		}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	return FormatTail(string(b), n)
+}
+
+// FormatTail keeps the last n non-empty lines of s, indented with "  | ".
+func FormatTail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	if len(lines) == 1 && lines[0] == "" {
+	if len(lines) == 1 && strings.TrimSpace(lines[0]) == "" {
 		return ""
 	}
-	return "  | " + strings.Join(lines, "\n  | ")
+	for i, l := range lines {
+		lines[i] = "  | " + strings.TrimRight(l, "\r")
+	}
+	return strings.Join(lines, "\n")
 }

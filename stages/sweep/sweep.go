@@ -1,14 +1,16 @@
-// Package sweep is the `sweep` stage: cells × a concurrency ladder over an
-// OpenAI-compatible server, one point at a time, with warm-up passes.
+// Package sweep is the `sweep` stage: cells × a load ladder (closed-loop
+// concurrency or open-loop request rates) over an OpenAI-compatible
+// server, one point at a time, with warm-up passes. docs/METRICS.md
+// defines every column it fills.
 package sweep
 
 import (
 	"context"
 	_ "embed"
 	"fmt"
-	"math/rand/v2"
+	"math"
 	"os"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +26,7 @@ var schemaSource string
 // Kind registers the stage.
 var Kind = pipeline.Kind{
 	Name:      "sweep",
-	Doc:       "measure cells (isl:osl) × a concurrency ladder: ttft, itl, tpot, throughput",
+	Doc:       "measure cells (isl:osl) × a concurrency or request-rate ladder: ttft, itl, tpot, throughput, goodput",
 	Measuring: true,
 	Schema:    schema.KindSchema{Def: "#Sweep", Source: schemaSource},
 	New:       New,
@@ -36,28 +38,59 @@ type Cell struct {
 	OSL int `json:"osl"`
 }
 
+// RampConfig is the open loop's optional ramp.
+type RampConfig struct {
+	Kind     string  `json:"kind"`
+	From     float64 `json:"from"`
+	Duration string  `json:"duration"`
+}
+
+// DatasetConfig names prompts on disk.
+type DatasetConfig struct {
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	Field  string `json:"field"`
+	Limit  int    `json:"limit"`
+}
+
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	Target      string            `json:"target"`
-	Model       string            `json:"model"`
-	Endpoint    string            `json:"endpoint"`
-	Stream      bool              `json:"stream"`
-	Cells       []Cell            `json:"cells"`
-	Concurrency []int             `json:"concurrency"`
-	Requests    int               `json:"requests"`
-	Warmup      int               `json:"warmup"`
-	Iterations  int               `json:"iterations"`
-	Prompts     string            `json:"prompts"`
-	Seed        int64             `json:"seed"`
-	ForceOSL    bool              `json:"force_osl"`
-	Headers     map[string]string `json:"headers"`
-	Body        map[string]any    `json:"body"`
+	Target             string            `json:"target"`
+	Model              string            `json:"model"`
+	Endpoint           string            `json:"endpoint"`
+	Stream             bool              `json:"stream"`
+	Cells              []Cell            `json:"cells"`
+	Concurrency        []int             `json:"concurrency"`
+	Rates              []float64         `json:"rates"`
+	Arrival            string            `json:"arrival"`
+	Burstiness         float64           `json:"burstiness"`
+	Ramp               *RampConfig       `json:"ramp"`
+	MaxInflight        int               `json:"max_inflight"`
+	Requests           int               `json:"requests"`
+	Duration           string            `json:"duration"`
+	MinRequests        int               `json:"min_requests"`
+	MinDuration        string            `json:"min_duration"`
+	Warmup             int               `json:"warmup"`
+	Iterations         int               `json:"iterations"`
+	Prompts            string            `json:"prompts"`
+	SharedPrefix       int               `json:"shared_prefix"`
+	Seed               int64             `json:"seed"`
+	Calibrate          string            `json:"calibrate"`
+	Dataset            *DatasetConfig    `json:"dataset"`
+	ForceOSL           bool              `json:"force_osl"`
+	ContinuousUsage    bool              `json:"continuous_usage"`
+	SendLagThresholdMs float64           `json:"send_lag_threshold_ms"`
+	APIKeyEnv          string            `json:"api_key_env"`
+	Headers            map[string]string `json:"headers"`
+	Body               map[string]any    `json:"body"`
 }
 
 // Stage is a configured sweep.
 type Stage struct {
 	spec *schema.Stage
 	cfg  Config
+	// parsed durations
+	duration, minDuration, rampDuration time.Duration
 }
 
 // New decodes the configuration.
@@ -66,24 +99,87 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	if err := s.Decode(&st.cfg); err != nil {
 		return nil, err
 	}
+	st.setDefaults()
 	return st, nil
+}
+
+// setDefaults fills what a config built in Go (tests) may leave out; the
+// CUE schema gives the same defaults to plans.
+func (s *Stage) setDefaults() {
+	c := &s.cfg
+	if c.Endpoint == "" {
+		c.Endpoint = "completions"
+	}
+	if c.Arrival == "" {
+		c.Arrival = loadgen.ArrivalPoisson
+	}
+	if c.Burstiness == 0 {
+		c.Burstiness = 1
+	}
+	if c.Iterations == 0 {
+		c.Iterations = 1
+	}
+	if c.Prompts == "" {
+		c.Prompts = "cold"
+	}
+	if c.Calibrate == "" {
+		c.Calibrate = loadgen.CalibrateAuto
+	}
+	if c.SendLagThresholdMs == 0 {
+		c.SendLagThresholdMs = 5
+	}
 }
 
 // Validate checks the configuration against the plan without side effects.
 func (s *Stage) Validate(p *schema.Plan) error {
 	var errs schema.Errors
-	if len(s.cfg.Cells) == 0 {
-		errs = append(errs, schema.Error{Pos: s.spec.PosOf("cells"), Msg: fmt.Sprintf("stages.%s.cells: no cells to measure", s.spec.Name)})
+	bad := func(field []string, format string, args ...any) {
+		errs = append(errs, schema.Error{Pos: s.spec.PosOf(field...), Msg: fmt.Sprintf("stages.%s.%s: ", s.spec.Name, strings.Join(field, ".")) + fmt.Sprintf(format, args...)})
 	}
-	if len(s.cfg.Concurrency) == 0 {
-		errs = append(errs, schema.Error{Pos: s.spec.PosOf("concurrency"), Msg: fmt.Sprintf("stages.%s.concurrency: empty ladder", s.spec.Name)})
+	if len(s.cfg.Cells) == 0 {
+		bad([]string{"cells"}, "no cells to measure")
+	}
+	if len(s.cfg.Concurrency) == 0 && len(s.cfg.Rates) == 0 {
+		bad([]string{"concurrency"}, "empty ladder: give concurrency or rates")
 	}
 	if max := p.Model.MaxModelLen; max > 0 {
 		for i, c := range s.cfg.Cells {
 			if c.ISL+c.OSL > max {
-				errs = append(errs, schema.Error{Pos: s.spec.PosOf("cells", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.cells[%d]: isl+osl = %d exceeds model.max_model_len %d", s.spec.Name, i, c.ISL+c.OSL, max)})
+				bad([]string{"cells", fmt.Sprint(i)}, "isl+osl = %d exceeds model.max_model_len %d", c.ISL+c.OSL, max)
 			}
 		}
+	}
+	parse := func(field, v string, into *time.Duration) {
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			bad([]string{field}, "%q is not a positive duration (write it as \"30s\" or \"2m\")", v)
+			return
+		}
+		*into = d
+	}
+	parse("duration", s.cfg.Duration, &s.duration)
+	parse("min_duration", s.cfg.MinDuration, &s.minDuration)
+	if s.cfg.Ramp != nil {
+		parse("ramp", s.cfg.Ramp.Duration, &s.rampDuration)
+		if len(s.cfg.Rates) == 0 {
+			bad([]string{"ramp"}, "a ramp needs an open loop: give rates")
+		}
+	}
+	if s.cfg.SharedPrefix > 0 {
+		for i, c := range s.cfg.Cells {
+			if s.cfg.SharedPrefix >= c.ISL {
+				bad([]string{"cells", fmt.Sprint(i)}, "shared_prefix %d leaves no room in isl %d", s.cfg.SharedPrefix, c.ISL)
+			}
+		}
+	}
+	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
+		bad([]string{"dataset", "path"}, "empty path")
+	}
+	if s.cfg.APIKeyEnv != "" && strings.ContainsAny(s.cfg.APIKeyEnv, " =$") {
+		bad([]string{"api_key_env"}, "%q should name an environment variable (OPENAI_API_KEY), not hold the key", s.cfg.APIKeyEnv)
 	}
 	if len(errs) > 0 {
 		return errs
@@ -94,12 +190,42 @@ func (s *Stage) Validate(p *schema.Plan) error {
 // point is one cell at one ladder point.
 type point struct {
 	cell        Cell
-	concurrency int
+	concurrency int     // closed loop
+	rate        float64 // open loop (> 0)
 }
 
-// CellID is deterministic, so --resume can recognise finished cells.
+func (p point) label() string {
+	if p.rate > 0 {
+		return fmt.Sprintf("%d:%d rate=%g/s", p.cell.ISL, p.cell.OSL, p.rate)
+	}
+	return fmt.Sprintf("%d:%d c=%d", p.cell.ISL, p.cell.OSL, p.concurrency)
+}
+
+// cellID is deterministic, so --resume can recognise finished cells.
 func cellID(stage string, p point) string {
+	if p.rate > 0 {
+		return fmt.Sprintf("%s/%d:%d/r%g", stage, p.cell.ISL, p.cell.OSL, p.rate)
+	}
 	return fmt.Sprintf("%s/%d:%d/c%d", stage, p.cell.ISL, p.cell.OSL, p.concurrency)
+}
+
+// cellDoner is pipeline.Env's --resume hook, when the pipeline has it.
+type cellDoner interface{ CellDone(cellID string) bool }
+
+func (s *Stage) points() []point {
+	var pts []point
+	for _, c := range s.cfg.Cells {
+		if len(s.cfg.Rates) > 0 {
+			for _, r := range s.cfg.Rates {
+				pts = append(pts, point{cell: c, rate: r, concurrency: s.cfg.MaxInflight})
+			}
+			continue
+		}
+		for _, conc := range s.cfg.Concurrency {
+			pts = append(pts, point{cell: c, concurrency: conc})
+		}
+	}
+	return pts
 }
 
 // Run measures every point in order. A point that fails becomes an error
@@ -107,20 +233,26 @@ func cellID(stage string, p point) string {
 // timeout, Ctrl-C) the running point is an error row, the rest are
 // skipped rows, and Run returns the cause.
 func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	s.setDefaults()
 	target, err := env.Target()
 	if err != nil {
 		return nil, err
 	}
 	model := env.ModelName(s.cfg.Model)
-	maxC := slices.Max(s.cfg.Concurrency)
+	points := s.points()
+	maxConns := s.cfg.MaxInflight
+	for _, p := range points {
+		maxConns = max(maxConns, p.concurrency, int(math.Min(p.rate, 4096)))
+	}
 	t := &loadgen.Target{
-		BaseURL:   target.URL,
-		Model:     model,
-		Endpoint:  loadgen.Endpoint(s.cfg.Endpoint),
-		Stream:    s.cfg.Stream,
-		Headers:   map[string]string{},
-		ExtraBody: map[string]any{},
-		HTTP:      loadgen.NewHTTPClient(maxC),
+		BaseURL:         target.URL,
+		Model:           model,
+		Endpoint:        loadgen.Endpoint(s.cfg.Endpoint),
+		Stream:          s.cfg.Stream,
+		Headers:         map[string]string{},
+		ExtraBody:       map[string]any{},
+		HTTP:            loadgen.NewHTTPClient(maxConns),
+		ContinuousUsage: s.cfg.ContinuousUsage,
 	}
 	defer t.HTTP.CloseIdleConnections()
 	for k, v := range s.cfg.Headers {
@@ -129,19 +261,41 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	for k, v := range s.cfg.Body {
 		t.ExtraBody[k] = v
 	}
-
-	var points []point
-	for _, c := range s.cfg.Cells {
-		for _, conc := range s.cfg.Concurrency {
-			points = append(points, point{cell: c, concurrency: conc})
+	if s.cfg.APIKeyEnv != "" {
+		t.APIKey = os.Getenv(s.cfg.APIKeyEnv)
+		if t.APIKey == "" {
+			return nil, fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", env.Stage.Name, s.cfg.APIKeyEnv)
 		}
 	}
+	var dataset []string
+	if d := s.cfg.Dataset; d != nil {
+		dataset, err = loadgen.LoadDataset(loadgen.DatasetSpec{Path: d.Path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)})
+		if err != nil {
+			return nil, fmt.Errorf("stages.%s.dataset: %w", env.Stage.Name, err)
+		}
+	}
+
+	prog := newProgress(env.Progress)
+	var vocab *loadgen.Vocab
+	calibNote := ""
 	c1 := map[Cell]float64{} // decode_tok_s at concurrency 1, per cell
 	var stopErr error
+	doner, _ := any(env).(cellDoner)
 	for i, p := range points {
+		id := cellID(env.Stage.Name, p)
+		if doner != nil && doner.CellDone(id) {
+			continue // finished in the run being resumed
+		}
 		base := results.Cell{
-			Stage: env.Stage.Name, CellID: cellID(env.Stage.Name, p), Model: model, Engine: target.Engine,
+			Stage: env.Stage.Name, CellID: id, Model: model, Engine: target.Engine,
 			Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
+			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight),
+		}
+		if p.rate > 0 {
+			base.Arrival = s.cfg.Arrival
+			if s.cfg.Arrival == loadgen.ArrivalGamma {
+				base.Burstiness = s.cfg.Burstiness
+			}
 		}
 		if stopErr != nil {
 			row := base
@@ -164,24 +318,43 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				continue
 			}
 		}
-		fmt.Fprintf(env.Progress, "  %s [%d/%d] %d:%d c=%d …\n", env.Stage.Name, i+1, len(points), p.cell.ISL, p.cell.OSL, p.concurrency)
-		row, reqs := s.measure(ctx, t, p, base)
+		// Calibrate once, lazily (after any restart), unless prompts come
+		// from a dataset or calibration is off.
+		if vocab == nil {
+			vocab, calibNote = s.calibrate(ctx, t, dataset != nil)
+		}
+		var row results.Cell
+		var reqs []results.Request
+		if vocab == nil {
+			row = base
+			row.StartedAt = time.Now().UTC()
+			row.Status, row.Reason = results.StatusError, calibNote
+		} else {
+			row, reqs = s.measure(ctx, t, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()))
+			if calibNote != "" {
+				row.Notes = joinNotes(row.Notes, calibNote)
+			}
+		}
 		if ctx.Err() != nil {
 			stopErr = context.Cause(ctx)
 			row.Status, row.Reason = results.StatusError, stopErr.Error()
 		}
-		if p.concurrency == 1 && row.Status == results.StatusOK {
+		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK {
 			c1[p.cell] = row.DecodeTokS
 		}
-		if v, ok := c1[p.cell]; ok && v > 0 && row.DecodeTokS > 0 {
+		if v, ok := c1[p.cell]; ok && p.rate == 0 && v > 0 && row.DecodeTokS > 0 {
 			row.SpeedupVsC1 = row.DecodeTokS / v
 			row.BatchingEfficiency = row.SpeedupVsC1 / float64(p.concurrency)
 		}
 		if err := env.Emit(row, reqs); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(env.Progress, "  %s %d:%d c=%d: %s ttft %.1f ms, itl p50 %.2f ms p99 %.2f ms, %.0f tok/s %s\n",
-			env.Stage.Name, p.cell.ISL, p.cell.OSL, p.concurrency, row.Status, row.TTFTMs, row.ITLP50Ms, row.ITLP99Ms, row.DecodeTokS, row.Reason)
+		line := fmt.Sprintf("%s %s: %s ttft %.1f ms, itl p50 %.2f ms p99 %.2f ms, %.0f tok/s, %.1f req/s %s",
+			env.Stage.Name, p.label(), row.Status, row.TTFTMs, row.ITLP50Ms, row.ITLP99Ms, row.DecodeTokS, row.ReqS, row.Reason)
+		if env.Log != nil {
+			fmt.Fprintln(env.Log, line)
+		}
+		prog.line(line)
 	}
 	if stopErr != nil {
 		return nil, stopErr
@@ -189,53 +362,130 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	return &pipeline.Outputs{}, nil
 }
 
+// calibrate sizes prompts for the target. On failure with calibrate=auto
+// it falls back to the assumed vocabulary and says so; an explicit method
+// that fails makes every point an error (nil vocab, the reason).
+func (s *Stage) calibrate(ctx context.Context, t *loadgen.Target, fromDataset bool) (*loadgen.Vocab, string) {
+	if fromDataset {
+		return loadgen.AssumedVocab(), "prompts from the dataset (isl is the dataset's: see effective_isl)"
+	}
+	if s.cfg.Calibrate == loadgen.CalibrateOff {
+		return loadgen.AssumedVocab(), "prompt length not calibrated (one token per word assumed; see effective_isl)"
+	}
+	v, err := loadgen.Calibrate(ctx, t, s.cfg.Calibrate)
+	if err != nil {
+		if s.cfg.Calibrate != loadgen.CalibrateAuto {
+			return nil, err.Error()
+		}
+		return loadgen.AssumedVocab(), "prompt length not calibrated (" + err.Error() + "); see effective_isl"
+	}
+	return v, fmt.Sprintf("prompt length calibrated by %s (%d single-token words, %d tokens of overhead)", v.Method, len(v.Words), v.Overhead)
+}
+
+// load is the point's load for one pass.
+func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Load, int) {
+	l := loadgen.Load{
+		Concurrency: p.concurrency,
+		Requests:    s.cfg.Requests,
+		Duration:    s.duration,
+		MinRequests: s.cfg.MinRequests,
+		MinDuration: s.minDuration,
+		MaxInFlight: s.cfg.MaxInflight,
+		Counters:    counters,
+	}
+	expected := l.Requests
+	if p.rate > 0 {
+		sch := &loadgen.Schedule{Rate: p.rate, Arrival: s.cfg.Arrival, Burstiness: s.cfg.Burstiness,
+			Seed: uint64(s.cfg.Seed) ^ uint64(pass)<<48 ^ uint64(p.cell.ISL)<<24 ^ uint64(p.cell.OSL)}
+		if s.cfg.Ramp != nil && s.rampDuration > 0 {
+			sch.Ramp = loadgen.Ramp{Kind: s.cfg.Ramp.Kind, From: s.cfg.Ramp.From, Duration: s.rampDuration}
+		}
+		l.Schedule = sch
+		if l.Requests == 0 && l.Duration == 0 {
+			l.Requests = max(32, int(math.Ceil(p.rate*10)))
+			expected = l.Requests
+		}
+		if expected == 0 {
+			expected = int(math.Ceil(p.rate * s.duration.Seconds()))
+		}
+	} else {
+		l.MaxInFlight = 0
+		if l.Requests == 0 && l.Duration == 0 {
+			l.Requests = max(8, 2*p.concurrency)
+			expected = l.Requests
+		}
+	}
+	expected = max(expected, l.MinRequests)
+	return l, expected
+}
+
 // measure runs the warm-up passes, then the timed ones, and builds the row.
-func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row results.Cell) (results.Cell, []results.Request) {
-	n := s.cfg.Requests
-	if n == 0 {
-		n = max(8, 2*p.concurrency)
+func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView) (results.Cell, []results.Request) {
+	row.StartedAt = time.Now().UTC()
+	_, expected := s.load(p, nil, 0)
+	src := &loadgen.PromptSource{
+		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: max(expected, 1),
+		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
 	}
-	// The same seed per cell, whatever the ladder point, so every point
-	// sees the same prompts.
-	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(p.cell.ISL)<<32|uint64(p.cell.OSL)))
-	var warmSet []string
-	prompt := func() string {
-		return loadgen.SyntheticPrompt(rng, p.cell.ISL)
-	}
-	if s.cfg.Prompts == "warm" {
-		for i := 0; i < n; i++ {
-			warmSet = append(warmSet, prompt())
-		}
-	}
-	next := func(i int) loadgen.Request {
-		var pr string
-		if warmSet != nil {
-			pr = warmSet[i%len(warmSet)]
-		} else {
-			pr = prompt()
-		}
-		return loadgen.Request{Prompt: pr, MaxTokens: p.cell.OSL}
-	}
+	src.Prepare()
+	var body map[string]any
 	if s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings {
-		t.ExtraBody["ignore_eos"] = true
-		t.ExtraBody["min_tokens"] = p.cell.OSL
+		body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
+	}
+	maxTokens := p.cell.OSL
+	if t.Endpoint == loadgen.Embeddings {
+		maxTokens = 0
 	}
 	var mu sync.Mutex
-	row.StartedAt = time.Now().UTC()
-	var warmTTFT []float64
-	for pass := 0; pass < s.cfg.Warmup && ctx.Err() == nil; pass++ {
+	var firstErr error
+	runPass := func(pass int, timed bool) ([]loadgen.Result, time.Duration) {
+		counters := &loadgen.Counters{}
+		l, expected := s.load(p, counters, pass)
+		// Prompts are built before the pass starts, so building them never
+		// delays a scheduled send.
+		prompts := make([]string, expected)
+		for i := range prompts {
+			prompts[i] = src.Prompt(pass, i)
+		}
 		var rs []loadgen.Result
-		loadgen.RunClosed(ctx, t, p.concurrency, n, func(i int) loadgen.Request {
-			mu.Lock()
-			defer mu.Unlock()
-			return next(i)
+		pv.pass(pass, timed, expected, counters, s.duration)
+		st, err := loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
+			pr := ""
+			if i < len(prompts) {
+				pr = prompts[i]
+			} else {
+				pr = src.Prompt(pass, i)
+			}
+			return loadgen.Request{Prompt: pr, MaxTokens: maxTokens, Body: body}
 		}, func(i int, r loadgen.Result) {
 			mu.Lock()
 			rs = append(rs, r)
 			mu.Unlock()
 		})
+		pv.endPass()
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		// The pass's window: from the schedule's origin (first send) to the
+		// last response.
+		var last time.Time
+		for _, r := range rs {
+			if r.Finished.After(last) {
+				last = r.Finished
+			}
+		}
+		window := time.Duration(0)
+		if !last.IsZero() {
+			window = last.Sub(st.Start)
+		}
+		return rs, window
+	}
+	var warmTTFT []float64
+	pass := 0
+	for ; pass < s.cfg.Warmup && ctx.Err() == nil; pass++ {
+		rs, _ := runPass(pass, false)
 		if pass == 0 && len(rs) > 0 {
-			row.FirstCallMs = ms(rs[0].E2EL())
+			row.FirstCallMs = ms(firstSent(rs).E2EL())
 		}
 		warmTTFT = warmTTFT[:0]
 		for _, r := range rs {
@@ -245,23 +495,44 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 		}
 	}
 	var timed []loadgen.Result
+	var window time.Duration
 	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
-		loadgen.RunClosed(ctx, t, p.concurrency, n, func(i int) loadgen.Request {
-			mu.Lock()
-			defer mu.Unlock()
-			return next(i)
-		}, func(i int, r loadgen.Result) {
-			mu.Lock()
-			timed = append(timed, r)
-			mu.Unlock()
-		})
+		rs, w := runPass(pass+it, true)
+		if s.cfg.Warmup == 0 && it == 0 && len(rs) > 0 {
+			row.FirstCallMs = ms(firstSent(rs).E2EL())
+		}
+		timed = append(timed, rs...)
+		window += w
 	}
-	if s.cfg.Warmup == 0 && len(timed) > 0 {
-		row.FirstCallMs = ms(timed[0].E2EL())
+	if firstErr != nil {
+		row.Status, row.Reason = results.StatusError, firstErr.Error()
+		return row, nil
 	}
 	row.Requests = int64(len(timed))
-	fillRow(&row, timed, warmTTFT, s.cfg)
+	fillRow(&row, timed, window, warmTTFT, s.cfg, slo)
 	return row, requestRows(row, timed)
 }
 
+// firstSent is the result sent first.
+func firstSent(rs []loadgen.Result) *loadgen.Result {
+	best := &rs[0]
+	for i := range rs {
+		if rs[i].Sent.Before(best.Sent) {
+			best = &rs[i]
+		}
+	}
+	return best
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+

@@ -1,0 +1,178 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Dataset formats.
+const (
+	FormatShareGPT = "sharegpt" // a JSON array of {"conversations":[{"from":"human","value":...},...]}
+	FormatJSONL    = "jsonl"    // one JSON object per line; Field names the prompt
+	FormatText     = "text"     // a folder or glob of text documents, one prompt each
+)
+
+// DatasetSpec names prompts on disk.
+type DatasetSpec struct {
+	// Path is a file, a folder, or a glob (docs/*.md).
+	Path string
+	// Format is sharegpt, jsonl or text; empty infers it from Path
+	// (.json: sharegpt, .jsonl: jsonl, anything else: text).
+	Format string
+	// Field is the JSONL field holding the prompt (default "prompt").
+	Field string
+	// Limit keeps at most this many prompts, sampled with Seed (0: all).
+	Limit int
+	Seed  uint64
+}
+
+// LoadDataset reads the prompts. Errors say which file and line is wrong.
+func LoadDataset(spec DatasetSpec) ([]string, error) {
+	format := spec.Format
+	if format == "" {
+		switch {
+		case strings.HasSuffix(spec.Path, ".jsonl"):
+			format = FormatJSONL
+		case strings.HasSuffix(spec.Path, ".json"):
+			format = FormatShareGPT
+		default:
+			format = FormatText
+		}
+	}
+	var prompts []string
+	var err error
+	switch format {
+	case FormatShareGPT:
+		prompts, err = loadShareGPT(spec.Path)
+	case FormatJSONL:
+		field := spec.Field
+		if field == "" {
+			field = "prompt"
+		}
+		prompts, err = loadJSONL(spec.Path, field)
+	case FormatText:
+		prompts, err = loadText(spec.Path)
+	default:
+		return nil, fmt.Errorf("dataset %s: format %q: want sharegpt, jsonl or text", spec.Path, format)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(prompts) == 0 {
+		return nil, fmt.Errorf("dataset %s: no prompts found (format %s)", spec.Path, format)
+	}
+	if spec.Limit > 0 && spec.Limit < len(prompts) {
+		rng := rand.New(rand.NewPCG(spec.Seed, 0xda7a))
+		rng.Shuffle(len(prompts), func(i, j int) { prompts[i], prompts[j] = prompts[j], prompts[i] })
+		prompts = prompts[:spec.Limit]
+	}
+	return prompts, nil
+}
+
+func loadShareGPT(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	var convs []struct {
+		Conversations []struct {
+			From  string `json:"from"`
+			Value string `json:"value"`
+		} `json:"conversations"`
+	}
+	if err := json.Unmarshal(b, &convs); err != nil {
+		return nil, fmt.Errorf("dataset %s: not a ShareGPT JSON array: %w", path, err)
+	}
+	var out []string
+	for _, c := range convs {
+		// The first human turn is the prompt (as vLLM's sharegpt loader).
+		for _, turn := range c.Conversations {
+			if (turn.From == "human" || turn.From == "user") && strings.TrimSpace(turn.Value) != "" {
+				out = append(out, turn.Value)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func loadJSONL(path, field string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 256<<20)
+	var out []string
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return nil, fmt.Errorf("dataset %s:%d: not a JSON object: %w", path, line, err)
+		}
+		raw, ok := obj[field]
+		if !ok {
+			return nil, fmt.Errorf("dataset %s:%d: no field %q (set the dataset's field)", path, line, field)
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("dataset %s:%d: field %q is not a string", path, line, field)
+		}
+		out = append(out, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func loadText(path string) ([]string, error) {
+	var files []string
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	} else if err == nil {
+		files = []string{path}
+	} else {
+		m, gerr := filepath.Glob(path)
+		if gerr != nil {
+			return nil, fmt.Errorf("dataset %s: bad glob: %w", path, gerr)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("dataset %s: no such file, folder or matching files", path)
+		}
+		files = m
+	}
+	sort.Strings(files)
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		if s := strings.TrimSpace(string(b)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,16 @@
+package results
+
+// SchemaVersion numbers the row layout written to Parquet (the
+// "benchrun.schema_version" key of each file's metadata). It goes up by one
+// in the release that adds columns; columns are never renamed or retyped,
+// so a reader of version N reads every file of versions 1..N
+// (sinks/parquet/testdata/v1 holds files of version 1, read by a test).
+const SchemaVersion = 1
+
+// Table names: the folders of a run directory that hold Parquet part files.
+const (
+	TableCells      = "cells"
+	TableRequests   = "requests"
+	TableAssertions = "assertions"
+	TableSamples    = "samples"
+)

@@ -1,0 +1,90 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/benchrun/benchrun/schema"
+)
+
+// StageView is what a `when` expression sees of a stage it depends on:
+// `stages.health.status == "ok"`, `stages.probe.outputs.gpus > 1`.
+type StageView struct {
+	Status    string         `expr:"status"`
+	Reason    string         `expr:"reason"`
+	DurationS float64        `expr:"duration_s"`
+	Attempts  int            `expr:"attempts"`
+	URL       string         `expr:"url"`
+	Model     string         `expr:"model"`
+	Outputs   map[string]any `expr:"outputs"`
+}
+
+// WhenEnv is the environment of `when` expressions. It is a struct so that
+// a misspelt name is a compile error at vet time.
+type WhenEnv struct {
+	Stages   map[string]StageView `expr:"stages"`
+	Metadata map[string]string    `expr:"metadata"`
+	// Tags are the -t values given on the command line.
+	Tags map[string]string `expr:"tags"`
+}
+
+// compileWhen compiles a stage's `when` and returns the stages it names
+// (stages.NAME or stages["NAME"]), which become its dependencies.
+func compileWhen(s *schema.Stage) (*vm.Program, []string, error) {
+	prog, err := expr.Compile(s.When, expr.Env(WhenEnv{}), expr.AsBool())
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		return nil, nil, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: %q: %s (names: stages.NAME.status|reason|duration_s|attempts|url|model|outputs, metadata, tags)", s.Name, s.When, msg)}
+	}
+	v := &stageRefs{}
+	node := prog.Node()
+	ast.Walk(&node, v)
+	return prog, v.names, nil
+}
+
+type stageRefs struct{ names []string }
+
+func (v *stageRefs) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	if !ok || id.Value != "stages" {
+		return
+	}
+	if s, ok := m.Property.(*ast.StringNode); ok && !slices.Contains(v.names, s.Value) {
+		v.names = append(v.names, s.Value)
+	}
+}
+
+// evalWhen runs a compiled `when` against the states of the run so far.
+func (r *runner) evalWhen(n *Node) (bool, error) {
+	env := WhenEnv{Stages: map[string]StageView{}, Metadata: r.g.Plan.Metadata, Tags: r.g.Plan.Given}
+	for _, d := range n.Deps {
+		st := r.states[d]
+		sv := StageView{Status: st.status, Reason: st.reason, DurationS: st.duration.Seconds(), Attempts: st.attempts, Outputs: map[string]any{}}
+		if st.status == StatusUp {
+			// A service that is up counts as ok for its dependents.
+			sv.Status = StatusOK
+		}
+		if o := st.outputs; o != nil {
+			sv.URL, sv.Model = o.URL, o.Model
+			for k, v := range o.Values {
+				sv.Outputs[k] = v
+			}
+		}
+		env.Stages[d] = sv
+	}
+	out, err := expr.Run(n.when, env)
+	if err != nil {
+		return false, fmt.Errorf("when %q could not be evaluated: %w", n.Spec.When, err)
+	}
+	ok, _ := out.(bool)
+	return ok, nil
+}

@@ -1,0 +1,137 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/token"
+)
+
+// FieldDoc describes one field of a definition, for `benchrun schema`.
+type FieldDoc struct {
+	Name     string
+	Type     string // the CUE constraint without its default, on one line
+	Default  string // JSON, "" when the field has none
+	Optional bool
+	// Common marks the fields every stage kind shares (#StageBase).
+	Common bool
+	Doc    string
+}
+
+// DefDoc describes a definition: a stage kind's, a sink's or the envelope.
+type DefDoc struct {
+	Def    string
+	Doc    string
+	Fields []FieldDoc
+}
+
+// Describe documents the definition def ("#Plan", "#Sweep", ...) from the
+// embedded schema and the kinds' fragments: every field with its type,
+// default and doc comment, in declaration order.
+func Describe(kinds, sinks []KindSchema, def string) (DefDoc, error) {
+	ctx := cuecontext.New()
+	sv, err := buildSchema(ctx, kinds, sinks)
+	if err != nil {
+		return DefDoc{}, fmt.Errorf("benchrun's own schema does not compile (a bug): %w", err)
+	}
+	d := sv.LookupPath(cue.ParsePath(def))
+	if !d.Exists() {
+		return DefDoc{}, fmt.Errorf("no definition %s in the schema", def)
+	}
+	common := map[string]bool{}
+	if def != "#StageBase" {
+		if base := sv.LookupPath(cue.ParsePath("#StageBase")); base.Exists() && strings.Contains(sourceOf(kinds, sinks, def), "#StageBase") {
+			it, _ := base.Fields(cue.Optional(true))
+			for it != nil && it.Next() {
+				common[it.Selector().Unquoted()] = true
+			}
+		}
+	}
+	out := DefDoc{Def: def, Doc: docText(d.Doc())}
+	it, err := d.Fields(cue.Optional(true))
+	if err != nil {
+		return DefDoc{}, fmt.Errorf("%s: %w", def, err)
+	}
+	for it.Next() {
+		f := it.Value()
+		name := it.Selector().Unquoted()
+		fd := FieldDoc{Name: name, Optional: it.IsOptional(), Common: common[name] && name != "kind", Doc: docText(f.Doc())}
+		fd.Type, fd.Default = typeAndDefault(f)
+		out.Fields = append(out.Fields, fd)
+	}
+	return out, nil
+}
+
+func sourceOf(kinds, sinks []KindSchema, def string) string {
+	for _, k := range append(append([]KindSchema{}, kinds...), sinks...) {
+		if k.Def == def {
+			return k.Source
+		}
+	}
+	return ""
+}
+
+// docText joins a doc comment into one paragraph.
+func docText(groups []*ast.CommentGroup) string {
+	var parts []string
+	for _, g := range groups {
+		if t := strings.TrimSpace(g.Text()); t != "" {
+			parts = append(parts, strings.Join(strings.Fields(t), " "))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// typeAndDefault renders a field's constraint without its default marker,
+// and the default as JSON.
+func typeAndDefault(f cue.Value) (typ, def string) {
+	expr, _ := f.Syntax(cue.Raw()).(ast.Expr)
+	var hasDefault bool
+	if expr != nil {
+		var alts []ast.Expr
+		for _, a := range disjuncts(expr) {
+			if u, ok := a.(*ast.UnaryExpr); ok && u.Op == token.MUL {
+				hasDefault = true
+				continue
+			}
+			alts = append(alts, a)
+		}
+		var parts []string
+		for _, a := range alts {
+			b, err := format.Node(a)
+			if err == nil {
+				parts = append(parts, oneLine(string(b)))
+			}
+		}
+		typ = strings.Join(parts, " | ")
+		if typ == "" { // only a default: its type is the default's kind
+			typ = f.IncompleteKind().String()
+		}
+	}
+	if d, ok := f.Default(); ok && hasDefault {
+		if b, err := d.MarshalJSON(); err == nil {
+			def = string(b)
+		}
+	}
+	if typ == "" {
+		typ = f.IncompleteKind().String()
+	}
+	return typ, def
+}
+
+func disjuncts(e ast.Expr) []ast.Expr {
+	if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.OR {
+		return append(disjuncts(b.X), disjuncts(b.Y)...)
+	}
+	return []ast.Expr{e}
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "{ ", "{")
+	return strings.ReplaceAll(s, " }", "}")
+}

@@ -1,0 +1,55 @@
+package parquet_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	pqs "github.com/benchrun/benchrun/sinks/parquet"
+)
+
+// syntheticRequests makes n request rows shaped like a real sweep's: 32
+// cells' worth of ids, realistic latencies and gaps chunk gaps each.
+func syntheticRequests(n, gaps int) []results.Request {
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)
+	rows := make([]results.Request, n)
+	for i := range rows {
+		cell := i / (n/32 + 1)
+		g := make([]float64, gaps)
+		for k := range g {
+			g[k] = 5 + rng.ExpFloat64()
+		}
+		ttft := 20 + 30*rng.Float64()
+		rows[i] = results.Request{
+			RunID: "20261201T040000Z-abcdef", Plan: "bench", Stage: "sweep",
+			CellID: fmt.Sprintf("sweep/128:128/c%d", 1<<(cell%8)), Seq: int64(i),
+			ResponseID: fmt.Sprintf("cmpl-%08x", rng.Uint32()),
+			SentAt:     t0.Add(time.Duration(i) * time.Millisecond), SendLagMs: rng.Float64() / 10,
+			TTFTMs: ttft, E2ELMs: ttft + float64(gaps)*5.5, InputTokens: 128, OutputTokens: int64(gaps + 1),
+			Chunks: int64(gaps + 1), ChunkGapsMs: g, Status: results.StatusOK,
+		}
+	}
+	return rows
+}
+
+func BenchmarkWriteRequests(b *testing.B) {
+	for _, gaps := range []int{0, 16} {
+		rows := syntheticRequests(1_000_000, gaps)
+		b.Run(fmt.Sprintf("rows=1M/gaps=%d", gaps), func(b *testing.B) {
+			dir := b.TempDir()
+			path := filepath.Join(dir, "part-00001.parquet")
+			for b.Loop() {
+				if err := pqs.WriteFile(path, rows); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st, _ := os.Stat(path)
+			b.ReportMetric(float64(st.Size())/1e6, "MB")
+		})
+	}
+}
