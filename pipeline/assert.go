@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -40,14 +41,16 @@ type Verdict struct {
 func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 	prog, err := expr.Compile(a.Expr, expr.Env(results.Cell{}), expr.AsBool())
 	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		msg, at := exprProblem(err, a.Expr, a.Pos, cellColumns())
 		if strings.Contains(msg, "unknown name") {
-			msg += " (columns: see `benchrun schema columns` or docs/RESULTS.md)"
+			msg += " (columns: `benchrun schema columns`)"
 		}
-		return nil, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: %s", a.Expr, msg)}
+		return nil, schema.Error{Pos: at, Msg: fmt.Sprintf("assertion %q: %s", a.Expr, msg)}
 	}
 	return &Assertion{Expr: a.Expr, Pos: a.Pos, Stage: stage, prog: prog, names: identifiers(prog.Node())}, nil
 }
+
+var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell{}) })
 
 type identVisitor struct{ names map[string]bool }
 

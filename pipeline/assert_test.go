@@ -14,21 +14,23 @@ func TestAssertions(t *testing.T) {
 		expr    string
 		pass    bool
 		compile string // expected compile error fragment
+		at      string // expected position: the literal (p.cue:3:5) moved to the offending character
 	}{
 		{expr: "itl_p99_ms < 2*itl_p50_ms", pass: false},
 		{expr: "itl_p99_ms < 3*itl_p50_ms", pass: true},
 		{expr: `status == "ok"`, pass: true},
 		{expr: "concurrency >= 4 && isl == 64", pass: true},
-		{expr: "itl_p99 < 2*itl_p50", compile: "unknown name itl_p99"},
-		{expr: "isl +", compile: "unexpected token"},
-		{expr: "isl", compile: "expected bool"},
+		{expr: "itl_p99 < 2*itl_p50", compile: "unknown name itl_p99 (did you mean itl_p99_ms?)", at: "p.cue:3:6: "},
+		{expr: "isl +", compile: "unexpected token", at: "p.cue:3:10: "},
+		{expr: "ttft_ms > 0 && ttf_ms < 9", compile: "unknown name ttf_ms (did you mean ttft_ms?)", at: "p.cue:3:21: "},
+		{expr: "isl", compile: "expected bool", at: "p.cue:3:5: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			a, err := CompileAssertion(schema.Assertion{Expr: tt.expr, Pos: schema.Pos{File: "p.cue", Line: 3, Col: 5}}, "sweep")
 			if tt.compile != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.compile) || !strings.HasPrefix(err.Error(), "p.cue:3:5: ") {
-					t.Fatalf("compile error = %v, want p.cue:3:5 and %q", err, tt.compile)
+				if err == nil || !strings.Contains(err.Error(), tt.compile) || !strings.HasPrefix(err.Error(), tt.at) {
+					t.Fatalf("compile error = %v, want %s and %q", err, tt.at, tt.compile)
 				}
 				return
 			}

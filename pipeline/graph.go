@@ -76,7 +76,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		s := n.Spec
 		k, known := reg.Kind(s.Kind)
 		switch {
-		case !known && s.Kind != "":
+		case !known && s.Kind != "" && !s.Invalid:
 			errs = append(errs, schema.Error{Pos: s.PosOf("kind"), Msg: fmt.Sprintf("stages.%s.kind: unknown stage kind %q (known stage kinds: %s)", s.Name, s.Kind, strings.Join(reg.kindNames(), ", "))})
 		case known:
 			n.Kind = k

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -141,6 +142,13 @@ func ModelDigest(file, planDir string) string {
 	if d, ok := digestCache[key]; ok {
 		return d
 	}
+	if abs, err := filepath.Abs(path); err == nil {
+		key.path = abs
+	}
+	if d := cachedDigest(key); d != "" {
+		digestCache[key] = d
+		return d
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -152,5 +160,98 @@ func ModelDigest(file, planDir string) string {
 	}
 	d := "sha256:" + hex.EncodeToString(h.Sum(nil))
 	digestCache[key] = d
+	storeDigest(key, d)
 	return d
+}
+
+// The digest cache on disk (<user cache dir>/benchrun/digests.json) spares
+// re-reading a multi-gigabyte model file on every run. An entry holds only
+// while the file keeps its path, size and modification time; the cache is
+// best effort, and any problem with it means hashing again.
+type digestEntry struct {
+	Path   string    `json:"path"`
+	Size   int64     `json:"size"`
+	MTime  time.Time `json:"mtime"`
+	Digest string    `json:"digest"`
+}
+
+func digestCachePath() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "benchrun", "digests.json")
+}
+
+func readDigestCache() []digestEntry {
+	p := digestCachePath()
+	if p == "" {
+		return nil
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	var entries []digestEntry
+	if json.Unmarshal(b, &entries) != nil {
+		return nil
+	}
+	return entries
+}
+
+func cachedDigest(k digestKey) string {
+	for _, e := range readDigestCache() {
+		if e.Path == k.path && e.Size == k.size && e.MTime.Equal(k.mtime) && strings.HasPrefix(e.Digest, "sha256:") {
+			return e.Digest
+		}
+	}
+	return ""
+}
+
+func storeDigest(k digestKey, d string) {
+	p := digestCachePath()
+	if p == "" || os.MkdirAll(filepath.Dir(p), 0o755) != nil {
+		return
+	}
+	entries := []digestEntry{{Path: k.path, Size: k.size, MTime: k.mtime, Digest: d}}
+	for _, e := range readDigestCache() {
+		if e.Path != k.path && len(entries) < 256 {
+			entries = append(entries, e)
+		}
+	}
+	if b, err := json.MarshalIndent(entries, "", "  "); err == nil {
+		_ = WriteFileAtomic(p, append(b, '\n'))
+	}
+}
+
+// RunRecord is the run-level record the run outputs (result.json, the
+// reports) write: at the end of a run from its summary, or while it runs
+// (sum == nil, status "running").
+func RunRecord(ri *RunInfo, sum *Summary) results.Run {
+	id := RunIdentity(ri)
+	run := results.Run{
+		RunID: ri.ID, StartedAt: ri.StartedAt.UTC(), Status: StatusRunning, Tags: ri.Tags,
+		ModelDigest: id.ModelDigest, Hostname: id.Hostname, Hardware: id.Hardware, BenchrunVersion: id.BenchrunVersion,
+	}
+	if ri.Plan != nil {
+		run.Plan, run.Description, run.Model, run.Metadata = ri.Plan.Name, ri.Plan.Description, ri.Plan.Model.Name, ri.Plan.Metadata
+	}
+	if sum == nil {
+		return run
+	}
+	now := time.Now().UTC()
+	code := sum.ExitCode
+	run.FinishedAt, run.ExitCode = &now, &code
+	switch {
+	case sum.Interrupted:
+		run.Status = "interrupted"
+	case sum.ExitCode == ExitOK:
+		run.Status = StatusOK
+	default:
+		run.Status = StatusFailed
+	}
+	for _, s := range sum.Stages {
+		run.Stages = append(run.Stages, results.StageOutcome{Name: s.Name, Kind: s.Kind, Status: s.Status, Reason: s.Reason, DurationS: s.DurationS})
+	}
+	return run
 }

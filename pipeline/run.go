@@ -76,7 +76,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("stage %s timed out after %s", e.Stage, e.Timeout)
+	return fmt.Sprintf("stage %s timed out after %s (timeout in the plan): cancelled, its processes killed", e.Stage, e.Timeout)
 }
 
 type nodeState struct {
@@ -206,7 +206,9 @@ type completion struct {
 // (cancelled on interrupt); runCtx adds the plan timeout.
 func (r *runner) schedule(ctx, runCtx context.Context) {
 	p := pool.New().WithMaxGoroutines(r.opts.MaxParallel)
-	done := make(chan completion)
+	// Buffered for every stage: a worker never blocks handing back its
+	// result, so the scheduler can block in p.Go when the pool is full.
+	done := make(chan completion, len(r.g.Nodes))
 	running := 0
 	stopping := false // no new non-finally stages after an interrupt or plan timeout
 	var stopReason string
@@ -221,7 +223,7 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 			if st.status != StatusPending {
 				continue
 			}
-			ready, blocked, why := r.depsState(n)
+			ready, failedDep, skippedDep, why := r.depsState(n)
 			if !ready {
 				continue
 			}
@@ -229,9 +231,28 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 				r.skip(st, "not started: "+stopReason)
 				continue
 			}
-			if blocked && !n.Spec.Finally {
+			// A failed dependency skips the stage; a skipped one skips it
+			// too unless its `when` decides. Finally stages always run
+			// (their `when` still applies).
+			if failedDep && !n.Spec.Finally {
 				r.skip(st, why)
 				continue
+			}
+			if skippedDep && !n.Spec.Finally && n.when == nil {
+				r.skip(st, why)
+				continue
+			}
+			if n.when != nil {
+				ok, err := r.evalWhen(n)
+				if err != nil {
+					st.status, st.reason = StatusFailed, err.Error()
+					fmt.Fprintf(r.opts.Progress, "✗ %s failed: %s\n", n.Spec.Name, st.reason)
+					continue
+				}
+				if !ok {
+					r.skip(st, fmt.Sprintf("skipped: when %q is false", n.Spec.When))
+					continue
+				}
 			}
 			st.status = StatusRunning
 			st.started = time.Now()
@@ -274,23 +295,26 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 	}
 }
 
-// depsState reports whether every dependency has finished (ready), whether
-// one failed or was skipped (blocked) and why.
-func (r *runner) depsState(n *Node) (ready, blocked bool, why string) {
+// depsState reports whether every dependency has finished (ready),
+// whether one failed or was skipped, and why.
+func (r *runner) depsState(n *Node) (ready, failed, skipped bool, why string) {
 	for _, d := range n.Deps {
 		ds := r.states[d]
 		switch ds.status {
 		case StatusPending, StatusRunning:
-			return false, false, ""
+			return false, false, false, ""
 		case StatusFailed:
-			blocked, why = true, fmt.Sprintf("skipped: needs %s, which failed", d)
+			if !failed {
+				failed, why = true, fmt.Sprintf("skipped: needs %s, which failed", d)
+			}
 		case StatusSkipped:
-			if !blocked {
-				blocked, why = true, fmt.Sprintf("skipped: needs %s, which was skipped", d)
+			skipped = true
+			if !failed && why == "" {
+				why = fmt.Sprintf("skipped: needs %s, which was skipped", d)
 			}
 		}
 	}
-	return true, blocked, why
+	return true, failed, skipped, why
 }
 
 func (r *runner) skip(st *nodeState, reason string) {
@@ -428,6 +452,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logf, Progress: r.opts.Progress, Emit: r.emit,
+		doneCells: r.ri.doneCells,
 	}
 
 	attempts := 1
@@ -467,6 +492,16 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	}
 	if out == nil {
 		out = &Outputs{}
+	}
+	// A stage that finished while a service it used was dying (its streams
+	// broke, it wrote error rows and returned) did not succeed: the
+	// watchdog may not have fired yet because the exit is not reaped.
+	if derr := r.depDied(deps); derr != nil {
+		if c, ok := n.Stage.(Cleaner); ok && out.Done == nil {
+			st.cleanedUp = true
+			_ = c.Cleanup(context.WithoutCancel(ctx))
+		}
+		return out, derr
 	}
 	if out.Done == nil {
 		// Not a service: release what it holds now.
@@ -551,4 +586,31 @@ func PrintSummary(w io.Writer, sum *Summary) {
 		fmt.Fprintf(w, "  FAIL %s: %q on %s (%s)\n", v.Pos, v.Assertion, v.Cell, v.FormatValues())
 	}
 	fmt.Fprintf(w, "  results: %s\n", sum.Run.Dir)
+}
+
+// depDied reports a service among deps that has died, waiting briefly for
+// the exit of one whose process is already gone to be reaped (so that the
+// reason carries the exit status and log tail).
+func (r *runner) depDied(deps map[string]*Outputs) error {
+	for name, o := range deps {
+		if o.Done == nil {
+			continue
+		}
+		if died, reason := serviceDied(o); died {
+			return &ServiceDiedError{Service: name, Reason: reason}
+		}
+		if o.PID > 0 && processGone(o.PID) {
+			select {
+			case <-o.Done:
+				reason := "exited"
+				if o.DoneReason != nil {
+					reason = o.DoneReason()
+				}
+				return &ServiceDiedError{Service: name, Reason: reason}
+			case <-time.After(2 * time.Second):
+				return &ServiceDiedError{Service: name, Reason: fmt.Sprintf("process %d is gone", o.PID)}
+			}
+		}
+	}
+	return nil
 }

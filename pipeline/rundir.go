@@ -21,6 +21,11 @@ type RunInfo struct {
 	Dir       string
 	StartedAt time.Time
 	Tags      []string
+	// Resumed is set when the run continues an earlier one (--resume).
+	Resumed bool
+
+	// doneCells are the cells the resumed run already finished (Env.CellDone).
+	doneCells map[string]bool
 }
 
 // NewRunInfo names a run and creates its directory:
@@ -64,6 +69,8 @@ type Manifest struct {
 	ExitCode   *int              `json:"exit_code,omitempty"`
 	Stages     []StageResult     `json:"stages,omitempty"`
 	Verdicts   []Verdict         `json:"failed_assertions,omitempty"`
+	// ResumedAt lists when the run was continued with --resume.
+	ResumedAt []time.Time `json:"resumed_at,omitempty"`
 }
 
 // Host describes the machine.
@@ -83,6 +90,18 @@ func Version() string {
 }
 
 func newManifest(ri *RunInfo) *Manifest {
+	if ri.Resumed {
+		// Keep what the first attempt recorded; note the resumption.
+		if b, err := os.ReadFile(filepath.Join(ri.Dir, "manifest.json")); err == nil {
+			var m Manifest
+			if json.Unmarshal(b, &m) == nil {
+				m.Status, m.ExitCode, m.FinishedAt = "running", nil, nil
+				m.Tags, m.Metadata = ri.Tags, ri.Plan.Metadata
+				m.ResumedAt = append(m.ResumedAt, ri.StartedAt.UTC())
+				return &m
+			}
+		}
+	}
 	host, _ := os.Hostname()
 	return &Manifest{
 		RunID: ri.ID, Plan: ri.Plan.Name, PlanFile: ri.Plan.Path, Tags: ri.Tags,

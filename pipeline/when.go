@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -38,8 +37,8 @@ type WhenEnv struct {
 func compileWhen(s *schema.Stage) (*vm.Program, []string, error) {
 	prog, err := expr.Compile(s.When, expr.Env(WhenEnv{}), expr.AsBool())
 	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), "\n", " ")
-		return nil, nil, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: %q: %s (names: stages.NAME.status|reason|duration_s|attempts|url|model|outputs, metadata, tags)", s.Name, s.When, msg)}
+		msg, at := exprProblem(err, s.When, s.WhenPos, []string{"stages", "metadata", "tags"})
+		return nil, nil, schema.Error{Pos: at, Msg: fmt.Sprintf("stages.%s.when: %q: %s (it reads stages.NAME.status|reason|duration_s|attempts|url|model|outputs, metadata, tags)", s.Name, s.When, msg)}
 	}
 	v := &stageRefs{}
 	node := prog.Node()

@@ -93,10 +93,23 @@ func typeAndDefault(f cue.Value) (typ, def string) {
 	var hasDefault bool
 	if expr != nil {
 		var alts []ast.Expr
+		allLits := true
+		for _, a := range disjuncts(expr) {
+			if _, lit := a.(*ast.BasicLit); !lit {
+				if u, ok := a.(*ast.UnaryExpr); !ok || u.Op != token.MUL {
+					allLits = false
+				}
+			}
+		}
 		for _, a := range disjuncts(expr) {
 			if u, ok := a.(*ast.UnaryExpr); ok && u.Op == token.MUL {
 				hasDefault = true
-				continue
+				// A default among a list of literals stays in the type
+				// ("completions" | "chat"); otherwise the type says it.
+				if _, lit := u.X.(*ast.BasicLit); !lit || !allLits {
+					continue
+				}
+				a = u.X
 			}
 			alts = append(alts, a)
 		}

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
@@ -116,6 +118,9 @@ type Stage struct {
 	// are in Load's error). The graph is still linked through it, so that
 	// vet reports edge and cycle problems in the same pass.
 	Invalid bool
+
+	raw      cue.Value // the stage as written, before the schema (for positions)
+	planPath string
 }
 
 // Sink is one entry of the plan's `sinks` list.
@@ -144,25 +149,56 @@ func (s *Stage) Decode(v any) error {
 	return nil
 }
 
-// PosOf returns the position of a field of the stage (for example "cells"),
-// or the stage's own position when the field is absent.
+// PosOf returns the position of a field of the stage (for example
+// "cells", or "needs", "1"), as written in the plan file, or the stage's
+// own position when the plan does not write the field.
 func (s *Stage) PosOf(path ...string) Pos {
-	v := s.Value.LookupPath(cue.MakePath(selectors(path)...))
-	if v.Exists() {
-		if p := posOf(v.Pos()); p.Line > 0 {
-			return p
+	for _, v := range []cue.Value{s.raw, s.Value} {
+		f := v.LookupPath(cue.MakePath(selectors(path)...))
+		if !f.Exists() {
+			continue
+		}
+		if p := posOf(f.Pos()); p.Line > 0 && !inSchema(p) {
+			return fixPos(p, s.planPath)
 		}
 	}
 	return s.Pos
 }
 
+// valuePos is the position of a field's value as written (a string
+// literal's opening quote), where PosOf gives the field's label.
+func (s *Stage) valuePos(field string) Pos {
+	f := s.raw.LookupPath(cue.MakePath(cue.Str(field)))
+	if f.Exists() {
+		switch n := f.Source().(type) {
+		case *ast.Field:
+			if p := posOf(n.Value.Pos()); p.Line > 0 {
+				return fixPos(p, s.planPath)
+			}
+		case ast.Expr:
+			if p := posOf(n.Pos()); p.Line > 0 {
+				return fixPos(p, s.planPath)
+			}
+		}
+	}
+	return s.PosOf(field)
+}
+
 func selectors(path []string) []cue.Selector {
 	var sels []cue.Selector
 	for _, p := range path {
+		if i, err := strconv.Atoi(p); err == nil && i >= 0 {
+			sels = append(sels, cue.Index(i))
+			continue
+		}
 		sels = append(sels, cue.Str(p))
 	}
 	return sels
 }
+
+// inSchema reports whether a position is in benchrun's embedded schema
+// rather than in the user's plan.
+func inSchema(p Pos) bool { return strings.HasPrefix(p.File, "schema/") }
 
 // Pos is a position in a plan file.
 type Pos struct {
@@ -288,6 +324,7 @@ func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
 	if err := v.Err(); err != nil {
 		return nil, tagErrs(convertErrPaths(err, path), tagFields, given)
 	}
+	raw := v // the plan as written: where its fields are
 	// Settle the plan's own defaults first: `requests: *8 | int @tag(n)`
 	// unified with the schema's `requests: int | *0` would otherwise have
 	// two defaults and no value at all.
@@ -295,12 +332,20 @@ func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
 	v = v.Unify(schemaVal.LookupPath(cue.ParsePath("#Plan")))
 
 	var errs Errors
-	v, errs = unifyKinds(v, schemaVal, "stages", opts.Kinds, errs)
-	v, errs = unifyKinds(v, schemaVal, "sinks", opts.Sinks, errs)
+	unknown := map[string]bool{}
+	v, errs = unifyKinds(v, schemaVal, "stages", opts.Kinds, path, errs, unknown)
+	v, errs = unifyKinds(v, schemaVal, "sinks", opts.Sinks, path, errs, nil)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
-		errs = append(errs, tagErrs(convertErrPaths(err, path), tagFields, given)...)
+		errs = append(errs, tagErrs(fixErrors(convertErrPaths(err, path), raw, path), tagFields, given)...)
 	}
-	p, derrs := decodePlan(v, path, len(errs) == 0)
+	p, derrs := decodePlan(v, raw, path, len(errs) == 0)
+	if p != nil {
+		for _, s := range p.Stages {
+			if unknown[s.Name] {
+				s.Invalid = true // reported here; Build need not say it again
+			}
+		}
+	}
 	errs = append(errs, derrs...)
 	if p != nil {
 		p.Source = src
@@ -317,7 +362,7 @@ func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
 // with its kind's definition, so that defaults apply and unknown fields
 // are refused with their position. Unknown kinds are errors listing the
 // known ones.
-func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, errs Errors) (cue.Value, Errors) {
+func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, planPath string, errs Errors, unknown map[string]bool) (cue.Value, Errors) {
 	defs := map[string]string{}
 	var known []string
 	for _, k := range kinds {
@@ -339,6 +384,7 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, errs E
 	}
 	type entry struct {
 		label string
+		name  string
 		sel   cue.Selector
 		val   cue.Value
 	}
@@ -349,7 +395,7 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, errs E
 			return v, errs // reported by Validate
 		}
 		for i := 0; it.Next(); i++ {
-			entries = append(entries, entry{fmt.Sprintf("sinks[%d]", i), cue.Index(i), it.Value()})
+			entries = append(entries, entry{fmt.Sprintf("sinks[%d]", i), "", cue.Index(i), it.Value()})
 		}
 	} else {
 		it, err := list.Fields()
@@ -357,7 +403,7 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, errs E
 			return v, errs
 		}
 		for it.Next() {
-			entries = append(entries, entry{"stages." + it.Selector().String(), it.Selector(), it.Value()})
+			entries = append(entries, entry{"stages." + it.Selector().String(), it.Selector().Unquoted(), it.Selector(), it.Value()})
 		}
 	}
 	for _, e := range entries {
@@ -368,8 +414,11 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, errs E
 		}
 		def, ok := defs[kind]
 		if !ok {
+			if unknown != nil {
+				unknown[e.name] = true
+			}
 			errs = append(errs, Error{
-				Pos: posOf(kv.Pos()),
+				Pos: fixPos(posOf(kv.Pos()), planPath),
 				Msg: fmt.Sprintf("%s.kind: unknown %s kind %q (known %s kinds: %s)", e.label, what, kind, what, knownList),
 			})
 			continue
@@ -402,6 +451,7 @@ func buildSchema(ctx *cue.Context, kinds, sinks []KindSchema) (cue.Value, error)
 type pathError struct {
 	Error
 	path string
+	all  []Pos // every position CUE gave, to trace a value to a -t tag
 }
 
 // convertErr turns CUE errors into Errors, preferring positions inside the
@@ -446,7 +496,13 @@ func convertErrPaths(err error, planPath string) []pathError {
 		if pos.File == "" {
 			pos.File = planPath
 		}
-		out = append(out, pathError{Error{Pos: pos, Msg: msg}, path})
+		var all []Pos
+		for _, tp := range positions {
+			if p := posOf(tp); p.Line > 0 {
+				all = append(all, fixPos(p, planPath))
+			}
+		}
+		out = append(out, pathError{Error{Pos: pos, Msg: msg}, path, all})
 	}
 	// "N errors in empty disjunction" heads the errors it summarises and
 	// has no position: the errors under it say what is wrong.
@@ -483,7 +539,7 @@ type retryBase struct {
 // decodePlan decodes the envelope and every stage's common fields. With
 // report false (the schema already failed) it decodes what it can and
 // reports nothing new, so that each problem is reported once.
-func decodePlan(v cue.Value, path string, report bool) (*Plan, Errors) {
+func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 	p := &Plan{Path: path, Metadata: map[string]string{}, Value: v}
 	var errs Errors
 	field := func(val cue.Value, name string, dst any) bool {
@@ -537,7 +593,12 @@ func decodePlan(v cue.Value, path string, report bool) (*Plan, Errors) {
 	}
 	for it.Next() {
 		sv := it.Value()
-		s := &Stage{Name: it.Selector().Unquoted(), Value: sv, Pos: fixPos(posOf(sv.Pos()), path)}
+		s := &Stage{Name: it.Selector().Unquoted(), Value: sv, planPath: path}
+		s.raw = raw.LookupPath(cue.MakePath(cue.Str("stages"), it.Selector()))
+		s.Pos = fixPos(posOf(sv.Pos()), path)
+		if rp := posOf(s.raw.Pos()); s.raw.Exists() && rp.Line > 0 {
+			s.Pos = fixPos(rp, path)
+		}
 		ok := field(sv, "kind", &s.Kind)
 		ok = field(sv, "needs", &s.Needs) && ok
 		ok = field(sv, "target", &s.Target) && ok
@@ -545,7 +606,7 @@ func decodePlan(v cue.Value, path string, report bool) (*Plan, Errors) {
 		ok = field(sv, "when", &s.When) && ok
 		ok = field(sv, "finally", &s.Finally) && ok
 		ok = field(sv, "resources", &s.Resources) && ok
-		s.WhenPos = fixPos(posOf(sv.LookupPath(cue.ParsePath("when")).Pos()), path)
+		s.WhenPos = s.valuePos("when")
 		var timeout string
 		if field(sv, "timeout", &timeout) && timeout != "" {
 			s.Timeout, _ = time.ParseDuration(timeout) // the schema's #Duration pattern already checked it

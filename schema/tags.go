@@ -130,7 +130,7 @@ func checkTags(path string, tags []string, fields []TagField) (map[string]string
 		// fields is empty when the plan does not parse: the parse error
 		// comes first then, and unknown tags are judged on the next try.
 		if len(fields) > 0 && !declared[k] {
-			errs = append(errs, Error{Pos: Pos{File: path}, Msg: fmt.Sprintf("-t %s: unknown tag %q: no field is marked @tag(%s) (%s)", t, k, k, tagNames(fields))})
+			errs = append(errs, Error{Msg: fmt.Sprintf("-t %s: unknown tag %q: no field is marked @tag(%s) (%s)", t, k, k, tagNames(fields))})
 			continue
 		}
 		out = append(out, t)
@@ -166,28 +166,58 @@ func tagOrLoadErr(path string, err error, fields []TagField, given map[string]st
 // tag (the value came from the command line, not from the file): all the
 // errors of one tagged field become one, at the field's @tag.
 func tagErrs(errs []pathError, fields []TagField, given map[string]string) Errors {
-	var out Errors
-	done := map[string]bool{}
-	for _, e := range errs {
-		var tf *TagField
+	owner := make([]*TagField, len(errs))
+	byPath := map[string]*TagField{}
+	for k, e := range errs {
 		for i, f := range fields {
-			if _, ok := given[f.Name]; ok && e.path != "" && (e.path == f.Path || strings.HasPrefix(e.path, f.Path+".")) {
-				tf = &fields[i]
+			if _, ok := given[f.Name]; !ok {
+				continue
+			}
+			if e.path != "" && (e.path == f.Path || strings.HasPrefix(e.path, f.Path+".")) {
+				owner[k] = &fields[i]
+				break
+			}
+			// The value reached another field (`requests: reqs`): CUE
+			// still names the tagged field's line among the positions.
+			for _, p := range e.all {
+				if p.File == f.Pos.File && p.Line == f.Pos.Line {
+					owner[k] = &fields[i]
+				}
+			}
+			if owner[k] != nil {
 				break
 			}
 		}
+		if owner[k] != nil && e.path != "" {
+			byPath[e.path] = owner[k]
+		}
+	}
+	// The other errors about the same field come from the same value.
+	for k, e := range errs {
+		if owner[k] == nil && e.path != "" {
+			owner[k] = byPath[e.path]
+		}
+	}
+	var out Errors
+	best := map[string]int{} // tag -> index in out
+	for k, e := range errs {
+		tf := owner[k]
 		if tf == nil {
 			out = append(out, e.Error)
 			continue
 		}
-		if done[tf.Name] {
-			continue
-		}
-		done[tf.Name] = true
 		msg := fmt.Sprintf("-t %s=%s: %s", tf.Name, given[tf.Name], e.Msg)
 		if tf.Type == "" && strings.Contains(e.Msg, "mismatched types string and") {
 			msg += fmt.Sprintf(" (-t values are strings unless the field says otherwise: write @tag(%s,type=int), type=number or type=bool)", tf.Name)
 		}
+		if i, ok := best[tf.Name]; ok {
+			// One error per tag: the most specific one.
+			if strings.Contains(out[i].Msg, ": conflicting values ") && !strings.Contains(e.Msg, ": conflicting values ") {
+				out[i].Msg = msg
+			}
+			continue
+		}
+		best[tf.Name] = len(out)
 		out = append(out, Error{Pos: tf.Pos, Msg: msg})
 	}
 	return out

@@ -7,12 +7,16 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/stages/health"
 	"github.com/benchrun/benchrun/stages/launch"
+	"github.com/benchrun/benchrun/stages/provision"
 	"github.com/benchrun/benchrun/stages/sweep"
+	"github.com/benchrun/benchrun/stages/warmup"
 )
 
 // Builtin registers every built-in stage kind.
 func Builtin(reg *pipeline.Registry) {
+	reg.AddKind(provision.Kind)
 	reg.AddKind(launch.Kind)
 	reg.AddKind(health.Kind)
+	reg.AddKind(warmup.Kind)
 	reg.AddKind(sweep.Kind)
 }

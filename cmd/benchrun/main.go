@@ -26,8 +26,13 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run PLAN [flags]          run a plan (the default: `benchrun PLAN` is `benchrun run PLAN`)", runRun},
-		{"vet", "vet PLAN...               check plans without running anything", runVet},
+		{"vet", "vet PLAN...               check plans without running anything (exit 0 clean, 2 not)", runVet},
+		{"graph", "graph PLAN [--format F]   print the stage DAG as mermaid (default) or dot", runGraph},
+		{"list", "list                      stage kinds and sinks with their fields", runList},
+		{"schema", "schema [KIND|columns]     fields, types, defaults and docs of a kind, the plan, or row columns", runSchema},
 		{"sim", "sim [flags]               serve the built-in OpenAI-compatible simulator", runSim},
+		{"self-bench", "self-bench [flags]        measure the load generator's own ceiling on this machine", runSelfBench},
+		{"report", "report RUN_DIR            regenerate report.md, report.html and result.json from a run's Parquet files", runReport},
 		{"help", "help                      this text", nil},
 	}
 }
@@ -66,10 +71,12 @@ func usage(w io.Writer) {
 	}
 }
 
-// interruptContext returns a context cancelled by the first SIGINT or SIGTERM.
-// A second signal exits at once with 130; by then the pipeline has already
-// begun stopping child process groups, and launched servers also carry a
-// parent-death signal, so nothing outlives benchrun.
+// interruptContext returns a context cancelled by the first SIGINT or
+// SIGTERM: the pipeline stops starting work, cancels running stages, runs
+// finally stages and outputs, stops every launched server and exits 130.
+// A second signal SIGKILLs the process group of every child (launched
+// servers run in their own groups) and exits 130 at once; launched servers
+// also carry a parent-death signal, so nothing outlives benchrun.
 func interruptContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
@@ -84,7 +91,8 @@ func interruptContext() (context.Context, func()) {
 		}
 		select {
 		case <-ch:
-			fmt.Fprintln(os.Stderr, "benchrun: second interrupt, exiting now")
+			fmt.Fprintln(os.Stderr, "benchrun: second interrupt: killing child process groups and exiting now")
+			killChildGroups()
 			forceExit(130)
 		case <-done:
 		}

@@ -5,12 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 	csvsink "github.com/benchrun/benchrun/sinks/csv"
-	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
+	"github.com/benchrun/benchrun/stages/provision"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -20,7 +21,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&tags, "t", "set a @tag field: -t key=value (repeatable)")
 	out := fs.String("out", "runs", "directory under which run directories are created")
 	columns := fs.String("columns", "", "comma-separated CSV columns for stdout (default: the seed bench columns)")
+	output := fs.String("output", "", "also write the stdout CSV, result.json and the reports to PREFIX.csv, PREFIX.json, PREFIX.md, PREFIX.html")
+	var metadata stringList
+	fs.Var(&metadata, "metadata", "stamp key=value on every row and in result.json (repeatable; overrides the plan's metadata)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	dryRun := fs.Bool("dry-run", false, "print the expanded DAG and every cell × ladder point with an estimate; run nothing")
+	only := fs.String("only", "", "run only these stages (comma-separated) and what they need")
+	resume := fs.String("resume", "", "continue the run in this run directory, skipping cells already finished ok")
+	keep := fs.Bool("keep", false, "leave provisioned machines running: skip provision stages' teardown")
 	plan, rest, err := splitPlanArg(args)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
@@ -33,6 +41,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", fs.Args())
 		return pipeline.ExitInvalid
 	}
+	if *keep {
+		// Read by provision stages at teardown (stages/provision.KeepEnv).
+		os.Setenv(provision.KeepEnv, "1")
+	}
 	progress := stderr
 	if *quiet {
 		progress = io.Discard
@@ -41,6 +53,32 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	g, err := loadGraph(plan, tags, registry())
 	if err != nil {
 		printPlanError(stderr, err)
+		return pipeline.ExitInvalid
+	}
+	if *only != "" {
+		if g, err = g.Only(strings.Split(*only, ",")); err != nil {
+			printPlanError(stderr, err)
+			return pipeline.ExitInvalid
+		}
+	}
+	if *dryRun {
+		var done func(string) bool
+		if *resume != "" {
+			cells, err := pipeline.DoneCells(*resume)
+			if err != nil {
+				fmt.Fprintln(stderr, "benchrun: --resume:", err)
+				return pipeline.ExitInvalid
+			}
+			done = func(id string) bool { return cells[id] }
+		}
+		if err := g.WriteDryRun(stdout, done); err != nil {
+			fmt.Fprintln(stderr, "benchrun:", err)
+			return pipeline.ExitInfra
+		}
+		return pipeline.ExitOK
+	}
+	if err := applyMetadata(g.Plan, metadata); err != nil {
+		fmt.Fprintln(stderr, "benchrun: --metadata:", err)
 		return pipeline.ExitInvalid
 	}
 	var cols []string
@@ -52,14 +90,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchrun: --columns:", err)
 		return pipeline.ExitInvalid
 	}
-	ri, err := pipeline.NewRunInfo(*out, g.Plan, tags, time.Now())
-	if err != nil {
+	csvOut.Prefix = *output
+	var ri *pipeline.RunInfo
+	if *resume != "" {
+		// The run writes into RUN_DIR; cells already ok there are skipped.
+		if ri, err = pipeline.ResumeRunInfo(*resume, g.Plan, tags, time.Now()); err != nil {
+			fmt.Fprintln(stderr, "benchrun:", err)
+			return pipeline.ExitInvalid
+		}
+	} else if ri, err = pipeline.NewRunInfo(*out, g.Plan, tags, time.Now()); err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
 		return pipeline.ExitInfra
 	}
 	fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
 	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
-		Outputs:  []pipeline.Output{csvOut, parquetsink.New()},
+		// Parquet before CSV: a row on stdout is already stored durably.
+		Outputs:  append(append(resultOutputs(*output), csvOut), g.Sinks...),
 		Progress: progress,
 	})
 	if err != nil {
@@ -98,7 +144,7 @@ func splitPlanArg(args []string) (string, []string, error) {
 
 func flagTakesValue(f string) bool {
 	switch strings.TrimLeft(f, "-") {
-	case "quiet":
+	case "quiet", "dry-run", "keep":
 		return false
 	}
 	return true

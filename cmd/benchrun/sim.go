@@ -15,7 +15,22 @@ import (
 // runSim is `benchrun sim`: the built-in OpenAI-compatible simulator, served
 // until ctx is cancelled. Flag errors return 2, serving errors 3.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg := sim.DefaultConfig()
+	cfg, addr, code := parseSimFlags(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	if err := sim.Serve(ctx, cfg, addr, sim.ServeOptions{Log: stderr}); err != nil {
+		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
+		return 3
+	}
+	return 0
+}
+
+// parseSimFlags turns the command line into a validated configuration and
+// listen address; code is -1 to serve, or the exit code to return at once
+// (0 for --help, 2 for a bad command line).
+func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string, code int) {
+	cfg = sim.DefaultConfig()
 	eng := &cfg.Engine
 	flt := &cfg.Faults
 	fs := flag.NewFlagSet("benchrun sim", flag.ContinueOnError)
@@ -25,11 +40,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, p := range sim.Presets() {
 			fmt.Fprintf(stderr, "  %-20s %s\n", p.Name, p.Description)
 		}
-		fmt.Fprintln(stderr, "\nPer-request faults: header X-Sim-Fault: error=500 | drop-after=N | stall=3s[,stall-at=N] | malformed | slow-headers=2s\n\nFlags:")
+		fmt.Fprintln(stderr, "\nPer-request faults: header X-Sim-Fault: error=500 | drop-after=N | stall=3s[,stall-at=N] | malformed | slow-headers=2s\nPer-request schedule (fixed mode): header X-Sim-Timing: ttft=50ms,itl=10ms,chunk=4\n\nFlags:")
 		fs.PrintDefaults()
 	}
 
-	addr := fs.String("addr", "127.0.0.1:8000", "listen address")
+	addrFlag := fs.String("addr", "127.0.0.1:8000", "listen address")
 	models := fs.String("model", "sim-llama", "served model name(s), comma separated")
 	preset := fs.String("preset", "", "engine preset (implies --mode engine)")
 	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "fixed (exact ttft/itl) or engine (continuous batching)")
@@ -73,13 +88,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return cfg, "", 0
 		}
-		return 2
+		return cfg, "", 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "benchrun sim: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
+		return cfg, "", 2
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -88,7 +103,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		explicit := cfg
 		if err := sim.ApplyPreset(&cfg, *preset); err != nil {
 			fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
-			return 2
+			return cfg, "", 2
 		}
 		overrideSet(&cfg, &explicit, set)
 	}
@@ -103,19 +118,15 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil {
 			fmt.Fprintf(stderr, "benchrun sim: --error-codes: %q is not a status code\n", c)
-			return 2
+			return cfg, "", 2
 		}
 		cfg.Faults.ErrorCodes = append(cfg.Faults.ErrorCodes, code)
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
-		return 2
+		return cfg, "", 2
 	}
-	if err := sim.Serve(ctx, cfg, *addr, sim.ServeOptions{Log: stderr}); err != nil {
-		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
-		return 3
-	}
-	return 0
+	return cfg, *addrFlag, -1
 }
 
 // overrideSet copies back the flags the user set explicitly, so that

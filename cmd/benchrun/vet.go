@@ -9,25 +9,25 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
+// runVet checks plans without running anything: every problem of every
+// plan, each with file:line:col, on stderr. Exit 0 when all are clean, 2
+// otherwise.
 func runVet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var tags stringList
 	fs.Var(&tags, "t", "set a @tag field: -t key=value (repeatable)")
-	var plans []string
-	rest := args
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			return pipeline.ExitInvalid
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		plans = append(plans, fs.Arg(0))
-		rest = fs.Args()[1:]
+	quiet := fs.Bool("q", false, "print nothing for clean plans")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: benchrun vet PLAN... [-t key=value]")
+		fs.PrintDefaults()
+	}
+	plans, err := parseInterspersed(fs, args)
+	if err != nil {
+		return pipeline.ExitInvalid
 	}
 	if len(plans) == 0 {
-		fmt.Fprintln(stderr, "usage: benchrun vet PLAN... [-t key=value]")
+		fs.Usage()
 		return pipeline.ExitInvalid
 	}
 	reg := registry()
@@ -35,10 +35,18 @@ func runVet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, p := range plans {
 		if _, err := loadGraph(p, tags, reg); err != nil {
 			printPlanError(stderr, err)
+			n := problemCount(err)
+			noun := "problems"
+			if n == 1 {
+				noun = "problem"
+			}
+			fmt.Fprintf(stderr, "%s: %d %s\n", p, n, noun)
 			code = pipeline.ExitInvalid
 			continue
 		}
-		fmt.Fprintf(stderr, "%s: ok\n", p)
+		if !*quiet {
+			fmt.Fprintf(stderr, "%s: ok\n", p)
+		}
 	}
 	return code
 }

@@ -120,8 +120,8 @@ type Result struct {
 	// the even share.
 	TokensEstimated bool
 	ResponseID      string
-	StatusCode    int
-	Err           error
+	StatusCode      int
+	Err             error
 }
 
 // TokenEvent is one token-bearing event.
@@ -256,10 +256,20 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	}
 	if t.Stream && t.Endpoint != Embeddings {
 		res.Err = readStream(resp.Body, &res)
+		res.Finished = time.Now()
+		if res.Err == nil {
+			// Read the rest (the chunked terminator after [DONE]) so the
+			// connection goes back to the pool instead of being closed; a
+			// server that holds the stream open after [DONE] gets 50 ms
+			// (closing the body ends the read).
+			stop := time.AfterFunc(50*time.Millisecond, func() { resp.Body.Close() })
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			stop.Stop()
+		}
 	} else {
 		res.Err = readWhole(resp.Body, t.Endpoint, &res)
+		res.Finished = time.Now()
 	}
-	res.Finished = time.Now()
 	if res.Err == nil && len(res.Tokens) == 0 && t.Endpoint != Embeddings {
 		res.Err = ErrNoTokens
 	}

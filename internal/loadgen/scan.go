@@ -262,7 +262,8 @@ func (s *scanner) array(elem func() error) error {
 }
 
 // str reads a string at s.i and returns its raw contents (between the
-// quotes) and whether it holds escapes. It validates escapes and rejects
+// quotes) and whether it holds escapes or non-ASCII bytes (either way the
+// raw bytes may differ from the decoded string). It validates escapes and rejects
 // control characters, as JSON requires.
 func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
@@ -298,6 +299,10 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 			}
 		case c < 0x20:
 			return nil, false, s.fail()
+		case c >= 0x80:
+			// Possibly invalid UTF-8, which encoding/json replaces with
+			// U+FFFD: let the slow path decode it the same way.
+			escaped = true
 		}
 	}
 	return nil, false, s.fail()

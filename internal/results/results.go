@@ -123,6 +123,16 @@ type Cell struct {
 	SentReqS    float64 `parquet:"sent_req_s" json:"sent_req_s" expr:"sent_req_s"`
 	// GoodputRatio is the fraction of sent requests meeting every SLO.
 	GoodputRatio float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
+	// The seed's admission columns as a client sees them: prompt tokens
+	// the server admitted (Σ usage.prompt_tokens of completed requests) and
+	// sequences it retired (completed requests).
+	AdmittedTok int64 `parquet:"admitted_tok" json:"admitted_tok" expr:"admitted_tok"`
+	Retires     int64 `parquet:"retires" json:"retires" expr:"retires"`
+
+	// Cost: a provisioned machine's cost_per_hour over the cell's duration
+	// (0 when the plan gives no price). tokens_per_dollar counts output tokens.
+	CostUSD         float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`
+	TokensPerDollar float64 `parquet:"tokens_per_dollar" json:"tokens_per_dollar" expr:"tokens_per_dollar"`
 
 	// Verdict.
 	Status string `parquet:"status" json:"status" expr:"status"`

@@ -90,7 +90,7 @@ func TestChatStreamAndTokensPerChunk(t *testing.T) {
 	cfg.TokensPerChunk = 3
 	_, url := startSim(t, cfg)
 	res := readStream(context.Background(), testClient(), url+"/v1/chat/completions", map[string]any{
-		"messages": []map[string]any{{"role": "user", "content": "one two three"}},
+		"messages":   []map[string]any{{"role": "user", "content": "one two three"}},
 		"max_tokens": 7, "ignore_eos": true, "stream": true,
 		"stream_options": map[string]any{"include_usage": true},
 	})
@@ -366,6 +366,12 @@ func TestHealthLoading(t *testing.T) {
 	})
 	if resp, _ := postJSON(t, c, url+"/v1/completions", map[string]any{"prompt": "a", "max_tokens": 1}); resp.StatusCode != 200 {
 		t.Fatalf("completions after loading: %d", resp.StatusCode)
+	}
+	if code, _ := getBody(t, c, url+"/ping"); code != 200 {
+		t.Fatalf("/ping: %d", code)
+	}
+	if code, body := getBody(t, c, url+"/version"); code != 200 || !strings.Contains(body, "benchrun-sim") {
+		t.Fatalf("/version: %d %s", code, body)
 	}
 }
 

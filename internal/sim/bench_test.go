@@ -35,10 +35,11 @@ func BenchmarkStreams(b *testing.B) {
 				r := runStreams(b, mode, streams, itl, window)
 				b.ReportMetric(float64(r.streams), "streams")
 				b.ReportMetric(r.tokS, "tok/s")
+				b.ReportMetric(r.eventS, "events/s")
 				b.ReportMetric(r.serverCores, "server-cores")
 				b.ReportMetric(r.tokS/max(r.serverCores, 1e-9), "tok/s-per-core")
-				fmt.Fprintf(os.Stderr, "sim %s: %d concurrent streams, %.0f tokens/s (target %.0f), server CPU %.2f cores (GOMAXPROCS=1), client CPU %.2f cores\n",
-					mode, r.streams, r.tokS, float64(streams)/itl.Seconds(), r.serverCores, r.clientCores)
+				fmt.Fprintf(os.Stderr, "sim %s: %d concurrent streams, %.0f tokens/s in %.0f events/s (target %.0f), server CPU %.2f cores (GOMAXPROCS=1), client CPU %.2f cores\n",
+					mode, r.streams, r.tokS, r.eventS, float64(streams)/itl.Seconds(), r.serverCores, r.clientCores)
 			}
 		})
 	}
@@ -46,9 +47,11 @@ func BenchmarkStreams(b *testing.B) {
 
 type streamsResult struct {
 	streams                  int
-	tokS                     float64
+	tokS, eventS             float64
 	serverCores, clientCores float64
 }
+
+var textField = []byte(`"text":"`)
 
 func runStreams(b *testing.B, mode string, streams int, itl, window time.Duration) streamsResult {
 	env := []string{"GOMAXPROCS=1", "SIM_MODE=" + mode, "SIM_TTFT=10ms", "SIM_ITL=" + itl.String()}
@@ -64,10 +67,11 @@ func runStreams(b *testing.B, mode string, streams int, itl, window time.Duratio
 	c := &http.Client{Transport: tr}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var tokens, running, failed atomic.Int64
+	var tokens, events, running, failed atomic.Int64
 	ramp := time.Duration(streams) * 200 * time.Microsecond // stay under the accept backlog
-	// Streams last through ramp + window with a margin.
-	maxTokens := int((ramp+window+2*time.Second)/itl) + 10
+	// Streams outlast the measurement (they are cancelled after it), however
+	// long the ramp takes on a busy machine.
+	maxTokens := 8000
 	body := fmt.Sprintf(`{"prompt":"bench prompt words","max_tokens":%d,"ignore_eos":true,"stream":true}`, maxTokens)
 	var wg sync.WaitGroup
 	for i := range streams {
@@ -97,7 +101,15 @@ func runStreams(b *testing.B, mode string, streams int, itl, window time.Duratio
 					return
 				}
 				if bytes.HasPrefix(line, []byte("data: {")) {
-					tokens.Add(1)
+					// A handler that falls behind the engine sends the
+					// tokens it missed in one event: count tokens, not events.
+					events.Add(1)
+					if i := bytes.Index(line, textField); i >= 0 {
+						txt := line[i+len(textField):]
+						if j := bytes.IndexByte(txt, '"'); j >= 0 {
+							tokens.Add(int64(bytes.Count(txt[:j], []byte(" "))))
+						}
+					}
 				}
 			}
 		}()
@@ -109,22 +121,25 @@ func runStreams(b *testing.B, mode string, streams int, itl, window time.Duratio
 	}
 	time.Sleep(2 * itl)
 	n := running.Load()
-	t0, tok0, cpu0, self0 := time.Now(), tokens.Load(), procCPU(b, pid), selfCPU()
+	t0, tok0, ev0, cpu0, self0 := time.Now(), tokens.Load(), events.Load(), procCPU(b, pid), selfCPU()
 	time.Sleep(window)
-	t1, tok1, cpu1, self1 := time.Now(), tokens.Load(), procCPU(b, pid), selfCPU()
+	t1, tok1, ev1, cpu1, self1 := time.Now(), tokens.Load(), events.Load(), procCPU(b, pid), selfCPU()
 	cancel()
 	wg.Wait()
 	if os.Getenv("SIM_CPUPROFILE") != "" {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}
-	if f := failed.Load(); f > 0 || n < int64(streams) {
+	// A handful of connections can still be in SYN retry on a loaded
+	// machine; the figure reported is the number actually streaming.
+	if f := failed.Load(); f > 0 || n < int64(streams)*99/100 {
 		b.Fatalf("%d streams failed, %d of %d running in the window", f, n, streams)
 	}
 	el := t1.Sub(t0).Seconds()
 	return streamsResult{
 		streams:     int(n),
 		tokS:        float64(tok1-tok0) / el,
+		eventS:      float64(ev1-ev0) / el,
 		serverCores: (cpu1 - cpu0).Seconds() / el,
 		clientCores: (self1 - self0).Seconds() / el,
 	}
@@ -170,4 +185,3 @@ func envDuration(name string, def time.Duration) time.Duration {
 	}
 	return def
 }
-

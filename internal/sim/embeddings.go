@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -47,9 +48,9 @@ func parseInputs(raw json.RawMessage) ([][]int, error) {
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
 	n := s.seq.Add(1)
-	rec := &record{r: RequestRecord{
+	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: "embd-" + strconv.FormatUint(n, 10), Endpoint: epEmbeddings,
-		Received: received, ReceivedUnixNano: received.UnixNano(),
+		Received: received, ReceivedUnixNano: s.unixNano(received),
 	}}
 	s.records.add(rec)
 	fail := func(status int, typ, msg string) {
@@ -119,6 +120,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.errCode != 0 {
 		typ, msg := errorTypeFor(f.errCode)
+		setRetryAfter(w, f.errCode)
 		fail(f.errCode, typ, msg)
 		return
 	}
@@ -135,7 +137,8 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		srcs := make([]*engineSource, len(inputs))
 		for i, in := range inputs {
 			q := newSeq(len(in), s.hashesFor(in), 0)
-			srcs[i] = &engineSource{s: s, q: q, closed: !s.engine.submit(q)}
+			srcs[i] = &engineSource{s: s, q: q, stopAfter: context.AfterFunc(ctx, q.signal)}
+			srcs[i].closed = !s.engine.submit(q)
 		}
 		defer func() {
 			for _, src := range srcs {

@@ -164,6 +164,13 @@ func (e *engine) close() {
 		e.closed = true
 		close(e.stop)
 	}
+	// Wake every handler still waiting; each sees the server closing.
+	for _, q := range e.running {
+		q.signal()
+	}
+	for _, q := range e.waiting {
+		q.signal()
+	}
 	e.mu.Unlock()
 	e.wg.Wait()
 }

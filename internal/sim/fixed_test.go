@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -10,87 +11,164 @@ import (
 
 // TestFixedModeTiming checks that fixed mode writes event k at
 // received + TTFT + k*ITL, under concurrent load, within a tight tolerance,
-// and that gaps do not drift over a long stream.
+// and that lateness does not grow along a stream (absolute deadlines). The
+// machine is shared, so a measurement disturbed by other processes is
+// retried; a wrong schedule fails every attempt.
 func TestFixedModeTiming(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TTFT = 20 * time.Millisecond
 	cfg.ITL = 5 * time.Millisecond
-	s, url := startSim(t, cfg)
-	c := testClient()
 	const streams, tokens = 32, 40
-	var wg sync.WaitGroup
-	for range streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := readStream(context.Background(), c, url+"/v1/completions", streamBody(tokens))
-			if res.err != nil || !res.done {
-				t.Errorf("stream: %v", res.err)
-			}
-		}()
-	}
-	wg.Wait()
-	var late []time.Duration
-	for _, r := range s.Records() {
-		if len(r.Events) != tokens {
-			t.Fatalf("%s: %d events", r.ID, len(r.Events))
+	var last string
+	for attempt := range 3 {
+		s, url := startSim(t, cfg)
+		c := testClient()
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := readStream(context.Background(), c, url+"/v1/completions", streamBody(tokens))
+				if res.err != nil || !res.done {
+					t.Errorf("stream: %v", res.err)
+				}
+			}()
 		}
-		for k, e := range r.Events {
-			want := r.Received.Add(cfg.TTFT + time.Duration(k)*cfg.ITL)
-			d := e.Time.Sub(want)
-			if d < 0 {
-				t.Fatalf("%s event %d written %v early", r.ID, k, -d)
+		// A probe: the same schedule on bare timers, with no HTTP, measured
+		// at the same time. Its lateness is the machine's own noise.
+		var probeMu sync.Mutex
+		var probe []time.Duration
+		for range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				for k := range tokens {
+					want := start.Add(cfg.TTFT + time.Duration(k)*cfg.ITL)
+					time.Sleep(time.Until(want))
+					d := time.Since(want)
+					probeMu.Lock()
+					probe = append(probe, d)
+					probeMu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		var late, early, tail []time.Duration
+		for _, r := range s.Records() {
+			if len(r.Events) != tokens {
+				t.Fatalf("%s: %d events", r.ID, len(r.Events))
 			}
-			late = append(late, d)
+			for k, e := range r.Events {
+				want := r.Received.Add(cfg.TTFT + time.Duration(k)*cfg.ITL)
+				d := e.Time.Sub(want)
+				if d < 0 {
+					t.Fatalf("%s event %d written %v early", r.ID, k, -d)
+				}
+				late = append(late, d)
+				if k < 10 {
+					early = append(early, d)
+				} else if k >= tokens-10 {
+					tail = append(tail, d)
+				}
+			}
+		}
+		if raceEnabled {
+			return
+		}
+		slices.Sort(late)
+		slices.Sort(early)
+		slices.Sort(tail)
+		slices.Sort(probe)
+		p50, p99 := late[len(late)/2], late[len(late)*99/100]
+		probe50, probe99 := probe[len(probe)/2], probe[len(probe)*99/100]
+		drift := tail[len(tail)/2] - early[len(early)/2]
+		last = fmt.Sprintf("lateness over %d events: p50 %v p99 %v max %v (bare-timer probe p50 %v p99 %v); median drift first->last 10 events %v",
+			len(late), p50, p99, late[len(late)-1], probe50, probe99, drift)
+		t.Logf("attempt %d: %s", attempt, last)
+		// Tight on a quiet machine (p50 1 ms, p99 4 ms, no drift); on a busy
+		// one, close to what bare timers suffer at the same moment. Gaps
+		// timed from the previous write instead of absolute deadlines would
+		// drift by ~35 x the per-event lateness and fail every attempt.
+		if p50 <= probe50+time.Millisecond &&
+			p99 <= max(4*time.Millisecond, 2*probe99+time.Millisecond) &&
+			drift.Abs() <= max(time.Millisecond, probe99/2) {
+			return
 		}
 	}
-	if raceEnabled {
-		return
-	}
-	slices.Sort(late)
-	p50, p99, worst := late[len(late)/2], late[len(late)*99/100], late[len(late)-1]
-	t.Logf("lateness over %d events: p50 %v p99 %v max %v", len(late), p50, p99, worst)
-	// Timer wake-up plus a write on a shared two-core machine: the median is
-	// tens of microseconds; the tail allows for other processes.
-	if p50 > 1500*time.Microsecond || p99 > 5*time.Millisecond {
-		t.Fatalf("fixed mode too imprecise: p50 %v p99 %v", p50, p99)
-	}
+	t.Fatalf("fixed mode too imprecise in 3 attempts; last: %s", last)
 }
 
-// TestFixedModeIgnoresLoad: TTFT does not grow with concurrency in fixed mode.
+// TestFixedModeIgnoresLoad: TTFT does not grow with concurrency in fixed
+// mode (retried, as the machine is shared).
 func TestFixedModeIgnoresLoad(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TTFT = 30 * time.Millisecond
 	cfg.ITL = 2 * time.Millisecond
-	s, url := startSim(t, cfg)
+	var p50 time.Duration
+	for range 3 {
+		s, url := startSim(t, cfg)
+		c := testClient()
+		var wg sync.WaitGroup
+		for range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				readStream(context.Background(), c, url+"/v1/completions", streamBody(5))
+			}()
+		}
+		wg.Wait()
+		var ttfts []time.Duration
+		for _, r := range s.Records() {
+			if len(r.Events) == 0 {
+				t.Fatalf("%s: no events", r.ID)
+			}
+			ttft := r.Events[0].Time.Sub(r.Received)
+			if ttft < cfg.TTFT {
+				t.Fatalf("%s ttft %v, before the configured %v", r.ID, ttft, cfg.TTFT)
+			}
+			ttfts = append(ttfts, ttft)
+		}
+		if raceEnabled {
+			return
+		}
+		slices.Sort(ttfts)
+		// All 200 first tokens fall due at once, so the burst's tail waits
+		// for CPU; the median shows the schedule is kept, unlike engine
+		// mode's queue.
+		if p50 = ttfts[len(ttfts)/2]; p50 <= cfg.TTFT+5*time.Millisecond {
+			return
+		}
+	}
+	t.Fatalf("ttft p50 %v with 200 concurrent, want %v", p50, cfg.TTFT)
+}
+
+func TestTimingHeader(t *testing.T) {
+	s, url := startSim(t, DefaultConfig())
 	c := testClient()
-	var wg sync.WaitGroup
-	for range 200 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			readStream(context.Background(), c, url+"/v1/completions", streamBody(5))
-		}()
+	res := readStream(context.Background(), c, url+"/v1/completions", streamBody(7), TimingHeader, "ttft=60ms,itl=15ms,chunk=3")
+	if res.err != nil || !res.done {
+		t.Fatal(res.err)
 	}
-	wg.Wait()
-	var ttfts []time.Duration
-	for _, r := range s.Records() {
-		if len(r.Events) == 0 {
-			t.Fatalf("%s: no events", r.ID)
+	rec := s.Records()[0]
+	if len(rec.Events) != 3 || rec.Events[0].Tokens != 3 || rec.Events[2].Tokens != 1 {
+		t.Fatalf("events %+v", rec.Events)
+	}
+	for k, e := range rec.Events {
+		want := rec.Received.Add(60*time.Millisecond + time.Duration(k)*15*time.Millisecond)
+		if d := e.Time.Sub(want); d < 0 || (d > 20*time.Millisecond && !raceEnabled) {
+			t.Fatalf("event %d off schedule by %v", k, d)
 		}
-		ttft := r.Events[0].Time.Sub(r.Received)
-		if ttft < cfg.TTFT {
-			t.Fatalf("%s ttft %v, before the configured %v", r.ID, ttft, cfg.TTFT)
+	}
+	for _, bad := range []string{"ttft=soon", "chunk=0", "color=red", "itl=-1ms"} {
+		if resp, _ := postJSON(t, c, url+"/v1/completions", streamBody(2), TimingHeader, bad); resp.StatusCode != 400 {
+			t.Errorf("%s %q: status %d", TimingHeader, bad, resp.StatusCode)
 		}
-		ttfts = append(ttfts, ttft)
 	}
-	if raceEnabled {
-		return
-	}
-	slices.Sort(ttfts)
-	// All 200 first tokens fall due at once, so the burst's tail waits for
-	// CPU; the median shows the schedule is kept, unlike engine mode's queue.
-	if p50 := ttfts[len(ttfts)/2]; p50 > cfg.TTFT+5*time.Millisecond {
-		t.Fatalf("ttft p50 %v with 200 concurrent, want %v", p50, cfg.TTFT)
+	cfg := fastConfig()
+	cfg.Mode = ModeEngine
+	_, url2 := startSim(t, cfg)
+	if resp, _ := postJSON(t, c, url2+"/v1/completions", streamBody(2), TimingHeader, "ttft=1s"); resp.StatusCode != 400 {
+		t.Errorf("engine mode accepted %s: %d", TimingHeader, resp.StatusCode)
 	}
 }

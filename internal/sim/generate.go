@@ -118,6 +118,8 @@ type genPlan struct {
 	maxTokens    int
 	target       int
 	finish       string // finish_reason when target is reached
+	ttft, itl    time.Duration
+	tpc          int // tokens per chunk
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -127,9 +129,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	if endpoint == epChat {
 		prefix = "chatcmpl-"
 	}
-	rec := &record{r: RequestRecord{
+	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: prefix + strconv.FormatUint(n, 10), Endpoint: endpoint,
-		Received: received, ReceivedUnixNano: received.UnixNano(),
+		Received: received, ReceivedUnixNano: s.unixNano(received),
 	}}
 	s.records.add(rec)
 	fail := func(status int, typ, msg string) {
@@ -156,6 +158,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		return
 	}
 	f, err := s.pickFaults(r, n)
+	if err == nil {
+		err = s.applyTiming(r, &plan)
+	}
 	if err != nil {
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
 		return
@@ -163,6 +168,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	rec.update(func(r *RequestRecord) {
 		r.Model, r.Stream, r.PromptTokens, r.Fault = plan.model, plan.stream, len(plan.promptIDs), f.String()
 	})
+	// Room for the events up front (bounded, as a client may stop early):
+	// growing the slice per token costs allocations on the hot path.
+	rec.reserve(min((plan.target+plan.tpc-1)/plan.tpc, 512))
 
 	ctx := r.Context()
 	if f.slowHeaders > 0 && !s.sleep(ctx, f.slowHeaders) {
@@ -172,14 +180,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	}
 	if f.errCode != 0 {
 		typ, msg := errorTypeFor(f.errCode)
-		if f.errCode == http.StatusTooManyRequests || f.errCode == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
+		setRetryAfter(w, f.errCode)
 		fail(f.errCode, typ, msg)
 		return
 	}
 
-	src := s.startSource(plan, received)
+	src := s.startSource(ctx, plan, received)
 	s.inflight.Add(1)
 	held := int64(len(plan.promptIDs) + plan.maxTokens)
 	s.inflightT.Add(held)
@@ -200,16 +206,13 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	var p genPlan
 	p.endpoint = endpoint
-	model, ok := s.models[req.Model], true
-	if req.Model == "" {
-		p.model = s.cfg.Models[0]
-	} else if !model {
-		ok = false
-	} else {
+	switch {
+	case req.Model == "":
+		p.model = s.cfg.Models[0] // vLLM's default: the first served name
+	case s.models[req.Model]:
 		p.model = req.Model
-	}
-	if !ok {
-		return p, http.StatusNotFound, fmt.Errorf("The model `%s` does not exist. Served models: %s", req.Model, strings.Join(s.cfg.Models, ", "))
+	default:
+		return p, http.StatusNotFound, s.unknownModel(req.Model)
 	}
 	if req.N != nil && *req.N != 1 {
 		return p, http.StatusBadRequest, errors.New("the simulator supports only n=1")
@@ -268,10 +271,50 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 			s.cfg.MaxModelLen, total, len(p.promptIDs), maxTokens)
 	}
 	p.maxTokens = maxTokens
+	p.ttft, p.itl, p.tpc = s.cfg.TTFT, s.cfg.ITL, s.cfg.TokensPerChunk
 	p.stream = req.Stream
 	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	p.target, p.finish = s.outputLength(p.promptHash, maxTokens, req.MinTokens, req.IgnoreEOS)
 	return p, 0, nil
+}
+
+// TimingHeader overrides fixed mode's schedule for one request:
+// "ttft=50ms,itl=10ms,chunk=4" (any subset), so an accuracy test can vary
+// the timing it checks without restarting the simulator.
+const TimingHeader = "X-Sim-Timing"
+
+func (s *Server) applyTiming(r *http.Request, p *genPlan) error {
+	v := r.Header.Get(TimingHeader)
+	if v == "" {
+		return nil
+	}
+	if s.engine != nil {
+		return fmt.Errorf("%s applies to fixed mode only; this simulator runs the engine", TimingHeader)
+	}
+	for _, item := range strings.Split(v, ",") {
+		key, val, _ := strings.Cut(strings.TrimSpace(item), "=")
+		var err error
+		switch key {
+		case "ttft":
+			p.ttft, err = time.ParseDuration(val)
+		case "itl":
+			p.itl, err = time.ParseDuration(val)
+		case "chunk":
+			p.tpc, err = strconv.Atoi(val)
+			if err == nil && p.tpc < 1 {
+				err = errors.New("must be at least 1")
+			}
+		default:
+			err = errors.New("unknown key (want ttft, itl or chunk)")
+		}
+		if err == nil && (p.ttft < 0 || p.itl < 0) {
+			err = errors.New("must not be negative")
+		}
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", TimingHeader, item, err)
+		}
+	}
+	return nil
 }
 
 // outputLength is the early-EOS rule: without ignore_eos, the length past
@@ -309,15 +352,19 @@ type source interface {
 
 var errShutdown = errors.New("simulator shutting down")
 
-func (s *Server) startSource(p genPlan, received time.Time) source {
+func (s *Server) startSource(ctx context.Context, p genPlan, received time.Time) source {
 	if s.engine == nil {
 		return &fixedSource{
-			s: s, start: received, target: p.target, tpc: s.cfg.TokensPerChunk,
+			s: s, start: received, target: p.target, tpc: p.tpc, ttft: p.ttft, itl: p.itl,
 			timer: time.NewTimer(time.Hour),
 		}
 	}
 	q := newSeq(len(p.promptIDs), s.hashesFor(p.promptIDs), p.target)
 	es := &engineSource{s: s, q: q}
+	// Cancellation reaches the handler through the sequence's own notify
+	// channel, so waiting for a token is a plain channel receive, not a
+	// three-way select: at 100k tokens/s that difference is measurable.
+	es.stopAfter = context.AfterFunc(ctx, q.signal)
 	if !s.engine.submit(q) {
 		es.closed = true
 	}
@@ -336,6 +383,8 @@ func (s *Server) hashesFor(ids []int) []uint64 {
 type fixedSource struct {
 	s      *Server
 	start  time.Time
+	ttft   time.Duration
+	itl    time.Duration
 	target int
 	tpc    int
 	k      int
@@ -347,7 +396,7 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 	if f.sent >= f.target {
 		return 0, true, nil
 	}
-	deadline := f.start.Add(f.s.cfg.TTFT + time.Duration(f.k)*f.s.cfg.ITL)
+	deadline := f.start.Add(f.ttft + time.Duration(f.k)*f.itl)
 	if d := time.Until(deadline); d > 0 {
 		f.timer.Reset(d)
 		select {
@@ -367,17 +416,18 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 // finalDeadline is when a non-streamed fixed-mode response is complete.
 func (f *fixedSource) finalDeadline() time.Time {
 	events := (f.target + f.tpc - 1) / f.tpc
-	return f.start.Add(f.s.cfg.TTFT + time.Duration(max(events-1, 0))*f.s.cfg.ITL)
+	return f.start.Add(f.ttft + time.Duration(max(events-1, 0))*f.itl)
 }
 
 func (f *fixedSource) cachedTokens() int { return 0 }
 func (f *fixedSource) close()            { f.timer.Stop() }
 
 type engineSource struct {
-	s      *Server
-	q      *seq
-	sent   int
-	closed bool
+	s         *Server
+	q         *seq
+	sent      int
+	closed    bool
+	stopAfter func() bool // unregisters the context's wake-up; nil if none
 }
 
 func (e *engineSource) next(ctx context.Context) (int, bool, error) {
@@ -397,19 +447,26 @@ func (e *engineSource) next(ctx context.Context) (int, bool, error) {
 		if done {
 			return 0, true, nil
 		}
-		select {
-		case <-e.q.notify:
-		case <-ctx.Done():
+		if err := ctx.Err(); err != nil {
 			return 0, false, context.Cause(ctx)
+		}
+		select {
 		case <-e.s.closing:
 			return 0, false, errShutdown
+		default:
 		}
+		// Woken by the engine, by ctx (AfterFunc) or by Close (engine.close
+		// signals every queued sequence).
+		<-e.q.notify
 	}
 }
 
 func (e *engineSource) cachedTokens() int { return int(e.q.cached.Load()) }
 
 func (e *engineSource) close() {
+	if e.stopAfter != nil {
+		e.stopAfter()
+	}
 	if !e.q.done.Load() {
 		e.s.engine.abort(e.q)
 	}
@@ -450,7 +507,7 @@ type chunkWriter struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
 	buf     []byte
-	head    []byte // `data: {"id":...,"choices":[{"index":0,` common to every content chunk
+	head    []byte // `data: {"id":...,"model":...,"choices":[`, common to every chunk of a response
 	chat    bool
 }
 

@@ -37,15 +37,23 @@ type RequestRecord struct {
 }
 
 // record is the live version: the handler appends under mu while Records may
-// copy concurrently.
+// copy concurrently. Events are kept packed (16 bytes: a monotonic offset
+// from the server's start and a count) because a long run keeps millions.
 type record struct {
-	mu sync.Mutex
-	r  RequestRecord
+	mu   sync.Mutex
+	base time.Time // the server's start, with its monotonic reading
+	r    RequestRecord
+	ev   []packedEvent
+}
+
+type packedEvent struct {
+	off    time.Duration // since base
+	tokens int64
 }
 
 func (rec *record) addEvent(t time.Time, tokens int) {
 	rec.mu.Lock()
-	rec.r.Events = append(rec.r.Events, Event{Time: t, UnixNano: t.UnixNano(), Tokens: tokens})
+	rec.ev = append(rec.ev, packedEvent{off: t.Sub(rec.base), tokens: int64(tokens)})
 	rec.r.CompletionTokens += tokens
 	rec.mu.Unlock()
 }
@@ -56,11 +64,23 @@ func (rec *record) update(f func(r *RequestRecord)) {
 	rec.mu.Unlock()
 }
 
+func (rec *record) reserve(n int) {
+	rec.mu.Lock()
+	rec.ev = make([]packedEvent, 0, n)
+	rec.mu.Unlock()
+}
+
 func (rec *record) snapshot() RequestRecord {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	out := rec.r
-	out.Events = append([]Event(nil), rec.r.Events...)
+	out.Events = make([]Event, len(rec.ev))
+	for i, e := range rec.ev {
+		// base.Add keeps the monotonic reading, so in-process comparisons
+		// with time.Since and Sub stay exact.
+		t := rec.base.Add(e.off)
+		out.Events[i] = Event{Time: t, UnixNano: t.UnixNano(), Tokens: int(e.tokens)}
+	}
 	return out
 }
 
@@ -174,4 +194,12 @@ func toJSON(r RequestRecord) recordJSON {
 		Status: r.Status, FinishReason: r.FinishReason, Fault: r.Fault, Error: r.Error,
 		FinishedUnixNano: fin,
 	}
+}
+
+// unixNano is t's wall-clock time derived from the server's start plus the
+// monotonic time since, the same way event times are, so differences of
+// UnixNano values equal differences of the monotonic times exactly even if
+// the wall clock is adjusted during a run.
+func (s *Server) unixNano(t time.Time) int64 {
+	return s.started.Add(t.Sub(s.started)).UnixNano()
 }

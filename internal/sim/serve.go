@@ -47,12 +47,9 @@ func ServeListener(ctx context.Context, cfg Config, ln net.Listener, opt ServeOp
 	}
 	sim := New(cfg)
 	defer sim.Close()
-	srv := &http.Server{
-		Handler:           sim,
-		ReadHeaderTimeout: 30 * time.Second,
-		// Aborted streams are expected (faults, shutdown); keep net/http quiet.
-		ErrorLog: nil,
-	}
+	// Aborted streams (faults, shutdown) use http.ErrAbortHandler, which
+	// net/http does not log; anything else it logs is worth seeing.
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second}
 	fmt.Fprintf(logw, "sim: listening on %s (model %s, mode %s)\n", ln.Addr(), strings.Join(cfg.Models, ","), cfg.Mode)
 	if opt.Listening != nil {
 		opt.Listening(ln.Addr())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -25,7 +26,35 @@ func TestMain(m *testing.M) {
 		childServe()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		code = checkNoLeaks()
+	}
+	os.Exit(code)
+}
+
+// checkNoLeaks fails the run if any simulator goroutine (an engine loop, a
+// handler) outlives the tests that started it.
+func checkNoLeaks() int {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		var leaked []string
+		for _, g := range strings.Split(stacks, "\n\n") {
+			if strings.Contains(g, "internal/sim.(*engine).loop") || strings.Contains(g, "internal/sim.(*Server).handle") {
+				leaked = append(leaked, g)
+			}
+		}
+		if len(leaked) == 0 {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "leaked simulator goroutines:\n%s\n", strings.Join(leaked, "\n\n"))
+			return 1
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // childServe runs Serve from environment settings and prints the address.

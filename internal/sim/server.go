@@ -86,6 +86,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": "benchrun-sim"})
 	})
+	// vLLM answers /ping like /health (SageMaker's probe).
+	s.mux.HandleFunc("GET /ping", s.handleHealth)
+	s.mux.HandleFunc("POST /ping", s.handleHealth)
 	s.mux.HandleFunc("GET /v1/models", s.ready(s.handleModels))
 	s.mux.HandleFunc("POST /v1/completions", s.ready(func(w http.ResponseWriter, r *http.Request) {
 		s.handleGenerate(w, r, epCompletions)
@@ -149,11 +152,11 @@ func (s *Server) gauges() gauges {
 		}
 	}
 	t := s.inflightT.Load()
-	return gauges{
-		running:  int(s.inflight.Load()),
-		kvUsage:  min(1, float64(t)/float64(s.cfg.Engine.KVCacheTokens)),
-		kvTokens: int(t),
+	g := gauges{running: int(s.inflight.Load()), kvTokens: int(t)}
+	if kv := s.cfg.Engine.KVCacheTokens; kv > 0 { // fixed mode does not validate the engine
+		g.kvUsage = min(1, float64(t)/float64(kv))
 	}
+	return g
 }
 
 type modelJSON struct {
@@ -182,9 +185,14 @@ func (s *Server) resolveModel(w http.ResponseWriter, name string) (string, bool)
 	if s.models[name] {
 		return name, true
 	}
-	writeError(w, http.StatusNotFound, "NotFoundError",
-		fmt.Sprintf("The model `%s` does not exist. Served models: %s", name, strings.Join(s.cfg.Models, ", ")))
+	writeError(w, http.StatusNotFound, "NotFoundError", s.unknownModel(name).Error())
 	return "", false
+}
+
+// unknownModel is vLLM's message plus the served names, so that a plan with
+// a wrong model name says at once what it should have been.
+func (s *Server) unknownModel(name string) error {
+	return fmt.Errorf("The model `%s` does not exist. Served models: %s", name, strings.Join(s.cfg.Models, ", "))
 }
 
 type tokenizeRequest struct {
@@ -270,6 +278,7 @@ func (s *Server) handleDebugEngine(w http.ResponseWriter, r *http.Request) {
 		"kv_tokens":   g.kvTokens,
 		"steps":       s.metrics.steps.Load(),
 		"preemptions": s.metrics.preemptions.Load(),
+		"errors":      s.metrics.errors.Load(),
 		"requests":    s.seq.Load(),
 	}
 	if s.engine != nil {

@@ -44,6 +44,7 @@ type target struct {
 	w       *csv.Writer
 	columns []string
 	index   []int
+	header  bool
 }
 
 // New returns a CSV output writing to w with the given columns (nil:
@@ -111,12 +112,17 @@ func (o *Output) Start(run *pipeline.RunInfo) error {
 	}
 	all := Columns()
 	allIdx, _ := columnIndex(all)
-	f, err := os.Create(filepath.Join(run.Dir, "cells.csv"))
+	// cells.csv is appended to, so a resumed run keeps the rows it has.
+	f, err := os.OpenFile(filepath.Join(run.Dir, "cells.csv"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("creating cells.csv: %w", err)
+		return fmt.Errorf("opening cells.csv: %w", err)
 	}
 	o.files = append(o.files, f)
-	o.targets = append(o.targets, target{csv.NewWriter(f), all, allIdx})
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("opening cells.csv: %w", err)
+	}
+	o.targets = append(o.targets, target{csv.NewWriter(f), all, allIdx, st.Size() == 0})
 	if o.Prefix != "" {
 		path := o.Prefix + ".csv"
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -127,12 +133,15 @@ func (o *Output) Start(run *pipeline.RunInfo) error {
 			return fmt.Errorf("--output: %w", err)
 		}
 		o.files = append(o.files, pf)
-		o.targets = append(o.targets, target{csv.NewWriter(pf), o.Columns, o.index})
+		o.targets = append(o.targets, target{csv.NewWriter(pf), o.Columns, o.index, true})
 	}
 	if o.W != nil {
-		o.targets = append(o.targets, target{csv.NewWriter(o.W), o.Columns, o.index})
+		o.targets = append(o.targets, target{csv.NewWriter(o.W), o.Columns, o.index, true})
 	}
 	for _, t := range o.targets {
+		if !t.header {
+			continue
+		}
 		if err := t.w.Write(t.columns); err != nil {
 			return fmt.Errorf("writing CSV header: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"time"
 
@@ -163,7 +164,7 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		DecodeTokS: c.DecodeTokS, PrefillTokS: c.PrefillTokS,
 		Status: c.Status, Reason: c.Reason, Notes: c.Notes, Metadata: c.Metadata,
 	}
-	if c.Rate > 0 {
+	if c.Rate > 0 && !math.IsInf(c.Rate, 0) {
 		rate := c.Rate
 		r.RequestRate = &rate
 	}
@@ -186,7 +187,20 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		r.TotalOutputTokens = int64(math.Round(c.EffectiveOSL * float64(c.Completed)))
 	}
 	r.StdTTFTMs, r.StdTPOTMs, r.StdITLMs, r.StdE2ELMs = std(ttft), std(tpot), std(itl), std(e2el)
+	zeroNonFinite(reflect.ValueOf(&r).Elem())
 	return r
+}
+
+// zeroNonFinite replaces NaN and ±Inf, which JSON cannot carry, with 0 (a
+// metric that could not be measured reads 0 everywhere, with `completed`
+// and `status` saying why).
+func zeroNonFinite(v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			f.SetFloat(0)
+		}
+	}
 }
 
 // std is the population standard deviation (numpy's np.std, as vLLM uses).
@@ -238,37 +252,6 @@ func Encode(res Result) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// RunFromSummary is the run-level record at the end of a run (or, with a
-// nil summary, while it runs).
-func RunFromSummary(ri *pipeline.RunInfo, sum *pipeline.Summary) results.Run {
-	id := pipeline.RunIdentity(ri)
-	run := results.Run{
-		RunID: ri.ID, StartedAt: ri.StartedAt.UTC(), Status: "running", Tags: ri.Tags,
-		ModelDigest: id.ModelDigest, Hostname: id.Hostname, Hardware: id.Hardware, BenchrunVersion: id.BenchrunVersion,
-	}
-	if ri.Plan != nil {
-		run.Plan, run.Description, run.Model, run.Metadata = ri.Plan.Name, ri.Plan.Description, ri.Plan.Model.Name, ri.Plan.Metadata
-	}
-	if sum == nil {
-		return run
-	}
-	now := time.Now().UTC()
-	code := sum.ExitCode
-	run.FinishedAt, run.ExitCode = &now, &code
-	switch {
-	case sum.Interrupted:
-		run.Status = "interrupted"
-	case sum.ExitCode == pipeline.ExitOK:
-		run.Status = "ok"
-	default:
-		run.Status = "failed"
-	}
-	for _, s := range sum.Stages {
-		run.Stages = append(run.Stages, results.StageOutcome{Name: s.Name, Kind: s.Kind, Status: s.Status, Reason: s.Reason, DurationS: s.DurationS})
-	}
-	return run
-}
-
 // Output writes result.json (and Prefix+".json" when Prefix is set).
 type Output struct {
 	Prefix string
@@ -284,15 +267,47 @@ func New() *Output { return &Output{} }
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "json" }
 
-// Start writes an empty result.json, so the file exists from the start.
+// Start writes result.json as it stands: empty for a new run; for a
+// resumed run, with the cells and verdicts already in its Parquet files.
 func (o *Output) Start(ri *pipeline.RunInfo) error {
 	o.ri = ri
+	cells, err := results.ReadTable[results.Cell](ri.Dir, results.TableCells)
+	if err != nil {
+		return err
+	}
+	if len(cells) > 0 {
+		reqs, err := results.ReadTable[results.Request](ri.Dir, results.TableRequests)
+		if err != nil {
+			return err
+		}
+		byCell := map[string][]results.Request{}
+		for _, q := range reqs {
+			byCell[q.CellID] = append(byCell[q.CellID], q)
+		}
+		for _, c := range results.LatestCells(cells) {
+			o.cells = append(o.cells, NewCellResult(c, byCell[c.CellID]))
+		}
+		vs, err := results.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
+		if err != nil {
+			return err
+		}
+		o.verdicts = results.LatestVerdicts(vs)
+	}
 	return o.write(nil)
 }
 
-// Cell adds a cell and rewrites the file.
+// Cell adds a cell (replacing an earlier row of the same cell id, as a
+// resumed run re-measures) and rewrites the file.
 func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
-	o.cells = append(o.cells, NewCellResult(c, reqs))
+	r := NewCellResult(c, reqs)
+	for i := range o.cells {
+		if o.cells[i].CellID == c.CellID && c.CellID != "" {
+			o.cells[i] = r
+			o.verdicts = slices.DeleteFunc(o.verdicts, func(v results.Verdict) bool { return v.CellID == c.CellID })
+			return o.write(nil)
+		}
+	}
+	o.cells = append(o.cells, r)
 	return o.write(nil)
 }
 
@@ -321,7 +336,7 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 }
 
 func (o *Output) write(sum *pipeline.Summary) error {
-	b, err := Encode(Build(RunFromSummary(o.ri, sum), o.cells, o.verdicts))
+	b, err := Encode(Build(pipeline.RunRecord(o.ri, sum), o.cells, o.verdicts))
 	if err != nil {
 		return err
 	}

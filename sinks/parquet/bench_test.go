@@ -53,3 +53,28 @@ func BenchmarkWriteRequests(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadRequestsDuckDB reads 1,000,000 request rows back with
+// DuckDB: a p99 TTFT per cell over every row, and every chunk gap unnested.
+func BenchmarkReadRequestsDuckDB(b *testing.B) {
+	for _, gaps := range []int{0, 16} {
+		path := filepath.Join(b.TempDir(), "part-00001.parquet")
+		if err := pqs.WriteFile(path, syntheticRequests(1_000_000, gaps)); err != nil {
+			b.Fatal(err)
+		}
+		db := duck(b)
+		b.Run(fmt.Sprintf("rows=1M/gaps=%d/p99-per-cell", gaps), func(b *testing.B) {
+			for b.Loop() {
+				rows := query(b, db, "SELECT cell_id, count(*), quantile_cont(ttft_ms, 0.99) FROM read_parquet("+sqlPath(path)+") GROUP BY cell_id")
+				if len(rows) != 8 {
+					b.Fatalf("%d cells", len(rows))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("rows=1M/gaps=%d/itl-p99-from-gaps", gaps), func(b *testing.B) {
+			for b.Loop() {
+				query(b, db, "SELECT quantile_cont(g, 0.99) FROM (SELECT unnest(chunk_gaps_ms) AS g FROM read_parquet("+sqlPath(path)+"))")
+			}
+		})
+	}
+}

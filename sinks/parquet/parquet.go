@@ -124,6 +124,9 @@ func WriteFile[T any](path string, rows []T) (err error) {
 	bw := bufio.NewWriterSize(tmp, 1<<20)
 	w := pq.NewGenericWriter[T](bw,
 		pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+		// Byte-stream-split doubles: latencies share exponents and high
+		// mantissa bytes, which zstd then finds; every reader decodes it.
+		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
 		pq.CreatedBy("benchrun", pipeline.Version(), ""),
 		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),
 		pq.KeyValueMetadata("benchrun.table", filepath.Base(filepath.Dir(path))),
@@ -135,6 +138,10 @@ func WriteFile[T any](path string, rows []T) (err error) {
 		return fmt.Errorf("encoding %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// CreateTemp makes the file private; results are for every analyst.
+	if err := tmp.Chmod(0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {
@@ -159,20 +166,8 @@ func ReadFile[T any](path string) ([]T, error) {
 	return rows, nil
 }
 
-// ReadTable reads every part file of one table of a run directory, in part
-// order. A missing table reads as no rows.
+// ReadTable reads every part file of one table of a run directory, in
+// part order. A missing table reads as no rows.
 func ReadTable[T any](runDir, table string) ([]T, error) {
-	files, err := filepath.Glob(filepath.Join(runDir, table, "*.parquet"))
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", table, err)
-	}
-	var out []T
-	for _, f := range files { // Glob sorts; part numbers are zero-padded
-		rows, err := ReadFile[T](f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rows...)
-	}
-	return out, nil
+	return results.ReadTable[T](runDir, table)
 }

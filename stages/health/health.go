@@ -138,6 +138,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			msg := fmt.Sprintf("%v; last check: %s", context.Cause(ctx), last)
 			if t := tail(logPath, 20); t != "" {
 				msg += "\nlast lines of the server's log:\n" + t
+				// The progress view shows only an error's first line.
+				fmt.Fprintf(env.Progress, "  %s: last lines of the server's log:\n%s\n", env.Stage.Name, t)
 			}
 			return nil, errors.New(msg)
 		case <-time.After(s.interval):

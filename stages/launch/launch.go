@@ -10,6 +10,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -85,11 +86,12 @@ type Stage struct {
 	model   string
 	engine  telemetry.Engine
 
-	mu         sync.Mutex
-	proc       *process
-	died       chan struct{} // closed when the server stops on its own
-	diedOnce   sync.Once
-	deathCause string
+	progress io.Writer // stderr: a death is shown with its log tail
+
+	mu       sync.Mutex
+	proc     *process
+	died     chan struct{} // closed when the server stops on its own
+	diedOnce *sync.Once    // per Run: a retried Run gets a fresh channel
 }
 
 // process is one start of the server.
@@ -171,8 +173,9 @@ func (s *Stage) Validate(p *schema.Plan) error {
 // Run prepares files, runs the setup commands, starts the server, runs the
 // after_start commands once it accepts connections, and returns; the
 // health stage waits for readiness.
-func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
-	var err error
+func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outputs, err error) {
+	s.progress = env.Progress
+	defer func() { showDetails(env.Progress, err) }()
 	if s.port, err = s.pickPort(); err != nil {
 		return nil, err
 	}
@@ -195,7 +198,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		fmt.Fprintf(env.Log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDAEnv(idx), " "))
 	}
 	for k, v := range s.cfg.Env {
-		s.environ = append(s.environ, k+"="+expand(v, vars))
+		s.environ = append(s.environ, k+"="+expandEnv(v, vars))
 	}
 
 	for name, content := range s.cfg.Files {
@@ -209,8 +212,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 
 	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
 	s.dir = resolveDir(s.cfg.Dir, env, vars, "")
-	s.died = make(chan struct{})
-	if err := s.start(env.Log); err != nil {
+	s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
+	if err := s.start(); err != nil {
 		return nil, err
 	}
 	if len(s.cfg.AfterStart) > 0 {
@@ -222,7 +225,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		}
 	}
 
-	out := &pipeline.Outputs{
+	out = &pipeline.Outputs{
 		URL:        "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port)),
 		Model:      s.model,
 		Engine:     s.cfg.Engine,
@@ -246,8 +249,22 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	if s.cfg.Restart == "per_cell" {
 		out.Restart = func(ctx context.Context) error { return s.restart(ctx, env, out.URL) }
+		// Each restart is a new process: a PID would go stale, and the
+		// runner would take the old one's exit for a death. Done tells.
+		out.PID = 0
 	}
 	return out, nil
+}
+
+// showDetails prints what follows the first line of a failure (a log
+// tail): the progress view shows only the first line of a stage's error.
+func showDetails(w io.Writer, err error) {
+	if err == nil || w == nil {
+		return
+	}
+	if _, rest, ok := strings.Cut(err.Error(), "\n"); ok {
+		fmt.Fprintln(w, rest)
+	}
 }
 
 // vars are what ${...} expands to in cmd, env, files and commands.
@@ -311,7 +328,7 @@ func resolveDir(dir string, env *pipeline.Env, vars map[string]string, def strin
 
 // start starts one server process through the guard, its output appended
 // to the stage log (a file, not a pipe: a server never blocks on benchrun).
-func (s *Stage) start(log interface{ Write([]byte) (int, error) }) error {
+func (s *Stage) start() error {
 	bin, err := exec.LookPath(s.argv[0])
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", s.argv[0], err)
@@ -329,13 +346,14 @@ func (s *Stage) start(log interface{ Write([]byte) (int, error) }) error {
 	cmd.Dir = s.dir
 	cmd.Env = append(append([]string(nil), s.environ...), guardEnv+"=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	fmt.Fprintf(log, "benchrun: starting %s\n", strings.Join(s.argv, " "))
+	fmt.Fprintf(logf, "benchrun: starting %s\n", strings.Join(s.argv, " "))
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.argv[0], err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	s.mu.Lock()
 	s.proc = p
+	died, once := s.died, s.diedOnce
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -345,7 +363,12 @@ func (s *Stage) start(log interface{ Write([]byte) (int, error) }) error {
 		s.mu.Unlock()
 		close(p.exited)
 		if !stopped {
-			s.diedOnce.Do(func() { close(s.died) })
+			once.Do(func() {
+				if s.progress != nil {
+					fmt.Fprintf(s.progress, "✗ %s died: %s\n", s.spec.Name, s.deathDetails())
+				}
+				close(died)
+			})
 		}
 	}()
 	return nil
@@ -360,28 +383,45 @@ func (s *Stage) pid() int {
 	return s.proc.cmd.Process.Pid
 }
 
-// deathReason says how the process ended, with the last lines of its log.
-func (s *Stage) deathReason() string {
+// exitStatus says how the process ended.
+func (s *Stage) exitStatus() string {
 	s.mu.Lock()
 	p := s.proc
 	s.mu.Unlock()
-	status := "exited"
-	if p != nil {
-		select {
-		case <-p.exited:
-			if p.exitErr != nil {
-				status = p.exitErr.Error()
-			} else {
-				status = "exit status 0"
-			}
-		default:
-			status = "still running"
+	if p == nil {
+		return "not started"
+	}
+	select {
+	case <-p.exited:
+		if p.exitErr != nil {
+			return p.exitErr.Error()
 		}
+		return "exit status 0"
+	default:
+		return "still running"
 	}
+}
+
+// deathReason is one line for the rows and the summary: how the process
+// ended and its log's last line. (The watcher shows the longer tail on
+// stderr when it happens.)
+func (s *Stage) deathReason() string {
+	reason := s.exitStatus()
+	if last := strings.TrimPrefix(tailLines(s.logPath, 1), "  | "); last != "" {
+		if len(last) > 200 {
+			last = last[:200] + "…"
+		}
+		reason += fmt.Sprintf(" (last line of %s: %s)", filepath.Base(s.logPath), last)
+	}
+	return reason
+}
+
+// deathDetails is the status with the log's last 20 lines, for people.
+func (s *Stage) deathDetails() string {
 	if t := tailLines(s.logPath, 20); t != "" {
-		return fmt.Sprintf("%s; last lines of %s:\n%s", status, filepath.Base(s.logPath), t)
+		return fmt.Sprintf("%s; last lines of %s:\n%s", s.exitStatus(), filepath.Base(s.logPath), t)
 	}
-	return status
+	return s.exitStatus()
 }
 
 // waitListening waits until the server accepts TCP connections, so
@@ -400,7 +440,7 @@ func (s *Stage) waitListening(ctx context.Context) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathReason())
+			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathDetails())
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-time.After(100 * time.Millisecond):
@@ -420,7 +460,7 @@ func (s *Stage) runCommands(ctx context.Context, env *pipeline.Env, phase string
 		fmt.Fprintf(env.Log, "benchrun: %s %d: %s (log %s)\n", phase, i, strings.Join(argv, " "), filepath.Base(logPath))
 		environ := append([]string(nil), s.environ...)
 		for k, v := range c.Env {
-			environ = append(environ, k+"="+expand(v, vars))
+			environ = append(environ, k+"="+expandEnv(v, vars))
 		}
 		if err := runOnce(ctx, argv, environ, resolveDir(c.Dir, env, vars, env.Dir), logPath, c.timeout); err != nil {
 			msg := fmt.Sprintf("stages.%s.%s[%d] (%s): %v", s.spec.Name, phase, i, strings.Join(argv, " "), err)
@@ -478,14 +518,18 @@ func runOnce(ctx context.Context, argv, environ []string, dir, logPath string, t
 func (s *Stage) restart(ctx context.Context, env *pipeline.Env, url string) error {
 	select {
 	case <-s.died:
-		return fmt.Errorf("server died before the restart: %s", s.deathReason())
+		return fmt.Errorf("server died before the restart: %s", s.deathDetails())
 	default:
 	}
 	if err := s.stop(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Log, "benchrun: restarting the server (restart: per_cell)\n")
-	if err := s.start(env.Log); err != nil {
+	if f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		// Not env.Log: the runner closed it when Run returned.
+		fmt.Fprintf(f, "benchrun: restarting the server (restart: per_cell)\n")
+		f.Close()
+	}
+	if err := s.start(); err != nil {
 		return err
 	}
 	return s.waitReady(ctx, url)
@@ -501,7 +545,7 @@ func (s *Stage) waitReady(ctx context.Context, base string) error {
 		}
 		select {
 		case <-s.died:
-			return fmt.Errorf("server died while restarting: %s", s.deathReason())
+			return fmt.Errorf("server died while restarting: %s", s.deathDetails())
 		case <-ctx.Done():
 			return fmt.Errorf("server not ready within %s after a restart; last lines of its log:\n%s", s.startWithin, tailLines(s.logPath, 20))
 		case <-time.After(200 * time.Millisecond):
@@ -599,6 +643,21 @@ func urlHost(host string) string {
 func expand(s string, vars map[string]string) string {
 	return os.Expand(s, func(k string) string {
 		if v, ok := vars[k]; ok {
+			return v
+		}
+		return "${" + k + "}"
+	})
+}
+
+// expandEnv is expand for environment values, where ${NAME} may also name
+// a variable of benchrun's own environment, so secrets (HF_TOKEN) stay out
+// of the plan file.
+func expandEnv(s string, vars map[string]string) string {
+	return os.Expand(s, func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		if v, ok := os.LookupEnv(k); ok {
 			return v
 		}
 		return "${" + k + "}"

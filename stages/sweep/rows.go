@@ -8,24 +8,22 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/schema"
 )
 
-// fillRow computes a cell row's metrics from the timed requests
-// (docs/METRICS.md has the definitions). Failed requests are counted, never
-// mixed into latency statistics.
-func fillRow(row *results.Cell, rs []loadgen.Result, warmTTFT []float64, cfg Config) {
-	var ttft, e2el, tpot, itl []float64
+// fillRow computes a cell row's metrics from the timed requests over the
+// timed passes' summed window (docs/METRICS.md has the definitions).
+// Failed requests are counted, never mixed into latency statistics.
+func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, warmTTFT []float64, cfg Config, slo schema.SLO) {
+	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
 	var inTok, outTok, ttftSum float64
-	var first, last time.Time
 	var firstErr error
-	usageFromServer := true
+	var good int64
+	counted, estimated, continuous := 0, 0, 0
 	for _, r := range rs {
-		if first.IsZero() || r.Sent.Before(first) {
-			first = r.Sent
-		}
-		if r.Finished.After(last) {
-			last = r.Finished
-		}
+		// Send lag is the client's own delay and counts for every request
+		// that was sent, failed or not.
+		lag = append(lag, ms(r.SendLag()))
 		if !r.OK() {
 			row.Failed++
 			if firstErr == nil {
@@ -34,40 +32,73 @@ func fillRow(row *results.Cell, rs []loadgen.Result, warmTTFT []float64, cfg Con
 			continue
 		}
 		row.Completed++
-		if !r.UsageReported {
-			usageFromServer = false
+		switch {
+		case !r.UsageReported:
+			counted++
+		case r.ContinuousUsage:
+			continuous++
+		case r.TokensEstimated:
+			estimated++
 		}
 		t := ms(r.TTFT())
 		ttft = append(ttft, t)
+		ttftSched = append(ttftSched, t+ms(r.SendLag()))
 		ttftSum += t
 		e := ms(r.E2EL())
 		e2el = append(e2el, e)
+		e2elSched = append(e2elSched, e+ms(r.SendLag()))
+		var reqTPOT float64
 		if r.OutputTokens > 1 {
-			tpot = append(tpot, (e-t)/float64(r.OutputTokens-1))
+			reqTPOT = (e - t) / float64(r.OutputTokens-1)
+			tpot = append(tpot, reqTPOT)
 		}
+		if r.OutputTokens > 0 {
+			ntpot = append(ntpot, e/float64(r.OutputTokens))
+		}
+		maxGap := 0.0
 		for k := 1; k < len(r.Tokens); k++ {
-			itl = append(itl, ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
+			g := ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At))
+			itl = append(itl, g)
+			itlTok = append(itlTok, g/float64(max(r.Tokens[k].Tokens, 1)))
+			maxGap = max(maxGap, g)
 		}
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
+		if meetsSLO(slo, t, reqTPOT, maxGap, e) {
+			good++
+		}
 	}
-	window := last.Sub(first).Seconds()
-	row.DurationS = window
+	w := window.Seconds()
+	row.DurationS = w
 
 	ts := stats.Summarize(ttft)
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP99Ms, row.TTFTMaxMs = ts.Mean, ts.P50, ts.P90, ts.P99, ts.Max
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = ts.Mean, ts.P50, ts.P90, ts.P95, ts.P99, ts.Max
+	tss := stats.Summarize(ttftSched)
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = tss.Mean, tss.P50, tss.P90, tss.P95, tss.P99, tss.Max
 	is := stats.Summarize(itl)
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP99Ms, row.ITLMaxMs = is.Mean, is.P50, is.P90, is.P99, is.Max
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = is.Mean, is.P50, is.P90, is.P95, is.P99, is.Max
+	its := stats.Summarize(itlTok)
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = its.Mean, its.P50, its.P90, its.P95, its.P99, its.Max
 	ps := stats.Summarize(tpot)
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP99Ms = ps.Mean, ps.P50, ps.P99
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = ps.Mean, ps.P50, ps.P90, ps.P95, ps.P99, ps.Max
 	es := stats.Summarize(e2el)
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP99Ms = es.Mean, es.P50, es.P99
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = es.Mean, es.P50, es.P90, es.P95, es.P99, es.Max
+	ess := stats.Summarize(e2elSched)
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = ess.Mean, ess.P50, ess.P90, ess.P95, ess.P99, ess.Max
+	ls := stats.Summarize(lag)
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = ls.Mean, ls.P50, ls.P90, ls.P95, ls.P99, ls.Max
+	row.NTPOTMs = stats.Mean(ntpot)
 
-	if window > 0 {
-		row.ReqS = float64(row.Completed) / window
-		row.OutputTokS = outTok / window
-		row.TotalTokS = (inTok + outTok) / window
+	if w > 0 {
+		row.ReqS = float64(row.Completed) / w
+		row.SentReqS = float64(len(rs)) / w
+		row.OutputTokS = outTok / w
+		row.TotalTokS = (inTok + outTok) / w
 		row.DecodeTokS = row.OutputTokS
+		row.Goodput = float64(good) / w
+	}
+	if len(rs) > 0 {
+		row.GoodputRatio = float64(good) / float64(len(rs))
 	}
 	if ttftSum > 0 {
 		row.PrefillTokS = inTok / (ttftSum / 1000)
@@ -76,15 +107,39 @@ func fillRow(row *results.Cell, rs []loadgen.Result, warmTTFT []float64, cfg Con
 		row.EffectiveISL = inTok / float64(row.Completed)
 		row.EffectiveOSL = outTok / float64(row.Completed)
 	}
+	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
 
 	var notes []string
-	if cfg.Prompts == "warm" {
+	switch {
+	case cfg.Prompts == "warm":
 		notes = append(notes, "prompts=warm (one prompt set reused every pass; a prefix cache may serve repeats)")
-	} else {
+	default:
 		notes = append(notes, "prompts=cold (a fresh prompt every request)")
 	}
-	if row.Completed > 0 && !usageFromServer {
+	if cfg.SharedPrefix > 0 {
+		notes = append(notes, fmt.Sprintf("shared_prefix=%d tokens", cfg.SharedPrefix))
+	}
+	switch {
+	case row.Completed == 0:
+	case counted == int(row.Completed):
 		notes = append(notes, "tokens counted from events (the server sent no usage)")
+	case counted > 0:
+		notes = append(notes, fmt.Sprintf("tokens counted from events for %d of %d requests (no usage)", counted, row.Completed))
+	default:
+		src := "token counts from the server's usage"
+		if continuous > 0 {
+			src += fmt.Sprintf("; tokens per event from usage deltas (%d requests)", continuous)
+		}
+		if estimated > 0 {
+			src += fmt.Sprintf("; tokens per event estimated as an even share (%d requests sent multi-token events without per-event usage)", estimated)
+		}
+		notes = append(notes, src)
+	}
+	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && row.EffectiveOSL < 0.95*float64(row.OSL) {
+		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", row.EffectiveOSL, row.OSL))
+	}
+	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
+		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))
 	}
 	if len(warmTTFT) > 0 && ts.N > 0 {
 		// A cell whose last warm-up pass is far from the timed pass was
@@ -93,6 +148,9 @@ func fillRow(row *results.Cell, rs []loadgen.Result, warmTTFT []float64, cfg Con
 		if w > 1.5*ts.P50 && w-ts.P50 > 5 {
 			notes = append(notes, fmt.Sprintf("still cold after warm-up: last warm-up ttft p50 %.1f ms vs timed %.1f ms", w, ts.P50))
 		}
+	}
+	if slo != (schema.SLO{}) {
+		notes = append(notes, "goodput counts completed requests meeting every plan SLO; failed requests never count")
 	}
 	row.Notes = strings.Join(notes, "; ")
 
@@ -107,6 +165,15 @@ func fillRow(row *results.Cell, rs []loadgen.Result, warmTTFT []float64, cfg Con
 	}
 }
 
+// meetsSLO: every objective the plan sets holds for the request. The itl
+// objective bounds the request's longest gap (the stall a reader sees).
+func meetsSLO(slo schema.SLO, ttft, tpot, maxGap, e2el float64) bool {
+	return (slo.TTFTMs == 0 || ttft <= slo.TTFTMs) &&
+		(slo.TPOTMs == 0 || tpot <= slo.TPOTMs) &&
+		(slo.ITLMs == 0 || maxGap <= slo.ITLMs) &&
+		(slo.E2ELMs == 0 || e2el <= slo.E2ELMs)
+}
+
 // requestRows turns results into raw request rows.
 func requestRows(cell results.Cell, rs []loadgen.Result) []results.Request {
 	out := make([]results.Request, 0, len(rs))
@@ -115,13 +182,18 @@ func requestRows(cell results.Cell, rs []loadgen.Result) []results.Request {
 			Stage: cell.Stage, CellID: cell.CellID, Seq: int64(i), ResponseID: r.ResponseID,
 			SentAt: r.Sent.UTC(), SendLagMs: ms(r.SendLag()),
 			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
-			Status: results.StatusOK,
+			Status: results.StatusOK, UsageReported: r.UsageReported,
 		}
 		if r.OK() {
 			q.TTFTMs, q.E2ELMs = ms(r.TTFT()), ms(r.E2EL())
+			q.TTFTSchedMs, q.E2ELSchedMs = q.TTFTMs+q.SendLagMs, q.E2ELMs+q.SendLagMs
 			q.ChunkGapsMs = make([]float64, 0, max(len(r.Tokens)-1, 0))
-			for k := 1; k < len(r.Tokens); k++ {
-				q.ChunkGapsMs = append(q.ChunkGapsMs, ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
+			q.ChunkTokens = make([]int64, len(r.Tokens))
+			for k := range r.Tokens {
+				q.ChunkTokens[k] = int64(r.Tokens[k].Tokens)
+				if k > 0 {
+					q.ChunkGapsMs = append(q.ChunkGapsMs, ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
+				}
 			}
 		} else {
 			q.Status, q.Error = results.StatusError, r.Err.Error()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -100,6 +101,12 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 		return nil, err
 	}
 	st.setDefaults()
+	// Bad durations stay zero here; Validate reports them with positions.
+	st.duration, _ = time.ParseDuration(st.cfg.Duration)
+	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
+	if st.cfg.Ramp != nil {
+		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
+	}
 	return st, nil
 }
 
@@ -209,9 +216,6 @@ func cellID(stage string, p point) string {
 	return fmt.Sprintf("%s/%d:%d/c%d", stage, p.cell.ISL, p.cell.OSL, p.concurrency)
 }
 
-// cellDoner is pipeline.Env's --resume hook, when the pipeline has it.
-type cellDoner interface{ CellDone(cellID string) bool }
-
 func (s *Stage) points() []point {
 	var pts []point
 	for _, c := range s.cfg.Cells {
@@ -269,7 +273,12 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	var dataset []string
 	if d := s.cfg.Dataset; d != nil {
-		dataset, err = loadgen.LoadDataset(loadgen.DatasetSpec{Path: d.Path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)})
+		path := d.Path
+		if !filepath.IsAbs(path) && env.Plan != nil && env.Plan.Path != "" {
+			// Relative to the plan file, so a plan runs from any directory.
+			path = filepath.Join(filepath.Dir(env.Plan.Path), path)
+		}
+		dataset, err = loadgen.LoadDataset(loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)})
 		if err != nil {
 			return nil, fmt.Errorf("stages.%s.dataset: %w", env.Stage.Name, err)
 		}
@@ -280,10 +289,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	calibNote := ""
 	c1 := map[Cell]float64{} // decode_tok_s at concurrency 1, per cell
 	var stopErr error
-	doner, _ := any(env).(cellDoner)
 	for i, p := range points {
 		id := cellID(env.Stage.Name, p)
-		if doner != nil && doner.CellDone(id) {
+		if env.CellDone(id) {
 			continue // finished in the run being resumed
 		}
 		base := results.Cell{
@@ -346,6 +354,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			row.SpeedupVsC1 = row.DecodeTokS / v
 			row.BatchingEfficiency = row.SpeedupVsC1 / float64(p.concurrency)
 		}
+		applyCost(&row, target)
 		if err := env.Emit(row, reqs); err != nil {
 			return nil, err
 		}
@@ -424,7 +433,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 	row.StartedAt = time.Now().UTC()
 	_, expected := s.load(p, nil, 0)
 	src := &loadgen.PromptSource{
-		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: max(expected, 1),
+		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
 		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
 	}
 	src.Prepare()
@@ -536,3 +545,11 @@ func joinNotes(a, b string) string {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// warmSetSize is how many distinct prompts warm mode cycles through: one
+// pass's worth, or 1024 when a pass is bounded by time alone.
+func warmSetSize(expected int) int {
+	if expected > 0 {
+		return expected
+	}
+	return 1024
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// runList prints every stage kind and sink kind with its one-line doc and
+// its fields, from the registry and the CUE schema (nothing hand-written).
+func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: benchrun list   (then `benchrun schema KIND` for one kind's fields)")
+		return pipeline.ExitInvalid
+	}
+	reg := registry()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "stage kinds:")
+	for _, k := range reg.Kinds() {
+		doc, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), k.Schema.Def)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun list:", err)
+			return pipeline.ExitInfra
+		}
+		note := ""
+		if k.Measuring {
+			note = " (measuring)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\n", k.Name, k.Doc, note)
+		fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(ownFields(doc), ", "))
+	}
+	fmt.Fprintln(tw, "sink kinds:")
+	if len(reg.Sinks()) == 0 {
+		fmt.Fprintln(tw, "  (none registered)")
+	}
+	for _, k := range reg.Sinks() {
+		fmt.Fprintf(tw, "  %s\t%s\n", k.Name, k.Doc)
+		if doc, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), k.Schema.Def); err == nil {
+			fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(ownFields(doc), ", "))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return pipeline.ExitInfra
+	}
+	fmt.Fprintln(stdout, "\nevery stage also takes: needs, description, when, timeout, finally, retry, resources, assert (`benchrun schema`)")
+	return pipeline.ExitOK
+}
+
+// ownFields lists a kind's fields without the common ones, "?" marking
+// the optional ones.
+func ownFields(d schema.DefDoc) []string {
+	var out []string
+	for _, f := range d.Fields {
+		if f.Common || f.Name == "kind" {
+			continue
+		}
+		name := f.Name
+		if f.Optional {
+			name += "?"
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// runSchema prints one kind's fields (type, default, doc), the envelope
+// with the fields every stage shares (no argument), or the row columns
+// assertions can read (`benchrun schema columns`).
+func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 1 {
+		fmt.Fprintln(stderr, "usage: benchrun schema [KIND | plan | columns]")
+		return pipeline.ExitInvalid
+	}
+	reg := registry()
+	kinds, sinks := reg.Schemas(), reg.SinkSchemas()
+	what := "plan"
+	if len(args) == 1 {
+		what = args[0]
+	}
+	switch what {
+	case "plan":
+		for _, def := range []string{"#Plan", "#StageBase"} {
+			d, err := schema.Describe(kinds, sinks, def)
+			if err != nil {
+				fmt.Fprintln(stderr, "benchrun schema:", err)
+				return pipeline.ExitInfra
+			}
+			title := "plan (the envelope of every plan file)"
+			if def == "#StageBase" {
+				title = "\nfields every stage takes"
+			}
+			fmt.Fprintln(stdout, title)
+			writeFields(stdout, d, true)
+		}
+		return pipeline.ExitOK
+	case "columns":
+		return writeColumns(stdout)
+	}
+	if k, ok := reg.Kind(what); ok {
+		d, err := schema.Describe(kinds, sinks, k.Schema.Def)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun schema:", err)
+			return pipeline.ExitInfra
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", k.Name, k.Doc)
+		if k.Measuring {
+			fmt.Fprintln(stdout, "measuring: locks \"gpu\" unless resources names locks; retry is refused")
+		}
+		if d.Doc != "" {
+			fmt.Fprintln(stdout, wrap(d.Doc, 88))
+		}
+		fmt.Fprintln(stdout)
+		writeFields(stdout, d, false)
+		fmt.Fprintln(stdout, "\nplus the fields every stage takes: needs, description, when, timeout, finally, retry, resources, assert (`benchrun schema`)")
+		return pipeline.ExitOK
+	}
+	if k, ok := reg.Sink(what); ok {
+		d, err := schema.Describe(kinds, sinks, k.Schema.Def)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun schema:", err)
+			return pipeline.ExitInfra
+		}
+		fmt.Fprintf(stdout, "sink %s: %s\n\n", k.Name, k.Doc)
+		writeFields(stdout, d, true)
+		return pipeline.ExitOK
+	}
+	var names []string
+	for _, k := range reg.Kinds() {
+		names = append(names, k.Name)
+	}
+	for _, k := range reg.Sinks() {
+		names = append(names, k.Name)
+	}
+	fmt.Fprintf(stderr, "benchrun schema: unknown kind %q (known: %s; also plan, columns)\n", what, strings.Join(names, ", "))
+	return pipeline.ExitInvalid
+}
+
+func writeFields(w io.Writer, d schema.DefDoc, withCommon bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  FIELD\tTYPE\tDEFAULT\tDOC")
+	for _, f := range d.Fields {
+		if f.Common && !withCommon {
+			continue
+		}
+		name := f.Name
+		if f.Optional {
+			name += "?"
+		}
+		typ := f.Type
+		if len(typ) > 48 {
+			typ = typ[:47] + "…"
+		}
+		def := f.Default
+		if len(def) > 40 {
+			def = def[:39] + "…"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, typ, def, f.Doc)
+	}
+	tw.Flush()
+}
+
+// writeColumns lists the cell-row columns assertions and `when` read.
+func writeColumns(w io.Writer) int {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "cell row columns (assertions read these; see docs/RESULTS.md):")
+	rt := reflect.TypeOf(results.Cell{})
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		name := f.Tag.Get("expr")
+		if name == "" || name == "-" {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, f.Type)
+	}
+	tw.Flush()
+	return pipeline.ExitOK
+}
+
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(s) {
+		if n > 0 && n+1+len(word) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if n > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
+}

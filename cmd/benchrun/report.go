@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+	jsonsink "github.com/benchrun/benchrun/sinks/json"
+	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
+	reportsink "github.com/benchrun/benchrun/sinks/report"
+)
+
+// resultOutputs are the outputs every run writes into its run directory
+// besides the CSV table: Parquet tables, result.json and the reports.
+// With prefix set, result.json and the reports are also copied to
+// prefix.json, prefix.md and prefix.html.
+func resultOutputs(prefix string) []pipeline.Output {
+	js := jsonsink.New()
+	js.Prefix = prefix
+	rep := reportsink.New()
+	rep.Prefix = prefix
+	return []pipeline.Output{parquetsink.New(), js, rep}
+}
+
+// applyMetadata adds --metadata key=value stamps to the plan's metadata.
+func applyMetadata(p *schema.Plan, kvs []string) error {
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not key=value (example: --metadata gpu=h100)", kv)
+		}
+		if p.Metadata == nil {
+			p.Metadata = map[string]string{}
+		}
+		p.Metadata[k] = v
+	}
+	return nil
+}
+
+// runReport regenerates a run's report.md, report.html, charts and
+// result.json from its Parquet files and manifest.json: after a run that was
+// killed, or after benchrun learned a better report.
+func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fset := flag.NewFlagSet("report", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	output := fset.String("output", "", "also write PREFIX.md, PREFIX.html and PREFIX.json")
+	fset.Usage = func() {
+		fmt.Fprintln(stderr, "usage: benchrun report RUN_DIR [--output PREFIX]")
+		fset.PrintDefaults()
+	}
+	var dir string
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case strings.HasPrefix(a, "-"):
+			rest = append(rest, a)
+			if !strings.Contains(a, "=") && i+1 < len(args) && a != "-h" && a != "--help" && a != "-help" {
+				rest = append(rest, args[i+1])
+				i++
+			}
+		case dir == "":
+			dir = a
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if err := fset.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return pipeline.ExitOK
+		}
+		return pipeline.ExitInvalid
+	}
+	if dir == "" || fset.NArg() > 0 {
+		fset.Usage()
+		return pipeline.ExitInvalid
+	}
+	run, err := readRunRecord(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun report:", err)
+		return pipeline.ExitInvalid
+	}
+	d, err := reportsink.Load(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun report:", err)
+		return pipeline.ExitInfra
+	}
+	reportsink.FillRunFromCells(&run, d.Cells)
+	d.Run = run
+	if err := reportsink.Write(dir, d, *output); err != nil {
+		fmt.Fprintln(stderr, "benchrun report:", err)
+		return pipeline.ExitInfra
+	}
+	if err := writeResultJSON(dir, d, *output); err != nil {
+		fmt.Fprintln(stderr, "benchrun report:", err)
+		return pipeline.ExitInfra
+	}
+	fmt.Fprintf(stderr, "benchrun report: %d cell rows, %d assertion checks: %s, %s\n", len(d.Cells), len(d.Verdicts),
+		filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"))
+	fmt.Fprintln(stdout, filepath.Join(dir, "report.html"))
+	return pipeline.ExitOK
+}
+
+// readRunRecord reads what manifest.json (and plan.json) say about a run.
+func readRunRecord(dir string) (results.Run, error) {
+	var run results.Run
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, cerr := os.Stat(filepath.Join(dir, results.TableCells)); cerr != nil {
+			return run, fmt.Errorf("%s is not a run directory (it has neither manifest.json nor cells/); give one like runs/plan=NAME/date=YYYY-MM-DD/run=ID", dir)
+		}
+		run.Status = "incomplete"
+		return run, nil
+	}
+	if err != nil {
+		return run, fmt.Errorf("reading manifest: %w", err)
+	}
+	var m pipeline.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return run, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
+	}
+	run = results.Run{
+		RunID: m.RunID, Plan: m.Plan, StartedAt: m.StartedAt, FinishedAt: m.FinishedAt, Status: m.Status, ExitCode: m.ExitCode,
+		Metadata: m.Metadata, Tags: m.Tags, Hostname: m.Host.Hostname, BenchrunVersion: m.Benchrun,
+	}
+	if run.Status == pipeline.StatusRunning {
+		// Nothing finished the manifest: the run is still going or was killed.
+		run.Status = "incomplete"
+	}
+	for _, s := range m.Stages {
+		run.Stages = append(run.Stages, results.StageOutcome{Name: s.Name, Kind: s.Kind, Status: s.Status, Reason: s.Reason, DurationS: s.DurationS})
+	}
+	var plan struct {
+		Description string `json:"description"`
+		Model       struct {
+			Name string `json:"name"`
+		} `json:"model"`
+	}
+	if pb, err := os.ReadFile(filepath.Join(dir, "plan.json")); err == nil && json.Unmarshal(pb, &plan) == nil {
+		run.Description, run.Model = plan.Description, plan.Model.Name
+	}
+	return run, nil
+}
+
+// writeResultJSON regenerates result.json from the Parquet files.
+func writeResultJSON(dir string, d reportsink.Data, prefix string) error {
+	reqs, err := results.ReadTable[results.Request](dir, results.TableRequests)
+	if err != nil {
+		return err
+	}
+	byCell := map[string][]results.Request{}
+	for _, q := range reqs {
+		byCell[q.CellID] = append(byCell[q.CellID], q)
+	}
+	var cells []jsonsink.CellResult
+	for _, c := range d.Cells {
+		cells = append(cells, jsonsink.NewCellResult(c, byCell[c.CellID]))
+	}
+	b, err := jsonsink.Encode(jsonsink.Build(d.Run, cells, d.Verdicts))
+	if err != nil {
+		return err
+	}
+	if err := pipeline.WriteFileAtomic(filepath.Join(dir, jsonsink.FileName), b); err != nil {
+		return err
+	}
+	if prefix != "" {
+		return pipeline.WriteFileAtomic(prefix+".json", b)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden outputs (cmp sections of testdata/script/*.txtar, want blocks of testdata/plans/broken/*.cue)")
+
+// TestMain lets the test binary act as `benchrun` inside the scripts, so
+// the CLI is built once (testscript.Main).
+func TestMain(m *testing.M) {
+	// Go tests that need a real benchrun process (signals) re-execute
+	// this binary with the variable set.
+	if os.Getenv("BENCHRUN_TEST_AS_MAIN") == "1" {
+		os.Exit(benchrunMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	testscript.Main(m, map[string]func(){
+		"benchrun": func() { os.Exit(benchrunMain(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the end-to-end CLI scripts in testdata/script: vet,
+// graph, dry-run, list, schema, runs against the built-in simulator,
+// interrupts and exit codes.
+func TestScripts(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: *update,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PLANS", filepath.Join(root, "plans"))
+			env.Setenv("BROKEN", filepath.Join(root, "testdata", "plans", "broken"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfor": cmdWaitFor,
+		},
+	})
+}
+
+// cmdWaitFor waits (at most 20 s) until a file matching a glob exists and
+// contains a string: `waitfor GLOB TEXT`. The scripts use it to send a signal at a
+// known moment of a background run.
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitfor FILE TEXT")
+	}
+	pattern := ts.MkAbs(args[0])
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		matches, _ := filepath.Glob(pattern)
+		for _, path := range matches {
+			if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), args[1]) {
+				if neg {
+					ts.Fatalf("%s contains %q", path, args[1])
+				}
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !neg {
+		ts.Fatalf("%s: no file containing %q after 20s", args[0], args[1])
+	}
+}

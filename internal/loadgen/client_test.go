@@ -1,0 +1,236 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
+)
+
+func TestClientAgainstSimulator(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) { c.TTFT = 2 * time.Millisecond; c.ITL = time.Millisecond })
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		ep       Endpoint
+		stream   bool
+		tpc      int // the simulator's tokens per chunk
+		events   int
+		estimate bool
+	}{
+		{"completions stream", Completions, true, 1, 8, false},
+		{"chat stream skips the role chunk", Chat, true, 1, 8, false},
+		{"completions whole", Completions, false, 1, 1, false},
+		{"chat whole", Chat, false, 1, 1, false},
+		{"multi-token chunks", Completions, true, 4, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := newTarget(url, 2)
+			tg.Endpoint, tg.Stream = tc.ep, tc.stream
+			if tc.tpc > 1 {
+				_, url2 := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL, c.TokensPerChunk = 0, time.Millisecond, tc.tpc })
+				tg.BaseURL = url2
+			}
+			r := tg.Do(ctx, Request{Prompt: "one two three", MaxTokens: 8, Body: map[string]any{"ignore_eos": true}})
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if r.InputTokens <= 0 || r.OutputTokens != 8 || !r.UsageReported {
+				t.Errorf("usage in/out %d/%d reported=%v", r.InputTokens, r.OutputTokens, r.UsageReported)
+			}
+			if len(r.Tokens) != tc.events || r.TokensEstimated != tc.estimate {
+				t.Errorf("%d token events (estimated %v), want %d (%v)", len(r.Tokens), r.TokensEstimated, tc.events, tc.estimate)
+			}
+			sum := 0
+			for _, e := range r.Tokens {
+				sum += e.Tokens
+			}
+			if sum != 8 {
+				t.Errorf("tokens per event sum to %d, want 8", sum)
+			}
+			if r.TTFT() <= 0 || r.E2EL() < r.TTFT() || r.Sent.IsZero() || r.Finished.Before(r.Tokens[len(r.Tokens)-1].At) {
+				t.Errorf("times out of order: ttft %v e2el %v", r.TTFT(), r.E2EL())
+			}
+			if tc.tpc == 1 {
+				if _, ok := srv.Record(r.ResponseID); !ok {
+					t.Errorf("response id %q not known to the simulator", r.ResponseID)
+				}
+			}
+		})
+	}
+	t.Run("embeddings", func(t *testing.T) {
+		tg := newTarget(url, 2)
+		tg.Endpoint, tg.Stream = Embeddings, false
+		r := tg.Do(ctx, Request{Prompt: "one two three"})
+		if r.Err != nil || r.InputTokens != 3 || len(r.Tokens) != 1 {
+			t.Fatalf("embeddings: err %v, input %d, events %d", r.Err, r.InputTokens, len(r.Tokens))
+		}
+	})
+}
+
+// TestClientReportsFailures drives the simulator's faults: every failure is
+// an error on the result, in words, never a panic or a hang.
+func TestClientReportsFailures(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) { c.TTFT = time.Millisecond; c.ITL = time.Millisecond })
+	for _, tc := range []struct {
+		fault string
+		want  string
+	}{
+		{"error=503", "HTTP 503"},
+		{"drop-after=2", "reading stream after 2 token events"},
+		{"malformed", "malformed event after 1 token events"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			tg := newTarget(url, 1)
+			tg.Headers = map[string]string{"X-Sim-Fault": tc.fault}
+			r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 8})
+			if r.Err == nil || !strings.Contains(r.Err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", r.Err, tc.want)
+			}
+		})
+	}
+	t.Run("stall ends with the context", func(t *testing.T) {
+		tg := newTarget(url, 1)
+		tg.Headers = map[string]string{"X-Sim-Fault": "stall=5s"}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		r := tg.Do(ctx, Request{Prompt: "x", MaxTokens: 8})
+		if r.Err == nil || time.Since(start) > 2*time.Second {
+			t.Fatalf("err %v after %v", r.Err, time.Since(start))
+		}
+	})
+	t.Run("unknown model", func(t *testing.T) {
+		tg := newTarget(url, 1)
+		tg.Model = "nope"
+		r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 8})
+		var he *HTTPError
+		if !errors.As(r.Err, &he) || he.Status != 404 && he.Status != 400 {
+			t.Fatalf("err = %v", r.Err)
+		}
+	})
+}
+
+// fakeServer plays stream shapes the simulator does not produce (per-chunk
+// continuous usage, a mid-stream error object, zero usage on every chunk,
+// a stream cut without [DONE]). It is a fake because no real server here
+// sends them on demand; the parsing it exercises is the same.
+func fakeServer(t *testing.T, events ...string) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if got := r.Header.Get("Authorization"); got != "" && got != "Bearer s3cret" {
+			http.Error(w, "bad key", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			fmt.Fprint(w, e)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func TestClientStreamShapes(t *testing.T) {
+	chunk := func(text string, usage string) string {
+		u := ""
+		if usage != "" {
+			u = `,"usage":` + usage
+		}
+		return `data: {"id":"x","choices":[{"index":0,"text":"` + text + `"}]` + u + "}\r\n\r\n"
+	}
+	for _, tc := range []struct {
+		name       string
+		events     []string
+		wantErr    string
+		wantTokens []int
+		out        int
+		usage      bool
+		continuous bool
+	}{
+		{"continuous usage deltas", []string{chunk("a", `{"prompt_tokens":5,"completion_tokens":1}`), chunk("bcd", `{"prompt_tokens":5,"completion_tokens":4}`), chunk("e", `{"prompt_tokens":5,"completion_tokens":6}`), "data: [DONE]\n\n"},
+			"", []int{1, 3, 2}, 6, true, true},
+		{"zero usage each chunk, real one last", []string{chunk("a", `{"prompt_tokens":0,"completion_tokens":0}`), chunk("b", `{"prompt_tokens":0,"completion_tokens":0}`), `data: {"id":"x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}` + "\n\n", "data: [DONE]\n\n"},
+			"", []int{1, 1}, 2, true, false},
+		{"no usage: counted", []string{": keep-alive\n\n", "event: message\n" + chunk("a", ""), chunk("b", ""), "data: [DONE]\n\n"},
+			"", []int{1, 1}, 2, false, false},
+		{"ends without [DONE]", []string{chunk("a", ""), chunk("b", "")}, "", []int{1, 1}, 2, false, false},
+		{"error object mid-stream", []string{chunk("a", ""), `data: {"error":{"message":"out of memory","code":500}}` + "\n\n"}, "out of memory", nil, 0, false, false},
+		{"error event", []string{chunk("a", ""), "event: error\ndata: {\"message\":\"engine died\"}\n\n"}, "engine died", nil, 0, false, false},
+		{"truncated event", []string{chunk("a", ""), `data: {"id":"x","choi`}, "reading stream after 1 token events", nil, 0, false, false},
+		{"no tokens", []string{"data: [DONE]\n\n"}, ErrNoTokens.Error(), nil, 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := newTarget(fakeServer(t, tc.events...), 1)
+			tg.APIKey = "s3cret"
+			r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 8})
+			if tc.wantErr != "" {
+				if r.Err == nil || !strings.Contains(r.Err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", r.Err, tc.wantErr)
+				}
+				if strings.Contains(r.Err.Error(), "s3cret") {
+					t.Fatal("the API key leaked into an error")
+				}
+				return
+			}
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			var got []int
+			for _, e := range r.Tokens {
+				got = append(got, e.Tokens)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantTokens) || r.OutputTokens != tc.out || r.UsageReported != tc.usage || r.ContinuousUsage != tc.continuous {
+				t.Fatalf("tokens %v out %d usage %v continuous %v; want %v %d %v %v", got, r.OutputTokens, r.UsageReported, r.ContinuousUsage, tc.wantTokens, tc.out, tc.usage, tc.continuous)
+			}
+		})
+	}
+	t.Run("wrong key is an HTTP error", func(t *testing.T) {
+		tg := newTarget(fakeServer(t, chunk("a", "")), 1)
+		tg.APIKey = "wrong"
+		r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 8})
+		var he *HTTPError
+		if !errors.As(r.Err, &he) || he.Status != 401 || strings.Contains(r.Err.Error(), "wrong") {
+			t.Fatalf("err = %v", r.Err)
+		}
+		if strings.Contains(tg.String(), "wrong") {
+			t.Fatal("Target.String shows the key")
+		}
+	})
+}
+
+// TestConnectionsAreReused: a stream read to [DONE] must hand its
+// connection back to the pool, or every request pays a TCP dial (and the
+// timing includes it).
+func TestConnectionsAreReused(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL = 0, 0 })
+	var dials atomic.Int64
+	tg := newTarget(url, 4)
+	defer tg.HTTP.CloseIdleConnections()
+	tr := tg.HTTP.Transport.(*http.Transport)
+	d := &net.Dialer{Timeout: time.Second}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+	for _, stream := range []bool{true, false} {
+		tg.Stream = stream
+		for i := 0; i < 20; i++ {
+			if r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 2}); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("40 sequential requests dialled %d connections, want 1", n)
+	}
+}

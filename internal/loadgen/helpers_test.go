@@ -1,0 +1,35 @@
+package loadgen
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
+)
+
+// startSim serves the real simulator (the ground truth) over real HTTP on
+// loopback; tests only import it, the load generator shares no code with it.
+func startSim(t testing.TB, edit func(*sim.Config)) (*sim.Server, string) {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.EOSProb = 0
+	cfg.MaxRecords = 20000
+	if edit != nil {
+		edit(&cfg)
+	}
+	s := sim.New(cfg)
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() {
+		s.Close()
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return s, hs.URL
+}
+
+func newTarget(url string, conns int) *Target {
+	return &Target{BaseURL: url, Model: "sim-llama", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(conns)}
+}
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,135 @@
+package loadgen
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCalibrateAgainstSimulator(t *testing.T) {
+	_, url := startSim(t, nil)
+	for _, tc := range []struct {
+		method, want string
+		ep           Endpoint
+	}{
+		{CalibrateAuto, CalibrateTokenize, Completions},
+		{CalibrateTokenize, CalibrateTokenize, Completions},
+		{CalibrateProbe, CalibrateProbe, Completions},
+		{CalibrateProbe, CalibrateProbe, Chat},
+		{CalibrateTokenize, CalibrateTokenize, Chat},
+	} {
+		t.Run(tc.method+"/"+string(tc.ep), func(t *testing.T) {
+			tg := newTarget(url, 4)
+			tg.Endpoint = tc.ep
+			v, err := Calibrate(context.Background(), tg, tc.method)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Method != tc.want || len(v.Words) < 100 {
+				t.Fatalf("method %s with %d words", v.Method, len(v.Words))
+			}
+			// Every prompt is exactly isl tokens as the server counts them.
+			src := &PromptSource{ISL: 100, SharedPrefix: 20, Seed: 3, CellKey: 9, Vocab: v}
+			src.Prepare()
+			for i := 0; i < 3; i++ {
+				r := tg.Do(context.Background(), Request{Prompt: src.Prompt(0, i), MaxTokens: 1})
+				if r.Err != nil {
+					t.Fatal(r.Err)
+				}
+				if r.InputTokens != 100 {
+					t.Errorf("prompt %d is %d tokens as served, want 100 (overhead %d)", i, r.InputTokens, v.Overhead)
+				}
+			}
+		})
+	}
+	t.Run("a server without /tokenize or usage", func(t *testing.T) {
+		tg := newTarget(fakeServer(t, "data: [DONE]\n\n"), 1)
+		if _, err := Calibrate(context.Background(), tg, CalibrateAuto); err == nil || !strings.Contains(err.Error(), "probe") {
+			t.Fatalf("err = %v, want a probe failure", err)
+		}
+		v, err := Calibrate(context.Background(), tg, CalibrateOff)
+		if err != nil || v.Method != "assumed" {
+			t.Fatalf("off: %v %v", v, err)
+		}
+	})
+}
+
+func TestPromptSourceDeterminism(t *testing.T) {
+	mk := func(warm bool) *PromptSource {
+		p := &PromptSource{ISL: 50, SharedPrefix: 10, Warm: warm, WarmSet: 4, Seed: 1, CellKey: 7}
+		p.Prepare()
+		return p
+	}
+	a, b := mk(false), mk(false)
+	seen := map[string]bool{}
+	for pass := 0; pass < 2; pass++ {
+		for i := 0; i < 8; i++ {
+			pa := a.Prompt(pass, i)
+			if pa != b.Prompt(pass, i) {
+				t.Fatal("the same seed gave other prompts")
+			}
+			if seen[pa] {
+				t.Fatalf("cold mode repeated a prompt (pass %d, request %d)", pass, i)
+			}
+			seen[pa] = true
+			if n := len(strings.Fields(pa)); n != 50 {
+				t.Fatalf("prompt has %d words, want 50", n)
+			}
+			if !strings.HasPrefix(pa, strings.Join(strings.Fields(a.Prompt(0, 0))[:10], " ")) {
+				t.Fatal("the shared prefix differs between prompts")
+			}
+		}
+	}
+	w := mk(true)
+	if w.Prompt(0, 1) != w.Prompt(3, 5) || w.Prompt(0, 1) == w.Prompt(0, 2) {
+		t.Fatal("warm mode must reuse a fixed set, indexed modulo its size")
+	}
+	other := &PromptSource{ISL: 50, Seed: 2, CellKey: 7}
+	if other.Prompt(0, 0) == a.Prompt(0, 0) {
+		t.Fatal("another seed gave the same prompt")
+	}
+}
+
+func TestLoadDataset(t *testing.T) {
+	for _, tc := range []struct {
+		spec DatasetSpec
+		want []string
+	}{
+		{DatasetSpec{Path: "testdata/sharegpt.json"}, []string{"What is a KV cache?", "Explain paged attention.", "Why does batching raise throughput?"}},
+		{DatasetSpec{Path: "testdata/prompts.jsonl"}, []string{"first prompt", "second prompt", "third prompt"}},
+		{DatasetSpec{Path: "testdata/docs"}, []string{"The first document talks about GPUs.", "The second document talks about tokens.", "A text file."}},
+		{DatasetSpec{Path: "testdata/docs/*.md"}, []string{"The first document talks about GPUs.", "The second document talks about tokens."}},
+	} {
+		got, err := LoadDataset(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.spec.Path, err)
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.spec.Path, got, tc.want)
+		}
+	}
+	s1, _ := LoadDataset(DatasetSpec{Path: "testdata/prompts.jsonl", Limit: 2, Seed: 5})
+	s2, _ := LoadDataset(DatasetSpec{Path: "testdata/prompts.jsonl", Limit: 2, Seed: 5})
+	if len(s1) != 2 || strings.Join(s1, "|") != strings.Join(s2, "|") {
+		t.Errorf("sampling with a seed: %q vs %q", s1, s2)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"prompt\":\"ok\"}\n{\"other\":1}\n"), 0o644)
+	for _, tc := range []struct {
+		spec DatasetSpec
+		want string
+	}{
+		{DatasetSpec{Path: bad}, "bad.jsonl:2: no field \"prompt\""},
+		{DatasetSpec{Path: bad, Field: "other"}, "bad.jsonl:1: no field \"other\""},
+		{DatasetSpec{Path: filepath.Join(dir, "none", "*.md")}, "no such file"},
+		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: "csv"}, "want sharegpt, jsonl or text"},
+		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: FormatShareGPT}, "not a ShareGPT JSON array"},
+	} {
+		if _, err := LoadDataset(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}

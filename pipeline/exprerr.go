@@ -1,0 +1,88 @@
+package pipeline
+
+import (
+	"errors"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/expr-lang/expr/file"
+
+	"github.com/benchrun/benchrun/schema"
+)
+
+// exprProblem turns an expr compile error into one line and the position
+// of the offending character in the plan file: the string literal's
+// position moved by the error's column, when the literal is one plain line
+// (no escapes, so columns in the expression are columns in the file).
+func exprProblem(err error, src string, at schema.Pos, names []string) (string, schema.Pos) {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return firstLine(err.Error()), at
+	}
+	msg := fe.Message
+	if at.Line > 0 && fe.Line == 1 && !strings.ContainsAny(src, "\"\\\n") {
+		at.Col += 1 + fe.Column
+	}
+	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
+		if s := closest(m[1], names); s != "" {
+			msg += " (did you mean " + s + "?)"
+		}
+	}
+	return msg, at
+}
+
+var unknownNameRE = regexp.MustCompile(`unknown name ([A-Za-z_][A-Za-z0-9_]*)`)
+
+// closest returns the candidate nearest to name (edit distance at most a
+// third of its length, or name as a prefix), or "".
+func closest(name string, candidates []string) string {
+	best, bestD := "", len(name)/3+1
+	prefixBest := ""
+	for _, c := range candidates {
+		if strings.HasPrefix(c, name+"_") && (prefixBest == "" || len(c) < len(prefixBest)) {
+			prefixBest = c // itl_p99 -> itl_p99_ms
+		}
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if prefixBest != "" {
+		return prefixBest
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// exprNames lists the expr names of a struct type's fields.
+func exprNames(v any) []string {
+	var out []string
+	rt := reflect.TypeOf(v)
+	for i := 0; i < rt.NumField(); i++ {
+		if n := rt.Field(i).Tag.Get("expr"); n != "" && n != "-" {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,188 @@
+package pipeline_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// emitter is a measuring test kind that emits two cell rows with requests,
+// the second slower than the first.
+type emitter struct{}
+
+func (emitter) Validate(*schema.Plan) error { return nil }
+
+func (emitter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	for i, itl := range []float64{5, 50} {
+		c := results.Cell{Stage: env.Stage.Name, CellID: env.Stage.Name + "/64:32/c" + string(rune('1'+i)), ISL: 64, OSL: 32,
+			Concurrency: int64(i + 1), ITLP50Ms: 5, ITLP99Ms: itl, Status: results.StatusOK, StartedAt: time.Now(),
+			Metadata: map[string]string{"cell_note": "x"}}
+		reqs := []results.Request{{Seq: 0, TTFTMs: 20}, {Seq: 1, TTFTMs: 21}}
+		if err := env.Emit(c, reqs); err != nil {
+			return nil, err
+		}
+	}
+	return &pipeline.Outputs{}, nil
+}
+
+// capture is an Output that also takes verdicts.
+type capture struct {
+	cells    []results.Cell
+	reqs     []results.Request
+	verdicts []results.Verdict
+	order    []string
+}
+
+func (c *capture) Name() string                  { return "capture" }
+func (c *capture) Start(*pipeline.RunInfo) error { return nil }
+func (c *capture) Stop(*pipeline.Summary) error  { return nil }
+func (c *capture) Cell(cell results.Cell, reqs []results.Request) error {
+	c.cells = append(c.cells, cell)
+	c.reqs = append(c.reqs, reqs...)
+	c.order = append(c.order, "cell")
+	return nil
+}
+func (c *capture) Verdicts(_ results.Cell, rows []results.Verdict) error {
+	c.verdicts = append(c.verdicts, rows...)
+	c.order = append(c.order, "verdicts")
+	return nil
+}
+
+// plain is an Output without optional capabilities.
+type plain struct{ cells int }
+
+func (p *plain) Name() string                               { return "plain" }
+func (p *plain) Start(*pipeline.RunInfo) error              { return nil }
+func (p *plain) Stop(*pipeline.Summary) error               { return nil }
+func (p *plain) Cell(results.Cell, []results.Request) error { p.cells++; return nil }
+
+func TestEmitStampsIdentityAndHandsOutVerdicts(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	model := []byte("GGUF not really a model")
+	if err := os.WriteFile(filepath.Join(dir, "model.gguf"), model, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(model)
+	wantDigest := "sha256:" + hex.EncodeToString(sum[:])
+	src := `name: "stamped"
+model: {name: "m", file: "model.gguf"}
+metadata: {quant: "Q4_K_M"}
+assert: ["status == \"ok\""]
+stages: {
+	measure: {kind: "emit", assert: ["itl_p99_ms < 2*itl_p50_ms"]}
+}
+`
+	path := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(pipeline.Kind{Name: "emit", Doc: "test emitter", Measuring: true,
+		Schema: schema.KindSchema{Def: "#Emit", Source: "package schema\n#Emit: {\n\t#StageBase\n\tkind: \"emit\"\n}\n"},
+		New:    func(*schema.Stage) (pipeline.Stage, error) { return emitter{}, nil }})
+	p, err := schema.Load(path, reg.LoadOptions(nil))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	g, err := pipeline.Build(p, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	capt, pl := &capture{}, &plain{}
+	res, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{capt, pl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != pipeline.ExitAssertion {
+		t.Errorf("exit %d, want %d (the second cell fails its ITL assertion)", res.ExitCode, pipeline.ExitAssertion)
+	}
+	if len(capt.cells) != 2 || pl.cells != 2 {
+		t.Fatalf("capture got %d cells, plain %d; want 2 each", len(capt.cells), pl.cells)
+	}
+	for _, c := range capt.cells {
+		if c.RunID != ri.ID || c.Plan != "stamped" || c.ModelDigest != wantDigest || c.Hostname == "" || c.Hardware == "" || c.BenchrunVersion == "" {
+			t.Errorf("cell %s identity: run %q plan %q digest %q host %q hw %q version %q", c.CellID, c.RunID, c.Plan, c.ModelDigest, c.Hostname, c.Hardware, c.BenchrunVersion)
+		}
+		if c.Metadata["quant"] != "Q4_K_M" || c.Metadata["cell_note"] != "x" {
+			t.Errorf("cell %s metadata %v: want the plan's and the stage's", c.CellID, c.Metadata)
+		}
+	}
+	capt.cells[0].Metadata["quant"] = "changed"
+	if capt.cells[1].Metadata["quant"] != "Q4_K_M" || p.Metadata["quant"] != "Q4_K_M" {
+		t.Error("cell rows share their metadata map with each other or with the plan")
+	}
+	for _, q := range capt.reqs {
+		if q.RunID != ri.ID || q.Plan != "stamped" || q.Stage != "measure" || q.CellID == "" {
+			t.Errorf("request identity: %+v", q)
+		}
+	}
+	if len(capt.verdicts) != 4 {
+		t.Fatalf("%d verdict rows, want 2 cells × 2 assertions", len(capt.verdicts))
+	}
+	outcomes := map[string]int{}
+	for _, v := range capt.verdicts {
+		outcomes[v.Scope+"/"+v.Outcome]++
+		if v.RunID != ri.ID || v.Plan != "stamped" || v.CellID == "" || v.Pos == "" || v.JudgedAt.IsZero() {
+			t.Errorf("verdict identity: %+v", v)
+		}
+		if v.Outcome == results.OutcomeFail && (v.Values["itl_p99_ms"] != "50" || v.Passed) {
+			t.Errorf("failed verdict %+v: want its values and passed=false", v)
+		}
+	}
+	if outcomes["stage/pass"] != 1 || outcomes["stage/fail"] != 1 || outcomes["plan/pass"] != 2 {
+		t.Errorf("outcomes %v, want stage/pass 1, stage/fail 1, plan/pass 2", outcomes)
+	}
+	if want := []string{"cell", "verdicts", "cell", "verdicts"}; len(capt.order) != 4 || capt.order[0] != want[0] || capt.order[1] != want[1] {
+		t.Errorf("call order %v, want each cell's Cell then its Verdicts", capt.order)
+	}
+}
+
+func TestModelDigest(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.gguf"), []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const abc = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	for _, tc := range []struct{ file, planDir, want string }{
+		{filepath.Join(dir, "m.gguf"), "", abc},
+		{"m.gguf", dir, abc},
+		{"missing.gguf", dir, ""},
+		{dir, "", ""}, // a directory is not a model file
+	} {
+		if got := pipeline.ModelDigest(tc.file, tc.planDir); got != tc.want {
+			t.Errorf("ModelDigest(%q, %q) = %q, want %q", tc.file, tc.planDir, got, tc.want)
+		}
+	}
+	// The disk cache answers for an unchanged file, and a changed file
+	// (new size and mtime) is hashed again.
+	cache, err := os.ReadFile(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "benchrun", "digests.json"))
+	if err != nil || !strings.Contains(string(cache), abc) {
+		t.Fatalf("digest cache (%v):\n%s", err, cache)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.WriteFile(filepath.Join(dir, "m.gguf"), []byte("abcd"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(dir, "m.gguf"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	const abcd = "sha256:88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589"
+	if got := pipeline.ModelDigest("m.gguf", dir); got != abcd {
+		t.Errorf("after the file changed: %q, want %q", got, abcd)
+	}
+}

@@ -1,0 +1,517 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/sinks/parquet"
+	"github.com/benchrun/benchrun/stages/launch"
+)
+
+// The stages in these tests are test kinds: the scheduler's semantics are
+// what is under test, not what stages do. Where a semantic is about
+// processes (timeouts, services dying), the stages run real processes.
+
+const testKinds = `
+#Step: {
+	#StageBase
+	kind: "step"
+	// Sleep this long (or until cancelled).
+	sleep: *"0s" | string
+	// Fail the first N attempts.
+	fail: *0 | int
+	// Start this command in its own process group and wait for it.
+	cmd?: [...string]
+	// A value for when expressions (outputs.value).
+	value?: int
+}
+#Measure: {
+	#StageBase
+	kind: "measure"
+	sleep: *"0s" | string
+}
+`
+
+type stepConfig struct {
+	Sleep string   `json:"sleep"`
+	Fail  int      `json:"fail"`
+	Cmd   []string `json:"cmd"`
+	Value *int     `json:"value"`
+}
+
+// recorder notes when each stage ran, for overlap and order checks.
+type recorder struct {
+	mu     sync.Mutex
+	spans  map[string][2]time.Time
+	tries  map[string]int
+	pids   map[string]int
+	starts []string
+}
+
+func newRecorder() *recorder {
+	return &recorder{spans: map[string][2]time.Time{}, tries: map[string]int{}, pids: map[string]int{}}
+}
+
+type step struct {
+	name string
+	cfg  stepConfig
+	rec  *recorder
+}
+
+func (s *step) Validate(*schema.Plan) error { return nil }
+
+func (s *step) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	s.rec.mu.Lock()
+	s.rec.tries[s.name]++
+	try := s.rec.tries[s.name]
+	s.rec.starts = append(s.rec.starts, s.name)
+	start := time.Now()
+	s.rec.mu.Unlock()
+	defer func() {
+		s.rec.mu.Lock()
+		s.rec.spans[s.name] = [2]time.Time{start, time.Now()}
+		s.rec.mu.Unlock()
+	}()
+	if len(s.cfg.Cmd) > 0 {
+		cmd := exec.CommandContext(ctx, s.cfg.Cmd[0], s.cfg.Cmd[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		s.rec.mu.Lock()
+		s.rec.pids[s.name] = cmd.Process.Pid
+		s.rec.mu.Unlock()
+		if err := cmd.Wait(); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.cfg.Cmd[0], err)
+		}
+	}
+	d, _ := time.ParseDuration(s.cfg.Sleep)
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if try <= s.cfg.Fail {
+		return nil, fmt.Errorf("attempt %d fails on purpose", try)
+	}
+	out := &pipeline.Outputs{Values: map[string]any{}}
+	if s.cfg.Value != nil {
+		out.Values["value"] = *s.cfg.Value
+	}
+	return out, nil
+}
+
+func testRegistry(rec *recorder) *pipeline.Registry {
+	reg := pipeline.NewRegistry()
+	newStep := func(s *schema.Stage) (pipeline.Stage, error) {
+		st := &step{name: s.Name, rec: rec}
+		return st, s.Decode(&st.cfg)
+	}
+	reg.AddKind(pipeline.Kind{Name: "step", Doc: "test step", Schema: schema.KindSchema{Def: "#Step", Source: "package schema\n" + testKinds}, New: newStep})
+	reg.AddKind(pipeline.Kind{Name: "measure", Doc: "test measuring step", Measuring: true, Schema: schema.KindSchema{Def: "#Measure", Source: "package schema\n"}, New: newStep})
+	return reg
+}
+
+// run loads src as a plan, runs it and returns the summary by stage.
+func run(t *testing.T, ctx context.Context, reg *pipeline.Registry, src string) (*pipeline.Summary, map[string]pipeline.StageResult) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := schema.Load(path, reg.LoadOptions(nil))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	g, err := pipeline.Build(p, reg)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{FinallyTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	by := map[string]pipeline.StageResult{}
+	for _, s := range sum.Stages {
+		by[s.Name] = s
+	}
+	return sum, by
+}
+
+func overlap(a, b [2]time.Time) bool { return a[0].Before(b[1]) && b[0].Before(a[1]) }
+
+func TestIndependentStagesRunInParallelUnlessTheyShareALock(t *testing.T) {
+	rec := newRecorder()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "par"
+stages: {
+	a: {kind: "step", sleep: "300ms"}
+	b: {kind: "step", sleep: "300ms"}
+	c: {kind: "step", sleep: "200ms", resources: ["gpu:0"]}
+	d: {kind: "step", sleep: "200ms", resources: ["gpu:0"]}
+	m1: {kind: "measure", sleep: "150ms"}
+	m2: {kind: "measure", sleep: "150ms"}
+}`)
+	if sum.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", sum.ExitCode, by)
+	}
+	if !overlap(rec.spans["a"], rec.spans["b"]) {
+		t.Errorf("independent stages a and b did not run in parallel: %v %v", rec.spans["a"], rec.spans["b"])
+	}
+	if overlap(rec.spans["c"], rec.spans["d"]) {
+		t.Errorf("c and d share gpu:0 but ran at once")
+	}
+	if overlap(rec.spans["m1"], rec.spans["m2"]) {
+		t.Errorf("measuring stages must take the gpu lock by default, but m1 and m2 overlapped")
+	}
+}
+
+func TestFailureSkipsDependentsAndFinallyRuns(t *testing.T) {
+	rec := newRecorder()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "fail"
+stages: {
+	server: {kind: "step", fail: 1}
+	health: {kind: "step", needs: ["server"]}
+	sweep:  {kind: "step", needs: ["health"]}
+	other:  {kind: "step"}
+	post:   {kind: "step", needs: ["sweep"], finally: true}
+}`)
+	if sum.ExitCode != pipeline.ExitInfra {
+		t.Errorf("exit = %d, want %d (infrastructure failed)", sum.ExitCode, pipeline.ExitInfra)
+	}
+	want := map[string]string{"server": "failed", "health": "skipped", "sweep": "skipped", "other": "ok", "post": "ok"}
+	for name, status := range want {
+		if by[name].Status != status {
+			t.Errorf("%s: status %s (%s), want %s", name, by[name].Status, by[name].Reason, status)
+		}
+	}
+	if r := by["health"].Reason; r != "skipped: needs server, which failed" {
+		t.Errorf("health reason = %q", r)
+	}
+	if r := by["sweep"].Reason; r != "skipped: needs health, which was skipped" {
+		t.Errorf("sweep reason = %q", r)
+	}
+	if len(sum.Stages) != 5 {
+		t.Errorf("summary lists %d stages, want every one of 5", len(sum.Stages))
+	}
+}
+
+func TestWhen(t *testing.T) {
+	rec := newRecorder()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "when"
+stages: {
+	probe:    {kind: "step", value: 2}
+	big:      {kind: "step", when: "stages.probe.outputs.value > 4"}
+	afterbig: {kind: "step", needs: ["big"]}
+	rescue:   {kind: "step", needs: ["big"], when: "stages.big.status == \"skipped\""}
+	small:    {kind: "step", when: "stages.probe.outputs.value <= 4 && stages.probe.status == \"ok\""}
+	tagged:   {kind: "step", when: "metadata.gpu == \"h100\""}
+}
+metadata: {gpu: "a100"}`)
+	if sum.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", sum.ExitCode, by)
+	}
+	want := map[string]string{"probe": "ok", "big": "skipped", "afterbig": "skipped", "rescue": "ok", "small": "ok", "tagged": "skipped"}
+	for name, status := range want {
+		if by[name].Status != status {
+			t.Errorf("%s: status %s (%s), want %s", name, by[name].Status, by[name].Reason, status)
+		}
+	}
+	if r := by["big"].Reason; r != `skipped: when "stages.probe.outputs.value > 4" is false` {
+		t.Errorf("big reason = %q", r)
+	}
+	if r := by["afterbig"].Reason; r != "skipped: needs big, which was skipped" {
+		t.Errorf("afterbig reason = %q", r)
+	}
+}
+
+func TestStageTimeoutKillsItsProcesses(t *testing.T) {
+	rec := newRecorder()
+	start := time.Now()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "timeout"
+stages: {
+	slow: {kind: "step", cmd: ["sleep", "30"], timeout: "300ms"}
+	next: {kind: "step", needs: ["slow"]}
+}`)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the run took %s; the timeout did not stop the stage", took)
+	}
+	if sum.ExitCode != pipeline.ExitInfra {
+		t.Errorf("exit = %d, want %d", sum.ExitCode, pipeline.ExitInfra)
+	}
+	r := by["slow"].Reason
+	if by["slow"].Status != "failed" || !strings.Contains(r, "timed out after 300ms") || !strings.Contains(r, "processes killed") {
+		t.Errorf("slow: %s %q, want failed with a reason saying it timed out and its processes were killed", by["slow"].Status, r)
+	}
+	if pid := rec.pids["slow"]; pid == 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("the stage's process %d is still alive after its timeout", pid)
+	}
+	if by["next"].Status != "skipped" {
+		t.Errorf("next: %s, want skipped", by["next"].Status)
+	}
+}
+
+func TestPlanTimeoutStopsTheRunAndFinallyStillRuns(t *testing.T) {
+	rec := newRecorder()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "plantimeout"
+timeout: "300ms"
+stages: {
+	slow:  {kind: "step", sleep: "20s"}
+	later: {kind: "step", needs: ["slow"]}
+	post:  {kind: "step", needs: ["slow"], finally: true}
+}`)
+	if sum.ExitCode != pipeline.ExitInfra {
+		t.Errorf("exit = %d, want %d", sum.ExitCode, pipeline.ExitInfra)
+	}
+	if !strings.Contains(by["slow"].Reason, "plan timeout 300ms exceeded") {
+		t.Errorf("slow reason = %q, want the plan timeout named", by["slow"].Reason)
+	}
+	if by["post"].Status != "ok" || by["later"].Status != "skipped" {
+		t.Errorf("post %s, later %s; want ok and skipped", by["post"].Status, by["later"].Status)
+	}
+}
+
+func TestRetryWithBackoff(t *testing.T) {
+	rec := newRecorder()
+	start := time.Now()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "retry"
+stages: {
+	flaky: {kind: "step", fail: 2, retry: {attempts: 3, backoff: "100ms"}}
+	never: {kind: "step", fail: 5, retry: {attempts: 2, backoff: "10ms"}}
+}`)
+	if by["flaky"].Status != "ok" || by["flaky"].Attempts != 3 {
+		t.Errorf("flaky: %s after %d attempts, want ok after 3", by["flaky"].Status, by["flaky"].Attempts)
+	}
+	// Backoff doubles: 100ms, then 200ms.
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("three attempts took %s, want at least the 300ms of backoff", took)
+	}
+	if by["never"].Status != "failed" || by["never"].Attempts != 2 || sum.ExitCode != pipeline.ExitInfra {
+		t.Errorf("never: %s after %d attempts (exit %d), want failed after 2 (exit 3)", by["never"].Status, by["never"].Attempts, sum.ExitCode)
+	}
+}
+
+func TestRetryOnAMeasuringStageIsAVetError(t *testing.T) {
+	reg := testRegistry(newRecorder())
+	p, err := schema.LoadSource("plan.cue", []byte(`
+name: "r"
+stages: m: {kind: "measure", retry: {attempts: 2}}`), reg.LoadOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.Build(p, reg)
+	if err == nil || !strings.Contains(err.Error(), "plan.cue:3:30: stages.m.retry: retry is not allowed on a measuring stage") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestInterruptStopsNewWorkAndRunsFinally(t *testing.T) {
+	rec := newRecorder()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(200*time.Millisecond, func() { cancel(errors.New("interrupted by test")) })
+	start := time.Now()
+	sum, by := run(t, ctx, testRegistry(rec), `
+name: "int"
+stages: {
+	slow:  {kind: "step", cmd: ["sleep", "30"]}
+	later: {kind: "step", needs: ["slow"]}
+	post:  {kind: "step", needs: ["slow"], finally: true}
+}`)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("interrupt took %s to stop the run", took)
+	}
+	if sum.ExitCode != pipeline.ExitInterrupted || !sum.Interrupted {
+		t.Errorf("exit = %d, want 130", sum.ExitCode)
+	}
+	if by["slow"].Status != "failed" || by["later"].Status != "skipped" || by["post"].Status != "ok" {
+		t.Errorf("slow %s, later %s, post %s; want failed, skipped, ok", by["slow"].Status, by["later"].Status, by["post"].Status)
+	}
+	if pid := rec.pids["slow"]; pid == 0 || syscall.Kill(pid, 0) == nil {
+		t.Errorf("the interrupted stage's process %d is still alive", pid)
+	}
+}
+
+func TestOnlyKeepsWhatTheSelectedStagesNeed(t *testing.T) {
+	reg := testRegistry(newRecorder())
+	p, err := schema.LoadSource("plan.cue", []byte(`
+name: "only"
+stages: {
+	server: {kind: "step"}
+	health: {kind: "step", needs: ["server"]}
+	sweep:  {kind: "step", needs: ["health"]}
+	other:  {kind: "step"}
+	post:   {kind: "step", finally: true, needs: ["sweep"]}
+}`), reg.LoadOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pipeline.Build(p, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := g.Only([]string{"health"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range sub.Nodes {
+		names = append(names, n.Spec.Name)
+	}
+	if got := strings.Join(names, ","); got != "server,health" {
+		t.Errorf("--only health kept %s, want server,health", got)
+	}
+	if _, err := g.Only([]string{"helth"}); err == nil || !strings.Contains(err.Error(), "--only helth: no such stage (stages: server, health, sweep, other, post)") {
+		t.Errorf("unknown stage: err = %v", err)
+	}
+}
+
+// waiter blocks until cancelled: a dependent that would run for ever if
+// the death of its service went unnoticed.
+type waiter struct{}
+
+func (waiter) Validate(*schema.Plan) error { return nil }
+func (waiter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-time.After(20 * time.Second):
+		return &pipeline.Outputs{}, nil
+	}
+}
+
+func TestAServiceThatDiesFailsItsDependentAtOnce(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(launch.Kind)
+	reg.AddKind(pipeline.Kind{Name: "wait", Schema: schema.KindSchema{Def: "#Wait", Source: "package schema\n#Wait: {#StageBase, kind: \"wait\", target: string}"},
+		New: func(*schema.Stage) (pipeline.Stage, error) { return waiter{}, nil }})
+	start := time.Now()
+	sum, by := run(t, context.Background(), reg, `
+name: "died"
+model: {name: "m"}
+stages: {
+	server: {kind: "launch", cmd: ["sh", "-c", "echo booting; sleep 1; echo 'fatal: out of memory'; exit 7"]}
+	bench:  {kind: "wait", target: "server"}
+}`)
+	if took := time.Since(start); took > 8*time.Second {
+		t.Fatalf("the dependent ran %s; it was not failed when its server died", took)
+	}
+	if sum.ExitCode != pipeline.ExitInfra {
+		t.Errorf("exit = %d, want 3", sum.ExitCode)
+	}
+	r := by["bench"].Reason
+	if by["bench"].Status != "failed" || !strings.Contains(r, "server server died") || !strings.Contains(r, "exit status 7") || !strings.Contains(r, "fatal: out of memory") {
+		t.Errorf("bench: %s %q, want failed with the exit status and the last log lines", by["bench"].Status, r)
+	}
+	if by["server"].Status != "failed" {
+		t.Errorf("server: %s %q, want failed (a crashed server is not a success)", by["server"].Status, by["server"].Reason)
+	}
+}
+
+func TestCellDoneReadsTheResumedRunsParquet(t *testing.T) {
+	var nilEnv *pipeline.Env
+	if nilEnv.CellDone("x") {
+		t.Fatal("a nil Env reports a done cell")
+	}
+	dir := t.TempDir()
+	p, err := schema.LoadSource(filepath.Join(dir, "plan.cue"), []byte(`name: "res"
+stages: s: {kind: "probe"}`), resumeRegistry(nil).LoadOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := pipeline.NewRunInfo(dir, p, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first attempt: its manifest, and cells written as the Parquet sink does.
+	if _, err := pipeline.Run(context.Background(), mustBuild(t, p, resumeRegistry(nil)), ri, pipeline.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ri.Dir, "cells"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rows := []results.Cell{{CellID: "s/128:128/c1", Status: "ok"}, {CellID: "s/128:128/c4", Status: "error"}}
+	if err := parquet.WriteFile(filepath.Join(ri.Dir, "cells", "part-00001.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := parquet.WriteFile(filepath.Join(ri.Dir, "cells", "part-00002.parquet"), []results.Cell{{CellID: "s/2048:128/c1", Status: "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	seen := map[string]bool{}
+	reg := resumeRegistry(seen)
+	ri2, err := pipeline.ResumeRunInfo(ri.Dir, p, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ri2.ID != ri.ID || ri2.Dir != ri.Dir {
+		t.Errorf("resumed run %s in %s, want %s in %s", ri2.ID, ri2.Dir, ri.ID, ri.Dir)
+	}
+	if _, err := pipeline.Run(context.Background(), mustBuild(t, p, reg), ri2, pipeline.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"s/128:128/c1": true, "s/128:128/c4": false, "s/2048:128/c1": true, "s/9:9/c1": false}
+	for id, done := range want {
+		if seen[id] != done {
+			t.Errorf("CellDone(%s) = %v, want %v", id, seen[id], done)
+		}
+	}
+	other, _ := schema.LoadSource("other.cue", []byte(`name: "other"
+stages: {}`), reg.LoadOptions(nil))
+	if _, err := pipeline.ResumeRunInfo(ri.Dir, other, nil, time.Now()); err == nil || !strings.Contains(err.Error(), `the run is of plan "res", not "other"`) {
+		t.Errorf("resuming another plan's run: %v", err)
+	}
+}
+
+type probe struct{ seen map[string]bool }
+
+func (probe) Validate(*schema.Plan) error { return nil }
+func (p probe) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	for _, id := range []string{"s/128:128/c1", "s/128:128/c4", "s/2048:128/c1", "s/9:9/c1"} {
+		if p.seen != nil {
+			p.seen[id] = env.CellDone(id)
+		}
+	}
+	return nil, nil
+}
+
+func resumeRegistry(seen map[string]bool) *pipeline.Registry {
+	reg := pipeline.NewRegistry()
+	reg.AddKind(pipeline.Kind{Name: "probe", Schema: schema.KindSchema{Def: "#Probe", Source: "package schema\n#Probe: {#StageBase, kind: \"probe\"}"},
+		New: func(*schema.Stage) (pipeline.Stage, error) { return probe{seen: seen}, nil }})
+	return reg
+}
+
+func mustBuild(t *testing.T, p *schema.Plan, reg *pipeline.Registry) *pipeline.Graph {
+	t.Helper()
+	g, err := pipeline.Build(p, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

@@ -1,0 +1,84 @@
+package plans_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestProvisionThroughTheCLI shows teardown on the exit paths a user
+// meets (success, Ctrl-C) and --keep skipping it, through the real binary.
+func TestProvisionThroughTheCLI(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		interrupt  bool
+		wantCode   int
+		wantLedger string
+	}{
+		// cells=2: the pod outlives the sweep's last cell.
+		{"success", nil, false, 0, "created pod-1\ntorn pod-1 cells=2\n"},
+		{"ctrl-c mid-sweep", []string{"-t", "requests=100000"}, true, 130, "created pod-1\ntorn pod-1 cells=2\n"}, // the interrupted cell and the skipped one
+		{"keep", []string{"--keep"}, false, 0, "created pod-1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ledger := filepath.Join(t.TempDir(), "ledger")
+			args := append([]string{"testdata/provision-local.cue", "-t", "ledger=" + ledger}, tt.args...)
+			b := startBenchrun(t, "", args...)
+			if tt.interrupt {
+				waitFor(t, b, 30*time.Second, "the sweep", func() bool { return strings.Contains(b.stderr.String(), "▶ sweep") })
+				time.Sleep(300 * time.Millisecond)
+				b.cmd.Process.Signal(syscall.SIGINT)
+			}
+			if code := b.wait(t, time.Minute); code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\n%s", code, tt.wantCode, b.stderr.String())
+			}
+			got, _ := os.ReadFile(ledger)
+			if string(got) != tt.wantLedger {
+				t.Fatalf("ledger:\n%s\nwant:\n%s", got, tt.wantLedger)
+			}
+			if tt.wantCode == 0 {
+				rows := csvRows(t, b.stdout.String())
+				if len(rows) != 2 {
+					t.Fatalf("rows: %s", b.stdout.String())
+				}
+				// The price passes from the pod through the server to every row.
+				cells := readCells(t, b.runDir(t))
+				for _, c := range cells {
+					if c.CostUSD <= 0 || c.TokensPerDollar <= 0 {
+						t.Errorf("cell %s: cost_usd %g tokens_per_dollar %g", c.CellID, c.CostUSD, c.TokensPerDollar)
+					}
+				}
+			}
+			if tt.name == "keep" {
+				log, _ := os.ReadFile(filepath.Join(b.runDir(t), "pod.log"))
+				if !strings.Contains(string(log), "keeping the machine") {
+					t.Errorf("pod.log:\n%s", log)
+				}
+			}
+		})
+	}
+}
+
+// TestRestartPerCell: every ladder point gets a fresh simulator (which
+// answers 503 for 300ms after each start), and every row is still ok.
+func TestRestartPerCell(t *testing.T) {
+	b := startBenchrun(t, "", "testdata/restart-per-cell.cue")
+	if code := b.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, b.stderr.String())
+	}
+	rows := csvRows(t, b.stdout.String())
+	for _, r := range rows {
+		if r["status"] != "ok" {
+			t.Errorf("row %v", r)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(b.runDir(t), "server.log"))
+	if n := strings.Count(string(log), "benchrun: restarting the server (restart: per_cell)"); n != 3 || len(rows) != 3 {
+		t.Fatalf("%d restarts for %d rows:\n%s", n, len(rows), log)
+	}
+}

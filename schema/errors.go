@@ -1,0 +1,207 @@
+package schema
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+)
+
+// fixErrors makes CUE's errors about a plan read as answers:
+//   - an error placed in benchrun's embedded schema is moved to the plan's
+//     own field (or the nearest field the plan writes);
+//   - "incomplete value" for a field the plan does not write becomes
+//     "missing required field";
+//   - a value that matches no alternative of a disjunction (an enum, a type
+//     with a default) is one error listing what is allowed, not one error
+//     per alternative;
+//   - an error about a whole value that only repeats, in the schema's
+//     words, an error about one of its parts is dropped.
+func fixErrors(errs []pathError, raw cue.Value, planPath string) []pathError {
+	fromSchema := map[int]bool{}
+	for i := range errs {
+		e := &errs[i]
+		if e.Pos.Line > 0 && !inSchema(e.Pos) {
+			continue
+		}
+		fromSchema[i] = true
+		p, exact := rawPos(raw, e.path, planPath)
+		if !exact && strings.Contains(e.Msg, ": incomplete value ") {
+			want := e.Msg[strings.Index(e.Msg, ": incomplete value ")+len(": incomplete value "):]
+			e.Msg = fmt.Sprintf("%s: missing required field (want %s)", e.path, want)
+		}
+		if p.Line > 0 {
+			e.Pos = p
+		} else {
+			e.Pos = Pos{File: planPath, Line: 1, Col: 1}
+		}
+	}
+	// Drop schema-placed errors about a value when an error about one of
+	// its parts says what is wrong.
+	var kept []pathError
+	for i, e := range errs {
+		if fromSchema[i] && e.path != "" {
+			redundant := false
+			for j, o := range errs {
+				if j != i && strings.HasPrefix(o.path, e.path+".") {
+					redundant = true
+					break
+				}
+			}
+			if redundant {
+				continue
+			}
+		}
+		kept = append(kept, e)
+	}
+	// Group by place and path.
+	type group struct{ errs []pathError }
+	var order []string
+	groups := map[string]*group{}
+	for _, e := range kept {
+		k := e.Pos.String() + "\x00" + e.path
+		g, ok := groups[k]
+		if !ok {
+			g = &group{}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.errs = append(g.errs, e)
+	}
+	var out []pathError
+	for _, k := range order {
+		out = append(out, collapse(groups[k].errs)...)
+	}
+	return out
+}
+
+var (
+	conflictRE = regexp.MustCompile(`^(.*?): conflicting values (.+?) and (.+)$`)
+	mismatchRE = regexp.MustCompile(` \(mismatched types [a-z]+ and [a-z]+\)$`)
+)
+
+// collapse turns the errors of one field into the fewest that say it all.
+func collapse(errs []pathError) []pathError {
+	for i := range errs {
+		errs[i].Msg = plainer(errs[i].path, errs[i].Msg)
+	}
+	if len(errs) == 1 {
+		// One value against one type: say which is which.
+		m := conflictRE.FindStringSubmatch(mismatchRE.ReplaceAllString(errs[0].Msg, ""))
+		if m != nil && isLiteral(m[2]) != isLiteral(m[3]) {
+			given, want := m[2], m[3]
+			if !isLiteral(given) {
+				given, want = want, given
+			}
+			errs[0].Msg = fmt.Sprintf("%s: %s is not allowed: want %s", m[1], given, want)
+		}
+		return errs
+	}
+	var specific []pathError
+	for _, e := range errs {
+		if !strings.Contains(e.Msg, ": conflicting values ") {
+			specific = append(specific, e)
+		}
+	}
+	if len(specific) > 0 {
+		return specific // "invalid value 0 (out of bound >0)" says more than "conflicting values 128 and 0"
+	}
+	count := map[string]int{}
+	var pairs [][2]string
+	var prefix string
+	for _, e := range errs {
+		m := conflictRE.FindStringSubmatch(mismatchRE.ReplaceAllString(e.Msg, ""))
+		if m == nil {
+			return errs
+		}
+		prefix = m[1]
+		pairs = append(pairs, [2]string{m[2], m[3]})
+		count[m[2]]++
+		if m[3] != m[2] {
+			count[m[3]]++
+		}
+	}
+	var given string
+	for v, n := range count {
+		if n == len(pairs) {
+			given = v
+		}
+	}
+	if given == "" {
+		return errs
+	}
+	var alts []string
+	for _, p := range pairs {
+		a := p[0]
+		if a == given {
+			a = p[1]
+		}
+		alts = append(alts, a)
+	}
+	// When a type is among the alternatives, the literals beside it are
+	// its default, not another choice.
+	var types []string
+	for _, a := range alts {
+		if !isLiteral(a) {
+			types = append(types, a)
+		}
+	}
+	if len(types) > 0 {
+		alts = types
+	}
+	sort.Strings(alts)
+	e := errs[0]
+	e.Msg = fmt.Sprintf("%s: %s is not allowed: want %s", prefix, given, strings.Join(alts, " | "))
+	return []pathError{e}
+}
+
+var listLenRE = regexp.MustCompile(`incompatible list lengths \((\d+) and (\d+)\)`)
+
+// plainer rewrites the CUE phrasings users meet most into plain words.
+func plainer(path, msg string) string {
+	const durationRE = `(out of bound =~"^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")`
+	if strings.HasSuffix(msg, durationRE) {
+		return strings.TrimSuffix(msg, " "+durationRE) + `: not a duration (write "500ms", "30s", "2m" or "1h30m")`
+	}
+	if m := listLenRE.FindStringSubmatch(msg); m != nil && m[1] < m[2] {
+		return listLenRE.ReplaceAllString(msg, "the list has "+m[1]+" elements; it needs at least "+m[2])
+	}
+	if path == "stages" && strings.Contains(msg, "mismatched types list and struct") {
+		return `stages: a struct keyed by stage name, not a list (stages: {server: {kind: "launch", ...}, ...})`
+	}
+	return msg
+}
+
+func isLiteral(s string) bool {
+	switch {
+	case s == "true" || s == "false" || s == "null":
+		return true
+	case strings.HasPrefix(s, `"`):
+		return true
+	case strings.HasPrefix(s, "[") || strings.HasPrefix(s, "{"):
+		return !strings.Contains(s, "...")
+	}
+	_, err := fmt.Sscanf(s, "%g", new(float64))
+	return err == nil
+}
+
+// rawPos finds where the plan writes path, or the nearest enclosing field
+// it writes; exact says whether the field itself is written.
+func rawPos(raw cue.Value, path, planPath string) (Pos, bool) {
+	if path == "" {
+		return Pos{}, false
+	}
+	parts := strings.Split(path, ".")
+	for n := len(parts); n > 0; n-- {
+		v := raw.LookupPath(cue.MakePath(selectors(parts[:n])...))
+		if !v.Exists() {
+			continue
+		}
+		if p := posOf(v.Pos()); p.Line > 0 && !inSchema(p) {
+			return fixPos(p, planPath), n == len(parts)
+		}
+	}
+	return Pos{}, false
+}

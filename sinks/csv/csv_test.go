@@ -1,0 +1,138 @@
+package csv_test
+
+import (
+	"bytes"
+	encsv "encoding/csv"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/pipeline"
+	csvsink "github.com/benchrun/benchrun/sinks/csv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run `go test ./sinks/csv -update` if intended and review the diff.\ngot:\n%s", name, got)
+	}
+}
+
+// runOutput streams the fixture's cells through a CSV output the way a run
+// does and returns stdout and the run directory.
+func runOutput(t *testing.T, columns []string, prefix string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	o, err := csvsink.New(&stdout, columns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Prefix = prefix
+	if err := o.Start(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range resultstest.Points() {
+		if err := o.Cell(p.Cell, p.Requests); err != nil {
+			t.Fatal(err)
+		}
+		// Rows appear as cells finish, not at the end.
+		if lines := strings.Count(stdout.String(), "\n"); lines != i+2 {
+			t.Fatalf("after %d cells stdout has %d lines, want %d", i+1, lines, i+2)
+		}
+	}
+	if err := o.Stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), dir
+}
+
+func TestStdoutDefaultColumnsGolden(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "sub", "bench")
+	stdout, dir := runOutput(t, nil, prefix)
+	golden(t, "stdout-default.csv", []byte(stdout))
+	// --output PREFIX streams the same table to PREFIX.csv.
+	file, err := os.ReadFile(prefix + ".csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(file) != stdout {
+		t.Errorf("PREFIX.csv differs from stdout:\n%s\nvs\n%s", file, stdout)
+	}
+	// cells.csv in the run directory has every column.
+	all, err := os.ReadFile(filepath.Join(dir, "cells.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Not a golden file: the measuring engineer adds metric columns often.)
+	recs, err := encsv.NewReader(bytes.NewReader(all)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(recs[0], ","), strings.Join(csvsink.Columns(), ","); got != want {
+		t.Errorf("cells.csv header = %s, want every column %s", got, want)
+	}
+	if len(recs) != 1+len(resultstest.Points()) {
+		t.Errorf("cells.csv has %d records, want a header and %d rows", len(recs), len(resultstest.Points()))
+	}
+	if recs[1][0] != resultstest.RunID || recs[1][3] != "sweep/64:32/c1" {
+		t.Errorf("cells.csv first row starts %q, want the run id and cell id", recs[1][:4])
+	}
+}
+
+func TestChosenColumnsGolden(t *testing.T) {
+	stdout, _ := runOutput(t, []string{"cell_id", " concurrency", "output_tok_s", "ttft_p99_ms", "metadata", "started_at"}, "")
+	golden(t, "stdout-columns.csv", []byte(stdout))
+}
+
+func TestUnknownColumn(t *testing.T) {
+	_, err := csvsink.New(nil, []string{"isl", "ttft_p95"})
+	if err == nil || !strings.Contains(err.Error(), `unknown column "ttft_p95"`) || !strings.Contains(err.Error(), "ttft_p99_ms") {
+		t.Fatalf("err = %v; want it to name the bad column and list the valid ones", err)
+	}
+}
+
+// A resumed run appends to cells.csv instead of starting it over.
+func TestCellsCSVAppendsOnResume(t *testing.T) {
+	dir := t.TempDir()
+	pts := resultstest.Points()
+	for _, p := range pts[:2] {
+		o, err := csvsink.New(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Start(&pipeline.RunInfo{Dir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Cell(p.Cell, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Stop(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cells.csv"))
+	recs, err := encsv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("cells.csv has %d records, want a header and 2 rows:\n%s", len(recs), b)
+	}
+}

@@ -1,0 +1,136 @@
+package json_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+	jsonsink "github.com/benchrun/benchrun/sinks/json"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func fixture() jsonsink.Result {
+	var cells []jsonsink.CellResult
+	var vs []results.Verdict
+	for _, p := range resultstest.Points() {
+		cells = append(cells, jsonsink.NewCellResult(p.Cell, p.Requests))
+		vs = append(vs, p.Verdicts...)
+	}
+	return jsonsink.Build(resultstest.Run(), cells, vs)
+}
+
+func TestResultGolden(t *testing.T) {
+	got, err := jsonsink.Encode(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "result.json")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("result.json differs from testdata/result.json; run `go test ./sinks/json -update` if intended and review the diff.\ngot:\n%s", got)
+	}
+}
+
+// The keys users of vLLM's `bench serve --save-result` read, per cell, and
+// the --metadata stamps as top-level keys as vLLM writes them.
+func TestVLLMKeys(t *testing.T) {
+	b, err := jsonsink.Encode(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Quant string           `json:"quant"`
+		Cells []map[string]any `json:"cells"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Quant != "Q4_K_M" {
+		t.Errorf("top-level metadata key quant = %q, want Q4_K_M", doc.Quant)
+	}
+	keys := []string{"date", "backend", "model_id", "num_prompts", "request_rate", "max_concurrency", "duration", "completed",
+		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms",
+		"mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p99_e2el_ms", "quant", "gpu"}
+	for i, c := range doc.Cells {
+		for _, k := range keys {
+			if _, ok := c[k]; !ok {
+				t.Errorf("cell %d lacks %q", i, k)
+			}
+		}
+	}
+	// Values: the fixture's 64:32 c=1 cell has 2 requests of 64+32 tokens,
+	// TTFTs 20+2+3+{0,1} ms: mean 25.5, population std 0.5.
+	c := doc.Cells[0]
+	for k, want := range map[string]float64{"total_input_tokens": 128, "total_output_tokens": 64, "mean_ttft_ms": 25.5, "std_ttft_ms": 0.5, "max_concurrency": 1} {
+		if got, _ := c[k].(float64); math.Abs(got-want) > 1e-9 {
+			t.Errorf("cell 0 %s = %v, want %v", k, c[k], want)
+		}
+	}
+	if c["request_rate"] != nil {
+		t.Errorf("closed-loop request_rate = %v, want null", c["request_rate"])
+	}
+}
+
+// result.json is whole and current after every cell, and final after Stop.
+func TestOutputRewritesAfterEachCell(t *testing.T) {
+	dir := t.TempDir()
+	p := &schema.Plan{Name: "fixture", Metadata: map[string]string{"quant": "Q4_K_M"}}
+	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: p, Dir: dir, StartedAt: resultstest.T0}
+	o := jsonsink.New()
+	o.Prefix = filepath.Join(dir, "copy")
+	if err := o.Start(ri); err != nil {
+		t.Fatal(err)
+	}
+	read := func(path string) jsonsink.Result {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r jsonsink.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return r
+	}
+	if r := read(filepath.Join(dir, jsonsink.FileName)); len(r.Cells) != 0 || r.Status != "running" {
+		t.Fatalf("at start: %d cells, status %q", len(r.Cells), r.Status)
+	}
+	for i, pt := range resultstest.Points() {
+		if err := o.Cell(pt.Cell, pt.Requests); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Verdicts(pt.Cell, pt.Verdicts); err != nil {
+			t.Fatal(err)
+		}
+		if r := read(filepath.Join(dir, jsonsink.FileName)); len(r.Cells) != i+1 || r.Assertions.Checked != 2*(i+1) {
+			t.Fatalf("after cell %d: %d cells, %d checks", i+1, len(r.Cells), r.Assertions.Checked)
+		}
+	}
+	if err := o.Stop(&pipeline.Summary{Run: ri, ExitCode: pipeline.ExitAssertion}); err != nil {
+		t.Fatal(err)
+	}
+	r := read(o.Prefix + ".json")
+	if r.Status != "failed" || r.ExitCode == nil || *r.ExitCode != 1 || r.Assertions.Failed != 1 || r.SchemaVersion != results.SchemaVersion {
+		t.Errorf("final: status %q exit %v failed %d schema %d", r.Status, r.ExitCode, r.Assertions.Failed, r.SchemaVersion)
+	}
+}

@@ -1,0 +1,294 @@
+package parquet_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	binDir    string
+)
+
+// TestMain removes the benchrun binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildBenchrun builds the real benchrun binary once per test process.
+func buildBenchrun(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "benchrun-bin-")
+		if buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(binDir, "benchrun")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", builtBin, "../../cmd/benchrun").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building benchrun: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// killPlan is a quickstart-like sweep against the built-in simulator: 9
+// points of about a third of a second each.
+const killPlan = `name: "killed"
+model: {name: "sim-llama"}
+metadata: {mode: "kill-test"}
+stages: {
+	server: {
+		kind: "launch"
+		engine: "sim"
+		cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", model.name, "--mode", "fixed", "--ttft", "20ms", "--itl", "5ms"]
+	}
+	health: {kind: "health", target: "server"}
+	sweep: {
+		kind: "sweep"
+		target: "server"
+		needs: ["health"]
+		cells: [{isl: 64, osl: 16}, {isl: 128, osl: 16}, {isl: 256, osl: 16}]
+		concurrency: [1, 2, 4]
+		requests: 6
+		warmup: 0
+		assert: ["status == \"ok\""]
+	}
+}
+`
+
+// TestKill9DuringSweep kills the real benchrun with SIGKILL in the middle of
+// a sweep, then reads the run directory with DuckDB: every cell printed on
+// stdout is there with all its requests, every file the glob matches reads,
+// and no temporary file matches the glob.
+func TestKill9DuringSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchrun binary")
+	}
+	bin := buildBenchrun(t)
+	work := t.TempDir()
+	planPath := filepath.Join(work, "killed.cue")
+	if err := os.WriteFile(planPath, []byte(killPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(work, "runs")
+	cmd := exec.Command(bin, planPath, "--out", runs, "--quiet", "--columns", "cell_id,status")
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { reapChildren(t, bin) })
+
+	// Read CSV rows until the fourth cell, then kill at a random moment of
+	// the fifth (which is writing its part files at some point).
+	printed := map[string]bool{}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	deadline := time.After(45 * time.Second)
+	killAt := 4
+wait:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("benchrun ended before it was killed (%d rows); stderr:\n%s", len(printed), stderr.String())
+			}
+			id, status, _ := strings.Cut(l, ",")
+			if id == "cell_id" {
+				continue
+			}
+			if status != "ok" {
+				t.Fatalf("cell %s: %s; stderr:\n%s", id, status, stderr.String())
+			}
+			printed[id] = true
+			if len(printed) == killAt {
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+				break wait
+			}
+		case <-deadline:
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			t.Fatalf("no %d rows within 45 s; stderr:\n%s", killAt, stderr.String())
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Rows printed between the sleep and the kill count as finished too.
+	for l := range lines {
+		if id, _, _ := strings.Cut(l, ","); id != "cell_id" {
+			printed[id] = true
+		}
+	}
+	_ = cmd.Wait()
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || st.Signal() != syscall.SIGKILL {
+		t.Fatalf("benchrun was not killed by SIGKILL: %v", cmd.ProcessState)
+	}
+
+	runDirs, _ := filepath.Glob(filepath.Join(runs, "plan=killed", "date=*", "run=*"))
+	if len(runDirs) != 1 {
+		t.Fatalf("run directories: %v", runDirs)
+	}
+	runDir := runDirs[0]
+	// Temporary files may be left behind, but no glob may match them.
+	for _, table := range []string{"cells", "requests", "assertions"} {
+		entries, _ := os.ReadDir(filepath.Join(runDir, table))
+		for _, e := range entries {
+			if m, _ := filepath.Match("*.parquet", e.Name()); !m && !strings.Contains(e.Name(), ".tmp-") {
+				t.Errorf("unexpected file %s/%s", table, e.Name())
+			}
+		}
+	}
+
+	db := duck(t)
+	for _, table := range []string{"cells", "requests", "assertions"} {
+		files, _ := filepath.Glob(filepath.Join(runDir, table, "*.parquet"))
+		for _, f := range files {
+			query(t, db, "SELECT count(*) FROM read_parquet("+sqlPath(f)+")")
+		}
+	}
+	cellsGlob := sqlPath(filepath.Join(runs, "**", "cells", "*.parquet"))
+	reqGlob := sqlPath(filepath.Join(runs, "**", "requests", "*.parquet"))
+	rows := query(t, db, `SELECT c.cell_id, c.status, c.requests, count(r.seq)
+		FROM read_parquet(`+cellsGlob+`, hive_partitioning = true, union_by_name = true) c
+		LEFT JOIN read_parquet(`+reqGlob+`, union_by_name = true) r USING (run_id, cell_id)
+		GROUP BY ALL ORDER BY ALL`)
+	stored := map[string]bool{}
+	for _, r := range rows {
+		stored[r[0]] = true
+		if r[1] != "ok" || r[2] != "6" || r[3] != "6" {
+			t.Errorf("cell %s: status %s, requests %s, %s request rows; want ok, 6, 6", r[0], r[1], r[2], r[3])
+		}
+	}
+	for id := range printed {
+		if !stored[id] {
+			t.Errorf("cell %s was printed on stdout but is not in the Parquet files", id)
+		}
+	}
+	if len(stored) >= 9 {
+		t.Errorf("all %d cells finished: the kill came too late to test anything", len(stored))
+	}
+	t.Logf("killed after %d printed rows; %d cells stored", len(printed), len(stored))
+
+	// The reports can be rebuilt from what survived.
+	out, err := exec.Command(bin, "report", runDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("benchrun report after the kill: %v\n%s", err, out)
+	}
+	page, err := os.ReadFile(filepath.Join(runDir, "report.html"))
+	if err != nil || !strings.Contains(string(page), "incomplete") {
+		t.Errorf("report.html after the kill does not say the run is incomplete (%v)", err)
+	}
+}
+
+// reapChildren ends any process still running our test binary (the
+// simulator benchrun launched; its parent-death signal should have ended
+// it already) and fails the test if one had survived.
+func reapChildren(t *testing.T, bin string) {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		var alive []int
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil || !strings.HasPrefix(string(b), bin+"\x00") {
+				continue
+			}
+			var pid int
+			if _, err := fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid); err == nil {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range alive {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Errorf("processes %v outlived the killed benchrun", alive)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOutputPrefixAndMetadata runs the real binary to the end with
+// --output and --metadata: PREFIX.csv is stdout, PREFIX.json, .md and
+// .html exist, and the stamp reaches result.json and the Parquet rows.
+func TestOutputPrefixAndMetadata(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the benchrun binary")
+	}
+	bin := buildBenchrun(t)
+	work := t.TempDir()
+	planPath := filepath.Join(work, "killed.cue")
+	if err := os.WriteFile(planPath, []byte(killPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reapChildren(t, bin) })
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, planPath, "--out", filepath.Join(work, "runs"), "--quiet",
+		"--output", filepath.Join(work, "out", "x"), "--metadata", "gpu=none", "--columns", "cell_id,concurrency,output_tok_s")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("benchrun: %v\n%s", err, stderr.String())
+	}
+	csv, err := os.ReadFile(filepath.Join(work, "out", "x.csv"))
+	if err != nil || string(csv) != stdout.String() {
+		t.Errorf("out/x.csv (%v) differs from stdout:\n%s\nvs\n%s", err, csv, stdout.String())
+	}
+	if n := strings.Count(stdout.String(), "\n"); n != 10 {
+		t.Errorf("stdout has %d lines, want a header and 9 rows:\n%s", n, stdout.String())
+	}
+	js, err := os.ReadFile(filepath.Join(work, "out", "x.json"))
+	if err != nil || strings.Count(string(js), `"gpu": "none"`) < 1+9 {
+		t.Errorf("out/x.json (%v) lacks the gpu=none stamp at the top and in every cell", err)
+	}
+	for _, ext := range []string{".md", ".html"} {
+		if _, err := os.Stat(filepath.Join(work, "out", "x"+ext)); err != nil {
+			t.Error(err)
+		}
+	}
+	rows := query(t, duck(t), `SELECT count(*) FROM read_parquet(`+sqlPath(filepath.Join(work, "runs", "**", "cells", "*.parquet"))+`, hive_partitioning = true, union_by_name = true)
+		WHERE metadata['gpu'] = 'none' AND metadata['mode'] = 'kill-test'`)
+	if rows[0][0] != "9" {
+		t.Errorf("%s cell rows carry both the plan's and the --metadata stamp, want 9", rows[0][0])
+	}
+}

@@ -1,0 +1,200 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// Markdown renders report.md. chartDir is where the charts' SVG files are,
+// relative to the report ("charts/").
+func Markdown(d Data, charts []Chart, chartDir string) []byte {
+	var b bytes.Buffer
+	r := d.Run
+	fmt.Fprintf(&b, "# benchrun: %s\n\n", mdText(r.Plan))
+	if r.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", mdText(r.Description))
+	}
+	failed := countFailed(d.Verdicts)
+	fmt.Fprintf(&b, "**%s**: %d cell rows, %d assertion checks, %d failed.\n\n", strings.ToUpper(orDash(r.Status)), len(d.Cells), len(d.Verdicts), failed)
+
+	b.WriteString("| run | |\n| --- | --- |\n")
+	for _, kv := range runFacts(r) {
+		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], mdCell(kv[1]))
+	}
+	b.WriteString("\n")
+
+	if len(charts) > 0 {
+		b.WriteString("## Charts\n\n")
+		for _, c := range charts {
+			fmt.Fprintf(&b, "![%s](%s%s.svg)\n\n", mdText(c.Title), chartDir, c.Name)
+		}
+	}
+
+	b.WriteString("## Cells\n\n")
+	cols := cellColumns()
+	b.WriteString("|")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " %s |", c.Head)
+	}
+	b.WriteString("\n|")
+	for _, c := range cols {
+		if c.Num {
+			b.WriteString(" ---: |")
+		} else {
+			b.WriteString(" --- |")
+		}
+	}
+	b.WriteString("\n")
+	for _, cell := range d.Cells {
+		b.WriteString("|")
+		for _, c := range cols {
+			fmt.Fprintf(&b, " %s |", mdCell(c.value(cell)))
+		}
+		b.WriteString("\n")
+	}
+	for _, cell := range d.Cells {
+		if cell.Reason != "" {
+			fmt.Fprintf(&b, "\n- %s: %s", mdText(cellLabel(cell)), mdText(cell.Reason))
+		}
+	}
+	b.WriteString("\n")
+
+	b.WriteString("\n## Assertions\n\n")
+	if len(d.Verdicts) == 0 {
+		b.WriteString("No assertions were checked.\n")
+	} else {
+		fmt.Fprintf(&b, "%d checks, %d failed.\n\n| outcome | cell | assertion | values | where |\n| --- | --- | --- | --- | --- |\n", len(d.Verdicts), failed)
+		for _, v := range failedFirst(d.Verdicts) {
+			mark := "✓ pass"
+			switch v.Outcome {
+			case results.OutcomeFail:
+				mark = "✗ **fail**"
+			case results.OutcomeError:
+				mark = "✗ **error**"
+			}
+			vals := formatValues(v.Values)
+			if v.Error != "" {
+				vals = v.Error
+			}
+			fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", mark, mdCell(v.Cell), strings.ReplaceAll(v.Assertion, "|", `\|`), mdCell(vals), mdCell(v.Pos))
+		}
+	}
+
+	if len(r.Stages) > 0 {
+		b.WriteString("\n## Stages\n\n| stage | kind | status | duration | reason |\n| --- | --- | --- | ---: | --- |\n")
+		for _, s := range r.Stages {
+			fmt.Fprintf(&b, "| %s | %s | %s | %.1f s | %s |\n", mdCell(s.Name), mdCell(s.Kind), mdCell(s.Status), s.DurationS, mdCell(firstLine(s.Reason)))
+		}
+	}
+	fmt.Fprintf(&b, "\n---\nbenchrun %s · regenerate with `benchrun report <run dir>` · columns: docs/RESULTS.md\n", mdText(orDash(r.BenchrunVersion)))
+	return b.Bytes()
+}
+
+// runFacts is the run's header table, shared by both reports.
+func runFacts(r results.Run) [][2]string {
+	facts := [][2]string{{"run id", r.RunID}, {"plan", r.Plan}, {"status", orDash(r.Status)}}
+	if r.ExitCode != nil {
+		facts[2][1] += fmt.Sprintf(" (exit %d)", *r.ExitCode)
+	}
+	if !r.StartedAt.IsZero() {
+		s := r.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+		if r.FinishedAt != nil {
+			s += fmt.Sprintf(", %s", r.FinishedAt.Sub(r.StartedAt).Round(100*time.Millisecond))
+		}
+		facts = append(facts, [2]string{"started", s})
+	}
+	facts = append(facts, [2]string{"model", orDash(r.Model)})
+	if r.ModelDigest != "" {
+		facts = append(facts, [2]string{"model digest", r.ModelDigest})
+	}
+	var md []string
+	for _, k := range sortedKeys(r.Metadata) {
+		md = append(md, k+"="+r.Metadata[k])
+	}
+	if len(md) > 0 {
+		facts = append(facts, [2]string{"metadata", strings.Join(md, ", ")})
+	}
+	if len(r.Tags) > 0 {
+		facts = append(facts, [2]string{"tags", strings.Join(r.Tags, ", ")})
+	}
+	facts = append(facts, [2]string{"hardware", orDash(r.Hardware)}, [2]string{"host", orDash(r.Hostname)})
+	return facts
+}
+
+// cellColumn is one column of the cells table in both reports.
+type cellColumn struct {
+	Head  string
+	Num   bool
+	value func(results.Cell) string
+}
+
+func cellColumns() []cellColumn {
+	ok := func(c results.Cell) bool { return c.Completed > 0 }
+	metric := func(head string, f func(results.Cell) float64) cellColumn {
+		return cellColumn{head, true, func(c results.Cell) string { return num(f(c), ok(c)) }}
+	}
+	return []cellColumn{
+		{"stage", false, func(c results.Cell) string { return c.Stage }},
+		{"isl:osl", false, func(c results.Cell) string { return fmt.Sprintf("%d:%d", c.ISL, c.OSL) }},
+		{"load", false, func(c results.Cell) string {
+			if c.Rate > 0 {
+				return fmt.Sprintf("%g req/s", c.Rate)
+			}
+			return fmt.Sprintf("c=%d", c.Concurrency)
+		}},
+		{"status", false, func(c results.Cell) string { return c.Status }},
+		{"requests", true, func(c results.Cell) string {
+			if c.Failed > 0 {
+				return fmt.Sprintf("%d (%d failed)", c.Requests, c.Failed)
+			}
+			return fmt.Sprint(c.Requests)
+		}},
+		metric("TTFT p50 ms", func(c results.Cell) float64 { return c.TTFTP50Ms }),
+		metric("TTFT p99 ms", func(c results.Cell) float64 { return c.TTFTP99Ms }),
+		metric("ITL p50 ms", func(c results.Cell) float64 { return c.ITLP50Ms }),
+		metric("ITL p99 ms", func(c results.Cell) float64 { return c.ITLP99Ms }),
+		metric("TPOT ms", func(c results.Cell) float64 { return c.TPOTMs }),
+		metric("E2EL p99 ms", func(c results.Cell) float64 { return c.E2ELP99Ms }),
+		metric("req/s", func(c results.Cell) float64 { return c.ReqS }),
+		metric("output tok/s", func(c results.Cell) float64 { return c.OutputTokS }),
+		metric("speedup", func(c results.Cell) float64 { return c.SpeedupVsC1 }),
+		metric("batch eff.", func(c results.Cell) float64 { return c.BatchingEfficiency }),
+	}
+}
+
+func cellLabel(c results.Cell) string {
+	if c.Rate > 0 {
+		return fmt.Sprintf("%s %d:%d rate=%g", c.Stage, c.ISL, c.OSL, c.Rate)
+	}
+	return fmt.Sprintf("%s %d:%d c=%d", c.Stage, c.ISL, c.OSL, c.Concurrency)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// mdText escapes the characters Markdown would interpret in running text.
+func mdText(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;", "[", `\[`, "]", `\]`)
+	return r.Replace(s)
+}
+
+// mdCell is mdText for a table cell: no pipes, no line breaks.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(mdText(s), "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

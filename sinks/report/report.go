@@ -1,0 +1,334 @@
+// Package report writes report.md and a self-contained report.html for a
+// run: charts as inline SVG (output tokens/s, TTFT and ITL p50/p99 against
+// concurrency or rate, the latency-throughput trade-off), the cell table,
+// the assertion verdicts and the stages. Nothing is fetched when the page
+// is viewed. The same charts are written as charts/<name>.svg, which
+// report.md links to. `benchrun report RUN_DIR` regenerates all of it from
+// the run's Parquet files.
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+)
+
+// Data is everything a report shows.
+type Data struct {
+	Run      results.Run
+	Cells    []results.Cell
+	Verdicts []results.Verdict
+}
+
+// Chart is one rendered chart.
+type Chart struct {
+	Name  string // file name stem: charts/<Name>.svg
+	Title string
+	SVG   string
+}
+
+// load is the x axis a group of cells is plotted against.
+type load struct {
+	key    string // "concurrency" or "rate"
+	label  string
+	logX   bool
+	x      func(results.Cell) float64
+	pointL func(results.Cell) string
+}
+
+var loads = []load{
+	{"concurrency", "concurrency (in-flight requests)", true,
+		func(c results.Cell) float64 { return float64(c.Concurrency) },
+		func(c results.Cell) string { return fmt.Sprintf("c=%d", c.Concurrency) }},
+	{"rate", "request rate (req/s)", false,
+		func(c results.Cell) float64 { return c.Rate },
+		func(c results.Cell) string { return fmt.Sprintf("%g/s", c.Rate) }},
+}
+
+func (l load) has(c results.Cell) bool {
+	if l.key == "rate" {
+		return c.Rate > 0
+	}
+	return c.Rate == 0
+}
+
+// group is the ok cells of one shape (stage, isl:osl) under one load kind.
+type group struct {
+	name  string
+	cells []results.Cell
+}
+
+func groups(cells []results.Cell, l load) []group {
+	stages := map[string]bool{}
+	for _, c := range cells {
+		stages[c.Stage] = true
+	}
+	byName := map[string]*group{}
+	var order []string
+	for _, c := range cells {
+		if c.Status != results.StatusOK || !l.has(c) {
+			continue
+		}
+		name := fmt.Sprintf("%d:%d", c.ISL, c.OSL)
+		if len(stages) > 1 {
+			name = c.Stage + " " + name
+		}
+		g, ok := byName[name]
+		if !ok {
+			g = &group{name: name}
+			byName[name] = g
+			order = append(order, name)
+		}
+		g.cells = append(g.cells, c)
+	}
+	out := make([]group, 0, len(order))
+	for _, n := range order {
+		out = append(out, *byName[n])
+	}
+	return out
+}
+
+// Charts builds the report's charts.
+func Charts(d Data) []Chart {
+	var out []Chart
+	for _, l := range loads {
+		gs := groups(d.Cells, l)
+		if len(gs) == 0 {
+			continue
+		}
+		suffix := ""
+		if l.key == "rate" {
+			suffix = "-rate"
+		}
+		tput := &chart{name: "throughput" + suffix, title: "Output tokens/s vs " + l.key, xLabel: l.label, yLabel: "output tokens/s (higher is better)", logX: l.logX}
+		ttft := &chart{name: "ttft" + suffix, title: "TTFT p50 and p99 vs " + l.key, xLabel: l.label, yLabel: "time to first token, ms (lower is better)", logX: l.logX, note: "solid: p50 · dashed: p99"}
+		itl := &chart{name: "itl" + suffix, title: "ITL p50 and p99 vs " + l.key, xLabel: l.label, yLabel: "inter-token latency, ms (lower is better)", logX: l.logX, note: "solid: p50 · dashed: p99"}
+		trade := &chart{name: "tradeoff" + suffix, title: "Latency-throughput trade-off", xLabel: "output tokens/s per request (1000 / TPOT; interactivity)", yLabel: "output tokens/s, all requests", note: "each point is a load level; up and to the right is better"}
+		for i, g := range gs {
+			color := palette[i%len(palette)]
+			var pt, p50, p99, i50, i99, tr []point
+			for _, c := range g.cells {
+				x := l.x(c)
+				lbl := l.pointL(c)
+				pt = append(pt, point{x: x, y: c.OutputTokS, tip: fmt.Sprintf("%s %s: %.1f output tok/s", g.name, lbl, c.OutputTokS)})
+				p50 = append(p50, point{x: x, y: c.TTFTP50Ms, tip: fmt.Sprintf("%s %s: TTFT p50 %.2f ms", g.name, lbl, c.TTFTP50Ms)})
+				p99 = append(p99, point{x: x, y: c.TTFTP99Ms, tip: fmt.Sprintf("%s %s: TTFT p99 %.2f ms", g.name, lbl, c.TTFTP99Ms)})
+				i50 = append(i50, point{x: x, y: c.ITLP50Ms, tip: fmt.Sprintf("%s %s: ITL p50 %.2f ms", g.name, lbl, c.ITLP50Ms)})
+				i99 = append(i99, point{x: x, y: c.ITLP99Ms, tip: fmt.Sprintf("%s %s: ITL p99 %.2f ms", g.name, lbl, c.ITLP99Ms)})
+				if c.TPOTMs > 0 {
+					per := 1000 / c.TPOTMs
+					tr = append(tr, point{x: per, y: c.OutputTokS, label: lbl,
+						tip: fmt.Sprintf("%s %s: %.1f tok/s per request, %.1f tok/s total, TTFT p99 %.1f ms", g.name, lbl, per, c.OutputTokS, c.TTFTP99Ms)})
+				}
+			}
+			tput.series = append(tput.series, series{name: g.name, color: color, pts: pt})
+			ttft.series = append(ttft.series, series{name: g.name, color: color, pts: p50}, series{name: g.name, color: color, dash: true, pts: p99})
+			itl.series = append(itl.series, series{name: g.name, color: color, pts: i50}, series{name: g.name, color: color, dash: true, pts: i99})
+			trade.series = append(trade.series, series{name: g.name, color: color, pts: tr})
+		}
+		for _, c := range []*chart{tput, ttft, itl, trade} {
+			out = append(out, Chart{Name: c.name, Title: c.title, SVG: c.svg()})
+		}
+	}
+	return out
+}
+
+// Write writes report.md, report.html and charts/*.svg into dir, and, when
+// prefix is set, copies of the two reports to prefix+".md" and
+// prefix+".html" (their charts are inline or beside the run's report).
+func Write(dir string, d Data, prefix string) error {
+	charts := Charts(d)
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+		return fmt.Errorf("creating charts: %w", err)
+	}
+	for _, c := range charts {
+		if err := pipeline.WriteFileAtomic(filepath.Join(dir, "charts", c.Name+".svg"), []byte(c.SVG+"\n")); err != nil {
+			return err
+		}
+	}
+	md := Markdown(d, charts, "charts/")
+	page, err := HTML(d, charts)
+	if err != nil {
+		return err
+	}
+	if err := pipeline.WriteFileAtomic(filepath.Join(dir, "report.md"), md); err != nil {
+		return err
+	}
+	if err := pipeline.WriteFileAtomic(filepath.Join(dir, "report.html"), page); err != nil {
+		return err
+	}
+	if prefix == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	rel, err := filepath.Rel(filepath.Dir(prefix), filepath.Join(dir, "charts"))
+	if err != nil {
+		rel = filepath.Join(dir, "charts")
+	}
+	if err := pipeline.WriteFileAtomic(prefix+".md", Markdown(d, charts, filepath.ToSlash(rel)+"/")); err != nil {
+		return err
+	}
+	return pipeline.WriteFileAtomic(prefix+".html", page)
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// failedFirst orders verdicts: failures and errors first, then in run order.
+func failedFirst(vs []results.Verdict) []results.Verdict {
+	out := slices.Clone(vs)
+	slices.SortStableFunc(out, func(a, b results.Verdict) int {
+		if a.Passed == b.Passed {
+			return 0
+		}
+		if !a.Passed {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func countFailed(vs []results.Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if !v.Passed {
+			n++
+		}
+	}
+	return n
+}
+
+func formatValues(m map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+shortNum(m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shortNum trims a long decimal ("13.287500000000001") for people.
+func shortNum(s string) string {
+	var f float64
+	if _, err := fmt.Sscanf(s, "%g", &f); err == nil && strings.ContainsAny(s, ".") && len(s) > 8 {
+		return fmt.Sprintf("%.4g", f)
+	}
+	return s
+}
+
+// num formats a metric for a table: fixed decimals by magnitude, "–" for 0
+// on a row that did not measure it.
+func num(v float64, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	switch a := v; {
+	case a >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 100:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// Output writes the reports when the run ends.
+type Output struct {
+	Prefix string
+
+	ri *pipeline.RunInfo
+	d  Data
+}
+
+// New returns the report output.
+func New() *Output { return &Output{} }
+
+// Name implements pipeline.Output.
+func (o *Output) Name() string { return "report" }
+
+// Start loads the rows a resumed run already has.
+func (o *Output) Start(ri *pipeline.RunInfo) error {
+	o.ri = ri
+	d, err := Load(ri.Dir)
+	if err != nil {
+		return err
+	}
+	o.d.Cells, o.d.Verdicts = d.Cells, d.Verdicts
+	return nil
+}
+
+// Load reads a run directory's cells and assertion verdicts (the latest
+// row of each cell) from its Parquet files.
+func Load(runDir string) (Data, error) {
+	var d Data
+	cells, err := results.ReadTable[results.Cell](runDir, results.TableCells)
+	if err != nil {
+		return d, err
+	}
+	vs, err := results.ReadTable[results.Verdict](runDir, results.TableAssertions)
+	if err != nil {
+		return d, err
+	}
+	d.Cells, d.Verdicts = results.LatestCells(cells), results.LatestVerdicts(vs)
+	return d, nil
+}
+
+// Cell keeps the row (replacing an earlier row of the same cell).
+func (o *Output) Cell(c results.Cell, _ []results.Request) error {
+	for i := range o.d.Cells {
+		if o.d.Cells[i].CellID == c.CellID && c.CellID != "" {
+			o.d.Cells[i] = c
+			o.d.Verdicts = slices.DeleteFunc(o.d.Verdicts, func(v results.Verdict) bool { return v.CellID == c.CellID })
+			return nil
+		}
+	}
+	o.d.Cells = append(o.d.Cells, c)
+	return nil
+}
+
+// Verdicts keeps the rows.
+func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
+	o.d.Verdicts = append(o.d.Verdicts, rows...)
+	return nil
+}
+
+// Stop writes the reports.
+func (o *Output) Stop(sum *pipeline.Summary) error {
+	o.d.Run = pipeline.RunRecord(o.ri, sum)
+	FillRunFromCells(&o.d.Run, o.d.Cells)
+	return Write(o.ri.Dir, o.d, o.Prefix)
+}
+
+// FillRunFromCells completes run-level fields the cells know better
+// (model, model digest) when the run record lacks them.
+func FillRunFromCells(run *results.Run, cells []results.Cell) {
+	for _, c := range cells {
+		if run.Model == "" {
+			run.Model = c.Model
+		}
+		if run.ModelDigest == "" {
+			run.ModelDigest = c.ModelDigest
+		}
+		if run.Hardware == "" {
+			run.Hardware = c.Hardware
+		}
+		if run.Hostname == "" {
+			run.Hostname = c.Hostname
+		}
+	}
+}

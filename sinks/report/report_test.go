@@ -1,0 +1,100 @@
+package report_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/sinks/report"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func fixture() report.Data {
+	d := report.Data{Run: resultstest.Run()}
+	for _, p := range resultstest.Points() {
+		d.Cells = append(d.Cells, p.Cell)
+		d.Verdicts = append(d.Verdicts, p.Verdicts...)
+	}
+	return d
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run `go test ./sinks/report -update` if the change is intended, then review the diff.\ngot:\n%s", name, got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	d := fixture()
+	golden(t, "report.md", report.Markdown(d, report.Charts(d), "charts/"))
+}
+
+func TestChartsGolden(t *testing.T) {
+	for _, c := range report.Charts(fixture()) {
+		golden(t, c.Name+".svg", []byte(c.SVG+"\n"))
+	}
+}
+
+func TestWriteSelfContained(t *testing.T) {
+	dir := t.TempDir()
+	if err := report.Write(dir, fixture(), filepath.Join(dir, "out", "x")); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(page)
+	// Self-contained: no script, no fetch of anything at view time.
+	for _, bad := range []string{"<script", "src=", "href=", "@import", "url("} {
+		if strings.Contains(s, bad) {
+			t.Errorf("report.html contains %q; it must not reference anything outside itself", bad)
+		}
+	}
+	if n := strings.Count(s, "<svg"); n != 4 {
+		t.Errorf("report.html has %d inline charts, want 4", n)
+	}
+	for _, want := range []string{"Output tokens/s vs concurrency", "TTFT p50 and p99", "ITL p50 and p99", "Latency-throughput trade-off", "itl_p99_ms &lt; 2*itl_p50_ms", `class="badge fail"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for _, f := range []string{"report.md", "charts/throughput.svg", "charts/ttft.svg", "charts/itl.svg", "charts/tradeoff.svg", "out/x.md", "out/x.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "out", "x.md"))
+	if !strings.Contains(string(md), "](../charts/throughput.svg)") {
+		t.Errorf("out/x.md does not link the charts relative to itself:\n%s", md)
+	}
+}
+
+func TestEmptyRun(t *testing.T) {
+	dir := t.TempDir()
+	d := report.Data{Run: resultstest.Run()}
+	if err := report.Write(dir, d, ""); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(string(md), "No assertions were checked.") {
+		t.Errorf("empty report:\n%s", md)
+	}
+}

@@ -1,0 +1,192 @@
+package health
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// stubLaunch stands in for the launch kind in the plan only: the tests
+// hand the health stage a real simulator's URL as the target's outputs.
+var stubLaunch = pipeline.Kind{Name: "launch", Schema: schema.KindSchema{Def: "#L", Source: "package schema\n#L: {#StageBase, kind: \"launch\", ...}"},
+	New: func(s *schema.Stage) (pipeline.Stage, error) { return nil, nil }}
+
+func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.Outputs, error, time.Duration) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	src := "name: \"p\"\nmodel: {name: \"tiny\"}\nstages: {\n\tserver: {kind: \"launch\"}\n\thealth: {kind: \"health\", target: \"server\", " + stage + "}\n}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	reg.AddKind(stubLaunch)
+	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := p.Stage("health")
+	st, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Validate(p); err != nil {
+		t.Fatal(err)
+	}
+	env := &pipeline.Env{Stage: spec, Plan: p, Dir: dir, Deps: map[string]*pipeline.Outputs{"server": target}, Log: io.Discard, Progress: io.Discard}
+	start := time.Now()
+	out, err := st.Run(context.Background(), env)
+	return out, err, time.Since(start)
+}
+
+func simServer(t *testing.T, cfg sim.Config) *httptest.Server {
+	t.Helper()
+	s := sim.New(cfg)
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	return ts
+}
+
+func TestReadyAfterLoading(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"tiny"}
+	cfg.LoadTime = 600 * time.Millisecond
+	ts := simServer(t, cfg)
+	out, err, took := runHealth(t, `within: "10s", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took < 500*time.Millisecond {
+		t.Errorf("ready after %s, while the server was loading for 600ms", took)
+	}
+	if out.URL != ts.URL || out.Model != "tiny" || out.Done != nil {
+		t.Fatalf("outputs = %+v", out)
+	}
+}
+
+func TestWrongModelFailsAtOnce(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"llama-3.2-1b", "other"}
+	ts := simServer(t, cfg)
+	_, err, took := runHealth(t, `within: "30s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	want := `"tiny" is not among the models ` + ts.URL + ` serves ["llama-3.2-1b" "other"]: the plan's model name (model.name, or model in the stage) must equal the server's served name`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+	if took > 2*time.Second {
+		t.Errorf("took %s: a wrong model name must fail at once, not at the timeout", took)
+	}
+}
+
+func TestNeverHealthyTimesOutWithLogTail(t *testing.T) {
+	var hits atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "loading", http.StatusServiceUnavailable)
+	}))
+	defer ts.Close()
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	os.WriteFile(logPath, []byte("line 1\nloading model 97%\nCUDA out of memory\n"), 0o644)
+	_, err, took := runHealth(t, `within: "700ms", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm", Values: map[string]any{"log": logPath}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"not ready within 700ms", "last check: /health answered 503 (loading)", "  | loading model 97%\n  | CUDA out of memory"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if took > 3*time.Second || hits.Load() < 3 {
+		t.Errorf("took %s with %d polls", took, hits.Load())
+	}
+}
+
+func TestPresetsAndOverrides(t *testing.T) {
+	var paths []string
+	cfg := sim.DefaultConfig()
+	// Ollama lists "tiny:latest" and answers to "tiny" too; the simulator
+	// serves both names.
+	cfg.Models = []string{"tiny:latest", "tiny"}
+	s := sim.New(cfg)
+	defer s.Close()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		if r.URL.Path == "/" {
+			io.WriteString(w, "Ollama is running") // the engine's own answer on its health path
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	// The ollama preset: GET / for health, and "tiny" is served as "tiny:latest".
+	if _, err, _ := runHealth(t, `within: "5s"`, &pipeline.Outputs{URL: ts.URL, Engine: "ollama"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"GET /", "GET /v1/models", "POST /v1/completions"}
+	if strings.Join(paths, ",") != strings.Join(want, ",") {
+		t.Fatalf("requests = %v, want %v", paths, want)
+	}
+	// The vLLM preset polls /health.
+	paths = nil
+	if _, err, _ := runHealth(t, `within: "5s"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm"}); err != nil || paths[0] != "GET /health" {
+		t.Fatalf("vllm preset: %v, requests %v", err, paths)
+	}
+	// A custom engine gives its own paths; probe: chat.
+	paths = nil
+	if _, err, _ := runHealth(t, `within: "5s", path: "/", models_path: "/v1/models", probe: "chat", model: "tiny:latest"`, &pipeline.Outputs{URL: ts.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if paths[len(paths)-1] != "POST /v1/chat/completions" {
+		t.Fatalf("probe went to %v", paths)
+	}
+}
+
+func TestProbeRefused(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"tiny"}
+	s := sim.New(cfg)
+	defer s.Close()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			http.Error(w, `{"error":{"message":"this model does not support completions"}}`, http.StatusBadRequest)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	_, err, took := runHealth(t, `within: "10s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	if err == nil || !strings.Contains(err.Error(), "the 1-token probe on /v1/completions was refused") || took > 2*time.Second {
+		t.Fatalf("err = %v after %s", err, took)
+	}
+	if _, err, _ := runHealth(t, `within: "10s", probe: "none"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"}); err != nil {
+		t.Fatalf("probe: none still probed: %v", err)
+	}
+}
+
+func TestValidatePaths(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	os.WriteFile(path, []byte("name: \"p\"\nstages: health: {kind: \"health\", target: \"http://h:1\", path: \"health\"}\n"), 0o644)
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := New(p.Stage("health"))
+	if err := st.Validate(p); err == nil || !strings.Contains(err.Error(), `stages.health.path: "health" must start with /`) {
+		t.Fatalf("err = %v", err)
+	}
+}

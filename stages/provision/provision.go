@@ -1,0 +1,341 @@
+// Package provision is the `provision` stage: create a machine with a
+// cloud CLI (or any command), wait for it, pass its host and port on, and
+// tear it down on every exit path benchrun can see.
+package provision
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+//go:embed schema.cue
+var schemaSource string
+
+// Kind registers the stage.
+var Kind = pipeline.Kind{
+	Name:   "provision",
+	Doc:    "create a machine (cloud CLI, ssh), pass host/port on, tear it down on every exit path",
+	Schema: schema.KindSchema{Def: "#Provision", Source: schemaSource},
+	New:    New,
+}
+
+// KeepEnv, when "1" in benchrun's environment, keeps provisioned machines
+// (the CLI's --keep sets it).
+const KeepEnv = "BENCHRUN_KEEP"
+
+// Command is one of create, wait, teardown.
+type Command struct {
+	Cmd     []string `json:"cmd"`
+	Shell   bool     `json:"shell"`
+	Timeout string   `json:"timeout"`
+	timeout time.Duration
+}
+
+// Config is the stage's configuration (see schema.cue).
+type Config struct {
+	Create      Command           `json:"create"`
+	Wait        *Command          `json:"wait"`
+	Teardown    Command           `json:"teardown"`
+	CostPerHour *float64          `json:"cost_per_hour"`
+	Keep        bool              `json:"keep"`
+	Env         map[string]string `json:"env"`
+}
+
+// Stage is a configured provision stage.
+type Stage struct {
+	spec *schema.Stage
+	cfg  Config
+
+	mu       sync.Mutex
+	created  bool // create was started: teardown is owed
+	values   map[string]any
+	started  time.Time
+	dir      string
+	logPath  string
+	gone     chan struct{}
+	tornDown bool
+}
+
+// New decodes the configuration.
+func New(s *schema.Stage) (pipeline.Stage, error) {
+	st := &Stage{spec: s}
+	if err := s.Decode(&st.cfg); err != nil {
+		return nil, err
+	}
+	var errs schema.Errors
+	for _, c := range []struct {
+		name string
+		c    *Command
+	}{{"create", &st.cfg.Create}, {"wait", st.cfg.Wait}, {"teardown", &st.cfg.Teardown}} {
+		if c.c == nil {
+			continue
+		}
+		d, err := time.ParseDuration(c.c.Timeout)
+		if err != nil {
+			errs = append(errs, schema.Error{Pos: s.PosOf(c.name, "timeout"), Msg: fmt.Sprintf("stages.%s.%s.timeout: %v", s.Name, c.name, err)})
+		}
+		c.c.timeout = d
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return st, nil
+}
+
+// Validate checks the configuration without side effects.
+func (s *Stage) Validate(p *schema.Plan) error { return nil }
+
+// Run creates the machine and waits for it. The stage stays "up" (a
+// service) until the last stage using it ends; Cleanup tears it down.
+func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	s.mu.Lock()
+	s.values = map[string]any{}
+	s.dir = env.Dir
+	s.logPath = filepath.Join(env.Dir, s.spec.Name+".log")
+	s.gone = make(chan struct{})
+	s.started = time.Now()
+	s.created = true // from here on, teardown is owed even if create fails half way
+	s.mu.Unlock()
+
+	outs, err := s.run(ctx, "create", s.cfg.Create)
+	s.merge(outs)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.Wait != nil {
+		outs, err := s.run(ctx, "wait", *s.cfg.Wait)
+		s.merge(outs)
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &pipeline.Outputs{Values: map[string]any{}, Done: s.gone, DoneReason: func() string { return "the machine was torn down" }}
+	for k, v := range s.values {
+		out.Values[k] = v
+	}
+	if s.cfg.CostPerHour != nil {
+		out.Values["cost_per_hour"] = *s.cfg.CostPerHour
+	}
+	if u, ok := s.values["url"].(string); ok && u != "" {
+		out.URL = u
+	} else if h, ok := s.values["host"]; ok {
+		if p, ok := s.values["port"]; ok {
+			out.URL = "http://" + net.JoinHostPort(fmt.Sprint(h), fmt.Sprint(p))
+		}
+	}
+	s.logf("benchrun: provisioned; outputs: %s\n", redact(s.values))
+	return out, nil
+}
+
+func (s *Stage) merge(m map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range m {
+		s.values[k] = v
+	}
+}
+
+// Cleanup runs teardown once, unless the machine is to be kept.
+func (s *Stage) Cleanup(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.created || s.tornDown {
+		s.mu.Unlock()
+		return nil
+	}
+	s.tornDown = true
+	held := time.Since(s.started)
+	s.mu.Unlock()
+	cost := ""
+	if s.cfg.CostPerHour != nil {
+		cost = fmt.Sprintf(", about $%.4f at $%g/h", *s.cfg.CostPerHour*held.Hours(), *s.cfg.CostPerHour)
+	}
+	if s.cfg.Keep || os.Getenv(KeepEnv) == "1" {
+		s.logf("benchrun: keeping the machine (keep / --keep); held %s so far%s; tear it down yourself: %s\n",
+			held.Round(time.Second), cost, strings.Join(s.cfg.Teardown.Cmd, " "))
+		return nil
+	}
+	// Teardown must run even when the run was interrupted: a context of
+	// its own, bounded by the command's timeout.
+	_, err := s.run(context.WithoutCancel(ctx), "teardown", s.cfg.Teardown)
+	s.logf("benchrun: teardown after %s%s: %v\n", held.Round(time.Second), cost, errString(err))
+	if s.gone != nil {
+		close(s.gone)
+	}
+	if err != nil {
+		return fmt.Errorf("teardown of %s failed (the machine may still be running and billing): %w", s.spec.Name, err)
+	}
+	return nil
+}
+
+// logf appends to the stage's log. It opens the file each time: teardown
+// runs after the runner has closed the handle it gave Run.
+func (s *Stage) logf(format string, args ...any) {
+	f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, format, args...)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// run runs one command with the outputs so far expanded into it, and
+// parses the outputs it prints on stdout.
+func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]any, error) {
+	s.mu.Lock()
+	vars := map[string]string{"run_dir": s.dir, "stage": s.spec.Name}
+	for k, v := range s.values {
+		vars[k] = fmt.Sprint(v)
+	}
+	s.mu.Unlock()
+	argv := make([]string, len(c.Cmd))
+	for i, a := range c.Cmd {
+		argv[i] = os.Expand(a, func(k string) string {
+			if v, ok := vars[k]; ok {
+				return v
+			}
+			return "${" + k + "}"
+		})
+	}
+	if c.Shell {
+		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
+	}
+	s.logf("benchrun: %s: %s\n", phase, strings.Join(argv, " "))
+	var stdout bytes.Buffer
+	logPath := filepath.Join(s.dir, fmt.Sprintf("%s.%s.log", s.spec.Name, phase))
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = os.Environ()
+	for k, v := range s.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+os.ExpandEnv(v))
+	}
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = &stdout, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: starting %s: %w", phase, argv[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	select {
+	case err = <-done:
+	case <-timer.C:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		err = fmt.Errorf("timed out after %s", c.timeout)
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		err = context.Cause(ctx)
+	}
+	outs := ParseOutputs(stdout.Bytes())
+	if err != nil {
+		msg := fmt.Sprintf("%s (%s): %v", phase, strings.Join(argv, " "), err)
+		if t := tail(logPath, 10); t != "" {
+			msg += "; last lines of " + filepath.Base(logPath) + ":\n" + t
+		}
+		return outs, errors.New(msg)
+	}
+	return outs, nil
+}
+
+// ParseOutputs reads a command's outputs: a JSON object, or KEY=VALUE lines
+// (other lines are ignored, so a chatty CLI is fine).
+func ParseOutputs(b []byte) map[string]any {
+	out := map[string]any{}
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		var m map[string]any
+		if json.Unmarshal(trimmed, &m) == nil {
+			for k, v := range m {
+				if f, ok := v.(float64); ok && f == float64(int64(f)) {
+					v = int64(f)
+				}
+				out[k] = v
+			}
+			return out
+		}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		if ok && keyRE.MatchString(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var keyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+var secretRE = regexp.MustCompile(`(?i)token|secret|password|passwd|key|auth|credential`)
+
+// redact shows outputs for the log, hiding values whose names suggest secrets.
+func redact(m map[string]any) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := fmt.Sprint(m[k])
+		if secretRE.MatchString(k) {
+			v = "***"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return ""
+	}
+	return "  | " + strings.Join(lines, "\n  | ")
+}

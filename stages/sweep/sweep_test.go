@@ -1,0 +1,256 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// startSim serves the real simulator over loopback HTTP.
+func startSim(t *testing.T, edit func(*sim.Config)) (*sim.Server, string) {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.EOSProb = 5*time.Millisecond, time.Millisecond, 0
+	if edit != nil {
+		edit(&cfg)
+	}
+	s := sim.New(cfg)
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { s.Close(); hs.CloseClientConnections(); hs.Close() })
+	return s, hs.URL
+}
+
+// loadStage loads a plan whose only stage is the sweep given as CUE.
+func loadStage(t *testing.T, sweepCUE string, extra string) (*Stage, *schema.Plan) {
+	t.Helper()
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	src := fmt.Sprintf("name: \"t\"\nmodel: {name: \"sim-llama\"}\n%s\nstages: sweep: {\n%s\n}\n", extra, sweepCUE)
+	p, err := schema.LoadSource("plan.cue", []byte(src), reg.LoadOptions(nil))
+	if err != nil {
+		t.Fatalf("plan:\n%s\n%v", src, err)
+	}
+	st, err := New(p.Stages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.(*Stage), p
+}
+
+type collected struct {
+	mu    sync.Mutex
+	cells []results.Cell
+	reqs  []results.Request
+}
+
+func runStage(t *testing.T, st *Stage, p *schema.Plan) (*collected, error) {
+	t.Helper()
+	if err := st.Validate(p); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	var c collected
+	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
+		Emit: func(cell results.Cell, reqs []results.Request) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.cells = append(c.cells, cell)
+			c.reqs = append(c.reqs, reqs...)
+			return nil
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := st.Run(ctx, env)
+	return &c, err
+}
+
+func TestSweepClosedLoopRows(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) { c.ITL = 3 * time.Millisecond })
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
+		cells: [{isl: 40, osl: 8}], concurrency: [1, 4], requests: 8, warmup: 1, shared_prefix: 10`, url),
+		`slo: {ttft_ms: 1000, tpot_ms: 1000}`)
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.cells) != 2 || len(c.reqs) != 16 {
+		t.Fatalf("%d cell rows, %d request rows; want 2 and 16", len(c.cells), len(c.reqs))
+	}
+	for _, r := range c.cells {
+		if r.Status != results.StatusOK {
+			t.Fatalf("%s: %s %s", r.CellID, r.Status, r.Reason)
+		}
+		if r.EffectiveISL != 40 || r.EffectiveOSL != 8 || r.Completed != 8 || r.Failed != 0 {
+			t.Errorf("%s: effective isl/osl %.1f/%.1f completed %d failed %d", r.CellID, r.EffectiveISL, r.EffectiveOSL, r.Completed, r.Failed)
+		}
+		// The row's itl and tpot against the simulator's own write times
+		// for the same requests (its timer is not exact on a busy machine,
+		// so compare with what it did, not what it was asked).
+		var gaps, tpots []float64
+		for _, q := range c.reqs {
+			if q.CellID != r.CellID {
+				continue
+			}
+			rec, ok := srv.Record(q.ResponseID)
+			if !ok || len(rec.Events) != 8 {
+				t.Fatalf("no simulator record with 8 events for %q", q.ResponseID)
+			}
+			for k := 1; k < len(rec.Events); k++ {
+				gaps = append(gaps, ms(rec.Events[k].Time.Sub(rec.Events[k-1].Time)))
+			}
+			tpots = append(tpots, ms(rec.Events[7].Time.Sub(rec.Events[0].Time))/7)
+		}
+		truth := stats.Summarize(gaps)
+		if math.Abs(r.ITLP50Ms-truth.P50) > 0.5 || math.Abs(r.TPOTMs-stats.Mean(tpots)) > 0.5 || r.TTFTP50Ms < 5 {
+			t.Errorf("%s: itl p50 %.3f (server %.3f), tpot %.3f (server %.3f), ttft p50 %.2f", r.CellID, r.ITLP50Ms, truth.P50, r.TPOTMs, stats.Mean(tpots), r.TTFTP50Ms)
+		}
+		if r.ITLTokP50Ms != r.ITLP50Ms || r.TTFTSchedP50Ms < r.TTFTP50Ms || r.E2ELMaxMs < r.E2ELP99Ms || r.E2ELP99Ms < r.E2ELP50Ms {
+			t.Errorf("%s: inconsistent distributions %+v", r.CellID, r)
+		}
+		if r.GoodputRatio != 1 || r.Goodput <= 0 || r.ReqS <= 0 || r.OutputTokS <= 0 || r.TotalTokS <= r.OutputTokS {
+			t.Errorf("%s: goodput %.2f (%.2f) req/s %.2f out %.1f total %.1f", r.CellID, r.Goodput, r.GoodputRatio, r.ReqS, r.OutputTokS, r.TotalTokS)
+		}
+		for _, want := range []string{"prompts=cold", "shared_prefix=10", "calibrated by tokenize", "token counts from the server's usage"} {
+			if !strings.Contains(r.Notes, want) {
+				t.Errorf("%s: notes %q lack %q", r.CellID, r.Notes, want)
+			}
+		}
+	}
+	if c.cells[1].SpeedupVsC1 < 2 {
+		t.Errorf("speedup at c=4 is %.2f; a fixed-latency server should scale", c.cells[1].SpeedupVsC1)
+	}
+	for _, q := range c.reqs {
+		if q.Status != results.StatusOK || len(q.ChunkTokens) != 8 || len(q.ChunkGapsMs) != 7 || q.ResponseID == "" {
+			t.Fatalf("request row %+v", q)
+		}
+	}
+}
+
+func TestSweepOpenLoopAndFailures(t *testing.T) {
+	_, url := startSim(t, nil)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
+		cells: [{isl: 16, osl: 4}], rates: [50, 100], arrival: "gamma", burstiness: 2, requests: 20, warmup: 0,
+		max_inflight: 8, headers: {"X-Sim-Fault": "error=500"}`, url), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.cells) != 2 {
+		t.Fatalf("%d rows", len(c.cells))
+	}
+	for _, r := range c.cells {
+		// Every request fails: the row says so in words, and no failed
+		// request leaks into latency statistics.
+		if r.Status != results.StatusError || !strings.Contains(r.Reason, "20 of 20 requests failed; first: HTTP 500") {
+			t.Errorf("%s: %s %q", r.CellID, r.Status, r.Reason)
+		}
+		if r.TTFTMs != 0 || r.E2ELP99Ms != 0 || r.Completed != 0 || r.Failed != 20 || r.Goodput != 0 {
+			t.Errorf("%s: failed requests polluted stats: ttft %.2f e2el p99 %.2f", r.CellID, r.TTFTMs, r.E2ELP99Ms)
+		}
+		if r.Rate == 0 || r.Arrival != "gamma" || r.Burstiness != 2 || r.MaxInflight != 8 || !strings.Contains(r.CellID, "/r") {
+			t.Errorf("%s: load columns rate %v arrival %q burstiness %v", r.CellID, r.Rate, r.Arrival, r.Burstiness)
+		}
+	}
+	// The sweep went on past the failed cell: both points have rows, and
+	// the achieved send rate is near the asked one.
+	if got := c.cells[1].SentReqS; got < 50 || got > 150 {
+		t.Errorf("rate 100 point sent %.1f req/s", got)
+	}
+}
+
+func TestSweepOpenLoopOK(t *testing.T) {
+	_, url := startSim(t, nil)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: "chat"
+		cells: [{isl: 16, osl: 4}], rates: [200], arrival: "poisson", duration: "300ms", warmup: 1, prompts: "warm"`, url), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.cells[0]
+	if r.Status != results.StatusOK || r.Completed < 30 || r.EffectiveISL != 16 {
+		t.Fatalf("%s %q: completed %d effective isl %.1f", r.Status, r.Reason, r.Completed, r.EffectiveISL)
+	}
+	if r.SendLagP99 < 0 || r.TTFTSchedP50Ms < r.TTFTP50Ms || !strings.Contains(r.Notes, "prompts=warm") {
+		t.Errorf("send lag %.3f ttft_sched %.2f ttft %.2f notes %q", r.SendLagP99, r.TTFTSchedP50Ms, r.TTFTP50Ms, r.Notes)
+	}
+}
+
+func TestSweepValidate(t *testing.T) {
+	for _, tc := range []struct{ cue, want string }{
+		{`kind: "sweep", target: "http://x", duration: "soon"`, `duration: "soon" is not a positive duration`},
+		{`kind: "sweep", target: "http://x", ramp: {from: 1, duration: "1s"}`, "a ramp needs an open loop"},
+		{`kind: "sweep", target: "http://x", cells: [{isl: 8, osl: 8}], shared_prefix: 8`, "shared_prefix 8 leaves no room"},
+		{`kind: "sweep", target: "http://x", api_key_env: "sk-abc def"`, "should name an environment variable"},
+	} {
+		st, p := loadStage(t, tc.cue, "")
+		err := st.Validate(p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.cue, err, tc.want)
+		}
+	}
+	st, p := loadStage(t, `kind: "sweep", target: "http://127.0.0.1:1", api_key_env: "BENCHRUN_TEST_UNSET_KEY"`, "")
+	if _, err := runStage(t, st, p); err == nil || !strings.Contains(err.Error(), "BENCHRUN_TEST_UNSET_KEY is empty or not set") {
+		t.Errorf("unset key: %v", err)
+	}
+}
+
+func TestSweepDataset(t *testing.T) {
+	_, url := startSim(t, nil)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte("{\"q\": \"one two three\"}\n{\"q\": \"four five six seven\"}\n"), 0o644)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, cells: [{isl: 99, osl: 2}], concurrency: [2], requests: 4, warmup: 0,
+		dataset: {path: "p.jsonl", field: "q"}`, url), "")
+	p.Path = filepath.Join(dir, "plan.cue") // the dataset path is relative to the plan
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.cells[0]
+	if r.Status != results.StatusOK || r.EffectiveISL < 3 || r.EffectiveISL > 4 || !strings.Contains(r.Notes, "prompts from the dataset") {
+		t.Fatalf("%s %q: effective isl %.2f, notes %q", r.Status, r.Reason, r.EffectiveISL, r.Notes)
+	}
+}
+
+func TestProgressIsSilentOffTerminal(t *testing.T) {
+	var b strings.Builder
+	p := newProgress(&b)
+	v := p.point(1, 1, "x")
+	v.pass(0, true, 10, nil, 0)
+	v.endPass()
+	p.line("done")
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if newProgress(f).w != nil || b.Len() != 0 {
+		t.Fatal("progress drew on something that is not a terminal")
+	}
+}
+
+func TestSweepEmbeddings(t *testing.T) {
+	_, url := startSim(t, nil)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: "embeddings", stream: false,
+		cells: [{isl: 32, osl: 1}], concurrency: [2], requests: 4, warmup: 0`, url), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.cells[0]
+	if r.Status != results.StatusOK || r.EffectiveISL != 32 || r.E2ELP50Ms <= 0 || strings.Contains(r.Notes, "stopped early") {
+		t.Fatalf("%s %q: isl %.1f e2el %.2f notes %q", r.Status, r.Reason, r.EffectiveISL, r.E2ELP50Ms, r.Notes)
+	}
+}

@@ -1,0 +1,272 @@
+// Package warmup is the `warmup` stage: untimed requests at the load the
+// next stage will apply, until time-to-first-token stops moving.
+package warmup
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"cuelang.org/go/cue"
+
+	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+//go:embed schema.cue
+var schemaSource string
+
+// Kind registers the stage.
+var Kind = pipeline.Kind{
+	Name:   "warmup",
+	Doc:    "untimed requests at the next stage's concurrency, a fixed count or until TTFT settles",
+	Schema: schema.KindSchema{Def: "#Warmup", Source: schemaSource},
+	New:    New,
+}
+
+// Config is the stage's configuration (see schema.cue).
+type Config struct {
+	Target      string `json:"target"`
+	Model       string `json:"model"`
+	Endpoint    string `json:"endpoint"`
+	Concurrency int    `json:"concurrency"`
+	ISL         int    `json:"isl"`
+	OSL         int    `json:"osl"`
+	Requests    int    `json:"requests"`
+	Settle      struct {
+		Window      int     `json:"window"`
+		Tolerance   float64 `json:"tolerance"`
+		MaxRequests int     `json:"max_requests"`
+	} `json:"settle"`
+	RequireSettled bool              `json:"require_settled"`
+	Headers        map[string]string `json:"headers"`
+	Body           map[string]any    `json:"body"`
+}
+
+// Stage is a configured warm-up.
+type Stage struct {
+	spec *schema.Stage
+	cfg  Config
+}
+
+// New decodes the configuration.
+func New(s *schema.Stage) (pipeline.Stage, error) {
+	st := &Stage{spec: s}
+	if err := s.Decode(&st.cfg); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Validate checks the configuration without side effects.
+func (s *Stage) Validate(p *schema.Plan) error {
+	if len(followers(p, s.spec.Name)) == 0 && s.cfg.Concurrency == 0 {
+		return schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no stage needs this warm-up, so its concurrency is unknown: add it to the next stage's needs, or set concurrency", s.spec.Name)}
+	}
+	return nil
+}
+
+// Shape is the load a warm-up applies.
+type Shape struct {
+	Endpoint    string
+	Concurrency int
+	ISL, OSL    int
+}
+
+// followers are the stages that need this one.
+func followers(p *schema.Plan, name string) []*schema.Stage {
+	var out []*schema.Stage
+	for _, st := range p.Stages {
+		if slices.Contains(st.Needs, name) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// ShapeFor works out the load from the configuration and, for what it
+// leaves open, from the stages that follow: their largest concurrency,
+// the first one's endpoint and first cell.
+func (s *Stage) ShapeFor(p *schema.Plan) Shape {
+	sh := Shape{Endpoint: s.cfg.Endpoint, Concurrency: s.cfg.Concurrency, ISL: s.cfg.ISL, OSL: s.cfg.OSL}
+	maxC := 0
+	for _, st := range followers(p, s.spec.Name) {
+		var conc []int
+		if v := st.Value.LookupPath(cue.ParsePath("concurrency")); v.Exists() && v.Decode(&conc) == nil {
+			for _, c := range conc {
+				maxC = max(maxC, c)
+			}
+		}
+		if sh.Endpoint == "" {
+			if ep, err := st.Value.LookupPath(cue.ParsePath("endpoint")).String(); err == nil && ep != "embeddings" {
+				sh.Endpoint = ep
+			}
+		}
+		var cells []struct {
+			ISL int `json:"isl"`
+			OSL int `json:"osl"`
+		}
+		if v := st.Value.LookupPath(cue.ParsePath("cells")); v.Exists() && v.Decode(&cells) == nil && len(cells) > 0 {
+			if sh.ISL == 0 {
+				sh.ISL = cells[0].ISL
+			}
+			if sh.OSL == 0 {
+				sh.OSL = cells[0].OSL
+			}
+		}
+	}
+	if sh.Concurrency == 0 {
+		sh.Concurrency = max(maxC, 1)
+	}
+	if sh.Endpoint == "" {
+		sh.Endpoint = "completions"
+	}
+	if sh.ISL == 0 {
+		sh.ISL = 128
+	}
+	if sh.OSL == 0 {
+		sh.OSL = 32
+	}
+	return sh
+}
+
+// Run sends the warm-up requests.
+func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	target, err := env.Target()
+	if err != nil {
+		return nil, err
+	}
+	sh := s.ShapeFor(env.Plan)
+	t := &loadgen.Target{
+		BaseURL: target.URL, Model: env.ModelName(s.cfg.Model), Endpoint: loadgen.Endpoint(sh.Endpoint), Stream: true,
+		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(sh.Concurrency),
+	}
+	defer t.HTTP.CloseIdleConnections()
+	for k, v := range s.cfg.Headers {
+		t.Headers[k] = os.ExpandEnv(v)
+	}
+	for k, v := range s.cfg.Body {
+		t.ExtraBody[k] = v
+	}
+	window := s.cfg.Settle.Window
+	if window == 0 {
+		window = max(8, 2*sh.Concurrency)
+	}
+	total := s.cfg.Requests
+	fixed := total > 0
+	if !fixed {
+		total = s.cfg.Settle.MaxRequests
+	}
+	fmt.Fprintf(env.Progress, "  %s: %s at concurrency %d, %d:%d, %s\n", env.Stage.Name, sh.Endpoint, sh.Concurrency, sh.ISL, sh.OSL,
+		map[bool]string{true: fmt.Sprintf("%d requests", total), false: fmt.Sprintf("until TTFT settles (window %d, tolerance %.0f%%, at most %d requests)", window, 100*s.cfg.Settle.Tolerance, total)}[fixed])
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var mu sync.Mutex
+	var ttfts []float64 // ms, in completion order, successful requests only
+	var failed int
+	var lastErr error
+	settled := false
+	var verdict string
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
+	loadgen.RunClosed(runCtx, t, sh.Concurrency, total, func(i int) loadgen.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return loadgen.Request{Prompt: loadgen.SyntheticPrompt(rng, sh.ISL), MaxTokens: sh.OSL}
+	}, func(i int, r loadgen.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		if runCtx.Err() != nil {
+			return // cancelled by settling: not a failure
+		}
+		if !r.OK() {
+			failed++
+			lastErr = r.Err
+			return
+		}
+		ttfts = append(ttfts, float64(r.TTFT())/float64(time.Millisecond))
+		if !fixed && !settled {
+			if ok, v := Settled(ttfts, window, s.cfg.Settle.Tolerance); ok {
+				settled, verdict = true, v
+				stop()
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	done := len(ttfts) + failed
+	values := map[string]any{"warmup_requests": done, "warmup_failed": failed, "warmup_settled": settled}
+	if len(ttfts) == 0 {
+		return nil, fmt.Errorf("all %d warm-up requests failed; last error: %w", done, lastErr)
+	}
+	last := ttfts[max(0, len(ttfts)-window):]
+	values["warmup_ttft_ms"] = median(last)
+	summary := fmt.Sprintf("%d requests in %s, %d failed, TTFT median of the last %d: %.1f ms", done, time.Since(start).Round(time.Millisecond), failed, len(last), median(last))
+	if failed > 0 {
+		summary += fmt.Sprintf(" (last error: %v)", lastErr)
+	}
+	switch {
+	case fixed:
+		fmt.Fprintf(env.Progress, "  %s: %s\n", env.Stage.Name, summary)
+	case settled:
+		fmt.Fprintf(env.Progress, "  %s: TTFT settled (%s): %s\n", env.Stage.Name, verdict, summary)
+	default:
+		_, v := Settled(ttfts, window, s.cfg.Settle.Tolerance)
+		msg := fmt.Sprintf("TTFT did not settle within %d requests (%s): %s", total, v, summary)
+		fmt.Fprintf(env.Progress, "  %s: warning: %s\n", env.Stage.Name, msg)
+		fmt.Fprintf(env.Log, "benchrun: %s\n", msg)
+		if s.cfg.RequireSettled {
+			return nil, errors.New(msg)
+		}
+	}
+	fmt.Fprintf(env.Log, "benchrun: warm-up: %s\n", summary)
+	out := *target
+	out.Done, out.DoneReason, out.Restart = nil, nil, nil
+	out.Values = values
+	return &out, nil
+}
+
+// Settled reports whether the last window of TTFTs has a median within
+// tolerance (a fraction) of the window before it, and says what it compared.
+func Settled(ttfts []float64, window int, tolerance float64) (bool, string) {
+	if len(ttfts) < 2*window {
+		return false, fmt.Sprintf("%d of the %d requests two windows need", len(ttfts), 2*window)
+	}
+	prev := median(ttfts[len(ttfts)-2*window : len(ttfts)-window])
+	last := median(ttfts[len(ttfts)-window:])
+	change := math.Abs(last-prev) / prev
+	if prev == 0 {
+		change = math.Inf(1)
+		if last == 0 {
+			change = 0
+		}
+	}
+	v := fmt.Sprintf("window medians %.1f ms then %.1f ms, %.1f%% apart, tolerance %.0f%%", prev, last, 100*change, 100*tolerance)
+	return change <= tolerance, v
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -1,0 +1,199 @@
+package warmup
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// open stands in for the other kinds in the plans (the warm-up reads their
+// configuration, it does not run them).
+func open(name string) pipeline.Kind {
+	return pipeline.Kind{Name: name, Schema: schema.KindSchema{Def: "#K" + name, Source: "package schema\n#K" + name + ": {#StageBase, kind: \"" + name + "\", ...}"},
+		New: func(s *schema.Stage) (pipeline.Stage, error) { return nil, nil }}
+}
+
+func load(t *testing.T, warm, next string) (*Stage, *schema.Plan) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	src := "name: \"p\"\nmodel: {name: \"tiny\"}\nstages: {\n\tserver: {kind: \"server\"}\n\twarmup: {kind: \"warmup\", target: \"server\", " + warm + "}\n" + next + "}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	reg.AddKind(open("server"))
+	reg.AddKind(open("bench"))
+	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(p.Stage("warmup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.(*Stage), p
+}
+
+func TestShapeFollowsTheNextStage(t *testing.T) {
+	tests := []struct {
+		name, warm, next string
+		want             Shape
+	}{
+		{"from the sweep", ``, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "chat", concurrency: [1, 8, 4], cells: [{isl: 256, osl: 64}, {isl: 16, osl: 8}]}`,
+			Shape{Endpoint: "chat", Concurrency: 8, ISL: 256, OSL: 64}},
+		{"largest over every follower", ``, `a: {kind: "bench", needs: ["warmup"], concurrency: [2]}
+	b: {kind: "bench", needs: ["warmup"], concurrency: [16]}`, Shape{Endpoint: "completions", Concurrency: 16, ISL: 128, OSL: 32}},
+		{"own fields win", `concurrency: 3, endpoint: "completions", isl: 10, osl: 5`, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "chat", concurrency: [8]}`,
+			Shape{Endpoint: "completions", Concurrency: 3, ISL: 10, OSL: 5}},
+		{"embeddings is not warmed as such", ``, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "embeddings", concurrency: [4]}`,
+			Shape{Endpoint: "completions", Concurrency: 4, ISL: 128, OSL: 32}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, p := load(t, tt.warm, tt.next)
+			if got := s.ShapeFor(p); got != tt.want {
+				t.Fatalf("shape = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateNeedsAFollowerOrConcurrency(t *testing.T) {
+	s, p := load(t, ``, ``)
+	if err := s.Validate(p); err == nil || !strings.Contains(err.Error(), "no stage needs this warm-up") {
+		t.Fatalf("err = %v", err)
+	}
+	s, p = load(t, `concurrency: 2`, ``)
+	if err := s.Validate(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSettled(t *testing.T) {
+	tests := []struct {
+		name   string
+		ttfts  []float64
+		window int
+		want   bool
+	}{
+		{"too few", []float64{10, 10, 10}, 2, false},
+		{"flat", []float64{50, 10, 10, 10, 10}, 2, true},
+		{"still falling", []float64{100, 80, 60, 40}, 2, false},
+		{"within 10%", []float64{10, 10, 10.5, 10.5}, 2, true},
+		{"median ignores one outlier", []float64{10, 10, 10, 10, 10, 90}, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, why := Settled(tt.ttfts, tt.window, 0.1); got != tt.want {
+				t.Fatalf("Settled = %v (%s), want %v", got, why, tt.want)
+			}
+		})
+	}
+}
+
+// counting wraps a real simulator, counting completions and optionally
+// delaying each request more than the last (a server that never settles).
+func counting(t *testing.T, grow time.Duration) (*httptest.Server, *atomic.Int64, *atomic.Int64) {
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"tiny"}
+	cfg.TTFT, cfg.ITL = 5*time.Millisecond, time.Millisecond
+	s := sim.New(cfg)
+	var n, maxInFlight, inFlight atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			i := n.Add(1)
+			cur := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for {
+				m := maxInFlight.Load()
+				if cur <= m || maxInFlight.CompareAndSwap(m, cur) {
+					break
+				}
+			}
+			time.Sleep(time.Duration(i) * grow)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	return ts, &n, &maxInFlight
+}
+
+func run(t *testing.T, s *Stage, p *schema.Plan, url string) (*pipeline.Outputs, string, error) {
+	var progress strings.Builder
+	env := &pipeline.Env{Stage: s.spec, Plan: p, Dir: t.TempDir(), Deps: map[string]*pipeline.Outputs{"server": {URL: url}}, Log: io.Discard, Progress: &progress}
+	out, err := s.Run(context.Background(), env)
+	return out, progress.String(), err
+}
+
+func TestFixedCountAtTheSweepsConcurrency(t *testing.T) {
+	ts, n, maxInFlight := counting(t, 0)
+	s, p := load(t, `requests: 12`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [1, 4], cells: [{isl: 16, osl: 4}]}`)
+	out, _, err := run(t, s, p, ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 12 || out.Values["warmup_requests"] != 12 {
+		t.Fatalf("%d requests sent, outputs %v; want 12", n.Load(), out.Values)
+	}
+	if m := maxInFlight.Load(); m != 4 {
+		t.Fatalf("at most %d in flight, want the sweep's top concurrency 4", m)
+	}
+}
+
+func TestUntilSettled(t *testing.T) {
+	ts, n, _ := counting(t, 0)
+	s, p := load(t, `settle: {window: 4, max_requests: 100}`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 16, osl: 4}]}`)
+	out, progress, err := run(t, s, p, ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Values["warmup_settled"] != true || n.Load() >= 100 {
+		t.Fatalf("settled=%v after %d requests; progress:\n%s", out.Values["warmup_settled"], n.Load(), progress)
+	}
+	if !strings.Contains(progress, "TTFT settled") {
+		t.Errorf("progress:\n%s", progress)
+	}
+}
+
+func TestNeverSettles(t *testing.T) {
+	ts, n, _ := counting(t, 4*time.Millisecond) // each request 4 ms slower than the last
+	s, p := load(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2`, ``)
+	out, progress, err := run(t, s, p, ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Values["warmup_settled"] != false || n.Load() != 12 {
+		t.Fatalf("settled=%v after %d", out.Values["warmup_settled"], n.Load())
+	}
+	if !strings.Contains(progress, "warning: TTFT did not settle within 12 requests (window medians") {
+		t.Fatalf("progress:\n%s", progress)
+	}
+	s, p = load(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2, require_settled: true`, ``)
+	if _, _, err := run(t, s, p, ts.URL); err == nil || !strings.Contains(err.Error(), "did not settle") {
+		t.Fatalf("require_settled: err = %v", err)
+	}
+}
+
+func TestAllFail(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusInternalServerError)
+	}))
+	defer ts.Close()
+	s, p := load(t, `concurrency: 2, requests: 4`, ``)
+	if _, _, err := run(t, s, p, ts.URL); err == nil || !strings.Contains(err.Error(), "all 4 warm-up requests failed") || !strings.Contains(err.Error(), "overloaded") {
+		t.Fatalf("err = %v", err)
+	}
+}
