@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc/pool"
-
 )
 
 // Stage statuses.
@@ -577,6 +576,9 @@ func PrintSummary(w io.Writer, sum *Summary) {
 	fmt.Fprintf(w, "\nrun %s: %d cell rows, %d assertion checks, %d failed\n", sum.Run.ID, sum.Cells, len(sum.Verdicts), len(sum.Failed))
 	for _, s := range sum.Stages {
 		line := fmt.Sprintf("  %-14s %-9s %-8s %6.1fs", s.Name, s.Kind, s.Status, s.DurationS)
+		if s.Attempts > 1 {
+			line += fmt.Sprintf("  (%d attempts)", s.Attempts)
+		}
 		if s.Reason != "" {
 			line += "  " + firstLine(s.Reason)
 		}

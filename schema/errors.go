@@ -19,7 +19,10 @@ import (
 //     per alternative;
 //   - an error about a whole value that only repeats, in the schema's
 //     words, an error about one of its parts is dropped.
-func fixErrors(errs []pathError, raw cue.Value, planPath string) []pathError {
+func fixErrors(errs []pathError, raw, unified cue.Value, planPath string) []pathError {
+	for i := range errs {
+		suggestField(&errs[i], unified)
+	}
 	fromSchema := map[int]bool{}
 	for i := range errs {
 		e := &errs[i]
@@ -204,4 +207,91 @@ func rawPos(raw cue.Value, path, planPath string) (Pos, bool) {
 		}
 	}
 	return Pos{}, false
+}
+
+// suggestField adds the nearest allowed name to "field not allowed".
+func suggestField(e *pathError, unified cue.Value) {
+	if !strings.HasSuffix(e.Msg, ": field not allowed") || e.path == "" {
+		return
+	}
+	parts := strings.Split(e.path, ".")
+	name := parts[len(parts)-1]
+	parent := unified.LookupPath(cue.MakePath(selectors(parts[:len(parts)-1])...))
+	it, err := parent.Fields(cue.Optional(true))
+	if err != nil {
+		return
+	}
+	best, bestD := "", len(name)/3+1
+	for it.Next() {
+		c := it.Selector().Unquoted()
+		if c == name {
+			continue
+		}
+		if d := editDistance(name, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best != "" {
+		e.Msg += " (did you mean " + best + "?)"
+	}
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// envelopeTypos reports top-level fields that are not envelope fields but
+// nearly are (`stage:`, `sink:`): the envelope allows helper fields, so a
+// misspelt `stages` would otherwise be a plan that silently does nothing.
+func envelopeTypos(raw, plan cue.Value, planPath string) Errors {
+	known := map[string]bool{}
+	var names []string
+	if it, err := plan.Fields(cue.Optional(true)); err == nil {
+		for it.Next() {
+			n := it.Selector().Unquoted()
+			known[n] = true
+			names = append(names, n)
+		}
+	}
+	var errs Errors
+	it, err := raw.Fields()
+	if err != nil {
+		return nil
+	}
+	for it.Next() {
+		n := it.Selector().Unquoted()
+		if known[n] {
+			continue
+		}
+		for _, k := range names {
+			limit := 1
+			if len(k) > 5 {
+				limit = 2
+			}
+			if d := editDistance(strings.ToLower(n), k); d <= limit {
+				errs = append(errs, Error{
+					Pos: fixPos(posOf(it.Value().Pos()), planPath),
+					Msg: fmt.Sprintf("%s: not a plan field; did you mean %s? (helper fields are allowed, but this one looks like a typo)", n, k),
+				})
+				break
+			}
+		}
+	}
+	return errs
 }

@@ -336,8 +336,9 @@ func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
 	v, errs = unifyKinds(v, schemaVal, "stages", opts.Kinds, path, errs, unknown)
 	v, errs = unifyKinds(v, schemaVal, "sinks", opts.Sinks, path, errs, nil)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
-		errs = append(errs, tagErrs(fixErrors(convertErrPaths(err, path), raw, path), tagFields, given)...)
+		errs = append(errs, tagErrs(fixErrors(convertErrPaths(err, path), raw, v, path), tagFields, given)...)
 	}
+	errs = append(errs, envelopeTypos(raw, schemaVal.LookupPath(cue.ParsePath("#Plan")), path)...)
 	p, derrs := decodePlan(v, raw, path, len(errs) == 0)
 	if p != nil {
 		for _, s := range p.Stages {

@@ -47,9 +47,9 @@ stages: {}
 func TestTags(t *testing.T) {
 	kinds := stageKinds(t)
 	tests := []struct {
-		name string
-		tags []string
-		want string // "" = loads; else the whole error
+		name  string
+		tags  []string
+		want  string // "" = loads; else the whole error
 		check func(*Plan) string
 	}{
 		{name: "none", check: func(p *Plan) string { return "" }},

@@ -151,14 +151,18 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 			url := startSimProcess(b, 0, 100*time.Millisecond)
 			tg := newTarget(url, n)
 			defer tg.HTTP.CloseIdleConnections()
+			// Memory is counted from before the warm-up, so a stream's
+			// connection (buffers, transport goroutines) is part of its cost.
+			base := memNow()
 			// A warm-up pass opens the connections, as the sweep's warm-up
 			// does; the timed pass then measures streams, not TCP dials.
-			warm := func(int) Request { return Request{Prompt: "w", MaxTokens: 2} }
+			warm := func(int) Request {
+				return Request{Prompt: "w", MaxTokens: 40, Body: map[string]any{"ignore_eos": true}}
+			}
 			if _, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: float64(n) / 2, Arrival: ArrivalConstant}, Requests: n}, warm, func(int, Result) {}); err != nil {
 				b.Fatal(err)
 			}
 			for i := 0; i < b.N; i++ {
-				base := memNow()
 				var inflight, peak atomic.Int64
 				var peakMem atomic.Uint64
 				stop := make(chan struct{})

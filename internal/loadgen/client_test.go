@@ -164,6 +164,7 @@ func TestClientStreamShapes(t *testing.T) {
 		{"no usage: counted", []string{": keep-alive\n\n", "event: message\n" + chunk("a", ""), chunk("b", ""), "data: [DONE]\n\n"},
 			"", []int{1, 1}, 2, false, false},
 		{"ends without [DONE]", []string{chunk("a", ""), chunk("b", "")}, "", []int{1, 1}, 2, false, false},
+		{"a 200 KB event (no 64 KB line limit)", []string{chunk(strings.Repeat("x", 200<<10), ""), chunk("b", ""), "data: [DONE]\n\n"}, "", []int{1, 1}, 2, false, false},
 		{"error object mid-stream", []string{chunk("a", ""), `data: {"error":{"message":"out of memory","code":500}}` + "\n\n"}, "out of memory", nil, 0, false, false},
 		{"error event", []string{chunk("a", ""), "event: error\ndata: {\"message\":\"engine died\"}\n\n"}, "engine died", nil, 0, false, false},
 		{"truncated event", []string{chunk("a", ""), `data: {"id":"x","choi`}, "reading stream after 1 token events", nil, 0, false, false},
