@@ -62,6 +62,9 @@ type Env struct {
 	// Emit hands finished rows to assertions and outputs. It returns an
 	// error only when the rows could not be stored.
 	Emit func(cell results.Cell, reqs []results.Request) error
+	// EmitSamples hands telemetry sample rows (GPU, server metrics) to the
+	// outputs that take them.
+	EmitSamples func(rows []results.Sample) error
 
 	// doneCells are the cells already finished in a resumed run (CellDone).
 	doneCells map[string]bool

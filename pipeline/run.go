@@ -288,9 +288,11 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 		r.releaseServices(ctx)
 	}
 	p.Wait()
-	// Stop every service still up (the last dependents may have been skipped).
-	for _, n := range r.g.Nodes {
-		r.release(ctx, r.states[n.Spec.Name])
+	// Stop every service still up (the last dependents may have been
+	// skipped), dependents before what they stand on.
+	r.releaseServices(ctx)
+	for i := len(r.g.Nodes) - 1; i >= 0; i-- {
+		r.release(ctx, r.states[r.g.Nodes[i].Spec.Name])
 	}
 }
 
@@ -347,22 +349,30 @@ func firstLine(s string) string {
 	return s
 }
 
-// releaseServices stops every service none of whose dependents can still run.
+// releaseServices stops every service none of whose dependents can still
+// run. A dependent that is itself a service still up (a server on a
+// provisioned machine) keeps what it stands on busy, so services stop in
+// reverse dependency order: the server first, then the machine under it.
 func (r *runner) releaseServices(ctx context.Context) {
-	for _, n := range r.g.Nodes {
-		st := r.states[n.Spec.Name]
-		if st.status != StatusUp || st.released {
-			continue
-		}
-		busy := false
-		for _, d := range r.g.Dependents(n.Spec.Name) {
-			switch r.states[d.Spec.Name].status {
-			case StatusPending, StatusRunning:
-				busy = true
+	for changed := true; changed; {
+		changed = false
+		for i := len(r.g.Nodes) - 1; i >= 0; i-- {
+			n := r.g.Nodes[i]
+			st := r.states[n.Spec.Name]
+			if st.status != StatusUp || st.released {
+				continue
 			}
-		}
-		if !busy {
-			r.release(ctx, st)
+			busy := false
+			for _, d := range r.g.Dependents(n.Spec.Name) {
+				switch r.states[d.Spec.Name].status {
+				case StatusPending, StatusRunning, StatusUp:
+					busy = true
+				}
+			}
+			if !busy {
+				r.release(ctx, st)
+				changed = true
+			}
 		}
 	}
 }
@@ -450,7 +460,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	defer logf.Close()
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
-		Log: logf, Progress: r.opts.Progress, Emit: r.emit,
+		Log: logf, Progress: r.opts.Progress, Emit: r.emit, EmitSamples: r.emitSamples,
 		doneCells: r.ri.doneCells,
 	}
 

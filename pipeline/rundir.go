@@ -65,10 +65,14 @@ type Manifest struct {
 	Benchrun   string            `json:"benchrun_version"`
 	GoVersion  string            `json:"go_version"`
 	Host       Host              `json:"host"`
-	Status     string            `json:"status"` // running, ok, failed, interrupted
-	ExitCode   *int              `json:"exit_code,omitempty"`
-	Stages     []StageResult     `json:"stages,omitempty"`
-	Verdicts   []Verdict         `json:"failed_assertions,omitempty"`
+	// ModelDigest is the sha256 of the plan's model.file, when it names one.
+	ModelDigest string `json:"model_digest,omitempty"`
+	// Hardware describes the machine in one line (CPUs, memory, GPUs).
+	Hardware string        `json:"hardware,omitempty"`
+	Status   string        `json:"status"` // running, ok, failed, interrupted
+	ExitCode *int          `json:"exit_code,omitempty"`
+	Stages   []StageResult `json:"stages,omitempty"`
+	Verdicts []Verdict     `json:"failed_assertions,omitempty"`
 	// ResumedAt lists when the run was continued with --resume.
 	ResumedAt []time.Time `json:"resumed_at,omitempty"`
 }
@@ -102,12 +106,13 @@ func newManifest(ri *RunInfo) *Manifest {
 			}
 		}
 	}
-	host, _ := os.Hostname()
+	id := RunIdentity(ri)
 	return &Manifest{
 		RunID: ri.ID, Plan: ri.Plan.Name, PlanFile: ri.Plan.Path, Tags: ri.Tags,
 		Metadata: ri.Plan.Metadata, StartedAt: ri.StartedAt.UTC(),
-		Benchrun: Version(), GoVersion: runtime.Version(),
-		Host:   Host{Hostname: host, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
+		Benchrun: id.BenchrunVersion, GoVersion: runtime.Version(),
+		Host:        Host{Hostname: id.Hostname, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
+		ModelDigest: id.ModelDigest, Hardware: id.Hardware,
 		Status: "running",
 	}
 }
@@ -128,6 +133,12 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// CreateTemp makes 0600 files; results are for reading by others too.
+	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
