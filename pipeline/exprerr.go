@@ -44,7 +44,7 @@ func closest(name string, candidates []string) string {
 		if strings.HasPrefix(c, name+"_") && (prefixBest == "" || len(c) < len(prefixBest)) {
 			prefixBest = c // itl_p99 -> itl_p99_ms
 		}
-		if d := editDistance(name, c); d < bestD {
+		if d := schema.EditDistance(name, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -52,26 +52,6 @@ func closest(name string, candidates []string) string {
 		return prefixBest
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // exprNames lists the expr names of a struct type's fields.

@@ -129,11 +129,7 @@ func (g *Graph) WriteDryRun(w io.Writer, done func(cellID string) bool) error {
 		fmt.Fprintf(&b, "%2d. %s (%s)", i+1, s.Name, s.Kind)
 		var notes []string
 		if len(n.Deps) > 0 {
-			var deps []string
-			for _, d := range n.Deps {
-				deps = append(deps, d)
-			}
-			notes = append(notes, "after "+strings.Join(deps, ", "))
+			notes = append(notes, "after "+strings.Join(n.Deps, ", "))
 		}
 		if s.When != "" {
 			notes = append(notes, fmt.Sprintf("when %s", s.When))

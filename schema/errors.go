@@ -227,7 +227,7 @@ func suggestField(e *pathError, unified cue.Value) {
 		if c == name {
 			continue
 		}
-		if d := editDistance(name, c); d < bestD {
+		if d := EditDistance(name, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -236,7 +236,9 @@ func suggestField(e *pathError, unified cue.Value) {
 	}
 }
 
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, used for
+// "did you mean" suggestions.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -284,7 +286,7 @@ func envelopeTypos(raw, plan cue.Value, planPath string) Errors {
 			if len(k) > 5 {
 				limit = 2
 			}
-			if d := editDistance(strings.ToLower(n), k); d <= limit {
+			if d := EditDistance(strings.ToLower(n), k); d <= limit {
 				errs = append(errs, Error{
 					Pos: fixPos(posOf(it.Value().Pos()), planPath),
 					Msg: fmt.Sprintf("%s: not a plan field; did you mean %s? (helper fields are allowed, but this one looks like a typo)", n, k),

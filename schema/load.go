@@ -21,6 +21,7 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 )
 
@@ -431,16 +432,23 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, planPa
 
 func buildSchema(ctx *cue.Context, kinds, sinks []KindSchema) (cue.Value, error) {
 	inst := build.NewContext().NewInstance("benchrun.schema", nil)
-	if err := inst.AddFile("schema/plan.cue", planSchema); err != nil {
+	add := func(name, src string) error {
+		f, err := parser.ParseFile(name, src, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		return inst.AddSyntax(f)
+	}
+	if err := add("schema/plan.cue", planSchema); err != nil {
 		return cue.Value{}, err
 	}
 	for _, k := range kinds {
-		if err := inst.AddFile("schema/"+k.Kind+".cue", k.Source); err != nil {
+		if err := add("schema/"+k.Kind+".cue", k.Source); err != nil {
 			return cue.Value{}, err
 		}
 	}
 	for _, k := range sinks {
-		if err := inst.AddFile("schema/sink-"+k.Kind+".cue", k.Source); err != nil {
+		if err := add("schema/sink-"+k.Kind+".cue", k.Source); err != nil {
 			return cue.Value{}, err
 		}
 	}

@@ -267,6 +267,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 		return p, http.StatusBadRequest, fmt.Errorf("min_tokens must be in [0, max_tokens=%d], got %d", maxTokens, req.MinTokens)
 	}
 	if total := len(p.promptIDs) + maxTokens; total > s.cfg.MaxModelLen {
+		//lint:ignore ST1005 vLLM's exact wording, which clients match on
 		return p, http.StatusBadRequest, fmt.Errorf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.cfg.MaxModelLen, total, len(p.promptIDs), maxTokens)
 	}

@@ -192,6 +192,7 @@ func (s *Server) resolveModel(w http.ResponseWriter, name string) (string, bool)
 // unknownModel is vLLM's message plus the served names, so that a plan with
 // a wrong model name says at once what it should have been.
 func (s *Server) unknownModel(name string) error {
+	//lint:ignore ST1005 vLLM's exact wording, which clients match on
 	return fmt.Errorf("The model `%s` does not exist. Served models: %s", name, strings.Join(s.cfg.Models, ", "))
 }
 

@@ -22,7 +22,7 @@ import (
 var stubLaunch = pipeline.Kind{Name: "launch", Schema: schema.KindSchema{Def: "#L", Source: "package schema\n#L: {#StageBase, kind: \"launch\", ...}"},
 	New: func(s *schema.Stage) (pipeline.Stage, error) { return nil, nil }}
 
-func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.Outputs, error, time.Duration) {
+func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.Outputs, time.Duration, error) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plan.cue")
@@ -48,7 +48,7 @@ func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.
 	env := &pipeline.Env{Stage: spec, Plan: p, Dir: dir, Deps: map[string]*pipeline.Outputs{"server": target}, Log: io.Discard, Progress: io.Discard}
 	start := time.Now()
 	out, err := st.Run(context.Background(), env)
-	return out, err, time.Since(start)
+	return out, time.Since(start), err
 }
 
 func simServer(t *testing.T, cfg sim.Config) *httptest.Server {
@@ -64,7 +64,7 @@ func TestReadyAfterLoading(t *testing.T) {
 	cfg.Models = []string{"tiny"}
 	cfg.LoadTime = 600 * time.Millisecond
 	ts := simServer(t, cfg)
-	out, err, took := runHealth(t, `within: "10s", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	out, took, err := runHealth(t, `within: "10s", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestWrongModelFailsAtOnce(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"llama-3.2-1b", "other"}
 	ts := simServer(t, cfg)
-	_, err, took := runHealth(t, `within: "30s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	_, took, err := runHealth(t, `within: "30s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
 	want := `"tiny" is not among the models ` + ts.URL + ` serves ["llama-3.2-1b" "other"]: the plan's model name (model.name, or model in the stage) must equal the server's served name`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -99,7 +99,7 @@ func TestNeverHealthyTimesOutWithLogTail(t *testing.T) {
 	defer ts.Close()
 	logPath := filepath.Join(t.TempDir(), "server.log")
 	os.WriteFile(logPath, []byte("line 1\nloading model 97%\nCUDA out of memory\n"), 0o644)
-	_, err, took := runHealth(t, `within: "700ms", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm", Values: map[string]any{"log": logPath}})
+	_, took, err := runHealth(t, `within: "700ms", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm", Values: map[string]any{"log": logPath}})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -131,7 +131,7 @@ func TestPresetsAndOverrides(t *testing.T) {
 	}))
 	defer ts.Close()
 	// The ollama preset: GET / for health, and "tiny" is served as "tiny:latest".
-	if _, err, _ := runHealth(t, `within: "5s"`, &pipeline.Outputs{URL: ts.URL, Engine: "ollama"}); err != nil {
+	if _, _, err := runHealth(t, `within: "5s"`, &pipeline.Outputs{URL: ts.URL, Engine: "ollama"}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"GET /", "GET /v1/models", "POST /v1/completions"}
@@ -140,12 +140,12 @@ func TestPresetsAndOverrides(t *testing.T) {
 	}
 	// The vLLM preset polls /health.
 	paths = nil
-	if _, err, _ := runHealth(t, `within: "5s"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm"}); err != nil || paths[0] != "GET /health" {
+	if _, _, err := runHealth(t, `within: "5s"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm"}); err != nil || paths[0] != "GET /health" {
 		t.Fatalf("vllm preset: %v, requests %v", err, paths)
 	}
 	// A custom engine gives its own paths; probe: chat.
 	paths = nil
-	if _, err, _ := runHealth(t, `within: "5s", path: "/", models_path: "/v1/models", probe: "chat", model: "tiny:latest"`, &pipeline.Outputs{URL: ts.URL}); err != nil {
+	if _, _, err := runHealth(t, `within: "5s", path: "/", models_path: "/v1/models", probe: "chat", model: "tiny:latest"`, &pipeline.Outputs{URL: ts.URL}); err != nil {
 		t.Fatal(err)
 	}
 	if paths[len(paths)-1] != "POST /v1/chat/completions" {
@@ -166,11 +166,11 @@ func TestProbeRefused(t *testing.T) {
 		s.ServeHTTP(w, r)
 	}))
 	defer ts.Close()
-	_, err, took := runHealth(t, `within: "10s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	_, took, err := runHealth(t, `within: "10s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
 	if err == nil || !strings.Contains(err.Error(), "the 1-token probe on /v1/completions was refused") || took > 2*time.Second {
 		t.Fatalf("err = %v after %s", err, took)
 	}
-	if _, err, _ := runHealth(t, `within: "10s", probe: "none"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"}); err != nil {
+	if _, _, err := runHealth(t, `within: "10s", probe: "none"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"}); err != nil {
 		t.Fatalf("probe: none still probed: %v", err)
 	}
 }
