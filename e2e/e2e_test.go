@@ -182,8 +182,11 @@ func TestEndToEnd(t *testing.T) {
 		if v := num(t, row, "ttft_ms"); v < 20 || v > 26 {
 			t.Errorf("row %d ttft_ms = %.3f, want within [20, 26] (simulator: 20)", i, v)
 		}
-		if v := num(t, row, "itl_p50_ms"); v < 4.5 || v > 6 {
-			t.Errorf("row %d itl_p50_ms = %.3f, want within [4.5, 6] (simulator: 5)", i, v)
+		// A late write shortens the gap after it, so on a busy machine the
+		// median gap can sit below 5 ms; tpot (checked from Parquet below)
+		// spans a whole request and is the tight check.
+		if v := num(t, row, "itl_p50_ms"); v < 3 || v > 7 {
+			t.Errorf("row %d itl_p50_ms = %.3f, want within [3, 7] (simulator: 5)", i, v)
 		}
 		// 32 tokens: e2el = 20 + 31*5 = 175 ms; decode rate per session = 32/0.175.
 		perSession := 32 / 0.175
@@ -242,6 +245,10 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if got := strconv.FormatFloat(c.ITLP99Ms, 'g', 8, 64); got != row["itl_p99_ms"] {
 			t.Errorf("row %d: Parquet itl_p99_ms %s, CSV %s", i, got, row["itl_p99_ms"])
+		}
+		// tpot = (e2el - ttft)/(N_out - 1): 31 gaps of 5 ms, whatever the jitter between.
+		if c.TPOTMs < 4.9 || c.TPOTMs > 5.6 {
+			t.Errorf("row %d: tpot_ms %.3f, want within [4.9, 5.6] (simulator: 5)", i, c.TPOTMs)
 		}
 		if c.Completed != 8 || c.Failed != 0 {
 			t.Errorf("row %d: completed %d failed %d, want 8 and 0", i, c.Completed, c.Failed)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -23,6 +24,9 @@ type Node struct {
 	Via map[string]string
 
 	when *vm.Program
+	// whenReads are the stages the `when` reads: a skipped one among them
+	// does not skip this stage (the `when` decides); any other does.
+	whenReads []string
 }
 
 // Graph is a plan's stages with their edges, checked for cycles.
@@ -47,6 +51,9 @@ func (g *Graph) Dependents(name string) []*Node {
 	}
 	return out
 }
+
+// stageNameRE is what a stage name may be (the plan name's rule).
+var stageNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func isURL(s string) bool {
 	u, err := url.Parse(s)
@@ -74,6 +81,12 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 	}
 	for _, n := range g.Nodes {
 		s := n.Spec
+		if !stageNameRE.MatchString(s.Name) {
+			// The name becomes a file name (NAME.log) and part of every
+			// cell id (NAME/isl:osl/cN): "../x" or "a/b" would escape the
+			// run directory or break the ids.
+			errs = append(errs, schema.Error{Pos: s.Pos, Msg: fmt.Sprintf("stages.%q: a stage name is letters, digits, '.', '_' and '-', starting with a letter or digit (it names the stage's log file and its cell ids)", s.Name)})
+		}
 		k, known := reg.Kind(s.Kind)
 		switch {
 		case !known && s.Kind != "" && !s.Invalid:
@@ -123,11 +136,17 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 			}
 		}
 		if s.When != "" {
-			prog, refs, err := compileWhen(s)
+			prog, refs, tagRefs, err := compileWhen(s)
 			if err != nil {
 				errs = append(errs, asErrors(err, s)...)
 			}
 			n.when = prog
+			n.whenReads = refs
+			for _, t := range tagRefs {
+				if !slices.ContainsFunc(p.Tags, func(f schema.TagField) bool { return f.Name == t }) {
+					errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: tags.%s: the plan marks no field @tag(%s), so it is always \"\" (declare it: x: *\"\" | string @tag(%s))", s.Name, t, t, t)})
+				}
+			}
 			for _, d := range refs {
 				switch {
 				case d == s.Name:
@@ -156,7 +175,8 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		}
 		g.Sinks = append(g.Sinks, o)
 	}
-	if cycle := g.findCycle(); cycle != nil {
+	// Every cycle, not the first only: vet reports all problems at once.
+	for _, cycle := range g.findCycles() {
 		first := g.byName[cycle[0]]
 		field := first.Via[cycle[1]]
 		errs = append(errs, schema.Error{Pos: first.Spec.PosOf(field), Msg: "stages form a cycle: " + strings.Join(cycle, " -> ")})
@@ -230,6 +250,11 @@ func (g *Graph) Only(names []string) (*Graph, error) {
 		}
 		visit(name)
 	}
+	if len(keep) == 0 && len(errs) == 0 {
+		// `--only ,` would run nothing and exit 0: a job whose stage
+		// list came out empty must not pass silently.
+		errs = append(errs, schema.Error{Msg: fmt.Sprintf("--only names no stage (stages: %s)", strings.Join(g.names(), ", "))})
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -280,41 +305,92 @@ func (g *Graph) Order() []*Node {
 	return out
 }
 
-// findCycle returns one cycle as a path a -> b -> ... -> a, or nil.
-func (g *Graph) findCycle() []string {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
+// findCycles returns one cycle per strongly connected component that
+// holds one, each as a path a -> b -> ... -> a in dependency order (a needs
+// b). One per component keeps a dense knot to one message while two
+// separate mistakes give two.
+func (g *Graph) findCycles() [][]string {
+	// Tarjan's algorithm (recursive: plans have tens of stages).
+	index := map[string]int{}
+	low := map[string]int{}
+	onStack := map[string]bool{}
 	var stack []string
-	var found []string
-	var visit func(name string) bool
-	visit = func(name string) bool {
-		color[name] = grey
+	var comps [][]string
+	next := 0
+	var strong func(name string)
+	strong = func(name string) {
+		index[name], low[name] = next, next
+		next++
 		stack = append(stack, name)
+		onStack[name] = true
 		for _, d := range g.byName[name].Deps {
-			switch color[d] {
-			case grey:
-				i := slices.Index(stack, d)
-				found = append(slices.Clone(stack[i:]), d)
-				return true
-			case white:
-				if visit(d) {
-					return true
-				}
+			if _, seen := index[d]; !seen {
+				strong(d)
+				low[name] = min(low[name], low[d])
+			} else if onStack[d] {
+				low[name] = min(low[name], index[d])
 			}
 		}
-		stack = stack[:len(stack)-1]
-		color[name] = black
-		return false
-	}
-	for _, n := range g.Nodes {
-		if color[n.Spec.Name] == white && visit(n.Spec.Name) {
-			// Present the cycle in dependency order (a needs b needs ... a).
-			return found
+		if low[name] != index[name] {
+			return
+		}
+		var comp []string
+		for {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[top] = false
+			comp = append(comp, top)
+			if top == name {
+				break
+			}
+		}
+		if len(comp) > 1 { // self-edges are refused before they become edges
+			comps = append(comps, comp)
 		}
 	}
-	return nil
+	for _, n := range g.Nodes {
+		if _, seen := index[n.Spec.Name]; !seen {
+			strong(n.Spec.Name)
+		}
+	}
+	var cycles [][]string
+	for _, comp := range comps {
+		in := map[string]bool{}
+		for _, name := range comp {
+			in[name] = true
+		}
+		// Start at the component's first stage in plan order, so the
+		// message is stable, and walk dependencies inside the component
+		// until a stage repeats.
+		start := ""
+		for _, n := range g.Nodes {
+			if in[n.Spec.Name] {
+				start = n.Spec.Name
+				break
+			}
+		}
+		cycles = append(cycles, cycleFrom(g, start, in))
+	}
+	return cycles
+}
+
+// cycleFrom walks from start along dependencies that stay inside the
+// strongly connected component in (every stage there has one) and returns
+// the first closed path, starting and ending at the stage that repeats.
+func cycleFrom(g *Graph, start string, in map[string]bool) []string {
+	var path []string
+	at := map[string]int{}
+	for cur := start; ; {
+		if i, ok := at[cur]; ok {
+			return append(path[i:], cur)
+		}
+		at[cur] = len(path)
+		path = append(path, cur)
+		for _, d := range g.byName[cur].Deps {
+			if in[d] {
+				cur = d
+				break
+			}
+		}
+	}
 }

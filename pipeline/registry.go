@@ -65,6 +65,8 @@ type Env struct {
 	// EmitSamples hands telemetry sample rows (GPU, server metrics) to the
 	// outputs that take them.
 	EmitSamples func(rows []results.Sample) error
+	// Keep is --keep: leave provisioned machines running.
+	Keep bool
 
 	// doneCells are the cells already finished in a resumed run (CellDone).
 	doneCells map[string]bool

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +35,12 @@ func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*R
 	}
 	if m.Plan != p.Name {
 		return nil, fmt.Errorf("--resume %s: the run is of plan %q, not %q", dir, m.Plan, p.Name)
+	}
+	// Cell ids name the cell, not the configuration: resuming with other
+	// -t values (another model file, say) would skip cells measured on a
+	// different configuration and mix the two in one run.
+	if was, now := normTags(m.Tags), normTags(tags); was != now {
+		return nil, fmt.Errorf("--resume %s: the run was made with %s but this resume gives %s: resuming would mix two configurations in one run (give the same -t values, or start a new run)", dir, was, now)
 	}
 	done, err := DoneCells(dir)
 	if err != nil {
@@ -83,4 +90,16 @@ func DoneCells(dir string) (map[string]bool, error) {
 		}
 	}
 	return done, nil
+}
+
+// normTags renders -t values for comparison and messages: sorted, without
+// repeats, "no -t values" when there are none.
+func normTags(tags []string) string {
+	t := slices.Clone(tags)
+	sort.Strings(t)
+	t = slices.Compact(t)
+	if len(t) == 0 {
+		return "no -t values"
+	}
+	return "-t " + strings.Join(t, " -t ")
 }

@@ -35,6 +35,9 @@ type Options struct {
 	MaxParallel int
 	// FinallyTimeout bounds each finally stage and cleanup after an interrupt.
 	FinallyTimeout time.Duration
+	// Keep leaves provisioned machines running (--keep): provision stages
+	// skip their teardown and say how to run it by hand.
+	Keep bool
 }
 
 // StageResult is one stage's outcome, for the summary and the manifest.
@@ -78,6 +81,12 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("stage %s timed out after %s (timeout in the plan): cancelled, its processes killed", e.Stage, e.Timeout)
 }
 
+// notStartedError ends a stage whose run was cancelled while it waited
+// for its locks.
+type notStartedError struct{ cause error }
+
+func (e *notStartedError) Error() string { return "not started: " + e.cause.Error() }
+
 type nodeState struct {
 	node      *Node
 	status    string
@@ -96,7 +105,7 @@ type runner struct {
 	opts     Options
 	states   map[string]*nodeState
 	asserts  map[string][]*Assertion // by stage
-	locks    map[string]*sync.Mutex
+	locks    map[string]*sync.RWMutex
 	emitMu   sync.Mutex
 	verdicts []Verdict
 	failed   []Verdict
@@ -117,7 +126,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	if opts.FinallyTimeout <= 0 {
 		opts.FinallyTimeout = 2 * time.Minute
 	}
-	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.Mutex{}}
+	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.RWMutex{}}
 	if err := r.compileAssertions(); err != nil {
 		return nil, &ExitError{Code: ExitInvalid, Err: err}
 	}
@@ -231,13 +240,15 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 				continue
 			}
 			// A failed dependency skips the stage; a skipped one skips it
-			// too unless its `when` decides. Finally stages always run
-			// (their `when` still applies).
+			// too unless its `when` reads that stage and so decides (like
+			// GitHub Actions' implicit success() unless `if:` asks for the
+			// status). Finally stages always run (their `when` still
+			// applies).
 			if failedDep && !n.Spec.Finally {
 				r.skip(st, why)
 				continue
 			}
-			if skippedDep && !n.Spec.Finally && n.when == nil {
+			if skippedDep && !n.Spec.Finally {
 				r.skip(st, why)
 				continue
 			}
@@ -297,7 +308,8 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 }
 
 // depsState reports whether every dependency has finished (ready),
-// whether one failed or was skipped, and why.
+// whether one failed or was skipped (not counting skipped stages that the
+// `when` reads), and why.
 func (r *runner) depsState(n *Node) (ready, failed, skipped bool, why string) {
 	for _, d := range n.Deps {
 		ds := r.states[d]
@@ -309,6 +321,9 @@ func (r *runner) depsState(n *Node) (ready, failed, skipped bool, why string) {
 				failed, why = true, fmt.Sprintf("skipped: needs %s, which failed", d)
 			}
 		case StatusSkipped:
+			if n.when != nil && slices.Contains(n.whenReads, d) {
+				continue // the `when` reads this stage's status and decides
+			}
 			skipped = true
 			if !failed && why == "" {
 				why = fmt.Sprintf("skipped: needs %s, which was skipped", d)
@@ -328,7 +343,10 @@ func (r *runner) finish(c completion) {
 	st := r.states[c.name]
 	st.duration = time.Since(st.started)
 	st.outputs = c.outputs
+	var ns *notStartedError
 	switch {
+	case errors.As(c.err, &ns):
+		r.skip(st, "not started: "+ns.cause.Error())
 	case c.err != nil:
 		st.status = StatusFailed
 		st.reason = c.err.Error()
@@ -423,6 +441,11 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	st := r.states[n.Spec.Name]
 	unlock := r.lock(n)
 	defer unlock()
+	if ctx.Err() != nil {
+		// Interrupted (or out of plan time) while waiting for a lock: the
+		// stage never started, so it is skipped, not failed.
+		return nil, &notStartedError{cause: context.Cause(ctx)}
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -460,7 +483,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	defer logf.Close()
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
-		Log: logf, Progress: r.opts.Progress, Emit: r.emit, EmitSamples: r.emitSamples,
+		Log: logf, Progress: r.opts.Progress, Emit: r.emit, EmitSamples: r.emitSamples, Keep: r.opts.Keep,
 		doneCells: r.ri.doneCells,
 	}
 
@@ -524,32 +547,76 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	return out, nil
 }
 
-// lock takes the stage's resource locks in sorted order (no deadlock).
-// Measuring stages lock "gpu" unless they name their resources.
+// lock takes the stage's resource locks. Measuring stages lock "gpu"
+// unless they name their resources. A device lock "gpu:0" also holds its
+// family "gpu" shared, and "gpu" itself is exclusive, so a stage on "gpu"
+// (every GPU) never overlaps one on "gpu:0" while stages on "gpu:0" and
+// "gpu:1" may run together. Locks are taken in one global order, families
+// before devices and each sorted by name, so no two stages deadlock.
 func (r *runner) lock(n *Node) func() {
 	res := slices.Clone(n.Spec.Resources)
 	if len(res) == 0 && n.Kind.Measuring {
 		res = []string{"gpu"}
 	}
-	sort.Strings(res)
-	res = slices.Compact(res)
-	r.emitMu.Lock()
-	var ms []*sync.Mutex
+	exclusive := map[string]bool{}
+	shared := map[string]bool{}
+	var devices []string
 	for _, name := range res {
+		if family, _, ok := strings.Cut(name, ":"); ok && family != "" {
+			shared[family] = true
+			devices = append(devices, name)
+		} else {
+			exclusive[name] = true
+		}
+	}
+	var families []string
+	for f := range exclusive {
+		families = append(families, f)
+	}
+	for f := range shared {
+		if !exclusive[f] {
+			families = append(families, f)
+		}
+	}
+	sort.Strings(families)
+	sort.Strings(devices)
+	devices = slices.Compact(devices)
+
+	r.emitMu.Lock()
+	get := func(name string) *sync.RWMutex {
 		m, ok := r.locks[name]
 		if !ok {
-			m = &sync.Mutex{}
+			m = &sync.RWMutex{}
 			r.locks[name] = m
 		}
-		ms = append(ms, m)
+		return m
+	}
+	type held struct {
+		m      *sync.RWMutex
+		shared bool
+	}
+	var hs []held
+	for _, f := range families {
+		hs = append(hs, held{get(f), !exclusive[f]})
+	}
+	for _, d := range devices {
+		hs = append(hs, held{get(d), false})
 	}
 	r.emitMu.Unlock()
-	for _, m := range ms {
-		m.Lock()
+	for _, h := range hs {
+		if h.shared {
+			h.m.RLock()
+		} else {
+			h.m.Lock()
+		}
 	}
 	return func() {
-		for i := len(ms) - 1; i >= 0; i-- {
-			ms[i].Unlock()
+		for i := len(hs) - 1; i >= 0; i-- {
+			if hs[i].shared {
+				hs[i].m.RUnlock()
+			} else {
+				hs[i].m.Unlock()
+			}
 		}
 	}
 }

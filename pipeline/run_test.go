@@ -184,6 +184,37 @@ stages: {
 	}
 }
 
+// A measuring stage's default lock, "gpu", is every GPU: it must not
+// overlap a stage on "gpu:0" or "gpu:1", while stages on different devices
+// share nothing and run together.
+func TestTheGPULockCoversEveryDevice(t *testing.T) {
+	rec := newRecorder()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "devices"
+stages: {
+	d0:  {kind: "step", sleep: "300ms", resources: ["gpu:0"]}
+	d1:  {kind: "step", sleep: "300ms", resources: ["gpu:1"]}
+	all: {kind: "measure", sleep: "150ms"}
+	two: {kind: "step", sleep: "150ms", resources: ["gpu:1", "gpu"]}
+}`)
+	if sum.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", sum.ExitCode, by)
+	}
+	if !overlap(rec.spans["d0"], rec.spans["d1"]) {
+		t.Errorf("stages on gpu:0 and gpu:1 did not run in parallel: %v %v", rec.spans["d0"], rec.spans["d1"])
+	}
+	for _, d := range []string{"d0", "d1", "two"} {
+		if overlap(rec.spans["all"], rec.spans[d]) {
+			t.Errorf("the measuring stage (lock gpu, every device) overlapped %s", d)
+		}
+	}
+	for _, d := range []string{"d0", "d1"} {
+		if overlap(rec.spans["two"], rec.spans[d]) {
+			t.Errorf("a stage locking gpu and gpu:1 overlapped %s", d)
+		}
+	}
+}
+
 func TestFailureSkipsDependentsAndFinallyRuns(t *testing.T) {
 	rec := newRecorder()
 	sum, by := run(t, context.Background(), testRegistry(rec), `
@@ -224,6 +255,7 @@ stages: {
 	big:      {kind: "step", when: "stages.probe.outputs.value > 4"}
 	afterbig: {kind: "step", needs: ["big"]}
 	rescue:   {kind: "step", needs: ["big"], when: "stages.big.status == \"skipped\""}
+	guarded:  {kind: "step", needs: ["big"], when: "metadata.gpu == \"a100\""}
 	small:    {kind: "step", when: "stages.probe.outputs.value <= 4 && stages.probe.status == \"ok\""}
 	tagged:   {kind: "step", when: "metadata.gpu == \"h100\""}
 }
@@ -231,7 +263,7 @@ metadata: {gpu: "a100"}`)
 	if sum.ExitCode != 0 {
 		t.Fatalf("exit %d: %+v", sum.ExitCode, by)
 	}
-	want := map[string]string{"probe": "ok", "big": "skipped", "afterbig": "skipped", "rescue": "ok", "small": "ok", "tagged": "skipped"}
+	want := map[string]string{"probe": "ok", "big": "skipped", "afterbig": "skipped", "rescue": "ok", "guarded": "skipped", "small": "ok", "tagged": "skipped"}
 	for name, status := range want {
 		if by[name].Status != status {
 			t.Errorf("%s: status %s (%s), want %s", name, by[name].Status, by[name].Reason, status)
@@ -242,6 +274,11 @@ metadata: {gpu: "a100"}`)
 	}
 	if r := by["afterbig"].Reason; r != "skipped: needs big, which was skipped" {
 		t.Errorf("afterbig reason = %q", r)
+	}
+	// A `when` that does not read the skipped stage does not override the
+	// skip: only one that reads its status decides.
+	if r := by["guarded"].Reason; r != "skipped: needs big, which was skipped" {
+		t.Errorf("guarded reason = %q", r)
 	}
 }
 
@@ -354,6 +391,37 @@ stages: {
 	}
 }
 
+// A stage still waiting for a lock when the run is interrupted never
+// started: it is skipped with the reason, not reported as failed.
+func TestInterruptSkipsAStageWaitingForItsLock(t *testing.T) {
+	rec := newRecorder()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(300*time.Millisecond, func() { cancel(errors.New("interrupted by test")) })
+	sum, by := run(t, ctx, testRegistry(rec), `
+name: "lockwait"
+stages: {
+	first:  {kind: "measure", sleep: "20s"}
+	second: {kind: "measure", sleep: "20s"}
+}`)
+	if sum.ExitCode != pipeline.ExitInterrupted {
+		t.Errorf("exit = %d, want 130", sum.ExitCode)
+	}
+	// Either may win the lock; the other waits.
+	holder, waiter := "first", "second"
+	if by["second"].Status == "failed" {
+		holder, waiter = "second", "first"
+	}
+	if by[holder].Status != "failed" {
+		t.Errorf("%s: %s %q, want failed (cancelled while measuring)", holder, by[holder].Status, by[holder].Reason)
+	}
+	if s := by[waiter]; s.Status != "skipped" || s.Reason != "not started: interrupted by test" {
+		t.Errorf("%s: %s %q, want skipped: not started: interrupted by test", waiter, s.Status, s.Reason)
+	}
+	if rec.tries[waiter] != 0 {
+		t.Errorf("%s ran %d times after the interrupt", waiter, rec.tries[waiter])
+	}
+}
+
 func TestOnlyKeepsWhatTheSelectedStagesNeed(t *testing.T) {
 	reg := testRegistry(newRecorder())
 	p, err := schema.LoadSource("plan.cue", []byte(`
@@ -382,6 +450,9 @@ stages: {
 	}
 	if got := strings.Join(names, ","); got != "server,health" {
 		t.Errorf("--only health kept %s, want server,health", got)
+	}
+	if _, err := g.Only([]string{"", " "}); err == nil || !strings.Contains(err.Error(), "--only names no stage") {
+		t.Errorf("--only naming nothing: err = %v", err)
 	}
 	if _, err := g.Only([]string{"helth"}); err == nil || !strings.Contains(err.Error(), "--only helth: no such stage (stages: server, health, sweep, other, post)") {
 		t.Errorf("unknown stage: err = %v", err)
@@ -514,4 +585,30 @@ func mustBuild(t *testing.T, p *schema.Plan, reg *pipeline.Registry) *pipeline.G
 		t.Fatal(err)
 	}
 	return g
+}
+
+func TestResumeRefusesOtherTagValues(t *testing.T) {
+	dir := t.TempDir()
+	p, err := schema.LoadSource(filepath.Join(dir, "plan.cue"), []byte(`name: "res"
+stages: s: {kind: "probe"}`), resumeRegistry(nil).LoadOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := pipeline.NewRunInfo(dir, p, []string{"file=q4.gguf"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pipeline.Run(context.Background(), mustBuild(t, p, resumeRegistry(nil)), ri, pipeline.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.ResumeRunInfo(ri.Dir, p, []string{"file=q8.gguf"}, time.Now())
+	if err == nil || !strings.Contains(err.Error(), "the run was made with -t file=q4.gguf but this resume gives -t file=q8.gguf") {
+		t.Errorf("resuming with another -t value: err = %v", err)
+	}
+	if _, err := pipeline.ResumeRunInfo(ri.Dir, p, nil, time.Now()); err == nil || !strings.Contains(err.Error(), "this resume gives no -t values") {
+		t.Errorf("resuming without the run's -t values: err = %v", err)
+	}
+	if _, err := pipeline.ResumeRunInfo(ri.Dir, p, []string{"file=q4.gguf", "file=q4.gguf"}, time.Now()); err != nil {
+		t.Errorf("resuming with the same -t values: %v", err)
+	}
 }

@@ -33,20 +33,30 @@ type WhenEnv struct {
 }
 
 // compileWhen compiles a stage's `when` and returns the stages it names
-// (stages.NAME or stages["NAME"]), which become its dependencies.
-func compileWhen(s *schema.Stage) (*vm.Program, []string, error) {
+// (stages.NAME or stages["NAME"]), which become its dependencies, and the
+// tags it reads (tags.NAME), which vet checks against the plan's @tag
+// fields: an undeclared one is always "" at run time, a silent typo.
+func compileWhen(s *schema.Stage) (*vm.Program, []string, []string, error) {
 	prog, err := expr.Compile(s.When, expr.Env(WhenEnv{}), expr.AsBool())
 	if err != nil {
 		msg, at := exprProblem(err, s.When, s.WhenPos, []string{"stages", "metadata", "tags"})
-		return nil, nil, schema.Error{Pos: at, Msg: fmt.Sprintf("stages.%s.when: %q: %s (it reads stages.NAME.status|reason|duration_s|attempts|url|model|outputs, metadata, tags)", s.Name, s.When, msg)}
+		return nil, nil, nil, schema.Error{Pos: at, Msg: fmt.Sprintf("stages.%s.when: %q: %s (it reads stages.NAME.status|reason|duration_s|attempts|url|model|outputs, metadata, tags)", s.Name, s.When, msg)}
 	}
 	v := &stageRefs{}
 	node := prog.Node()
 	ast.Walk(&node, v)
-	return prog, v.names, nil
+	if v.dynamic {
+		return nil, nil, nil, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: %q: name stages literally (stages.NAME or stages[\"NAME\"]), so that they become dependencies", s.Name, s.When)}
+	}
+	return prog, v.names, v.tags, nil
 }
 
-type stageRefs struct{ names []string }
+type stageRefs struct {
+	names, tags []string
+	// dynamic: stages[expr] with a computed name, which cannot become a
+	// dependency (it would read a stage that has not run as "").
+	dynamic bool
+}
 
 func (v *stageRefs) Visit(node *ast.Node) {
 	m, ok := (*node).(*ast.MemberNode)
@@ -54,11 +64,25 @@ func (v *stageRefs) Visit(node *ast.Node) {
 		return
 	}
 	id, ok := m.Node.(*ast.IdentifierNode)
-	if !ok || id.Value != "stages" {
+	if !ok {
 		return
 	}
-	if s, ok := m.Property.(*ast.StringNode); ok && !slices.Contains(v.names, s.Value) {
-		v.names = append(v.names, s.Value)
+	s, ok := m.Property.(*ast.StringNode)
+	if !ok {
+		if id.Value == "stages" {
+			v.dynamic = true
+		}
+		return
+	}
+	switch id.Value {
+	case "stages":
+		if !slices.Contains(v.names, s.Value) {
+			v.names = append(v.names, s.Value)
+		}
+	case "tags":
+		if !slices.Contains(v.tags, s.Value) {
+			v.tags = append(v.tags, s.Value)
+		}
 	}
 }
 

@@ -386,3 +386,42 @@ func TestOllamaDiesWithBenchrun(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestOllamaInterrupted stops benchrun with SIGINT (Ctrl-C) and with
+// SIGTERM (a CI job cancelled) mid-sweep: exit 130, the finished cells
+// readable on disk, and ollama serve and its runner stopped, none left.
+func TestOllamaInterrupted(t *testing.T) {
+	dir := ollamaDir(t)
+	modelPresent(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			b := startBenchrun(t, dir, "testdata/ollama-fault.cue", "-t", "requests=100")
+			var run string
+			waitFor(t, b, 2*time.Minute, "the first cell", func() bool {
+				dirs, _ := filepath.Glob(filepath.Join(b.out, "plan=*", "date=*", "run=*"))
+				if len(dirs) == 1 {
+					run = dirs[0]
+				}
+				return run != "" && len(finishedCells(run)) >= 1
+			})
+			_, pgid := ollamaServe(run)
+			start := time.Now()
+			if err := b.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if code := b.wait(t, time.Minute); code != 130 {
+				t.Fatalf("exit %d, want 130\n%s", code, b.stderr.String())
+			}
+			t.Logf("%s: benchrun exited 130 after %s", sig, time.Since(start).Round(time.Millisecond))
+			if cells := readCells(t, run); len(cells) < 1 || cells[0].Status != "ok" {
+				t.Errorf("cells on disk: %+v", cells)
+			}
+			if left := launch.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
+				t.Errorf("the server's process group %d still has %v", pgid, left)
+			}
+			if left := processesOf(run); len(left) > 0 {
+				t.Errorf("orphans: %v", left)
+			}
+		})
+	}
+}

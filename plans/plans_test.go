@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages"
@@ -133,4 +135,103 @@ func resolved(t *testing.T, plan string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestEnginePlansFlags vets each engine's example plan against that
+// engine's command line as its documentation gives it, so that a plan
+// copied from here starts the server benchrun then talks to: the served
+// name is the plan's model name, the server listens on ${host}:${port},
+// its context holds every cell, and the preset polls the right paths.
+func TestEnginePlansFlags(t *testing.T) {
+	tests := []struct {
+		plan string
+		argv []string          // the command's leading words
+		flag map[string]string // flag -> the value that must follow it ("" = a bare flag)
+		env  map[string]string // environment the server must get
+		ctx  int               // the context the server is started with (tokens per sequence)
+		// health and metrics: the engine preset's readiness path and where metrics are
+		health, metrics string
+	}{
+		{plan: "llama-q4.cue", argv: []string{"llama-server"},
+			flag:   map[string]string{"-m": "${model_file}", "--alias": "llama-3.2-1b", "--host": "${host}", "--port": "${port}", "--metrics": "", "-np": "8", "-c": "32768"},
+			ctx:    32768 / 8,
+			health: "/health", metrics: "/metrics"},
+		{plan: "vllm.cue", argv: []string{"vllm", "serve", "meta-llama/Llama-3.2-1B-Instruct"},
+			flag:   map[string]string{"--served-model-name": "llama-3.2-1b", "--host": "${host}", "--port": "${port}", "--max-model-len": "4096"},
+			ctx:    4096,
+			health: "/health", metrics: "/metrics"},
+		{plan: "sglang.cue", argv: []string{"python3", "-m", "sglang.launch_server"},
+			flag:   map[string]string{"--model-path": "meta-llama/Llama-3.2-1B-Instruct", "--served-model-name": "llama-3.2-1b", "--host": "${host}", "--port": "${port}", "--context-length": "4096", "--enable-metrics": ""},
+			ctx:    4096,
+			health: "/health", metrics: "/metrics"},
+		{plan: "max.cue", argv: []string{"max", "serve"},
+			flag:   map[string]string{"--model-path": "meta-llama/Llama-3.2-1B-Instruct", "--served-model-name": "llama-3.2-1b", "--port": "${port}", "--max-length": "4096"},
+			env:    map[string]string{"MAX_SERVE_HOST": "${host}", "MAX_SERVE_METRICS_ENDPOINT_PORT": "8001"},
+			ctx:    4096,
+			health: "/v1/health", metrics: "/metrics"},
+		// TGI lists its one model under its model id: that is the served name.
+		{plan: "tgi.cue", argv: []string{"text-generation-launcher"},
+			flag:   map[string]string{"--model-id": "meta-llama/Llama-3.2-1B-Instruct", "--hostname": "${host}", "--port": "${port}", "--max-total-tokens": "4096", "--max-input-tokens": "3072"},
+			ctx:    4096,
+			health: "/health", metrics: "/metrics"},
+		{plan: "ollama-stories.cue", argv: []string{"ollama", "serve"},
+			env:    map[string]string{"OLLAMA_HOST": "${host}:${port}", "OLLAMA_MODELS": "${run_dir}/ollama-models"},
+			ctx:    512,
+			health: "/", metrics: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.plan, func(t *testing.T) {
+			plan := resolved(t, tt.plan)
+			model := plan["model"].(map[string]any)
+			name := model["name"].(string)
+			server := stage(plan, "server")
+			var argv []string
+			for _, a := range server["cmd"].([]any) {
+				argv = append(argv, a.(string))
+			}
+			if len(argv) < len(tt.argv) || fmt.Sprint(argv[:len(tt.argv)]) != fmt.Sprint(tt.argv) {
+				t.Errorf("cmd %q does not start with %q", argv, tt.argv)
+			}
+			for f, want := range tt.flag {
+				i := slices.Index(argv, f)
+				switch {
+				case i < 0:
+					t.Errorf("cmd lacks %s", f)
+				case want != "" && (i+1 >= len(argv) || argv[i+1] != want):
+					t.Errorf("cmd: %s is not followed by %q: %q", f, want, argv)
+				}
+			}
+			env, _ := server["env"].(map[string]any)
+			for k, want := range tt.env {
+				if env[k] != want {
+					t.Errorf("env %s = %v, want %q", k, env[k], want)
+				}
+			}
+			// The served name benchrun asks for is the one the flags give.
+			for _, f := range []string{"--alias", "--served-model-name", "--model-id"} {
+				if i := slices.Index(argv, f); i >= 0 && argv[i+1] != name {
+					t.Errorf("%s %s, but model.name is %q: health would fail with the served names", f, argv[i+1], name)
+				}
+			}
+			if m, ok := model["max_model_len"].(float64); !ok || int(m) != tt.ctx {
+				t.Errorf("model.max_model_len = %v, want the server's context %d", model["max_model_len"], tt.ctx)
+			}
+			for sname, st := range plan["stages"].(map[string]any) {
+				cells, _ := st.(map[string]any)["cells"].([]any)
+				for _, c := range cells {
+					c := c.(map[string]any)
+					if isl, osl := c["isl"].(float64), c["osl"].(float64); int(isl+osl) > tt.ctx {
+						t.Errorf("stages.%s cell %v:%v does not fit the server's %d-token context", sname, isl, osl, tt.ctx)
+					}
+				}
+			}
+			eng := telemetry.EngineFor(server["engine"].(string))
+			if eng.HealthPath != tt.health || eng.MetricsPath != tt.metrics || eng.ModelsPath != "/v1/models" {
+				t.Errorf("preset %+v: want health %s, models /v1/models, metrics %q", eng, tt.health, tt.metrics)
+			}
+			if h := stage(plan, "health"); h["path"] != nil || h["models_path"] != nil {
+				t.Errorf("health overrides the preset: %v", h)
+			}
+		})
+	}
 }

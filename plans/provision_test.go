@@ -1,8 +1,11 @@
 package plans_test
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,5 +83,35 @@ func TestRestartPerCell(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(b.runDir(t), "server.log"))
 	if n := strings.Count(string(log), "benchrun: restarting the server (restart: per_cell)"); n != 3 || len(rows) != 3 {
 		t.Fatalf("%d restarts for %d rows:\n%s", n, len(rows), log)
+	}
+}
+
+// TestFlagsMatrixOneServerAtATime: the documented way to compare server
+// flags (docs/SERVERS.md, restart: per_cell): a launch and a sweep per
+// variant, chained with needs. Both servers take the same port, so the run
+// succeeds only if the first is stopped before the second starts; the
+// rows show each variant's own inter-token latency.
+func TestFlagsMatrixOneServerAtATime(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	b := startBenchrun(t, "", "testdata/flags-matrix.cue", "-t", fmt.Sprintf("port=%d", port))
+	if code := b.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, b.stderr.String())
+	}
+	rows := csvRows(t, b.stdout.String())
+	if len(rows) != 2 {
+		t.Fatalf("rows:\n%s", b.stdout.String())
+	}
+	itl := func(r map[string]string) float64 { v, _ := strconv.ParseFloat(r["itl_p50_ms"], 64); return v }
+	if rows[0]["status"] != "ok" || rows[1]["status"] != "ok" || !(itl(rows[0]) < 3 && itl(rows[1]) >= 3.5) {
+		t.Errorf("rows (want itl p50 about 1 ms, then about 4 ms):\n%s", b.stdout.String())
+	}
+	stderr := b.stderr.String()
+	if i, j := strings.Index(stderr, "▶ server_itl4"), strings.Index(stderr, "✓ sweep_itl1"); i < 0 || j < 0 || i < j {
+		t.Errorf("the second server started before the first sweep ended:\n%s", stderr)
 	}
 }

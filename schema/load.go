@@ -6,6 +6,7 @@ package schema
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -299,10 +300,26 @@ func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
 		return nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot resolve plan path: %v", err)}}
 	}
 	tagFields := scanTags(abs, path, src)
-	given, tags, err := checkTags(path, opts.Tags, tagFields)
-	if err != nil {
-		return nil, err
+	given, tags, tagErr := checkTags(path, opts.Tags, tagFields)
+	p, err := loadWithTags(path, abs, src, opts, tagFields, given, tags)
+	if tagErr == nil {
+		return p, err
 	}
+	// The command line's problems first (they have no position), then the
+	// plan's, found with the tags that were fine.
+	var all Errors
+	errors.As(tagErr, &all)
+	var es Errors
+	if errors.As(err, &es) {
+		all = append(all, es...)
+	} else if err != nil {
+		all = append(all, Error{Pos: Pos{File: path}, Msg: err.Error()})
+	}
+	return p, all // es is sorted; the tags stay in command-line order
+}
+
+// loadWithTags is loadPlan once the -t values are checked.
+func loadWithTags(path, abs string, src []byte, opts Options, tagFields []TagField, given map[string]string, tags []string) (*Plan, error) {
 	ctx := cuecontext.New()
 	schemaVal, err := buildSchema(ctx, opts.Kinds, opts.Sinks)
 	if err != nil {
@@ -319,7 +336,37 @@ func loadPlan(path string, src []byte, opts Options) (*Plan, error) {
 		return nil, Errors{{Pos: Pos{File: path}, Msg: "expected one CUE instance"}}
 	}
 	if err := insts[0].Err; err != nil {
-		return nil, tagOrLoadErr(path, err, tagFields, given)
+		terr := tagOrLoadErr(path, err, tagFields, given)
+		m := injectionTagRE.FindStringSubmatch(err.Error())
+		if m == nil {
+			return nil, terr
+		}
+		if _, ok := given[m[1]]; !ok {
+			return nil, terr
+		}
+		// A value of the wrong type stops cue/load; check the rest of the
+		// plan without it, so that vet still reports every other problem.
+		// Each retry drops one tag, so this ends.
+		rest := map[string]string{}
+		for k, v := range given {
+			if k != m[1] {
+				rest[k] = v
+			}
+		}
+		var restTags []string
+		for _, t := range tags {
+			if k, _, _ := strings.Cut(t, "="); k != m[1] {
+				restTags = append(restTags, t)
+			}
+		}
+		p, err2 := loadWithTags(path, abs, src, opts, tagFields, rest, restTags)
+		var all Errors
+		errors.As(terr, &all)
+		var es Errors
+		if errors.As(err2, &es) {
+			all = append(all, es...)
+		}
+		return p, all.Sort()
 	}
 	v := ctx.BuildInstance(insts[0])
 	if err := v.Err(); err != nil {

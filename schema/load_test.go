@@ -70,15 +70,33 @@ func TestTags(t *testing.T) {
 		{name: "unknown", tags: []string{"model=x"}, want: `-t model=x: unknown tag "model": no field is marked @tag(model) (the plan's tags: count, fast, file, label, requests)`},
 		{name: "conflicting duplicate", tags: []string{"file=a", "file=b"}, want: `-t file=b: tag "file" given twice with different values ("a" and "b")`},
 		{name: "malformed", tags: []string{"file"}, want: `-t file: a tag is key=value`},
+		{name: "misspelt", tags: []string{"reqests=3"}, want: `-t reqests=3: unknown tag "reqests": no field is marked @tag(reqests) (did you mean requests?) (the plan's tags: count, fast, file, label, requests)`},
 		{name: "empty key", tags: []string{"=x"}, want: `-t =x: a tag is key=value`},
 		{name: "wrong type int", tags: []string{"requests=lots"}, want: `plan.cue:4:17: -t requests=lots: tag requests takes a value of type int: invalid number for injection tag "requests": illegal number start "lots"`},
 		{name: "wrong type bool", tags: []string{"fast=yes"}, want: `plan.cue:5:22: -t fast=yes: tag fast takes a value of type bool:`},
 		{name: "untyped int field", tags: []string{"count=3"}, want: `plan.cue:7:17: -t count=3: count: conflicting values "3" and 1 (mismatched types string and int) (-t values are strings unless the field says otherwise: write @tag(count,type=int), type=number or type=bool)`},
+		{name: "two wrong types at once", tags: []string{"requests=lots", "fast=yes"}, want: "plan.cue:4:17: -t requests=lots: tag requests takes a value of type int: invalid number for injection tag \"requests\": illegal number start \"lots\"\nplan.cue:5:22: -t fast=yes: tag fast takes a value of type bool: invalid boolean \"yes\" for injection tag \"fast\""},
 		{name: "all at once", tags: []string{"nope=1", "file"}, want: "-t nope=1: unknown tag \"nope\": no field is marked @tag(nope) (the plan's tags: count, fast, file, label, requests)\n-t file: a tag is key=value"},
 	}
+	tests = append(tests, struct {
+		name  string
+		tags  []string
+		want  string
+		check func(*Plan) string
+	}{
+		// A bad tag does not hide the plan's own problems.
+		name: "tag and plan problems at once", tags: []string{"nope=1", "file=a", "file=b"},
+		want: "-t nope=1: unknown tag \"nope\": no field is marked @tag(nope) (the plan's tags: count, fast, file, label, requests)\n" +
+			"-t file=b: tag \"file\" given twice with different values (\"a\" and \"b\")\n" +
+			"plan.cue:8:19: stages.x.kind: 3 is not allowed: want string",
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := LoadSource("plan.cue", []byte(taggedPlan), Options{Tags: tt.tags, Kinds: kinds})
+			src := taggedPlan
+			if tt.name == "tag and plan problems at once" {
+				src = strings.Replace(src, "stages: {}", "stages: x: {kind: 3}", 1)
+			}
+			p, err := LoadSource("plan.cue", []byte(src), Options{Tags: tt.tags, Kinds: kinds})
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

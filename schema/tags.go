@@ -105,7 +105,7 @@ func compactStrings(s []string) []string {
 // checkTags refuses malformed tags, a tag given twice with different
 // values (CUE would report a conflict far from the command line) and a tag
 // the plan does not declare; it returns the tags as given (by name) and
-// the normalised list for cue/load.
+// the normalised list for cue/load, leaving the refused ones out of both.
 func checkTags(path string, tags []string, fields []TagField) (map[string]string, []string, error) {
 	seen := map[string]string{}
 	var out []string
@@ -130,13 +130,19 @@ func checkTags(path string, tags []string, fields []TagField) (map[string]string
 		// fields is empty when the plan does not parse: the parse error
 		// comes first then, and unknown tags are judged on the next try.
 		if len(fields) > 0 && !declared[k] {
-			errs = append(errs, Error{Msg: fmt.Sprintf("-t %s: unknown tag %q: no field is marked @tag(%s) (%s)", t, k, k, tagNames(fields))})
+			msg := fmt.Sprintf("-t %s: unknown tag %q: no field is marked @tag(%s)", t, k, k)
+			if near := nearestTag(k, fields); near != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", near)
+			}
+			errs = append(errs, Error{Msg: msg + " (" + tagNames(fields) + ")"})
 			continue
 		}
 		out = append(out, t)
 	}
 	if len(errs) > 0 {
-		return nil, nil, errs
+		// The tags that are fine still load, so that vet reports the
+		// plan's own problems beside these (every problem at once).
+		return seen, out, errs
 	}
 	return seen, out, nil
 }
@@ -221,4 +227,16 @@ func tagErrs(errs []pathError, fields []TagField, given map[string]string) Error
 		out = append(out, Error{Pos: tf.Pos, Msg: msg})
 	}
 	return out
+}
+
+// nearestTag is the declared tag closest to a misspelt one (edit distance
+// at most a third of its length), or "".
+func nearestTag(name string, fields []TagField) string {
+	best, bestD := "", len(name)/3+1
+	for _, f := range fields {
+		if d := EditDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	}
+	return best
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
-	"github.com/benchrun/benchrun/stages/provision"
 )
 
 // These tests drive a provision stage through the real pipeline, with
@@ -47,7 +46,7 @@ type cloudRun struct {
 	dir    string
 }
 
-func runCloud(t *testing.T, ctx context.Context, pod, rest string, target http.Handler) cloudRun {
+func runCloud(t *testing.T, ctx context.Context, pod, rest string, target http.Handler, options ...func(*pipeline.Options)) cloudRun {
 	t.Helper()
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
@@ -87,7 +86,11 @@ stages: {
 		t.Fatal(err)
 	}
 	out := &rowsOut{}
-	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{Outputs: []pipeline.Output{out}, FinallyTimeout: 20 * time.Second})
+	opts := pipeline.Options{Outputs: []pipeline.Output{out}, FinallyTimeout: 20 * time.Second}
+	for _, o := range options {
+		o(&opts)
+	}
+	sum, err := pipeline.Run(ctx, g, ri, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +172,17 @@ func TestProvisionTeardownOnEveryExitPath(t *testing.T) {
 			wantCode: 3, wantLedger: "created pod-7\ntorn pod-7\n", failed: "pod",
 		},
 		{
+			name: "a later stage's timeout passes", pod: createOK + "\n" + teardown,
+			rest:     `health: {kind: "health", target: "pod", path: "/never", within: "60s", timeout: "500ms"}`,
+			wantCode: 3, wantLedger: "created pod-7\ntorn pod-7\n", failed: "health",
+		},
+		{
+			name: "the server on the pod dies", pod: createOK + "\n" + teardown,
+			rest: `server: {kind: "launch", needs: ["pod"], cmd: ["sh", "-c", "echo serving on ${pod.host}; sleep 0.3; exit 7"]}
+	health: {kind: "health", target: "server", path: "/never", within: "30s"}`,
+			wantCode: 3, wantLedger: "created pod-7\ntorn pod-7\n", failed: "health",
+		},
+		{
 			name: "interrupted", pod: createOK + "\n" + teardown,
 			rest:      `health: {kind: "health", target: "pod", path: "/never", within: "60s"}`,
 			ctxCancel: 700 * time.Millisecond, wantCode: 130, wantLedger: "created pod-7\ntorn pod-7\n",
@@ -215,13 +229,29 @@ func TestProvisionFailureSaysWhy(t *testing.T) {
 }
 
 func TestProvisionKeep(t *testing.T) {
-	t.Setenv(provision.KeepEnv, "1")
-	r := runCloud(t, context.Background(), createOK+"\n"+teardown, `health: {kind: "health", target: "pod", within: "10s"}`, simHandler(t))
+	r := runCloud(t, context.Background(), createOK+"\n"+teardown, `health: {kind: "health", target: "pod", within: "10s"}`, simHandler(t),
+		func(o *pipeline.Options) { o.Keep = true }) // what --keep sets
 	if r.sum.ExitCode != 0 || r.ledger != "created pod-7\n" {
 		t.Fatalf("exit %d, ledger:\n%s", r.sum.ExitCode, r.ledger)
 	}
 	log, _ := os.ReadFile(filepath.Join(r.dir, "pod.log"))
 	if !strings.Contains(string(log), "keeping the machine") {
 		t.Errorf("pod.log:\n%s", log)
+	}
+}
+
+// TestProvisionRetryTearsDownEachMachine: with retry on the stage, the
+// first attempt's create fails after making a machine (torn down before
+// the second attempt), and the second attempt's machine is torn down at
+// the end too: each machine its own teardown.
+func TestProvisionRetryTearsDownEachMachine(t *testing.T) {
+	r := runCloud(t, context.Background(), `retry: {attempts: 2, backoff: "10ms"}
+		create: {cmd: ["sh", "-c", "n=$(cat \(_ledger).n 2>/dev/null || echo 0); n=$((n+1)); echo $n > \(_ledger).n; echo created pod-$n >> \(_ledger); echo id=pod-$n; echo host=\(_host); echo port=\(_port); test $n -ge 2"]}
+		`+teardown, `health: {kind: "health", target: "pod", within: "10s"}`, simHandler(t))
+	if r.sum.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", r.sum.ExitCode, r.sum.Stages)
+	}
+	if want := "created pod-1\ntorn pod-1\ncreated pod-2\ntorn pod-2\n"; r.ledger != want {
+		t.Fatalf("ledger:\n%s\nwant:\n%s", r.ledger, want)
 	}
 }

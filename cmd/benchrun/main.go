@@ -109,4 +109,14 @@ var forceExit = os.Exit
 
 type interruptError struct{ sig os.Signal }
 
-func (e *interruptError) Error() string { return "interrupted by " + e.sig.String() }
+// Error names the signal as people know it ("interrupted by SIGINT"), not
+// as Go spells it ("interrupt", "terminated").
+func (e *interruptError) Error() string {
+	switch e.sig {
+	case os.Interrupt:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	}
+	return "interrupted by " + e.sig.String()
+}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
@@ -114,10 +115,13 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 // readRunRecord reads what manifest.json (and plan.json) say about a run.
 func readRunRecord(dir string) (results.Run, error) {
 	var run results.Run
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return run, fmt.Errorf("%s is a file, not a run directory; give one like runs/plan=NAME/date=YYYY-MM-DD/run=ID", dir)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, cerr := os.Stat(filepath.Join(dir, results.TableCells)); cerr != nil {
-			return run, fmt.Errorf("%s is not a run directory (it has neither manifest.json nor cells/); give one like runs/plan=NAME/date=YYYY-MM-DD/run=ID", dir)
+			return run, fmt.Errorf("%s is not a run directory (it has neither manifest.json nor cells/); give one like runs/plan=NAME/date=YYYY-MM-DD/run=ID%s", dir, runsBelow(dir))
 		}
 		run.Status = "incomplete"
 		return run, nil
@@ -150,6 +154,28 @@ func readRunRecord(dir string) (results.Run, error) {
 		run.Description, run.Model = plan.Description, plan.Model.Name
 	}
 	return run, nil
+}
+
+// runsBelow names the newest run directory under dir, for a user who gave
+// the runs folder or a plan's folder instead of one run ("" when none).
+func runsBelow(dir string) string {
+	var found []string
+	for _, pat := range []string{"run=*", "*/run=*", "*/*/run=*"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		found = append(found, m...)
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	// Dates and run ids both start with the UTC time, so the newest run
+	// sorts last by its date and run keys, whatever plan it belongs to.
+	newest := slices.MaxFunc(found, func(a, b string) int {
+		return strings.Compare(filepath.Base(filepath.Dir(a))+filepath.Base(a), filepath.Base(filepath.Dir(b))+filepath.Base(b))
+	})
+	if len(found) == 1 {
+		return fmt.Sprintf(" (one is under it: %s)", newest)
+	}
+	return fmt.Sprintf(" (%d run directories are under it; the newest is %s)", len(found), newest)
 }
 
 // writeResultJSON regenerates result.json from the Parquet files.

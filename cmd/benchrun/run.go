@@ -5,13 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 	csvsink "github.com/benchrun/benchrun/sinks/csv"
-	"github.com/benchrun/benchrun/stages/provision"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -40,10 +38,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", fs.Args())
 		return pipeline.ExitInvalid
-	}
-	if *keep {
-		// Read by provision stages at teardown (stages/provision.KeepEnv).
-		os.Setenv(provision.KeepEnv, "1")
 	}
 	progress := stderr
 	if *quiet {
@@ -107,6 +101,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Parquet before CSV: a row on stdout is already stored durably.
 		Outputs:  append(append(resultOutputs(*output), csvOut), g.Sinks...),
 		Progress: progress,
+		Keep:     *keep,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)

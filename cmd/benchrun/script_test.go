@@ -2,8 +2,10 @@ package main
 
 import (
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +45,8 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfor": cmdWaitFor,
+			"waitfor":   cmdWaitFor,
+			"dialfails": cmdDialFails,
 		},
 	})
 }
@@ -71,5 +74,41 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if !neg {
 		ts.Fatalf("%s: no file containing %q after 20s", args[0], args[1])
+	}
+}
+
+var hostPortRE = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+
+// cmdDialFails checks that nothing listens any more at the first
+// 127.0.0.1:PORT written in a file matching a glob (a server's log):
+// `dialfails GLOB`. The scripts use it to prove a launched server was
+// stopped, not merely reported stopped. It retries for 5 s, because a
+// process group killed a moment ago may still hold its socket.
+func cmdDialFails(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dialfails GLOB")
+	}
+	matches, _ := filepath.Glob(ts.MkAbs(args[0]))
+	if len(matches) == 0 {
+		ts.Fatalf("no file matches %s", args[0])
+	}
+	b, err := os.ReadFile(matches[0])
+	ts.Check(err)
+	addr := hostPortRE.FindString(string(b))
+	if addr == "" {
+		ts.Fatalf("%s names no 127.0.0.1:PORT", matches[0])
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+		if err != nil {
+			ts.Logf("%s: %v", addr, err)
+			return
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s still accepts connections: the server was not stopped", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -66,7 +66,10 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	row("allocs_per_event", ps.AllocsPerEvent, "allocs", "")
 
 	// Measurement error: client stamps against the simulator's write times.
-	tg := &loadgen.Target{BaseURL: url, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true, HTTP: loadgen.NewHTTPClient(max(*conc, *streams))}
+	// The stall watchdog is on, as in every sweep (stall_timeout 2m), so the
+	// ceiling printed is the one a sweep gets, and nothing here can hang.
+	tg := &loadgen.Target{BaseURL: url, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true,
+		HTTP: loadgen.NewHTTPClient(max(*conc, *streams)), StallTimeout: 2 * time.Minute}
 	defer tg.HTTP.CloseIdleConnections()
 	var mu sync.Mutex
 	var rs []loadgen.Result

@@ -186,6 +186,13 @@ func (t *Target) postJSON(ctx context.Context, path string, body any, out any) e
 	if err != nil {
 		return err
 	}
+	// A small answer: the stall timeout bounds the whole exchange, so a
+	// server that never answers /tokenize cannot hang calibration.
+	if d := t.StallTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("no answer within %v (the stall timeout)", d))
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.BaseURL, "/")+path, bytes.NewReader(b))
 	if err != nil {
 		return err
@@ -203,6 +210,9 @@ func (t *Target) postJSON(ctx context.Context, path string, body any, out any) e
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
+			err = c
+		}
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	defer resp.Body.Close()

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen/sse"
@@ -61,6 +62,13 @@ type Target struct {
 	// the server instead of being counted. Servers that do not know the
 	// option usually ignore it; some reject it, so it is off by default.
 	ContinuousUsage bool
+	// StallTimeout ends a request when no byte (headers or body) arrives
+	// for this long (0: wait forever). Without it a server that stops
+	// writing but keeps the connection open would hang the cell until
+	// something else cancels it.
+	StallTimeout time.Duration
+	// Timeout bounds one request from send to its last byte (0: none).
+	Timeout time.Duration
 }
 
 // String describes the target without its secrets.
@@ -173,6 +181,32 @@ type StreamError struct{ Message string }
 
 func (e *StreamError) Error() string { return "server error in stream: " + e.Message }
 
+// StallError: the server sent nothing for Timeout (Target.StallTimeout).
+type StallError struct {
+	Timeout time.Duration
+	// Events is how many token events had arrived; Headers says whether
+	// the response headers had.
+	Events  int
+	Headers bool
+}
+
+func (e *StallError) Error() string {
+	if !e.Headers {
+		return fmt.Sprintf("stalled: no response headers within %v (the stall timeout)", e.Timeout)
+	}
+	return fmt.Sprintf("stalled: no bytes for %v after %d token events (the stall timeout)", e.Timeout, e.Events)
+}
+
+// TimeoutError: the request as a whole took longer than Target.Timeout.
+type TimeoutError struct {
+	Timeout time.Duration
+	Events  int
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("request timed out after %v with %d token events (the request timeout)", e.Timeout, e.Events)
+}
+
 // ErrNoTokens means the response ended without a single token.
 var ErrNoTokens = errors.New("response carried no tokens")
 
@@ -236,26 +270,68 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// The watchdogs cancel the request's own context with a cause that
+	// says which one fired; the error the transport returns then only says
+	// "context canceled", so failures below are replaced by that cause.
+	var wd *watchdog
+	if t.StallTimeout > 0 || t.Timeout > 0 {
+		wd = &watchdog{stall: t.StallTimeout}
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		wd.cancel, wd.res = cancel, &res
+		hreq = hreq.WithContext(ctx)
+		if t.Timeout > 0 {
+			total := time.AfterFunc(t.Timeout, func() {
+				cancel(&TimeoutError{Timeout: t.Timeout})
+			})
+			defer total.Stop()
+		}
+		if t.StallTimeout > 0 {
+			wd.timer = time.AfterFunc(t.StallTimeout, wd.fire)
+			defer wd.timer.Stop()
+		}
+	}
 	res.Sent = time.Now()
 	if res.Scheduled.IsZero() {
 		res.Scheduled = res.Sent
 	}
 	resp, err := client.Do(hreq)
 	if err != nil {
-		res.Err = fmt.Errorf("sending request: %w", err)
+		res.Err = wd.explain(ctx, fmt.Errorf("sending request: %w", err))
 		res.Finished = time.Now()
 		return res
 	}
 	defer resp.Body.Close()
 	res.StatusCode = resp.StatusCode
+	var rbody io.Reader = resp.Body
+	if wd != nil {
+		wd.headers.Store(true)
+		wd.kick()
+		rbody = &watchedReader{r: resp.Body, wd: wd}
+	}
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		b, _ := io.ReadAll(io.LimitReader(rbody, 2048))
 		res.Err = &HTTPError{Status: resp.StatusCode, Body: errorMessage(b)}
 		res.Finished = time.Now()
 		return res
 	}
-	if t.Stream && t.Endpoint != Embeddings {
-		res.Err = readStream(resp.Body, &res)
+	streamed := t.Stream && t.Endpoint != Embeddings
+	if streamed && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		// Asked to stream, the server sent one JSON body: an error object
+		// (reported as such) or a server that ignores "stream". Timing one
+		// body as a stream would make ttft = e2el without saying so.
+		if err := wd.explain(ctx, readWhole(rbody, t.Endpoint, &res)); err != nil {
+			res.Err = err
+		} else {
+			res.Err = errors.New("the server answered with one JSON body instead of an SSE stream; set stream: false for it")
+		}
+		res.Tokens = nil
+		res.Finished = time.Now()
+		return res
+	}
+	if streamed {
+		res.Err = wd.explain(ctx, readStream(rbody, &res))
 		res.Finished = time.Now()
 		if res.Err == nil {
 			// Read the rest (the chunked terminator after [DONE]) so the
@@ -267,7 +343,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			stop.Stop()
 		}
 	} else {
-		res.Err = readWhole(resp.Body, t.Endpoint, &res)
+		res.Err = wd.explain(ctx, readWhole(rbody, t.Endpoint, &res))
 		res.Finished = time.Now()
 	}
 	if res.Err == nil && len(res.Tokens) == 0 && t.Endpoint != Embeddings {
@@ -462,4 +538,63 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// watchdog ends a request that goes quiet (no byte for stall) by
+// cancelling its context with a StallError.
+type watchdog struct {
+	stall   time.Duration
+	timer   *time.Timer
+	cancel  context.CancelCauseFunc
+	res     *Result
+	headers atomic.Bool
+}
+
+func (w *watchdog) fire() {
+	w.cancel(&StallError{Timeout: w.stall, Headers: w.headers.Load()})
+}
+
+// kick restarts the stall clock (bytes arrived).
+func (w *watchdog) kick() {
+	if w.timer != nil {
+		w.timer.Reset(w.stall)
+	}
+}
+
+// explain replaces an error caused by a watchdog with the watchdog's
+// cause, so the row says "stalled" or "timed out" instead of "context
+// canceled". Other errors (and nil) pass through. It runs on the reading
+// goroutine, so it may count the token events the timers could not.
+func (w *watchdog) explain(ctx context.Context, err error) error {
+	if w == nil || err == nil {
+		return err
+	}
+	var se *StallError
+	var te *TimeoutError
+	cause := context.Cause(ctx)
+	switch {
+	case errors.As(cause, &se):
+		c := *se
+		c.Events = len(w.res.Tokens)
+		return &c
+	case errors.As(cause, &te):
+		c := *te
+		c.Events = len(w.res.Tokens)
+		return &c
+	}
+	return err
+}
+
+// watchedReader kicks the stall watchdog on every read that returns bytes.
+type watchedReader struct {
+	r  io.Reader
+	wd *watchdog
+}
+
+func (r *watchedReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.wd.kick()
+	}
+	return n, err
 }

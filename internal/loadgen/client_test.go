@@ -66,6 +66,23 @@ func TestClientAgainstSimulator(t *testing.T) {
 			}
 		})
 	}
+	t.Run("continuous usage: tokens per event from the server", func(t *testing.T) {
+		// 10 tokens in chunks of 4: events carry 4, 4, 2. Without per-chunk
+		// usage the client could only spread 10 evenly (4, 3, 3).
+		_, url3 := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL, c.TokensPerChunk = 0, time.Millisecond, 4 })
+		for _, ep := range []Endpoint{Completions, Chat} {
+			tg := newTarget(url3, 1)
+			tg.Endpoint, tg.ContinuousUsage = ep, true
+			r := tg.Do(ctx, Request{Prompt: "one two three", MaxTokens: 10, Body: map[string]any{"ignore_eos": true}})
+			var got []int
+			for _, e := range r.Tokens {
+				got = append(got, e.Tokens)
+			}
+			if r.Err != nil || fmt.Sprint(got) != "[4 4 2]" || !r.ContinuousUsage || r.TokensEstimated || r.OutputTokens != 10 {
+				t.Errorf("%s: err %v, tokens per event %v, continuous %v, estimated %v, out %d", ep, r.Err, got, r.ContinuousUsage, r.TokensEstimated, r.OutputTokens)
+			}
+		}
+	})
 	t.Run("embeddings", func(t *testing.T) {
 		tg := newTarget(url, 2)
 		tg.Endpoint, tg.Stream = Embeddings, false
@@ -108,6 +125,51 @@ func TestClientReportsFailures(t *testing.T) {
 			t.Fatalf("err %v after %v", r.Err, time.Since(start))
 		}
 	})
+	// The watchdogs: a server that goes quiet (mid-stream or before its
+	// headers) or is merely too slow ends the request with an error that
+	// says which, long before the fault would end by itself.
+	for _, tc := range []struct {
+		name, fault    string
+		stall, timeout time.Duration
+		want           string
+	}{
+		{"stall mid-stream", "stall=20s,stall-at=2", 150 * time.Millisecond, 0, "stalled: no bytes for 150ms after 2 token events"},
+		{"stall before the first token", "stall=20s,stall-at=0", 150 * time.Millisecond, 0, "stalled: no bytes for 150ms after 0 token events"},
+		{"slow headers", "slow-headers=20s", 150 * time.Millisecond, 0, "stalled: no response headers within 150ms"},
+		{"request timeout", "none", 0, 150 * time.Millisecond, "request timed out after 150ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := newTarget(url, 1)
+			tg.Headers = map[string]string{"X-Sim-Fault": tc.fault}
+			tg.StallTimeout, tg.Timeout = tc.stall, tc.timeout
+			req := Request{Prompt: "x", MaxTokens: 8}
+			if tc.timeout > 0 {
+				// Slow but never silent: 100 tokens 10 ms apart outlast
+				// the timeout while every gap stays under any stall limit.
+				tg.Headers["X-Sim-Timing"] = "ttft=1ms,itl=10ms"
+				req.MaxTokens = 100
+			}
+			start := time.Now()
+			r := tg.Do(context.Background(), req)
+			el := time.Since(start)
+			if r.Err == nil || !strings.Contains(r.Err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", r.Err, tc.want)
+			}
+			if el > 2*time.Second {
+				t.Fatalf("took %v: the watchdog did not end the request", el)
+			}
+		})
+	}
+	t.Run("a healthy stream never trips the stall watchdog", func(t *testing.T) {
+		tg := newTarget(url, 1)
+		tg.StallTimeout = 50 * time.Millisecond
+		tg.Headers = map[string]string{"X-Sim-Timing": "ttft=20ms,itl=20ms"}
+		// 10 gaps of 20 ms: 220 ms in all, four times the stall limit.
+		r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 10, Body: map[string]any{"ignore_eos": true}})
+		if r.Err != nil || r.OutputTokens != 10 {
+			t.Fatalf("err %v, %d tokens", r.Err, r.OutputTokens)
+		}
+	})
 	t.Run("unknown model", func(t *testing.T) {
 		tg := newTarget(url, 1)
 		tg.Model = "nope"
@@ -119,9 +181,9 @@ func TestClientReportsFailures(t *testing.T) {
 	})
 }
 
-// fakeServer plays stream shapes the simulator does not produce (per-chunk
-// continuous usage, a mid-stream error object, zero usage on every chunk,
-// a stream cut without [DONE]). It is a fake because no real server here
+// fakeServer plays stream shapes the simulator does not produce (a
+// mid-stream error object, zero usage on every chunk, a stream cut without
+// [DONE], continuous usage with uneven deltas). It is a fake because no real server here
 // sends them on demand; the parsing it exercises is the same.
 func fakeServer(t *testing.T, events ...string) string {
 	t.Helper()
@@ -195,6 +257,49 @@ func TestClientStreamShapes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ttft skips the role chunk, e2el stops at the last token", func(t *testing.T) {
+		// The role-only chunk arrives at once and [DONE] 150 ms after the
+		// last token: a client that stamped either would be off by that much.
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f := w.(http.Flusher)
+			w.Header().Set("Content-Type", "text/event-stream")
+			send := func(s string) { fmt.Fprint(w, s); f.Flush() }
+			send(`data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n")
+			time.Sleep(80 * time.Millisecond)
+			send(`data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n")
+			time.Sleep(20 * time.Millisecond)
+			send(`data: {"id":"c","choices":[{"index":0,"delta":{"content":"b"}}]}` + "\n\n")
+			time.Sleep(150 * time.Millisecond)
+			send(`data: {"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\ndata: [DONE]\n\n")
+		}))
+		defer hs.Close()
+		tg := newTarget(hs.URL, 1)
+		tg.Endpoint = Chat
+		r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		ttft, e2el, end := msf(r.TTFT()), msf(r.E2EL()), msf(r.Finished.Sub(r.Sent))
+		if len(r.Tokens) != 2 || ttft < 75 || e2el < 95 || e2el > 200 || end < 245 || r.OutputTokens != 2 {
+			t.Fatalf("%d events, ttft %.1f ms (want ≥ 80), e2el %.1f ms (want ~100), end %.1f ms", len(r.Tokens), ttft, e2el, end)
+		}
+	})
+	t.Run("a JSON body where a stream was asked for", func(t *testing.T) {
+		for body, want := range map[string]string{
+			`{"id":"x","choices":[{"index":0,"text":"abc"}],"usage":{"prompt_tokens":1,"completion_tokens":3}}`: "instead of an SSE stream",
+			`{"error":{"message":"prompt too long","code":400}}`:                                                "prompt too long",
+		} {
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, body)
+			}))
+			r := newTarget(hs.URL, 1).Do(context.Background(), Request{Prompt: "p", MaxTokens: 3})
+			hs.Close()
+			if r.Err == nil || !strings.Contains(r.Err.Error(), want) || len(r.Tokens) != 0 {
+				t.Errorf("%s: err %v, %d events; want %q", body, r.Err, len(r.Tokens), want)
+			}
+		}
+	})
 	t.Run("wrong key is an HTTP error", func(t *testing.T) {
 		tg := newTarget(fakeServer(t, chunk("a", "")), 1)
 		tg.APIKey = "wrong"

@@ -28,8 +28,10 @@ func startSim(t testing.TB, edit func(*sim.Config)) (*sim.Server, string) {
 	return s, hs.URL
 }
 
+// newTarget has the stall watchdog on, as every sweep does (stall_timeout
+// defaults to 2m), so accuracy tests and benchmarks measure its cost too.
 func newTarget(url string, conns int) *Target {
-	return &Target{BaseURL: url, Model: "sim-llama", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(conns)}
+	return &Target{BaseURL: url, Model: "sim-llama", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(conns), StallTimeout: 2 * time.Minute}
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

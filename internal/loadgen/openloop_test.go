@@ -69,6 +69,23 @@ func TestPoissonScheduleHitsTargetRate(t *testing.T) {
 	if math.Abs(got/rate-1) > 0.02 {
 		t.Fatalf("achieved rate %.1f req/s is more than 2%% from the target %.0f", got, rate)
 	}
+	// The 2% holds the process and the client together; the client alone
+	// must reproduce the schedule it drew (its own realized rate) closely,
+	// so sampling luck cannot hide a client that drifts.
+	gen := (&Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 42}).NewGenerator()
+	var firstOff, lastOff time.Duration
+	for i := 0; i < n; i++ {
+		off := gen.Next()
+		if i == 0 {
+			firstOff = off
+		}
+		lastOff = off
+	}
+	drawn := float64(n-1) / (lastOff - firstOff).Seconds()
+	t.Logf("the schedule drawn: %.1f req/s (%+.2f%% from the target); the server saw %+.2f%% from it", drawn, 100*(drawn/rate-1), 100*(got/drawn-1))
+	if math.Abs(got/drawn-1) > 0.01 {
+		t.Errorf("the server saw %.1f req/s, %.2f%% from the %.1f req/s the schedule drew", got, 100*(got/drawn-1), drawn)
+	}
 }
 
 func TestScheduleDistributions(t *testing.T) {
@@ -122,6 +139,18 @@ func TestScheduleRampAndDuration(t *testing.T) {
 	}
 	if g := offs[1] - offs[0]; g != 100*time.Millisecond {
 		t.Errorf("first gap %v, want 100ms (the ramp's starting rate)", g)
+	}
+	// A constant rate for a duration sends exactly rate × duration: the
+	// offsets must not drift early (3,000 gaps of 333,333.3 ns truncated
+	// to whole nanoseconds put a 15,001st request before 5 s).
+	for _, c := range []struct {
+		rate float64
+		d    time.Duration
+		want int
+	}{{3000, 5 * time.Second, 15000}, {7, time.Second, 7}, {30000, 2 * time.Second, 60000}} {
+		if got := len((Schedule{Rate: c.rate, Arrival: ArrivalConstant}).Offsets(0, c.d)); got != c.want {
+			t.Errorf("constant %g/s for %v: %d requests, want %d", c.rate, c.d, got, c.want)
+		}
 	}
 	e := Schedule{Rate: 100, Arrival: ArrivalConstant, Ramp: Ramp{Kind: RampExponential, From: 10, Duration: 2 * time.Second}}
 	eo := e.Offsets(0, 4*time.Second)

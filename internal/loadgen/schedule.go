@@ -94,7 +94,12 @@ type Generator struct {
 	s   Schedule
 	rng *rand.Rand
 	t   time.Duration
-	n   int
+	// ts is the offset in seconds, summed in float64 and rounded to t:
+	// summing gaps truncated to whole nanoseconds drifts early (3,000
+	// constant gaps a second each lose a third of a nanosecond), so a
+	// duration-bound pass would send one request too many.
+	ts float64
+	n  int
 }
 
 // NewGenerator starts the schedule at offset 0.
@@ -117,7 +122,8 @@ func (g *Generator) Next() time.Duration {
 		default:
 			gap = g.rng.ExpFloat64() / lambda
 		}
-		g.t += time.Duration(gap * float64(time.Second))
+		g.ts += gap
+		g.t = time.Duration(math.Round(g.ts * float64(time.Second)))
 	}
 	g.n++
 	return g.t

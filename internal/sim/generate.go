@@ -33,6 +33,8 @@ type genRequest struct {
 	Stream              bool              `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
+		// vLLM's extension: usage on every chunk (with include_usage).
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 }
 
@@ -113,13 +115,16 @@ type genPlan struct {
 	endpoint     string
 	stream       bool
 	includeUsage bool
-	promptIDs    []int
-	promptHash   uint64
-	maxTokens    int
-	target       int
-	finish       string // finish_reason when target is reached
-	ttft, itl    time.Duration
-	tpc          int // tokens per chunk
+	// continuousUsage: usage (cumulative so far) on every chunk, as vLLM's
+	// stream_options.continuous_usage_stats does.
+	continuousUsage bool
+	promptIDs       []int
+	promptHash      uint64
+	maxTokens       int
+	target          int
+	finish          string // finish_reason when target is reached
+	ttft, itl       time.Duration
+	tpc             int // tokens per chunk
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -275,6 +280,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	p.ttft, p.itl, p.tpc = s.cfg.TTFT, s.cfg.ITL, s.cfg.TokensPerChunk
 	p.stream = req.Stream
 	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	p.continuousUsage = p.includeUsage && req.StreamOptions.ContinuousUsageStats
 	p.target, p.finish = s.outputLength(p.promptHash, maxTokens, req.MinTokens, req.IgnoreEOS)
 	return p, 0, nil
 }
@@ -565,7 +571,12 @@ func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish st
 	if !cw.chat {
 		cw.buf = append(cw.buf, `,"stop_reason":null`...)
 	}
-	cw.buf = append(cw.buf, "}]}\n\n"...)
+	cw.buf = append(cw.buf, "}]"...)
+	if p.continuousUsage {
+		prompt, completion := len(p.promptIDs), from+n
+		cw.buf = fmt.Appendf(cw.buf, `,"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}`, prompt, prompt+completion, completion)
+	}
+	cw.buf = append(cw.buf, "}\n\n"...)
 }
 
 func (cw *chunkWriter) usageChunk(prompt, completion int) {

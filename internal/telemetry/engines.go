@@ -15,6 +15,9 @@ type Engine struct {
 	ModelsPath string
 	// MetricsPath is the Prometheus endpoint; empty when the engine has none.
 	MetricsPath string
+	// MetricsPort is the port MetricsPath is served on when it is not the
+	// API's own (MAX serves metrics on 8001); 0 means the API port.
+	MetricsPort int
 	// DefaultTag is appended to a served name without a tag when the
 	// engine lists models with one (Ollama lists "stories" as "stories:latest").
 	DefaultTag string
@@ -31,8 +34,10 @@ var Engines = map[string]Engine{
 	"sglang":       {Name: "sglang", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
 	// Ollama has no /health: GET / answers 200 "Ollama is running".
 	"ollama": {Name: "ollama", HealthPath: "/", ModelsPath: "/v1/models", DefaultTag: "latest"},
-	// MAX serves /health on its API port and Prometheus metrics on its own port (8001).
-	"max": {Name: "max", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
+	// MAX answers readiness on /v1/health (what Modular's own examples
+	// poll) and serves Prometheus metrics on a port of its own,
+	// MAX_SERVE_METRICS_ENDPOINT_PORT, 8001 unless set.
+	"max": {Name: "max", HealthPath: "/v1/health", ModelsPath: "/v1/models", MetricsPath: "/metrics", MetricsPort: 8001},
 	"tgi": {Name: "tgi", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
 }
 

@@ -87,4 +87,7 @@ func TestEngineServes(t *testing.T) {
 	if EngineFor("ollama").HealthPath != "/" {
 		t.Error("Ollama has no /health; its preset must poll /")
 	}
+	if m := EngineFor("max"); m.HealthPath != "/v1/health" || m.MetricsPort != 8001 {
+		t.Errorf("MAX preset %+v: readiness on /v1/health, metrics on port 8001", m)
+	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
 )
 
 // DefaultColumns are the seed `bench` command's columns.
@@ -88,11 +89,32 @@ func columnIndex(columns []string) ([]int, error) {
 	for _, c := range columns {
 		i, ok := byName[c]
 		if !ok {
-			return nil, fmt.Errorf("unknown column %q (columns: %s)", c, strings.Join(Columns(), ","))
+			// The guess goes last, where the eye lands after the long list.
+			hint := ""
+			if s := closestColumn(c); s != "" {
+				hint = fmt.Sprintf("; did you mean %q?", s)
+			}
+			return nil, fmt.Errorf("unknown column %q (columns: %s)%s", c, strings.Join(Columns(), ","), hint)
 		}
 		idx = append(idx, i)
 	}
 	return idx, nil
+}
+
+// closestColumn suggests the column a mistyped name most likely meant: one
+// that only adds the unit suffix the name forgot (ttft_p95 -> ttft_p95_ms),
+// else the nearest by edit distance, within a third of the name's length.
+func closestColumn(name string) string {
+	best, bestD := "", max(2, len(name)/3)+1
+	for _, c := range Columns() {
+		if strings.HasPrefix(c, name+"_") && len(c)-len(name) <= 6 {
+			return c
+		}
+		if d := schema.EditDistance(strings.ToLower(name), c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }
 
 // Name implements pipeline.Output.

@@ -102,9 +102,22 @@ func TestChosenColumnsGolden(t *testing.T) {
 }
 
 func TestUnknownColumn(t *testing.T) {
-	_, err := csvsink.New(nil, []string{"isl", "ttft_p95"})
-	if err == nil || !strings.Contains(err.Error(), `unknown column "ttft_p95"`) || !strings.Contains(err.Error(), "ttft_p99_ms") {
-		t.Fatalf("err = %v; want it to name the bad column and list the valid ones", err)
+	for _, tc := range []struct{ bad, hint string }{
+		{"ttft_p95", `; did you mean "ttft_p95_ms"?`},     // the unit suffix forgotten
+		{"TTFT_P99_MS", `; did you mean "ttft_p99_ms"?`},  // shouted
+		{"ouput_tok_s", `; did you mean "output_tok_s"?`}, // a typo
+		{"throughput", ""}, // nothing close: just the list
+	} {
+		_, err := csvsink.New(nil, []string{"isl", tc.bad})
+		if err == nil || !strings.Contains(err.Error(), `unknown column "`+tc.bad+`"`) || !strings.Contains(err.Error(), "ttft_p99_ms") {
+			t.Fatalf("err = %v; want it to name the bad column and list the valid ones", err)
+		}
+		if tc.hint != "" && !strings.Contains(err.Error(), tc.hint) {
+			t.Errorf("--columns %s: %v; want the hint %s", tc.bad, err, tc.hint)
+		}
+		if tc.hint == "" && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("--columns %s: %v; want no guess", tc.bad, err)
+		}
 	}
 }
 

@@ -66,6 +66,7 @@ type CellResult struct {
 	MeanTPOTMs           float64  `json:"mean_tpot_ms"`
 	MedianTPOTMs         float64  `json:"median_tpot_ms"`
 	StdTPOTMs            float64  `json:"std_tpot_ms"`
+	P90TPOTMs            float64  `json:"p90_tpot_ms"`
 	P99TPOTMs            float64  `json:"p99_tpot_ms"`
 	MeanITLMs            float64  `json:"mean_itl_ms"`
 	MedianITLMs          float64  `json:"median_itl_ms"`
@@ -75,6 +76,7 @@ type CellResult struct {
 	MeanE2ELMs           float64  `json:"mean_e2el_ms"`
 	MedianE2ELMs         float64  `json:"median_e2el_ms"`
 	StdE2ELMs            float64  `json:"std_e2el_ms"`
+	P90E2ELMs            float64  `json:"p90_e2el_ms"`
 	P99E2ELMs            float64  `json:"p99_e2el_ms"`
 
 	// benchrun's keys.
@@ -156,9 +158,9 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		Completed: c.Completed, Failed: c.Failed,
 		RequestThroughput: c.ReqS, RequestGoodput: c.Goodput, OutputThroughput: c.OutputTokS, TotalTokenThroughput: c.TotalTokS,
 		MeanTTFTMs: c.TTFTMs, MedianTTFTMs: c.TTFTP50Ms, P90TTFTMs: c.TTFTP90Ms, P99TTFTMs: c.TTFTP99Ms,
-		MeanTPOTMs: c.TPOTMs, MedianTPOTMs: c.TPOTP50Ms, P99TPOTMs: c.TPOTP99Ms,
+		MeanTPOTMs: c.TPOTMs, MedianTPOTMs: c.TPOTP50Ms, P90TPOTMs: c.TPOTP90Ms, P99TPOTMs: c.TPOTP99Ms,
 		MeanITLMs: c.ITLMs, MedianITLMs: c.ITLP50Ms, P90ITLMs: c.ITLP90Ms, P99ITLMs: c.ITLP99Ms,
-		MeanE2ELMs: c.E2ELMs, MedianE2ELMs: c.E2ELP50Ms, P99E2ELMs: c.E2ELP99Ms,
+		MeanE2ELMs: c.E2ELMs, MedianE2ELMs: c.E2ELP50Ms, P90E2ELMs: c.E2ELP90Ms, P99E2ELMs: c.E2ELP99Ms,
 		RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, StartedAt: c.StartedAt.UTC(),
 		ModelDigest: c.ModelDigest, Endpoint: c.Endpoint, ISL: c.ISL, OSL: c.OSL, Concurrency: c.Concurrency,
 		DecodeTokS: c.DecodeTokS, PrefillTokS: c.PrefillTokS,

@@ -68,8 +68,8 @@ func TestVLLMKeys(t *testing.T) {
 	}
 	keys := []string{"date", "backend", "model_id", "num_prompts", "request_rate", "max_concurrency", "duration", "completed",
 		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
-		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms",
-		"mean_itl_ms", "median_itl_ms", "std_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p99_e2el_ms", "quant", "gpu"}
+		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+		"mean_itl_ms", "median_itl_ms", "std_itl_ms", "p90_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms", "std_e2el_ms", "p90_e2el_ms", "p99_e2el_ms", "quant", "gpu"}
 	for i, c := range doc.Cells {
 		for _, k := range keys {
 			if _, ok := c[k]; !ok {

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
 
 var (
@@ -22,8 +25,13 @@ var (
 	binDir    string
 )
 
-// TestMain removes the benchrun binary the tests built.
+// TestMain removes the benchrun binary the tests built. Run with
+// BENCHRUN_TEST_WRITER=DIR, the test binary is instead the part-file writer
+// that TestKill9DuringPartWrite kills.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("BENCHRUN_TEST_WRITER"); dir != "" {
+		os.Exit(writeParts(dir))
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -286,9 +294,124 @@ func TestOutputPrefixAndMetadata(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// The page a real run writes opens offline: not one URL in it.
+	page, err := os.ReadFile(filepath.Join(work, "out", "x.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"http://", "https://", "src=", "href=", "<script"} {
+		if strings.Contains(string(page), bad) {
+			t.Errorf("out/x.html contains %q: report.html must not reference anything outside itself", bad)
+		}
+	}
+	if n := strings.Count(string(page), "<svg"); n != 4 {
+		t.Errorf("out/x.html has %d inline charts, want 4", n)
+	}
 	rows := query(t, duck(t), `SELECT count(*) FROM read_parquet(`+sqlPath(filepath.Join(work, "runs", "**", "cells", "*.parquet"))+`, hive_partitioning = true, union_by_name = true)
 		WHERE metadata['gpu'] = 'none' AND metadata['mode'] = 'kill-test'`)
 	if rows[0][0] != "9" {
 		t.Errorf("%s cell rows carry both the plan's and the --metadata stamp, want 9", rows[0][0])
 	}
+}
+
+// writerRows is the size of each part the writer process writes: big
+// enough (about 0.1 s to encode) that a kill lands inside a write.
+const writerRows = 60_000
+
+// writeParts writes part files of writerRows request rows into dir, one
+// after another, printing each part's number once it is in place; it stops
+// after 100 parts, so a parent that never kills it does not leave it running.
+func writeParts(dir string) int {
+	rows := syntheticRequests(writerRows, 8)
+	for n := 1; n <= 100; n++ {
+		if err := pqs.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%05d.parquet", n)), rows); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(n)
+	}
+	return 0
+}
+
+// TestKill9DuringPartWrite kills a process with SIGKILL while it streams a
+// part file, at a random moment: the glob matches only whole files, each of
+// which DuckDB reads in full, and a later resume numbers its parts after
+// them. (TestKill9DuringSweep kills the real benchrun, where a write is a
+// small part of the time; this one makes the write the likely victim.)
+func TestKill9DuringPartWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a writer process")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := duck(t)
+	tmpSeen := 0
+	for round := range 3 {
+		dir := t.TempDir()
+		cmd := exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "BENCHRUN_TEST_WRITER="+dir)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan int, 1)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			n := 0
+			for sc.Scan() {
+				if n++; n == 2 {
+					done <- n
+				}
+			}
+			close(done)
+		}()
+		select {
+		case _, ok := <-done:
+			if !ok {
+				_ = cmd.Wait()
+				t.Fatalf("the writer ended before two parts: %s", stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatal("the writer wrote no two parts in 30 s")
+		}
+		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+
+		entries, _ := os.ReadDir(dir)
+		parts := 0
+		for _, e := range entries {
+			switch {
+			case strings.Contains(e.Name(), ".tmp-"):
+				tmpSeen++
+				if m, _ := filepath.Match("*.parquet", e.Name()); m {
+					t.Errorf("temporary file %s matches *.parquet", e.Name())
+				}
+			case strings.HasSuffix(e.Name(), ".parquet"):
+				parts++
+			default:
+				t.Errorf("unexpected file %s", e.Name())
+			}
+		}
+		rows := query(t, db, "SELECT count(*), count(DISTINCT filename) FROM read_parquet("+sqlPath(filepath.Join(dir, "*.parquet"))+", filename = true)")
+		if want := fmt.Sprint(parts * writerRows); rows[0][0] != want || rows[0][1] != fmt.Sprint(parts) {
+			t.Errorf("round %d: DuckDB read %s rows from %s files; want %s from %d", round, rows[0][0], rows[0][1], want, parts)
+		}
+		reqs, err := pqs.ReadTable[results.Request](filepath.Dir(dir), filepath.Base(dir))
+		if err != nil || len(reqs) != parts*writerRows {
+			t.Errorf("round %d: benchrun's reader: %d rows, %v; want %d", round, len(reqs), err, parts*writerRows)
+		}
+	}
+	t.Logf("3 kills; %d left a temporary file behind (a kill inside a write)", tmpSeen)
 }

@@ -75,6 +75,18 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if want := 6 + 12 + 12 + 6; count(`<circle `) != want {
 		t.Errorf("rendered DOM has %d markers, want %d", count(`<circle `), want)
 	}
+	// Labelled: each chart has its title, a legend naming both cells, and
+	// both axes named with their units and which way is better.
+	for _, label := range []string{"Output tokens/s vs concurrency", "TTFT p50 and p99 vs concurrency", "ITL p50 and p99 vs concurrency",
+		"Latency-throughput trade-off", "concurrency (in-flight requests)", "output tokens/s (higher is better)",
+		"time to first token, ms (lower is better)", "inter-token latency, ms (lower is better)", "1000 / TPOT"} {
+		if !bytes.Contains(dom, []byte(label)) {
+			t.Errorf("rendered DOM lacks the chart label %q", label)
+		}
+	}
+	if n := count(`>64:32</text>`); n != 4 {
+		t.Errorf("the legend names cell 64:32 in %d charts, want 4", n)
+	}
 	if n := count(`<tr`); n < 6+12+2 {
 		t.Errorf("rendered DOM has %d table rows, want the cells, verdicts and stages", n)
 	}

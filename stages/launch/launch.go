@@ -30,6 +30,9 @@ import (
 //go:embed schema.cue
 var schemaSource string
 
+// listGPUs is NVML's GPU list; tests put go-nvml's mock behind it.
+var listGPUs = telemetry.ListGPUs
+
 // Kind registers the stage.
 var Kind = pipeline.Kind{
 	Name:   "launch",
@@ -51,6 +54,7 @@ type Config struct {
 	GPUs        []any             `json:"gpus"`
 	StopGrace   string            `json:"stop_grace"`
 	TermGrace   string            `json:"term_grace"`
+	MetricsURL  string            `json:"metrics_url"`
 	Restart     string            `json:"restart"`
 	StartWithin string            `json:"start_within"`
 	Files       map[string]string `json:"files"`
@@ -190,7 +194,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	// Environment shared by the server and its setup commands.
 	s.environ = os.Environ()
 	if len(s.gpuSel) > 0 {
-		idx, err := telemetry.ResolveGPUs(s.gpuSel, telemetry.ListGPUs)
+		idx, err := telemetry.ResolveGPUs(s.gpuSel, listGPUs)
 		if err != nil {
 			return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
 		}
@@ -198,7 +202,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		fmt.Fprintf(env.Log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDAEnv(idx), " "))
 	}
 	for k, v := range s.cfg.Env {
-		s.environ = append(s.environ, k+"="+expandEnv(v, vars))
+		ev, err := expandEnv(v, vars)
+		if err != nil {
+			return nil, fmt.Errorf("stages.%s.env.%s: %w", s.spec.Name, k, err)
+		}
+		s.environ = append(s.environ, k+"="+ev)
 	}
 
 	for name, content := range s.cfg.Files {
@@ -244,8 +252,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	out.Values["port"] = s.port
 	out.Values["host"] = s.cfg.Host
 	out.Values["log"] = s.logPath
-	if s.engine.MetricsPath != "" {
-		out.Values["metrics_url"] = out.URL + s.engine.MetricsPath
+	if u := s.metricsURL(vars); u != "" {
+		out.Values["metrics_url"] = u
 	}
 	if s.cfg.Restart == "per_cell" {
 		out.Restart = func(ctx context.Context) error { return s.restart(ctx, env, out.URL) }
@@ -254,6 +262,23 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		out.PID = 0
 	}
 	return out, nil
+}
+
+// metricsURL is where the server's Prometheus metrics are: the plan's
+// metrics_url (a custom engine, or a port moved by the plan), else the
+// engine preset's path on the API port or on the preset's own port.
+func (s *Stage) metricsURL(vars map[string]string) string {
+	if s.cfg.MetricsURL != "" {
+		return expand(s.cfg.MetricsURL, vars)
+	}
+	if s.engine.MetricsPath == "" {
+		return ""
+	}
+	port := s.port
+	if s.engine.MetricsPort != 0 {
+		port = s.engine.MetricsPort
+	}
+	return "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(port)) + s.engine.MetricsPath
 }
 
 // showDetails prints what follows the first line of a failure (a log
@@ -460,7 +485,11 @@ func (s *Stage) runCommands(ctx context.Context, env *pipeline.Env, phase string
 		fmt.Fprintf(env.Log, "benchrun: %s %d: %s (log %s)\n", phase, i, strings.Join(argv, " "), filepath.Base(logPath))
 		environ := append([]string(nil), s.environ...)
 		for k, v := range c.Env {
-			environ = append(environ, k+"="+expandEnv(v, vars))
+			ev, err := expandEnv(v, vars)
+			if err != nil {
+				return fmt.Errorf("stages.%s.%s[%d].env.%s: %w", s.spec.Name, phase, i, k, err)
+			}
+			environ = append(environ, k+"="+ev)
 		}
 		if err := runOnce(ctx, argv, environ, resolveDir(c.Dir, env, vars, env.Dir), logPath, c.timeout); err != nil {
 			msg := fmt.Sprintf("stages.%s.%s[%d] (%s): %v", s.spec.Name, phase, i, strings.Join(argv, " "), err)
@@ -651,15 +680,23 @@ func expand(s string, vars map[string]string) string {
 
 // expandEnv is expand for environment values, where ${NAME} may also name
 // a variable of benchrun's own environment, so secrets (HF_TOKEN) stay out
-// of the plan file.
-func expandEnv(s string, vars map[string]string) string {
-	return os.Expand(s, func(k string) string {
+// of the plan file. A name that is neither is an error: no shell reads an
+// environment value, so a literal "${HF_TOKEN}" would reach the server as
+// the token itself and fail far from its cause.
+func expandEnv(s string, vars map[string]string) (string, error) {
+	var missing []string
+	out := os.Expand(s, func(k string) string {
 		if v, ok := vars[k]; ok {
 			return v
 		}
 		if v, ok := os.LookupEnv(k); ok {
 			return v
 		}
-		return "${" + k + "}"
+		missing = append(missing, k)
+		return ""
 	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("${%s} is neither a plan variable (${port}, ${model}, ${STAGE.KEY}, ...) nor set in benchrun's environment: export it before running benchrun", strings.Join(missing, "}, ${"))
+	}
+	return out, nil
 }

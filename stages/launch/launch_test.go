@@ -482,3 +482,51 @@ stages: server: {kind: "launch", cmd: ["x"], restart: "always"}`, "restart"},
 		})
 	}
 }
+
+// TestMetricsURL: the preset's metrics path on the API port, MAX's on its
+// own metrics port, none for Ollama, and a plan's own for a custom engine.
+func TestMetricsURL(t *testing.T) {
+	tests := []struct {
+		name, stage string
+		want        func(port int) string
+	}{
+		{"llama-server on the API port", `engine: "llama-server"`, func(p int) string { return fmt.Sprintf("http://127.0.0.1:%d/metrics", p) }},
+		{"MAX on its metrics port", `engine: "max"`, func(int) string { return "http://127.0.0.1:8001/metrics" }},
+		{"Ollama has none", `engine: "ollama"`, func(int) string { return "" }},
+		{"a custom engine gives its own", `metrics_url: "http://${host}:${port}/prom"`, func(p int) string { return fmt.Sprintf("http://127.0.0.1:%d/prom", p) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out, _, err := launch(t, `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["sleep", "30"], `+tt.stage+`}
+`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := out.Values["metrics_url"].(string)
+			if want := tt.want(s.port); got != want {
+				t.Errorf("metrics_url = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestEnvNamesAnUnsetVariable: a secret the plan expects from benchrun's
+// environment but nobody exported fails before anything starts, naming
+// the variable, instead of reaching the server as the text "${...}".
+func TestEnvNamesAnUnsetVariable(t *testing.T) {
+	os.Unsetenv("LAUNCH_TEST_UNSET_TOKEN")
+	_, _, dir, err := launch(t, `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["sleep", "30"], env: {HF_TOKEN: "${LAUNCH_TEST_UNSET_TOKEN}"},
+	setup: [{cmd: ["sh", "-c", "echo ran > setup-ran"]}]}
+`)
+	want := "stages.server.env.HF_TOKEN: ${LAUNCH_TEST_UNSET_TOKEN} is neither a plan variable"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "export it") {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "setup-ran")); err == nil {
+		t.Error("setup ran although the environment was incomplete")
+	}
+}

@@ -37,10 +37,6 @@ var Kind = pipeline.Kind{
 	New:    New,
 }
 
-// KeepEnv, when "1" in benchrun's environment, keeps provisioned machines
-// (the CLI's --keep sets it).
-const KeepEnv = "BENCHRUN_KEEP"
-
 // Command is one of create, wait, teardown.
 type Command struct {
 	Cmd     []string `json:"cmd"`
@@ -66,6 +62,7 @@ type Stage struct {
 
 	mu       sync.Mutex
 	created  bool // create was started: teardown is owed
+	keep     bool // keep: true in the plan, or --keep
 	values   map[string]any
 	started  time.Time
 	dir      string
@@ -107,12 +104,16 @@ func (s *Stage) Validate(p *schema.Plan) error { return nil }
 // service) until the last stage using it ends; Cleanup tears it down.
 func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	s.mu.Lock()
+	s.keep = s.cfg.Keep || env.Keep
 	s.values = map[string]any{}
 	s.dir = env.Dir
 	s.logPath = filepath.Join(env.Dir, s.spec.Name+".log")
 	s.gone = make(chan struct{})
 	s.started = time.Now()
 	s.created = true // from here on, teardown is owed even if create fails half way
+	// A retried Run (retry: on the stage) follows a Cleanup that tore the
+	// first attempt's machine down: the new machine is owed its own.
+	s.tornDown = false
 	s.mu.Unlock()
 
 	outs, err := s.run(ctx, "create", s.cfg.Create)
@@ -169,7 +170,7 @@ func (s *Stage) Cleanup(ctx context.Context) error {
 	if s.cfg.CostPerHour != nil {
 		cost = fmt.Sprintf(", about $%.4f at $%g/h", *s.cfg.CostPerHour*held.Hours(), *s.cfg.CostPerHour)
 	}
-	if s.cfg.Keep || os.Getenv(KeepEnv) == "1" {
+	if s.keep {
 		s.logf("benchrun: keeping the machine (keep / --keep); held %s so far%s; tear it down yourself: %s\n",
 			held.Round(time.Second), cost, strings.Join(s.cfg.Teardown.Cmd, " "))
 		return nil
@@ -210,8 +211,12 @@ func errString(err error) string {
 func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]any, error) {
 	s.mu.Lock()
 	vars := map[string]string{"run_dir": s.dir, "stage": s.spec.Name}
+	var secrets []string // output values the log must not show
 	for k, v := range s.values {
 		vars[k] = fmt.Sprint(v)
+		if secretRE.MatchString(k) && vars[k] != "" {
+			secrets = append(secrets, vars[k], "***")
+		}
 	}
 	s.mu.Unlock()
 	argv := make([]string, len(c.Cmd))
@@ -226,7 +231,12 @@ func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]an
 	if c.Shell {
 		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
 	}
-	s.logf("benchrun: %s: %s\n", phase, strings.Join(argv, " "))
+	shown := strings.Join(argv, " ")
+	if len(secrets) > 0 {
+		// teardown: {cmd: [..., "--token", "${api_key}"]} must not write the key.
+		shown = strings.NewReplacer(secrets...).Replace(shown)
+	}
+	s.logf("benchrun: %s: %s\n", phase, shown)
 	var stdout bytes.Buffer
 	logPath := filepath.Join(s.dir, fmt.Sprintf("%s.%s.log", s.spec.Name, phase))
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -241,7 +251,7 @@ func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]an
 	}
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = &stdout, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = commandSysProcAttr(phase)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: starting %s: %w", phase, argv[0], err)
 	}
@@ -267,7 +277,7 @@ func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]an
 	}
 	outs := ParseOutputs(stdout.Bytes())
 	if err != nil {
-		msg := fmt.Sprintf("%s (%s): %v", phase, strings.Join(argv, " "), err)
+		msg := fmt.Sprintf("%s (%s): %v", phase, shown, err)
 		if t := tail(logPath, 10); t != "" {
 			msg += "; last lines of " + filepath.Base(logPath) + ":\n" + t
 		}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -107,5 +111,99 @@ func TestNoTeardownWithoutCreate(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "torn")); err == nil {
 		t.Fatal("teardown ran although create never started")
+	}
+}
+
+// standInEnv makes the test binary a stand-in for benchrun: it runs a
+// provision stage whose create hangs, until it is killed.
+const standInEnv = "PROVISION_TEST_STAND_IN_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(standInEnv); dir != "" {
+		os.Exit(standIn(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func standIn(dir string) int {
+	path := filepath.Join(dir, "plan.cue")
+	src := `name: "p"
+stages: pod: {kind: "provision", create: {cmd: ["sh", "-c", "echo $$ > ` + dir + `/create.pid; exec sleep 300"]}, teardown: {cmd: ["true"]}}
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		return 1
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := New(p.Stage("pod"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, _ = st.Run(context.Background(), &pipeline.Env{Stage: p.Stage("pod"), Plan: p, Dir: dir, Log: os.Stderr})
+	select {} // until SIGKILL
+}
+
+// TestCreateDiesWithBenchrun SIGKILLs a stand-in for benchrun while its
+// create command hangs: the command must not outlive it.
+func TestCreateDiesWithBenchrun(t *testing.T) {
+	dir := t.TempDir()
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), standInEnv+"="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for deadline := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "create.pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the stand-in never started create")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return // gone
+		}
+		if s := string(b); strings.Contains(s[strings.LastIndexByte(s, ')'):], ") Z") {
+			return // dead, waiting for init to reap it
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("create (pid %d) outlived benchrun", pid)
+		}
+	}
+}
+
+// TestSecretOutputsStayOutOfLogs: an output whose name says secret, used
+// in a later command, is masked where the command line is logged and in
+// the error a failing command reports.
+func TestSecretOutputsStayOutOfLogs(t *testing.T) {
+	t.Setenv("PROVISION_TEST_CLOUD_KEY", "sk-live-123") // what a cloud CLI would print
+	s, env, dir := stage(t, `create: {cmd: ["sh", "-c", "echo id=p1; echo api_key=$PROVISION_TEST_CLOUD_KEY"]}
+	teardown: {cmd: ["sh", "-c", "exit 1", "${id}", "${api_key}"]}`)
+	if _, err := s.Run(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Cleanup(context.Background())
+	if err == nil || strings.Contains(err.Error(), "sk-live-123") || !strings.Contains(err.Error(), "p1 ***") {
+		t.Fatalf("err = %v", err)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "pod.log"))
+	if strings.Contains(string(log), "sk-live-123") || !strings.Contains(string(log), "teardown: sh -c exit 1 p1 ***") {
+		t.Fatalf("pod.log:\n%s", log)
 	}
 }

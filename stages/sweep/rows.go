@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -137,6 +138,12 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, warmT
 	}
 	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && row.EffectiveOSL < 0.95*float64(row.OSL) {
 		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", row.EffectiveOSL, row.OSL))
+	}
+	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && math.Abs(row.EffectiveISL-float64(row.ISL)) >= 0.5 {
+		// Synthetic prompts are built to the exact length; a difference
+		// means the calibration did not hold (or isl is below the chat
+		// template's own tokens), and the cell is not the shape asked for.
+		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", row.EffectiveISL, row.ISL))
 	}
 	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))

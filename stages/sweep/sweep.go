@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +82,8 @@ type Config struct {
 	ForceOSL           bool              `json:"force_osl"`
 	ContinuousUsage    bool              `json:"continuous_usage"`
 	SendLagThresholdMs float64           `json:"send_lag_threshold_ms"`
+	StallTimeout       string            `json:"stall_timeout"`
+	RequestTimeout     string            `json:"request_timeout"`
 	APIKeyEnv          string            `json:"api_key_env"`
 	Headers            map[string]string `json:"headers"`
 	Body               map[string]any    `json:"body"`
@@ -92,6 +95,7 @@ type Stage struct {
 	cfg  Config
 	// parsed durations
 	duration, minDuration, rampDuration time.Duration
+	stallTimeout, requestTimeout        time.Duration
 }
 
 // New decodes the configuration.
@@ -104,6 +108,8 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	// Bad durations stay zero here; Validate reports them with positions.
 	st.duration, _ = time.ParseDuration(st.cfg.Duration)
 	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
+	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout)
+	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
 	if st.cfg.Ramp != nil {
 		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
 	}
@@ -134,6 +140,10 @@ func (s *Stage) setDefaults() {
 	}
 	if c.SendLagThresholdMs == 0 {
 		c.SendLagThresholdMs = 5
+	}
+	if c.StallTimeout == "" {
+		c.StallTimeout = "2m"
+		s.stallTimeout = 2 * time.Minute
 	}
 }
 
@@ -169,6 +179,8 @@ func (s *Stage) Validate(p *schema.Plan) error {
 	}
 	parse("duration", s.cfg.Duration, &s.duration)
 	parse("min_duration", s.cfg.MinDuration, &s.minDuration)
+	parse("stall_timeout", s.cfg.StallTimeout, &s.stallTimeout)
+	parse("request_timeout", s.cfg.RequestTimeout, &s.requestTimeout)
 	if s.cfg.Ramp != nil {
 		parse("ramp", s.cfg.Ramp.Duration, &s.rampDuration)
 		if len(s.cfg.Rates) == 0 {
@@ -257,6 +269,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		ExtraBody:       map[string]any{},
 		HTTP:            loadgen.NewHTTPClient(maxConns),
 		ContinuousUsage: s.cfg.ContinuousUsage,
+		StallTimeout:    s.stallTimeout,
+		Timeout:         s.requestTimeout,
 	}
 	defer t.HTTP.CloseIdleConnections()
 	for k, v := range s.cfg.Headers {
@@ -456,7 +470,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 		for i := range prompts {
 			prompts[i] = src.Prompt(pass, i)
 		}
-		var rs []loadgen.Result
+		var sent []sentResult
 		pv.pass(pass, timed, expected, counters, s.duration)
 		st, err := loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
 			pr := ""
@@ -468,10 +482,17 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 			return loadgen.Request{Prompt: pr, MaxTokens: maxTokens, Body: body}
 		}, func(i int, r loadgen.Result) {
 			mu.Lock()
-			rs = append(rs, r)
+			sent = append(sent, sentResult{i, r})
 			mu.Unlock()
 		})
 		pv.endPass()
+		// Results arrive in completion order; request rows are in send
+		// order (their seq is the request's index, docs/RESULTS.md).
+		slices.SortFunc(sent, func(a, b sentResult) int { return a.i - b.i })
+		rs := make([]loadgen.Result, len(sent))
+		for k := range sent {
+			rs[k] = sent[k].r
+		}
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -494,7 +515,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 	for ; pass < s.cfg.Warmup && ctx.Err() == nil; pass++ {
 		rs, _ := runPass(pass, false)
 		if pass == 0 && len(rs) > 0 {
-			row.FirstCallMs = ms(firstSent(rs).E2EL())
+			row.FirstCallMs = firstCallMs(rs)
 		}
 		warmTTFT = warmTTFT[:0]
 		for _, r := range rs {
@@ -508,7 +529,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
 		rs, w := runPass(pass+it, true)
 		if s.cfg.Warmup == 0 && it == 0 && len(rs) > 0 {
-			row.FirstCallMs = ms(firstSent(rs).E2EL())
+			row.FirstCallMs = firstCallMs(rs)
 		}
 		timed = append(timed, rs...)
 		window += w
@@ -520,6 +541,22 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, warmTTFT, s.cfg, slo)
 	return row, requestRows(row, timed)
+}
+
+// sentResult is a result with its request's index in the pass.
+type sentResult struct {
+	i int
+	r loadgen.Result
+}
+
+// firstCallMs is the e2el of the request sent first, or 0 when it failed:
+// a failure's time is no latency (failed requests stay out of every
+// latency figure).
+func firstCallMs(rs []loadgen.Result) float64 {
+	if r := firstSent(rs); r.OK() {
+		return ms(r.E2EL())
+	}
+	return 0
 }
 
 // firstSent is the result sent first.

@@ -186,6 +186,17 @@ func TestSweepOpenLoopOK(t *testing.T) {
 	if r.SendLagP99 < 0 || r.TTFTSchedP50Ms < r.TTFTP50Ms || !strings.Contains(r.Notes, "prompts=warm") {
 		t.Errorf("send lag %.3f ttft_sched %.2f ttft %.2f notes %q", r.SendLagP99, r.TTFTSchedP50Ms, r.TTFTP50Ms, r.Notes)
 	}
+	// Request rows are in send order: seq counts up and the scheduled
+	// times (sent_at − send_lag) never go back, although responses
+	// finish in another order.
+	var prev time.Time
+	for k, q := range c.reqs {
+		sched := q.SentAt.Add(-time.Duration(q.SendLagMs * float64(time.Millisecond)))
+		if q.Seq != int64(k) || sched.Before(prev.Add(-time.Microsecond)) {
+			t.Fatalf("request row %d: seq %d, scheduled %v after %v", k, q.Seq, sched, prev)
+		}
+		prev = sched
+	}
 }
 
 func TestSweepValidate(t *testing.T) {
@@ -194,6 +205,8 @@ func TestSweepValidate(t *testing.T) {
 		{`kind: "sweep", target: "http://x", ramp: {from: 1, duration: "1s"}`, "a ramp needs an open loop"},
 		{`kind: "sweep", target: "http://x", cells: [{isl: 8, osl: 8}], shared_prefix: 8`, "shared_prefix 8 leaves no room"},
 		{`kind: "sweep", target: "http://x", api_key_env: "sk-abc def"`, "should name an environment variable"},
+		{`kind: "sweep", target: "http://x", stall_timeout: "forever"`, `stall_timeout: "forever" is not a positive duration`},
+		{`kind: "sweep", target: "http://x", request_timeout: "0s"`, `request_timeout: "0s" is not a positive duration`},
 	} {
 		st, p := loadStage(t, tc.cue, "")
 		err := st.Validate(p)
@@ -252,5 +265,112 @@ func TestSweepEmbeddings(t *testing.T) {
 	r := c.cells[0]
 	if r.Status != results.StatusOK || r.EffectiveISL != 32 || r.E2ELP50Ms <= 0 || strings.Contains(r.Notes, "stopped early") {
 		t.Fatalf("%s %q: isl %.1f e2el %.2f notes %q", r.Status, r.Reason, r.EffectiveISL, r.E2ELP50Ms, r.Notes)
+	}
+}
+
+// TestSweepFaultsBecomeReasons drives each of the simulator's faults
+// through the whole stage: every one ends as status=error with the first
+// failure in words, quickly (a stalled server cannot hang the cell), and
+// with no failed request in the latency statistics.
+func TestSweepFaultsBecomeReasons(t *testing.T) {
+	_, url := startSim(t, nil)
+	for _, tc := range []struct{ fault, want string }{
+		{"error=500", "HTTP 500: Internal server error"},
+		{"error=429", "HTTP 429: Rate limit exceeded"},
+		{"error=503", "HTTP 503: Server overloaded"},
+		{"drop-after=2", "reading stream after 2 token events"},
+		{"malformed", "malformed event after 1 token events"},
+		{"stall=30s,stall-at=2", "stalled: no bytes for 200ms after 2 token events"},
+		{"slow-headers=30s", "stalled: no response headers within 200ms"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, cells: [{isl: 16, osl: 8}], concurrency: [2],
+				requests: 4, warmup: 0, stall_timeout: "200ms", headers: {"X-Sim-Fault": %q}`, url, tc.fault), "")
+			start := time.Now()
+			c, err := runStage(t, st, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el > 5*time.Second {
+				t.Errorf("the cell took %v", el)
+			}
+			r := c.cells[0]
+			if r.Status != results.StatusError || !strings.Contains(r.Reason, "4 of 4 requests failed; first: "+tc.want) {
+				t.Errorf("status %s, reason %q", r.Status, r.Reason)
+			}
+			if r.Completed != 0 || r.Failed != 4 || r.TTFTMs != 0 || r.FirstCallMs != 0 || r.ITLP99Ms != 0 || r.E2ELMaxMs != 0 || r.OutputTokS != 0 {
+				t.Errorf("failed requests in the stats: completed %d ttft %.2f itl p99 %.2f e2el max %.2f", r.Completed, r.TTFTMs, r.ITLP99Ms, r.E2ELMaxMs)
+			}
+			for _, q := range c.reqs {
+				if q.Status != results.StatusError || !strings.Contains(q.Error, tc.want) || q.TTFTMs != 0 {
+					t.Errorf("request row: %s %q ttft %.2f", q.Status, q.Error, q.TTFTMs)
+				}
+			}
+		})
+	}
+	t.Run("some requests fail", func(t *testing.T) {
+		_, url := startSim(t, func(c *sim.Config) { c.TTFT = 5 * time.Millisecond; c.Faults.ErrorRate = 0.3 })
+		st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, cells: [{isl: 16, osl: 8}], concurrency: [4],
+			requests: 60, warmup: 0, calibrate: "off"`, url), "")
+		c, err := runStage(t, st, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := c.cells[0]
+		if r.Failed == 0 || r.Completed == 0 || r.Completed+r.Failed != 60 || !strings.Contains(r.Reason, fmt.Sprintf("%d of 60 requests failed", r.Failed)) {
+			t.Fatalf("completed %d failed %d reason %q", r.Completed, r.Failed, r.Reason)
+		}
+		// The latency columns describe the completed requests only: the
+		// fastest TTFT is the simulator's fixed 5 ms, never a failure's ~0.
+		var ok []float64
+		for _, q := range c.reqs {
+			if q.Status == results.StatusOK {
+				ok = append(ok, q.TTFTMs)
+			}
+		}
+		if s := stats.Summarize(ok); len(ok) != int(r.Completed) || math.Abs(s.P50-r.TTFTP50Ms) > 1e-9 || s.Min < 4.5 {
+			t.Errorf("ttft p50 %.3f from %d ok rows, row says %.3f (completed %d); min %.3f", s.P50, len(ok), r.TTFTP50Ms, r.Completed, s.Min)
+		}
+	})
+	t.Run("the server is gone", func(t *testing.T) {
+		hs := httptest.NewServer(nil)
+		dead := hs.URL
+		hs.Close()
+		st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, cells: [{isl: 16, osl: 8}], concurrency: [1, 2],
+			requests: 2, warmup: 0, calibrate: "off"`, dead), "")
+		c, err := runStage(t, st, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range c.cells {
+			if r.Status != results.StatusError || !strings.Contains(r.Reason, "connection refused") {
+				t.Errorf("%s: %s %q", r.CellID, r.Status, r.Reason)
+			}
+		}
+	})
+}
+
+// TestRequestRowsInSendOrder: responses of uneven length (early EOS, no
+// force_osl) finish out of order; request rows still come in send order.
+func TestRequestRowsInSendOrder(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL, c.EOSProb = time.Millisecond, 2*time.Millisecond, 0.15 })
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, cells: [{isl: 8, osl: 32}], rates: [400],
+		arrival: "constant", requests: 60, warmup: 0, force_osl: false`, url), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.reqs) != 60 {
+		t.Fatalf("%d request rows", len(c.reqs))
+	}
+	// The scheduled send (sent_at − send_lag) is exact per index: 2.5 ms
+	// apart at a constant 400/s, whatever the machine's load.
+	sched := func(q results.Request) time.Time {
+		return q.SentAt.Add(-time.Duration(q.SendLagMs * float64(time.Millisecond)))
+	}
+	for k, q := range c.reqs {
+		if q.Seq != int64(k) || k > 0 && !sched(q).After(sched(c.reqs[k-1]).Add(time.Millisecond)) {
+			t.Fatalf("request row %d (seq %d) scheduled at %v, row %d at %v", k, q.Seq, sched(q), k-1, sched(c.reqs[k-1]))
+		}
 	}
 }

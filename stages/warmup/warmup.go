@@ -72,7 +72,25 @@ func (s *Stage) Validate(p *schema.Plan) error {
 	if len(followers(p, s.spec.Name)) == 0 && s.cfg.Concurrency == 0 {
 		return schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no stage needs this warm-up, so its concurrency is unknown: add it to the next stage's needs, or set concurrency", s.spec.Name)}
 	}
+	if s.cfg.Requests == 0 {
+		// Settling compares two windows: with fewer requests allowed than
+		// that, the warm-up could only ever report that TTFT never settled.
+		window := s.window(s.ShapeFor(p))
+		if s.cfg.Settle.MaxRequests < 2*window {
+			return schema.Error{Pos: s.spec.PosOf("settle", "max_requests"), Msg: fmt.Sprintf("stages.%s.settle.max_requests: %d cannot settle: comparing two windows of %d requests needs at least %d; raise max_requests, or lower settle.window", s.spec.Name, s.cfg.Settle.MaxRequests, window, 2*window)}
+		}
+	}
 	return nil
+}
+
+// window is the number of requests per settling window: the plan's, or
+// max(8, 2 × concurrency), so that a window spans a couple of rounds of
+// the parallel sessions.
+func (s *Stage) window(sh Shape) int {
+	if s.cfg.Settle.Window > 0 {
+		return s.cfg.Settle.Window
+	}
+	return max(8, 2*sh.Concurrency)
 }
 
 // Shape is the load a warm-up applies.
@@ -157,10 +175,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	for k, v := range s.cfg.Body {
 		t.ExtraBody[k] = v
 	}
-	window := s.cfg.Settle.Window
-	if window == 0 {
-		window = max(8, 2*sh.Concurrency)
-	}
+	window := s.window(sh)
 	total := s.cfg.Requests
 	fixed := total > 0
 	if !fixed {

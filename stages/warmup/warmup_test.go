@@ -82,6 +82,24 @@ func TestValidateNeedsAFollowerOrConcurrency(t *testing.T) {
 	}
 }
 
+// TestValidateSettleCanHappen: at the sweep's top concurrency 64 the
+// default window is 128 requests, so settling needs 256 and the default
+// max_requests (200) could only ever report "did not settle".
+func TestValidateSettleCanHappen(t *testing.T) {
+	next := `sweep: {kind: "bench", needs: ["warmup"], concurrency: [1, 64]}`
+	s, p := load(t, ``, next)
+	err := s.Validate(p)
+	if err == nil || !strings.Contains(err.Error(), "stages.warmup.settle.max_requests: 200 cannot settle: comparing two windows of 128 requests needs at least 256") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, ok := range []string{`settle: {max_requests: 256}`, `settle: {window: 16}`, `requests: 50`} {
+		s, p := load(t, ok, next)
+		if err := s.Validate(p); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
 func TestSettled(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -1,0 +1,89 @@
+package sweep
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// TestFillRowFormulas holds every docs/METRICS.md formula to numbers
+// worked out by hand, on results whose times are exact (the end-to-end
+// tests compare with the simulator, where timers are never exact).
+func TestFillRowFormulas(t *testing.T) {
+	t0 := time.Now()
+	at := func(msec float64) time.Time { return t0.Add(time.Duration(msec * float64(time.Millisecond))) }
+	ev := func(msec float64, tok int) loadgen.TokenEvent { return loadgen.TokenEvent{At: at(msec), Tokens: tok} }
+	rs := []loadgen.Result{
+		// A: scheduled at 0, sent at 2 (lag 2), tokens at 12, 22, 32: ttft
+		// 10, e2el 30, 3 tokens so tpot 10; [DONE] at 50 must not count.
+		{Scheduled: at(0), Sent: at(2), Tokens: []loadgen.TokenEvent{ev(12, 1), ev(22, 1), ev(32, 1)}, Finished: at(50),
+			InputTokens: 10, OutputTokens: 3, UsageReported: true},
+		// B: sent on time at 100, a 2-token chunk at 140 and one at 160:
+		// ttft 40 (misses the 20 ms ttft SLO), e2el 60, tpot (60-40)/2 = 10,
+		// itl 20 and itl_tok 20/1.
+		{Scheduled: at(100), Sent: at(100), Tokens: []loadgen.TokenEvent{ev(140, 2), ev(160, 1)}, Finished: at(200),
+			InputTokens: 20, OutputTokens: 3, UsageReported: true, TokensEstimated: true},
+		// C: failed after one token and 15 ms of lag: counted, never timed.
+		{Scheduled: at(300), Sent: at(315), Tokens: []loadgen.TokenEvent{ev(316, 1)}, Finished: at(320),
+			Err: errors.New("reading stream after 1 token events: unexpected EOF")},
+	}
+	var row results.Cell
+	row.ISL, row.OSL = 16, 3
+	cfg := Config{Prompts: "cold", SendLagThresholdMs: 5}
+	fillRow(&row, rs, 2*time.Second, []float64{90, 95}, cfg, schema.SLO{TTFTMs: 20})
+
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if row.Completed != 2 || row.Failed != 1 {
+		t.Fatalf("completed %d failed %d", row.Completed, row.Failed)
+	}
+	near("ttft mean", row.TTFTMs, 25)
+	near("ttft p50", row.TTFTP50Ms, 25)            // linear between 10 and 40
+	near("ttft p90", row.TTFTP90Ms, 37)            // 10 + 0.9*30
+	near("ttft max", row.TTFTMaxMs, 40)            // not C's 1 ms
+	near("ttft_sched p50", row.TTFTSchedP50Ms, 26) // 12 and 40
+	near("e2el max", row.E2ELMaxMs, 60)            // to the last token, not [DONE]
+	near("e2el_sched mean", row.E2ELSchedMs, 46)   // 32 and 60
+	near("tpot mean", row.TPOTMs, 10)
+	near("itl p50", row.ITLP50Ms, 10) // pooled gaps 10, 10, 20
+	near("itl max", row.ITLMaxMs, 20)
+	near("itl_tok max", row.ITLTokMaxMs, 20) // B's second gap carries 1 token
+	near("ntpot", row.NTPOTMs, (10+20)/2.0)
+	near("send_lag max", row.SendLagMaxMs, 15) // the failed request's lag counts
+	near("send_lag mean", row.SendLagMs, (2+0+15)/3.0)
+	near("duration", row.DurationS, 2)
+	near("req_s", row.ReqS, 1)
+	near("sent_req_s", row.SentReqS, 1.5)
+	near("output_tok_s", row.OutputTokS, 3)
+	near("total_tok_s", row.TotalTokS, 18)
+	near("prefill_tok_s", row.PrefillTokS, 30/0.050) // Σ N_in / Σ ttft
+	near("goodput", row.Goodput, 0.5)                // only A meets ttft ≤ 20
+	near("goodput_ratio", row.GoodputRatio, 1/3.0)
+	near("effective isl", row.EffectiveISL, 15)
+	near("effective osl", row.EffectiveOSL, 3)
+	if row.Status != results.StatusError || row.Reason != "1 of 3 requests failed; first: reading stream after 1 token events: unexpected EOF" {
+		t.Errorf("status %s reason %q", row.Status, row.Reason)
+	}
+	for _, want := range []string{"client-bound: send_lag p99", "still cold after warm-up", "estimated as an even share (1 requests", "failed requests never count", "effective isl 15.0 differs from the 16 asked"} {
+		if !strings.Contains(row.Notes, want) {
+			t.Errorf("notes %q lack %q", row.Notes, want)
+		}
+	}
+
+	// Every request fails: no latency figure at all, and the reason says so.
+	var bad results.Cell
+	fillRow(&bad, rs[2:], time.Second, nil, cfg, schema.SLO{})
+	if bad.Completed != 0 || bad.TTFTMs != 0 || bad.E2ELMaxMs != 0 || bad.ITLMaxMs != 0 || bad.Goodput != 0 || bad.Status != results.StatusError {
+		t.Errorf("all failed: %+v", bad)
+	}
+}
