@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
@@ -115,8 +117,13 @@ type Outputs struct {
 	DoneReason func() string
 	// Restart, when set, restarts a service between measured cells (a
 	// launch stage with restart: per_cell); measuring stages call it before
-	// each cell × ladder point.
-	Restart func(ctx context.Context) error
+	// each cell × ladder point, every time, with that cell's server
+	// variables (a sweep cell's `server: {np: "4"}`; nil or empty when the
+	// cell gives none). The service expands ${cell.KEY} in its command and
+	// environment from vars, so cells can change server flags; a ${cell.KEY}
+	// missing from vars is an error naming the variable, and the server is
+	// left as it was. Restart returns once the new server is ready.
+	Restart func(ctx context.Context, vars map[string]string) error
 	// Values are free outputs readable from `when` expressions.
 	Values map[string]any
 }
@@ -258,4 +265,20 @@ func (r *Registry) SinkSchemas() []schema.KindSchema {
 // registry's stage and sink kinds.
 func (r *Registry) LoadOptions(tags []string) schema.Options {
 	return schema.Options{Tags: tags, Kinds: r.Schemas(), Sinks: r.SinkSchemas()}
+}
+
+// CellVarRefs returns the names KEY of the ${cell.KEY} references in s, in
+// order of appearance, each once: the server variables a launch stage's
+// command or environment takes from the cell being measured.
+func CellVarRefs(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	os.Expand(s, func(k string) string {
+		if name, ok := strings.CutPrefix(k, "cell."); ok && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+		return ""
+	})
+	return out
 }

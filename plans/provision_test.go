@@ -86,6 +86,48 @@ func TestRestartPerCell(t *testing.T) {
 	}
 }
 
+// TestRestartWithServerVars: two cells that differ only in their server
+// variables; the restart before each starts the simulator with that cell's
+// --ttft (${cell.ttft}), so each row measures its own server's flag.
+func TestRestartWithServerVars(t *testing.T) {
+	b := startBenchrun(t, "", "testdata/restart-server-vars.cue")
+	if code := b.wait(t, time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, b.stderr.String())
+	}
+	cells := readCells(t, b.runDir(t))
+	if len(cells) != 2 {
+		t.Fatalf("%d cells, want 2", len(cells))
+	}
+	want := []struct {
+		id, note string
+		lo, hi   float64
+	}{
+		{"sweep/16:8/c1/ttft=10ms", "server: ttft=10ms", 9, 30},
+		{"sweep/16:8/c1/ttft=40ms", "server: ttft=40ms", 39, 70},
+	}
+	for i, c := range cells {
+		w := want[i]
+		if c.Status != "ok" || c.CellID != w.id || !strings.Contains(c.Notes, w.note) || c.TTFTMs < w.lo || c.TTFTMs > w.hi {
+			t.Errorf("cell %d: %s %s ttft %.1f ms notes %q; want %s, ttft in [%g, %g] ms, notes with %q",
+				i, c.Status, c.CellID, c.TTFTMs, c.Notes, w.id, w.lo, w.hi, w.note)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(b.runDir(t), "server.log"))
+	for _, line := range []string{
+		"--ttft 10ms --itl", // the first start, for health: the first cell's
+		"benchrun: restarting the server (restart: per_cell, ttft=10ms)",
+		"benchrun: restarting the server (restart: per_cell, ttft=40ms)",
+		"--ttft 40ms --itl",
+	} {
+		if !strings.Contains(string(log), line) {
+			t.Errorf("server.log lacks %q:\n%s", line, log)
+		}
+	}
+	if strings.Contains(string(log), "${cell.") {
+		t.Errorf("a ${cell.KEY} reached the server:\n%s", log)
+	}
+}
+
 // TestFlagsMatrixOneServerAtATime: the documented way to compare server
 // flags (docs/SERVERS.md, restart: per_cell): a launch and a sweep per
 // variant, chained with needs. Both servers take the same port, so the run

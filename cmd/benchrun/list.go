@@ -11,6 +11,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	csvsink "github.com/benchrun/benchrun/sinks/csv"
 )
 
 // runList prints every stage kind and sink kind with its one-line doc and
@@ -36,7 +37,17 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "  %s\t%s%s\n", k.Name, k.Doc, note)
 		fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(ownFields(doc), ", "))
 	}
-	fmt.Fprintln(tw, "sink kinds:")
+	// The outputs every run writes, whatever the plan says.
+	fmt.Fprintln(tw, "outputs (every run):")
+	csvOut, _ := csvsink.New(nil, nil)
+	for _, o := range append(resultOutputs(""), csvOut) {
+		doc := ""
+		if d, ok := o.(interface{ Doc() string }); ok {
+			doc = d.Doc()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", o.Name(), doc)
+	}
+	fmt.Fprintln(tw, "sink kinds (plan `sinks`):")
 	if len(reg.Sinks()) == 0 {
 		fmt.Fprintln(tw, "  (none registered)")
 	}

@@ -120,6 +120,11 @@ func closestColumn(name string) string {
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "csv" }
 
+// Doc says in one line what the output writes (benchrun list).
+func (o *Output) Doc() string {
+	return "cell rows as CSV on stdout as each cell finishes (--columns, --output PREFIX.csv) and every column in cells.csv"
+}
+
 // Start opens the files and writes the headers.
 func (o *Output) Start(run *pipeline.RunInfo) error {
 	if o.index == nil {

@@ -269,6 +269,11 @@ func New() *Output { return &Output{} }
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "json" }
 
+// Doc says in one line what the output writes (benchrun list).
+func (o *Output) Doc() string {
+	return "result.json: per-cell summaries under the key names of vLLM bench serve, plus --metadata stamps"
+}
+
 // Start writes result.json as it stands: empty for a new run; for a
 // resumed run, with the cells and verdicts already in its Parquet files.
 func (o *Output) Start(ri *pipeline.RunInfo) error {

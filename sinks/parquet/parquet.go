@@ -38,6 +38,11 @@ func New() *Output { return &Output{} }
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "parquet" }
 
+// Doc says in one line what the output writes (benchrun list).
+func (o *Output) Doc() string {
+	return "cells, requests, assertions and samples tables, one part file per finished cell (DuckDB: runs/**/cells/*.parquet)"
+}
+
 // Start creates the table directories. Part numbers continue after any
 // part already there, so a resumed run never overwrites a finished cell.
 func (o *Output) Start(run *pipeline.RunInfo) error {

@@ -261,6 +261,11 @@ func New() *Output { return &Output{} }
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "report" }
 
+// Doc says in one line what the output writes (benchrun list).
+func (o *Output) Doc() string {
+	return "report.md and a self-contained report.html with SVG charts (benchrun report RUN_DIR rebuilds them)"
+}
+
 // Start loads the rows a resumed run already has.
 func (o *Output) Start(ri *pipeline.RunInfo) error {
 	o.ri = ri

@@ -16,11 +16,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"cuelang.org/go/cue"
 
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -82,13 +85,15 @@ type Stage struct {
 	gpuSel      []string
 
 	// Set by Run, read by restarts.
-	argv    []string
-	environ []string
-	dir     string
-	logPath string
-	port    int
-	model   string
-	engine  telemetry.Engine
+	stageVars   map[string]string // ${...} values, without the cell's
+	baseEnviron []string          // benchrun's environment and the GPUs
+	argv        []string          // cmd, expanded for the current start
+	environ     []string          // baseEnviron and env, expanded likewise
+	dir         string
+	logPath     string
+	port        int
+	model       string
+	engine      telemetry.Engine
 
 	progress io.Writer // stderr: a death is shown with its log tail
 
@@ -163,6 +168,43 @@ func (s *Stage) Validate(p *schema.Plan) error {
 			errs = append(errs, schema.Error{Pos: s.spec.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: empty GPU name", s.spec.Name, i)})
 		}
 	}
+	if refs := cellRefs(s.cfg); len(refs) > 0 {
+		field := "cmd"
+		if len(pipeline.CellVarRefs(strings.Join(s.cfg.Cmd, " "))) == 0 {
+			field = "env"
+		}
+		switch {
+		case s.cfg.Restart != "per_cell":
+			errs = append(errs, schema.Error{Pos: s.spec.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: ${cell.%s} takes a value from the cell being measured, which reaches the server only through a restart before each cell: set restart: \"per_cell\"", s.spec.Name, field, refs[0])})
+		default:
+			if vars, _ := firstCellVars(p, s.spec.Name); vars == nil {
+				errs = append(errs, schema.Error{Pos: s.spec.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: ${cell.%s}, but no stage targeting %s gives its cells server variables (cells: [{isl: 128, osl: 128, server: {%s: \"...\"}}])", s.spec.Name, field, refs[0], s.spec.Name, refs[0])})
+			}
+		}
+	}
+	// ${cell.KEY} expands in cmd and env only: anything else is written or
+	// run once, before any cell.
+	other := []struct{ field, text string }{{"dir", s.cfg.Dir}, {"metrics_url", s.cfg.MetricsURL}}
+	for _, name := range sortedKeys(s.cfg.Files) {
+		other = append(other, struct{ field, text string }{"files", name + s.cfg.Files[name]})
+	}
+	for _, list := range []struct {
+		field string
+		cmds  []Command
+	}{{"setup", s.cfg.Setup}, {"after_start", s.cfg.AfterStart}} {
+		for _, c := range list.cmds {
+			text := strings.Join(c.Cmd, " ") + " " + c.Dir
+			for _, k := range sortedKeys(c.Env) {
+				text += " " + c.Env[k]
+			}
+			other = append(other, struct{ field, text string }{list.field, text})
+		}
+	}
+	for _, o := range other {
+		if refs := pipeline.CellVarRefs(o.text); len(refs) > 0 {
+			errs = append(errs, schema.Error{Pos: s.spec.PosOf(o.field), Msg: fmt.Sprintf("stages.%s.%s: ${cell.%s} expands only in cmd and env (they are expanded again at each restart; %s is used once)", s.spec.Name, o.field, refs[0], o.field)})
+		}
+	}
 	for name := range s.cfg.Files {
 		if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsRune(name, os.PathSeparator) {
 			errs = append(errs, schema.Error{Pos: s.spec.PosOf("files"), Msg: fmt.Sprintf("stages.%s.files: %q: a file name inside the run directory, without a path", s.spec.Name, name)})
@@ -190,23 +232,27 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	s.engine = telemetry.EngineFor(s.cfg.Engine)
 	s.logPath = filepath.Join(env.Dir, s.spec.Name+".log")
 	vars := s.vars(env)
+	s.stageVars = vars
 
 	// Environment shared by the server and its setup commands.
-	s.environ = os.Environ()
+	s.baseEnviron = os.Environ()
 	if len(s.gpuSel) > 0 {
 		idx, err := telemetry.ResolveGPUs(s.gpuSel, listGPUs)
 		if err != nil {
 			return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
 		}
-		s.environ = append(s.environ, telemetry.CUDAEnv(idx)...)
+		s.baseEnviron = append(s.baseEnviron, telemetry.CUDAEnv(idx)...)
 		fmt.Fprintf(env.Log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDAEnv(idx), " "))
 	}
-	for k, v := range s.cfg.Env {
-		ev, err := expandEnv(v, vars)
-		if err != nil {
-			return nil, fmt.Errorf("stages.%s.env.%s: %w", s.spec.Name, k, err)
-		}
-		s.environ = append(s.environ, k+"="+ev)
+	// The first start takes ${cell.KEY} from the first cell that will be
+	// measured (restart: per_cell restarts before it anyway), so the health
+	// and warm-up stages talk to a server started with real values.
+	first := map[string]string(nil)
+	if s.cfg.Restart == "per_cell" {
+		first, _ = firstCellVars(env.Plan, s.spec.Name)
+	}
+	if err := s.configure(first); err != nil {
+		return nil, err
 	}
 
 	for name, content := range s.cfg.Files {
@@ -218,7 +264,6 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		return nil, err
 	}
 
-	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
 	s.dir = resolveDir(s.cfg.Dir, env, vars, "")
 	s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
 	if err := s.start(); err != nil {
@@ -256,7 +301,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		out.Values["metrics_url"] = u
 	}
 	if s.cfg.Restart == "per_cell" {
-		out.Restart = func(ctx context.Context) error { return s.restart(ctx, env, out.URL) }
+		out.Restart = func(ctx context.Context, cell map[string]string) error { return s.restart(ctx, out.URL, cell) }
 		// Each restart is a new process: a PID would go stale, and the
 		// runner would take the old one's exit for a death. Done tells.
 		out.PID = 0
@@ -542,20 +587,30 @@ func runOnce(ctx context.Context, argv, environ []string, dir, logPath string, t
 	}
 }
 
-// restart stops the server and starts it again on the same port, waiting
-// until it is ready (health path 200, model listed) within start_within.
-func (s *Stage) restart(ctx context.Context, env *pipeline.Env, url string) error {
+// restart stops the server and starts it again on the same port, its
+// command and environment expanded with the cell's server variables
+// (${cell.KEY}), waiting until it is ready (health path 200, model listed)
+// within start_within. A variable the cell does not give fails before the
+// running server is touched.
+func (s *Stage) restart(ctx context.Context, url string, cell map[string]string) error {
 	select {
 	case <-s.died:
 		return fmt.Errorf("server died before the restart: %s", s.deathDetails())
 	default:
+	}
+	if err := s.configure(cell); err != nil {
+		return err
 	}
 	if err := s.stop(ctx); err != nil {
 		return err
 	}
 	if f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 		// Not env.Log: the runner closed it when Run returned.
-		fmt.Fprintf(f, "benchrun: restarting the server (restart: per_cell)\n")
+		msg := "benchrun: restarting the server (restart: per_cell)"
+		if len(cell) > 0 {
+			msg = fmt.Sprintf("benchrun: restarting the server (restart: per_cell, %s)", joinVars(cell))
+		}
+		fmt.Fprintln(f, msg)
 		f.Close()
 	}
 	if err := s.start(); err != nil {
@@ -580,6 +635,111 @@ func (s *Stage) waitReady(ctx context.Context, base string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// configure expands cmd and env for the next start: the stage's variables
+// plus cell.KEY for each of the cell's server variables. A ${cell.KEY} the
+// cell does not give is an error naming it.
+func (s *Stage) configure(cell map[string]string) error {
+	if missing := missingCellVars(s.cfg, cell); len(missing) > 0 {
+		given := "none"
+		if len(cell) > 0 {
+			given = joinVars(cell)
+		}
+		return fmt.Errorf("stages.%s: the cell gives no server variable %s for ${cell.%s} (its server variables: %s)",
+			s.spec.Name, strings.Join(missing, ", "), strings.Join(missing, "}, ${cell."), given)
+	}
+	vars := make(map[string]string, len(s.stageVars)+len(cell))
+	for k, v := range s.stageVars {
+		vars[k] = v
+	}
+	for k, v := range cell {
+		vars["cell."+k] = v
+	}
+	environ := append([]string(nil), s.baseEnviron...)
+	for _, k := range sortedKeys(s.cfg.Env) {
+		ev, err := expandEnv(s.cfg.Env[k], vars)
+		if err != nil {
+			return fmt.Errorf("stages.%s.env.%s: %w", s.spec.Name, k, err)
+		}
+		environ = append(environ, k+"="+ev)
+	}
+	s.environ = environ
+	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+	return nil
+}
+
+// cellRefs lists the ${cell.KEY} names of cmd and env.
+func cellRefs(cfg Config) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		for _, k := range pipeline.CellVarRefs(s) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	for _, a := range cfg.Cmd {
+		add(a)
+	}
+	for _, k := range sortedKeys(cfg.Env) {
+		add(cfg.Env[k])
+	}
+	return out
+}
+
+// missingCellVars lists the ${cell.KEY} of cmd and env that cell lacks.
+func missingCellVars(cfg Config, cell map[string]string) []string {
+	var out []string
+	for _, k := range cellRefs(cfg) {
+		if _, ok := cell[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// firstCellVars returns the server variables of the first cell of the
+// first stage (in plan order) that targets the launch stage and lists
+// cells, and that stage's name; nil when there is none.
+func firstCellVars(p *schema.Plan, launch string) (map[string]string, string) {
+	if p == nil {
+		return nil, ""
+	}
+	for _, st := range p.Stages {
+		if st.Target != launch {
+			continue
+		}
+		v := st.Value.LookupPath(cue.ParsePath("cells[0].server"))
+		if !v.Exists() {
+			continue
+		}
+		var vars map[string]string
+		if err := v.Decode(&vars); err == nil {
+			return vars, st.Name
+		}
+	}
+	return nil, ""
+}
+
+// joinVars writes server variables as "k=v k=v", sorted by key.
+func joinVars(vars map[string]string) string {
+	var parts []string
+	for _, k := range sortedKeys(vars) {
+		parts = append(parts, k+"="+vars[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Cleanup stops the server.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -376,7 +377,7 @@ func TestRestartPerCell(t *testing.T) {
 	first := s.pid()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := out.Restart(ctx); err != nil {
+	if err := out.Restart(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.pid() == first {
@@ -469,6 +470,15 @@ stages: server: {kind: "launch", cmd: ["x"], files: {"../escape": "x"}}`, `a fil
 		{"bad GPU", `name: "p"
 model: {name: "m"}
 stages: server: {kind: "launch", cmd: ["x"], gpus: [-1]}`, "gpus"},
+		{"cell variable without per_cell", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x", "-np", "${cell.np}"]}`, `stages.server.cmd: ${cell.np} takes a value from the cell being measured, which reaches the server only through a restart before each cell: set restart: "per_cell"`},
+		{"cell variable no cell gives", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x"], env: {NP: "${cell.np}"}, restart: "per_cell"}`, "stages.server.env: ${cell.np}, but no stage targeting server gives its cells server variables"},
+		{"cell variable in a setup command", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x"], restart: "per_cell", setup: [{cmd: ["y", "${cell.np}"]}]}`, "stages.server.setup: ${cell.np} expands only in cmd and env"},
 		{"bad restart", `name: "p"
 model: {name: "m"}
 stages: server: {kind: "launch", cmd: ["x"], restart: "always"}`, "restart"},
@@ -528,5 +538,73 @@ stages: server: {kind: "launch", cmd: ["sleep", "30"], env: {HF_TOKEN: "${LAUNCH
 	}
 	if _, err := os.Stat(filepath.Join(dir, "setup-ran")); err == nil {
 		t.Error("setup ran although the environment was incomplete")
+	}
+}
+
+// cellKind stands in for a sweep: a stage that targets the server and
+// lists cells with server variables.
+var cellKind = pipeline.Kind{
+	Name: "cells",
+	Schema: schema.KindSchema{Def: "#Cells", Source: `package schema
+#Cells: {
+	#StageBase
+	kind:   "cells"
+	target: string
+	cells: [...{server?: [string]: string}]
+}`},
+	New: func(*schema.Stage) (pipeline.Stage, error) { return nil, nil },
+}
+
+// TestRestartWithCellVariables: the first start takes ${cell.KEY} from the
+// first cell of a stage targeting the server, each restart from the vars
+// it is given; a variable they lack fails, naming it, before the running
+// server is stopped.
+func TestRestartWithCellVariables(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	src := strings.Replace(simPlan(`restart: "per_cell"`), `env: {`, `env: {LAUNCH_TEST_TAG: "${cell.tag}", `, 1) +
+		`stages: bench: {kind: "cells", target: "server", cells: [{server: {tag: "first"}}, {server: {tag: "second"}}]}` + "\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	reg.AddKind(cellKind)
+	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(p.Stage("server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*Stage)
+	if err := s.Validate(p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Cleanup(context.Background()) })
+	out, err := s.Run(context.Background(), newEnv(dir, p, s.spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.environ, "LAUNCH_TEST_TAG=first") {
+		t.Errorf("first start without the first cell's tag: %v", s.environ)
+	}
+	waitHTTP(t, out.URL+"/health", 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := out.Restart(ctx, map[string]string{"tag": "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.environ, "LAUNCH_TEST_TAG=second") {
+		t.Errorf("restart without the cell's tag: %v", s.environ)
+	}
+	pid := s.pid()
+	err = out.Restart(ctx, map[string]string{"np": "4"})
+	if err == nil || !strings.Contains(err.Error(), "the cell gives no server variable tag for ${cell.tag} (its server variables: np=4)") {
+		t.Fatalf("err = %v", err)
+	}
+	if s.pid() != pid || s.exitStatus() != "still running" {
+		t.Errorf("a refused restart touched the server: pid %d -> %d, %s", pid, s.pid(), s.exitStatus())
 	}
 }

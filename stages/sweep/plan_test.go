@@ -85,3 +85,17 @@ func TestPlanEstimateGrowsWithOutputLength(t *testing.T) {
 		t.Errorf("estimate %s, want about %s", long[0].Estimate, want)
 	}
 }
+
+// TestServerVarsKeepCellsApart: cells that differ only in their server
+// variables get distinct ids and labels, the variables sorted by key.
+func TestServerVarsKeepCellsApart(t *testing.T) {
+	steps := planOf(t, `cells: [{isl: 8, osl: 8, server: {np: "4", ctx: "4096"}}, {isl: 8, osl: 8, server: {np: "8", ctx: "4096"}}], concurrency: [2]`)
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.ID+" | "+s.Label)
+	}
+	want := "s/8:8/c2/ctx=4096/np=4 | 8:8 c=2 ctx=4096 np=4, s/8:8/c2/ctx=4096/np=8 | 8:8 c=2 ctx=4096 np=8"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, ", "), want)
+	}
+}

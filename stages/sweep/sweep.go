@@ -12,9 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"cuelang.org/go/cue"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
@@ -34,11 +37,31 @@ var Kind = pipeline.Kind{
 	New:       New,
 }
 
-// Cell is one input:output shape.
+// Cell is one input:output shape, with the server variables it measures
+// under (${cell.KEY} in the target launch stage's cmd and env).
 type Cell struct {
-	ISL int `json:"isl"`
-	OSL int `json:"osl"`
+	ISL    int               `json:"isl"`
+	OSL    int               `json:"osl"`
+	Server map[string]string `json:"server"`
 }
+
+// serverVars writes the cell's server variables as "k=v k=v", sorted by
+// key ("" when it has none).
+func (c Cell) serverVars(sep string) string {
+	keys := make([]string, 0, len(c.Server))
+	for k := range c.Server {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + c.Server[k]
+	}
+	return strings.Join(parts, sep)
+}
+
+// key tells cells apart, server variables included.
+func (c Cell) key() string { return fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/")) }
 
 // RampConfig is the open loop's optional ramp.
 type RampConfig struct {
@@ -194,6 +217,7 @@ func (s *Stage) Validate(p *schema.Plan) error {
 			}
 		}
 	}
+	s.validateServerVars(p, bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
 		bad([]string{"dataset", "path"}, "empty path")
 	}
@@ -206,6 +230,61 @@ func (s *Stage) Validate(p *schema.Plan) error {
 	return nil
 }
 
+// validateServerVars checks the cells' server variables against the
+// target: a launch stage with restart: "per_cell" whose cmd and env find
+// every ${cell.KEY} they name in every cell.
+func (s *Stage) validateServerVars(p *schema.Plan, bad func([]string, string, ...any)) {
+	target := p.Stage(s.cfg.Target)
+	restart := ""
+	var refs []string
+	if target != nil && target.Kind == "launch" {
+		_ = target.Value.LookupPath(cue.ParsePath("restart")).Decode(&restart)
+		var cmd []string
+		var env map[string]string
+		_ = target.Value.LookupPath(cue.ParsePath("cmd")).Decode(&cmd)
+		if v := target.Value.LookupPath(cue.ParsePath("env")); v.Exists() {
+			_ = v.Decode(&env)
+		}
+		texts := append([]string(nil), cmd...)
+		for _, v := range env {
+			texts = append(texts, v)
+		}
+		seen := map[string]bool{}
+		for _, t := range texts {
+			for _, k := range pipeline.CellVarRefs(t) {
+				if !seen[k] {
+					seen[k] = true
+					refs = append(refs, k)
+				}
+			}
+		}
+		sort.Strings(refs)
+	}
+	for i, c := range s.cfg.Cells {
+		at := []string{"cells", fmt.Sprint(i), "server"}
+		if len(c.Server) > 0 && restart != "per_cell" {
+			switch {
+			case target == nil || target.Kind != "launch":
+				bad(at, "server variables need a launch stage as the target (restarted with them before the cell), not %q", s.cfg.Target)
+			default:
+				bad(at, "server variables reach the server only through a restart before each cell: set restart: \"per_cell\" on stages.%s", s.cfg.Target)
+			}
+			continue
+		}
+		if restart != "per_cell" {
+			continue
+		}
+		for _, k := range refs {
+			if _, ok := c.Server[k]; !ok {
+				if len(c.Server) == 0 {
+					at = at[:2]
+				}
+				bad(at, "the cell gives no server variable %s, which stages.%s uses as ${cell.%s}", k, s.cfg.Target, k)
+			}
+		}
+	}
+}
+
 // point is one cell at one ladder point.
 type point struct {
 	cell        Cell
@@ -214,18 +293,28 @@ type point struct {
 }
 
 func (p point) label() string {
+	l := fmt.Sprintf("%d:%d c=%d", p.cell.ISL, p.cell.OSL, p.concurrency)
 	if p.rate > 0 {
-		return fmt.Sprintf("%d:%d rate=%g/s", p.cell.ISL, p.cell.OSL, p.rate)
+		l = fmt.Sprintf("%d:%d rate=%g/s", p.cell.ISL, p.cell.OSL, p.rate)
 	}
-	return fmt.Sprintf("%d:%d c=%d", p.cell.ISL, p.cell.OSL, p.concurrency)
+	if len(p.cell.Server) > 0 {
+		l += " " + p.cell.serverVars(" ")
+	}
+	return l
 }
 
-// cellID is deterministic, so --resume can recognise finished cells.
+// cellID is deterministic, so --resume can recognise finished cells; a
+// cell's server variables follow, sorted by key (sweep/128:128/c4/np=4),
+// so cells that differ only in them stay apart.
 func cellID(stage string, p point) string {
+	id := fmt.Sprintf("%s/%d:%d/c%d", stage, p.cell.ISL, p.cell.OSL, p.concurrency)
 	if p.rate > 0 {
-		return fmt.Sprintf("%s/%d:%d/r%g", stage, p.cell.ISL, p.cell.OSL, p.rate)
+		id = fmt.Sprintf("%s/%d:%d/r%g", stage, p.cell.ISL, p.cell.OSL, p.rate)
 	}
-	return fmt.Sprintf("%s/%d:%d/c%d", stage, p.cell.ISL, p.cell.OSL, p.concurrency)
+	if len(p.cell.Server) > 0 {
+		id += "/" + p.cell.serverVars("/")
+	}
+	return id
 }
 
 func (s *Stage) points() []point {
@@ -301,7 +390,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	prog := newProgress(env.Progress)
 	var vocab *loadgen.Vocab
 	calibNote := ""
-	c1 := map[Cell]float64{} // decode_tok_s at concurrency 1, per cell
+	c1 := map[string]float64{} // decode_tok_s at concurrency 1, per cell key
 	var stopErr error
 	for i, p := range points {
 		id := cellID(env.Stage.Name, p)
@@ -319,22 +408,31 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				base.Burstiness = s.cfg.Burstiness
 			}
 		}
+		emit := env.Emit
+		if len(p.cell.Server) > 0 {
+			// Every row of the cell says which server it measured.
+			note := "server: " + p.cell.serverVars(" ")
+			emit = func(row results.Cell, reqs []results.Request) error {
+				row.Notes = joinNotes(note, row.Notes)
+				return env.Emit(row, reqs)
+			}
+		}
 		if stopErr != nil {
 			row := base
 			row.StartedAt = time.Now().UTC()
 			row.Status, row.Reason = results.StatusSkipped, "not run: "+stopErr.Error()
-			if err := env.Emit(row, nil); err != nil {
+			if err := emit(row, nil); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if target.Restart != nil {
-			if err := target.Restart(ctx); err != nil {
-				stopErr = fmt.Errorf("restarting the server before the cell: %w", err)
+			if err := target.Restart(ctx, p.cell.Server); err != nil {
+				stopErr = fmt.Errorf("restarting the server before the cell %s: %w", p.label(), err)
 				row := base
 				row.StartedAt = time.Now().UTC()
 				row.Status, row.Reason = results.StatusError, stopErr.Error()
-				if err := env.Emit(row, nil); err != nil {
+				if err := emit(row, nil); err != nil {
 					return nil, err
 				}
 				continue
@@ -362,14 +460,14 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			row.Status, row.Reason = results.StatusError, stopErr.Error()
 		}
 		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK {
-			c1[p.cell] = row.DecodeTokS
+			c1[p.cell.key()] = row.DecodeTokS
 		}
-		if v, ok := c1[p.cell]; ok && p.rate == 0 && v > 0 && row.DecodeTokS > 0 {
+		if v, ok := c1[p.cell.key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS > 0 {
 			row.SpeedupVsC1 = row.DecodeTokS / v
 			row.BatchingEfficiency = row.SpeedupVsC1 / float64(p.concurrency)
 		}
 		applyCost(&row, target)
-		if err := env.Emit(row, reqs); err != nil {
+		if err := emit(row, reqs); err != nil {
 			return nil, err
 		}
 		line := fmt.Sprintf("%s %s: %s ttft %.1f ms, itl p50 %.2f ms p99 %.2f ms, %.0f tok/s, %.1f req/s %s",
