@@ -22,25 +22,20 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/testbin"
 	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
 )
 
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "benchrun-e2e-")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "benchrun")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/benchrun")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building benchrun:", err)
+	var err error
+	if binary, err = testbin.Build(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/telemetry"
+	"github.com/benchrun/benchrun/internal/testbin"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages"
@@ -21,19 +22,13 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "benchrun-plans-")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "benchrun")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/benchrun")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building benchrun:", err)
+	var err error
+	if binary, err = testbin.Build(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

@@ -9,20 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/testbin"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
-)
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	binDir    string
 )
 
 // TestMain removes the benchrun binary the tests built. Run with
@@ -33,33 +26,12 @@ func TestMain(m *testing.M) {
 		os.Exit(writeParts(dir))
 	}
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
 // buildBenchrun builds the real benchrun binary once per test process.
-func buildBenchrun(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "benchrun-bin-")
-		if buildErr != nil {
-			return
-		}
-		builtBin = filepath.Join(binDir, "benchrun")
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", builtBin, "../../cmd/benchrun").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building benchrun: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
+func buildBenchrun(t *testing.T) string { return testbin.Benchrun(t) }
 
 // killPlan is a quickstart-like sweep against the built-in simulator: 9
 // points of about a third of a second each.
