@@ -28,16 +28,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	var err error
-	if binary, err = testbin.Build(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &binary) }
 
 type runResult struct {
 	code   int

@@ -184,6 +184,21 @@ func csvRows(t *testing.T, s string) []map[string]string {
 }
 
 // waitFor polls until cond holds or the benchrun process ends.
+// waitFirstCell waits until benchrun has written its run directory and a
+// first finished cell into it, and returns the run directory.
+func waitFirstCell(t *testing.T, b *benchrun) string {
+	t.Helper()
+	var run string
+	waitFor(t, b, 2*time.Minute, "the first cell", func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(b.out, "plan=*", "date=*", "run=*"))
+		if len(dirs) == 1 {
+			run = dirs[0]
+		}
+		return run != "" && len(finishedCells(run)) >= 1
+	})
+	return run
+}
+
 func waitFor(t *testing.T, b *benchrun, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -261,14 +276,7 @@ func TestOllamaServerKilledMidSweep(t *testing.T) {
 	dir := ollamaDir(t)
 	modelPresent(t)
 	b := startBenchrun(t, dir, "testdata/ollama-fault.cue", "-t", "requests=100")
-	var run string
-	waitFor(t, b, 2*time.Minute, "the first cell", func() bool {
-		dirs, _ := filepath.Glob(filepath.Join(b.out, "plan=*", "date=*", "run=*"))
-		if len(dirs) == 1 {
-			run = dirs[0]
-		}
-		return run != "" && len(finishedCells(run)) >= 1
-	})
+	run := waitFirstCell(t, b)
 	pid, pgid := ollamaServe(run)
 	if pid == 0 {
 		t.Fatal("no ollama serve found")
@@ -396,14 +404,7 @@ func TestOllamaInterrupted(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			b := startBenchrun(t, dir, "testdata/ollama-fault.cue", "-t", "requests=100")
-			var run string
-			waitFor(t, b, 2*time.Minute, "the first cell", func() bool {
-				dirs, _ := filepath.Glob(filepath.Join(b.out, "plan=*", "date=*", "run=*"))
-				if len(dirs) == 1 {
-					run = dirs[0]
-				}
-				return run != "" && len(finishedCells(run)) >= 1
-			})
+			run := waitFirstCell(t, b)
 			_, pgid := ollamaServe(run)
 			start := time.Now()
 			if err := b.cmd.Process.Signal(sig); err != nil {

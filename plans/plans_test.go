@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -21,16 +20,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	var err error
-	if binary, err = testbin.Build(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &binary) }
 
 // TestExamplePlansVet checks every example plan with `benchrun vet`: the
 // engines need not be installed for a plan to be valid.

@@ -50,6 +50,19 @@ func Build() (string, error) {
 	return bin, err
 }
 
+// Main is a TestMain for packages whose tests all drive the binary: it
+// builds it into *binary, runs the tests, removes it, and exits.
+func Main(m *testing.M, binary *string) {
+	var err error
+	if *binary, err = Build(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // Cleanup removes the built binary; call it from TestMain after m.Run.
 func Cleanup() {
 	if dir != "" {

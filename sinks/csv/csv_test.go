@@ -3,36 +3,16 @@ package csv_test
 import (
 	"bytes"
 	encsv "encoding/csv"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/benchrun/benchrun/internal/golden"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	csvsink "github.com/benchrun/benchrun/sinks/csv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; run `go test ./sinks/csv -update` if intended and review the diff.\ngot:\n%s", name, got)
-	}
-}
 
 // runOutput streams the fixture's cells through a CSV output the way a run
 // does and returns stdout and the run directory.
@@ -66,7 +46,7 @@ func runOutput(t *testing.T, columns []string, prefix string) (string, string) {
 func TestStdoutDefaultColumnsGolden(t *testing.T) {
 	prefix := filepath.Join(t.TempDir(), "sub", "bench")
 	stdout, dir := runOutput(t, nil, prefix)
-	golden(t, "stdout-default.csv", []byte(stdout))
+	golden.Check(t, "stdout-default.csv", []byte(stdout))
 	// --output PREFIX streams the same table to PREFIX.csv.
 	file, err := os.ReadFile(prefix + ".csv")
 	if err != nil {
@@ -98,7 +78,7 @@ func TestStdoutDefaultColumnsGolden(t *testing.T) {
 
 func TestChosenColumnsGolden(t *testing.T) {
 	stdout, _ := runOutput(t, []string{"cell_id", " concurrency", "output_tok_s", "ttft_p99_ms", "metadata", "started_at"}, "")
-	golden(t, "stdout-columns.csv", []byte(stdout))
+	golden.Check(t, "stdout-columns.csv", []byte(stdout))
 }
 
 func TestUnknownColumn(t *testing.T) {

@@ -1,22 +1,19 @@
 package json_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/benchrun/benchrun/internal/golden"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func fixture() jsonsink.Result {
 	var cells []jsonsink.CellResult
@@ -33,20 +30,7 @@ func TestResultGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "result.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("result.json differs from testdata/result.json; run `go test ./sinks/json -update` if intended and review the diff.\ngot:\n%s", got)
-	}
+	golden.Check(t, "result.json", got)
 }
 
 // The keys users of vLLM's `bench serve --save-result` read, per cell, and

@@ -1,18 +1,15 @@
 package report_test
 
 import (
-	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/benchrun/benchrun/internal/golden"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/sinks/report"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func fixture() report.Data {
 	d := report.Data{Run: resultstest.Run()}
@@ -23,32 +20,14 @@ func fixture() report.Data {
 	return d
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; run `go test ./sinks/report -update` if the change is intended, then review the diff.\ngot:\n%s", name, got)
-	}
-}
-
 func TestMarkdownGolden(t *testing.T) {
 	d := fixture()
-	golden(t, "report.md", report.Markdown(d, report.Charts(d), "charts/"))
+	golden.Check(t, "report.md", report.Markdown(d, report.Charts(d), "charts/"))
 }
 
 func TestChartsGolden(t *testing.T) {
 	for _, c := range report.Charts(fixture()) {
-		golden(t, c.Name+".svg", []byte(c.SVG+"\n"))
+		golden.Check(t, c.Name+".svg", []byte(c.SVG+"\n"))
 	}
 }
 
