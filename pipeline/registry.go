@@ -109,6 +109,11 @@ type Outputs struct {
 	Model string
 	// Engine names the server software ("sim", "vllm", ...).
 	Engine string
+	// EngineVersion is the server software's version when the stage could
+	// learn it without asking the server (a launched command's --version);
+	// "" when unknown. Measuring stages ask the server too and prefer its
+	// answer.
+	EngineVersion string
 	// PID of a launched process.
 	PID int
 	// Done is closed when a service stops on its own (it died); nil for
