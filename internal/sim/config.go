@@ -32,6 +32,8 @@ const (
 	MetricsVLLM     = "vllm"
 	MetricsLlamaCpp = "llamacpp"
 	MetricsBoth     = "both"
+	MetricsSGLang   = "sglang"
+	MetricsNone     = "none" // no /metrics endpoint (Ollama has none)
 )
 
 // Config configures a Server. Start from DefaultConfig and change fields.
@@ -80,6 +82,35 @@ type Config struct {
 	// this long after it starts listening, to rehearse a server dying.
 	ExitAfter time.Duration
 	ExitCode  int
+
+	// Personality is the engine whose wire habits the simulator reproduces:
+	// PersonaGeneric ("" or "generic", the vLLM-shaped default), PersonaVLLM,
+	// PersonaLlamaServer, PersonaSGLang or PersonaOllama. It selects the
+	// endpoints, dialects, error shapes and the tokenizer; ApplyPersonality
+	// (or DefaultConfigFor) also sets the knobs below to the engine's
+	// defaults. See docs/SIM.md.
+	Personality string
+	// Version is the engine version the personality reports (/version,
+	// /props build_info, /api/version); "" means DefaultVersion(Personality).
+	Version string
+	// CloseAfterStream makes every streamed response end the way
+	// llama-server's does: the headers say keep-alive, and the TCP
+	// connection is closed CloseAfterStreamDelay after the last chunk,
+	// without reading the next request sent on it.
+	CloseAfterStream      bool
+	CloseAfterStreamDelay time.Duration
+	// PromptCache gives fixed mode a prompt cache (engine mode has its own,
+	// Engine.PrefixCache): a repeated prefix lowers TTFT and is reported as
+	// cached tokens. The style (whole blocks, token-level slots or radix)
+	// follows the personality.
+	PromptCache bool
+	// Slots is llama-server's -np: /props total_slots, /slots, and how many
+	// recent prompts the llama-server and Ollama prompt caches keep.
+	Slots int
+	// TrainContextLen is the context the model was trained with, reported
+	// by llama-server (meta.n_ctx_train) and Ollama (llama.context_length);
+	// 0 means 2*MaxModelLen. The served context stays MaxModelLen.
+	TrainContextLen int
 }
 
 // EngineConfig is the continuous-batching model. Step time is
@@ -114,6 +145,8 @@ type FaultConfig struct {
 	MalformedRate   float64       // write one malformed SSE event mid-stream
 	SlowHeadersRate float64       // delay the response headers
 	SlowHeaders     time.Duration // ... by this much
+	CutRate         float64       // end the stream cleanly but early (Ollama's dying runner)
+	CutAfter        int           // ... after this many token-bearing events
 }
 
 // DefaultConfig returns a fixed-mode simulator serving "sim-llama".
@@ -138,8 +171,11 @@ func DefaultConfig() Config {
 			Stall:       3 * time.Second,
 			StallAt:     1,
 			SlowHeaders: 2 * time.Second,
+			CutAfter:    5,
 		},
-		ExitCode: 1,
+		ExitCode:              1,
+		CloseAfterStreamDelay: 2 * time.Millisecond,
+		Slots:                 4,
 	}
 }
 
@@ -277,9 +313,18 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("default-max-tokens and embedding-dim must be positive"))
 	}
 	switch c.Metrics {
-	case MetricsVLLM, MetricsLlamaCpp, MetricsBoth:
+	case MetricsVLLM, MetricsLlamaCpp, MetricsBoth, MetricsSGLang, MetricsNone:
 	default:
-		errs = append(errs, fmt.Errorf("metrics %q: want vllm, llamacpp or both", c.Metrics))
+		errs = append(errs, fmt.Errorf("metrics %q: want vllm, llamacpp, both, sglang or none", c.Metrics))
+	}
+	if !ValidPersonality(c.Personality) {
+		errs = append(errs, fmt.Errorf("personality %q: want one of %s", c.Personality, strings.Join(Personalities(), ", ")))
+	}
+	if c.CloseAfterStreamDelay < 0 {
+		errs = append(errs, errors.New("close-after-stream-delay must not be negative"))
+	}
+	if c.Slots < 0 || c.TrainContextLen < 0 {
+		errs = append(errs, errors.New("slots and train-context-len must not be negative"))
 	}
 	if c.MaxRecords < 0 {
 		errs = append(errs, errors.New("max-records must not be negative"))
@@ -304,7 +349,7 @@ func (c Config) Validate() error {
 		}
 	}
 	f := c.Faults
-	for _, r := range []float64{f.ErrorRate, f.DropRate, f.StallRate, f.MalformedRate, f.SlowHeadersRate} {
+	for _, r := range []float64{f.ErrorRate, f.DropRate, f.StallRate, f.MalformedRate, f.SlowHeadersRate, f.CutRate} {
 		if r < 0 || r > 1 {
 			errs = append(errs, errors.New("fault rates must be in [0, 1]"))
 			break
@@ -318,7 +363,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("error code %d: want 4xx or 5xx", code))
 		}
 	}
-	if f.DropAfter < 0 || f.StallAt < 0 || f.Stall < 0 || f.SlowHeaders < 0 {
+	if f.DropAfter < 0 || f.StallAt < 0 || f.Stall < 0 || f.SlowHeaders < 0 || f.CutAfter < 0 {
 		errs = append(errs, errors.New("fault counts and durations must not be negative"))
 	}
 	if c.ExitAfter < 0 {

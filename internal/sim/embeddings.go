@@ -21,16 +21,16 @@ type embeddingsRequest struct {
 
 // parseInputs accepts a string, a list of strings, token ids, or a list of
 // token-id lists, and returns each input's token ids.
-func parseInputs(raw json.RawMessage) ([][]int, error) {
+func (s *Server) parseInputs(raw json.RawMessage) ([][]int, error) {
 	var str string
 	if err := json.Unmarshal(raw, &str); err == nil {
-		return [][]int{Tokenize(str)}, nil
+		return [][]int{s.inputTokens(str)}, nil
 	}
 	var strs []string
 	if err := json.Unmarshal(raw, &strs); err == nil {
 		out := make([][]int, len(strs))
-		for i, s := range strs {
-			out[i] = Tokenize(s)
+		for i, str := range strs {
+			out[i] = s.inputTokens(str)
 		}
 		return out, nil
 	}
@@ -45,34 +45,42 @@ func parseInputs(raw json.RawMessage) ([][]int, error) {
 	return nil, errors.New("input must be a string, a list of strings, token ids, or lists of token ids")
 }
 
+// inputTokens tokenizes one embeddings input (no tokens for a blank one,
+// BOS or not).
+func (s *Server) inputTokens(text string) []int {
+	if s.persona == PersonaGeneric {
+		return Tokenize(text)
+	}
+	if CountTokens(text) == 0 {
+		return nil
+	}
+	return s.promptTokens(text)
+}
+
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	received := time.Now()
 	n := s.seq.Add(1)
 	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: "embd-" + strconv.FormatUint(n, 10), Endpoint: epEmbeddings,
-		Received: received, ReceivedUnixNano: s.unixNano(received),
+		Received: received, ReceivedUnixNano: s.unixNano(received), RemoteAddr: r.RemoteAddr,
 	}}
 	s.records.add(rec)
 	fail := func(status int, typ, msg string) {
 		s.metrics.errors.Add(1)
 		rec.update(func(r *RequestRecord) { r.Status, r.Error, r.Finished = status, msg, time.Now() })
-		writeError(w, status, typ, msg)
+		s.writeErr(w, status, typ, msg)
 	}
 	var req embeddingsRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		fail(http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
 		return
 	}
-	model := req.Model
-	if model == "" {
-		model = s.cfg.Models[0]
-	} else if !s.models[model] {
-		if _, ok := s.resolveModel(w, model); !ok {
-			rec.update(func(r *RequestRecord) { r.Status, r.Finished = http.StatusNotFound, time.Now() })
-			return
-		}
+	model, ok := s.resolveModel(w, req.Model)
+	if !ok {
+		rec.update(func(r *RequestRecord) { r.Status, r.Finished = http.StatusNotFound, time.Now() })
+		return
 	}
-	inputs, err := parseInputs(req.Input)
+	inputs, err := s.parseInputs(req.Input)
 	if err != nil {
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
 		return
@@ -133,6 +141,15 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	}()
 	// Engine mode: each input is a prefill-only sequence sharing the batch
 	// with generation; fixed mode: the response comes after TTFT.
+	start := received
+	if at := s.modelReady(); at.After(received) {
+		if !s.sleep(ctx, time.Until(at)) {
+			s.finishAbort(rec, "client gone or shutdown while loading the model")
+			s.abortIfClosing()
+			return
+		}
+		start = at
+	}
 	if s.engine != nil {
 		srcs := make([]*engineSource, len(inputs))
 		for i, in := range inputs {
@@ -152,7 +169,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-	} else if d := time.Until(received.Add(s.cfg.TTFT)); d > 0 && !s.sleep(ctx, d) {
+	} else if d := time.Until(start.Add(s.cfg.TTFT)); d > 0 && !s.sleep(ctx, d) {
 		s.finishAbort(rec, "client gone or shutdown")
 		s.abortIfClosing()
 		return

@@ -175,6 +175,15 @@ func (e *engine) close() {
 	e.wg.Wait()
 }
 
+// flushPrefix forgets every cached prefix (SGLang's /flush_cache).
+func (e *engine) flushPrefix() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.prefix != nil {
+		e.prefix = newPrefixCache(e.prefix.cap)
+	}
+}
+
 // maxCatchUp bounds how far the step loop may run behind its timeline
 // before it gives up catching up.
 const maxCatchUp = 250 * time.Millisecond

@@ -17,6 +17,10 @@ import (
 //	stall-at=N        ... after N token-bearing events (default 1)
 //	malformed         write one malformed SSE event after the first token
 //	slow-headers=DUR  delay the response headers by DUR
+//	cut-after=N       end the stream cleanly after N token-bearing events:
+//	                  no finish_reason, no usage, no [DONE] (Ollama's way
+//	                  when its runner dies; under the ollama personality
+//	                  drop-after does this too)
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -28,9 +32,10 @@ type faults struct {
 	stallAt     int
 	malformed   bool
 	slowHeaders time.Duration
+	cutAfter    int // -1: never
 }
 
-func noFaults() faults { return faults{dropAfter: -1} }
+func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
 
 func (f faults) String() string {
 	var parts []string
@@ -48,6 +53,9 @@ func (f faults) String() string {
 	}
 	if f.slowHeaders > 0 {
 		parts = append(parts, "slow-headers="+f.slowHeaders.String())
+	}
+	if f.cutAfter >= 0 {
+		parts = append(parts, "cut-after="+strconv.Itoa(f.cutAfter))
 	}
 	return strings.Join(parts, ",")
 }
@@ -88,6 +96,11 @@ func parseFaults(v string) (faults, error) {
 			f.malformed = true
 		case "slow-headers":
 			f.slowHeaders, err = time.ParseDuration(val)
+		case "cut-after":
+			f.cutAfter, err = strconv.Atoi(val)
+			if err == nil && f.cutAfter < 0 {
+				err = fmt.Errorf("must not be negative")
+			}
 		default:
 			err = fmt.Errorf("unknown fault")
 		}
@@ -125,6 +138,9 @@ func (s *Server) pickFaults(r *http.Request, n uint64) (faults, error) {
 	}
 	if c.SlowHeadersRate > 0 && draw(5) < c.SlowHeadersRate {
 		f.slowHeaders = c.SlowHeaders
+	}
+	if c.CutRate > 0 && draw(6) < c.CutRate {
+		f.cutAfter = c.CutAfter
 	}
 	return f, nil
 }

@@ -125,6 +125,7 @@ type genPlan struct {
 	finish          string // finish_reason when target is reached
 	ttft, itl       time.Duration
 	tpc             int // tokens per chunk
+	cached          int // prompt tokens found in fixed mode's prompt cache
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -136,16 +137,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	}
 	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: prefix + strconv.FormatUint(n, 10), Endpoint: endpoint,
-		Received: received, ReceivedUnixNano: s.unixNano(received),
+		Received: received, ReceivedUnixNano: s.unixNano(received), RemoteAddr: r.RemoteAddr,
 	}}
 	s.records.add(rec)
-	fail := func(status int, typ, msg string) {
+	failE := func(e *apiErr) {
 		s.metrics.errors.Add(1)
 		rec.update(func(r *RequestRecord) {
-			r.Status, r.Error, r.Finished = status, msg, time.Now()
+			r.Status, r.Error, r.Finished = e.status, e.msg, time.Now()
 		})
-		writeError(w, status, typ, msg)
+		s.writeAPIErr(w, e)
 	}
+	fail := func(status int, typ, msg string) { failE(&apiErr{status: status, typ: typ, msg: msg}) }
 
 	var req genRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
@@ -154,6 +156,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		return
 	}
 	plan, status, err := s.plan(&req, endpoint)
+	if ae := (*apiErr)(nil); errors.As(err, &ae) {
+		failE(ae)
+		return
+	}
 	if err != nil {
 		typ := "BadRequestError"
 		if status == http.StatusNotFound {
@@ -169,6 +175,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	if err != nil {
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
 		return
+	}
+	if s.persona == PersonaOllama && f.dropAfter >= 0 {
+		// Ollama ends a stream whose runner died cleanly, with a 200.
+		f.cutAfter, f.dropAfter = f.dropAfter, -1
 	}
 	rec.update(func(r *RequestRecord) {
 		r.Model, r.Stream, r.PromptTokens, r.Fault = plan.model, plan.stream, len(plan.promptIDs), f.String()
@@ -190,7 +200,24 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		return
 	}
 
-	src := s.startSource(ctx, plan, received)
+	start := received
+	if at := s.modelReady(); at.After(received) {
+		// Ollama loads the model on first use: the wait is in the TTFT.
+		if !s.sleep(ctx, time.Until(at)) {
+			s.finishAbort(rec, "client gone or shutdown while loading the model")
+			s.abortIfClosing()
+			return
+		}
+		start = at
+	}
+	if s.pcache != nil {
+		plan.cached = s.pcache.use(plan.promptIDs)
+		plan.ttft = cachedTTFT(plan.ttft, len(plan.promptIDs), plan.cached)
+		s.metrics.prefixQueries.Add(uint64(len(plan.promptIDs)))
+		s.metrics.prefixHits.Add(uint64(plan.cached))
+		rec.update(func(r *RequestRecord) { r.CachedTokens = plan.cached })
+	}
+	src := s.startSource(ctx, plan, start)
 	s.inflight.Add(1)
 	held := int64(len(plan.promptIDs) + plan.maxTokens)
 	s.inflightT.Add(held)
@@ -211,14 +238,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	var p genPlan
 	p.endpoint = endpoint
-	switch {
-	case req.Model == "":
-		p.model = s.cfg.Models[0] // vLLM's default: the first served name
-	case s.models[req.Model]:
-		p.model = req.Model
-	default:
-		return p, http.StatusNotFound, s.unknownModel(req.Model)
+	model, ae := s.lookupModel(req.Model) // "" is the first served name
+	if ae != nil {
+		return p, ae.status, ae
 	}
+	p.model = model
 	if req.N != nil && *req.N != 1 {
 		return p, http.StatusBadRequest, errors.New("the simulator supports only n=1")
 	}
@@ -233,7 +257,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 			return p, http.StatusBadRequest, err
 		}
 		text = renderChat(msgs)
-		p.promptIDs = Tokenize(text)
+		p.promptIDs = s.promptTokens(text)
 	default:
 		ids, t, isText, err := parsePrompt(req.Prompt)
 		if err != nil {
@@ -241,13 +265,19 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 		}
 		if isText {
 			text = t
-			p.promptIDs = Tokenize(text)
+			p.promptIDs = s.promptTokens(text)
+			if len(p.promptIDs) == 1 && p.promptIDs[0] == BOSToken && s.persona != PersonaGeneric {
+				p.promptIDs = nil // a BOS alone is still an empty prompt
+			}
 		} else {
 			p.promptIDs = ids
 		}
 	}
 	if len(p.promptIDs) == 0 {
 		return p, http.StatusBadRequest, errors.New("the prompt is empty")
+	}
+	if e := s.checkPrompt(&p, req, endpoint); e != nil {
+		return p, e.status, e
 	}
 	h := uint64(0xcbf29ce484222325)
 	for _, id := range p.promptIDs {
@@ -257,7 +287,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 
 	maxTokens := completionsDefaultMaxTokens
 	if endpoint == epChat {
-		maxTokens = min(s.cfg.DefaultMaxTokens, s.cfg.MaxModelLen-len(p.promptIDs))
+		maxTokens = s.chatDefaultMaxTokens(len(p.promptIDs))
 	}
 	if req.MaxCompletionTokens != nil {
 		maxTokens = *req.MaxCompletionTokens
@@ -271,10 +301,8 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
 		return p, http.StatusBadRequest, fmt.Errorf("min_tokens must be in [0, max_tokens=%d], got %d", maxTokens, req.MinTokens)
 	}
-	if total := len(p.promptIDs) + maxTokens; total > s.cfg.MaxModelLen {
-		//lint:ignore ST1005 vLLM's exact wording, which clients match on
-		return p, http.StatusBadRequest, fmt.Errorf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.cfg.MaxModelLen, total, len(p.promptIDs), maxTokens)
+	if e := s.checkContext(len(p.promptIDs), &maxTokens); e != nil {
+		return p, e.status, e
 	}
 	p.maxTokens = maxTokens
 	p.ttft, p.itl, p.tpc = s.cfg.TTFT, s.cfg.ITL, s.cfg.TokensPerChunk
@@ -363,7 +391,7 @@ func (s *Server) startSource(ctx context.Context, p genPlan, received time.Time)
 	if s.engine == nil {
 		return &fixedSource{
 			s: s, start: received, target: p.target, tpc: p.tpc, ttft: p.ttft, itl: p.itl,
-			timer: time.NewTimer(time.Hour),
+			cached: p.cached, timer: time.NewTimer(time.Hour),
 		}
 	}
 	q := newSeq(len(p.promptIDs), s.hashesFor(p.promptIDs), p.target)
@@ -396,6 +424,7 @@ type fixedSource struct {
 	tpc    int
 	k      int
 	sent   int
+	cached int
 	timer  *time.Timer
 }
 
@@ -426,7 +455,7 @@ func (f *fixedSource) finalDeadline() time.Time {
 	return f.start.Add(f.ttft + time.Duration(max(events-1, 0))*f.itl)
 }
 
-func (f *fixedSource) cachedTokens() int { return 0 }
+func (f *fixedSource) cachedTokens() int { return f.cached }
 func (f *fixedSource) close()            { f.timer.Stop() }
 
 type engineSource struct {
@@ -511,17 +540,15 @@ func abortConn() { panic(http.ErrAbortHandler) }
 // chunkWriter builds SSE events with appends instead of encoding/json: at
 // 100k events per second the JSON encoder would be what limits the sim.
 type chunkWriter struct {
-	w       http.ResponseWriter
-	flusher http.Flusher
-	buf     []byte
-	head    []byte // `data: {"id":...,"model":...,"choices":[`, common to every chunk of a response
-	chat    bool
+	out  *eventStream
+	buf  []byte
+	head []byte // `data: {"id":...,"model":...,"choices":[`, common to every chunk of a response
+	chat bool
 }
 
-func (s *Server) newChunkWriter(w http.ResponseWriter, id string, p genPlan) *chunkWriter {
-	fl, _ := w.(http.Flusher)
+func (s *Server) newChunkWriter(out *eventStream, id string, p genPlan) *chunkWriter {
 	model, _ := json.Marshal(p.model)
-	cw := &chunkWriter{w: w, flusher: fl, chat: p.endpoint == epChat, buf: make([]byte, 0, 512)}
+	cw := &chunkWriter{out: out, chat: p.endpoint == epChat, buf: make([]byte, 0, 512)}
 	object := "text_completion"
 	if cw.chat {
 		object = "chat.completion.chunk"
@@ -531,13 +558,10 @@ func (s *Server) newChunkWriter(w http.ResponseWriter, id string, p genPlan) *ch
 }
 
 func (cw *chunkWriter) flush() error {
-	_, err := cw.w.Write(cw.buf)
+	err := cw.out.write(cw.buf)
 	cw.buf = cw.buf[:0]
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
-	}
-	if cw.flusher != nil {
-		cw.flusher.Flush()
 	}
 	return nil
 }
@@ -547,7 +571,10 @@ func (cw *chunkWriter) roleChunk() {
 	cw.buf = append(cw.buf, `{"index":0,"delta":{"role":"assistant"},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 }
 
-func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish string) {
+// contentChunk appends the event carrying tokens from..from+n; extra (a
+// JSON member with its leading comma, e.g. llama-server's timings) goes at
+// the end of the object.
+func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish string, extra []byte) {
 	cw.buf = append(cw.buf, cw.head...)
 	if cw.chat {
 		cw.buf = append(cw.buf, `{"index":0,"delta":{"content":"`...)
@@ -576,22 +603,85 @@ func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish st
 		prompt, completion := len(p.promptIDs), from+n
 		cw.buf = fmt.Appendf(cw.buf, `,"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}`, prompt, prompt+completion, completion)
 	}
+	cw.buf = append(cw.buf, extra...)
 	cw.buf = append(cw.buf, "}\n\n"...)
 }
 
-func (cw *chunkWriter) usageChunk(prompt, completion int) {
+// usageChunk appends the final usage chunk; cached >= 0 adds
+// prompt_tokens_details.cached_tokens (vLLM's and SGLang's field).
+func (cw *chunkWriter) usageChunk(prompt, completion, cached int) {
 	cw.buf = append(cw.buf, cw.head...)
-	cw.buf = fmt.Appendf(cw.buf, `],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`+"\n\n", prompt, prompt+completion, completion)
+	cw.buf = fmt.Appendf(cw.buf, `],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d`, prompt, prompt+completion, completion)
+	if cached >= 0 {
+		cw.buf = fmt.Appendf(cw.buf, `,"prompt_tokens_details":{"cached_tokens":%d}`, cached)
+	}
+	cw.buf = append(cw.buf, "}}\n\n"...)
 	// head ends with `"choices":[`, so "]" closes an empty choices list.
 }
 
+// usageCached is what usage reports as cached tokens: -1 (no field) except
+// where the engine reports it (vLLM, SGLang; generic with a prompt cache).
+func (s *Server) usageCached(src source) int {
+	switch s.persona {
+	case PersonaVLLM, PersonaSGLang:
+		return src.cachedTokens()
+	case PersonaGeneric:
+		if s.cfg.PromptCache {
+			return src.cachedTokens()
+		}
+	}
+	return -1
+}
+
+// appendTimings appends llama-server's "timings" member (result_timings):
+// the prompt and generation phases, with cache_n the reused prompt tokens.
+func appendTimings(b []byte, promptN, cacheN int, promptDur time.Duration, predictedN int, predictedDur time.Duration) []byte {
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	per := func(d time.Duration, n int) (perToken, perSecond float64) {
+		if n > 0 {
+			perToken = ms(d) / float64(n)
+		}
+		if d > 0 {
+			perSecond = float64(n) / d.Seconds()
+		}
+		return
+	}
+	f := func(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', 3, 64) }
+	ppt, pps := per(promptDur, promptN)
+	gpt, gps := per(predictedDur, predictedN)
+	b = fmt.Appendf(b, `,"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":`, cacheN, promptN)
+	b = f(b, ms(promptDur))
+	b = append(b, `,"prompt_per_token_ms":`...)
+	b = f(b, ppt)
+	b = append(b, `,"prompt_per_second":`...)
+	b = f(b, pps)
+	b = fmt.Appendf(b, `,"predicted_n":%d,"predicted_ms":`, predictedN)
+	b = f(b, ms(predictedDur))
+	b = append(b, `,"predicted_per_token_ms":`...)
+	b = f(b, gpt)
+	b = append(b, `,"predicted_per_second":`...)
+	b = f(b, gps)
+	return append(b, '}')
+}
+
+// timings builds llama-server's timings for a response whose first token
+// was written at first (zero: now) and whose last at last.
+func (s *Server) timings(rec *record, p genPlan, src source, first, last time.Time, predicted int) []byte {
+	if s.persona != PersonaLlamaServer {
+		return nil
+	}
+	if first.IsZero() {
+		first = last
+	}
+	cached := src.cachedTokens()
+	return appendTimings(nil, len(p.promptIDs)-cached, cached, first.Sub(rec.r.Received), predicted, last.Sub(first))
+}
+
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record, p genPlan, src source, f faults) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	out := s.openStream(w)
+	defer out.release()
 	rec.update(func(r *RequestRecord) { r.Status = http.StatusOK })
-	cw := s.newChunkWriter(w, rec.r.ID, p)
+	cw := s.newChunkWriter(out, rec.r.ID, p)
 	if cw.chat {
 		cw.roleChunk()
 	}
@@ -601,11 +691,17 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 	}
 	if f.dropAfter == 0 {
 		s.finishAbort(rec, "fault: drop-after=0")
-		abortConn()
+		out.abort()
+		return
+	}
+	if f.cutAfter == 0 {
+		s.finishAbort(rec, "fault: cut-after=0")
+		_ = out.end()
+		return
 	}
 	if f.stall > 0 && f.stallAt == 0 && !s.sleep(ctx, f.stall) {
 		s.finishAbort(rec, "client gone or shutdown during stall")
-		s.abortIfClosing()
+		s.cutIfClosing(out)
 		return
 	}
 
@@ -615,17 +711,19 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 		n, last, err := src.next(ctx)
 		if err != nil {
 			s.finishAbort(rec, err.Error())
-			s.abortIfClosing()
+			s.cutIfClosing(out)
 			return
 		}
 		if n == 0 {
 			break
 		}
 		finish := ""
+		var extra []byte
 		if last {
 			finish = p.finish
+			extra = s.timings(rec, p, src, first, time.Now(), sent+n)
 		}
-		cw.contentChunk(s, p, sent, n, finish)
+		cw.contentChunk(s, p, sent, n, finish, extra)
 		// Stamped just before the write: no client can see the event
 		// earlier, so client time minus this is the client's whole error.
 		now := time.Now()
@@ -648,11 +746,18 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 		}
 		if f.dropAfter > 0 && events == f.dropAfter && !last {
 			s.finishAbort(rec, fmt.Sprintf("fault: drop-after=%d", f.dropAfter))
-			abortConn()
+			out.abort()
+			return
+		}
+		if f.cutAfter > 0 && events == f.cutAfter && !last {
+			// A clean end, cut short: no finish_reason, usage or [DONE].
+			s.finishAbort(rec, fmt.Sprintf("fault: cut-after=%d", f.cutAfter))
+			_ = out.end()
+			return
 		}
 		if f.stall > 0 && events == f.stallAt && !last && !s.sleep(ctx, f.stall) {
 			s.finishAbort(rec, "client gone or shutdown during stall")
-			s.abortIfClosing()
+			s.cutIfClosing(out)
 			return
 		}
 		if last {
@@ -660,11 +765,12 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 		}
 	}
 	if p.includeUsage {
-		cw.usageChunk(len(p.promptIDs), sent)
+		cw.usageChunk(len(p.promptIDs), sent, s.usageCached(src))
 	}
 	cw.buf = append(cw.buf, "data: [DONE]\n\n"...)
 	err := cw.flush()
 	s.finishOK(rec, p, src, sent, first, prev, err)
+	_ = out.end()
 }
 
 // abortIfClosing cuts the connection when the server is shutting down, so a
@@ -673,6 +779,15 @@ func (s *Server) abortIfClosing() {
 	select {
 	case <-s.closing:
 		abortConn()
+	default:
+	}
+}
+
+// cutIfClosing is abortIfClosing for a stream (which may be hijacked).
+func (s *Server) cutIfClosing(out *eventStream) {
+	select {
+	case <-s.closing:
+		out.abort()
 	default:
 	}
 }
@@ -716,17 +831,22 @@ func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, l
 }
 
 func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record, p genPlan, src source, f faults) {
-	// Wait for the whole output.
+	// Wait for the whole output (or, with a cut, for what comes before it).
+	limit := p.target
+	if f.cutAfter >= 0 {
+		limit = min(limit, f.cutAfter*p.tpc)
+	}
 	sent := 0
 	if fs, ok := src.(*fixedSource); ok {
+		fs.target = limit
 		if d := time.Until(fs.finalDeadline()); d > 0 && !s.sleep(ctx, d) {
 			s.finishAbort(rec, "client gone or shutdown")
 			s.abortIfClosing()
 			return
 		}
-		sent = p.target
+		sent = limit
 	} else {
-		for {
+		for sent < limit {
 			n, last, err := src.next(ctx)
 			if err != nil {
 				s.finishAbort(rec, err.Error())
@@ -738,6 +858,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 				break
 			}
 		}
+		sent = min(sent, limit)
 	}
 	if f.dropAfter >= 0 {
 		s.finishAbort(rec, "fault: drop")
@@ -748,19 +869,27 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		s.abortIfClosing()
 		return
 	}
+	cut := f.cutAfter >= 0 && sent < p.target
 	var text strings.Builder
 	for k := range sent {
 		text.WriteByte(' ')
 		text.WriteString(s.word(p.promptHash, k))
 	}
-	usage := map[string]int{"prompt_tokens": len(p.promptIDs), "total_tokens": len(p.promptIDs) + sent, "completion_tokens": sent}
-	var body any
+	usage := map[string]any{"prompt_tokens": len(p.promptIDs), "total_tokens": len(p.promptIDs) + sent, "completion_tokens": sent}
+	if c := s.usageCached(src); c >= 0 {
+		usage["prompt_tokens_details"] = map[string]int{"cached_tokens": c}
+	}
+	var finish any = p.finish
+	if cut {
+		finish = nil
+	}
+	var body map[string]any
 	if p.endpoint == epChat {
 		body = map[string]any{
 			"id": rec.r.ID, "object": "chat.completion", "created": s.created, "model": p.model,
 			"choices": []any{map[string]any{
 				"index": 0, "message": map[string]string{"role": "assistant", "content": text.String()},
-				"logprobs": nil, "finish_reason": p.finish,
+				"logprobs": nil, "finish_reason": finish,
 			}},
 			"usage": usage,
 		}
@@ -768,22 +897,29 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		body = map[string]any{
 			"id": rec.r.ID, "object": "text_completion", "created": s.created, "model": p.model,
 			"choices": []any{map[string]any{
-				"index": 0, "text": text.String(), "logprobs": nil, "finish_reason": p.finish, "stop_reason": nil,
+				"index": 0, "text": text.String(), "logprobs": nil, "finish_reason": finish, "stop_reason": nil,
 			}},
 			"usage": usage,
 		}
 	}
+	if cut {
+		delete(body, "usage") // the clean cut: a body with no end to it
+	}
+	now := time.Now()
+	if t := s.timings(rec, p, src, time.Time{}, now, sent); t != nil {
+		// The whole response is one event: prompt phase up to it, no gaps.
+		body["timings"] = json.RawMessage(t[len(`,"timings":`):])
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		s.finishAbort(rec, err.Error())
-		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+		s.writeErr(w, http.StatusInternalServerError, "InternalServerError", err.Error())
 		return
 	}
 	if f.malformed {
 		b = b[:len(b)/2] // a truncated body with a 200: the client must say so
 	}
 	w.Header().Set("Content-Type", "application/json")
-	now := time.Now()
 	rec.update(func(r *RequestRecord) { r.Status = http.StatusOK })
 	rec.addEvent(now, sent)
 	w.WriteHeader(http.StatusOK)
@@ -791,5 +927,9 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 	var first time.Time
 	prev := now
 	s.observeEvent(rec, 0, now, &first, &prev, sent)
+	if cut {
+		s.finishAbort(rec, fmt.Sprintf("fault: cut-after=%d", f.cutAfter))
+		return
+	}
 	s.finishOK(rec, p, src, sent, now, now, werr)
 }

@@ -27,8 +27,9 @@ type RequestRecord struct {
 	ReceivedUnixNano int64
 	Events           []Event
 	PromptTokens     int
-	CachedTokens     int // prompt tokens served from the prefix cache (engine mode)
-	CompletionTokens int // tokens actually written
+	CachedTokens     int    // prompt tokens served from the prefix or prompt cache
+	RemoteAddr       string // the client's address: one per TCP connection
+	CompletionTokens int    // tokens actually written
 	Status           int
 	FinishReason     string // "length", "stop", "abort" (client gone, drop fault, shutdown)
 	Fault            string // faults applied, as in X-Sim-Fault
@@ -170,6 +171,7 @@ type recordJSON struct {
 	Events           []eventJSON `json:"events"`
 	PromptTokens     int         `json:"prompt_tokens"`
 	CachedTokens     int         `json:"cached_tokens"`
+	RemoteAddr       string      `json:"remote_addr,omitempty"`
 	CompletionTokens int         `json:"completion_tokens"`
 	Status           int         `json:"status"`
 	FinishReason     string      `json:"finish_reason,omitempty"`
@@ -190,7 +192,7 @@ func toJSON(r RequestRecord) recordJSON {
 	return recordJSON{
 		Seq: r.Seq, ID: r.ID, Model: r.Model, Endpoint: r.Endpoint, Stream: r.Stream,
 		ReceivedUnixNano: r.ReceivedUnixNano, Events: ev,
-		PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, CompletionTokens: r.CompletionTokens,
+		PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, RemoteAddr: r.RemoteAddr, CompletionTokens: r.CompletionTokens,
 		Status: r.Status, FinishReason: r.FinishReason, Fault: r.Fault, Error: r.Error,
 		FinishedUnixNano: fin,
 	}

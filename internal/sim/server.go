@@ -32,6 +32,10 @@ type Server struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	models    map[string]bool
+	persona   string       // normalised Config.Personality
+	srvHeader string       // the Server header the engine's HTTP stack sends
+	pcache    *promptCache // fixed mode's prompt cache; nil without one
+	lazyLoad  lazyLoad     // Ollama loads the model on the first request
 }
 
 // New builds a Server from cfg. It panics if cfg is invalid, because a
@@ -53,7 +57,10 @@ func New(cfg Config) *Server {
 		metrics:  newMetrics(),
 		closing:  make(chan struct{}),
 		models:   make(map[string]bool),
+		persona:  normPersona(cfg.Personality),
 	}
+	s.srvHeader = serverHeader(s.persona)
+	s.pcache = newPromptCache(cfg, s.persona)
 	for _, m := range cfg.Models {
 		s.models[m] = true
 	}
@@ -78,14 +85,25 @@ func (s *Server) Close() {
 	})
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.srvHeader != "" {
+		w.Header().Set("Server", s.srvHeader)
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 func (s *Server) routes() {
+	if s.persona != PersonaGeneric {
+		s.personaRoutes()
+		s.debugRoutes()
+		s.mux.HandleFunc("/", s.notFound)
+		return
+	}
 	s.mux.HandleFunc("GET /health", s.handleHealth)
-	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
-	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"version": "benchrun-sim"})
-	})
+	if s.cfg.Metrics != MetricsNone {
+		s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	}
+	s.mux.HandleFunc("GET /version", s.handleVersion)
 	// vLLM answers /ping like /health (SageMaker's probe).
 	s.mux.HandleFunc("GET /ping", s.handleHealth)
 	s.mux.HandleFunc("POST /ping", s.handleHealth)
@@ -99,6 +117,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
 	s.mux.HandleFunc("POST /tokenize", s.ready(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.ready(s.handleDetokenize))
+	s.debugRoutes()
+	s.mux.HandleFunc("/", s.notFound)
+}
+
+func (s *Server) debugRoutes() {
 	if s.cfg.Debug {
 		s.mux.HandleFunc("GET /debug/requests", s.handleDebugRequests)
 		s.mux.HandleFunc("DELETE /debug/requests", func(w http.ResponseWriter, r *http.Request) {
@@ -107,9 +130,10 @@ func (s *Server) routes() {
 		})
 		s.mux.HandleFunc("GET /debug/engine", s.handleDebugEngine)
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
-	})
+}
+
+func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"version": s.version()})
 }
 
 // Ready reports whether the simulated model load has finished.
@@ -120,8 +144,8 @@ func (s *Server) Ready() bool { return !time.Now().Before(s.readyAt) }
 // connection error instead.
 func (s *Server) ready(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.Ready() {
-			writeError(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
+		if !s.Ready() && s.persona != PersonaOllama { // Ollama loads on the first request
+			s.writeErr(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
 			return
 		}
 		h(w, r)
@@ -130,10 +154,15 @@ func (s *Server) ready(h http.HandlerFunc) http.HandlerFunc {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if !s.Ready() {
-		writeError(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
+		s.writeErr(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	switch s.persona {
+	case PersonaVLLM, PersonaSGLang:
+		w.WriteHeader(http.StatusOK) // an empty 200, as vLLM's and SGLang's /health
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
@@ -168,25 +197,15 @@ type modelJSON struct {
 	MaxModelLen int    `json:"max_model_len"`
 }
 
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	data := make([]modelJSON, len(s.cfg.Models))
-	for i, m := range s.cfg.Models {
-		data[i] = modelJSON{ID: m, Object: "model", Created: s.created, OwnedBy: "benchrun-sim", Root: m, MaxModelLen: s.cfg.MaxModelLen}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
 // resolveModel returns the served name for a request's model field; an
 // empty field means the first served model, as vLLM does.
 func (s *Server) resolveModel(w http.ResponseWriter, name string) (string, bool) {
-	if name == "" {
-		return s.cfg.Models[0], true
+	m, e := s.lookupModel(name)
+	if e != nil {
+		s.writeAPIErr(w, e)
+		return "", false
 	}
-	if s.models[name] {
-		return name, true
-	}
-	writeError(w, http.StatusNotFound, "NotFoundError", s.unknownModel(name).Error())
-	return "", false
+	return m, true
 }
 
 // unknownModel is vLLM's message plus the served names, so that a plan with

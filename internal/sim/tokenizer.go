@@ -131,10 +131,7 @@ const (
 	chatTokensTrailer    = 1
 )
 
-type chatMessage struct {
-	Role    string
-	Content string
-}
+type chatMessage = ChatMessage
 
 func renderChat(msgs []chatMessage) string {
 	var b strings.Builder

@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"sync"
+	"time"
+)
+
+// promptCache is fixed mode's prompt cache (engine mode has the engine's
+// block cache). Its style follows the personality:
+//
+//   - blocks (vllm, generic with --prompt-cache): vLLM's automatic prefix
+//     caching, whole blocks of Engine.BlockSize tokens, chained hashes, an
+//     LRU of KVCacheTokens/BlockSize blocks; at most the blocks within the
+//     first P-1 tokens hit, as vLLM always computes the last token;
+//   - slots (llama-server, ollama): cache_prompt: each of Slots slots keeps
+//     the last prompt it served; a request takes the slot with the longest
+//     common prefix (token level), or the least recently used one, and
+//     reuses that prefix;
+//   - radix (sglang): RadixAttention: the longest token-level prefix shared
+//     with any recent prompt, up to KVCacheTokens tokens kept.
+//
+// At least one prompt token is always computed.
+type promptCache struct {
+	mu      sync.Mutex
+	style   int
+	bs      int
+	blocks  *prefixCache
+	entries [][]int // slots and radix: most recently used first
+	max     int     // slots: entries kept
+	maxTok  int     // radix: tokens kept
+	tok     int
+}
+
+const (
+	cacheBlocks = iota
+	cacheSlots
+	cacheRadix
+)
+
+// newPromptCache returns nil when fixed mode has no prompt cache.
+func newPromptCache(cfg Config, persona string) *promptCache {
+	if !cfg.PromptCache || cfg.Mode != ModeFixed {
+		return nil
+	}
+	bs := cfg.Engine.BlockSize
+	if bs <= 0 {
+		bs = DefaultEngine().BlockSize
+	}
+	kv := cfg.Engine.KVCacheTokens
+	if kv <= 0 {
+		kv = DefaultEngine().KVCacheTokens
+	}
+	c := &promptCache{bs: bs, max: max(cfg.Slots, 1), maxTok: kv}
+	switch persona {
+	case PersonaLlamaServer, PersonaOllama:
+		c.style = cacheSlots
+	case PersonaSGLang:
+		c.style = cacheRadix
+	default:
+		c.style = cacheBlocks
+		c.blocks = newPrefixCache(max(kv/bs, 1))
+	}
+	return c
+}
+
+func commonPrefix(a, b []int) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// use returns how many leading tokens of ids are cached and records ids as
+// computed (a request's prompt is in the cache from its start on).
+func (c *promptCache) use(ids []int) int {
+	if len(ids) == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.style {
+	case cacheBlocks:
+		hit := c.blocks.lookup(blockHashes(ids[:len(ids)-1], c.bs)) * c.bs
+		c.blocks.insert(blockHashes(ids, c.bs))
+		return hit
+	case cacheSlots:
+		// llama-server's slot choice: the slot whose prompt shares more than
+		// half of this one (slot_prompt_similarity 0.5), else a free slot,
+		// else the least recently used; the chosen slot's common prefix is
+		// reused and the slot then holds this prompt.
+		best, bestLen := -1, 0
+		for i, e := range c.entries {
+			if n := commonPrefix(e, ids); n > bestLen {
+				best, bestLen = i, n
+			}
+		}
+		chosen := best
+		if best < 0 || 2*bestLen <= len(ids) {
+			chosen = -1
+			if len(c.entries) >= c.max {
+				chosen = len(c.entries) - 1
+			}
+		}
+		hit := 0
+		if chosen >= 0 {
+			hit = commonPrefix(c.entries[chosen], ids)
+			copy(c.entries[1:chosen+1], c.entries[:chosen])
+		} else {
+			c.entries = append(c.entries, nil)
+			copy(c.entries[1:], c.entries[:len(c.entries)-1])
+		}
+		c.entries[0] = append([]int(nil), ids...)
+		return min(hit, len(ids)-1)
+	default: // radix
+		hit := 0
+		kept := c.entries[:0]
+		for _, e := range c.entries {
+			n := commonPrefix(e, ids)
+			hit = max(hit, n)
+			if n == len(e) { // a prefix of ids: the new entry covers it
+				c.tok -= len(e)
+				continue
+			}
+			kept = append(kept, e)
+		}
+		clear(c.entries[len(kept):])
+		c.entries = append([][]int{append([]int(nil), ids...)}, kept...)
+		c.tok += len(ids)
+		for len(c.entries) > 1 && c.tok > c.maxTok {
+			last := len(c.entries) - 1
+			c.tok -= len(c.entries[last])
+			c.entries[last] = nil
+			c.entries = c.entries[:last]
+		}
+		return min(hit, len(ids)-1)
+	}
+}
+
+func (c *promptCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries, c.tok = nil, 0
+	if c.blocks != nil {
+		c.blocks = newPrefixCache(c.blocks.cap)
+	}
+}
+
+// minCachedTTFT floors the TTFT of a (nearly) fully cached prompt: a real
+// engine still runs one forward pass and samples.
+const minCachedTTFT = time.Millisecond
+
+// cachedTTFT is fixed mode's TTFT for a prompt of p tokens with cached of
+// them in the prompt cache: ttft * (p-cached)/p, floored at
+// min(ttft, minCachedTTFT).
+func cachedTTFT(ttft time.Duration, p, cached int) time.Duration {
+	if cached <= 0 || p <= 0 {
+		return ttft
+	}
+	t := time.Duration(float64(ttft) * float64(p-cached) / float64(p))
+	return max(t, min(ttft, minCachedTTFT))
+}
