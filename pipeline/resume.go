@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -13,25 +15,50 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
 )
 
 // ResumeRunInfo continues the run in dir (--resume RUN_DIR): the run keeps
-// its id and directory, new rows are written beside the old ones, and
-// every cell already finished with status ok is reported by Env.CellDone,
-// so measuring stages skip it. The directory must hold a run of the same
-// plan (manifest.json names it).
+// its id and directory, new rows are written beside the old ones with the
+// next attempt number, and every cell already finished with status ok is
+// reported by Env.CellDone, so measuring stages skip it. The directory must
+// hold a run of the same plan made with the same -t values (manifest.json
+// names them), and no other writer may hold it: the resume takes the run
+// directory's lock (a *BusyError names the holder) and keeps it until Run
+// returns. An attempt found still "running" crashed: Run records it so.
+// Temporary files a killed writer left are removed. Run refuses a plan
+// whose configuration of what is left to run differs from the run's.
 func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*RunInfo, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("--resume %s: not a run directory (no manifest.json)", dir)
 		}
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("--resume %s: manifest.json: %w", dir, err)
+	lock, err := lockRunDir(dir, 0, now)
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", dir, err)
+	}
+	ri, err := resumeLocked(dir, p, tags, now)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	ri.lock = lock
+	// Say which attempt holds the directory now.
+	h := LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: ri.Attempt}
+	if b, err := json.Marshal(h); err == nil && lock.f.Truncate(0) == nil {
+		_, _ = lock.f.WriteAt(append(b, '\n'), 0)
+	}
+	return ri, nil
+}
+
+// resumeLocked reads the run directory for a resume; the caller holds its lock.
+func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*RunInfo, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
 	if m.Plan != p.Name {
 		return nil, fmt.Errorf("--resume %s: the run is of plan %q, not %q", dir, m.Plan, p.Name)
@@ -42,31 +69,34 @@ func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*R
 	if was, now := normTags(m.Tags), normTags(tags); was != now {
 		return nil, fmt.Errorf("--resume %s: the run was made with %s but this resume gives %s: resuming would mix two configurations in one run (give the same -t values, or start a new run)", dir, was, now)
 	}
-	done, err := DoneCells(dir)
-	if err != nil {
+	attempts := attemptsOf(m)
+	ri := &RunInfo{Plan: p, Dir: dir, StartedAt: now, Tags: tags, Resumed: true, Attempt: len(attempts) + 1, prev: m}
+	ri.ID = m.RunID
+	if ri.ID == "" {
+		ri.ID = strings.TrimPrefix(filepath.Base(dir), "run=")
+	}
+	if last := attempts[len(attempts)-1]; last.Status == RunRunning {
+		// We hold the lock, so whoever wrote "running" is gone.
+		last.Status, last.Reason = RunCrashed, crashReason
+		ri.crashed = &last
+	}
+	ri.removed = removeTemporaries(dir)
+	if ri.doneCells, err = DoneCells(dir); err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
-	id := m.RunID
-	if id == "" {
-		id = strings.TrimPrefix(filepath.Base(dir), "run=")
+	if ri.priorFailed, err = failedVerdicts(dir, ri.doneCells); err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
-	ri := &RunInfo{ID: id, Plan: p, Dir: dir, StartedAt: now, Tags: tags, Resumed: true, doneCells: done}
-	// Keep the plan as first written; record this attempt's resolution beside it.
-	resolved, err := p.JSON()
-	if err != nil {
-		return nil, err
-	}
-	if old, err := os.ReadFile(filepath.Join(dir, "plan.json")); err == nil && string(old) != string(resolved) {
-		if err := WriteFileAtomic(filepath.Join(dir, "plan.resumed.json"), resolved); err != nil {
-			return nil, err
-		}
+	if b, err := os.ReadFile(filepath.Join(dir, "plan.json")); err == nil {
+		ri.prevPlan = b
 	}
 	return ri, nil
 }
 
 // DoneCells reads the cell rows of a run directory (cells/*.parquet) and
-// returns the ids of the cells that finished with status ok. Error and
-// skipped rows are not done: resuming runs them again.
+// returns the ids of the cells whose current row (the one of the highest
+// attempt) has status ok. Error and skipped cells are not done: resuming
+// runs them again.
 func DoneCells(dir string) (map[string]bool, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "cells", "*.parquet"))
 	if err != nil {
@@ -74,22 +104,47 @@ func DoneCells(dir string) (map[string]bool, error) {
 	}
 	sort.Strings(files)
 	type cellStatus struct {
-		CellID string `parquet:"cell_id"`
-		Status string `parquet:"status"`
+		CellID  string `parquet:"cell_id"`
+		Attempt int64  `parquet:"attempt"`
+		Status  string `parquet:"status"`
 	}
-	done := map[string]bool{}
+	var all []results.Cell
 	for _, f := range files {
 		rows, err := pq.ReadFile[cellStatus](f)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", f, err)
 		}
 		for _, r := range rows {
-			if r.Status == "ok" && r.CellID != "" {
-				done[r.CellID] = true
-			}
+			all = append(all, results.Cell{CellID: r.CellID, Attempt: r.Attempt, Status: r.Status})
+		}
+	}
+	done := map[string]bool{}
+	for _, c := range results.LatestCells(all) {
+		if c.Status == results.StatusOK && c.CellID != "" {
+			done[c.CellID] = true
 		}
 	}
 	return done, nil
+}
+
+// failedVerdicts returns the failed verdicts of the current judging of the
+// done cells: a resume does not measure those cells again, so their
+// verdicts still decide the run's exit code.
+func failedVerdicts(dir string, done map[string]bool) ([]Verdict, error) {
+	if len(done) == 0 {
+		return nil, nil
+	}
+	vs, err := results.ReadTable[results.Verdict](dir, results.TableAssertions)
+	if err != nil {
+		return nil, err
+	}
+	var out []Verdict
+	for _, v := range results.LatestVerdicts(vs) {
+		if done[v.CellID] && !v.Passed {
+			out = append(out, Verdict{Assertion: v.Assertion, Pos: v.Pos, Stage: v.Stage, CellID: v.CellID, Cell: v.Cell, Values: v.Values, Error: v.Error})
+		}
+	}
+	return out, nil
 }
 
 // normTags renders -t values for comparison and messages: sorted, without
@@ -102,4 +157,207 @@ func normTags(tags []string) string {
 		return "no -t values"
 	}
 	return "-t " + strings.Join(t, " -t ")
+}
+
+// nothingLeftToResume returns the stages of a resumed run that have
+// nothing left to do: a stage that lists its cells (a sweep) has every one
+// done, and every stage depending on it has nothing left either; a stage
+// that does not list its work (a server, a health check) has nothing left
+// when no stage depending on it has. Measuring stages that cannot list
+// their work, stages nothing depends on, and finally stages always have
+// work.
+func (g *Graph) nothingLeftToResume(done map[string]bool) map[string]bool {
+	work := map[string]bool{}
+	var has func(n *Node) bool
+	has = func(n *Node) bool {
+		if w, ok := work[n.Spec.Name]; ok {
+			return w
+		}
+		work[n.Spec.Name] = true // Build refuses cycles; this only guards
+		w := false
+		var users []*Node
+		for _, d := range g.Dependents(n.Spec.Name) {
+			if !d.Spec.Finally {
+				users = append(users, d)
+			}
+		}
+		pl, planner := n.Stage.(Planner)
+		switch {
+		case n.Spec.Finally:
+			w = true
+		case planner:
+			w = slices.ContainsFunc(pl.Plan(), func(s PlannedStep) bool { return !done[s.ID] })
+		case n.Kind.Measuring, len(users) == 0:
+			w = true
+		}
+		for _, u := range users {
+			if has(u) {
+				w = true
+			}
+		}
+		work[n.Spec.Name] = w
+		return w
+	}
+	idle := map[string]bool{}
+	for _, n := range g.Nodes {
+		if !has(n) {
+			idle[n.Spec.Name] = true
+		}
+	}
+	return idle
+}
+
+// CheckResume refuses to resume ri with g when the configuration of what
+// is left to run differs from the one the run was made with (its
+// plan.json): cell ids name cells, not configurations, so a resume with
+// another server command or sweep setting would put two configurations in
+// one run. The error lists each difference as `path: old → new`. What
+// cannot change a measurement is not compared: descriptions, sinks, the
+// plan's timeout, helper fields (what they feed is compared where it
+// lands), stages with nothing left to run and finally stages.
+func CheckResume(g *Graph, ri *RunInfo) error {
+	if !ri.Resumed || len(ri.prevPlan) == 0 {
+		return nil
+	}
+	return checkResume(g, ri, g.nothingLeftToResume(ri.doneCells))
+}
+
+func checkResume(g *Graph, ri *RunInfo, idle map[string]bool) error {
+	if len(ri.prevPlan) == 0 {
+		return nil
+	}
+	var old map[string]any
+	if err := json.Unmarshal(ri.prevPlan, &old); err != nil {
+		return nil // not ours to judge: an unreadable plan.json is kept as it is
+	}
+	resolved, err := g.Plan.JSON()
+	if err != nil {
+		return err
+	}
+	var now map[string]any
+	if err := json.Unmarshal(resolved, &now); err != nil {
+		return err
+	}
+	var stages []string
+	for _, n := range g.Nodes {
+		if !idle[n.Spec.Name] && !n.Spec.Finally {
+			stages = append(stages, n.Spec.Name)
+		}
+	}
+	if len(stages) == 0 {
+		return nil
+	}
+	var d differ
+	for _, k := range []string{"model", "metadata", "slo", "assert", "baseline"} {
+		d.diff(k, lookup(old, k), lookup(now, k))
+	}
+	oldStages, _ := old["stages"].(map[string]any)
+	nowStages, _ := now["stages"].(map[string]any)
+	for _, name := range stages {
+		d.diff("stages"+pathKey(name), withoutDescription(lookup(oldStages, name)), withoutDescription(lookup(nowStages, name)))
+	}
+	if len(d.lines) == 0 {
+		return nil
+	}
+	lines := d.lines
+	if len(lines) > 20 {
+		lines = append(lines[:20:20], fmt.Sprintf("... and %d more", len(d.lines)-20))
+	}
+	return fmt.Errorf("--resume %s: the plan is not the one the run was made with (%s), in what is left to run; resuming would mix two configurations in one run:\n  %s\nrestore the plan as it was (the run keeps it as %s), or start a new run",
+		ri.Dir, filepath.Join(ri.Dir, "plan.json"), strings.Join(lines, "\n  "), filepath.Join(ri.Dir, "plan.cue"))
+}
+
+// absent stands for a field one side does not have.
+type absentT struct{}
+
+var absent any = absentT{}
+
+func lookup(m map[string]any, k string) any {
+	if v, ok := m[k]; ok {
+		return v
+	}
+	return absent
+}
+
+func withoutDescription(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	for k, x := range m {
+		if k != "description" {
+			out[k] = x
+		}
+	}
+	return out
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func pathKey(k string) string {
+	if identRE.MatchString(k) {
+		return "." + k
+	}
+	return fmt.Sprintf(".%q", k)
+}
+
+// differ lists the differences between two decoded JSON values, one line
+// per changed leaf: `path: old → new`.
+type differ struct{ lines []string }
+
+func (d *differ) diff(path string, a, b any) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			d.diff(path+pathKey(k), lookup(am, k), lookup(bm, k))
+		}
+		return
+	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok {
+		for i := range max(len(al), len(bl)) {
+			x, y := absent, absent
+			if i < len(al) {
+				x = al[i]
+			}
+			if i < len(bl) {
+				y = bl[i]
+			}
+			d.diff(fmt.Sprintf("%s[%d]", path, i), x, y)
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		d.lines = append(d.lines, fmt.Sprintf("%s: %s → %s", path, show(a), show(b)))
+	}
+}
+
+func show(v any) string {
+	if v == absent {
+		return "(absent)"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:77]) + "..."
+	}
+	return s
 }

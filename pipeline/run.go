@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/sourcegraph/conc/pool"
+
+	"github.com/benchrun/benchrun/internal/results"
 )
 
 // Stage statuses.
@@ -59,6 +62,11 @@ type Summary struct {
 	Failed      []Verdict
 	Interrupted bool
 	ExitCode    int
+	// Reason says why the run did not end ok ("" when it did).
+	Reason string
+	// EarlierFailed counts the verdicts in Failed that earlier attempts
+	// judged, on cells this resume did not measure again.
+	EarlierFailed int
 }
 
 // ServiceDiedError cancels the stages using a service that stopped on its own.
@@ -112,11 +120,17 @@ type runner struct {
 	cells    int
 	emitErr  error
 	manifest *Manifest
+	// idle are the stages a resume has nothing left for (skipped).
+	idle map[string]bool
 }
 
 // Run executes the graph. It returns the summary; the error is non-nil only
-// when the run could not be carried out at all.
+// when the run could not be carried out at all. Once manifest.json says
+// "running", every way out of Run finishes it (ok, failed or interrupted,
+// with the reason), a panic included; and Run frees the run directory for
+// the next writer (RunInfo.Close) when it returns.
 func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, error) {
+	defer ri.Close()
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
@@ -127,19 +141,56 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		opts.FinallyTimeout = 2 * time.Minute
 	}
 	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.RWMutex{}}
-	if err := r.compileAssertions(); err != nil {
-		return nil, &ExitError{Code: ExitInvalid, Err: err}
-	}
 	for _, n := range g.Nodes {
 		r.states[n.Spec.Name] = &nodeState{node: n, status: StatusPending}
+	}
+	if ri.Resumed {
+		// Refused before anything in the directory changes.
+		r.idle = g.nothingLeftToResume(ri.doneCells)
+		if err := checkResume(g, ri, r.idle); err != nil {
+			return nil, &ExitError{Code: ExitInvalid, Err: err}
+		}
 	}
 	r.manifest = newManifest(ri)
 	if err := r.manifest.write(ri.Dir); err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
+	// From here on the manifest says running: finish it on every way out.
+	finished := false
+	defer func() {
+		if v := recover(); v != nil {
+			if !finished {
+				r.finishManifest(nil, RunFailed, fmt.Sprintf("benchrun crashed: panic: %v", v), ExitInfra)
+			}
+			panic(v)
+		}
+	}()
+	fail := func(code int, err error) (*Summary, error) {
+		finished = true
+		r.finishManifest(nil, RunFailed, err.Error(), code)
+		return nil, &ExitError{Code: code, Err: err}
+	}
+	if ri.Resumed {
+		r.noteResume()
+		// Keep the plan as first written; record this attempt's resolution beside it.
+		resolved, err := g.Plan.JSON()
+		if err != nil {
+			return fail(ExitInvalid, err)
+		}
+		if len(ri.prevPlan) > 0 && string(ri.prevPlan) != string(resolved) {
+			if err := WriteFileAtomic(filepath.Join(ri.Dir, "plan.resumed.json"), resolved); err != nil {
+				return fail(ExitInfra, err)
+			}
+		}
+	}
+	if err := r.compileAssertions(); err != nil {
+		return fail(ExitInvalid, err)
+	}
+	// Failed verdicts of cells a resume does not measure again still count.
+	r.failed = append(r.failed, ri.priorFailed...)
 	for _, o := range opts.Outputs {
 		if err := o.Start(ri); err != nil {
-			return nil, &ExitError{Code: ExitInfra, Err: fmt.Errorf("output %s: %w", o.Name(), err)}
+			return fail(ExitInfra, fmt.Errorf("output %s: %w", o.Name(), err))
 		}
 	}
 
@@ -157,26 +208,49 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 			fmt.Fprintf(opts.Progress, "benchrun: output %s: %v\n", o.Name(), err)
 			if sum.ExitCode == ExitOK || sum.ExitCode == ExitAssertion {
 				sum.ExitCode = ExitInfra
+				sum.Reason = fmt.Sprintf("output %s: %v", o.Name(), err)
 			}
 		}
 	}
-	now := time.Now().UTC()
-	r.manifest.FinishedAt = &now
-	r.manifest.ExitCode = &sum.ExitCode
-	r.manifest.Stages = sum.Stages
-	r.manifest.Verdicts = sum.Failed
+	status := RunFailed
 	switch {
 	case sum.Interrupted:
-		r.manifest.Status = "interrupted"
+		status = RunInterrupted
 	case sum.ExitCode == ExitOK:
-		r.manifest.Status = "ok"
-	default:
-		r.manifest.Status = "failed"
+		status = RunOK
 	}
-	if err := r.manifest.write(ri.Dir); err != nil {
-		fmt.Fprintf(opts.Progress, "benchrun: %v\n", err)
-	}
+	finished = true
+	r.finishManifest(sum, status, sum.Reason, sum.ExitCode)
 	return sum, nil
+}
+
+// finishManifest records how the attempt ended and rewrites manifest.json.
+func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
+	if sum != nil {
+		r.manifest.Stages = sum.Stages
+		r.manifest.Verdicts = sum.Failed
+	}
+	r.manifest.finish(status, reason, code, time.Now())
+	if err := r.manifest.write(r.ri.Dir); err != nil {
+		fmt.Fprintf(r.opts.Progress, "benchrun: %v\n", err)
+	}
+}
+
+// noteResume tells what a resume found: the attempt it is, an attempt
+// before it that crashed, temporary files a killed writer left.
+func (r *runner) noteResume() {
+	ri := r.ri
+	fmt.Fprintf(r.opts.Progress, "benchrun: resuming run %s: attempt %d, %d cells already done\n", ri.ID, ri.Attempt, len(ri.doneCells))
+	if c := ri.crashed; c != nil {
+		who := ""
+		if c.PID > 0 {
+			who = fmt.Sprintf(" (pid %d on %s)", c.PID, c.Hostname)
+		}
+		fmt.Fprintf(r.opts.Progress, "benchrun: attempt %d%s, started %s, crashed: %s\n", c.Attempt, who, c.StartedAt.UTC().Format(time.RFC3339), c.Reason)
+	}
+	if n := len(ri.removed); n > 0 {
+		fmt.Fprintf(r.opts.Progress, "benchrun: removed %d temporary files a killed writer left (%s)\n", n, strings.Join(ri.removed, ", "))
+	}
 }
 
 func (r *runner) compileAssertions() error {
@@ -239,6 +313,11 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 				r.skip(st, "not started: "+stopReason)
 				continue
 			}
+			if r.idle[n.Spec.Name] {
+				// A resume whose cells are all done starts no server for them.
+				r.skip(st, "skipped: nothing left to resume")
+				continue
+			}
 			// A failed dependency skips the stage; a skipped one skips it
 			// too unless its `when` reads that stage and so decides (like
 			// GitHub Actions' implicit success() unless `if:` asks for the
@@ -278,7 +357,7 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 			n := n
 			fmt.Fprintf(r.opts.Progress, "▶ %s (%s)\n", n.Spec.Name, n.Kind.Name)
 			p.Go(func() {
-				out, err := r.runNode(stageCtx, n)
+				out, err := r.runNodeSafely(stageCtx, n)
 				done <- completion{name: n.Spec.Name, outputs: out, err: err}
 			})
 		}
@@ -435,6 +514,49 @@ func serviceDied(o *Outputs) (bool, string) {
 	}
 }
 
+// attempt is the number every row of this attempt carries.
+func (r *runner) attempt() int64 { return int64(max(r.ri.Attempt, 1)) }
+
+// emitAttempt stamps a cell row and its requests with the attempt, then
+// emits them (the outputs stamp the verdict rows from the cell row).
+func (r *runner) emitAttempt(cell results.Cell, reqs []results.Request) error {
+	if cell.Attempt == 0 {
+		cell.Attempt = r.attempt()
+	}
+	for i := range reqs {
+		if reqs[i].Attempt == 0 {
+			reqs[i].Attempt = cell.Attempt
+		}
+	}
+	return r.emit(cell, reqs)
+}
+
+// emitSamplesAttempt stamps telemetry rows with the attempt and emits them.
+func (r *runner) emitSamplesAttempt(rows []results.Sample) error {
+	for i := range rows {
+		if rows[i].Attempt == 0 {
+			rows[i].Attempt = r.attempt()
+		}
+	}
+	return r.emitSamples(rows)
+}
+
+// runNodeSafely runs a stage and turns a panic in it into the stage's
+// failure (the stack goes to its log), so that the run still stops its
+// servers, runs its finally stages and finishes its manifest.
+func (r *runner) runNodeSafely(ctx context.Context, n *Node) (out *Outputs, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("stage %s crashed: panic: %v (stack in %s.log)", n.Spec.Name, v, n.Spec.Name)
+			if f, ferr := os.OpenFile(filepath.Join(r.ri.Dir, n.Spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
+				fmt.Fprintf(f, "panic: %v\n\n%s", v, debug.Stack())
+				f.Close()
+			}
+		}
+	}()
+	return r.runNode(ctx, n)
+}
+
 // runNode runs one stage with its locks, timeout, retries and the
 // watchdog that cancels it when a service it uses dies.
 func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
@@ -483,7 +605,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	defer logf.Close()
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
-		Log: logf, Progress: r.opts.Progress, Emit: r.emit, EmitSamples: r.emitSamples, Keep: r.opts.Keep,
+		Log: logf, Progress: r.opts.Progress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
 		doneCells: r.ri.doneCells,
 	}
 
@@ -622,7 +744,7 @@ func (r *runner) lock(n *Node) func() {
 }
 
 func (r *runner) summary(ctx context.Context) *Summary {
-	sum := &Summary{Run: r.ri, Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed}
+	sum := &Summary{Run: r.ri, Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed, EarlierFailed: len(r.ri.priorFailed)}
 	sum.Interrupted = ctx.Err() != nil
 	infra := r.emitErr != nil
 	for _, n := range r.g.Nodes {
@@ -638,10 +760,21 @@ func (r *runner) summary(ctx context.Context) *Summary {
 	switch {
 	case sum.Interrupted:
 		sum.ExitCode = ExitInterrupted
+		sum.Reason = fmt.Sprint(context.Cause(ctx))
 	case infra:
 		sum.ExitCode = ExitInfra
+		for _, s := range sum.Stages {
+			if s.Status == StatusFailed {
+				sum.Reason = fmt.Sprintf("stage %s failed: %s", s.Name, firstLine(s.Reason))
+				break
+			}
+		}
+		if sum.Reason == "" && r.emitErr != nil {
+			sum.Reason = "rows not stored: " + firstLine(r.emitErr.Error())
+		}
 	case len(r.failed) > 0:
 		sum.ExitCode = ExitAssertion
+		sum.Reason = fmt.Sprintf("%d assertion checks failed", len(r.failed))
 	default:
 		sum.ExitCode = ExitOK
 	}
@@ -650,7 +783,11 @@ func (r *runner) summary(ctx context.Context) *Summary {
 
 // PrintSummary writes the end-of-run summary for people.
 func PrintSummary(w io.Writer, sum *Summary) {
-	fmt.Fprintf(w, "\nrun %s: %d cell rows, %d assertion checks, %d failed\n", sum.Run.ID, sum.Cells, len(sum.Verdicts), len(sum.Failed))
+	earlier := ""
+	if sum.EarlierFailed > 0 {
+		earlier = fmt.Sprintf(" (%d of them judged by earlier attempts, on cells already done)", sum.EarlierFailed)
+	}
+	fmt.Fprintf(w, "\nrun %s: %d cell rows, %d assertion checks, %d failed%s\n", sum.Run.ID, sum.Cells, len(sum.Verdicts), len(sum.Failed), earlier)
 	for _, s := range sum.Stages {
 		line := fmt.Sprintf("  %-14s %-9s %-8s %6.1fs", s.Name, s.Kind, s.Status, s.DurationS)
 		if s.Attempts > 1 {

@@ -4,11 +4,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/schema"
@@ -23,14 +28,40 @@ type RunInfo struct {
 	Tags      []string
 	// Resumed is set when the run continues an earlier one (--resume).
 	Resumed bool
+	// Attempt numbers this attempt of the run: 1 for the first, one more
+	// for each --resume. Every row it writes carries it (the attempt
+	// column), and part files are named with it.
+	Attempt int
 
 	// doneCells are the cells the resumed run already finished (Env.CellDone).
 	doneCells map[string]bool
+	// lock holds the run directory: one writer at a time (Close frees it).
+	lock *runLock
+	// What a resume found: the manifest as the earlier attempts left it
+	// (with their records), whether the last of them crashed, the
+	// temporary files a killed writer left (removed), the resolved plan
+	// the run was made with, and the failed verdicts of the cells already
+	// done (they still count).
+	prev        *Manifest
+	crashed     *AttemptRecord
+	removed     []string
+	prevPlan    []byte
+	priorFailed []Verdict
+}
+
+// Close frees the run directory for another writer. Run calls it when it
+// returns; it is safe to call more than once, and on a nil RunInfo.
+func (ri *RunInfo) Close() {
+	if ri != nil {
+		ri.lock.release()
+		ri.lock = nil
+	}
 }
 
 // NewRunInfo names a run and creates its directory:
 // <root>/plan=<name>/date=<YYYY-MM-DD>/run=<id>/ (hive-style, so DuckDB's
-// hive_partitioning reads plan, date and run as columns).
+// hive_partitioning reads plan, date and run as columns). The run holds
+// the directory's lock until Run returns (or Close).
 func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*RunInfo, error) {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
@@ -39,19 +70,37 @@ func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*Run
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
-	ri := &RunInfo{ID: id, Plan: p, Dir: dir, StartedAt: now, Tags: tags}
+	lock, err := lockRunDir(dir, 1, now)
+	if err != nil {
+		return nil, err
+	}
+	ri := &RunInfo{ID: id, Plan: p, Dir: dir, StartedAt: now, Tags: tags, Attempt: 1, lock: lock}
 	if err := WriteFileAtomic(filepath.Join(dir, "plan.cue"), p.Source); err != nil {
+		ri.Close()
 		return nil, err
 	}
 	resolved, err := p.JSON()
 	if err != nil {
+		ri.Close()
 		return nil, err
 	}
 	if err := WriteFileAtomic(filepath.Join(dir, "plan.json"), resolved); err != nil {
+		ri.Close()
 		return nil, err
 	}
 	return ri, nil
 }
+
+// Manifest statuses: a run (and each attempt) is running until it ends ok,
+// failed or interrupted; one found running with no writer holding the run
+// directory crashed (it was killed, or its machine went down).
+const (
+	RunRunning     = "running"
+	RunOK          = "ok"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+	RunCrashed     = "crashed"
+)
 
 // Manifest is manifest.json: what ran, where, with what, and how it ended.
 type Manifest struct {
@@ -68,14 +117,60 @@ type Manifest struct {
 	// ModelDigest is the sha256 of the plan's model.file, when it names one.
 	ModelDigest string `json:"model_digest,omitempty"`
 	// Hardware describes the machine in one line (CPUs, memory, GPUs).
-	Hardware string        `json:"hardware,omitempty"`
-	Status   string        `json:"status"` // running, ok, failed, interrupted
+	Hardware string `json:"hardware,omitempty"`
+	// Status is how the latest attempt ended: running, ok, failed,
+	// interrupted (crashed is an attempt's status, found on resume).
+	Status string `json:"status"`
+	// Reason says why, when the status is not ok.
+	Reason   string        `json:"reason,omitempty"`
 	ExitCode *int          `json:"exit_code,omitempty"`
 	Stages   []StageResult `json:"stages,omitempty"`
 	Verdicts []Verdict     `json:"failed_assertions,omitempty"`
 	// ResumedAt lists when the run was continued with --resume.
 	ResumedAt []time.Time `json:"resumed_at,omitempty"`
+	// Attempts records every attempt of the run, the first and each
+	// --resume, in order; rows carry the attempt's number.
+	Attempts []AttemptRecord `json:"attempts,omitempty"`
 }
+
+// AttemptRecord is one attempt of a run: who made it and how it ended.
+type AttemptRecord struct {
+	Attempt    int        `json:"attempt"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Status: running, ok, failed, interrupted, or crashed (it never
+	// finished: a resume or `benchrun report` found it running with no
+	// writer holding the run directory).
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	Benchrun string `json:"benchrun_version,omitempty"`
+}
+
+// attemptsOf returns a manifest's attempt records; for a manifest written
+// before they existed, it rebuilds them from started_at and resumed_at
+// (the last attempt ends as the manifest says, the others' ends were not
+// recorded).
+func attemptsOf(m *Manifest) []AttemptRecord {
+	if len(m.Attempts) > 0 {
+		return slices.Clone(m.Attempts)
+	}
+	starts := append([]time.Time{m.StartedAt}, m.ResumedAt...)
+	out := make([]AttemptRecord, len(starts))
+	for i, t := range starts {
+		out[i] = AttemptRecord{Attempt: i + 1, StartedAt: t, Status: "unrecorded"}
+	}
+	last := &out[len(out)-1]
+	last.Status, last.ExitCode, last.FinishedAt = m.Status, m.ExitCode, m.FinishedAt
+	last.Hostname, last.Benchrun = m.Host.Hostname, m.Benchrun
+	return out
+}
+
+// crashReason is what an attempt found running with nobody holding the
+// run directory is recorded with.
+const crashReason = "it never finished: its manifest still said running and no benchrun held the run directory (killed, crashed, or its machine went down)"
 
 // Host describes the machine.
 type Host struct {
@@ -94,27 +189,58 @@ func Version() string {
 }
 
 func newManifest(ri *RunInfo) *Manifest {
-	if ri.Resumed {
-		// Keep what the first attempt recorded; note the resumption.
-		if b, err := os.ReadFile(filepath.Join(ri.Dir, "manifest.json")); err == nil {
-			var m Manifest
-			if json.Unmarshal(b, &m) == nil {
-				m.Status, m.ExitCode, m.FinishedAt = "running", nil, nil
-				m.Tags, m.Metadata = ri.Tags, ri.Plan.Metadata
-				m.ResumedAt = append(m.ResumedAt, ri.StartedAt.UTC())
-				return &m
-			}
-		}
-	}
 	id := RunIdentity(ri)
+	this := AttemptRecord{
+		Attempt: max(ri.Attempt, 1), StartedAt: ri.StartedAt.UTC(), Status: RunRunning,
+		PID: os.Getpid(), Hostname: id.Hostname, Benchrun: id.BenchrunVersion,
+	}
+	if ri.Resumed && ri.prev != nil {
+		// Keep what the first attempt recorded; note the resumption and
+		// how the attempts before this one ended.
+		m := *ri.prev
+		attempts := attemptsOf(&m)
+		if last := &attempts[len(attempts)-1]; last.Status == RunRunning {
+			last.Status, last.Reason = RunCrashed, crashReason
+		}
+		m.Attempts = append(attempts, this)
+		m.Status, m.Reason, m.ExitCode, m.FinishedAt = RunRunning, "", nil, nil
+		m.Tags, m.Metadata = ri.Tags, ri.Plan.Metadata
+		m.ResumedAt = append(slices.Clone(m.ResumedAt), ri.StartedAt.UTC())
+		return &m
+	}
 	return &Manifest{
 		RunID: ri.ID, Plan: ri.Plan.Name, PlanFile: ri.Plan.Path, Tags: ri.Tags,
 		Metadata: ri.Plan.Metadata, StartedAt: ri.StartedAt.UTC(),
 		Benchrun: id.BenchrunVersion, GoVersion: runtime.Version(),
 		Host:        Host{Hostname: id.Hostname, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
 		ModelDigest: id.ModelDigest, Hardware: id.Hardware,
-		Status: "running",
+		Status:   RunRunning,
+		Attempts: []AttemptRecord{this},
 	}
+}
+
+// finish records how the current attempt (and so the run) ended.
+func (m *Manifest) finish(status, reason string, code int, at time.Time) {
+	at = at.UTC()
+	m.Status, m.Reason, m.ExitCode, m.FinishedAt = status, reason, &code, &at
+	if n := len(m.Attempts); n > 0 {
+		a := &m.Attempts[n-1]
+		c := code
+		a.Status, a.Reason, a.ExitCode, a.FinishedAt = status, reason, &c, &at
+	}
+}
+
+// ReadManifest reads a run directory's manifest.json.
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
+	}
+	return &m, nil
 }
 
 func (m *Manifest) write(dir string) error {
@@ -157,4 +283,153 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// LockFile is the run directory's lock file. A writer (a run, a resume)
+// holds an exclusive flock on it for as long as it writes, and records
+// itself in it (pid, host, start); the kernel frees the lock when the
+// writer's process ends, however it ends, so a free lock with a manifest
+// that says "running" means that writer crashed.
+const LockFile = ".benchrun.lock"
+
+// LockHolder is what the lock file says about the writer holding it.
+type LockHolder struct {
+	PID       int       `json:"pid"`
+	Hostname  string    `json:"hostname"`
+	StartedAt time.Time `json:"started_at"`
+	Attempt   int       `json:"attempt,omitempty"`
+}
+
+func (h *LockHolder) String() string {
+	if h == nil {
+		return "a writer that has not named itself yet"
+	}
+	s := fmt.Sprintf("pid %d on %s", h.PID, h.Hostname)
+	if h.Attempt > 0 {
+		s += fmt.Sprintf(", attempt %d", h.Attempt)
+	}
+	if !h.StartedAt.IsZero() {
+		s += ", since " + h.StartedAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// BusyError says that another writer holds a run directory.
+type BusyError struct {
+	Dir    string
+	Holder *LockHolder // nil when the lock file names nobody (yet)
+}
+
+func (e *BusyError) Error() string {
+	who := "another benchrun"
+	if e.Holder != nil {
+		who += " (" + e.Holder.String() + ")"
+	}
+	return fmt.Sprintf("run directory %s is in use by %s: a run directory has one writer at a time; wait for it to end (or stop it), then resume", e.Dir, who)
+}
+
+type runLock struct{ f *os.File }
+
+// lockRunDir takes the run directory's lock without waiting, or returns a
+// *BusyError naming the holder.
+func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking the run directory: %w", err)
+	}
+	busy, err := flockFile(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking the run directory %s: %w", dir, err)
+	}
+	if busy {
+		h := readHolder(f)
+		f.Close()
+		return nil, &BusyError{Dir: dir, Holder: h}
+	}
+	h := LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: attempt}
+	b, _ := json.Marshal(h)
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt(append(b, '\n'), 0)
+		_ = f.Sync()
+	}
+	return &runLock{f: f}, nil
+}
+
+func readHolder(f *os.File) *LockHolder {
+	b := make([]byte, 4096)
+	n, _ := f.ReadAt(b, 0)
+	var h LockHolder
+	if n == 0 || json.Unmarshal(b[:n], &h) != nil || h.PID == 0 {
+		return nil
+	}
+	return &h
+}
+
+func (l *runLock) release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = l.f.Truncate(0) // nobody holds it now
+	_ = l.f.Close()
+	l.f = nil
+}
+
+// RunDirState is what InspectRunDir found.
+type RunDirState struct {
+	// Live is set while a writer holds the run directory; Holder names it.
+	Live   bool
+	Holder *LockHolder
+	// Removed lists the temporary files a killed writer left, removed.
+	Removed []string
+}
+
+// InspectRunDir looks at a run directory for a reader (`benchrun report`):
+// whether a writer holds it now and, when none does, removes the
+// temporary files a killed writer left (`.part-00003.parquet.tmp-123`,
+// `.manifest.json.tmp-456`). With no writer, a manifest that says
+// "running" means its run crashed.
+func InspectRunDir(dir string) (RunDirState, error) {
+	var st RunDirState
+	lock, err := lockRunDir(dir, 0, time.Now())
+	var busy *BusyError
+	switch {
+	case errors.As(err, &busy):
+		st.Live, st.Holder = true, busy.Holder
+		return st, nil
+	case err != nil:
+		// A read-only copy of a run: nobody writes it, nothing to remove.
+		return st, nil
+	}
+	defer lock.release()
+	st.Removed = removeTemporaries(dir)
+	return st, nil
+}
+
+// tempRE matches the temporary names WriteFileAtomic and the Parquet
+// output write before their rename: ".<name>.tmp-<digits>".
+var tempRE = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
+
+// removeTemporaries removes the temporary files of interrupted atomic
+// writes under dir (the caller holds the run directory) and returns their
+// paths relative to dir.
+func removeTemporaries(dir string) []string {
+	var removed []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if rel, _ := filepath.Rel(dir, path); strings.Count(rel, string(filepath.Separator)) >= 2 {
+				return filepath.SkipDir // tables and charts are one level down
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && tempRE.MatchString(d.Name()) && os.Remove(path) == nil {
+			rel, _ := filepath.Rel(dir, path)
+			removed = append(removed, rel)
+		}
+		return nil
+	})
+	return removed
 }

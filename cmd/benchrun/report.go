@@ -91,6 +91,20 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchrun report:", err)
 		return pipeline.ExitInvalid
 	}
+	// A writer holding the run directory is still at it; with none, the
+	// temporary files a killed one left go, and a run whose manifest still
+	// says running crashed.
+	state, _ := pipeline.InspectRunDir(dir)
+	switch {
+	case state.Live:
+		fmt.Fprintf(stderr, "benchrun report: the run is still being written (%s): the report shows it as it stands\n", state.Holder)
+	case run.Status == pipeline.RunRunning:
+		run.Status = pipeline.RunCrashed
+		fmt.Fprintln(stderr, "benchrun report: the run crashed: its manifest still says running and no benchrun holds the run directory")
+	}
+	if n := len(state.Removed); n > 0 {
+		fmt.Fprintf(stderr, "benchrun report: removed %d temporary files a killed writer left (%s)\n", n, strings.Join(state.Removed, ", "))
+	}
 	d, err := reportsink.Load(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun report:", err)
@@ -137,10 +151,6 @@ func readRunRecord(dir string) (results.Run, error) {
 		RunID: m.RunID, Plan: m.Plan, StartedAt: m.StartedAt, FinishedAt: m.FinishedAt, Status: m.Status, ExitCode: m.ExitCode,
 		Metadata: m.Metadata, Tags: m.Tags, Hostname: m.Host.Hostname, BenchrunVersion: m.Benchrun,
 	}
-	if run.Status == pipeline.StatusRunning {
-		// Nothing finished the manifest: the run is still going or was killed.
-		run.Status = "incomplete"
-	}
 	for _, s := range m.Stages {
 		run.Stages = append(run.Stages, results.StageOutcome{Name: s.Name, Kind: s.Kind, Status: s.Status, Reason: s.Reason, DurationS: s.DurationS})
 	}
@@ -184,10 +194,7 @@ func writeResultJSON(dir string, d reportsink.Data, prefix string) error {
 	if err != nil {
 		return err
 	}
-	byCell := map[string][]results.Request{}
-	for _, q := range reqs {
-		byCell[q.CellID] = append(byCell[q.CellID], q)
-	}
+	byCell := results.RequestsOf(d.Cells, reqs) // each row's own attempt, not a superseded one's
 	var cells []jsonsink.CellResult
 	for _, c := range d.Cells {
 		cells = append(cells, jsonsink.NewCellResult(c, byCell[c.CellID]))

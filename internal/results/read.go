@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"path/filepath"
-	"time"
 
 	pq "github.com/parquet-go/parquet-go"
 )
@@ -28,14 +27,29 @@ func ReadTable[T any](runDir, table string) ([]T, error) {
 	return out, nil
 }
 
-// LatestCells keeps the last row of each cell id (a resumed run re-measures
-// cells that failed), in the order the cells first appeared.
+// AttemptOf is the attempt a row belongs to: its attempt column, or 1 for
+// a row written before the column existed (schema version 1 files read it
+// as 0). DuckDB users write coalesce(attempt, 1).
+func AttemptOf(attempt int64) int64 {
+	if attempt < 1 {
+		return 1
+	}
+	return attempt
+}
+
+// LatestCells keeps the current row of each cell id: the one of the
+// highest attempt (a resumed run re-measures cells that failed and keeps
+// the earlier rows), the later row among rows of the same attempt (runs
+// written before the attempt column), in the order the cells first
+// appeared.
 func LatestCells(cells []Cell) []Cell {
 	idx := map[string]int{}
 	var out []Cell
 	for _, c := range cells {
 		if i, ok := idx[c.CellID]; ok && c.CellID != "" {
-			out[i] = c
+			if AttemptOf(c.Attempt) >= AttemptOf(out[i].Attempt) {
+				out[i] = c
+			}
 			continue
 		}
 		idx[c.CellID] = len(out)
@@ -44,19 +58,44 @@ func LatestCells(cells []Cell) []Cell {
 	return out
 }
 
-// LatestVerdicts keeps, for each cell id, the verdicts of its last judging
-// (all verdicts of one cell row share their judged_at).
+// LatestVerdicts keeps, for each cell id, the verdicts of its last judging:
+// those of the highest attempt, and among them those with the latest
+// judged_at (all verdicts of one cell row share their judged_at).
 func LatestVerdicts(vs []Verdict) []Verdict {
-	latest := map[string]time.Time{}
+	type judging struct {
+		attempt int64
+		at      int64
+	}
+	later := func(a, b judging) bool { return a.attempt > b.attempt || a.attempt == b.attempt && a.at > b.at }
+	latest := map[string]judging{}
 	for _, v := range vs {
-		if t, ok := latest[v.CellID]; !ok || v.JudgedAt.After(t) {
-			latest[v.CellID] = v.JudgedAt
+		j := judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}
+		if l, ok := latest[v.CellID]; !ok || later(j, l) {
+			latest[v.CellID] = j
 		}
 	}
 	var out []Verdict
 	for _, v := range vs {
-		if v.JudgedAt.Equal(latest[v.CellID]) {
+		if (judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}) == latest[v.CellID] {
 			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// RequestsOf groups request rows by the cell rows they belong to: for
+// each cell id of cells (LatestCells' output, say), the requests of that
+// cell's attempt. Requests of superseded attempts are left out, so a
+// re-measured cell has only its own requests.
+func RequestsOf(cells []Cell, reqs []Request) map[string][]Request {
+	want := map[string]int64{}
+	for _, c := range cells {
+		want[c.CellID] = AttemptOf(c.Attempt)
+	}
+	out := map[string][]Request{}
+	for _, q := range reqs {
+		if a, ok := want[q.CellID]; ok && AttemptOf(q.Attempt) == a {
+			out[q.CellID] = append(out[q.CellID], q)
 		}
 	}
 	return out

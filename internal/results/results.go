@@ -20,10 +20,16 @@ const (
 // assertion judges. Times are milliseconds, rates per second.
 type Cell struct {
 	// Identity.
-	RunID     string    `parquet:"run_id" json:"run_id" expr:"run_id"`
-	Plan      string    `parquet:"plan" json:"plan" expr:"plan"`
-	Stage     string    `parquet:"stage" json:"stage" expr:"stage"`
-	CellID    string    `parquet:"cell_id" json:"cell_id" expr:"cell_id"`
+	RunID  string `parquet:"run_id" json:"run_id" expr:"run_id"`
+	Plan   string `parquet:"plan" json:"plan" expr:"plan"`
+	Stage  string `parquet:"stage" json:"stage" expr:"stage"`
+	CellID string `parquet:"cell_id" json:"cell_id" expr:"cell_id"`
+	// Attempt numbers the run's attempts: 1 for the first, one more for
+	// each --resume. A resumed run keeps the rows of earlier attempts, so
+	// the current row of a cell is the one of its highest attempt
+	// (LatestCells; docs/RESULTS.md). Files of schema version 1 have no
+	// such column: read as 0 here, NULL in DuckDB, both meaning 1.
+	Attempt   int64     `parquet:"attempt" json:"attempt" expr:"attempt"`
 	StartedAt time.Time `parquet:"started_at,timestamp(microsecond)" json:"started_at" expr:"started_at"`
 	Model     string    `parquet:"model" json:"model" expr:"model"`
 	// ModelDigest is "sha256:<hex>" of the plan's model.file when benchrun
@@ -148,6 +154,7 @@ type Request struct {
 	Plan         string    `parquet:"plan" json:"plan"`
 	Stage        string    `parquet:"stage" json:"stage"`
 	CellID       string    `parquet:"cell_id" json:"cell_id"`
+	Attempt      int64     `parquet:"attempt" json:"attempt"` // the attempt that sent it, as in Cell
 	Seq          int64     `parquet:"seq" json:"seq"`
 	ResponseID   string    `parquet:"response_id" json:"response_id"`
 	SentAt       time.Time `parquet:"sent_at,timestamp(microsecond)" json:"sent_at"`

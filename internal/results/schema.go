@@ -5,7 +5,7 @@ package results
 // in the release that adds columns; columns are never renamed or retyped,
 // so a reader of version N reads every file of versions 1..N
 // (sinks/parquet/testdata/v1 holds files of version 1, read by a test).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (

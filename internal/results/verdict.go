@@ -17,7 +17,8 @@ type Verdict struct {
 	Plan      string            `parquet:"plan" json:"plan"`
 	Stage     string            `parquet:"stage" json:"stage"`
 	CellID    string            `parquet:"cell_id" json:"cell_id"`
-	Cell      string            `parquet:"cell" json:"cell"` // "sweep 128:128 c=4", for people
+	Attempt   int64             `parquet:"attempt" json:"attempt"` // the attempt of the judged cell row
+	Cell      string            `parquet:"cell" json:"cell"`       // "sweep 128:128 c=4", for people
 	JudgedAt  time.Time         `parquet:"judged_at,timestamp(microsecond)" json:"judged_at"`
 	Assertion string            `parquet:"assertion" json:"assertion"`
 	Pos       string            `parquet:"pos" json:"pos"`         // file:line:col of the expression in the plan

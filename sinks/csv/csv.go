@@ -7,6 +7,7 @@ package csv
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"cuelang.org/go/cue"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -52,7 +55,8 @@ type target struct {
 // DefaultColumns). An unknown column is an error naming the valid ones.
 func New(w io.Writer, columns []string) (*Output, error) {
 	if len(columns) == 0 {
-		columns = DefaultColumns
+		// Start picks the defaults for the plan (a rate column for open loops).
+		return &Output{W: w}, nil
 	}
 	for i := range columns {
 		columns[i] = strings.TrimSpace(columns[i])
@@ -62,6 +66,28 @@ func New(w io.Writer, columns []string) (*Output, error) {
 		return nil, err
 	}
 	return &Output{W: w, Columns: columns, index: idx}, nil
+}
+
+// defaultColumnsFor is DefaultColumns with the rate column after
+// concurrency when the plan has an open-loop ladder: a rate row's load
+// point is its rate, and its concurrency column alone would read 0.
+func defaultColumnsFor(p *schema.Plan) []string {
+	if p == nil {
+		return DefaultColumns
+	}
+	for _, st := range p.Stages {
+		if st.Value.LookupPath(cue.ParsePath("rates")).Exists() {
+			cols := make([]string, 0, len(DefaultColumns)+1)
+			for _, c := range DefaultColumns {
+				cols = append(cols, c)
+				if c == "concurrency" {
+					cols = append(cols, "rate")
+				}
+			}
+			return cols
+		}
+	}
+	return DefaultColumns
 }
 
 // Columns lists every column a cell row has, in order.
@@ -129,7 +155,7 @@ func (o *Output) Doc() string {
 func (o *Output) Start(run *pipeline.RunInfo) error {
 	if o.index == nil {
 		if len(o.Columns) == 0 {
-			o.Columns = DefaultColumns
+			o.Columns = defaultColumnsFor(run.Plan)
 		}
 		idx, err := columnIndex(o.Columns)
 		if err != nil {
@@ -139,8 +165,14 @@ func (o *Output) Start(run *pipeline.RunInfo) error {
 	}
 	all := Columns()
 	allIdx, _ := columnIndex(all)
-	// cells.csv is appended to, so a resumed run keeps the rows it has.
-	f, err := os.OpenFile(filepath.Join(run.Dir, "cells.csv"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// cells.csv is appended to, so a resumed run keeps the rows it has;
+	// one written by a benchrun with other columns is first rewritten
+	// under today's header (its rows keep their values by column name).
+	path := filepath.Join(run.Dir, "cells.csv")
+	if err := upgradeHeader(path, all); err != nil {
+		return fmt.Errorf("cells.csv: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening cells.csv: %w", err)
 	}
@@ -178,6 +210,51 @@ func (o *Output) Start(run *pipeline.RunInfo) error {
 		}
 	}
 	return nil
+}
+
+// upgradeHeader rewrites the CSV file at path under the header columns
+// when its own header differs (an earlier attempt of the run was made by a
+// benchrun with fewer columns): each row keeps its values by column name,
+// a column it lacks is empty. A missing or empty file is left alone.
+func upgradeHeader(path string, columns []string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 || slices.Equal(recs[0], columns) {
+		return nil
+	}
+	at := map[string]int{}
+	for i, c := range recs[0] {
+		at[c] = i
+	}
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	_ = w.Write(columns)
+	for _, rec := range recs[1:] {
+		out := make([]string, len(columns))
+		for i, c := range columns {
+			if j, ok := at[c]; ok && j < len(rec) {
+				out[i] = rec[j]
+			}
+		}
+		_ = w.Write(out)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return pipeline.WriteFileAtomic(path, []byte(b.String()))
 }
 
 // Cell writes one row to every target and flushes, so each row appears

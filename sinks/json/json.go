@@ -84,6 +84,7 @@ type CellResult struct {
 	Plan        string            `json:"plan"`
 	Stage       string            `json:"stage"`
 	CellID      string            `json:"cell_id"`
+	Attempt     int64             `json:"attempt"` // the run attempt that measured the row (docs/RESULTS.md)
 	StartedAt   time.Time         `json:"started_at"`
 	ModelDigest string            `json:"model_digest,omitempty"`
 	Endpoint    string            `json:"endpoint"`
@@ -161,7 +162,7 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		MeanTPOTMs: c.TPOTMs, MedianTPOTMs: c.TPOTP50Ms, P90TPOTMs: c.TPOTP90Ms, P99TPOTMs: c.TPOTP99Ms,
 		MeanITLMs: c.ITLMs, MedianITLMs: c.ITLP50Ms, P90ITLMs: c.ITLP90Ms, P99ITLMs: c.ITLP99Ms,
 		MeanE2ELMs: c.E2ELMs, MedianE2ELMs: c.E2ELP50Ms, P90E2ELMs: c.E2ELP90Ms, P99E2ELMs: c.E2ELP99Ms,
-		RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, StartedAt: c.StartedAt.UTC(),
+		RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, Attempt: results.AttemptOf(c.Attempt), StartedAt: c.StartedAt.UTC(),
 		ModelDigest: c.ModelDigest, Endpoint: c.Endpoint, ISL: c.ISL, OSL: c.OSL, Concurrency: c.Concurrency,
 		DecodeTokS: c.DecodeTokS, PrefillTokS: c.PrefillTokS,
 		Status: c.Status, Reason: c.Reason, Notes: c.Notes, Metadata: c.Metadata,
@@ -287,11 +288,9 @@ func (o *Output) Start(ri *pipeline.RunInfo) error {
 		if err != nil {
 			return err
 		}
-		byCell := map[string][]results.Request{}
-		for _, q := range reqs {
-			byCell[q.CellID] = append(byCell[q.CellID], q)
-		}
-		for _, c := range results.LatestCells(cells) {
+		latest := results.LatestCells(cells)
+		byCell := results.RequestsOf(latest, reqs) // the requests of each row's own attempt
+		for _, c := range latest {
 			o.cells = append(o.cells, NewCellResult(c, byCell[c.CellID]))
 		}
 		vs, err := results.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
@@ -319,11 +318,16 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 }
 
 // Verdicts adds the cell's verdicts and rewrites the file.
-func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
+func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	o.verdicts = append(o.verdicts, rows...)
+	for _, v := range rows {
+		if v.Attempt == 0 {
+			v.Attempt = c.Attempt // the judged row's attempt
+		}
+		o.verdicts = append(o.verdicts, v)
+	}
 	return o.write(nil)
 }
 

@@ -28,6 +28,7 @@ var Tables = []string{results.TableCells, results.TableRequests, results.TableAs
 // pipeline.VerdictOutput and pipeline.SampleOutput.
 type Output struct {
 	dir        string
+	attempt    int
 	part       int // the last cell part number used
 	samplePart int
 }
@@ -43,10 +44,13 @@ func (o *Output) Doc() string {
 	return "cells, requests, assertions and samples tables, one part file per finished cell (DuckDB: runs/**/cells/*.parquet)"
 }
 
-// Start creates the table directories. Part numbers continue after any
-// part already there, so a resumed run never overwrites a finished cell.
+// Start creates the table directories. Part files are named with the
+// run's attempt (part-<attempt>-<n>.parquet), and numbers continue after
+// any part already there, so a resumed run never overwrites a finished
+// cell, nor one attempt another's.
 func (o *Output) Start(run *pipeline.RunInfo) error {
 	o.dir = run.Dir
+	o.attempt = max(run.Attempt, 1)
 	for _, d := range Tables {
 		if err := os.MkdirAll(filepath.Join(run.Dir, d), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)
@@ -60,7 +64,9 @@ func (o *Output) Start(run *pipeline.RunInfo) error {
 	return nil
 }
 
-var partRE = regexp.MustCompile(`^part-(\d+)\.parquet$`)
+// partRE matches part file names: part-<attempt>-<n>.parquet, and the
+// part-<n>.parquet of runs written before part names carried the attempt.
+var partRE = regexp.MustCompile(`^part-(?:\d+-)?(\d+)\.parquet$`)
 
 func lastPart(dir string) int {
 	entries, _ := os.ReadDir(dir)
@@ -75,13 +81,18 @@ func lastPart(dir string) int {
 	return n
 }
 
-func partName(n int) string { return fmt.Sprintf("part-%05d.parquet", n) }
+// PartName is the file name of part n of an attempt: part-001-00003.parquet.
+// Names sort by attempt, then part, after those of older runs
+// (part-00003.parquet).
+func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parquet", attempt, n) }
+
+func (o *Output) partName(n int) string { return PartName(o.attempt, n) }
 
 // Cell writes the cell's request rows, then its cell row, as new part files
 // with the same number.
 func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 	o.part++
-	name := partName(o.part)
+	name := o.partName(o.part)
 	// Requests first: a cells row whose requests are missing would be worse
 	// than requests without their (reproducible) summary row.
 	if len(reqs) > 0 {
@@ -93,11 +104,16 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 }
 
 // Verdicts writes the cell's assertion verdicts under the cell's part number.
-func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
+func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return WriteFile(filepath.Join(o.dir, results.TableAssertions, partName(o.part)), rows)
+	for i := range rows {
+		if rows[i].Attempt == 0 {
+			rows[i].Attempt = c.Attempt // the judged row's attempt
+		}
+	}
+	return WriteFile(filepath.Join(o.dir, results.TableAssertions, o.partName(o.part)), rows)
 }
 
 // Samples writes a batch of telemetry rows as a new part file.
@@ -106,14 +122,14 @@ func (o *Output) Samples(rows []results.Sample) error {
 		return nil
 	}
 	o.samplePart++
-	return WriteFile(filepath.Join(o.dir, results.TableSamples, partName(o.samplePart)), rows)
+	return WriteFile(filepath.Join(o.dir, results.TableSamples, o.partName(o.samplePart)), rows)
 }
 
 // Stop implements pipeline.Output.
 func (o *Output) Stop(*pipeline.Summary) error { return nil }
 
 // WriteFile writes rows to path atomically: it streams them to a temporary
-// file beside path (".part-00001.parquet.tmp-123", which no `*.parquet`
+// file beside path (".part-001-00001.parquet.tmp-123", which no `*.parquet`
 // glob matches), syncs it and renames it into place.
 func WriteFile[T any](path string, rows []T) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
