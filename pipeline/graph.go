@@ -36,6 +36,15 @@ type Graph struct {
 	byName map[string]*Node
 	// Sinks are the plan-level outputs decoded from `sinks`.
 	Sinks []Output
+	// Warnings are problems vet reports without failing the plan (each
+	// with its position): what may still work, or may not, at run time.
+	Warnings schema.Errors
+}
+
+// Warner is implemented by stages with vet warnings: problems that do
+// not make the plan invalid (a missing health check, say).
+type Warner interface {
+	Warnings(p *schema.Plan) []schema.Error
 }
 
 // Node returns the node with the given name.
@@ -183,6 +192,15 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 	}
 	if len(errs) > 0 {
 		return g, errs.Sort()
+	}
+	for _, n := range g.Nodes {
+		if w, ok := n.Stage.(Warner); ok {
+			g.Warnings = append(g.Warnings, w.Warnings(p)...)
+		}
+	}
+	g.Warnings = append(g.Warnings, modelFileWarnings(g)...)
+	if len(g.Warnings) > 0 {
+		g.Warnings = g.Warnings.Sort()
 	}
 	return g, nil
 }

@@ -777,3 +777,12 @@ func settleDefaults(v cue.Value) cue.Value {
 	}
 	return v
 }
+
+// PosOf returns the position of a plan field ("model.file") as written
+// in the plan file, or the plan file alone when the plan does not write it.
+func (p *Plan) PosOf(path string) Pos {
+	if pos, _ := rawPos(p.Value, path, p.Path); pos.Line > 0 {
+		return pos
+	}
+	return Pos{File: p.Path}
+}

@@ -49,6 +49,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printPlanError(stderr, err)
 		return pipeline.ExitInvalid
 	}
+	printWarnings(stderr, g)
 	if *only != "" {
 		if g, err = g.Only(strings.Split(*only, ",")); err != nil {
 			printPlanError(stderr, err)

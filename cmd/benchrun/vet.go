@@ -33,7 +33,8 @@ func runVet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := registry()
 	code := pipeline.ExitOK
 	for _, p := range plans {
-		if _, err := loadGraph(p, tags, reg); err != nil {
+		g, err := loadGraph(p, tags, reg)
+		if err != nil {
 			printPlanError(stderr, err)
 			n := problemCount(err)
 			noun := "problems"
@@ -44,9 +45,21 @@ func runVet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			code = pipeline.ExitInvalid
 			continue
 		}
+		printWarnings(stderr, g)
 		if !*quiet {
-			fmt.Fprintf(stderr, "%s: ok\n", p)
+			if n := len(g.Warnings); n > 0 {
+				fmt.Fprintf(stderr, "%s: ok, %d %s\n", p, n, map[bool]string{true: "warning", false: "warnings"}[n == 1])
+			} else {
+				fmt.Fprintf(stderr, "%s: ok\n", p)
+			}
 		}
 	}
 	return code
+}
+
+// printWarnings prints a plan's vet warnings as "file:line:col: warning: ...".
+func printWarnings(w io.Writer, g *pipeline.Graph) {
+	for _, e := range g.Warnings {
+		fmt.Fprintf(w, "%s: warning: %s\n", e.Pos, e.Msg)
+	}
 }

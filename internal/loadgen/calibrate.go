@@ -9,7 +9,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // Calibration methods.
@@ -21,21 +23,27 @@ const (
 )
 
 // Vocab builds prompts of an exact token length for one server: Words are
-// the vocabulary words the server's tokenizer reads as exactly one token
-// each after a space, and Overhead the tokens the server adds to any
-// prompt (BOS, a chat template).
+// vocabulary words the server's tokenizer reads as exactly one token each
+// after a space, Lead is the word every prompt starts with, and Overhead
+// the tokens of a prompt made of Lead alone as the endpoint counts them
+// (BOS, a chat template, and whatever the first word of a prompt costs:
+// Ollama's own engine charges 2-3 tokens for it).
 type Vocab struct {
 	Words    []string
+	Lead     string
 	Overhead int
-	// Method says how the vocabulary was calibrated: "tokenize", "probe"
-	// or "assumed" (no calibration; one token per word).
+	// Method says how the vocabulary was calibrated: "tokenize", "probe",
+	// "tokenize+probe" or "assumed" (no calibration; one token per word).
 	Method string
+	// Requests is how many requests calibration cost.
+	Requests int
 }
 
-// AssumedVocab is the uncalibrated vocabulary: one token per word, no overhead.
+// AssumedVocab is the uncalibrated vocabulary: one token per word, no
+// lead, no overhead.
 func AssumedVocab() *Vocab { return &Vocab{Words: words, Method: "assumed"} }
 
-// Words returns n words drawn from rng, joined by spaces.
+// Text returns n words drawn from rng, joined by spaces (no lead).
 func (v *Vocab) Text(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	b.Grow(n * 6)
@@ -48,16 +56,42 @@ func (v *Vocab) Text(rng *rand.Rand, n int) string {
 	return b.String()
 }
 
-// WordsFor is how many words make a prompt of isl tokens (at least 1).
+// WordsFor is how many words follow the lead in a prompt of isl tokens
+// (at least 1).
 func (v *Vocab) WordsFor(isl int) int { return max(isl-v.Overhead, 1) }
+
+// withLead puts the lead word in front of a prompt body.
+func (v *Vocab) withLead(body string) string {
+	if v.Lead == "" {
+		return body
+	}
+	return v.Lead + " " + body
+}
 
 // tokenCounter counts a prompt's tokens as the server sees them.
 type tokenCounter func(ctx context.Context, text string) (int, error)
 
-// Calibrate finds the single-token vocabulary and the prompt overhead of
-// the target's model, by /tokenize or by probing (see the method
-// constants). It costs a few dozen small requests.
-func Calibrate(ctx context.Context, t *Target, method string) (*Vocab, error) {
+// calibrationLead is the first word of every calibrated prompt.
+const calibrationLead = "the"
+
+// Calibration budget: single-token words are looked for among the
+// shortest words first, in groups, until enough are found or the budget
+// of counting requests is spent ("tens", not hundreds, even on a
+// 512-token vocabulary where most words are several tokens).
+const (
+	calibrationWantWords = 64
+	calibrationMinWords  = 8
+	calibrationBudget    = 40
+)
+
+// Calibrate finds single-token words and the prompt overhead of the
+// target's model. The words come from the server's tokenizer endpoint in
+// its dialect (info.Tokenizer; tried in turn when unknown) or, without
+// one, from probes (max_tokens=1 requests reading usage.prompt_tokens);
+// the overhead always comes from a probe on the endpoint being measured
+// when the method allows it, because only that counts the chat template
+// and BOS exactly as the measured requests will.
+func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (*Vocab, error) {
 	switch method {
 	case CalibrateOff:
 		return AssumedVocab(), nil
@@ -65,45 +99,91 @@ func Calibrate(ctx context.Context, t *Target, method string) (*Vocab, error) {
 	default:
 		return nil, fmt.Errorf("calibration %q: want auto, tokenize, probe or off", method)
 	}
-	tok := func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, text) }
-	probe := func(ctx context.Context, text string) (int, error) { return t.probeCount(ctx, text) }
-	var count tokenCounter
-	name := method
-	switch method {
-	case CalibrateTokenize:
-		count = tok
-	case CalibrateProbe:
-		count = probe
-	default:
-		if _, err := tok(ctx, "the"); err == nil {
-			count, name = tok, CalibrateTokenize
-		} else {
-			count, name = probe, CalibrateProbe
+	requests := 0
+	counted := func(c tokenCounter) tokenCounter {
+		return func(ctx context.Context, text string) (int, error) {
+			requests++
+			return c(ctx, text)
 		}
 	}
-	return calibrateWith(ctx, count, name)
+	probe := counted(func(ctx context.Context, text string) (int, error) { return t.probeCount(ctx, text) })
+	var tok tokenCounter
+	dialect := ""
+	if method != CalibrateProbe {
+		var err error
+		dialect, err = t.tokenizerDialect(ctx, info.Tokenizer, &requests)
+		if err != nil && method == CalibrateTokenize {
+			return nil, fmt.Errorf("calibrating prompt lengths by tokenize: %w", err)
+		}
+		if dialect != DialectNone && dialect != "" {
+			d := dialect
+			tok = counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, false) })
+		}
+	}
+	wordsBy, name := tok, "tokenize("+dialect+")"
+	if tok == nil {
+		wordsBy, name = probe, CalibrateProbe
+	}
+	single, err := singleTokenWords(ctx, wordsBy, &requests)
+	if err != nil {
+		return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", name, err)
+	}
+	v := &Vocab{Words: single, Lead: calibrationLead}
+	// The overhead as the measured endpoint counts it.
+	overheadBy := probe
+	switch {
+	case method == CalibrateTokenize:
+		d := dialect
+		overheadBy = counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, true) })
+		v.Method = name
+	case tok != nil:
+		v.Method = name + "+probe"
+	default:
+		v.Method = CalibrateProbe
+	}
+	if err := v.measureOverhead(ctx, overheadBy); err != nil {
+		if tok == nil || method == CalibrateTokenize {
+			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", v.Method, err)
+		}
+		// The endpoint reports no usage: the tokenizer with special
+		// tokens is the next best count (it misses a chat template).
+		d := dialect
+		v.Method = name
+		if err2 := v.measureOverhead(ctx, counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, true) })); err2 != nil {
+			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", v.Method, err2)
+		}
+	}
+	v.Requests = requests
+	return v, nil
 }
 
-func calibrateWith(ctx context.Context, count tokenCounter, method string) (*Vocab, error) {
-	const anchor = "the"
-	base, err := count(ctx, anchor)
+// singleTokenWords looks for words that add exactly one token after an
+// anchor, shortest words first, testing them in groups: a group of k
+// words that adds k tokens is k single-token words (no word adds fewer
+// than one); a group that adds more is split once or twice and small
+// failing groups are dropped.
+func singleTokenWords(ctx context.Context, count tokenCounter, requests *int) ([]string, error) {
+	base, err := count(ctx, calibrationLead)
 	if err != nil {
-		return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", method, err)
+		return nil, err
 	}
+	cands := append([]string(nil), words...)
+	sort.SliceStable(cands, func(i, j int) bool { return len(cands[i]) < len(cands[j]) })
 	var single []string
-	// A batch of k words appended to the anchor adds exactly k tokens only
-	// if each adds one (no word adds less than one); otherwise bisect.
 	var check func(batch []string) error
 	check = func(batch []string) error {
-		n, err := count(ctx, anchor+" "+strings.Join(batch, " "))
+		if *requests >= calibrationBudget || len(single) >= calibrationWantWords {
+			return nil
+		}
+		n, err := count(ctx, calibrationLead+" "+strings.Join(batch, " "))
 		if err != nil {
-			return fmt.Errorf("calibrating prompt lengths by %s: %w", method, err)
+			return err
 		}
 		if n-base == len(batch) {
 			single = append(single, batch...)
 			return nil
 		}
-		if len(batch) == 1 {
+		if len(batch) <= 4 {
 			return nil
 		}
 		h := len(batch) / 2
@@ -112,59 +192,101 @@ func calibrateWith(ctx context.Context, count tokenCounter, method string) (*Voc
 		}
 		return check(batch[h:])
 	}
-	for i := 0; i < len(words); i += 64 {
-		if err := check(words[i:min(i+64, len(words))]); err != nil {
+	for i := 0; i < len(cands) && *requests < calibrationBudget && len(single) < calibrationWantWords; i += 16 {
+		if err := check(cands[i:min(i+16, len(cands))]); err != nil {
 			return nil, err
 		}
 	}
-	if len(single) < 16 {
-		return nil, fmt.Errorf("calibrating prompt lengths by %s: only %d of %d words are single tokens for this model; prompts cannot be built to an exact length", method, len(single), len(words))
+	if len(single) < calibrationMinWords {
+		return nil, fmt.Errorf("only %d single-token words found in %d requests for this model; prompts cannot be built to an exact length", len(single), *requests)
 	}
-	v := &Vocab{Words: single, Method: method}
-	// Overhead: a sample prompt's count minus its words, checked twice.
-	rng := rand.New(rand.NewPCG(7, 7))
-	for _, n := range []int{16, 200} {
-		c, err := count(ctx, v.Text(rng, n))
-		if err != nil {
-			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", method, err)
-		}
-		if o := c - n; n == 16 {
-			v.Overhead = o
-		} else if o != v.Overhead {
-			return nil, fmt.Errorf("calibrating prompt lengths by %s: overhead is not constant (%d tokens for 16 words, %d for 200)", method, v.Overhead, o)
-		}
-	}
-	return v, nil
+	return single, nil
 }
 
-// tokenizeCount asks the server's /tokenize (vLLM, SGLang, llama.cpp).
-func (t *Target) tokenizeCount(ctx context.Context, text string) (int, error) {
-	body := map[string]any{"model": t.Model}
-	if t.Endpoint == Chat {
-		body["messages"] = []map[string]string{{"role": "user", "content": text}}
-	} else {
-		body["prompt"] = text
+// measureOverhead sets the overhead from a prompt of the lead alone and
+// checks it on two longer prompts: a count that does not add up means the
+// words do not combine as measured, and prompts would miss their length.
+func (v *Vocab) measureOverhead(ctx context.Context, count tokenCounter) error {
+	o, err := count(ctx, v.Lead)
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{16, 200} {
+		c, err := count(ctx, v.withLead(v.Text(rng, n)))
+		if err != nil {
+			return err
+		}
+		if c-n != o {
+			return fmt.Errorf("overhead is not constant (%d tokens for the lead alone, %d with %d more words)", o, c-n, n)
+		}
+	}
+	v.Overhead = o
+	return nil
+}
+
+// tokenizerDialect decides how to ask the server's tokenizer: the dialect
+// discovery found, else each in turn. An empty token list for non-empty
+// text is a tokenizer that did not understand the question (llama-server
+// answers {"tokens":[]} to a field it does not read), never a count.
+func (t *Target) tokenizerDialect(ctx context.Context, known string, requests *int) (string, error) {
+	if known == DialectNone {
+		return DialectNone, errors.New("the server has no tokenizer endpoint")
+	}
+	dialects := []string{DialectPrompt, DialectContent}
+	if known != "" {
+		dialects = []string{known}
+	}
+	var errs []string
+	for _, d := range dialects {
+		*requests++
+		n, err := t.tokenizeCount(ctx, d, calibrationLead+" of and", false)
+		if err == nil && n > 0 {
+			return d, nil
+		}
+		if err == nil {
+			err = errors.New("no tokens")
+		}
+		errs = append(errs, d+": "+err.Error())
+	}
+	return DialectNone, fmt.Errorf("no usable tokenizer endpoint (%s)", strings.Join(errs, "; "))
+}
+
+// tokenizeCount asks the server's /tokenize in a dialect. special asks
+// for the special tokens (BOS) a request's prompt gets.
+func (t *Target) tokenizeCount(ctx context.Context, dialect, text string, special bool) (int, error) {
+	var body map[string]any
+	switch dialect {
+	case DialectContent:
+		body = map[string]any{"content": text, "add_special": special}
+	default:
+		body = map[string]any{"model": t.Model, "add_special_tokens": special}
+		if t.Endpoint == Chat && special {
+			body["messages"] = []map[string]string{{"role": "user", "content": text}}
+			body["add_generation_prompt"] = true
+			delete(body, "add_special_tokens")
+		} else {
+			body["prompt"] = text
+		}
 	}
 	var out struct {
 		Count  *int              `json:"count"`
 		Tokens []json.RawMessage `json:"tokens"`
 	}
 	if err := t.postJSON(ctx, "/tokenize", body, &out); err != nil {
-		if t.Endpoint == Chat {
-			return 0, err
-		}
-		// llama.cpp's /tokenize takes "content".
-		if err2 := t.postJSON(ctx, "/tokenize", map[string]any{"content": text}, &out); err2 != nil {
-			return 0, err
-		}
+		return 0, err
 	}
+	n := len(out.Tokens)
 	if out.Count != nil {
-		return *out.Count, nil
+		n = *out.Count
 	}
-	if out.Tokens != nil {
-		return len(out.Tokens), nil
+	if n == 0 && strings.TrimSpace(text) != "" {
+		return 0, fmt.Errorf("/tokenize answered an empty token list for non-empty text (it does not read the %s dialect)", dialect)
 	}
-	return 0, errors.New("/tokenize answered without count or tokens")
+	if out.Count == nil && out.Tokens == nil {
+		return 0, errors.New("/tokenize answered without count or tokens")
+	}
+	return n, nil
 }
 
 // probeCount sends the prompt with max_tokens 1 and reads usage.prompt_tokens.
@@ -227,4 +349,30 @@ func (t *Target) postJSON(ctx context.Context, path string, body any, out any) e
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	return nil
+}
+
+// calibrations caches calibrated vocabularies per server, model, endpoint
+// and method for the life of the process, so a warm-up and the sweep
+// after it size prompts identically and calibrate once.
+var calibrations sync.Map // calibrationKey → *Vocab
+
+type calibrationKey struct {
+	url, model string
+	endpoint   Endpoint
+	method     string
+}
+
+// CalibrateCached is Calibrate, remembered per server, model, endpoint
+// and method. Failures are not remembered.
+func CalibrateCached(ctx context.Context, t *Target, method string, info ServerInfo) (*Vocab, error) {
+	k := calibrationKey{t.BaseURL, t.Model, t.Endpoint, method}
+	if v, ok := calibrations.Load(k); ok {
+		return v.(*Vocab), nil
+	}
+	v, err := Calibrate(ctx, t, method, info)
+	if err != nil {
+		return nil, err
+	}
+	calibrations.Store(k, v)
+	return v, nil
 }

@@ -13,8 +13,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen/sse"
@@ -103,6 +105,10 @@ type Request struct {
 	// Body fields are merged into this request's body after the target's
 	// ExtraBody (min_tokens for this cell, say).
 	Body map[string]any
+	// ExpectTokens, when positive, is the output length the request forces
+	// (ignore_eos/min_tokens): a response with fewer tokens was cut short,
+	// whatever the stream's end looked like.
+	ExpectTokens int
 }
 
 // Result is one request's measurements. Every time carries Go's monotonic
@@ -129,7 +135,12 @@ type Result struct {
 	TokensEstimated bool
 	ResponseID      string
 	StatusCode      int
-	Err             error
+	// ConnRetries counts sends that failed on a reused keep-alive
+	// connection the server had already closed, before any response byte:
+	// the server never saw them, so the request went again on a fresh
+	// connection with its send time restamped.
+	ConnRetries int
+	Err         error
 }
 
 // TokenEvent is one token-bearing event.
@@ -210,6 +221,38 @@ func (e *TimeoutError) Error() string {
 // ErrNoTokens means the response ended without a single token.
 var ErrNoTokens = errors.New("response carried no tokens")
 
+// CutShortError: the stream ended (the server closed it cleanly) without
+// [DONE] and without a finish reason, or with fewer tokens than a forced
+// output length asked for. Ollama does this when its runner dies mid-stream.
+type CutShortError struct {
+	Events, Tokens, Want int
+	NoEnd                bool // neither [DONE] nor a finish_reason arrived
+}
+
+func (e *CutShortError) Error() string {
+	if e.NoEnd {
+		return fmt.Sprintf("stream cut short: it ended after %d token events without [DONE] or a finish reason (the server stopped mid-stream)", e.Events)
+	}
+	return fmt.Sprintf("stream cut short: %d of the %d forced output tokens arrived", e.Tokens, e.Want)
+}
+
+// maxConnRetries bounds the resends of one request after stale pooled
+// connections: each one is a different dead connection taken from the pool.
+const maxConnRetries = 4
+
+// staleConn reports whether err is what a send on a pooled keep-alive
+// connection that the server had closed looks like, before any response
+// byte: the server never read the request, so sending it again is safe.
+func staleConn(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(msg, "server closed idle connection") ||
+		strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "broken pipe")
+}
+
 func (t *Target) body(req Request) ([]byte, error) {
 	b := map[string]any{"model": t.Model}
 	switch t.Endpoint {
@@ -251,21 +294,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		res.Err = fmt.Errorf("building request: %w", err)
 		return res
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.BaseURL, "/")+t.Endpoint.Path(), bytes.NewReader(body))
-	if err != nil {
-		res.Err = fmt.Errorf("building request: %w", err)
-		return res
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if t.Stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	}
-	for k, v := range t.Headers {
-		hreq.Header.Set(k, v)
-	}
-	if t.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+t.APIKey)
-	}
+	url := strings.TrimRight(t.BaseURL, "/") + t.Endpoint.Path()
 	client := t.HTTP
 	if client == nil {
 		client = http.DefaultClient
@@ -280,7 +309,6 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		ctx, cancel = context.WithCancelCause(ctx)
 		defer cancel(nil)
 		wd.cancel, wd.res = cancel, &res
-		hreq = hreq.WithContext(ctx)
 		if t.Timeout > 0 {
 			total := time.AfterFunc(t.Timeout, func() {
 				cancel(&TimeoutError{Timeout: t.Timeout})
@@ -292,15 +320,49 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			defer wd.timer.Stop()
 		}
 	}
-	res.Sent = time.Now()
-	if res.Scheduled.IsZero() {
-		res.Scheduled = res.Sent
-	}
-	resp, err := client.Do(hreq)
-	if err != nil {
+	var resp *http.Response
+	for {
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			res.Err = fmt.Errorf("building request: %w", err)
+			return res
+		}
+		hreq.Header.Set("Content-Type", "application/json")
+		if t.Stream {
+			hreq.Header.Set("Accept", "text/event-stream")
+		}
+		for k, v := range t.Headers {
+			hreq.Header.Set(k, v)
+		}
+		if t.APIKey != "" {
+			hreq.Header.Set("Authorization", "Bearer "+t.APIKey)
+		}
+		// Whether the connection came from the pool decides whether a
+		// failure before the first response byte may be a stale
+		// keep-alive connection (a server that closes after every stream
+		// while its headers promise keep-alive: llama-server, proxies).
+		var reused atomic.Bool
+		hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		}))
+		res.Sent = time.Now()
+		resp, err = client.Do(hreq)
+		if err == nil {
+			break
+		}
+		if reused.Load() && ctx.Err() == nil && res.ConnRetries < maxConnRetries && staleConn(err) {
+			res.ConnRetries++
+			continue
+		}
+		if res.Scheduled.IsZero() {
+			res.Scheduled = res.Sent
+		}
 		res.Err = wd.explain(ctx, fmt.Errorf("sending request: %w", err))
 		res.Finished = time.Now()
 		return res
+	}
+	if res.Scheduled.IsZero() {
+		res.Scheduled = res.Sent
 	}
 	defer resp.Body.Close()
 	res.StatusCode = resp.StatusCode
@@ -317,6 +379,15 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	streamed := t.Stream && t.Endpoint != Embeddings
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") {
+		// A proxy's or gateway's error page with a 200: say what arrived
+		// rather than fail later with "unexpected EOF" or "malformed".
+		b, _ := io.ReadAll(io.LimitReader(rbody, 200))
+		res.Err = fmt.Errorf("the server answered %d with Content-Type %q instead of %s (a proxy's page?); it begins %q",
+			resp.StatusCode, ct, map[bool]string{true: "an SSE stream", false: "JSON"}[streamed], truncate(b, 120))
+		res.Finished = time.Now()
+		return res
+	}
 	if streamed && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		// Asked to stream, the server sent one JSON body: an error object
 		// (reported as such) or a server that ignores "stream". Timing one
@@ -348,6 +419,9 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	}
 	if res.Err == nil && len(res.Tokens) == 0 && t.Endpoint != Embeddings {
 		res.Err = ErrNoTokens
+	}
+	if res.Err == nil && req.ExpectTokens > 0 && res.OutputTokens < req.ExpectTokens {
+		res.Err = &CutShortError{Events: len(res.Tokens), Tokens: res.OutputTokens, Want: req.ExpectTokens}
 	}
 	return res
 }
@@ -419,11 +493,17 @@ func readStream(r io.Reader, res *Result) error {
 	// server sends continuous usage and the deltas are tokens per event.
 	var usageAt []int
 	continuous := true
+	finished := false // a finish_reason arrived
 	for {
 		ev, err := sr.Next()
 		if err == io.EOF {
-			// A stream that ends without [DONE] is accepted when it carried
-			// tokens; the counts say what we saw.
+			// A stream that ends without [DONE] is accepted when the
+			// server said the sequence finished (a finish_reason); one that
+			// just stops was cut short (Ollama ends the stream cleanly when
+			// its runner dies), however clean its end looked.
+			if !finished && counted > 0 {
+				return &CutShortError{Events: counted, NoEnd: true}
+			}
 			break
 		}
 		if err != nil {
@@ -442,6 +522,9 @@ func readStream(r io.Reader, res *Result) error {
 		}
 		if c.HasError || ev.Type == "error" {
 			return &StreamError{Message: errorMessage(ev.Data)}
+		}
+		if c.HasFinish {
+			finished = true
 		}
 		if res.ResponseID == "" && len(c.ID) > 0 {
 			if c.IDEscaped {

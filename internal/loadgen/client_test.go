@@ -225,7 +225,10 @@ func TestClientStreamShapes(t *testing.T) {
 			"", []int{1, 1}, 2, true, false},
 		{"no usage: counted", []string{": keep-alive\n\n", "event: message\n" + chunk("a", ""), chunk("b", ""), "data: [DONE]\n\n"},
 			"", []int{1, 1}, 2, false, false},
-		{"ends without [DONE]", []string{chunk("a", ""), chunk("b", "")}, "", []int{1, 1}, 2, false, false},
+		// Ollama ends a stream cut short by its runner's death cleanly: 200,
+		// no usage, no [DONE], no finish reason. That is a failed request.
+		{"ends without [DONE] or a finish reason (cut short)", []string{chunk("a", ""), chunk("b", "")}, "stream cut short: it ended after 2 token events", nil, 0, false, false},
+		{"ends without [DONE] after a finish reason", []string{chunk("a", ""), `data: {"id":"x","choices":[{"index":0,"text":"b","finish_reason":"length"}]}` + "\n\n"}, "", []int{1, 1}, 2, false, false},
 		{"a 200 KB event (no 64 KB line limit)", []string{chunk(strings.Repeat("x", 200<<10), ""), chunk("b", ""), "data: [DONE]\n\n"}, "", []int{1, 1}, 2, false, false},
 		{"error object mid-stream", []string{chunk("a", ""), `data: {"error":{"message":"out of memory","code":500}}` + "\n\n"}, "out of memory", nil, 0, false, false},
 		{"error event", []string{chunk("a", ""), "event: error\ndata: {\"message\":\"engine died\"}\n\n"}, "engine died", nil, 0, false, false},

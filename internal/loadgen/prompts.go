@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 )
@@ -39,9 +40,14 @@ func SyntheticPrompt(rng *rand.Rand, n int) string {
 }
 
 // PromptSource gives every request of a cell its prompt. A prompt depends
-// only on the seed, the cell key, the pass and the request's index, never
-// on the concurrency or on goroutine timing, so every ladder point of a
-// cell sees the same prompts.
+// only on the seed, the cell key, the point key, the pass and the
+// request's index, never on goroutine timing, so a run is reproducible.
+//
+// Cold prompts (the default) differ for every request of every pass of
+// every ladder point: a server's prompt cache (llama-server's
+// cache_prompt, vLLM's prefix caching, SGLang's radix cache) has never
+// seen a timed prompt before, warm-up passes included. Warm prompts reuse
+// one set everywhere.
 type PromptSource struct {
 	// ISL is the prompt length in tokens (synthetic prompts).
 	ISL int
@@ -56,6 +62,10 @@ type PromptSource struct {
 	Seed    uint64
 	// CellKey separates cells (isl<<32 | osl, say).
 	CellKey uint64
+	// PointKey separates the ladder points of a cell (and stages: a
+	// warm-up stage uses its own keys), so cold prompts never repeat
+	// across points. Warm prompts ignore it.
+	PointKey uint64
 	// Vocab is the calibrated vocabulary; nil means AssumedVocab.
 	Vocab *Vocab
 	// Dataset, when set, replaces synthetic prompts: request i of pass p
@@ -99,18 +109,45 @@ func (p *PromptSource) Prompt(pass, i int) string {
 			i %= p.WarmSet
 		}
 	}
+	point := p.PointKey
+	if p.Warm {
+		point = 0
+	}
 	if len(p.Dataset) > 0 {
-		k := uint64(pass)*1_000_003 + uint64(i)
+		k := mix64(point)*0x9e3779b9 + uint64(pass)*1_000_003 + uint64(i)
 		return p.Dataset[p.perm[k%uint64(len(p.perm))]]
 	}
-	rng := rand.New(rand.NewPCG(p.Seed^p.CellKey, uint64(pass)<<40|uint64(i)))
+	rng := rand.New(rand.NewPCG(p.Seed^p.CellKey, mix64(point)^uint64(pass)<<40^uint64(i)))
 	n := p.Vocab.WordsFor(p.ISL)
 	if p.prefix == "" {
-		return p.Vocab.Text(rng, n)
+		return p.Vocab.withLead(p.Vocab.Text(rng, n))
 	}
 	rest := n - p.SharedPrefix
 	if rest <= 0 {
-		return p.prefix
+		return p.Vocab.withLead(p.prefix)
 	}
-	return p.prefix + " " + p.Vocab.Text(rng, rest)
+	return p.Vocab.withLead(p.prefix + " " + p.Vocab.Text(rng, rest))
+}
+
+// mix64 is splitmix64's finalizer: distinct keys give unrelated seeds.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// PointKey is a ladder point's key for PromptSource.PointKey: stage
+// names the stage (warm-up and sweep differ), and concurrency or rate the
+// point.
+func PointKey(stage string, concurrency int, rate float64) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(stage); i++ {
+		h = (h ^ uint64(stage[i])) * 1099511628211
+	}
+	h = (h ^ uint64(concurrency)) * 1099511628211
+	h = (h ^ math.Float64bits(rate)) * 1099511628211
+	return h | 1 // never 0, the warm key
 }

@@ -14,21 +14,25 @@ func TestCalibrateAgainstSimulator(t *testing.T) {
 		method, want string
 		ep           Endpoint
 	}{
-		{CalibrateAuto, CalibrateTokenize, Completions},
-		{CalibrateTokenize, CalibrateTokenize, Completions},
+		{CalibrateAuto, "tokenize(prompt)+probe", Completions},
+		{CalibrateTokenize, "tokenize(prompt)", Completions},
 		{CalibrateProbe, CalibrateProbe, Completions},
 		{CalibrateProbe, CalibrateProbe, Chat},
-		{CalibrateTokenize, CalibrateTokenize, Chat},
+		{CalibrateTokenize, "tokenize(prompt)", Chat},
+		{CalibrateAuto, "tokenize(prompt)+probe", Chat},
 	} {
 		t.Run(tc.method+"/"+string(tc.ep), func(t *testing.T) {
 			tg := newTarget(url, 4)
 			tg.Endpoint = tc.ep
-			v, err := Calibrate(context.Background(), tg, tc.method)
+			v, err := Calibrate(context.Background(), tg, tc.method, ServerInfo{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v.Method != tc.want || len(v.Words) < 100 {
+			if v.Method != tc.want || len(v.Words) < calibrationWantWords {
 				t.Fatalf("method %s with %d words", v.Method, len(v.Words))
+			}
+			if v.Requests > 50 {
+				t.Fatalf("calibration cost %d requests, want tens", v.Requests)
 			}
 			// Every prompt is exactly isl tokens as the server counts them.
 			src := &PromptSource{ISL: 100, SharedPrefix: 20, Seed: 3, CellKey: 9, Vocab: v}
@@ -46,10 +50,10 @@ func TestCalibrateAgainstSimulator(t *testing.T) {
 	}
 	t.Run("a server without /tokenize or usage", func(t *testing.T) {
 		tg := newTarget(fakeServer(t, "data: [DONE]\n\n"), 1)
-		if _, err := Calibrate(context.Background(), tg, CalibrateAuto); err == nil || !strings.Contains(err.Error(), "probe") {
+		if _, err := Calibrate(context.Background(), tg, CalibrateAuto, ServerInfo{}); err == nil || !strings.Contains(err.Error(), "probe") {
 			t.Fatalf("err = %v, want a probe failure", err)
 		}
-		v, err := Calibrate(context.Background(), tg, CalibrateOff)
+		v, err := Calibrate(context.Background(), tg, CalibrateOff, ServerInfo{})
 		if err != nil || v.Method != "assumed" {
 			t.Fatalf("off: %v %v", v, err)
 		}

@@ -25,6 +25,10 @@ type chunkInfo struct {
 	IDEscaped bool
 	// HasError: a non-null top-level error member.
 	HasError bool
+	// HasFinish: some choice carries a non-empty finish_reason string
+	// ("stop", "length"): the server says the sequence ended, so a stream
+	// that then closes without [DONE] still ended on purpose.
+	HasFinish bool
 }
 
 var errScan = errors.New("malformed JSON")
@@ -78,7 +82,7 @@ func scanChunk(data []byte) (chunkInfo, error) {
 				return s.skip()
 			})
 		case "choices":
-			info.HasText = false
+			info.HasText, info.HasFinish = false, false
 			if s.peek() != '[' {
 				return s.skip()
 			}
@@ -88,9 +92,13 @@ func scanChunk(data []byte) (chunkInfo, error) {
 					return s.skip()
 				}
 				s.i++
-				var text, content, rc, reasoning, msg bool
+				var text, content, rc, reasoning, msg, finish bool
 				err := s.object(func(k []byte) error {
 					switch string(k) {
+					case "finish_reason":
+						var err error
+						finish, err = s.nonEmptyString()
+						return err
 					case "text":
 						var err error
 						text, err = s.nonEmptyString()
@@ -134,6 +142,9 @@ func scanChunk(data []byte) (chunkInfo, error) {
 				})
 				if text || content || rc || reasoning || msg {
 					info.HasText = true
+				}
+				if finish {
+					info.HasFinish = true
 				}
 				return err
 			})

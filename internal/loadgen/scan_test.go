@@ -46,6 +46,9 @@ func refScan(data []byte) (chunkInfo, bool) {
 			if nonEmpty(ch, "text") {
 				info.HasText = true
 			}
+			if nonEmpty(ch, "finish_reason") {
+				info.HasFinish = true
+			}
 			if d, ok := ch["delta"].(map[string]any); ok && (nonEmpty(d, "content") || nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning")) {
 				info.HasText = true
 			}
@@ -68,7 +71,7 @@ func sameInfo(t *testing.T, data []byte, got, want chunkInfo) {
 		}
 	}
 	if id != string(want.ID) || got.HasText != want.HasText || got.HasUsage != want.HasUsage ||
-		got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens || got.HasError != want.HasError {
+		got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens || got.HasError != want.HasError || got.HasFinish != want.HasFinish {
 		t.Fatalf("%q:\n got  %+v (id %q)\n want %+v (id %q)", data, got, id, want, want.ID)
 	}
 }

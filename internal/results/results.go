@@ -34,10 +34,13 @@ type Cell struct {
 	Model     string    `parquet:"model" json:"model" expr:"model"`
 	// ModelDigest is "sha256:<hex>" of the plan's model.file when benchrun
 	// can read it; "" for a model it only reaches over HTTP.
-	ModelDigest string            `parquet:"model_digest" json:"model_digest" expr:"model_digest"`
-	Engine      string            `parquet:"engine" json:"engine" expr:"engine"`
-	Endpoint    string            `parquet:"endpoint" json:"endpoint" expr:"endpoint"`
-	Metadata    map[string]string `parquet:"metadata" json:"metadata,omitempty" expr:"metadata"`
+	ModelDigest string `parquet:"model_digest" json:"model_digest" expr:"model_digest"`
+	Engine      string `parquet:"engine" json:"engine" expr:"engine"`
+	// EngineVersion is what the server said its version is ("unknown"
+	// when it would not say): engines differ 3-4x between releases.
+	EngineVersion string            `parquet:"engine_version" json:"engine_version" expr:"engine_version"`
+	Endpoint      string            `parquet:"endpoint" json:"endpoint" expr:"endpoint"`
+	Metadata      map[string]string `parquet:"metadata" json:"metadata,omitempty" expr:"metadata"`
 	// Hardware: where the client ran (and, on the same host, the server).
 	Hostname        string `parquet:"hostname" json:"hostname" expr:"hostname"`
 	Hardware        string `parquet:"hardware" json:"hardware" expr:"hardware"` // "linux/amd64, 16 CPUs (AMD EPYC ...), 1× NVIDIA H200"
@@ -127,6 +130,11 @@ type Cell struct {
 	Burstiness  float64 `parquet:"burstiness" json:"burstiness" expr:"burstiness"`
 	MaxInflight int64   `parquet:"max_inflight" json:"max_inflight" expr:"max_inflight"`
 	SentReqS    float64 `parquet:"sent_req_s" json:"sent_req_s" expr:"sent_req_s"`
+	// MaxModelLen is the context one request may use as the server
+	// reported it (0: unknown); ConnRetries counts sends resent after a
+	// pooled connection turned out closed before any response byte.
+	MaxModelLen int64 `parquet:"max_model_len" json:"max_model_len" expr:"max_model_len"`
+	ConnRetries int64 `parquet:"conn_retries" json:"conn_retries" expr:"conn_retries"`
 	// GoodputRatio is the fraction of sent requests meeting every SLO.
 	GoodputRatio float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
 	// The seed's admission columns as a client sees them: prompt tokens
@@ -174,4 +182,7 @@ type Request struct {
 	E2ELSchedMs   float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms"`
 	ChunkTokens   []int64 `parquet:"chunk_tokens,list" json:"chunk_tokens"`
 	UsageReported bool    `parquet:"usage_reported" json:"usage_reported"`
+	// ConnRetries: times this request was resent because a pooled
+	// keep-alive connection was found closed before any response byte.
+	ConnRetries int64 `parquet:"conn_retries" json:"conn_retries"`
 }

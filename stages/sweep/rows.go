@@ -15,13 +15,14 @@ import (
 // fillRow computes a cell row's metrics from the timed requests over the
 // timed passes' summed window (docs/METRICS.md has the definitions).
 // Failed requests are counted, never mixed into latency statistics.
-func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, warmTTFT []float64, cfg Config, slo schema.SLO) {
+func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo schema.SLO) {
 	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
 	var inTok, outTok, ttftSum float64
 	var firstErr error
 	var good int64
 	counted, estimated, continuous := 0, 0, 0
 	for _, r := range rs {
+		row.ConnRetries += int64(r.ConnRetries)
 		// Send lag is the client's own delay and counts for every request
 		// that was sent, failed or not.
 		lag = append(lag, ms(r.SendLag()))
@@ -92,11 +93,15 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, warmT
 
 	if w > 0 {
 		row.ReqS = float64(row.Completed) / w
-		row.SentReqS = float64(len(rs)) / w
 		row.OutputTokS = outTok / w
 		row.TotalTokS = (inTok + outTok) / w
 		row.DecodeTokS = row.OutputTokS
 		row.Goodput = float64(good) / w
+	}
+	if sends.span > 0 {
+		// The offered rate over the send window (first to last send), not
+		// over the window that includes the drain after the last send.
+		row.SentReqS = float64(sends.intervals) / sends.span.Seconds()
 	}
 	if len(rs) > 0 {
 		row.GoodputRatio = float64(good) / float64(len(rs))
@@ -145,6 +150,9 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, warmT
 		// template's own tokens), and the cell is not the shape asked for.
 		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", row.EffectiveISL, row.ISL))
 	}
+	if row.ConnRetries > 0 && float64(row.ConnRetries) >= 0.01*float64(len(rs)) {
+		notes = append(notes, fmt.Sprintf("%d sends met a keep-alive connection the server had closed and went again on a fresh one (the server closes connections it advertises as kept alive; see conn_retries)", row.ConnRetries))
+	}
 	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))
 	}
@@ -189,7 +197,7 @@ func requestRows(cell results.Cell, rs []loadgen.Result) []results.Request {
 			Stage: cell.Stage, CellID: cell.CellID, Seq: int64(i), ResponseID: r.ResponseID,
 			SentAt: r.Sent.UTC(), SendLagMs: ms(r.SendLag()),
 			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
-			Status: results.StatusOK, UsageReported: r.UsageReported,
+			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
 		}
 		if r.OK() {
 			q.TTFTMs, q.E2ELMs = ms(r.TTFT()), ms(r.E2EL())

@@ -36,7 +36,7 @@ func TestFillRowFormulas(t *testing.T) {
 	var row results.Cell
 	row.ISL, row.OSL = 16, 3
 	cfg := Config{Prompts: "cold", SendLagThresholdMs: 5}
-	fillRow(&row, rs, 2*time.Second, []float64{90, 95}, cfg, schema.SLO{TTFTMs: 20})
+	fillRow(&row, rs, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, schema.SLO{TTFTMs: 20})
 
 	near := func(name string, got, want float64) {
 		t.Helper()
@@ -63,7 +63,9 @@ func TestFillRowFormulas(t *testing.T) {
 	near("send_lag mean", row.SendLagMs, (2+0+15)/3.0)
 	near("duration", row.DurationS, 2)
 	near("req_s", row.ReqS, 1)
-	near("sent_req_s", row.SentReqS, 1.5)
+	// The offered rate over the send window: 2 intervals between sends at
+	// 2, 100 and 315 ms, not 3 requests over the 2 s completion window.
+	near("sent_req_s", row.SentReqS, 2/0.313)
 	near("output_tok_s", row.OutputTokS, 3)
 	near("total_tok_s", row.TotalTokS, 18)
 	near("prefill_tok_s", row.PrefillTokS, 30/0.050) // Σ N_in / Σ ttft
@@ -82,7 +84,7 @@ func TestFillRowFormulas(t *testing.T) {
 
 	// Every request fails: no latency figure at all, and the reason says so.
 	var bad results.Cell
-	fillRow(&bad, rs[2:], time.Second, nil, cfg, schema.SLO{})
+	fillRow(&bad, rs[2:], time.Second, sendSpan{}, nil, cfg, schema.SLO{})
 	if bad.Completed != 0 || bad.TTFTMs != 0 || bad.E2ELMaxMs != 0 || bad.ITLMaxMs != 0 || bad.Goodput != 0 || bad.Status != results.StatusError {
 		t.Errorf("all failed: %+v", bad)
 	}

@@ -390,6 +390,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	prog := newProgress(env.Progress)
 	var vocab *loadgen.Vocab
 	calibNote := ""
+	var info loadgen.ServerInfo
+	discovered := false
 	c1 := map[string]float64{} // decode_tok_s at concurrency 1, per cell key
 	var stopErr error
 	for i, p := range points {
@@ -400,7 +402,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		base := results.Cell{
 			Stage: env.Stage.Name, CellID: id, Model: model, Engine: target.Engine,
 			Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
-			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight),
+			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target),
 		}
 		if p.rate > 0 {
 			base.Arrival = s.cfg.Arrival
@@ -438,10 +440,35 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				continue
 			}
 		}
+		// Learn what the server is and how long a request may be (after
+		// every restart: a cell's server flags may change the context).
+		if !discovered || target.Restart != nil {
+			info = loadgen.Discover(ctx, t, target.Engine)
+			discovered = true
+			if base.Engine == "" {
+				base.Engine = info.Engine
+			}
+			base.EngineVersion = engineVersion(info, target)
+		}
+		base.MaxModelLen = int64(contextLimit(info, env.Plan))
+		// A cell that cannot fit the context is refused before any request
+		// is sent: every request would come back HTTP 400 (or, on Ollama,
+		// be silently truncated).
+		if why := doesNotFit(p.cell, s.cfg.Endpoint, info, env.Plan); why != "" {
+			row := base
+			row.StartedAt = time.Now().UTC()
+			row.Status, row.Reason = results.StatusError, why
+			applyCost(&row, target)
+			if err := emit(row, nil); err != nil {
+				return nil, err
+			}
+			prog.line(fmt.Sprintf("%s %s: error %s", env.Stage.Name, p.label(), why))
+			continue
+		}
 		// Calibrate once, lazily (after any restart), unless prompts come
 		// from a dataset or calibration is off.
 		if vocab == nil {
-			vocab, calibNote = s.calibrate(ctx, t, dataset != nil)
+			vocab, calibNote = s.calibrate(ctx, t, dataset != nil, info)
 		}
 		var row results.Cell
 		var reqs []results.Request
@@ -450,14 +477,23 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			row.StartedAt = time.Now().UTC()
 			row.Status, row.Reason = results.StatusError, calibNote
 		} else {
-			row, reqs = s.measure(ctx, t, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()))
+			row, reqs = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()))
 			if calibNote != "" {
 				row.Notes = joinNotes(row.Notes, calibNote)
+			}
+			if vocab.Method != "assumed" && dataset == nil {
+				s.checkPromptLength(&row)
 			}
 		}
 		if ctx.Err() != nil {
 			stopErr = context.Cause(ctx)
 			row.Status, row.Reason = results.StatusError, stopErr.Error()
+		} else if died := serverDied(target, row.Failed > 0); died != nil {
+			// The server died during this point: the point carries the
+			// death as its reason (not its first broken request's), and
+			// the rest are skipped.
+			stopErr = died
+			row.Status, row.Reason = results.StatusError, died.Error()
 		}
 		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK {
 			c1[p.cell.key()] = row.DecodeTokS
@@ -486,21 +522,21 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 // calibrate sizes prompts for the target. On failure with calibrate=auto
 // it falls back to the assumed vocabulary and says so; an explicit method
 // that fails makes every point an error (nil vocab, the reason).
-func (s *Stage) calibrate(ctx context.Context, t *loadgen.Target, fromDataset bool) (*loadgen.Vocab, string) {
+func (s *Stage) calibrate(ctx context.Context, t *loadgen.Target, fromDataset bool, info loadgen.ServerInfo) (*loadgen.Vocab, string) {
 	if fromDataset {
 		return loadgen.AssumedVocab(), "prompts from the dataset (isl is the dataset's: see effective_isl)"
 	}
 	if s.cfg.Calibrate == loadgen.CalibrateOff {
 		return loadgen.AssumedVocab(), "prompt length not calibrated (one token per word assumed; see effective_isl)"
 	}
-	v, err := loadgen.Calibrate(ctx, t, s.cfg.Calibrate)
+	v, err := loadgen.CalibrateCached(ctx, t, s.cfg.Calibrate, info)
 	if err != nil {
 		if s.cfg.Calibrate != loadgen.CalibrateAuto {
 			return nil, err.Error()
 		}
 		return loadgen.AssumedVocab(), "prompt length not calibrated (" + err.Error() + "); see effective_isl"
 	}
-	return v, fmt.Sprintf("prompt length calibrated by %s (%d single-token words, %d tokens of overhead)", v.Method, len(v.Words), v.Overhead)
+	return v, calibrationNote(v)
 }
 
 // load is the point's load for one pass.
@@ -541,12 +577,26 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 }
 
 // measure runs the warm-up passes, then the timed ones, and builds the row.
-func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView) (results.Cell, []results.Request) {
+func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline.Outputs, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView) (results.Cell, []results.Request) {
 	row.StartedAt = time.Now().UTC()
+	// Sending stops the moment the server is known dead, instead of
+	// going on into a closed port until the pipeline notices.
+	ctx, stopSending := context.WithCancelCause(ctx)
+	defer stopSending(nil)
+	if target.Done != nil {
+		go func() {
+			select {
+			case <-target.Done:
+				stopSending(deathOf(target))
+			case <-ctx.Done():
+			}
+		}()
+	}
 	_, expected := s.load(p, nil, 0)
 	src := &loadgen.PromptSource{
 		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
 		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
+		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/"), p.concurrency, p.rate),
 	}
 	src.Prepare()
 	var body map[string]any
@@ -554,12 +604,16 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 		body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
 	}
 	maxTokens := p.cell.OSL
+	expect := 0
+	if body != nil {
+		expect = maxTokens // forced: fewer tokens is a stream cut short
+	}
 	if t.Endpoint == loadgen.Embeddings {
 		maxTokens = 0
 	}
 	var mu sync.Mutex
 	var firstErr error
-	runPass := func(pass int, timed bool) ([]loadgen.Result, time.Duration) {
+	runPass := func(pass int, timed bool) ([]loadgen.Result, time.Duration, sendSpan) {
 		counters := &loadgen.Counters{}
 		l, expected := s.load(p, counters, pass)
 		// Prompts are built before the pass starts, so building them never
@@ -577,7 +631,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 			} else {
 				pr = src.Prompt(pass, i)
 			}
-			return loadgen.Request{Prompt: pr, MaxTokens: maxTokens, Body: body}
+			return loadgen.Request{Prompt: pr, MaxTokens: maxTokens, Body: body, ExpectTokens: expect}
 		}, func(i int, r loadgen.Result) {
 			mu.Lock()
 			sent = append(sent, sentResult{i, r})
@@ -606,12 +660,12 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 		if !last.IsZero() {
 			window = last.Sub(st.Start)
 		}
-		return rs, window
+		return rs, window, spanOf(rs)
 	}
 	var warmTTFT []float64
 	pass := 0
 	for ; pass < s.cfg.Warmup && ctx.Err() == nil; pass++ {
-		rs, _ := runPass(pass, false)
+		rs, _, _ := runPass(pass, false)
 		if pass == 0 && len(rs) > 0 {
 			row.FirstCallMs = firstCallMs(rs)
 		}
@@ -624,8 +678,11 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 	}
 	var timed []loadgen.Result
 	var window time.Duration
+	var sends sendSpan
 	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
-		rs, w := runPass(pass+it, true)
+		rs, w, sp := runPass(pass+it, true)
+		sends.intervals += sp.intervals
+		sends.span += sp.span
 		if s.cfg.Warmup == 0 && it == 0 && len(rs) > 0 {
 			row.FirstCallMs = firstCallMs(rs)
 		}
@@ -636,8 +693,15 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, p point, row res
 		row.Status, row.Reason = results.StatusError, firstErr.Error()
 		return row, nil
 	}
+	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
+		// The server died mid-point: its death is the reason.
+		row.Requests = int64(len(timed))
+		fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
+		row.Status, row.Reason = results.StatusError, c.Error()
+		return row, requestRows(row, timed)
+	}
 	row.Requests = int64(len(timed))
-	fillRow(&row, timed, window, warmTTFT, s.cfg, slo)
+	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
 	return row, requestRows(row, timed)
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -90,14 +89,29 @@ func (s *Stage) window(sh Shape) int {
 	if s.cfg.Settle.Window > 0 {
 		return s.cfg.Settle.Window
 	}
+	if sh.Rate > 0 {
+		// An open loop's parallelism is rate × latency, unknown before it
+		// runs: windows of 8 requests, the closed loop's floor.
+		return 8
+	}
 	return max(8, 2*sh.Concurrency)
 }
 
-// Shape is the load a warm-up applies.
+// Shape is the load a warm-up applies: the stage it prepares, open loop
+// included.
 type Shape struct {
 	Endpoint    string
 	Concurrency int
-	ISL, OSL    int
+	// Rate, when positive, makes the warm-up an open loop at this many
+	// requests per second (the largest rate of a rates-only sweep).
+	Rate     float64
+	Arrival  string
+	ISL, OSL int
+	// Cells are the follower's cells in order: the warm-up uses the first
+	// that fits the server's context when ISL/OSL are not set.
+	Cells     [][2]int
+	Calibrate string
+	Seed      int64
 }
 
 // followers are the stages that need this one.
@@ -117,16 +131,35 @@ func followers(p *schema.Plan, name string) []*schema.Stage {
 func (s *Stage) ShapeFor(p *schema.Plan) Shape {
 	sh := Shape{Endpoint: s.cfg.Endpoint, Concurrency: s.cfg.Concurrency, ISL: s.cfg.ISL, OSL: s.cfg.OSL}
 	maxC := 0
+	maxRate := 0.0
+	fixedShape := sh.ISL != 0 || sh.OSL != 0
 	for _, st := range followers(p, s.spec.Name) {
-		var conc []int
-		if v := st.Value.LookupPath(cue.ParsePath("concurrency")); v.Exists() && v.Decode(&conc) == nil {
-			for _, c := range conc {
-				maxC = max(maxC, c)
+		var rates []float64
+		if v := st.Value.LookupPath(cue.ParsePath("rates")); v.Exists() && v.Decode(&rates) == nil && len(rates) > 0 {
+			// An open loop's concurrency field is the unused default.
+			for _, r := range rates {
+				maxRate = max(maxRate, r)
+			}
+			if sh.Arrival == "" {
+				sh.Arrival, _ = st.Value.LookupPath(cue.ParsePath("arrival")).String()
+			}
+		} else {
+			var conc []int
+			if v := st.Value.LookupPath(cue.ParsePath("concurrency")); v.Exists() && v.Decode(&conc) == nil {
+				for _, c := range conc {
+					maxC = max(maxC, c)
+				}
 			}
 		}
 		if sh.Endpoint == "" {
 			if ep, err := st.Value.LookupPath(cue.ParsePath("endpoint")).String(); err == nil && ep != "embeddings" {
 				sh.Endpoint = ep
+			}
+		}
+		if sh.Calibrate == "" {
+			sh.Calibrate, _ = st.Value.LookupPath(cue.ParsePath("calibrate")).String()
+			if seed, err := st.Value.LookupPath(cue.ParsePath("seed")).Int64(); err == nil {
+				sh.Seed = seed
 			}
 		}
 		var cells []struct {
@@ -140,9 +173,23 @@ func (s *Stage) ShapeFor(p *schema.Plan) Shape {
 			if sh.OSL == 0 {
 				sh.OSL = cells[0].OSL
 			}
+			if !fixedShape {
+				for _, c := range cells {
+					sh.Cells = append(sh.Cells, [2]int{c.ISL, c.OSL})
+				}
+			}
 		}
 	}
-	if sh.Concurrency == 0 {
+	if sh.Concurrency == 0 && maxC == 0 && maxRate > 0 {
+		sh.Rate = maxRate
+		if sh.Arrival == "" {
+			sh.Arrival = loadgen.ArrivalPoisson
+		}
+	}
+	if sh.Calibrate == "" {
+		sh.Calibrate = loadgen.CalibrateAuto
+	}
+	if sh.Concurrency == 0 && sh.Rate == 0 {
 		sh.Concurrency = max(maxC, 1)
 	}
 	if sh.Endpoint == "" {
@@ -166,7 +213,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	sh := s.ShapeFor(env.Plan)
 	t := &loadgen.Target{
 		BaseURL: target.URL, Model: env.ModelName(s.cfg.Model), Endpoint: loadgen.Endpoint(sh.Endpoint), Stream: true,
-		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(sh.Concurrency),
+		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(max(sh.Concurrency, int(min(sh.Rate, 1024)))),
 	}
 	defer t.HTTP.CloseIdleConnections()
 	for k, v := range s.cfg.Headers {
@@ -175,29 +222,66 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	for k, v := range s.cfg.Body {
 		t.ExtraBody[k] = v
 	}
+	// Size prompts exactly as the sweep will (the same calibration, shared
+	// through the cache), and never warm with a shape the server's context
+	// cannot hold.
+	info := loadgen.Discover(ctx, t, target.Engine)
+	if limit := info.MaxModelLen; limit > 0 && sh.ISL+sh.OSL > limit {
+		fits := false
+		for _, c := range sh.Cells {
+			if c[0]+c[1] <= limit {
+				sh.ISL, sh.OSL, fits = c[0], c[1], true
+				break
+			}
+		}
+		if !fits {
+			return nil, fmt.Errorf("no warm-up shape fits the server's context of %d tokens per request (%s): %d:%d needs %d", limit, info.ContextFrom, sh.ISL, sh.OSL, sh.ISL+sh.OSL)
+		}
+	}
+	vocab := loadgen.AssumedVocab()
+	calib := "prompt length not calibrated"
+	if sh.Calibrate != loadgen.CalibrateOff {
+		if v, err := loadgen.CalibrateCached(ctx, t, sh.Calibrate, info); err == nil {
+			vocab, calib = v, fmt.Sprintf("prompts calibrated by %s", v.Method)
+		} else {
+			calib = "prompt length not calibrated: " + err.Error()
+		}
+	}
+	src := &loadgen.PromptSource{ISL: sh.ISL, Seed: uint64(sh.Seed), CellKey: uint64(sh.ISL)<<32 | uint64(sh.OSL),
+		PointKey: loadgen.PointKey("warmup:"+env.Stage.Name, sh.Concurrency, sh.Rate), Vocab: vocab}
+	src.Prepare()
 	window := s.window(sh)
 	total := s.cfg.Requests
 	fixed := total > 0
 	if !fixed {
 		total = s.cfg.Settle.MaxRequests
 	}
-	fmt.Fprintf(env.Progress, "  %s: %s at concurrency %d, %d:%d, %s\n", env.Stage.Name, sh.Endpoint, sh.Concurrency, sh.ISL, sh.OSL,
+	load := fmt.Sprintf("concurrency %d", sh.Concurrency)
+	if sh.Rate > 0 {
+		load = fmt.Sprintf("%g req/s (%s)", sh.Rate, sh.Arrival)
+	}
+	fmt.Fprintf(env.Progress, "  %s: %s at %s, %d:%d (%s), %s\n", env.Stage.Name, sh.Endpoint, load, sh.ISL, sh.OSL, calib,
 		map[bool]string{true: fmt.Sprintf("%d requests", total), false: fmt.Sprintf("until TTFT settles (window %d, tolerance %.0f%%, at most %d requests)", window, 100*s.cfg.Settle.Tolerance, total)}[fixed])
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var mu sync.Mutex
 	var ttfts []float64 // ms, in completion order, successful requests only
 	var failed int
 	var lastErr error
 	settled := false
+	hopeless := false
 	var verdict string
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	start := time.Now()
-	loadgen.RunClosed(runCtx, t, sh.Concurrency, total, func(i int) loadgen.Request {
-		mu.Lock()
-		defer mu.Unlock()
-		return loadgen.Request{Prompt: loadgen.SyntheticPrompt(rng, sh.ISL), MaxTokens: sh.OSL}
+	// Once this many requests failed and none succeeded, every request
+	// fails: stop with the server's answer instead of sending the rest.
+	giveUp := max(3, min(sh.Concurrency, 8))
+	l := loadgen.Load{Concurrency: sh.Concurrency, Requests: total}
+	if sh.Rate > 0 {
+		l.Schedule = &loadgen.Schedule{Rate: sh.Rate, Arrival: sh.Arrival, Burstiness: 1, Seed: uint64(sh.Seed) ^ 0x5741524d}
+	}
+	_, _ = loadgen.Run(runCtx, t, l, func(i int) loadgen.Request {
+		return loadgen.Request{Prompt: src.Prompt(0, i), MaxTokens: sh.OSL}
 	}, func(i int, r loadgen.Result) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -207,6 +291,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		if !r.OK() {
 			failed++
 			lastErr = r.Err
+			if len(ttfts) == 0 && failed >= giveUp {
+				hopeless = true
+				stop()
+			}
 			return
 		}
 		ttfts = append(ttfts, float64(r.TTFT())/float64(time.Millisecond))
@@ -225,6 +313,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	done := len(ttfts) + failed
 	values := map[string]any{"warmup_requests": done, "warmup_failed": failed, "warmup_settled": settled}
 	if len(ttfts) == 0 {
+		if hopeless {
+			return nil, fmt.Errorf("the first %d warm-up requests all failed, so the rest were not sent; the server answered: %w", done, lastErr)
+		}
 		return nil, fmt.Errorf("all %d warm-up requests failed; last error: %w", done, lastErr)
 	}
 	last := ttfts[max(0, len(ttfts)-window):]

@@ -1,12 +1,14 @@
 package warmup
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,14 +60,20 @@ func TestShapeFollowsTheNextStage(t *testing.T) {
 	b: {kind: "bench", needs: ["warmup"], concurrency: [16]}`, Shape{Endpoint: "completions", Concurrency: 16, ISL: 128, OSL: 32}},
 		{"own fields win", `concurrency: 3, endpoint: "completions", isl: 10, osl: 5`, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "chat", concurrency: [8]}`,
 			Shape{Endpoint: "completions", Concurrency: 3, ISL: 10, OSL: 5}},
+		// A rates-only sweep is warmed by an open loop at its largest rate,
+		// not by a closed loop at the unused concurrency default.
+		{"an open loop from a rates-only sweep", ``, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [1, 4, 8], rates: [2, 16, 4], arrival: "constant"}`,
+			Shape{Endpoint: "completions", Rate: 16, Arrival: "constant", ISL: 128, OSL: 32}},
 		{"embeddings is not warmed as such", ``, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "embeddings", concurrency: [4]}`,
 			Shape{Endpoint: "completions", Concurrency: 4, ISL: 128, OSL: 32}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, p := load(t, tt.warm, tt.next)
-			if got := s.ShapeFor(p); got != tt.want {
-				t.Fatalf("shape = %+v, want %+v", got, tt.want)
+			got := s.ShapeFor(p)
+			load := Shape{Endpoint: got.Endpoint, Concurrency: got.Concurrency, Rate: got.Rate, Arrival: got.Arrival, ISL: got.ISL, OSL: got.OSL}
+			if !reflect.DeepEqual(load, tt.want) {
+				t.Fatalf("shape = %+v, want %+v", load, tt.want)
 			}
 		})
 	}
@@ -131,7 +139,11 @@ func counting(t *testing.T, grow time.Duration) (*httptest.Server, *atomic.Int64
 	s := sim.New(cfg)
 	var n, maxInFlight, inFlight atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
+		// Only the warm-up's own (streamed) requests count: discovery and
+		// calibration probes are not warm-up load.
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method == http.MethodPost && bytes.Contains(body, []byte(`"stream":true`)) {
 			i := n.Add(1)
 			cur := inFlight.Add(1)
 			defer inFlight.Add(-1)
@@ -210,8 +222,27 @@ func TestAllFail(t *testing.T) {
 		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusInternalServerError)
 	}))
 	defer ts.Close()
-	s, p := load(t, `concurrency: 2, requests: 4`, ``)
-	if _, _, err := run(t, s, p, ts.URL); err == nil || !strings.Contains(err.Error(), "all 4 warm-up requests failed") || !strings.Contains(err.Error(), "overloaded") {
+	s, p := load(t, `concurrency: 2, requests: 2`, ``)
+	if _, _, err := run(t, s, p, ts.URL); err == nil || !strings.Contains(err.Error(), "all 2 warm-up requests failed") || !strings.Contains(err.Error(), "overloaded") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Once it is clear that every request fails, the warm-up stops sending
+// and says what the server answered, instead of sending all 200.
+func TestAllFailStopsEarly(t *testing.T) {
+	var n atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		http.Error(w, `{"error":{"message":"the request exceeds the available context size"}}`, http.StatusBadRequest)
+	}))
+	defer ts.Close()
+	s, p := load(t, `concurrency: 2, requests: 200, isl: 8, osl: 2`, ``)
+	_, _, err := run(t, s, p, ts.URL)
+	if err == nil || !strings.Contains(err.Error(), "so the rest were not sent") || !strings.Contains(err.Error(), "exceeds the available context size") {
+		t.Fatalf("err = %v", err)
+	}
+	if got := n.Load(); got > 40 {
+		t.Fatalf("%d requests reached the server (discovery included); the warm-up should stop after a handful of failures", got)
 	}
 }

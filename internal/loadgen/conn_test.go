@@ -1,0 +1,179 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// closeAfterStreamServer answers every request with a short SSE stream
+// whose headers promise keep-alive, then closes the TCP connection a little
+// later without reading the next request: what llama-server does after
+// every streamed response. It counts the requests it actually read.
+func closeAfterStreamServer(t *testing.T, closeDelay time.Duration) (url string, served *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served = &atomic.Int64{}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				_, _ = ioDiscard(req)
+				served.Add(1)
+				fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
+				for _, ev := range []string{
+					`data: {"id":"a","choices":[{"index":0,"text":" x"}]}` + "\n\n",
+					`data: {"id":"a","choices":[{"index":0,"text":" y","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\n",
+					"data: [DONE]\n\n",
+				} {
+					fmt.Fprintf(c, "%x\r\n%s\r\n", len(ev), ev)
+				}
+				fmt.Fprint(c, "0\r\n\r\n")
+				select {
+				case <-time.After(closeDelay):
+				case <-done:
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), served
+}
+
+func ioDiscard(r *http.Request) (int64, error) {
+	defer r.Body.Close()
+	var n int64
+	buf := make([]byte, 4096)
+	for {
+		k, err := r.Body.Read(buf)
+		n += int64(k)
+		if err != nil {
+			return n, nil
+		}
+	}
+}
+
+// A server that closes the connection after every stream while its
+// headers promise keep-alive must not fail requests: a send that died on
+// the stale pooled connection before any response byte is sent again on a
+// fresh one, and counted. Without the resend, 6-25% of requests failed
+// against a real llama-server.
+func TestStaleKeepAliveConnectionIsResent(t *testing.T) {
+	url, served := closeAfterStreamServer(t, 20*time.Millisecond)
+	tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4), StallTimeout: 5 * time.Second}
+	defer tg.HTTP.CloseIdleConnections()
+	const n = 30
+	retries := 0
+	for i := 0; i < n; i++ {
+		r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+		if r.Err != nil {
+			t.Fatalf("request %d failed: %v (retries so far %d)", i, r.Err, retries)
+		}
+		if r.OutputTokens != 2 || len(r.Tokens) != 2 {
+			t.Fatalf("request %d: %d tokens in %d events", i, r.OutputTokens, len(r.Tokens))
+		}
+		if r.ConnRetries > 0 && r.Sent.Before(r.Scheduled) {
+			t.Fatalf("request %d: resent at %v before its schedule %v", i, r.Sent, r.Scheduled)
+		}
+		retries += r.ConnRetries
+	}
+	if retries == 0 {
+		t.Fatal("no request met a stale connection: the test server does not reproduce the close-after-stream race")
+	}
+	if got := served.Load(); got != n {
+		t.Fatalf("the server read %d requests for %d sent: a resend reached it twice or a request was lost", got, n)
+	}
+	t.Logf("%d of %d requests were resent after a stale connection", retries, n)
+}
+
+// A resend restamps the send time: TTFT is measured from the send the
+// server saw, not from the one that died on a dead connection.
+func TestStaleConnectionResendRestampsSent(t *testing.T) {
+	url, _ := closeAfterStreamServer(t, 300*time.Millisecond)
+	tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4)}
+	defer tg.HTTP.CloseIdleConnections()
+	if r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// The server closes 300 ms after the stream: wait for it so the pooled
+	// connection is surely dead, then send on it.
+	time.Sleep(400 * time.Millisecond)
+	sched := time.Now()
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2, Scheduled: sched})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if !r.Sent.After(sched) || r.Scheduled != sched {
+		t.Fatalf("sent %v scheduled %v", r.Sent, r.Scheduled)
+	}
+	if ttft := r.TTFT(); ttft <= 0 || ttft > 200*time.Millisecond {
+		t.Fatalf("ttft %v", ttft)
+	}
+}
+
+// A request that failed on a fresh connection is not resent: only a
+// pooled connection can be stale, and the server may have seen the rest.
+func TestFreshConnectionFailureIsNotResent(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hj, _ := w.(http.Hijacker)
+		c, _, _ := hj.Hijack()
+		c.Close()
+	}))
+	defer hs.Close()
+	tg := &Target{BaseURL: hs.URL, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4)}
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+	if r.Err == nil || r.ConnRetries != 0 {
+		t.Fatalf("err %v retries %d", r.Err, r.ConnRetries)
+	}
+}
+
+// A forced output length that did not arrive is a failed request, even
+// when the stream ended properly.
+func TestForcedLengthShortIsCutShort(t *testing.T) {
+	url, _ := closeAfterStreamServer(t, time.Millisecond)
+	tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4)}
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 8, ExpectTokens: 8})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "2 of the 8 forced output tokens") {
+		t.Fatalf("err = %v", r.Err)
+	}
+}
+
+// A proxy's HTML error page with status 200 says what arrived.
+func TestHTMLAnswerSaysWhatArrived(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<html><body>502 Bad Gateway</body></html>")
+	}))
+	defer hs.Close()
+	tg := &Target{BaseURL: hs.URL, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4)}
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "text/html") || !strings.Contains(r.Err.Error(), "502 Bad Gateway") {
+		t.Fatalf("err = %v", r.Err)
+	}
+}

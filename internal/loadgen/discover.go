@@ -1,0 +1,260 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Engine names as Discover reports them (the launch presets' names).
+const (
+	EngineVLLM        = "vllm"
+	EngineLlamaServer = "llama-server"
+	EngineSGLang      = "sglang"
+	EngineOllama      = "ollama"
+	EngineSim         = "sim"
+)
+
+// Tokenizer dialects: how a server's tokenizer endpoint wants to be asked.
+const (
+	// DialectPrompt: POST /tokenize {"model","prompt"} (or "messages") →
+	// {"count","tokens","max_model_len"} (vLLM, SGLang, the simulator).
+	DialectPrompt = "prompt"
+	// DialectContent: POST /tokenize {"content","add_special"} →
+	// {"tokens"} (llama.cpp's llama-server). Any other field gets an empty
+	// token list, never an error.
+	DialectContent = "content"
+	// DialectNone: no usable tokenizer endpoint (Ollama has none).
+	DialectNone = "none"
+)
+
+// ServerInfo is what a server says about itself before it is measured:
+// which engine it is, its version, and the context a request must fit.
+// Unknown values are "" and 0, never a guess.
+type ServerInfo struct {
+	Engine  string
+	Version string
+	// MaxModelLen is the context (prompt + output tokens) one request may
+	// use: vLLM's max_model_len, llama-server's per-slot n_ctx, Ollama's
+	// num_ctx capped by the model's context_length. 0: unknown.
+	MaxModelLen int
+	// ContextFrom says where MaxModelLen came from ("GET /props
+	// default_generation_settings.n_ctx", ...), for the notes.
+	ContextFrom string
+	// Tokenizer is the tokenizer dialect to calibrate with (Dialect*); ""
+	// means not decided yet (calibration tries the dialects).
+	Tokenizer string
+}
+
+// VersionOrUnknown is the version for a row: "unknown" rather than "".
+func (si ServerInfo) VersionOrUnknown() string {
+	if si.Version == "" {
+		return "unknown"
+	}
+	return si.Version
+}
+
+// Discover asks the target what it is, by the endpoints each engine
+// documents (engine, when known from the plan, narrows the questions):
+//
+//	vLLM     GET /version, GET /v1/models data[].max_model_len
+//	llama    GET /props (build_info, default_generation_settings.n_ctx),
+//	         GET /v1/models data[].meta.n_ctx
+//	SGLang   GET /get_server_info (version, context_length), /v1/models
+//	Ollama   GET /api/version, POST /api/show (parameters num_ctx,
+//	         model_info.*.context_length)
+//
+// Every question is bounded by a short timeout and failures are ignored:
+// what cannot be learned stays unknown.
+func Discover(ctx context.Context, t *Target, engine string) ServerInfo {
+	si := ServerInfo{Engine: engine}
+	if si.Engine == "custom" {
+		si.Engine = ""
+	}
+	// /v1/models: every OpenAI-compatible server has it; owned_by names
+	// the engine when the plan did not.
+	var models struct {
+		Data []struct {
+			ID          string `json:"id"`
+			OwnedBy     string `json:"owned_by"`
+			MaxModelLen int    `json:"max_model_len"`
+			Meta        *struct {
+				NCtx      int `json:"n_ctx"`
+				NCtxTrain int `json:"n_ctx_train"`
+			} `json:"meta"`
+		} `json:"data"`
+	}
+	if t.getJSON(ctx, "/v1/models", &models) == nil && len(models.Data) > 0 {
+		m := models.Data[0]
+		for _, d := range models.Data {
+			if d.ID == t.Model {
+				m = d
+				break
+			}
+		}
+		if si.Engine == "" {
+			switch m.OwnedBy {
+			case "vllm":
+				si.Engine = EngineVLLM
+			case "llamacpp":
+				si.Engine = EngineLlamaServer
+			case "sglang":
+				si.Engine = EngineSGLang
+			case "library", "ollama":
+				si.Engine = EngineOllama
+			case "benchrun-sim":
+				si.Engine = EngineSim
+			}
+		}
+		switch {
+		case m.MaxModelLen > 0:
+			si.MaxModelLen, si.ContextFrom = m.MaxModelLen, "GET /v1/models max_model_len"
+		case m.Meta != nil && m.Meta.NCtx > 0:
+			si.MaxModelLen, si.ContextFrom = m.Meta.NCtx, "GET /v1/models meta.n_ctx"
+		}
+	}
+	try := func(name string) bool { return si.Engine == "" || si.Engine == name }
+	if try(EngineLlamaServer) {
+		var props struct {
+			BuildInfo string `json:"build_info"`
+			Settings  *struct {
+				NCtx int `json:"n_ctx"`
+			} `json:"default_generation_settings"`
+			TotalSlots int `json:"total_slots"`
+		}
+		if t.getJSON(ctx, "/props", &props) == nil && (props.Settings != nil || props.BuildInfo != "") {
+			si.Engine = EngineLlamaServer
+			si.Version = props.BuildInfo
+			if props.Settings != nil && props.Settings.NCtx > 0 {
+				// The per-slot context, which is what one request gets
+				// (-c divided by -np), not the model's training context.
+				si.MaxModelLen, si.ContextFrom = props.Settings.NCtx, "GET /props default_generation_settings.n_ctx"
+			}
+		}
+	}
+	if try(EngineSGLang) && si.Engine != EngineLlamaServer {
+		var info struct {
+			Version       string `json:"version"`
+			ContextLength int    `json:"context_length"`
+		}
+		if t.getJSON(ctx, "/get_server_info", &info) == nil && (info.Version != "" || info.ContextLength > 0) {
+			si.Engine = EngineSGLang
+			if info.Version != "" {
+				si.Version = info.Version
+			}
+			if info.ContextLength > 0 && si.MaxModelLen == 0 {
+				si.MaxModelLen, si.ContextFrom = info.ContextLength, "GET /get_server_info context_length"
+			}
+		}
+	}
+	if try(EngineOllama) {
+		var v struct {
+			Version string `json:"version"`
+		}
+		if t.getJSON(ctx, "/api/version", &v) == nil && v.Version != "" {
+			si.Engine, si.Version = EngineOllama, v.Version
+			if n, from := t.ollamaContext(ctx); n > 0 {
+				si.MaxModelLen, si.ContextFrom = n, from
+			}
+		}
+	}
+	if si.Version == "" && si.Engine != EngineOllama && si.Engine != EngineLlamaServer {
+		var v struct {
+			Version string `json:"version"`
+		}
+		if t.getJSON(ctx, "/version", &v) == nil && v.Version != "" {
+			si.Version = v.Version
+		}
+	}
+	switch si.Engine {
+	case EngineLlamaServer:
+		si.Tokenizer = DialectContent
+	case EngineOllama:
+		si.Tokenizer = DialectNone
+	case EngineVLLM, EngineSGLang, EngineSim:
+		si.Tokenizer = DialectPrompt
+	}
+	return si
+}
+
+// ollamaDefaultNumCtx is Ollama's num_ctx when a model's parameters set
+// none (2048 up to v0.5, and still the floor of later defaults).
+const ollamaDefaultNumCtx = 2048
+
+var numCtxRe = regexp.MustCompile(`(?m)^num_ctx\s+(\d+)`)
+
+// ollamaContext reads POST /api/show: the Modelfile's num_ctx (or Ollama's
+// default) capped by the model's own context_length, which Ollama also
+// caps it to.
+func (t *Target) ollamaContext(ctx context.Context) (int, string) {
+	var show struct {
+		Parameters string         `json:"parameters"`
+		ModelInfo  map[string]any `json:"model_info"`
+	}
+	if err := t.postJSON(ctx, "/api/show", map[string]any{"model": t.Model, "name": t.Model}, &show); err != nil {
+		return 0, ""
+	}
+	numCtx, from := ollamaDefaultNumCtx, fmt.Sprintf("Ollama's default num_ctx %d", ollamaDefaultNumCtx)
+	if m := numCtxRe.FindStringSubmatch(show.Parameters); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+			numCtx, from = n, "POST /api/show parameters num_ctx"
+		}
+	}
+	for k, v := range show.ModelInfo {
+		if !strings.HasSuffix(k, ".context_length") {
+			continue
+		}
+		if f, ok := v.(float64); ok && f > 0 && int(f) < numCtx {
+			numCtx, from = int(f), "POST /api/show model_info."+k
+		}
+	}
+	return numCtx, from
+}
+
+// getJSON is a small GET with the target's credentials, bounded by a short
+// timeout (discovery must never hold a run up).
+func (t *Target) getJSON(ctx context.Context, path string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(t.BaseURL, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	t.setAuth(req)
+	client := t.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("GET %s: %w", path, &HTTPError{Status: resp.StatusCode, Body: errorMessage(data)})
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return fmt.Errorf("GET %s: not a JSON object", path)
+	}
+	return json.Unmarshal(data, out)
+}
+
+func (t *Target) setAuth(req *http.Request) {
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	if t.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+t.APIKey)
+	}
+}

@@ -1,0 +1,238 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/pipeline"
+)
+
+// promptRecorder wraps a handler and keeps the prompt of every streamed
+// generation request (calibration probes are not streamed).
+type promptRecorder struct {
+	mu      sync.Mutex
+	prompts []string
+	next    http.Handler
+}
+
+func (p *promptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		Prompt string `json:"prompt"`
+		Stream bool   `json:"stream"`
+	}
+	if strings.HasSuffix(r.URL.Path, "/completions") && json.Unmarshal(body, &req) == nil && req.Stream {
+		p.mu.Lock()
+		p.prompts = append(p.prompts, req.Prompt)
+		p.mu.Unlock()
+	}
+	p.next.ServeHTTP(w, r)
+}
+
+// Cold prompts never repeat anywhere in the run: not across the ladder's
+// points, not across warm-up and timed passes. Before, every point of a
+// cell reused the same prompts, and a prompt cache served 98-99% of them
+// at c=4.
+func TestColdPromptsNeverRepeat(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, time.Millisecond, 0
+	s := sim.New(cfg)
+	rec := &promptRecorder{next: s}
+	hs := httptest.NewServer(rec)
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
+		cells: [{isl: 24, osl: 2}], concurrency: [1, 2, 4], requests: 8, warmup: 2`, hs.URL), ``)
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.cells {
+		if r.Status != results.StatusOK {
+			t.Fatalf("%s: %s %s", r.CellID, r.Status, r.Reason)
+		}
+	}
+	seen := map[string]int{}
+	for _, pr := range rec.prompts {
+		seen[pr]++
+	}
+	if len(rec.prompts) != 3*3*8 {
+		t.Fatalf("%d streamed requests, want 72", len(rec.prompts))
+	}
+	for pr, n := range seen {
+		if n > 1 {
+			t.Fatalf("a cold prompt was sent %d times: %q", n, pr)
+		}
+	}
+	// Warm prompts are the same set at every point and pass.
+	rec.prompts = nil
+	st, p = loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, prompts: "warm"
+		cells: [{isl: 24, osl: 2}], concurrency: [1, 2], requests: 4, warmup: 1`, hs.URL), ``)
+	if _, err := runStage(t, st, p); err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[string]bool{}
+	for _, pr := range rec.prompts {
+		distinct[pr] = true
+	}
+	if len(distinct) != 4 {
+		t.Fatalf("warm prompts: %d distinct over %d requests, want 4", len(distinct), len(rec.prompts))
+	}
+}
+
+// A cell whose isl+osl cannot fit the server's context is an error before
+// any request is sent; the cells that fit run.
+func TestCellOverTheContextIsRefusedUpFront(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.EOSProb, cfg.MaxModelLen = 2*time.Millisecond, time.Millisecond, 0, 200
+	s := sim.New(cfg)
+	rec := &promptRecorder{next: s}
+	hs := httptest.NewServer(rec)
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
+		cells: [{isl: 64, osl: 16}, {isl: 256, osl: 16}], concurrency: [1, 2], requests: 4, warmup: 1`, hs.URL), ``)
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.cells) != 4 {
+		t.Fatalf("%d rows", len(c.cells))
+	}
+	for _, r := range c.cells {
+		switch r.ISL {
+		case 64:
+			if r.Status != results.StatusOK || r.MaxModelLen != 200 {
+				t.Errorf("%s: %s %s (max_model_len %d)", r.CellID, r.Status, r.Reason, r.MaxModelLen)
+			}
+		case 256:
+			if r.Status != results.StatusError || !strings.Contains(r.Reason, "isl+osl = 272 does not fit the server's context of 200 tokens") || !strings.Contains(r.Reason, "max_model_len") || r.Requests != 0 {
+				t.Errorf("%s: %s %q", r.CellID, r.Status, r.Reason)
+			}
+		}
+	}
+	for _, pr := range rec.prompts {
+		if n := sim.CountTokens(pr); n > 100 {
+			t.Fatalf("a %d-token prompt was sent to a 200-token server", n)
+		}
+	}
+}
+
+// Every row says which engine version it measured; a server that will
+// not say is "unknown", never a guess.
+func TestRowsCarryTheEngineVersion(t *testing.T) {
+	_, url := startSim(t, nil)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
+		cells: [{isl: 16, osl: 2}], concurrency: [1], requests: 2, warmup: 0`, url), ``)
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.cells[0].EngineVersion; got != "benchrun-sim" {
+		t.Fatalf("engine_version %q, want the simulator's /version answer", got)
+	}
+	// No version endpoint at all.
+	s := sim.New(sim.DefaultConfig())
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" {
+			http.NotFound(w, r)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	st, p = loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
+		cells: [{isl: 16, osl: 2}], concurrency: [1], requests: 2, warmup: 0`, hs.URL), ``)
+	if c, err = runStage(t, st, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.cells[0].EngineVersion; got != "unknown" {
+		t.Fatalf("engine_version %q, want unknown", got)
+	}
+}
+
+// When the server dies during a point, that point's reason is the death
+// (not its first broken request), sending stops at once, and the rest are
+// skipped.
+func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, 2*time.Millisecond, 0
+	s := sim.New(cfg)
+	var mu sync.Mutex
+	sent := 0
+	var diedAt time.Time
+	var lateSends int
+	done := make(chan struct{})
+	var once sync.Once
+	hs := httptest.NewUnstartedServer(nil)
+	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"stream":true`)) && bytes.Contains(body, []byte(`"max_tokens":20`)) {
+			mu.Lock()
+			sent++
+			n := sent
+			if !diedAt.IsZero() && time.Since(diedAt) > 200*time.Millisecond {
+				lateSends++
+			}
+			mu.Unlock()
+			// The 4th streamed request of the c=2 point (after 8 at c=1
+			// with its warm-up) kills the "server".
+			if n == 8+4 {
+				once.Do(func() {
+					mu.Lock()
+					diedAt = time.Now()
+					mu.Unlock()
+					go func() { hs.CloseClientConnections(); close(done) }()
+				})
+				panic(http.ErrAbortHandler)
+			}
+		}
+		select {
+		case <-done:
+			panic(http.ErrAbortHandler)
+		default:
+		}
+		s.ServeHTTP(w, r)
+	})
+	hs.Start()
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: "server"
+		cells: [{isl: 16, osl: 20}], concurrency: [1, 2, 4], requests: 4, warmup: 1`), ``)
+	var c collected
+	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
+		Deps: map[string]*pipeline.Outputs{"server": {URL: hs.URL, Done: done, DoneReason: func() string { return "signal: killed" }}},
+		Emit: func(cell results.Cell, reqs []results.Request) error {
+			c.cells = append(c.cells, cell)
+			return nil
+		}}
+	p.Stages[0].Target = "server"
+	_, err := st.Run(t.Context(), env)
+	if err == nil || !strings.Contains(err.Error(), "server died: signal: killed") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(c.cells) != 3 {
+		t.Fatalf("%d rows", len(c.cells))
+	}
+	if c.cells[0].Status != results.StatusOK {
+		t.Fatalf("c=1: %s %s", c.cells[0].Status, c.cells[0].Reason)
+	}
+	if c.cells[1].Status != results.StatusError || !strings.HasPrefix(c.cells[1].Reason, "server died: signal: killed") {
+		t.Fatalf("c=2 (running when the server died): %s %q", c.cells[1].Status, c.cells[1].Reason)
+	}
+	if c.cells[2].Status != results.StatusSkipped || !strings.Contains(c.cells[2].Reason, "server died") {
+		t.Fatalf("c=4: %s %q", c.cells[2].Status, c.cells[2].Reason)
+	}
+	if lateSends > 0 {
+		t.Fatalf("%d requests were sent more than 200 ms after the server died", lateSends)
+	}
+}

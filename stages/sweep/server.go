@@ -1,0 +1,149 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// engineVersion is the version for the rows: the server's own answer,
+// else what the launch stage learned from the command, else "unknown".
+func engineVersion(info loadgen.ServerInfo, target *pipeline.Outputs) string {
+	if info.Version != "" {
+		return info.Version
+	}
+	if target.EngineVersion != "" {
+		return target.EngineVersion
+	}
+	return "unknown"
+}
+
+// contextLimit is the context one request may use: what the server said,
+// else the plan's model.max_model_len (0: unknown).
+func contextLimit(info loadgen.ServerInfo, plan *schema.Plan) int {
+	if info.MaxModelLen > 0 {
+		return info.MaxModelLen
+	}
+	if plan != nil {
+		return plan.Model.MaxModelLen
+	}
+	return 0
+}
+
+// doesNotFit says why a cell cannot run on this server ("" when it can or
+// nobody knows): its prompt and output do not fit one request's context.
+func doesNotFit(c Cell, endpoint string, info loadgen.ServerInfo, plan *schema.Plan) string {
+	limit := contextLimit(info, plan)
+	if limit <= 0 {
+		return ""
+	}
+	need := c.ISL + c.OSL
+	if endpoint == "embeddings" {
+		need = c.ISL
+	}
+	if need <= limit {
+		return ""
+	}
+	from := info.ContextFrom
+	if info.MaxModelLen <= 0 {
+		from = "model.max_model_len in the plan"
+	}
+	return fmt.Sprintf("isl+osl = %d does not fit the server's context of %d tokens per request (%s); not sent", need, limit, from)
+}
+
+// serverDied reports the target's death. When the point had failures the
+// death may not be reaped yet (the sockets close before the exit status
+// is known), so it waits a little for it.
+func serverDied(target *pipeline.Outputs, hadFailures bool) error {
+	if target.Done == nil {
+		return nil
+	}
+	select {
+	case <-target.Done:
+		return deathOf(target)
+	default:
+	}
+	if !hadFailures {
+		return nil
+	}
+	select {
+	case <-target.Done:
+		return deathOf(target)
+	case <-time.After(500 * time.Millisecond):
+		return nil
+	}
+}
+
+// errServerDied is the cause of a point stopped by the server's death.
+var errServerDied = errors.New("server died")
+
+func deathOf(target *pipeline.Outputs) error {
+	reason := "exited"
+	if target.DoneReason != nil {
+		reason = target.DoneReason()
+	}
+	return fmt.Errorf("%w: %s", errServerDied, reason)
+}
+
+// checkPromptLength turns a cell whose prompts did not come out at isl
+// (within a token) into an error: the cell is not the shape asked for, and
+// saying so only in the notes let 375-token prompts pass as "128".
+func (s *Stage) checkPromptLength(row *results.Cell) {
+	if row.Status != results.StatusOK || row.Completed == 0 || row.ISL <= 0 || row.Endpoint == "embeddings" {
+		return
+	}
+	if d := math.Abs(row.EffectiveISL - float64(row.ISL)); d > 1 {
+		row.Status = results.StatusError
+		row.Reason = fmt.Sprintf("prompts came out at %.1f tokens for isl %d (off by %.1f): the calibration did not hold for this server", row.EffectiveISL, row.ISL, d)
+	}
+}
+
+func calibrationNote(v *loadgen.Vocab) string {
+	return fmt.Sprintf("prompt length calibrated by %s (%d single-token words, %d tokens of overhead, %d requests)", v.Method, len(v.Words), v.Overhead, v.Requests)
+}
+
+// sendSpan is the send window of timed passes: intervals between
+// consecutive sends and the time they spanned.
+type sendSpan struct {
+	intervals int
+	span      time.Duration
+}
+
+func spanOf(rs []loadgen.Result) sendSpan {
+	if len(rs) < 2 {
+		return sendSpan{}
+	}
+	first, last := rs[0].Sent, rs[0].Sent
+	for _, r := range rs {
+		if r.Sent.Before(first) {
+			first = r.Sent
+		}
+		if r.Sent.After(last) {
+			last = r.Sent
+		}
+	}
+	return sendSpan{intervals: len(rs) - 1, span: last.Sub(first)}
+}
+
+// ContextWarnings implements pipeline.ContextUser: the cells whose prompt
+// and output cannot fit contextLength (the model file's own context).
+func (s *Stage) ContextWarnings(p *schema.Plan, contextLength int, source string) []schema.Error {
+	var ws []schema.Error
+	for i, c := range s.cfg.Cells {
+		need := c.ISL + c.OSL
+		if s.cfg.Endpoint == "embeddings" {
+			need = c.ISL
+		}
+		if need > contextLength {
+			ws = append(ws, schema.Error{Pos: s.spec.PosOf("cells", fmt.Sprint(i)),
+				Msg: fmt.Sprintf("stages.%s.cells.%d: isl+osl = %d cannot fit %s (%d tokens); the cell will be refused before any request unless the server extends the context", s.spec.Name, i, need, source, contextLength)})
+		}
+	}
+	return ws
+}
