@@ -15,9 +15,13 @@ import (
 // started would live on. So benchrun starts a small guard (this very
 // binary, re-executed with guardEnv set) as the leader of a new process
 // group; the guard starts the server in that group and, when benchrun
-// dies (its parent-death signal, guardDeathSignal), kills the whole group.
-// Group-wide SIGINT/SIGTERM from a normal stop are for the server: the
-// guard waits for it and then exits the way it did.
+// dies (its parent-death signal, guardDeathSignal), kills every process
+// below it. The guard is a child subreaper (Linux), so a server child
+// that starts its own session and daemonizes stays below it, and is found
+// by walking /proc. Group-wide SIGINT/SIGTERM from a normal stop are for
+// the server (the guard passes them on to descendants that left the
+// group): the guard waits for it, kills whatever it left behind, and
+// exits the way it did.
 const guardEnv = "BENCHRUN_LAUNCH_GUARD"
 
 // guardDeathSignal is the guard's parent-death signal: one nothing else sends.
@@ -49,7 +53,10 @@ func runGuard(argv []string) int {
 		return 2
 	}
 	os.Unsetenv(guardEnv)
-	sigs := make(chan os.Signal, 4)
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "benchrun guard: cannot become a child subreaper (%v): a server child that daemonizes may outlive benchrun\n", err)
+	}
+	sigs := make(chan os.Signal, 8)
 	// Handled, not ignored: ignored dispositions would pass to the server.
 	signal.Notify(sigs, guardDeathSignal, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -58,19 +65,31 @@ func runGuard(argv []string) int {
 		fmt.Fprintf(os.Stderr, "benchrun: cannot start %s: %v\n", argv[0], err)
 		return 127
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	self := os.Getpid()
+	exited := make(chan syscall.WaitStatus, 1)
+	go reap(cmd.Process.Pid, exited)
 	for {
 		select {
 		case sig := <-sigs:
 			if sig == guardDeathSignal {
-				// benchrun is gone: take the whole group down with it.
-				fmt.Fprintln(os.Stderr, "benchrun guard: benchrun died; killing the server's process group")
-				_ = syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
+				// benchrun is gone: take everything below the guard down
+				// with it, whatever session or group it moved to.
+				fmt.Fprintln(os.Stderr, "benchrun guard: benchrun died; killing the server and every process it started")
+				killTree(self, false)
+				_ = syscall.Kill(-self, syscall.SIGKILL)
+				return 128 + int(syscall.SIGKILL)
 			}
-			// SIGINT/SIGTERM went to the whole group: the server has its own.
-		case <-exited:
-			st := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			// A stop: SIGINT/SIGTERM went to the whole group, the server
+			// has its own. Pass it on to the processes that left the
+			// group (setsid), so that they too may stop gracefully.
+			for _, p := range descendants(self) {
+				if p.pgrp != self {
+					_ = syscall.Kill(p.pid, sig.(syscall.Signal))
+				}
+			}
+		case st := <-exited:
+			// The server is gone: nothing it started may stay behind.
+			killTree(self, false)
 			if st.Signaled() {
 				// Die the same way, so benchrun reports "signal: killed".
 				signal.Reset()
@@ -79,6 +98,23 @@ func runGuard(argv []string) int {
 				return 128 + int(st.Signal())
 			}
 			return st.ExitStatus()
+		}
+	}
+}
+
+// reap waits for every child of the guard: the server (whose status it
+// hands on) and, the guard being a subreaper, the orphans re-parented to
+// it, which would otherwise stay zombies.
+func reap(server int, exited chan<- syscall.WaitStatus) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case err == syscall.EINTR:
+		case err != nil:
+			time.Sleep(20 * time.Millisecond) // no child now; an orphan may come
+		case pid == server:
+			exited <- ws
 		}
 	}
 }

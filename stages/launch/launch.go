@@ -98,6 +98,7 @@ type Stage struct {
 	progress io.Writer // stderr: a death is shown with its log tail
 
 	mu       sync.Mutex
+	up       bool // Run returned: a death from now on is shown by the watcher
 	proc     *process
 	died     chan struct{} // closed when the server stops on its own
 	diedOnce *sync.Once    // per Run: a retried Run gets a fresh channel
@@ -216,6 +217,47 @@ func (s *Stage) Validate(p *schema.Plan) error {
 	return nil
 }
 
+// Warnings are vet's warnings (pipeline.Warner): a stage that sends to
+// this server with no health stage before it. The launch stage is up once
+// the server listens, but many servers listen before their model is
+// loaded (503 while loading), and the first requests would fail. A
+// restart: per_cell server is waited for before every cell anyway.
+func (s *Stage) Warnings(p *schema.Plan) []schema.Error {
+	if s.cfg.Restart == "per_cell" {
+		return nil
+	}
+	byName := map[string]*schema.Stage{}
+	for _, st := range p.Stages {
+		byName[st.Name] = st
+	}
+	// checked reports whether st depends, through needs, on a health
+	// stage of this server.
+	var checked func(st *schema.Stage, seen map[string]bool) bool
+	checked = func(st *schema.Stage, seen map[string]bool) bool {
+		for _, n := range st.Needs {
+			d := byName[n]
+			if d == nil || seen[n] {
+				continue
+			}
+			seen[n] = true
+			if d.Kind == "health" && d.Target == s.spec.Name || checked(d, seen) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []schema.Error
+	for _, st := range p.Stages {
+		if st.Target != s.spec.Name || st.Kind == "health" || checked(st, map[string]bool{}) {
+			continue
+		}
+		out = append(out, schema.Error{Pos: st.PosOf("target"), Msg: fmt.Sprintf(
+			"stages.%s sends to stages.%s (a launch stage) with no health stage before it: the server counts as up once it listens, and one that listens before its model is loaded fails the first requests; add health: {kind: \"health\", target: %q} and needs: [\"health\"] on stages.%s",
+			st.Name, s.spec.Name, s.spec.Name, st.Name)})
+	}
+	return out
+}
+
 // Run prepares files, runs the setup commands, starts the server, runs the
 // after_start commands once it accepts connections, and returns; the
 // health stage waits for readiness.
@@ -224,6 +266,14 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	defer func() { showDetails(env.Progress, err) }()
 	if s.port, err = s.pickPort(); err != nil {
 		return nil, err
+	}
+	if _, auto := s.cfg.Port.(string); !auto {
+		// A fixed port someone else serves would be benchmarked in the
+		// launched server's place (it may still be loading): refuse it
+		// before anything starts.
+		if err := portFree(s.cfg.Host, s.port); err != nil {
+			return nil, fmt.Errorf("stages.%s.port: %w", s.spec.Name, err)
+		}
 	}
 	s.model = s.cfg.Model
 	if s.model == "" {
@@ -265,27 +315,41 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	}
 
 	s.dir = resolveDir(s.cfg.Dir, env, vars, "")
+	version := s.engineVersion(ctx, env.Log)
 	s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
+	s.mu.Lock()
+	s.up = false
+	s.mu.Unlock()
 	if err := s.start(); err != nil {
 		return nil, err
 	}
-	if len(s.cfg.AfterStart) > 0 {
-		if err := s.waitListening(ctx); err != nil {
+	// Up means listening: a stage after this one (a sweep without a
+	// health stage) would otherwise send into a closed port. A server
+	// that is not told its port (no ${port} anywhere, port: "auto") could
+	// not listen there, so it is not waited for.
+	if len(s.cfg.AfterStart) > 0 || s.toldPort() {
+		if err := s.waitListening(ctx, env.Log); err != nil {
 			return nil, err
 		}
+	}
+	if len(s.cfg.AfterStart) > 0 {
 		if err := s.runCommands(ctx, env, "after_start", s.cfg.AfterStart, vars); err != nil {
 			return nil, err
 		}
 	}
+	s.mu.Lock()
+	s.up = true // from now on a death is the watchdog's to report
+	s.mu.Unlock()
 
 	out = &pipeline.Outputs{
-		URL:        "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port)),
-		Model:      s.model,
-		Engine:     s.cfg.Engine,
-		PID:        s.pid(),
-		Done:       s.died,
-		DoneReason: s.deathReason,
-		Values:     map[string]any{},
+		URL:           "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port)),
+		Model:         s.model,
+		Engine:        s.cfg.Engine,
+		EngineVersion: version,
+		PID:           s.pid(),
+		Done:          s.died,
+		DoneReason:    s.deathReason,
+		Values:        map[string]any{},
 	}
 	// Pass on what earlier stages offered (a provision stage's
 	// cost_per_hour, say), then this server's own facts.
@@ -416,7 +480,7 @@ func (s *Stage) start() error {
 	cmd.Dir = s.dir
 	cmd.Env = append(append([]string(nil), s.environ...), guardEnv+"=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	fmt.Fprintf(logf, "benchrun: starting %s\n", strings.Join(s.argv, " "))
+	fmt.Fprintf(logf, "%s%s\n", startMarker, strings.Join(s.argv, " "))
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.argv[0], err)
 	}
@@ -434,7 +498,11 @@ func (s *Stage) start() error {
 		close(p.exited)
 		if !stopped {
 			once.Do(func() {
-				if s.progress != nil {
+				s.mu.Lock()
+				up := s.up
+				s.mu.Unlock()
+				// Before Run returns, Run's own error carries the details.
+				if up && s.progress != nil {
 					fmt.Fprintf(s.progress, "✗ %s died: %s\n", s.spec.Name, s.deathDetails())
 				}
 				close(died)
@@ -473,52 +541,150 @@ func (s *Stage) exitStatus() string {
 }
 
 // deathReason is one line for the rows and the summary: how the process
-// ended and its log's last line. (The watcher shows the longer tail on
+// ended and its log's last line, and the first line that looks like an
+// error when it is another (a usage text after "flag provided but not
+// defined" hides it otherwise). (The watcher shows the longer tail on
 // stderr when it happens.)
 func (s *Stage) deathReason() string {
 	reason := s.exitStatus()
-	if last := strings.TrimPrefix(tailLines(s.logPath, 1), "  | "); last != "" {
-		if len(last) > 200 {
-			last = last[:200] + "…"
+	last := strings.TrimSpace(strings.TrimPrefix(tailLines(s.logPath, 1), "  | "))
+	if last != "" {
+		reason += fmt.Sprintf(" (last line of %s: %s", filepath.Base(s.logPath), cut(last, 200))
+		if first := firstErrorLine(s.logPath); first != "" && first != last {
+			reason += "; first error: " + cut(first, 200)
 		}
-		reason += fmt.Sprintf(" (last line of %s: %s)", filepath.Base(s.logPath), last)
+		reason += ")"
 	}
 	return reason
 }
 
-// deathDetails is the status with the log's last 20 lines, for people.
-func (s *Stage) deathDetails() string {
-	if t := tailLines(s.logPath, 20); t != "" {
-		return fmt.Sprintf("%s; last lines of %s:\n%s", s.exitStatus(), filepath.Base(s.logPath), t)
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
-	return s.exitStatus()
+	return s
 }
 
-// waitListening waits until the server accepts TCP connections, so
-// after_start commands (`ollama create`) can talk to it.
-func (s *Stage) waitListening(ctx context.Context) error {
+// deathDetails is the status with the log's first error line (when the
+// tail does not show it) and last 20 lines, for people.
+func (s *Stage) deathDetails() string {
+	t := tailLines(s.logPath, 20)
+	if t == "" {
+		return s.exitStatus()
+	}
+	msg := s.exitStatus()
+	if first := firstErrorLine(s.logPath); first != "" && !strings.Contains(t+"\n", "  | "+first+"\n") {
+		msg += fmt.Sprintf("; first error in %s: %s", filepath.Base(s.logPath), cut(first, 300))
+	}
+	return fmt.Sprintf("%s; last lines of %s:\n%s", msg, filepath.Base(s.logPath), t)
+}
+
+// waitListening waits until the server accepts TCP connections on its
+// port and, where /proc tells, until the listening socket is the
+// server's own (its process or one of its descendants holds it): a port
+// answered by another process is not this server being up. It is bounded
+// by start_within and by the stage's context (its timeout, an interrupt).
+func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 	addr := net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port))
-	deadline := time.Now().Add(s.startWithin)
+	start := time.Now()
+	deadline := start.Add(s.startWithin)
 	s.mu.Lock()
 	p := s.proc
 	s.mu.Unlock()
+	if log != nil {
+		fmt.Fprintf(log, "benchrun: waiting for the server to listen on %s (start_within %s)\n", addr, s.startWithin)
+	}
+	said, foreign := false, ""
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return nil
+			owned, known, holder := portOwnership(p.cmd.Process.Pid, s.port)
+			if owned || !known {
+				if log != nil {
+					fmt.Fprintf(log, "benchrun: listening on %s after %s\n", addr, time.Since(start).Round(time.Millisecond))
+				}
+				return nil
+			}
+			if holder == "" {
+				holder = "another process"
+			}
+			if holder != foreign {
+				foreign = holder
+				msg := fmt.Sprintf("%s answers, but %s holds the port, not the server; waiting for the server's own socket", addr, holder)
+				if log != nil {
+					fmt.Fprintln(log, "benchrun: "+msg)
+				}
+				if s.progress != nil {
+					fmt.Fprintf(s.progress, "  %s: %s\n", s.spec.Name, msg)
+				}
+			}
+		}
+		if !said && time.Since(start) > 2*time.Second && s.progress != nil {
+			said = true
+			fmt.Fprintf(s.progress, "  %s: waiting for the server to listen on %s (start_within %s)\n", s.spec.Name, addr, s.startWithin)
 		}
 		select {
 		case <-p.exited:
 			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathDetails())
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return fmt.Errorf("server not listening on %s after %s: %w", addr, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("server not listening on %s within %s (start_within); last lines of its log:\n%s", addr, s.startWithin, tailLines(s.logPath, 20))
+			why := "not listening"
+			if foreign != "" {
+				why = "not holding its port (" + foreign + " does)"
+			}
+			return fmt.Errorf("server %s on %s within %s (start_within); last lines of its log:\n%s", why, addr, s.startWithin, tailLines(s.logPath, 20))
 		}
 	}
+}
+
+// toldPort reports whether the server knows the port benchrun will wait
+// on: a fixed port, or ${port} in its command, environment or files.
+func (s *Stage) toldPort() bool {
+	if _, auto := s.cfg.Port.(string); !auto {
+		return true
+	}
+	texts := append([]string{s.cfg.Dir}, s.cfg.Cmd...)
+	for _, v := range s.cfg.Env {
+		texts = append(texts, v)
+	}
+	for _, v := range s.cfg.Files {
+		texts = append(texts, v)
+	}
+	for _, t := range texts {
+		told := false
+		os.Expand(t, func(k string) string {
+			if k == "port" {
+				told = true
+			}
+			return ""
+		})
+		if told {
+			return true
+		}
+	}
+	return false
+}
+
+// portFree refuses a port that another process listens on (host's
+// address or every address), naming the process when /proc tells.
+func portFree(host string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err == nil {
+		l.Close()
+		return nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil // not ours to judge (a privileged port, say): the server will say
+	}
+	by := ""
+	if h := portHolder(port); h != "" {
+		by = " by " + h
+	}
+	return fmt.Errorf("port %d on %s is already in use%s: benchrun would measure that process instead of the server it launches; stop it, or use port: \"auto\"", port, host, by)
 }
 
 // runCommands runs setup or after_start commands one by one, each with its
@@ -577,11 +743,11 @@ func runOnce(ctx context.Context, argv, environ []string, dir, logPath string, t
 	case err := <-done:
 		return err
 	case <-timer.C:
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd.Process.Pid, true)
 		<-done
 		return fmt.Errorf("timed out after %s", timeout)
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killTree(cmd.Process.Pid, true)
 		<-done
 		return context.Cause(ctx)
 	}
@@ -604,17 +770,23 @@ func (s *Stage) restart(ctx context.Context, url string, cell map[string]string)
 	if err := s.stop(ctx); err != nil {
 		return err
 	}
-	if f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		// Not env.Log: the runner closed it when Run returned.
-		msg := "benchrun: restarting the server (restart: per_cell)"
-		if len(cell) > 0 {
-			msg = fmt.Sprintf("benchrun: restarting the server (restart: per_cell, %s)", joinVars(cell))
-		}
-		fmt.Fprintln(f, msg)
-		f.Close()
+	msg := "benchrun: restarting the server (restart: per_cell)"
+	if len(cell) > 0 {
+		msg = fmt.Sprintf("benchrun: restarting the server (restart: per_cell, %s)", joinVars(cell))
 	}
+	s.logLine(msg)
 	if err := s.start(); err != nil {
 		return err
+	}
+	if s.toldPort() {
+		// Its own socket first: the old server's port may be answered by
+		// another process meanwhile.
+		lctx, cancel := context.WithTimeout(ctx, s.startWithin)
+		err := s.waitListening(lctx, nil)
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	return s.waitReady(ctx, url)
 }
@@ -747,7 +919,9 @@ func (s *Stage) Cleanup(ctx context.Context) error { return s.stop(ctx) }
 
 // stop sends SIGINT, then SIGTERM, then SIGKILL to the process group,
 // waiting stop_grace and term_grace between them, and finally kills
-// whatever is left of the group.
+// whatever is left below the guard (a child that started its own session
+// included). Each escalation is said on the progress writer, and a
+// SIGKILL is recorded in the server's log.
 func (s *Stage) stop(ctx context.Context) error {
 	s.mu.Lock()
 	p := s.proc
@@ -759,16 +933,34 @@ func (s *Stage) stop(ctx context.Context) error {
 		return nil
 	}
 	pgid := p.cmd.Process.Pid
-	defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }() // nothing of the group lingers
+	// Nothing of the tree lingers, whatever happened above.
+	defer killTree(pgid, true)
 	steps := []struct {
 		sig   syscall.Signal
+		name  string
 		grace time.Duration
-	}{{syscall.SIGINT, s.stopGrace}, {syscall.SIGTERM, s.termGrace}, {syscall.SIGKILL, 5 * time.Second}}
-	for _, st := range steps {
+	}{{syscall.SIGINT, "SIGINT", s.stopGrace}, {syscall.SIGTERM, "SIGTERM", s.termGrace}, {syscall.SIGKILL, "SIGKILL", 5 * time.Second}}
+	start := time.Now()
+	for i, st := range steps {
 		select {
 		case <-p.exited:
 			return nil
 		default:
+		}
+		if i > 0 {
+			prev := steps[i-1]
+			msg := fmt.Sprintf("still running %s after %s; sending %s", time.Since(start).Round(time.Millisecond), prev.name, st.name)
+			if s.progress != nil {
+				fmt.Fprintf(s.progress, "  %s: %s\n", s.spec.Name, msg)
+			}
+			s.logLine("benchrun: server " + msg)
+			start = time.Now()
+		}
+		if st.sig == syscall.SIGKILL {
+			// Below the guard first: once the guard is gone, its orphans
+			// would leave the tree.
+			killTree(pgid, true)
+			s.logLine(fmt.Sprintf("benchrun: SIGKILL was needed to stop the server: it ignored SIGINT (stop_grace %s) and SIGTERM (term_grace %s)", s.stopGrace, s.termGrace))
 		}
 		if err := syscall.Kill(-pgid, st.sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("signalling the server: %w", err)
@@ -788,6 +980,18 @@ func (s *Stage) stop(ctx context.Context) error {
 		return nil
 	default:
 		return fmt.Errorf("server (pid %d) did not exit after SIGKILL", pgid)
+	}
+}
+
+// logLine appends a line of benchrun's own to the server's log (the
+// stage log: env.Log is closed once Run returns).
+func (s *Stage) logLine(line string) {
+	if s.logPath == "" {
+		return
+	}
+	if f, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintln(f, line)
+		f.Close()
 	}
 }
 

@@ -1,10 +1,12 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,11 +54,17 @@ func TestMain(m *testing.M) {
 }
 
 // fakeBenchrun launches a server whose shell starts a grandchild, writes
-// both pids, and blocks until it is killed.
+// both pids, and blocks until it is killed. With LAUNCH_TEST_DAEMON set
+// the grandchild starts its own session and its parent (a subshell)
+// exits, as a daemonizing wrapper does.
 func fakeBenchrun(dir string) int {
+	script := `sleep 300 & echo $! > ` + dir + `/grandchild.pid; echo $$ > ` + dir + `/server.pid; wait`
+	if os.Getenv("LAUNCH_TEST_DAEMON") != "" {
+		script = `(setsid sleep 300 & echo $! > ` + dir + `/grandchild.pid); echo $$ > ` + dir + `/server.pid; sleep 300`
+	}
 	src := `name: "p"
 model: {name: "m"}
-stages: server: {kind: "launch", shell: true, cmd: ["sleep 300 & echo $! > ` + dir + `/grandchild.pid; echo $$ > ` + dir + `/server.pid; wait"]}
+stages: server: {kind: "launch", shell: true, cmd: [` + strconv.Quote(script) + `]}
 `
 	st, p, err := build(dir, src, "server")
 	if err != nil {
@@ -96,6 +105,30 @@ func newEnv(dir string, p *schema.Plan, spec *schema.Stage) *pipeline.Env {
 // launch builds and runs the stage "server" of src; Cleanup runs at the end of the test.
 func launch(t *testing.T, src string) (*Stage, *pipeline.Outputs, string, error) {
 	t.Helper()
+	return launchWith(t, src, io.Discard)
+}
+
+// syncBuffer is a bytes.Buffer safe for the watcher's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// launchWith is launch with the stage's progress going to progress.
+func launchWith(t *testing.T, src string, progress io.Writer) (*Stage, *pipeline.Outputs, string, error) {
+	t.Helper()
 	dir := t.TempDir()
 	st, p, err := build(dir, src, "server")
 	if err != nil {
@@ -107,7 +140,9 @@ func launch(t *testing.T, src string) (*Stage, *pipeline.Outputs, string, error)
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	out, err := s.Run(context.Background(), newEnv(dir, p, s.spec))
+	env := newEnv(dir, p, s.spec)
+	env.Progress = progress
+	out, err := s.Run(context.Background(), env)
 	return s, out, dir, err
 }
 
@@ -234,17 +269,24 @@ func TestStopEscalates(t *testing.T) {
 		script string
 		want   string // which signal ended it, as the script logs it
 		min    time.Duration
+		// What the progress view says while it waits, and what it must not.
+		progress, notProgress []string
+		killed                bool // the log records that SIGKILL was needed
 	}{
-		{"exits on SIGINT", `trap 'echo got INT; exit 0' INT; echo traps" "set; while :; do sleep 0.05; done`, "got INT", 0},
-		{"ignores SIGINT, exits on SIGTERM", `trap 'echo ignored INT' INT; trap 'echo got TERM; exit 0' TERM; echo traps" "set; while :; do sleep 0.05; done`, "got TERM", 300 * time.Millisecond},
-		{"ignores both: SIGKILL", `trap 'echo ignored INT' INT; trap 'echo ignored TERM' TERM; echo traps" "set; while :; do sleep 0.05; done`, "ignored TERM", 600 * time.Millisecond},
+		{"exits on SIGINT", `trap 'echo got INT; exit 0' INT; echo traps" "set; while :; do sleep 0.05; done`, "got INT", 0,
+			nil, []string{"still running"}, false},
+		{"ignores SIGINT, exits on SIGTERM", `trap 'echo ignored INT' INT; trap 'echo got TERM; exit 0' TERM; echo traps" "set; while :; do sleep 0.05; done`, "got TERM", 300 * time.Millisecond,
+			[]string{"  server: still running 3", "ms after SIGINT; sending SIGTERM\n"}, []string{"SIGKILL"}, false},
+		{"ignores both: SIGKILL", `trap 'echo ignored INT' INT; trap 'echo ignored TERM' TERM; echo traps" "set; while :; do sleep 0.05; done`, "ignored TERM", 600 * time.Millisecond,
+			[]string{"ms after SIGINT; sending SIGTERM\n", "ms after SIGTERM; sending SIGKILL\n"}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, out, dir, err := launch(t, fmt.Sprintf(`name: "p"
+			var progress syncBuffer
+			s, out, dir, err := launchWith(t, fmt.Sprintf(`name: "p"
 model: {name: "m"}
 stages: server: {kind: "launch", cmd: ["sh", "-c", %q], stop_grace: "300ms", term_grace: "300ms"}
-`, tt.script))
+`, tt.script), &progress)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,6 +303,20 @@ stages: server: {kind: "launch", cmd: ["sh", "-c", %q], stop_grace: "300ms", ter
 				t.Fatal("process group still there")
 			}
 			waitLog(t, filepath.Join(dir, "server.log"), tt.want)
+			for _, want := range tt.progress {
+				if !strings.Contains(progress.String(), want) {
+					t.Errorf("progress lacks %q:\n%s", want, progress.String())
+				}
+			}
+			for _, not := range tt.notProgress {
+				if strings.Contains(progress.String(), not) {
+					t.Errorf("progress says %q:\n%s", not, progress.String())
+				}
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			if got := strings.Contains(string(log), "benchrun: SIGKILL was needed to stop the server: it ignored SIGINT (stop_grace 300ms) and SIGTERM (term_grace 300ms)"); got != tt.killed {
+				t.Errorf("the log records SIGKILL: %v, want %v:\n%s", got, tt.killed, log)
+			}
 		})
 	}
 }
@@ -398,38 +454,116 @@ func TestRestartPerCell(t *testing.T) {
 
 // TestServerDiesWithBenchrun kills a stand-in for benchrun with SIGKILL
 // while its server (a shell with a child of its own) runs: the guard's
-// parent-death signal must take the whole group down, grandchild included.
+// parent-death signal must take everything below it down, the grandchild
+// included, even one that started its own session and whose parent
+// exited (a daemonizing wrapper: re-parented to the guard, a subreaper).
 func TestServerDiesWithBenchrun(t *testing.T) {
-	dir := t.TempDir()
-	self, _ := os.Executable()
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), parentEnv+"="+dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	deadline := time.Now().Add(10 * time.Second)
-	for len(pids) < 2 {
-		pids = pids[:0]
-		for _, f := range []string{"server.pid", "grandchild.pid"} {
-			b, _ := os.ReadFile(filepath.Join(dir, f))
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				pids = append(pids, n)
+	for _, mode := range []string{"child in the group", "daemon in its own session"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			self, _ := os.Executable()
+			cmd := exec.Command(self, "-test.run=^$")
+			cmd.Env = append(os.Environ(), parentEnv+"="+dir)
+			if mode != "child in the group" {
+				cmd.Env = append(cmd.Env, "LAUNCH_TEST_DAEMON=1")
 			}
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var pids []int
+			deadline := time.Now().Add(10 * time.Second)
+			for len(pids) < 2 {
+				pids = pids[:0]
+				for _, f := range []string{"server.pid", "grandchild.pid"} {
+					b, _ := os.ReadFile(filepath.Join(dir, f))
+					if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+						pids = append(pids, n)
+					}
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					cmd.Wait()
+					t.Fatal("the stand-in never started its server")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Cleanup(func() { syscall.Kill(pids[1], syscall.SIGKILL) })
+			if mode != "child in the group" {
+				if sid := session(pids[1]); sid != pids[1] {
+					t.Fatalf("the daemon's session is %d, want its own (%d): the test would not test setsid", sid, pids[1])
+				}
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
 			cmd.Wait()
-			t.Fatal("the stand-in never started its server")
+			waitGone(t, pids[0], "server")
+			waitGone(t, pids[1], "server's child")
+		})
+	}
+}
+
+// session is the session id of pid, from /proc/PID/stat.
+func session(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 4 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[3])
+	return n
+}
+
+// TestStopKillsEveryDescendant: a normal stop reaches a child that left
+// the server's process group (setsid) and would not get the group's
+// SIGINT: the guard passes the signal on, and whatever is left when the
+// server exits is killed.
+func TestStopKillsEveryDescendant(t *testing.T) {
+	for _, tt := range []struct{ name, script string }{
+		{"stops on the passed-on SIGINT", `setsid sleep 300 & echo $! > daemon.pid; wait`},
+		{"ignores it: killed with the server", `setsid sh -c 'trap "" INT TERM; echo $$ > daemon.pid; while :; do sleep 0.05; done' & wait`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, _, _, err := launch(t, fmt.Sprintf(`name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", dir: %q, cmd: ["sh", "-c", %q]}
+`, dir, tt.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := waitPIDFile(t, filepath.Join(dir, "daemon.pid"))
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			start := time.Now()
+			if err := s.Cleanup(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("stop took %s", d)
+			}
+			waitGone(t, pid, "the server's setsid child")
+		})
+	}
+}
+
+func waitPIDFile(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	waitGone(t, pids[0], "server")
-	waitGone(t, pids[1], "server's child")
+	t.Fatalf("%s never appeared", path)
+	return 0
 }
 
 func TestEarlierStagesOutputs(t *testing.T) {
@@ -606,5 +740,292 @@ func TestRestartWithCellVariables(t *testing.T) {
 	}
 	if s.pid() != pid || s.exitStatus() != "still running" {
 		t.Errorf("a refused restart touched the server: pid %d -> %d, %s", pid, s.pid(), s.exitStatus())
+	}
+}
+
+// holdPort runs a simulator (the test binary) on a fixed port in a
+// process of its own, as another user of the machine would, and returns
+// the port and the process.
+func holdPort(t *testing.T) (int, *exec.Cmd) {
+	t.Helper()
+	port, err := freePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), simEnv+"="+fmt.Sprintf("127.0.0.1:%d", port), "LAUNCH_TEST_SIM_MODEL=m")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/health", port), 10*time.Second)
+	return port, cmd
+}
+
+// TestBusyFixedPortIsRefused: a fixed port another process serves would
+// be benchmarked in the launched server's place; it is refused before
+// anything starts, naming the port and the process holding it.
+func TestBusyFixedPortIsRefused(t *testing.T) {
+	port, holder := holdPort(t)
+	start := time.Now()
+	_, _, dir, err := launch(t, fmt.Sprintf(`name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", port: %d, cmd: ["sleep", "30"], setup: [{cmd: ["sh", "-c", "echo ran > setup-ran"]}]}
+`, port))
+	want := fmt.Sprintf("stages.server.port: port %d on 127.0.0.1 is already in use by pid %d (", port, holder.Process.Pid)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `use port: "auto"`) {
+		t.Fatalf("err = %v\nwant it to contain %q", err, want)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("refusing took %s", d)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "setup-ran")); err == nil {
+		t.Error("setup ran although the port was busy")
+	}
+}
+
+// TestAPortAnsweredByAnotherProcessIsNotUp: a server is up only when its
+// own process tree holds the listening socket. Here the server never
+// listens while another process takes its port after the start: the
+// launch waits (saying so) and fails at start_within, naming the holder.
+func TestAPortAnsweredByAnotherProcessIsNotUp(t *testing.T) {
+	port, err := freePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, p, err := build(dir, fmt.Sprintf(`name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", port: %d, start_within: "3s", cmd: ["sh", "-c", "echo loading; sleep 30"]}
+`, port), "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*Stage)
+	t.Cleanup(func() { _ = s.Cleanup(context.Background()) })
+	var progress syncBuffer
+	env := newEnv(dir, p, s.spec)
+	env.Progress = &progress
+	type result struct {
+		out *pipeline.Outputs
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		out, err := s.Run(context.Background(), env)
+		done <- result{out, err}
+	}()
+	waitLog(t, filepath.Join(dir, "server.log"), "loading")
+	// Someone else binds the port the server was given.
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := <-done
+	if r.err == nil {
+		t.Fatalf("up at %s although another process holds its port", r.out.URL)
+	}
+	want := fmt.Sprintf("server not holding its port (pid %d (", os.Getpid())
+	if !strings.Contains(r.err.Error(), want) || !strings.Contains(r.err.Error(), "within 3s (start_within)") {
+		t.Errorf("err = %v\nwant %q", r.err, want)
+	}
+	if d := time.Since(start); d < 3*time.Second || d > 6*time.Second {
+		t.Errorf("failed after %s, want start_within (3s)", d)
+	}
+	if want := fmt.Sprintf("  server: 127.0.0.1:%d answers, but pid %d (", port, os.Getpid()); !strings.Contains(progress.String(), want) {
+		t.Errorf("progress does not say who holds the port (%q):\n%s", want, progress.String())
+	}
+}
+
+// TestRunWaitsForThePort: without after_start, the launch stage is up only
+// once the server listens, so a stage after it (a sweep without a health
+// stage) never sends into a closed port; a wait longer than 2s is said on
+// the progress view.
+func TestRunWaitsForThePort(t *testing.T) {
+	self, _ := os.Executable()
+	var progress syncBuffer
+	start := time.Now()
+	_, out, dir, err := launchWith(t, fmt.Sprintf(`name: "p"
+model: {name: "tiny"}
+stages: server: {
+	kind: "launch"
+	cmd: ["sh", "-c", "sleep 2.5; exec %s -test.run=^$"]
+	env: {%s: "${host}:${port}", LAUNCH_TEST_SIM_MODEL: "${model}"}
+}
+`, self, simEnv), &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 2500*time.Millisecond {
+		t.Errorf("up after %s, before the server could listen", d)
+	}
+	host := strings.TrimPrefix(out.URL, "http://")
+	c, err := net.DialTimeout("tcp", host, time.Second)
+	if err != nil {
+		t.Fatalf("up, but %s does not accept connections: %v", host, err)
+	}
+	c.Close()
+	if want := "  server: waiting for the server to listen on " + host + " (start_within 5m0s)"; !strings.Contains(progress.String(), want) {
+		t.Errorf("progress lacks %q:\n%s", want, progress.String())
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+	if !strings.Contains(string(log), "benchrun: listening on "+host+" after ") {
+		t.Errorf("server.log does not say when it listened:\n%s", log)
+	}
+}
+
+// TestFirstErrorLineIsShown: a server that dies at start-up with its real
+// error first and a long usage text after it: the error names that line
+// as well as the tail.
+func TestFirstErrorLineIsShown(t *testing.T) {
+	script := `echo "flag provided but not defined: -bogus"; echo "Usage of server:"; i=0; while [ $i -lt 30 ]; do echo "  -opt$i string"; echo "    	what option $i does"; i=$((i+1)); done; exit 2`
+	s, _, _, err := launch(t, fmt.Sprintf(`name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["sh", "-c", %q, "sh", "--port", "${port}"]}
+`, script))
+	want := "server exited before listening on 127.0.0.1:" + strconv.Itoa(s.port) + ": exit status 2; first error in server.log: flag provided but not defined: -bogus; last lines of server.log:\n  | "
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "what option 29 does") {
+		t.Fatalf("err = %v\nwant %q", err, want)
+	}
+	if strings.Count(err.Error(), "flag provided") != 1 {
+		t.Errorf("the first error line twice:\n%v", err)
+	}
+	if got, want := s.deathReason(), "exit status 2 (last line of server.log: what option 29 does; first error: flag provided but not defined: -bogus)"; got != want {
+		t.Errorf("reason %q\nwant   %q", got, want)
+	}
+}
+
+// TestParseVersion: the version strings engines print. Sources: llama.cpp
+// common/arg.cpp (`--version`: "version: %d (%s)" and "built with %s for
+// %s" on stderr, after ggml's backend loading lines); Ollama cmd/cmd.go
+// versionHandler (v0.6.5: "ollama version is X" when the server answers
+// with the same version, else a warning and "Warning: client version is
+// X"); vLLM vllm/entrypoints/cli/main.py (`--version` is argparse's
+// version action with importlib.metadata.version("vllm"), possibly after
+// INFO log lines); TGI's launcher (clap: "text-generation-launcher 2.4.0").
+func TestParseVersion(t *testing.T) {
+	tests := []struct{ parser, out, want string }{
+		{"llama-server", "version: 6500 (abcdef0)\nbuilt with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu\n", "b6500"},
+		{"llama-server", "load_backend: loaded CPU backend from /usr/lib/libggml-cpu-haswell.so\nversion: 4589 (eb7cf15a)\nbuilt with MSVC 19.40 for x64\n", "b4589"},
+		{"llama-server", "error: unknown argument: --version\n", ""},
+		{"ollama", "ollama version is 0.6.5\n", "0.6.5"},
+		{"ollama", "Warning: could not connect to a running Ollama instance\nWarning: client version is 0.6.5\n", "0.6.5"},
+		{"ollama", "ollama version is 0.17.4\nWarning: client version is 0.6.5\n", "0.6.5"},
+		{"vllm", "0.11.0\n", "0.11.0"},
+		{"vllm", "INFO 10-08 09:12:41 [__init__.py:216] Automatically detected platform cuda.\n0.11.1.dev12+g1234abc\n", "0.11.1.dev12+g1234abc"},
+		{"vllm", "Traceback (most recent call last):\nModuleNotFoundError: No module named 'torch'\n", ""},
+		{"generic", "text-generation-launcher 2.4.0\n", "2.4.0"},
+		{"generic", "0.5.4.post1\n", "0.5.4.post1"},
+		{"generic", "no version here\n", ""},
+	}
+	for _, tt := range tests {
+		if got := ParseVersion(tt.parser, tt.out); got != tt.want {
+			t.Errorf("ParseVersion(%s, %q) = %q, want %q", tt.parser, tt.out, got, tt.want)
+		}
+	}
+}
+
+// TestEngineVersion runs a stand-in llama-server whose --version prints
+// what llama.cpp prints: the version is learned before the server starts
+// and reaches the outputs; a binary whose --version fails or hangs leaves
+// it "" without holding the launch up for more than the 3s bound.
+func TestEngineVersion(t *testing.T) {
+	tests := []struct{ name, version, want string }{
+		{"llama.cpp's output", `echo "load_backend: loaded CPU backend" >&2; echo "version: 6500 (abcdef0)" >&2; echo "built with cc for x86_64-linux-gnu" >&2; exit 0`, "b6500"},
+		{"fails", `echo "error: unknown argument: --version" >&2; exit 1`, ""},
+		{"hangs", `sleep 30`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := t.TempDir()
+			script := "#!/bin/sh\nif [ \"$1\" = --version ]; then " + tt.version + "; fi\necho serving; exec sleep 30\n"
+			if err := os.WriteFile(filepath.Join(bin, "llama-server"), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			start := time.Now()
+			_, out, dir, err := launch(t, `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", engine: "llama-server", cmd: ["llama-server", "-m", "x.gguf"]}
+`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 4500*time.Millisecond {
+				t.Errorf("the version check held the launch up for %s", d)
+			}
+			if out.EngineVersion != tt.want {
+				t.Errorf("EngineVersion = %q, want %q", out.EngineVersion, tt.want)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			v := strings.Index(string(log), "benchrun: engine version")
+			if v < 0 || v > strings.Index(string(log), "benchrun: starting") {
+				t.Errorf("the version is not learned (and logged) before the server starts:\n%s", log)
+			}
+		})
+	}
+	if parser, _ := versionCommand(Config{Cmd: []string{"benchrun", "sim"}}, []string{"/x/benchrun", "sim"}); parser != "sim" {
+		t.Errorf("benchrun sim is engine %q, want sim", parser)
+	}
+	if parser, _ := versionCommand(Config{Engine: "vllm", Cmd: []string{"ssh", "pod", "vllm", "serve"}}, []string{"ssh", "pod", "vllm", "serve"}); parser != "" {
+		t.Errorf("ssh's --version would be taken for vllm's (%q)", parser)
+	}
+}
+
+// TestWarnsAboutASweepWithoutHealth: vet warns (pipeline.Warner) about a
+// stage sending to the server with no health stage before it, directly
+// or through its needs; a health stage in between, or per-cell restarts,
+// silence it.
+func TestWarnsAboutASweepWithoutHealth(t *testing.T) {
+	tests := []struct {
+		name, stages string
+		want         []string // stage names warned about
+	}{
+		{"no health", `bench: {kind: "cells", target: "server"}`, []string{"bench"}},
+		{"health before it", `health: {kind: "cells", target: "server"}
+	bench: {kind: "cells", target: "server", needs: ["health"]}`, []string{"bench", "health"}},
+		{"health of another server", `check: {kind: "health", target: "http://127.0.0.1:9"}
+	bench: {kind: "cells", target: "server", needs: ["check"]}`, []string{"bench"}},
+		{"health through a warm-up", `health: {kind: "health", target: "server"}
+	warm: {kind: "cells", target: "server", needs: ["health"]}
+	bench: {kind: "cells", target: "server", needs: ["warm"]}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "plan.cue")
+			src := "name: \"p\"\nmodel: {name: \"m\"}\nstages: {\n\tserver: {kind: \"launch\", cmd: [\"x\"]}\n\t" + tt.stages + "\n}\n"
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			reg := pipeline.NewRegistry()
+			reg.AddKind(Kind)
+			reg.AddKind(cellKind)
+			reg.AddKind(pipeline.Kind{Name: "health", Schema: schema.KindSchema{Def: "#H", Source: "package schema\n#H: {#StageBase, kind: \"health\", target: string}"},
+				New: func(*schema.Stage) (pipeline.Stage, error) { return nil, nil }})
+			p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := New(p.Stage("server"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range st.(*Stage).Warnings(p) {
+				name, _, _ := strings.Cut(strings.TrimPrefix(w.Msg, "stages."), " ")
+				got = append(got, name)
+				if w.Pos.Line == 0 || !strings.Contains(w.Msg, `with no health stage before it`) || !strings.Contains(w.Msg, `add health: {kind: "health", target: "server"}`) {
+					t.Errorf("warning %s: %s", w.Pos, w.Msg)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("warned about %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

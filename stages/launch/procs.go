@@ -4,16 +4,27 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
-// LiveInGroup lists the live (not zombie) processes of a process group,
-// from /proc; tests use it to prove that nothing outlived a stop.
-func LiveInGroup(pgid int) []int {
+// procEntry is one line of /proc/PID/stat that the process tree needs.
+type procEntry struct {
+	pid, ppid, pgrp int
+	state           byte // R, S, D, Z, T, ...
+}
+
+func (p procEntry) live() bool { return p.state != 'Z' && p.state != 'X' }
+
+// readProcs reads every process's pid, parent, group and state from
+// /proc. It returns nil where there is no /proc (the callers then fall
+// back to the process group).
+func readProcs() []procEntry {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []int
+	var out []procEntry
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -23,19 +34,110 @@ func LiveInGroup(pgid int) []int {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
-			out = append(out, pid)
+		if p, ok := parseStat(pid, string(b)); ok {
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// parseStat reads "pid (comm) state ppid pgrp ..."; comm may hold spaces
+// and parentheses, so the fields are read after the last ')'.
+func parseStat(pid int, s string) (procEntry, bool) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procEntry{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 || len(f[0]) == 0 {
+		return procEntry{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return procEntry{}, false
+	}
+	return procEntry{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]}, true
+}
+
+// LiveInGroup lists the live (not zombie) processes of a process group,
+// from /proc; tests use it to prove that nothing outlived a stop.
+func LiveInGroup(pgid int) []int {
+	var out []int
+	for _, p := range readProcs() {
+		if p.live() && p.pgrp == pgid {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// Descendants lists the live processes below root: its children, their
+// children and so on (whatever session or group they moved to), plus any
+// live member of root's process group that was re-parented away. root
+// itself is not listed.
+func Descendants(root int) []int {
+	var out []int
+	for _, p := range descendants(root) {
+		out = append(out, p.pid)
+	}
+	return out
+}
+
+func descendants(root int) []procEntry {
+	procs := readProcs()
+	parent := make(map[int]int, len(procs))
+	for _, p := range procs {
+		parent[p.pid] = p.ppid
+	}
+	var out []procEntry
+	for _, p := range procs {
+		if p.pid == root || !p.live() {
+			continue
+		}
+		if p.pgrp == root {
+			out = append(out, p)
+			continue
+		}
+		// Walk up; a chain is short, and a bound guards against a cycle
+		// read from a /proc that changed under us.
+		for q, n := p.ppid, 0; q > 1 && n < 256; q, n = parent[q], n+1 {
+			if q == root {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killTree SIGKILLs every descendant of root (and root too when
+// includeRoot), so that nothing of a server survives, not even a child
+// that started its own session. Descendants are stopped (SIGSTOP) first,
+// round after round until no new one appears, so that none can fork a
+// process the kill would miss; then all are killed at once. It needs
+// /proc; without it only the process group is killed.
+func killTree(root int, includeRoot bool) {
+	stopped := map[int]bool{}
+	for round := 0; round < 10; round++ {
+		fresh := 0
+		for _, pid := range Descendants(root) {
+			if !stopped[pid] {
+				stopped[pid] = true
+				fresh++
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+		time.Sleep(time.Millisecond) // let a fork in flight finish
+	}
+	for pid := range stopped {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if includeRoot {
+		_ = syscall.Kill(-root, syscall.SIGKILL)
+		_ = syscall.Kill(root, syscall.SIGKILL)
+	}
 }

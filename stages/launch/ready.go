@@ -18,6 +18,12 @@ func ready(ctx context.Context, client *http.Client, base string, eng telemetry.
 		return false
 	}
 	code, body := get(ctx, client, base+eng.ModelsPath)
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		// The model list wants credentials (vLLM --api-key), which the
+		// health stage has and a restart does not: the server answers,
+		// and the health stage already proved it serves the model.
+		return true
+	}
 	if code != http.StatusOK {
 		return false
 	}

@@ -9,3 +9,6 @@ import "syscall"
 func guardSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// No child subreaper outside Linux: an orphan leaves the guard's tree.
+func becomeSubreaper() error { return nil }

@@ -3,8 +3,12 @@ package launch
 import (
 	"io"
 	"os"
+	"regexp"
 	"strings"
 )
+
+// startMarker begins each start's output in the server log.
+const startMarker = "benchrun: starting "
 
 // tailLines returns up to n final lines of the log at path, each prefixed
 // for display: what a person needs to see when a server fails. It reads
@@ -41,4 +45,45 @@ func FormatTail(s string, n int) string {
 		lines[i] = "  | " + strings.TrimRight(l, "\r")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// errorLine matches a line that looks like an error. A server that dies
+// at start-up often prints its real reason first ("flag provided but not
+// defined: -x") and then a usage text longer than the tail.
+var errorLine = regexp.MustCompile(`(?i)error|fatal|panic|not defined|unknown|invalid`)
+
+// firstErrorLine returns the first line of the last start's output (after
+// benchrun's last "benchrun: starting" line) that looks like an error,
+// leaving out benchrun's own lines; "" when there is none. It reads at
+// most the log's last 4 MiB.
+func firstErrorLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 4 << 20
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+			return ""
+		}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.LastIndex(s, startMarker); i >= 0 {
+		s = s[i:]
+	}
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(strings.TrimRight(l, "\r"))
+		if l == "" || strings.HasPrefix(l, "benchrun: ") || strings.HasPrefix(l, "benchrun guard: ") {
+			continue
+		}
+		if errorLine.MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }
