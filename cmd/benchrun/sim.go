@@ -40,13 +40,21 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 		for _, p := range sim.Presets() {
 			fmt.Fprintf(stderr, "  %-20s %s\n", p.Name, p.Description)
 		}
-		fmt.Fprintln(stderr, "\nPer-request faults: header X-Sim-Fault: error=500 | drop-after=N | stall=3s[,stall-at=N] | malformed | slow-headers=2s\nPer-request schedule (fixed mode): header X-Sim-Timing: ttft=50ms,itl=10ms,chunk=4\n\nFlags:")
+		fmt.Fprintf(stderr, "\nPersonalities (--as): %s\n", strings.Join(sim.Personalities(), ", "))
+		fmt.Fprintln(stderr, "\nPer-request faults: header X-Sim-Fault: error=500 | drop-after=N | cut-after=N | stall=3s[,stall-at=N] | malformed | slow-headers=2s\nPer-request schedule (fixed mode): header X-Sim-Timing: ttft=50ms,itl=10ms,chunk=4\n\nFlags:")
 		fs.PrintDefaults()
 	}
 
 	addrFlag := fs.String("addr", "127.0.0.1:8000", "listen address")
 	models := fs.String("model", "sim-llama", "served model name(s), comma separated")
 	preset := fs.String("preset", "", "engine preset (implies --mode engine)")
+	persona := fs.String("as", "", "engine personality: "+strings.Join(sim.Personalities(), ", ")+" (its endpoints, dialects, tokenizer and defaults)")
+	fs.StringVar(&cfg.Version, "engine-version", "", "engine version the personality reports (default: the personality's)")
+	fs.BoolVar(&cfg.CloseAfterStream, "close-after-stream", false, "close the TCP connection after every streamed response, keep-alive headers notwithstanding (llama-server's default)")
+	fs.DurationVar(&cfg.CloseAfterStreamDelay, "close-after-stream-delay", cfg.CloseAfterStreamDelay, "how long after a stream's last chunk the connection is closed")
+	fs.BoolVar(&cfg.PromptCache, "prompt-cache", false, "fixed mode: a prompt cache (repeated prefixes lower TTFT; on for every personality but generic)")
+	fs.IntVar(&cfg.Slots, "slots", cfg.Slots, "llama-server slots (-np): /props total_slots, /slots, prompt-cache entries")
+	fs.IntVar(&cfg.TrainContextLen, "train-context-len", 0, "context the model was trained with, as llama-server and Ollama report it (default 2*max-model-len)")
 	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "fixed (exact ttft/itl) or engine (continuous batching)")
 	fs.DurationVar(&cfg.TTFT, "ttft", cfg.TTFT, "fixed mode: time to first token")
 	fs.DurationVar(&cfg.ITL, "itl", cfg.ITL, "fixed mode: gap between token events")
@@ -58,7 +66,7 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.Float64Var(&cfg.EOSProb, "eos-prob", cfg.EOSProb, "per-token early-EOS probability after min_tokens, without ignore_eos")
 	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "chat max_tokens when the request gives none")
 	fs.IntVar(&cfg.EmbeddingDim, "embedding-dim", cfg.EmbeddingDim, "embedding vector length")
-	fs.StringVar(&cfg.Metrics, "metrics", cfg.Metrics, "/metrics names: vllm, llamacpp or both")
+	fs.StringVar(&cfg.Metrics, "metrics", cfg.Metrics, "/metrics names: vllm, llamacpp, both, sglang or none (default: the personality's)")
 	fs.IntVar(&cfg.MaxRecords, "max-records", cfg.MaxRecords, "request records kept for /debug/requests")
 
 	fs.IntVar(&eng.MaxNumSeqs, "max-num-seqs", eng.MaxNumSeqs, "engine: sequences per step")
@@ -83,6 +91,8 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.Float64Var(&flt.MalformedRate, "malformed-rate", 0, "fault: fraction of responses with a malformed event/body")
 	fs.Float64Var(&flt.SlowHeadersRate, "slow-headers-rate", 0, "fault: fraction of responses with delayed headers")
 	fs.DurationVar(&flt.SlowHeaders, "slow-headers", flt.SlowHeaders, "fault: header delay")
+	fs.Float64Var(&flt.CutRate, "cut-rate", 0, "fault: fraction of streams ended cleanly but early (no finish_reason, usage or [DONE])")
+	fs.IntVar(&flt.CutAfter, "cut-after", flt.CutAfter, "fault: token events written before a cut")
 	fs.DurationVar(&cfg.ExitAfter, "exit-after", 0, "fault: exit the process this long after listening")
 	fs.IntVar(&cfg.ExitCode, "exit-code", cfg.ExitCode, "fault: exit status for --exit-after")
 
@@ -98,15 +108,22 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// The preset fills the engine and the personality its knobs; flags
+	// given explicitly still win.
+	explicit := cfg
 	if *preset != "" {
-		// The preset fills the engine; flags given explicitly still win.
-		explicit := cfg
 		if err := sim.ApplyPreset(&cfg, *preset); err != nil {
 			fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
 			return cfg, "", 2
 		}
-		overrideSet(&cfg, &explicit, set)
 	}
+	if set["as"] {
+		if err := sim.ApplyPersonality(&cfg, *persona); err != nil {
+			fmt.Fprintf(stderr, "benchrun sim: --as: %v\n", err)
+			return cfg, "", 2
+		}
+	}
+	overrideSet(&cfg, &explicit, set)
 	cfg.Models = nil
 	for _, m := range strings.Split(*models, ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -135,6 +152,9 @@ func overrideSet(cfg, explicit *sim.Config, set map[string]bool) {
 	e, x := &cfg.Engine, &explicit.Engine
 	pairs := map[string]func(){
 		"mode":               func() { cfg.Mode = explicit.Mode },
+		"metrics":            func() { cfg.Metrics = explicit.Metrics },
+		"close-after-stream": func() { cfg.CloseAfterStream = explicit.CloseAfterStream },
+		"prompt-cache":       func() { cfg.PromptCache = explicit.PromptCache },
 		"max-model-len":      func() { cfg.MaxModelLen = explicit.MaxModelLen },
 		"max-num-seqs":       func() { e.MaxNumSeqs = x.MaxNumSeqs },
 		"kv-cache-tokens":    func() { e.KVCacheTokens = x.KVCacheTokens },

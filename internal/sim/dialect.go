@@ -40,7 +40,7 @@ func (s *Server) writeAPIErr(w http.ResponseWriter, e *apiErr) {
 		if e.param != "" {
 			param = &e.param
 		}
-		writeJSON(w, e.status, vllmError{Object: "error", Message: e.msg, Type: e.typ, Param: param, Code: e.status})
+		writeRawJSON(w, e.status, vllmError{Object: "error", Message: e.msg, Type: e.typ, Param: param, Code: e.status})
 	case PersonaLlamaServer:
 		// llama.cpp's format_error_response; nlohmann::json sorts the keys,
 		// as encoding/json does for a map.
@@ -48,7 +48,7 @@ func (s *Server) writeAPIErr(w http.ResponseWriter, e *apiErr) {
 		if e.typ == "exceed_context_size_error" {
 			body["n_prompt_tokens"], body["n_ctx"] = e.nPrompt, e.nCtx
 		}
-		writeJSON(w, e.status, map[string]any{"error": body})
+		writeRawJSON(w, e.status, map[string]any{"error": body})
 	case PersonaOllama:
 		// Ollama's OpenAI-compatible layer (openai.NewError).
 		typ := "api_error"
@@ -58,7 +58,7 @@ func (s *Server) writeAPIErr(w http.ResponseWriter, e *apiErr) {
 		case http.StatusNotFound:
 			typ = "not_found_error"
 		}
-		writeJSON(w, e.status, map[string]any{"error": map[string]any{"message": e.msg, "type": typ, "param": nil, "code": nil}})
+		writeRawJSON(w, e.status, map[string]any{"error": map[string]any{"message": e.msg, "type": typ, "param": nil, "code": nil}})
 	default:
 		writeError(w, e.status, e.typ, e.msg)
 	}
@@ -148,7 +148,7 @@ func (s *Server) ollamaModel(name string) (string, bool) {
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	switch s.persona {
 	case PersonaVLLM, PersonaSGLang: // FastAPI
-		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		writeRawJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 	case PersonaLlamaServer:
 		s.writeErr(w, http.StatusNotFound, "not_found_error", "File Not Found")
 	case PersonaOllama: // Go's mux (gin's is the same text)

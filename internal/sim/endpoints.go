@@ -113,7 +113,11 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 			data[i] = modelJSON{ID: m, Object: "model", Created: s.created, OwnedBy: "benchrun-sim", Root: m, MaxModelLen: s.cfg.MaxModelLen}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	if s.persona == PersonaGeneric {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+		return
+	}
+	writeRawJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // The "model" the llama-server and Ollama personalities describe: a
@@ -190,7 +194,7 @@ func (s *Server) handleTokenizeVLLM(w http.ResponseWriter, r *http.Request) {
 			strs[i] = "▁" + p[1:] // the tokenizer's own spelling of a word start
 		}
 	}
-	writeJSON(w, http.StatusOK, vllmTokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: ids, TokenStrs: strs})
+	writeRawJSON(w, http.StatusOK, vllmTokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: ids, TokenStrs: strs})
 }
 
 func (s *Server) handleDetokenizeVLLM(w http.ResponseWriter, r *http.Request) {
@@ -204,7 +208,7 @@ func (s *Server) handleDetokenizeVLLM(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.resolveModel(w, req.Model); !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"prompt": DetokenizeAs(s.persona, req.Tokens)})
+	writeRawJSON(w, http.StatusOK, map[string]string{"prompt": DetokenizeAs(s.persona, req.Tokens)})
 }
 
 // decode reads a JSON body into v, answering 400 in the personality's
@@ -271,7 +275,7 @@ func (s *Server) handleTokenizeLlama(w http.ResponseWriter, r *http.Request) {
 		if ids == nil {
 			ids = []int{}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"tokens": ids})
+		writeRawJSON(w, http.StatusOK, map[string]any{"tokens": ids})
 		return
 	}
 	out := make([]map[string]any, len(ids))
@@ -286,7 +290,7 @@ func (s *Server) handleTokenizeLlama(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = map[string]any{"id": id, "piece": piece}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tokens": out})
+	writeRawJSON(w, http.StatusOK, map[string]any{"tokens": out})
 }
 
 func (s *Server) handleDetokenizeLlama(w http.ResponseWriter, r *http.Request) {
@@ -296,7 +300,7 @@ func (s *Server) handleDetokenizeLlama(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"content": DetokenizeAs(s.persona, req.Tokens)})
+	writeRawJSON(w, http.StatusOK, map[string]string{"content": DetokenizeAs(s.persona, req.Tokens)})
 }
 
 func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
@@ -315,7 +319,7 @@ func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"prompt": renderChat(msgs)})
+	writeRawJSON(w, http.StatusOK, map[string]string{"prompt": renderChat(msgs)})
 }
 
 // chatTemplate is renderChat as the Jinja template llama-server reports.
@@ -333,7 +337,7 @@ func (s *Server) llamaParams() map[string]any {
 // handleProps is llama-server's /props: the per-slot context is
 // default_generation_settings.n_ctx, the version is build_info.
 func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeRawJSON(w, http.StatusOK, map[string]any{
 		"default_generation_settings": map[string]any{
 			"id": 0, "id_task": -1, "n_ctx": s.cfg.MaxModelLen, "speculative": false, "is_processing": false,
 			"params": s.llamaParams(), "prompt": "",
@@ -360,7 +364,7 @@ func (s *Server) handleSlots(w http.ResponseWriter, r *http.Request) {
 			"next_token": map[string]any{"has_next_token": i < busy, "has_new_line": false, "n_remain": -1, "n_decoded": 0, "stopping_word": ""},
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeRawJSON(w, http.StatusOK, out)
 }
 
 // --- SGLang ---
@@ -385,11 +389,11 @@ func (s *Server) handleTokenizeSGLang(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ids, _ := tokenizeSubword(s.persona, *req.Prompt, boolOr(req.AddSpecialTokens, true), false)
-	writeJSON(w, http.StatusOK, sglangTokenizeResponse{Tokens: ids, Count: len(ids), MaxModelLen: s.cfg.MaxModelLen})
+	writeRawJSON(w, http.StatusOK, sglangTokenizeResponse{Tokens: ids, Count: len(ids), MaxModelLen: s.cfg.MaxModelLen})
 }
 
 func (s *Server) handleSGLangModelInfo(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeRawJSON(w, http.StatusOK, map[string]any{
 		"model_path": s.cfg.Models[0], "tokenizer_path": s.cfg.Models[0], "is_generation": true,
 		"preferred_sampling_params": nil, "weight_version": "default", "has_chat_template": true,
 	})
@@ -399,7 +403,7 @@ func (s *Server) handleSGLangModelInfo(w http.ResponseWriter, r *http.Request) {
 // with context_length, and the version.
 func (s *Server) handleSGLangServerInfo(w http.ResponseWriter, r *http.Request) {
 	maxRunning, kv, chunk := s.cfg.Engine.MaxNumSeqs, s.cfg.Engine.KVCacheTokens, s.cfg.Engine.MaxBatchedTokens
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeRawJSON(w, http.StatusOK, map[string]any{
 		"model_path": s.cfg.Models[0], "tokenizer_path": s.cfg.Models[0], "served_model_name": s.cfg.Models[0],
 		"context_length": s.cfg.MaxModelLen, "max_running_requests": maxRunning, "max_total_tokens": kv,
 		"chunked_prefill_size": chunk, "page_size": 1, "tp_size": 1, "dp_size": 1,
@@ -448,7 +452,7 @@ func (s *Server) handleOllamaTags(w http.ResponseWriter, r *http.Request) {
 			"modified_at": s.started.Format(time.RFC3339Nano), "size": simSize, "digest": ollamaDigest(m),
 			"details": s.ollamaDetails()}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"models": out})
+	writeRawJSON(w, http.StatusOK, map[string]any{"models": out})
 }
 
 // ollamaTemplate is renderChat as Ollama's Go template.
@@ -463,7 +467,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		Name  string `json:"name"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		writeRawJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
 	name := req.Model
@@ -471,12 +475,12 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 		name = req.Name
 	}
 	if name == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "model is required"})
+		writeRawJSON(w, http.StatusBadRequest, map[string]string{"error": "model is required"})
 		return
 	}
 	m, ok := s.ollamaModel(name)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("model '%s' not found", name)})
+		writeRawJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("model '%s' not found", name)})
 		return
 	}
 	// Ollama's own formatting: fmt.Sprintf("%-*s %#v", 30, key, value).
@@ -484,7 +488,7 @@ func (s *Server) handleOllamaShow(w http.ResponseWriter, r *http.Request) {
 	modelfile := fmt.Sprintf("# Modelfile generated by \"ollama show\"\n# To build a new Modelfile based on this, replace FROM with:\n# FROM %s\n\n"+
 		"FROM /root/.ollama/models/blobs/sha256-%s\nTEMPLATE \"\"\"%s\"\"\"\nPARAMETER num_ctx %d\nPARAMETER stop <|end|>\n",
 		ollamaTag(m), ollamaDigest(m), ollamaTemplate, s.cfg.MaxModelLen)
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeRawJSON(w, http.StatusOK, map[string]any{
 		"license": "", "modelfile": modelfile, "parameters": params, "template": ollamaTemplate,
 		"details": s.ollamaDetails(),
 		"model_info": map[string]any{

@@ -837,8 +837,10 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		limit = min(limit, f.cutAfter*p.tpc)
 	}
 	sent := 0
+	var firstAt time.Time // when the first token was ready (llama-server's timings)
 	if fs, ok := src.(*fixedSource); ok {
 		fs.target = limit
+		firstAt = fs.start.Add(fs.ttft)
 		if d := time.Until(fs.finalDeadline()); d > 0 && !s.sleep(ctx, d) {
 			s.finishAbort(rec, "client gone or shutdown")
 			s.abortIfClosing()
@@ -852,6 +854,9 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 				s.finishAbort(rec, err.Error())
 				s.abortIfClosing()
 				return
+			}
+			if n > 0 && firstAt.IsZero() {
+				firstAt = time.Now()
 			}
 			sent += n
 			if last {
@@ -906,8 +911,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		delete(body, "usage") // the clean cut: a body with no end to it
 	}
 	now := time.Now()
-	if t := s.timings(rec, p, src, time.Time{}, now, sent); t != nil {
-		// The whole response is one event: prompt phase up to it, no gaps.
+	if t := s.timings(rec, p, src, firstAt, now, sent); t != nil {
 		body["timings"] = json.RawMessage(t[len(`,"timings":`):])
 	}
 	b, err := json.Marshal(body)

@@ -50,7 +50,11 @@ func ServeListener(ctx context.Context, cfg Config, ln net.Listener, opt ServeOp
 	// Aborted streams (faults, shutdown) use http.ErrAbortHandler, which
 	// net/http does not log; anything else it logs is worth seeing.
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second}
-	fmt.Fprintf(logw, "sim: listening on %s (model %s, mode %s)\n", ln.Addr(), strings.Join(cfg.Models, ","), cfg.Mode)
+	as := ""
+	if p := normPersona(cfg.Personality); p != PersonaGeneric {
+		as = ", as " + p
+	}
+	fmt.Fprintf(logw, "sim: listening on %s (model %s, mode %s%s)\n", ln.Addr(), strings.Join(cfg.Models, ","), cfg.Mode, as)
 	if opt.Listening != nil {
 		opt.Listening(ln.Addr())
 	}
