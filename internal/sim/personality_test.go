@@ -72,11 +72,11 @@ func TestCountPromptTokensRule(t *testing.T) {
 		{PersonaVLLM, "between", false, 2},
 		{PersonaVLLM, "something", false, 3},
 		{PersonaVLLM, "something", true, 4},
-		{PersonaSGLang, "bado kemi", false, 2},                       // vocabulary words: 1 each
-		{PersonaLlamaServer, "badokemi", false, 2},                   // not a vocabulary word: 8 bytes
-		{PersonaLlamaServer, "  w1234\tw5  ", false, 3},              // 5 bytes, 2 bytes
-		{PersonaOllama, "time of", false, 1 + 1 + 1},                 // "time" even: +1
-		{PersonaOllama, "the of", false, 1 + 2 + 1},                  // "the" odd: +2
+		{PersonaSGLang, "bado kemi", false, 2},                        // vocabulary words: 1 each
+		{PersonaLlamaServer, "badokemi", false, 2},                    // not a vocabulary word: 8 bytes
+		{PersonaLlamaServer, "  w1234\tw5  ", false, 3},               // 5 bytes, 2 bytes
+		{PersonaOllama, "time of", false, 1 + 1 + 1},                  // "time" even: +1
+		{PersonaOllama, "the of", false, 1 + 2 + 1},                   // "the" odd: +2
 		{PersonaOllama, "bado " + Word(7) + " kemi", true, 1 + 3 + 1}, // BOS, 3 words, +1
 		{PersonaVLLM, "", true, 1},
 	}
