@@ -197,10 +197,17 @@ func TestEndToEnd(t *testing.T) {
 	var man struct {
 		Status   string `json:"status"`
 		ExitCode *int   `json:"exit_code"`
+		Engines  []struct {
+			Stage, Engine, Version string
+		} `json:"engines"`
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err := json.Unmarshal(b, &man); err != nil || man.Status != "ok" || man.ExitCode == nil || *man.ExitCode != 0 {
 		t.Errorf("manifest status %q exit %v (%v)", man.Status, man.ExitCode, err)
+	}
+	// The engine and the version the server reported, in the manifest.
+	if len(man.Engines) != 1 || man.Engines[0].Engine != "sim" || man.Engines[0].Version != "benchrun-sim" {
+		t.Errorf("manifest engines %+v, want the simulator and its /version", man.Engines)
 	}
 	parts, _ := filepath.Glob(filepath.Join(dir, "cells", "*.parquet"))
 	if len(parts) != 4 {

@@ -17,6 +17,7 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
 	r.stamp(&cell)
+	r.noteEngine(cell)
 	for i := range reqs {
 		reqs[i].RunID = cell.RunID
 		reqs[i].Plan = cell.Plan
@@ -140,4 +141,19 @@ func (r *runner) emitSamples(rows []results.Sample) error {
 		r.emitErr = err
 	}
 	return err
+}
+
+// noteEngine records in the manifest each stage's engine and version, as
+// its rows carry them.
+func (r *runner) noteEngine(cell results.Cell) {
+	if r.manifest == nil || (cell.Engine == "" && cell.EngineVersion == "") {
+		return
+	}
+	e := EngineRecord{Stage: cell.Stage, Engine: cell.Engine, Version: cell.EngineVersion}
+	for _, have := range r.manifest.Engines {
+		if have == e {
+			return
+		}
+	}
+	r.manifest.Engines = append(r.manifest.Engines, e)
 }

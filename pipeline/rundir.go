@@ -131,6 +131,18 @@ type Manifest struct {
 	// Attempts records every attempt of the run, the first and each
 	// --resume, in order; rows carry the attempt's number.
 	Attempts []AttemptRecord `json:"attempts,omitempty"`
+	// Engines are the servers the measuring stages measured, with the
+	// version each reported ("unknown" when it would not say): the same
+	// model differs 3-4x between releases of one engine.
+	Engines []EngineRecord `json:"engines,omitempty"`
+}
+
+// EngineRecord is one measured server: the stage that measured it, the
+// engine and its version as the rows carry them.
+type EngineRecord struct {
+	Stage   string `json:"stage"`
+	Engine  string `json:"engine"`
+	Version string `json:"version"`
 }
 
 // AttemptRecord is one attempt of a run: who made it and how it ended.

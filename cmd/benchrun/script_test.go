@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PLANS", filepath.Join(root, "plans"))
 			env.Setenv("BROKEN", filepath.Join(root, "testdata", "plans", "broken"))
+			env.Setenv("MODELS", filepath.Join(root, "..", "shared", "models"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -445,11 +445,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		if !discovered || target.Restart != nil {
 			info = loadgen.Discover(ctx, t, target.Engine)
 			discovered = true
-			if base.Engine == "" {
-				base.Engine = info.Engine
-			}
-			base.EngineVersion = engineVersion(info, target)
 		}
+		if base.Engine == "" {
+			base.Engine = info.Engine
+		}
+		base.EngineVersion = engineVersion(info, target)
 		base.MaxModelLen = int64(contextLimit(info, env.Plan))
 		// A cell that cannot fit the context is refused before any request
 		// is sent: every request would come back HTTP 400 (or, on Ollama,
