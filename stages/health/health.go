@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type Config struct {
 	Within     string            `json:"within"`
 	Interval   string            `json:"interval"`
 	Headers    map[string]string `json:"headers"`
+	APIKeyEnv  string            `json:"api_key_env"`
 }
 
 // Stage is a configured health stage.
@@ -75,7 +77,54 @@ func (s *Stage) Validate(p *schema.Plan) error {
 			return schema.Error{Pos: s.spec.PosOf(f.name), Msg: fmt.Sprintf("stages.%s.%s: %q must start with /", s.spec.Name, f.name, f.v)}
 		}
 	}
+	if s.cfg.APIKeyEnv != "" && strings.ContainsAny(s.cfg.APIKeyEnv, " =$") {
+		return schema.Error{Pos: s.spec.PosOf("api_key_env"), Msg: fmt.Sprintf("stages.%s.api_key_env: %q should name an environment variable (OPENAI_API_KEY), not hold the key", s.spec.Name, s.cfg.APIKeyEnv)}
+	}
 	return nil
+}
+
+// errNeedsCredentials marks a 401 or 403: waiting cannot help.
+var errNeedsCredentials = errors.New("credentials refused")
+
+// credentials are what every check sends: the stage's headers, ${NAME}
+// expanded from benchrun's environment (an unset name is an error, not an
+// empty value; any other $ stays as written), and the api_key_env key,
+// sent as a bearer token.
+func (s *Stage) credentials() (map[string]string, string, error) {
+	h := map[string]string{}
+	for k, v := range s.cfg.Headers {
+		var missing []string
+		h[k] = envRef.ReplaceAllStringFunc(v, func(ref string) string {
+			name := ref[2 : len(ref)-1]
+			val, ok := os.LookupEnv(name)
+			if !ok {
+				missing = append(missing, name)
+			}
+			return val
+		})
+		if len(missing) > 0 {
+			return nil, "", fmt.Errorf("stages.%s.headers.%s: ${%s} is not set in benchrun's environment: export it before running", s.spec.Name, k, strings.Join(missing, "}, ${"))
+		}
+	}
+	key := ""
+	if s.cfg.APIKeyEnv != "" {
+		if key = os.Getenv(s.cfg.APIKeyEnv); key == "" {
+			return nil, "", fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", s.spec.Name, s.cfg.APIKeyEnv)
+		}
+	}
+	return h, key, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// refused is the error for a 401 or 403: the server wants credentials
+// (or others than those sent), and will not change its mind.
+func (s *Stage) refused(what string, code int, sent bool) error {
+	hint := fmt.Sprintf("the server wants credentials: set api_key_env / headers on stages.%s", s.spec.Name)
+	if sent {
+		hint = fmt.Sprintf("the server refused the credentials sent (api_key_env / headers on stages.%s)", s.spec.Name)
+	}
+	return fmt.Errorf("%w: %s answered %d %s: %s", errNeedsCredentials, what, code, http.StatusText(code), hint)
 }
 
 // errNotServed marks a server that is up but serves other models: it will
@@ -105,13 +154,14 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 
 	ctx, cancel := context.WithTimeoutCause(ctx, s.within, fmt.Errorf("server at %s not ready within %s", base, s.within))
 	defer cancel()
+	headers, key, err := s.credentials()
+	if err != nil {
+		return nil, err
+	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	lt := &loadgen.Target{BaseURL: base, Model: model, Endpoint: loadgen.Endpoint(s.cfg.Probe), Stream: true,
-		Headers: map[string]string{}, HTTP: loadgen.NewHTTPClient(1)}
+		Headers: headers, APIKey: key, HTTP: loadgen.NewHTTPClient(1)}
 	defer lt.HTTP.CloseIdleConnections()
-	for k, v := range s.cfg.Headers {
-		lt.Headers[k] = os.ExpandEnv(v)
-	}
 	start := time.Now()
 	last := "no answer yet"
 	for {
@@ -135,13 +185,21 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		last = why
 		select {
 		case <-ctx.Done():
-			msg := fmt.Sprintf("%v; last check: %s", context.Cause(ctx), last)
+			cause := context.Cause(ctx)
+			var died *pipeline.ServiceDiedError
+			if errors.As(cause, &died) {
+				// The server died: its reason says it all, and the launch
+				// stage has shown its log's tail already.
+				return nil, cause
+			}
+			// Wrapped (%w), so the runner does not repeat the cause.
+			err := fmt.Errorf("%w; last check: %s", cause, last)
 			if t := tail(logPath, 20); t != "" {
-				msg += "\nlast lines of the server's log:\n" + t
+				err = fmt.Errorf("%w\nlast lines of the server's log:\n%s", err, t)
 				// The progress view shows only an error's first line.
 				fmt.Fprintf(env.Progress, "  %s: last lines of the server's log:\n%s\n", env.Stage.Name, t)
 			}
-			return nil, errors.New(msg)
+			return nil, err
 		case <-time.After(s.interval):
 		}
 	}
@@ -150,9 +208,12 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 // check runs the three checks in order. It returns the served name when
 // ready, why not otherwise, and an error when waiting cannot help.
 func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng telemetry.Engine, model string, lt *loadgen.Target) (string, string, error) {
-	code, _, err := get(ctx, client, base+eng.HealthPath)
+	code, _, err := get(ctx, client, base+eng.HealthPath, lt)
 	if err != nil {
 		return "", err.Error(), nil
+	}
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		return "", "", s.refused(eng.HealthPath, code, sentCredentials(lt))
 	}
 	if code != http.StatusOK {
 		why := fmt.Sprintf("%s answered %d", eng.HealthPath, code)
@@ -161,9 +222,12 @@ func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng
 		}
 		return "", why, nil
 	}
-	code, body, err := get(ctx, client, base+eng.ModelsPath)
+	code, body, err := get(ctx, client, base+eng.ModelsPath, lt)
 	if err != nil {
 		return "", err.Error(), nil
+	}
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		return "", "", s.refused(eng.ModelsPath, code, sentCredentials(lt))
 	}
 	if code != http.StatusOK {
 		return "", fmt.Sprintf("%s answered %d", eng.ModelsPath, code), nil
@@ -197,6 +261,9 @@ func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng
 	r := lt.Do(ctx, loadgen.Request{Prompt: "Hello", MaxTokens: 1})
 	if r.Err != nil {
 		var he *loadgen.HTTPError
+		if errors.As(r.Err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden) {
+			return "", "", s.refused("the 1-token probe on "+lt.Endpoint.Path(), he.Status, sentCredentials(lt))
+		}
 		if errors.As(r.Err, &he) && he.Status/100 == 4 && he.Status != http.StatusTooManyRequests {
 			return "", "", fmt.Errorf("the 1-token probe on %s was refused: %w", lt.Endpoint.Path(), r.Err)
 		}
@@ -205,10 +272,19 @@ func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng
 	return served, "", nil
 }
 
-func get(ctx context.Context, client *http.Client, url string) (int, []byte, error) {
+func sentCredentials(lt *loadgen.Target) bool { return len(lt.Headers) > 0 || lt.APIKey != "" }
+
+// get fetches url with the probe's headers and key, as the probe sends them.
+func get(ctx context.Context, client *http.Client, url string, lt *loadgen.Target) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, err
+	}
+	for k, v := range lt.Headers {
+		req.Header.Set(k, v)
+	}
+	if lt.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+lt.APIKey)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

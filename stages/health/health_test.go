@@ -1,13 +1,17 @@
 package health
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/launch"
 )
 
 // stubLaunch stands in for the launch kind in the plan only: the tests
@@ -189,4 +194,153 @@ func TestValidatePaths(t *testing.T) {
 	if err := st.Validate(p); err == nil || !strings.Contains(err.Error(), `stages.health.path: "health" must start with /`) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// guarded is a simulator behind a gate that wants a bearer token and an
+// X-Org header on the paths it protects (vLLM --api-key protects /v1/*
+// and leaves /health open); it records what each request carried.
+func guarded(t *testing.T, protect func(path string) bool) (*httptest.Server, *[]string) {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"tiny"}
+	s := sim.New(cfg)
+	var mu sync.Mutex
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s auth=%q org=%q", r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("X-Org")))
+		mu.Unlock()
+		if protect(r.URL.Path) && (r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Org") != "pa$$word$1") {
+			http.Error(w, `{"error":{"message":"invalid api key"}}`, http.StatusUnauthorized)
+			return
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	return ts, &seen
+}
+
+// TestCredentialsOnEveryCheck: the stage's headers and api_key_env key go
+// with every check (health path, models path, probe), so a server that
+// protects its model list becomes ready; without them, or with wrong
+// ones, the stage fails at once with a hint instead of waiting out
+// `within`.
+func TestCredentialsOnEveryCheck(t *testing.T) {
+	t.Setenv("HEALTH_TEST_KEY", "s3cret")
+	t.Setenv("HEALTH_TEST_WRONG", "nope")
+	os.Unsetenv("HEALTH_TEST_UNSET")
+	all := func(string) bool { return true }
+	vllm := func(p string) bool { return strings.HasPrefix(p, "/v1/") }
+	creds := `api_key_env: "HEALTH_TEST_KEY", headers: {"X-Org": "pa$$word$1"}`
+	tests := []struct {
+		name    string
+		protect func(string) bool
+		stage   string
+		want    string // "" for ready
+	}{
+		{"every path protected, credentials given", all, creds, ""},
+		{"vLLM --api-key, credentials given", vllm, creds, ""},
+		{"no credentials", all, "", `/health answered 401 Unauthorized: the server wants credentials: set api_key_env / headers on stages.health`},
+		{"vLLM --api-key, no credentials", vllm, "", `/v1/models answered 401 Unauthorized: the server wants credentials: set api_key_env / headers on stages.health`},
+		{"wrong key", all, `api_key_env: "HEALTH_TEST_WRONG", headers: {"X-Org": "pa$$word$1"}`, `/health answered 401 Unauthorized: the server refused the credentials sent (api_key_env / headers on stages.health)`},
+		{"a header naming an unset variable", all, `headers: {"X-Org": "${HEALTH_TEST_UNSET}"}`, `stages.health.headers.X-Org: ${HEALTH_TEST_UNSET} is not set in benchrun's environment`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, seen := guarded(t, tt.protect)
+			stage := `within: "30s", interval: "50ms"`
+			if tt.stage != "" {
+				stage += ", " + tt.stage
+			}
+			_, took, err := runHealth(t, stage, &pipeline.Outputs{URL: ts.URL, Engine: "vllm"})
+			if took > 3*time.Second {
+				t.Errorf("took %s: credentials refused must fail at once", took)
+			}
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v\nwant %s", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, path := range []string{"GET /health ", "GET /v1/models ", "POST /v1/completions "} {
+				want := path + `auth="Bearer s3cret" org="pa$$word$1"`
+				if !slices.Contains(*seen, want) {
+					t.Errorf("no %q among the requests:\n%s", want, strings.Join(*seen, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestServerDeathReportedOnce runs a real launch stage whose server dies
+// at start while the health stage waits: the health stage's reason is the
+// death, said once (not "server server died: X (server server died: X;
+// last check: ...)"), and the log's tail is shown once (by the launch
+// stage's watcher), not a second time by the health stage.
+func TestServerDeathReportedOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	src := `name: "p"
+model: {name: "tiny"}
+stages: {
+	server: {kind: "launch", cmd: ["sh", "-c", "echo booting; sleep 0.5; echo 'fatal: cannot load model'; exit 2"]}
+	health: {kind: "health", target: "server", within: "30s", interval: "50ms"}
+}
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	reg.AddKind(launch.Kind)
+	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pipeline.Build(p, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress syncBuffer
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	for _, st := range sum.Stages {
+		if st.Name == "health" {
+			reason = st.Reason
+		}
+	}
+	if want := "server server died: exit status 2 (last line of server.log: fatal: cannot load model)"; reason != want {
+		t.Errorf("health's reason\n%q\nwant\n%q", reason, want)
+	}
+	if n := strings.Count(progress.String(), "  | booting"); n != 1 {
+		t.Errorf("the log tail is shown %d times:\n%s", n, progress.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the launch watcher's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
