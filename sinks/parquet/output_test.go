@@ -28,9 +28,12 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 	if err := o.Cell(results.Cell{RunID: "r1", CellID: "a"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	// A second output on the same directory (a resumed run) numbers on.
+	// A second output on the same directory (a resumed run) numbers on,
+	// under its own attempt.
 	o2 := pqs.New()
-	if err := o2.Start(ri); err != nil {
+	ri2 := *ri
+	ri2.Attempt = 2
+	if err := o2.Start(&ri2); err != nil {
 		t.Fatal(err)
 	}
 	if err := o2.Cell(results.Cell{RunID: "r1", CellID: "b"}, []results.Request{{RunID: "r1", CellID: "b"}}); err != nil {
@@ -39,7 +42,7 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 	if err := o2.Samples([]results.Sample{s}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"samples/part-00001.parquet", "samples/part-00002.parquet", "cells/part-00001.parquet", "cells/part-00002.parquet", "requests/part-00002.parquet"} {
+	for _, f := range []string{"samples/part-001-00001.parquet", "samples/part-002-00002.parquet", "cells/part-001-00001.parquet", "cells/part-002-00002.parquet", "requests/part-002-00002.parquet"} {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
 			t.Errorf("missing %s: %v", f, err)
@@ -52,5 +55,44 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 	rows := query(t, duck(t), "SELECT count(*), sum(value) FROM read_parquet("+sqlPath(filepath.Join(dir, "samples", "*.parquet"))+")")
 	if rows[0][0] != "3" || rows[0][1] != "937.5" {
 		t.Errorf("samples read back as %v", rows[0])
+	}
+}
+
+// Two writers that started on one run directory before either wrote (the
+// run directory's lock keeps that from happening; this is what is left if
+// it cannot, on a file system without flock) used the same part numbers
+// and overwrote each other's cells. Part names carry the attempt, so two
+// attempts never collide, and they still match the documented glob and
+// sort in writing order.
+func TestPartNamesDoNotCollideAcrossAttempts(t *testing.T) {
+	dir := t.TempDir()
+	var outs []*pqs.Output
+	for attempt := 1; attempt <= 2; attempt++ {
+		o := pqs.New()
+		ri := &pipeline.RunInfo{ID: "r1", Plan: &schema.Plan{Name: "p"}, Dir: dir, StartedAt: time.Now(), Attempt: attempt}
+		if err := o.Start(ri); err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, o)
+	}
+	for i, o := range outs {
+		for _, id := range []string{"a", "b"} {
+			c := results.Cell{RunID: "r1", CellID: id, Attempt: int64(i + 1)}
+			if err := o.Cell(c, []results.Request{{RunID: "r1", CellID: id, Attempt: int64(i + 1)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rows := query(t, duck(t), "SELECT count(*), count(DISTINCT (cell_id, attempt)) FROM read_parquet("+sqlPath(filepath.Join(dir, "cells", "*.parquet"))+")")
+	if rows[0][0] != "4" || rows[0][1] != "4" {
+		t.Errorf("cells/*.parquet holds %s rows (%s distinct cell × attempt); want the 4 written", rows[0][0], rows[0][1])
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "cells", "*.parquet"))
+	want := []string{"part-001-00001.parquet", "part-001-00002.parquet", "part-002-00001.parquet", "part-002-00002.parquet"}
+	for i, f := range files {
+		if i >= len(want) || filepath.Base(f) != want[i] {
+			t.Errorf("cell parts %v, want %v", files, want)
+			break
+		}
 	}
 }
