@@ -163,9 +163,10 @@ func normTags(tags []string) string {
 // nothing left to do: a stage that lists its cells (a sweep) has every one
 // done, and every stage depending on it has nothing left either; a stage
 // that does not list its work (a server, a health check) has nothing left
-// when no stage depending on it has. Measuring stages that cannot list
-// their work, stages nothing depends on, and finally stages always have
-// work.
+// when no stage depending on it has (a finally stage counts when it
+// targets the stage, not when it only comes after it). Measuring stages
+// that cannot list their work, stages nothing depends on, and finally
+// stages always have work.
 func (g *Graph) nothingLeftToResume(done map[string]bool) map[string]bool {
 	work := map[string]bool{}
 	var has func(n *Node) bool
@@ -177,7 +178,9 @@ func (g *Graph) nothingLeftToResume(done map[string]bool) map[string]bool {
 		w := false
 		var users []*Node
 		for _, d := range g.Dependents(n.Spec.Name) {
-			if !d.Spec.Finally {
+			// A finally stage always runs: it needs what it targets (a
+			// check of the server at the end), not what it only follows.
+			if !d.Spec.Finally || d.Via[n.Spec.Name] == "target" {
 				users = append(users, d)
 			}
 		}

@@ -71,6 +71,11 @@ type Target struct {
 	StallTimeout time.Duration
 	// Timeout bounds one request from send to its last byte (0: none).
 	Timeout time.Duration
+	// FirstTokenTimeout bounds the wait for the first token-bearing event
+	// (0: none). Unlike the stall timeout, bytes that carry no token (SSE
+	// comments such as ": ping", role-only chunks) do not reset it: they
+	// keep a connection alive but are not progress.
+	FirstTokenTimeout time.Duration
 }
 
 // String describes the target without its secrets.
@@ -208,6 +213,34 @@ func (e *StallError) Error() string {
 	return fmt.Sprintf("stalled: no bytes for %v after %d token events (the stall timeout)", e.Timeout, e.Events)
 }
 
+// FirstTokenError: no token-bearing event within Target.FirstTokenTimeout,
+// whatever else arrived (keep-alive comments, a role chunk).
+type FirstTokenError struct {
+	Timeout time.Duration
+	Bytes   bool // something arrived meanwhile
+}
+
+func (e *FirstTokenError) Error() string {
+	if e.Bytes {
+		return fmt.Sprintf("no first token within %v (the first-token timeout); the server sent only keep-alive bytes meanwhile", e.Timeout)
+	}
+	return fmt.Sprintf("no first token within %v (the first-token timeout)", e.Timeout)
+}
+
+// IgnoredMaxTokensError: the server kept streaming past max_tokens (plus a
+// margin), so the stream was cut: it ignores the limit.
+type IgnoredMaxTokensError struct {
+	MaxTokens, Events int
+}
+
+func (e *IgnoredMaxTokensError) Error() string {
+	return fmt.Sprintf("the server ignored max_tokens %d: the stream was cut after %d token events", e.MaxTokens, e.Events)
+}
+
+// overrunLimit is how many token events past max_tokens a stream may run
+// before it is cut: a little slack for servers that count differently.
+func overrunLimit(maxTokens int) int { return maxTokens + max(8, maxTokens/10) }
+
 // TimeoutError: the request as a whole took longer than Target.Timeout.
 type TimeoutError struct {
 	Timeout time.Duration
@@ -320,6 +353,21 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			defer wd.timer.Stop()
 		}
 	}
+	var firstToken *time.Timer // stopped by the first token event
+	if t.FirstTokenTimeout > 0 && t.Endpoint != Embeddings {
+		if wd == nil {
+			wd = &watchdog{}
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			wd.cancel, wd.res = cancel, &res
+		}
+		w := wd
+		firstToken = time.AfterFunc(t.FirstTokenTimeout, func() {
+			w.cancel(&FirstTokenError{Timeout: t.FirstTokenTimeout, Bytes: w.headers.Load()})
+		})
+		defer firstToken.Stop()
+	}
 	var resp *http.Response
 	for {
 		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -402,7 +450,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	if streamed {
-		res.Err = wd.explain(ctx, readStream(rbody, &res))
+		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens))
 		res.Finished = time.Now()
 		if res.Err == nil {
 			// Read the rest (the chunked terminator after [DONE]) so the
@@ -485,7 +533,7 @@ const streamBufferSize = 2 << 10
 // readStream reads an SSE response, stamping every token-bearing event.
 // The per-event path scans the JSON instead of decoding it (scan.go), so
 // the client adds no allocation per event beyond the stamp it appends.
-func readStream(r io.Reader, res *Result) error {
+func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int) error {
 	sr := sse.NewReaderSize(r, streamBufferSize)
 	counted := 0
 	// usageAt[k] is the cumulative completion_tokens the k-th token event
@@ -540,8 +588,14 @@ func readStream(r io.Reader, res *Result) error {
 			res.UsageReported = true
 		}
 		if c.HasText {
+			if counted == 0 && firstToken != nil {
+				firstToken.Stop()
+			}
 			res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
 			counted++
+			if maxTokens > 0 && counted > overrunLimit(maxTokens) {
+				return &IgnoredMaxTokensError{MaxTokens: maxTokens, Events: counted}
+			}
 			if c.HasUsage && c.CompletionTokens > 0 && continuous {
 				usageAt = append(usageAt, c.CompletionTokens)
 			} else {
@@ -654,8 +708,11 @@ func (w *watchdog) explain(ctx context.Context, err error) error {
 	}
 	var se *StallError
 	var te *TimeoutError
+	var fe *FirstTokenError
 	cause := context.Cause(ctx)
 	switch {
+	case errors.As(cause, &fe):
+		return fe
 	case errors.As(cause, &se):
 		c := *se
 		c.Events = len(w.res.Tokens)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -174,6 +175,59 @@ func TestHTMLAnswerSaysWhatArrived(t *testing.T) {
 	tg := &Target{BaseURL: hs.URL, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4)}
 	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "text/html") || !strings.Contains(r.Err.Error(), "502 Bad Gateway") {
+		t.Fatalf("err = %v", r.Err)
+	}
+}
+
+// A server that sends SSE comments and never a token kept the request
+// alive forever (the stall timeout only measures silence): comments keep
+// a connection open but are not progress toward a first token.
+func TestKeepAliveCommentsDoNotCountAsFirstToken(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			fmt.Fprint(w, ": ping\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer hs.Close()
+	tg := &Target{BaseURL: hs.URL, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(2),
+		StallTimeout: time.Minute, FirstTokenTimeout: 300 * time.Millisecond}
+	start := time.Now()
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 4})
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	var fe *FirstTokenError
+	if !errors.As(r.Err, &fe) || !fe.Bytes || !strings.Contains(r.Err.Error(), "keep-alive bytes") {
+		t.Fatalf("err = %v", r.Err)
+	}
+}
+
+// A server that keeps streaming past max_tokens is cut and named, not
+// read forever.
+func TestStreamPastMaxTokensIsCut(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ {
+			if r.Context().Err() != nil {
+				return
+			}
+			fmt.Fprintf(w, "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"text\":\" t%d\"}]}\n\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(time.Millisecond)
+		}
+	}))
+	defer hs.Close()
+	tg := &Target{BaseURL: hs.URL, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(2), StallTimeout: time.Minute}
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 16})
+	var ie *IgnoredMaxTokensError
+	if !errors.As(r.Err, &ie) || ie.Events != overrunLimit(16)+1 {
 		t.Fatalf("err = %v", r.Err)
 	}
 }

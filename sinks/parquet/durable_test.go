@@ -190,8 +190,46 @@ wait:
 		t.Fatalf("benchrun report after the kill: %v\n%s", err, out)
 	}
 	page, err := os.ReadFile(filepath.Join(runDir, "report.html"))
-	if err != nil || !strings.Contains(string(page), "incomplete") {
-		t.Errorf("report.html after the kill does not say the run is incomplete (%v)", err)
+	if err != nil || !strings.Contains(string(page), "crashed") {
+		t.Errorf("report.html after the kill does not say the run crashed (%v)", err)
+	}
+	if !strings.Contains(string(out), "the run crashed") {
+		t.Errorf("benchrun report does not say the run crashed:\n%s", out)
+	}
+	// Opening the run with no writer holding it removed what the killed
+	// writer left half written (a temporary file stands for one, whether
+	// or not the kill caught a write in flight).
+	half := filepath.Join(runDir, "cells", ".part-001-00099.parquet.tmp-4242")
+	if err := os.WriteFile(half, []byte("PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "report", runDir).CombinedOutput(); err != nil || !strings.Contains(string(out), "removed") {
+		t.Errorf("benchrun report: %v; it does not say it removed the temporary files:\n%s", err, out)
+	}
+	left, _ := filepath.Glob(filepath.Join(runDir, "*", ".*.tmp-*"))
+	if top, _ := filepath.Glob(filepath.Join(runDir, ".*.tmp-*")); len(top)+len(left) > 0 {
+		t.Errorf("temporary files left after benchrun report: %v %v", left, top)
+	}
+
+	// The resume finds the attempt crashed, says so, records it, and
+	// measures the rest.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res := exec.CommandContext(ctx, bin, planPath, "--resume", runDir, "--columns", "cell_id,status")
+	res.Dir = work
+	rout, err := res.CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume of the killed run: %v\n%s", err, rout)
+	}
+	if !strings.Contains(string(rout), "attempt 1 (pid ") || !strings.Contains(string(rout), "crashed") {
+		t.Errorf("the resume does not say attempt 1 crashed:\n%s", rout)
+	}
+	mb, _ := os.ReadFile(filepath.Join(runDir, "manifest.json"))
+	if !strings.Contains(string(mb), `"status": "crashed"`) || !strings.Contains(string(mb), `"attempt": 2`) {
+		t.Errorf("manifest after the resume does not record attempt 1 as crashed and attempt 2:\n%s", mb)
+	}
+	if n := query(t, db, `SELECT count(DISTINCT cell_id) FROM read_parquet(`+cellsGlob+`, union_by_name = true) WHERE status = 'ok'`); n[0][0] != "9" {
+		t.Errorf("%s cells ok after the resume, want all 9", n[0][0])
 	}
 }
 

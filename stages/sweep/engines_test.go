@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
@@ -234,5 +235,40 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 	}
 	if lateSends > 0 {
 		t.Fatalf("%d requests were sent more than 200 ms after the server died", lateSends)
+	}
+}
+
+// Every request is bounded by default: a server that answers with
+// keep-alive comments and no token fails the cell within the first-token
+// limit (the stall timeout by default) instead of hanging it.
+func TestNoRequestIsUnboundedByDefault(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/completions") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for r.Context().Err() == nil {
+			fmt.Fprint(w, ": ping\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, calibrate: "off", stall_timeout: "300ms"
+		cells: [{isl: 8, osl: 4}], concurrency: [2], requests: 2, warmup: 0`, hs.URL), ``)
+	start := time.Now()
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the cell took %v", took)
+	}
+	if r := c.cells[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "no first token within 300ms") {
+		t.Fatalf("%s %q", r.Status, r.Reason)
+	}
+	if b := st.bounded(&loadgen.Target{}, point{cell: Cell{OSL: 128}}); b.FirstTokenTimeout != 300*time.Millisecond || b.Timeout != 300*time.Millisecond+128*time.Second {
+		t.Fatalf("bounds %v / %v", b.FirstTokenTimeout, b.Timeout)
 	}
 }

@@ -147,3 +147,23 @@ func (s *Stage) ContextWarnings(p *schema.Plan, contextLength int, source string
 	}
 	return ws
 }
+
+// perTokenBound is the slowest output a default request bound allows: an
+// engine slower than one token a second for a whole output is not serving.
+const perTokenBound = time.Second
+
+// bounded gives the point's requests their limits: the first-token
+// timeout (default: the stall timeout) and a whole-request bound (default:
+// first-token timeout + osl × perTokenBound), so that no request can run
+// forever on a server that sends keep-alive comments and no token.
+func (s *Stage) bounded(t *loadgen.Target, p point) *loadgen.Target {
+	b := *t
+	b.FirstTokenTimeout = s.firstTokenTimeout
+	if b.FirstTokenTimeout == 0 {
+		b.FirstTokenTimeout = s.stallTimeout
+	}
+	if b.Timeout == 0 && b.FirstTokenTimeout > 0 {
+		b.Timeout = b.FirstTokenTimeout + time.Duration(max(p.cell.OSL, 1))*perTokenBound
+	}
+	return &b
+}

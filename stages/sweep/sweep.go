@@ -107,6 +107,7 @@ type Config struct {
 	SendLagThresholdMs float64           `json:"send_lag_threshold_ms"`
 	StallTimeout       string            `json:"stall_timeout"`
 	RequestTimeout     string            `json:"request_timeout"`
+	FirstTokenTimeout  string            `json:"first_token_timeout"`
 	APIKeyEnv          string            `json:"api_key_env"`
 	Headers            map[string]string `json:"headers"`
 	Body               map[string]any    `json:"body"`
@@ -119,6 +120,7 @@ type Stage struct {
 	// parsed durations
 	duration, minDuration, rampDuration time.Duration
 	stallTimeout, requestTimeout        time.Duration
+	firstTokenTimeout                   time.Duration
 }
 
 // New decodes the configuration.
@@ -133,6 +135,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
 	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout)
 	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
+	st.firstTokenTimeout, _ = time.ParseDuration(st.cfg.FirstTokenTimeout)
 	if st.cfg.Ramp != nil {
 		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
 	}
@@ -204,6 +207,7 @@ func (s *Stage) Validate(p *schema.Plan) error {
 	parse("min_duration", s.cfg.MinDuration, &s.minDuration)
 	parse("stall_timeout", s.cfg.StallTimeout, &s.stallTimeout)
 	parse("request_timeout", s.cfg.RequestTimeout, &s.requestTimeout)
+	parse("first_token_timeout", s.cfg.FirstTokenTimeout, &s.firstTokenTimeout)
 	if s.cfg.Ramp != nil {
 		parse("ramp", s.cfg.Ramp.Duration, &s.rampDuration)
 		if len(s.cfg.Rates) == 0 {
@@ -579,6 +583,7 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 // measure runs the warm-up passes, then the timed ones, and builds the row.
 func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline.Outputs, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView) (results.Cell, []results.Request) {
 	row.StartedAt = time.Now().UTC()
+	t = s.bounded(t, p)
 	// Sending stops the moment the server is known dead, instead of
 	// going on into a closed port until the pipeline notices.
 	ctx, stopSending := context.WithCancelCause(ctx)
