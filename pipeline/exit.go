@@ -8,6 +8,7 @@ const (
 	ExitAssertion   = 1   // an assertion or regression failed
 	ExitInvalid     = 2   // the plan or the command line is invalid
 	ExitInfra       = 3   // infrastructure failed (server, health, sink)
+	ExitInternal    = 4   // benchrun itself crashed (a panic): a bug, never a user error
 	ExitInterrupted = 130 // interrupted; finally stages and sinks still ran
 )
 

@@ -9,7 +9,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
+	"sync"
 	"syscall"
+
+	"github.com/benchrun/benchrun/pipeline"
 )
 
 func main() {
@@ -37,19 +42,40 @@ func commands() []command {
 	}
 }
 
-func benchrunMain(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := interruptContext()
+// testCommands are extra subcommands the tests add (a command that
+// panics, say); nil in benchrun itself.
+var testCommands []command
+
+func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
+	// A panic on the way (loading, vetting, the run's own goroutine: a
+	// stage's panic is its failure, and the run re-panics once its
+	// manifest is finished) is a crash, never a user error: exit 4.
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(stderr, "benchrun: internal error (a bug in benchrun, please report it): panic: %v\n\n%s", v, debug.Stack())
+			code = pipeline.ExitInternal
+		}
+	}()
+	// With SIGPIPE handled, a write to a closed stdout returns EPIPE
+	// instead of killing benchrun (Go's runtime does that for fds 1 and 2
+	// only while SIGPIPE is not notified): a closed pipe (`| head`) stops
+	// the CSV, not the run.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := interruptContext(stderr)
 	defer stop()
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
 	}
 	name, rest := args[0], args[1:]
-	for _, c := range commands() {
+	for _, c := range append(commands(), testCommands...) {
 		if c.name == name {
 			if c.run == nil {
 				usage(stdout)
 				return 0
+			}
+			if c.name == "run" {
+				stdout = newCSVOut(stdout, stderr)
 			}
 			return c.run(ctx, rest, stdout, stderr)
 		}
@@ -60,7 +86,32 @@ func benchrunMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	// `benchrun PLAN ...` is shorthand for `benchrun run PLAN ...`.
-	return runRun(ctx, args, stdout, stderr)
+	return runRun(ctx, args, newCSVOut(stdout, stderr), stderr)
+}
+
+// csvOut is a run's stdout. When stdout goes away (a reader that closed
+// the pipe: `benchrun PLAN | head -2`, a closed terminal), it says so
+// once on stderr and drops what follows: the run goes on, and every row
+// is still in the run directory.
+type csvOut struct {
+	w, stderr io.Writer
+	mu        sync.Mutex
+	closed    bool
+}
+
+func newCSVOut(w, stderr io.Writer) io.Writer { return &csvOut{w: w, stderr: stderr} }
+
+func (o *csvOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return len(p), nil
+	}
+	if _, err := o.w.Write(p); err != nil {
+		o.closed = true
+		fmt.Fprintf(o.stderr, "benchrun: stdout closed (%v): no more CSV rows on stdout; the run goes on, and every row is in the run directory (cells.csv)\n", err)
+	}
+	return len(p), nil
 }
 
 func usage(w io.Writer) {
@@ -71,20 +122,27 @@ func usage(w io.Writer) {
 	}
 }
 
-// interruptContext returns a context cancelled by the first SIGINT or
-// SIGTERM: the pipeline stops starting work, cancels running stages, runs
-// finally stages and outputs, stops every launched server and exits 130.
-// A second signal SIGKILLs the process group of every child (launched
-// servers run in their own groups) and exits 130 at once; launched servers
-// also carry a parent-death signal, so nothing outlives benchrun.
-func interruptContext() (context.Context, func()) {
+// interruptContext returns a context cancelled by the first SIGINT,
+// SIGTERM, SIGHUP (the terminal closed, an SSH session dropped) or
+// SIGQUIT (which first dumps every goroutine's stack on stderr, as Go
+// would, to show where a run hangs): the pipeline stops starting work,
+// cancels running stages, runs finally stages and outputs, stops every
+// launched server and exits 130. A second signal SIGKILLs the process
+// group of every child (launched servers run in their own groups) and
+// exits 130 at once; launched servers also carry a parent-death signal,
+// so nothing outlives benchrun.
+func interruptContext(stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case s := <-ch:
+			if s == syscall.SIGQUIT {
+				fmt.Fprintln(stderr, "benchrun: SIGQUIT: the stacks of every goroutine follow; then stopping as on an interrupt")
+				_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
+			}
 			cancel(&interruptError{sig: s})
 		case <-done:
 			return
@@ -117,6 +175,10 @@ func (e *interruptError) Error() string {
 		return "interrupted by SIGINT"
 	case syscall.SIGTERM:
 		return "interrupted by SIGTERM"
+	case syscall.SIGHUP:
+		return "interrupted by SIGHUP (the terminal closed)"
+	case syscall.SIGQUIT:
+		return "interrupted by SIGQUIT"
 	}
 	return "interrupted by " + e.sig.String()
 }

@@ -3,8 +3,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,14 @@ import (
 	"testing"
 	"time"
 )
+
+func init() {
+	// A command that crashes, for TestPanicIsAnInternalError (in the
+	// re-executed test binary as in the test itself).
+	testCommands = append(testCommands, command{name: "test-panic", run: func(context.Context, []string, io.Writer, io.Writer) int {
+		panic("boom in test-panic")
+	}})
+}
 
 // TestSecondInterruptForcesExitAndKillsServers runs benchrun with a server
 // that ignores SIGINT and SIGTERM (so the first Ctrl-C's orderly stop
@@ -154,5 +165,196 @@ func TestKillChildGroups(t *testing.T) {
 	if !gone(sleepPID) {
 		syscall.Kill(sleepPID, syscall.SIGKILL)
 		t.Fatal("the grandchild in the child's group survived")
+	}
+}
+
+// benchrunCmd is this test binary acting as benchrun in dir.
+func benchrunCmd(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+	return cmd
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("wait: %v", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// runDir is the one run directory under dir/runs.
+func runDir(t *testing.T, dir string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "runs", "plan=*", "date=*", "run=*"))
+	if len(m) != 1 {
+		t.Fatalf("run directories: %v", m)
+	}
+	return m[0]
+}
+
+// TestClosedStdoutStopsTheCSVNotTheRun: `benchrun PLAN | head -2` with a
+// real pipe whose reader goes away after two lines. benchrun must not die
+// of SIGPIPE (exit 141): the sweep goes on, every cell is measured and
+// stored, the report is written, stderr says once that stdout closed,
+// and the exit code is the run's.
+func TestClosedStdoutStopsTheCSVNotTheRun(t *testing.T) {
+	dir := t.TempDir()
+	plan := `name: "pipe"
+model: {name: "sim"}
+stages: {
+	server: {kind: "launch", cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", "2ms", "--itl", "1ms"]}
+	health: {kind: "health", target: "server"}
+	sweep: {kind: "sweep", target: "server", needs: ["health"], cells: [{isl: 16, osl: 8}], concurrency: [1, 2, 3, 4], requests: 4, warmup: 0}
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := benchrunCmd(dir, "plan.cue")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	br := bufio.NewReader(r)
+	for i := 0; i < 2; i++ { // head -2: the header and the first row
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatalf("line %d: %v\n%s", i+1, err, stderr.String())
+		}
+	}
+	r.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("benchrun still running 60s after its stdout closed:\n%s", stderr.String())
+	}
+	if code := exitCode(t, werr); code != 0 {
+		t.Fatalf("exit %d, want 0 (the run's own):\n%s", code, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "benchrun: stdout closed"); n != 1 {
+		t.Errorf("stderr says %d times that stdout closed:\n%s", n, stderr.String())
+	}
+	rd := runDir(t, dir)
+	csv, _ := os.ReadFile(filepath.Join(rd, "cells.csv"))
+	if rows := strings.Count(strings.TrimSpace(string(csv)), "\n"); rows != 4 {
+		t.Errorf("cells.csv has %d rows, want every one of the 4 points:\n%s", rows, csv)
+	}
+	for _, f := range []string{"result.json", "report.md"} {
+		if _, err := os.Stat(filepath.Join(rd, f)); err != nil {
+			t.Errorf("no %s: %v", f, err)
+		}
+	}
+}
+
+// TestHangupAndQuitAreInterrupts: SIGHUP (a closed terminal) and SIGQUIT
+// take the interrupt path as SIGTERM does: the running stage is cancelled,
+// the finally stage and the outputs run, the server stops, exit 130 (not
+// 129, or Go's 2 for SIGQUIT, the "invalid plan" code). SIGQUIT first dumps
+// every goroutine's stack on stderr.
+func TestHangupAndQuitAreInterrupts(t *testing.T) {
+	for _, tt := range []struct {
+		sig  syscall.Signal
+		want []string
+	}{
+		{syscall.SIGHUP, []string{"interrupted by SIGHUP"}},
+		{syscall.SIGQUIT, []string{"benchrun: SIGQUIT: the stacks of every goroutine follow", "goroutine ", "interrupted by SIGQUIT"}},
+	} {
+		t.Run(tt.sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			plan := `name: "sig"
+model: {name: "sim"}
+stages: {
+	server: {kind: "launch", cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", "5ms", "--itl", "50ms"]}
+	health: {kind: "health", target: "server"}
+	sweep: {kind: "sweep", target: "server", needs: ["health"], cells: [{isl: 16, osl: 2000}], concurrency: [1], requests: 2, warmup: 0}
+	post: {kind: "health", target: "server", needs: ["sweep"], finally: true}
+}
+`
+			if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(plan), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := benchrunCmd(dir, "plan.cue")
+			var stderr lockedBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				m, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "*", "sweep.log"))
+				if len(m) == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the sweep never started:\n%s", stderr.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // measuring
+			if err := cmd.Process.Signal(tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("still running 30s after %s:\n%s", tt.sig, stderr.String())
+			}
+			if code := exitCode(t, werr); code != 130 {
+				t.Errorf("exit %d, want 130:\n%s", code, stderr.String())
+			}
+			for _, want := range append(tt.want, "  post ") {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+			rd := runDir(t, dir)
+			manifest, _ := os.ReadFile(filepath.Join(rd, "manifest.json"))
+			if !strings.Contains(string(manifest), `"status": "interrupted"`) {
+				t.Errorf("manifest:\n%s", manifest)
+			}
+			if _, err := os.Stat(filepath.Join(rd, "report.md")); err != nil {
+				t.Errorf("no report: %v", err)
+			}
+		})
+	}
+}
+
+// TestPanicIsAnInternalError: a crash exits 4 with the panic and its
+// stack on stderr, never 2 (the plan or the command line is invalid).
+func TestPanicIsAnInternalError(t *testing.T) {
+	cmd := benchrunCmd(t.TempDir(), "test-panic")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	code := exitCode(t, cmd.Run())
+	if code != 4 {
+		t.Errorf("exit %d, want 4", code)
+	}
+	for _, want := range []string{"benchrun: internal error (a bug in benchrun, please report it): panic: boom in test-panic", "goroutine "} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }
