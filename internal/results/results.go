@@ -135,6 +135,10 @@ type Cell struct {
 	// pooled connection turned out closed before any response byte.
 	MaxModelLen int64 `parquet:"max_model_len" json:"max_model_len" expr:"max_model_len"`
 	ConnRetries int64 `parquet:"conn_retries" json:"conn_retries" expr:"conn_retries"`
+	// ClientCPUUtil is benchrun's own CPU use over the timed window, in
+	// cores (1.0 = one core busy): a client near the machine's cores was
+	// the bottleneck, whatever the latencies say.
+	ClientCPUUtil float64 `parquet:"client_cpu_util" json:"client_cpu_util" expr:"client_cpu_util"`
 	// GoodputRatio is the fraction of sent requests meeting every SLO.
 	GoodputRatio float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
 	// The seed's admission columns as a client sees them: prompt tokens

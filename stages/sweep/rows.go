@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"time"
 
@@ -152,6 +153,9 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	}
 	if row.ConnRetries > 0 && float64(row.ConnRetries) >= 0.01*float64(len(rs)) {
 		notes = append(notes, fmt.Sprintf("%d sends met a keep-alive connection the server had closed and went again on a fresh one (the server closes connections it advertises as kept alive; see conn_retries)", row.ConnRetries))
+	}
+	if n := float64(runtime.NumCPU()); row.ClientCPUUtil >= 0.8*n {
+		notes = append(notes, fmt.Sprintf("client-bound: benchrun itself used %.2f of %.0f cores over the timed window, so its stamps lag the bytes (read the cell as a lower bound of the server)", row.ClientCPUUtil, n))
 	}
 	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))

@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,22 @@ func TestFillRowFormulas(t *testing.T) {
 	fillRow(&bad, rs[2:], time.Second, sendSpan{}, nil, cfg, schema.SLO{})
 	if bad.Completed != 0 || bad.TTFTMs != 0 || bad.E2ELMaxMs != 0 || bad.ITLMaxMs != 0 || bad.Goodput != 0 || bad.Status != results.StatusError {
 		t.Errorf("all failed: %+v", bad)
+	}
+}
+
+// A closed loop has no send lag by definition; the client's own CPU share
+// is what shows it could not keep up, and the notes say so.
+func TestClientCPUSaturationIsNoted(t *testing.T) {
+	t0 := time.Now()
+	rs := []loadgen.Result{{Scheduled: t0, Sent: t0, Tokens: []loadgen.TokenEvent{{At: t0.Add(time.Millisecond), Tokens: 1}}, Finished: t0.Add(2 * time.Millisecond), OutputTokens: 1}}
+	for _, tc := range []struct {
+		util float64
+		note bool
+	}{{0.1, false}, {float64(runtime.NumCPU()), true}} {
+		row := results.Cell{ClientCPUUtil: tc.util}
+		fillRow(&row, rs, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, schema.SLO{})
+		if got := strings.Contains(row.Notes, "client-bound: benchrun itself used"); got != tc.note {
+			t.Errorf("util %.2f: notes %q", tc.util, row.Notes)
+		}
 	}
 }

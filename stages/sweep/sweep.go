@@ -684,6 +684,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	var timed []loadgen.Result
 	var window time.Duration
 	var sends sendSpan
+	cpu0, cpuOK := processCPU()
 	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
 		rs, w, sp := runPass(pass+it, true)
 		sends.intervals += sp.intervals
@@ -693,6 +694,12 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		}
 		timed = append(timed, rs...)
 		window += w
+	}
+	if cpu1, ok := processCPU(); ok && cpuOK && window > 0 {
+		// The client's own CPU over the timed window, in cores: in a closed
+		// loop send lag is 0 by definition, so this is what shows a client
+		// that could not keep up.
+		row.ClientCPUUtil = (cpu1 - cpu0).Seconds() / window.Seconds()
 	}
 	if firstErr != nil {
 		row.Status, row.Reason = results.StatusError, firstErr.Error()

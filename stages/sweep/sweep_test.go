@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,9 @@ func TestSweepClosedLoopRows(t *testing.T) {
 	for _, r := range c.cells {
 		if r.Status != results.StatusOK {
 			t.Fatalf("%s: %s %s", r.CellID, r.Status, r.Reason)
+		}
+		if r.ClientCPUUtil <= 0 || r.ClientCPUUtil > float64(runtime.NumCPU()) {
+			t.Errorf("%s: client_cpu_util %.3f cores", r.CellID, r.ClientCPUUtil)
 		}
 		if r.EffectiveISL != 40 || r.EffectiveOSL != 8 || r.Completed != 8 || r.Failed != 0 {
 			t.Errorf("%s: effective isl/osl %.1f/%.1f completed %d failed %d", r.CellID, r.EffectiveISL, r.EffectiveOSL, r.Completed, r.Failed)
