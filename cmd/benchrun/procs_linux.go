@@ -6,14 +6,19 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/benchrun/benchrun/stages/launch"
 )
 
-// killChildGroups SIGKILLs the process group of every direct child of
-// benchrun that leads its own group (launched servers do: Setpgid), so
-// that a forced exit leaves no server or server child behind. It reads
-// /proc and never blocks.
+// killChildGroups SIGKILLs every descendant of benchrun (a server child
+// that started its own session included: once its guard is killed, it
+// would be nobody's to kill), then the process group of every direct
+// child that leads its own group (launched servers do: Setpgid), so that
+// a forced exit leaves no server or server child behind. It reads /proc
+// and never blocks.
 func killChildGroups() {
 	self := os.Getpid()
+	launch.KillDescendants(self)
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)

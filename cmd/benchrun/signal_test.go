@@ -29,7 +29,8 @@ func init() {
 // TestSecondInterruptForcesExitAndKillsServers runs benchrun with a server
 // that ignores SIGINT and SIGTERM (so the first Ctrl-C's orderly stop
 // waits out a long grace), interrupts twice, and checks that benchrun
-// exits 130 within seconds and that the server and its child are gone.
+// exits 130 within seconds and that the server and its children are
+// gone, one in a session of its own included.
 func TestSecondInterruptForcesExitAndKillsServers(t *testing.T) {
 	dir := t.TempDir()
 	plan := `name: "hard"
@@ -37,7 +38,7 @@ model: {name: "m"}
 stages: {
 	server: {
 		kind: "launch"
-		cmd: ["sh", "-c", "trap '' INT TERM; echo $$ > pid; sleep 60 & echo $! > sleeppid; wait"]
+		cmd: ["sh", "-c", "trap '' INT TERM; echo $$ > pid; sleep 60 & echo $! > sleeppid; setsid sh -c 'trap : INT TERM; echo $$ > daemonpid; while :; do sleep 0.1; done' & wait"]
 		dir: "` + dir + `"
 		stop_grace: "30s"
 	}
@@ -61,6 +62,10 @@ stages: {
 
 	sleepPID := waitPID(t, filepath.Join(dir, "sleeppid"))
 	shPID := waitPID(t, filepath.Join(dir, "pid"))
+	// A child in a session of its own, ignoring signals: only a walk of
+	// benchrun's descendants finds it once its guard is killed.
+	daemonPID := waitPID(t, filepath.Join(dir, "daemonpid"))
+	defer syscall.Kill(daemonPID, syscall.SIGKILL)
 	time.Sleep(300 * time.Millisecond) // hold is polling
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -90,7 +95,7 @@ stages: {
 	if !strings.Contains(stderr.String(), "second interrupt") {
 		t.Errorf("stderr does not say why it exited at once:\n%s", stderr.String())
 	}
-	for _, pid := range []int{shPID, sleepPID} {
+	for _, pid := range []int{shPID, sleepPID, daemonPID} {
 		deadline := time.Now().Add(2 * time.Second)
 		for !gone(pid) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)

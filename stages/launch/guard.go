@@ -82,7 +82,7 @@ func runGuard(argv []string) int {
 			// A stop: SIGINT/SIGTERM went to the whole group, the server
 			// has its own. Pass it on to the processes that left the
 			// group (setsid), so that they too may stop gracefully.
-			for _, p := range descendants(self) {
+			for _, p := range descendants(self, true) {
 				if p.pgrp != self {
 					_ = syscall.Kill(p.pid, sig.(syscall.Signal))
 				}

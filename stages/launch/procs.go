@@ -78,13 +78,13 @@ func LiveInGroup(pgid int) []int {
 // itself is not listed.
 func Descendants(root int) []int {
 	var out []int
-	for _, p := range descendants(root) {
+	for _, p := range descendants(root, true) {
 		out = append(out, p.pid)
 	}
 	return out
 }
 
-func descendants(root int) []procEntry {
+func descendants(root int, group bool) []procEntry {
 	procs := readProcs()
 	parent := make(map[int]int, len(procs))
 	for _, p := range procs {
@@ -95,7 +95,7 @@ func descendants(root int) []procEntry {
 		if p.pid == root || !p.live() {
 			continue
 		}
-		if p.pgrp == root {
+		if group && p.pgrp == root {
 			out = append(out, p)
 			continue
 		}
@@ -118,14 +118,29 @@ func descendants(root int) []procEntry {
 // process the kill would miss; then all are killed at once. It needs
 // /proc; without it only the process group is killed.
 func killTree(root int, includeRoot bool) {
+	stopAndKill(root, true)
+	if includeRoot {
+		_ = syscall.Kill(-root, syscall.SIGKILL)
+		_ = syscall.Kill(root, syscall.SIGKILL)
+	}
+}
+
+// KillDescendants SIGKILLs every process below root (by parentage only:
+// root's own process group may hold processes that are not its children,
+// the other side of a shell pipeline), stopping them first as killTree
+// does. benchrun's forced exit uses it, so that a server child that
+// started its own session dies with the guard that would have killed it.
+func KillDescendants(root int) { stopAndKill(root, false) }
+
+func stopAndKill(root int, group bool) {
 	stopped := map[int]bool{}
 	for round := 0; round < 10; round++ {
 		fresh := 0
-		for _, pid := range Descendants(root) {
-			if !stopped[pid] {
-				stopped[pid] = true
+		for _, p := range descendants(root, group) {
+			if !stopped[p.pid] {
+				stopped[p.pid] = true
 				fresh++
-				_ = syscall.Kill(pid, syscall.SIGSTOP)
+				_ = syscall.Kill(p.pid, syscall.SIGSTOP)
 			}
 		}
 		if fresh == 0 {
@@ -135,9 +150,5 @@ func killTree(root int, includeRoot bool) {
 	}
 	for pid := range stopped {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if includeRoot {
-		_ = syscall.Kill(-root, syscall.SIGKILL)
-		_ = syscall.Kill(root, syscall.SIGKILL)
 	}
 }
