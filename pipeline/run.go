@@ -160,7 +160,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	defer func() {
 		if v := recover(); v != nil {
 			if !finished {
-				r.finishManifest(nil, RunFailed, fmt.Sprintf("benchrun crashed: panic: %v", v), ExitInfra)
+				r.finishManifest(nil, RunFailed, fmt.Sprintf("benchrun crashed: panic: %v", v), ExitInternal)
 			}
 			panic(v)
 		}
