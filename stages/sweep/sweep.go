@@ -450,7 +450,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			info = loadgen.Discover(ctx, t, target.Engine)
 			discovered = true
 		}
-		if base.Engine == "" {
+		if (base.Engine == "" || base.Engine == "custom") && info.Engine != "" {
+			// A launch without a preset says "custom"; the server said more.
 			base.Engine = info.Engine
 		}
 		base.EngineVersion = engineVersion(info, target)
