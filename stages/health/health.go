@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -91,20 +90,9 @@ var errNeedsCredentials = errors.New("credentials refused")
 // empty value; any other $ stays as written), and the api_key_env key,
 // sent as a bearer token.
 func (s *Stage) credentials() (map[string]string, string, error) {
-	h := map[string]string{}
-	for k, v := range s.cfg.Headers {
-		var missing []string
-		h[k] = envRef.ReplaceAllStringFunc(v, func(ref string) string {
-			name := ref[2 : len(ref)-1]
-			val, ok := os.LookupEnv(name)
-			if !ok {
-				missing = append(missing, name)
-			}
-			return val
-		})
-		if len(missing) > 0 {
-			return nil, "", fmt.Errorf("stages.%s.headers.%s: ${%s} is not set in benchrun's environment: export it before running", s.spec.Name, k, strings.Join(missing, "}, ${"))
-		}
+	h, err := pipeline.ExpandHeaders(s.spec.Name, s.cfg.Headers)
+	if err != nil {
+		return nil, "", err
 	}
 	key := ""
 	if s.cfg.APIKeyEnv != "" {
@@ -114,8 +102,6 @@ func (s *Stage) credentials() (map[string]string, string, error) {
 	}
 	return h, key, nil
 }
-
-var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
 // refused is the error for a 401 or 403: the server wants credentials
 // (or others than those sent), and will not change its mind.

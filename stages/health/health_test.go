@@ -243,7 +243,7 @@ func TestCredentialsOnEveryCheck(t *testing.T) {
 		{"no credentials", all, "", `/health answered 401 Unauthorized: the server wants credentials: set api_key_env / headers on stages.health`},
 		{"vLLM --api-key, no credentials", vllm, "", `/v1/models answered 401 Unauthorized: the server wants credentials: set api_key_env / headers on stages.health`},
 		{"wrong key", all, `api_key_env: "HEALTH_TEST_WRONG", headers: {"X-Org": "pa$$word$1"}`, `/health answered 401 Unauthorized: the server refused the credentials sent (api_key_env / headers on stages.health)`},
-		{"a header naming an unset variable", all, `headers: {"X-Org": "${HEALTH_TEST_UNSET}"}`, `stages.health.headers.X-Org: ${HEALTH_TEST_UNSET} is not set in benchrun's environment`},
+		{"a header naming an unset variable", all, `headers: {"X-Org": "${HEALTH_TEST_UNSET}"}`, `stages.health.headers.X-Org: ${HEALTH_TEST_UNSET} is neither a plan variable nor set in benchrun's environment`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

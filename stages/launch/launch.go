@@ -1033,34 +1033,13 @@ func urlHost(host string) string {
 	return host
 }
 
-func expand(s string, vars map[string]string) string {
-	return os.Expand(s, func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
-		}
-		return "${" + k + "}"
-	})
-}
+// expand and expandEnv are the pipeline's one ${NAME} rule (pipeline.Expand,
+// pipeline.ExpandEnv): in a command, an unknown ${NAME} stays as written; in
+// an environment value it may name a variable of benchrun's own environment
+// (secrets such as HF_TOKEN stay out of the plan file), and a name that is
+// neither is an error.
+func expand(s string, vars map[string]string) string { return pipeline.Expand(s, vars) }
 
-// expandEnv is expand for environment values, where ${NAME} may also name
-// a variable of benchrun's own environment, so secrets (HF_TOKEN) stay out
-// of the plan file. A name that is neither is an error: no shell reads an
-// environment value, so a literal "${HF_TOKEN}" would reach the server as
-// the token itself and fail far from its cause.
 func expandEnv(s string, vars map[string]string) (string, error) {
-	var missing []string
-	out := os.Expand(s, func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
-		}
-		if v, ok := os.LookupEnv(k); ok {
-			return v
-		}
-		missing = append(missing, k)
-		return ""
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("${%s} is neither a plan variable (${port}, ${model}, ${STAGE.KEY}, ...) nor set in benchrun's environment: export it before running benchrun", strings.Join(missing, "}, ${"))
-	}
-	return out, nil
+	return pipeline.ExpandEnv(s, vars)
 }

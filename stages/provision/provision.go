@@ -247,7 +247,11 @@ func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]an
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = os.Environ()
 	for k, v := range s.cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+os.ExpandEnv(v))
+		ev, err := pipeline.ExpandEnv(v, nil)
+		if err != nil {
+			return nil, fmt.Errorf("stages.%s.env.%s: %w", s.spec.Name, k, err)
+		}
+		cmd.Env = append(cmd.Env, k+"="+ev)
 	}
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = &stdout, logf

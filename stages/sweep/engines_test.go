@@ -272,3 +272,41 @@ func TestNoRequestIsUnboundedByDefault(t *testing.T) {
 		t.Fatalf("bounds %v / %v", b.FirstTokenTimeout, b.Timeout)
 	}
 }
+
+// Header values expand only ${NAME}: a literal "pa$$word$1" arrives as
+// written (os.ExpandEnv made it "paword"), and an unset name is refused
+// before anything is sent (it was sent as an empty value).
+func TestHeaderExpansionOneRule(t *testing.T) {
+	s := sim.New(sim.DefaultConfig())
+	var mu sync.Mutex
+	var got []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Secret"))
+		mu.Unlock()
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Setenv("BENCHRUN_TEST_HDR", "tok")
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, calibrate: "off", headers: {"X-Secret": "pa$$word$1-${BENCHRUN_TEST_HDR}"}
+		cells: [{isl: 8, osl: 2}], concurrency: [1], requests: 1, warmup: 0`, hs.URL), ``)
+	if _, err := runStage(t, st, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range got {
+		if h != "pa$$word$1-tok" {
+			t.Fatalf("header arrived as %q", h)
+		}
+	}
+	st, p = loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, headers: {"Authorization": "Bearer ${BENCHRUN_TEST_UNSET}"}
+		cells: [{isl: 8, osl: 2}], concurrency: [1], requests: 1, warmup: 0`, hs.URL), ``)
+	mu.Lock()
+	got = nil
+	mu.Unlock()
+	if _, err := runStage(t, st, p); err == nil || !strings.Contains(err.Error(), "stages.sweep.headers.Authorization: ${BENCHRUN_TEST_UNSET} is neither") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("%d requests were sent with an unset header", len(got))
+	}
+}

@@ -222,6 +222,8 @@ func (s *Stage) Validate(p *schema.Plan) error {
 		}
 	}
 	s.validateServerVars(p, bad)
+	s.validateLimits(bad)
+	s.validateDuplicates(bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
 		bad([]string{"dataset", "path"}, "empty path")
 	}
@@ -366,9 +368,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		Timeout:         s.requestTimeout,
 	}
 	defer t.HTTP.CloseIdleConnections()
-	for k, v := range s.cfg.Headers {
-		t.Headers[k] = os.ExpandEnv(v)
+	headers, err := pipeline.ExpandHeaders(env.Stage.Name, s.cfg.Headers)
+	if err != nil {
+		return nil, err
 	}
+	t.Headers = headers
 	for k, v := range s.cfg.Body {
 		t.ExtraBody[k] = v
 	}

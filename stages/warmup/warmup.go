@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -216,9 +215,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(max(sh.Concurrency, int(min(sh.Rate, 1024)))),
 	}
 	defer t.HTTP.CloseIdleConnections()
-	for k, v := range s.cfg.Headers {
-		t.Headers[k] = os.ExpandEnv(v)
+	headers, err := pipeline.ExpandHeaders(env.Stage.Name, s.cfg.Headers)
+	if err != nil {
+		return nil, err
 	}
+	t.Headers = headers
 	for k, v := range s.cfg.Body {
 		t.ExtraBody[k] = v
 	}
