@@ -254,6 +254,37 @@ func (e *TimeoutError) Error() string {
 // ErrNoTokens means the response ended without a single token.
 var ErrNoTokens = errors.New("response carried no tokens")
 
+// UsageError: the server's usage counts cannot be true (negative, more
+// output tokens than max_tokens allows or than the stream could carry,
+// more prompt tokens than the prompt could hold). Taken as they came, they
+// gave negative and absurd throughputs with status ok.
+type UsageError struct{ Detail string }
+
+func (e *UsageError) Error() string { return "impossible usage from the server: " + e.Detail }
+
+// maxTokensPerEvent bounds how many tokens one streamed event can carry
+// (speculative decoding packs a few; nothing packs this many).
+const maxTokensPerEvent = 64
+
+// impossibleUsage checks the reported counts against what was asked and
+// what arrived.
+func impossibleUsage(res *Result, req Request, streamed bool) error {
+	in, out := res.InputTokens, res.OutputTokens
+	switch {
+	case in < 0 || out < 0:
+		return &UsageError{fmt.Sprintf("prompt_tokens %d, completion_tokens %d", in, out)}
+	case req.MaxTokens > 0 && out > overrunLimit(req.MaxTokens):
+		return &UsageError{fmt.Sprintf("completion_tokens %d for max_tokens %d", out, req.MaxTokens)}
+	case streamed && len(res.Tokens) > 0 && out > maxTokensPerEvent*len(res.Tokens):
+		return &UsageError{fmt.Sprintf("completion_tokens %d over %d streamed token events", out, len(res.Tokens))}
+	case req.Prompt != "" && in > len(req.Prompt)+4096:
+		// A token covers at least a byte of text; a chat template adds
+		// far fewer than 4096.
+		return &UsageError{fmt.Sprintf("prompt_tokens %d for a prompt of %d bytes", in, len(req.Prompt))}
+	}
+	return nil
+}
+
 // CutShortError: the stream ended (the server closed it cleanly) without
 // [DONE] and without a finish reason, or with fewer tokens than a forced
 // output length asked for. Ollama does this when its runner dies mid-stream.
@@ -467,6 +498,9 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	}
 	if res.Err == nil && len(res.Tokens) == 0 && t.Endpoint != Embeddings {
 		res.Err = ErrNoTokens
+	}
+	if res.Err == nil && res.UsageReported {
+		res.Err = impossibleUsage(&res, req, streamed)
 	}
 	if res.Err == nil && req.ExpectTokens > 0 && res.OutputTokens < req.ExpectTokens {
 		res.Err = &CutShortError{Events: len(res.Tokens), Tokens: res.OutputTokens, Want: req.ExpectTokens}

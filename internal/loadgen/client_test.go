@@ -343,3 +343,34 @@ func TestConnectionsAreReused(t *testing.T) {
 		t.Fatalf("40 sequential requests dialled %d connections, want 1", n)
 	}
 }
+
+// Usage counts that cannot be true fail the request instead of giving
+// negative or absurd throughputs with status ok.
+func TestImpossibleUsageIsRefused(t *testing.T) {
+	chunk := func(text, usage string) string {
+		u := ""
+		if usage != "" {
+			u = `,"usage":` + usage
+		}
+		return `data: {"id":"x","choices":[{"index":0,"text":"` + text + `","finish_reason":null}]` + u + "}\n\n"
+	}
+	for _, tc := range []struct{ name, usage, want string }{
+		{"negative prompt tokens", `{"prompt_tokens":-5,"completion_tokens":4}`, "prompt_tokens -5"},
+		{"10^12 output tokens on a 4-event stream", `{"prompt_tokens":5,"completion_tokens":1000000000000}`, "completion_tokens 1000000000000 for max_tokens 8"},
+		{"more prompt tokens than the prompt holds", `{"prompt_tokens":90000,"completion_tokens":4}`, "prompt_tokens 90000 for a prompt of 1 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := fakeServer(t, chunk("a", ""), chunk("b", ""), chunk("c", ""), chunk("d", tc.usage), "data: [DONE]\n\n")
+			r := newTarget(url, 1).Do(context.Background(), Request{Prompt: "p", MaxTokens: 8})
+			var ue *UsageError
+			if !errors.As(r.Err, &ue) || !strings.Contains(r.Err.Error(), tc.want) {
+				t.Fatalf("err = %v", r.Err)
+			}
+		})
+	}
+	// Honest counts pass, several tokens per event included.
+	url := fakeServer(t, chunk("a", ""), chunk("bcd", `{"prompt_tokens":5,"completion_tokens":8}`), "data: [DONE]\n\n")
+	if r := newTarget(url, 1).Do(context.Background(), Request{Prompt: "p", MaxTokens: 8}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+}
