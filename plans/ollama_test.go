@@ -294,10 +294,10 @@ func TestOllamaServerKilledMidSweep(t *testing.T) {
 	if rows[0]["status"] != "ok" {
 		t.Errorf("first cell: %v", rows[0])
 	}
-	if rows[1]["status"] != "error" || !strings.Contains(rows[1]["reason"], "server server died: signal: killed") {
+	if rows[1]["status"] != "error" || !strings.Contains(rows[1]["reason"], "server died: signal: killed") {
 		t.Errorf("running cell: status %q reason %q", rows[1]["status"], rows[1]["reason"])
 	}
-	if rows[2]["status"] != "skipped" || !strings.Contains(rows[2]["reason"], "not run: server server died: signal: killed") {
+	if rows[2]["status"] != "skipped" || !strings.Contains(rows[2]["reason"], "not run: server died: signal: killed") {
 		t.Errorf("later cell: status %q reason %q", rows[2]["status"], rows[2]["reason"])
 	}
 	cells, err := parquetsink.ReadTable[results.Cell](run, "cells")

@@ -1029,3 +1029,18 @@ func TestWarnsAboutASweepWithoutHealth(t *testing.T) {
 		})
 	}
 }
+
+// A structured warning is not the first error: Ollama logs
+// `level=WARN ... key=general.type default=unknown` on every start.
+func TestFirstErrorLineSkipsWarnings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.log")
+	log := "time=2026-12-01T11:15:38Z level=WARN source=ggml.go:152 msg=\"key not found\" key=general.type default=unknown\n" +
+		"time=2026-12-01T11:15:39Z level=INFO msg=\"invalid option ignored\"\n" +
+		"Error: listen tcp 127.0.0.1:1: bind: permission denied\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := firstErrorLine(path); got != "Error: listen tcp 127.0.0.1:1: bind: permission denied" {
+		t.Fatalf("first error %q", got)
+	}
+}

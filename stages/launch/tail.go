@@ -52,6 +52,11 @@ func FormatTail(s string, n int) string {
 // defined: -x") and then a usage text longer than the tail.
 var errorLine = regexp.MustCompile(`(?i)error|fatal|panic|not defined|unknown|invalid`)
 
+// quietLine matches a structured log line below error level (Ollama's
+// `level=WARN ... default=unknown`, `INFO`, `DEBUG`): words such as
+// "unknown" in it are values, not the server's reason for dying.
+var quietLine = regexp.MustCompile(`(?i)\blevel=(warn|warning|info|debug|trace)\b|^\S*\s*\[?(WARN|WARNING|INFO|DEBUG|TRACE)\]?[\s:]`)
+
 // firstErrorLine returns the first line of the last start's output (after
 // benchrun's last "benchrun: starting" line) that looks like an error,
 // leaving out benchrun's own lines; "" when there is none. It reads at
@@ -81,7 +86,7 @@ func firstErrorLine(path string) string {
 		if l == "" || strings.HasPrefix(l, "benchrun: ") || strings.HasPrefix(l, "benchrun guard: ") {
 			continue
 		}
-		if errorLine.MatchString(l) {
+		if errorLine.MatchString(l) && !quietLine.MatchString(l) {
 			return l
 		}
 	}
