@@ -496,7 +496,7 @@ stages: {
 		t.Errorf("exit = %d, want 3", sum.ExitCode)
 	}
 	r := by["bench"].Reason
-	if by["bench"].Status != "failed" || !strings.Contains(r, "server server died") || !strings.Contains(r, "exit status 7") || !strings.Contains(r, "fatal: out of memory") {
+	if by["bench"].Status != "failed" || !strings.Contains(r, "server died") || !strings.Contains(r, "exit status 7") || !strings.Contains(r, "fatal: out of memory") {
 		t.Errorf("bench: %s %q, want failed with the exit status and the last log lines", by["bench"].Status, r)
 	}
 	if by["server"].Status != "failed" {

@@ -319,7 +319,7 @@ stages: {
 			reason = st.Reason
 		}
 	}
-	if want := "server server died: exit status 2 (last line of server.log: fatal: cannot load model)"; reason != want {
+	if want := "server died: exit status 2 (last line of server.log: fatal: cannot load model)"; reason != want {
 		t.Errorf("health's reason\n%q\nwant\n%q", reason, want)
 	}
 	if n := strings.Count(progress.String(), "  | booting"); n != 1 {

@@ -1036,6 +1036,7 @@ func TestFirstErrorLineSkipsWarnings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "server.log")
 	log := "time=2026-12-01T11:15:38Z level=WARN source=ggml.go:152 msg=\"key not found\" key=general.type default=unknown\n" +
 		"time=2026-12-01T11:15:39Z level=INFO msg=\"invalid option ignored\"\n" +
+		"llama_model_loader: - kv   6:            tokenizer.ggml.unknown_token_id u32              = 0\n" +
 		"Error: listen tcp 127.0.0.1:1: bind: permission denied\n"
 	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func FormatTail(s string, n int) string {
 // errorLine matches a line that looks like an error. A server that dies
 // at start-up often prints its real reason first ("flag provided but not
 // defined: -x") and then a usage text longer than the tail.
-var errorLine = regexp.MustCompile(`(?i)error|fatal|panic|not defined|unknown|invalid`)
+var errorLine = regexp.MustCompile(`(?i)\berror\b|\bfatal\b|\bpanic\b|not defined|\bunknown (flag|option|argument|command|model|parameter)|\binvalid (argument|value|option|flag|parameter)|no such file|permission denied|address already in use`)
 
 // quietLine matches a structured log line below error level (Ollama's
 // `level=WARN ... default=unknown`, `INFO`, `DEBUG`): words such as
