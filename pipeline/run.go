@@ -76,6 +76,11 @@ type ServiceDiedError struct {
 }
 
 func (e *ServiceDiedError) Error() string {
+	// "server died", with the stage named unless it is "server" itself
+	// (which read "server server died").
+	if e.Service == "server" || e.Service == "" {
+		return "server died: " + e.Reason
+	}
 	return fmt.Sprintf("server %s died: %s", e.Service, e.Reason)
 }
 
