@@ -246,3 +246,32 @@ func TestAllFailStopsEarly(t *testing.T) {
 		t.Fatalf("%d requests reached the server (discovery included); the warm-up should stop after a handful of failures", got)
 	}
 }
+
+// The warm-up sizes its prompts exactly as the sweep does (the shared
+// calibration): against llama-server's habits every warm-up prompt is isl
+// tokens as the server counts them. Before, a "64" cell's warm-up sent 185.
+func TestWarmupPromptsAreCalibrated(t *testing.T) {
+	cfg := sim.DefaultConfigFor(sim.PersonaLlamaServer)
+	cfg.Models = []string{"tiny"}
+	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, time.Millisecond, 0
+	srv := sim.New(cfg)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { srv.Close(); ts.Close() })
+	s, p := load(t, `requests: 8`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 64, osl: 4}]}`)
+	if _, _, err := run(t, s, p, ts.URL); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rec := range srv.Records() {
+		if !rec.Stream {
+			continue // calibration probes are not streamed
+		}
+		n++
+		if rec.PromptTokens != 64 {
+			t.Fatalf("a warm-up prompt was %d tokens, want 64", rec.PromptTokens)
+		}
+	}
+	if n != 8 {
+		t.Fatalf("%d warm-up requests recorded", n)
+	}
+}
