@@ -6,13 +6,16 @@ import (
 	"maps"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
 // emit judges a finished cell and hands it to every output: identity
 // stamps first (so every row of a run carries the same run id, plan, model
 // digest, metadata and hardware), then the assertions, then the outputs:
-// Cell, and Verdicts for outputs that take them.
+// Cell, and Verdicts for outputs that take them. Every string of every row
+// has the run's secrets masked before an assertion or an output sees it (a
+// gateway that echoes the key in its error puts it in reason and error).
 func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
@@ -28,11 +31,12 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 			reqs[i].CellID = cell.CellID
 		}
 	}
+	cell, reqs = redact.Value(cell), redact.Value(reqs)
 	r.cells++
 	now := time.Now().UTC()
 	var verdictRows []results.Verdict
 	for _, a := range r.asserts[cell.Stage] {
-		v := a.Judge(cell)
+		v := redact.Value(a.Judge(cell))
 		r.verdicts = append(r.verdicts, v)
 		verdictRows = append(verdictRows, verdictRow(cell, a, v, now))
 		if !v.Passed {
@@ -44,6 +48,7 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 			fmt.Fprintf(r.opts.Progress, "✗ assertion %q %s on %s (%s) [%s]\n", v.Assertion, msg, v.Cell, v.FormatValues(), v.Pos)
 		}
 	}
+	verdictRows = redact.Value(verdictRows)
 	var errs []error
 	for _, o := range r.opts.Outputs {
 		if err := o.Cell(cell, reqs); err != nil {
@@ -128,6 +133,7 @@ func (r *runner) emitSamples(rows []results.Sample) error {
 			rows[i].Plan = r.g.Plan.Name
 		}
 	}
+	rows = redact.Value(rows)
 	var errs []error
 	for _, o := range r.opts.Outputs {
 		if so, ok := o.(SampleOutput); ok {

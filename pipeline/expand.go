@@ -5,6 +5,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/benchrun/benchrun/internal/redact"
 )
 
 // refPattern is the one form a plan string may reference a value in:
@@ -58,5 +60,6 @@ func ExpandHeaders(stage string, headers map[string]string) (map[string]string, 
 		}
 		out[k] = ev
 	}
+	redact.Headers(headers, out) // what came from the environment is a secret
 	return out, nil
 }

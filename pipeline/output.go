@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -237,7 +238,7 @@ func RunRecord(ri *RunInfo, sum *Summary) results.Run {
 		run.Plan, run.Description, run.Model, run.Metadata = ri.Plan.Name, ri.Plan.Description, ri.Plan.Model.Name, ri.Plan.Metadata
 	}
 	if sum == nil {
-		return run
+		return redact.Value(run)
 	}
 	now := time.Now().UTC()
 	code := sum.ExitCode
@@ -253,5 +254,5 @@ func RunRecord(ri *RunInfo, sum *Summary) results.Run {
 	for _, s := range sum.Stages {
 		run.Stages = append(run.Stages, results.StageOutcome{Name: s.Name, Kind: s.Kind, Status: s.Status, Reason: s.Reason, DurationS: s.DurationS})
 	}
-	return run
+	return redact.Value(run) // tags, metadata and reasons, secrets masked
 }

@@ -233,7 +233,7 @@ func checkResume(g *Graph, ri *RunInfo, idle map[string]bool) error {
 	if err := json.Unmarshal(ri.prevPlan, &old); err != nil {
 		return nil // not ours to judge: an unreadable plan.json is kept as it is
 	}
-	resolved, err := g.Plan.JSON()
+	resolved, err := resolvedPlanText(g.Plan) // as plan.json keeps it: URL passwords masked
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sourcegraph/conc/pool"
 
+	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -127,6 +128,8 @@ type runner struct {
 	manifest *Manifest
 	// idle are the stages a resume has nothing left for (skipped).
 	idle map[string]bool
+	// stageProgress is the progress writer the stages get (redactingProgress).
+	stageProgress io.Writer
 }
 
 // Run executes the graph. It returns the summary; the error is non-nil only
@@ -145,7 +148,14 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	if opts.FinallyTimeout <= 0 {
 		opts.FinallyTimeout = 2 * time.Minute
 	}
-	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.RWMutex{}}
+	// Secrets are known before anything is written, and everything the
+	// run prints or logs is redacted (pipeline/redact.go).
+	RegisterPlanSecrets(g.Plan)
+	progress, stageProgress, flushProgress := redactingProgress(opts.Progress)
+	opts.Progress = progress
+	defer flushProgress()
+	defer scrubLogs(ri.Dir)
+	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.RWMutex{}, stageProgress: stageProgress}
 	for _, n := range g.Nodes {
 		r.states[n.Spec.Name] = &nodeState{node: n, status: StatusPending}
 	}
@@ -178,7 +188,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	if ri.Resumed {
 		r.noteResume()
 		// Keep the plan as first written; record this attempt's resolution beside it.
-		resolved, err := g.Plan.JSON()
+		resolved, err := resolvedPlanText(g.Plan)
 		if err != nil {
 			return fail(ExitInvalid, err)
 		}
@@ -208,6 +218,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	r.schedule(ctx, runCtx)
 
 	sum := r.summary(ctx)
+	redactSummary(sum)
 	for _, o := range opts.Outputs {
 		if err := o.Stop(sum); err != nil {
 			fmt.Fprintf(opts.Progress, "benchrun: output %s: %v\n", o.Name(), err)
@@ -554,7 +565,7 @@ func (r *runner) runNodeSafely(ctx context.Context, n *Node) (out *Outputs, err 
 		if v := recover(); v != nil {
 			err = fmt.Errorf("stage %s crashed: panic: %v (stack in %s.log)", n.Spec.Name, v, n.Spec.Name)
 			if f, ferr := os.OpenFile(filepath.Join(r.ri.Dir, n.Spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
-				fmt.Fprintf(f, "panic: %v\n\n%s", v, debug.Stack())
+				fmt.Fprint(f, redact.String(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
 				f.Close()
 			}
 		}
@@ -608,9 +619,11 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 		return nil, fmt.Errorf("opening stage log: %w", err)
 	}
 	defer logf.Close()
+	logw := redact.NewWriter(logf) // what the stage logs, secrets masked
+	defer func() { _ = logw.Flush() }()
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
-		Log: logf, Progress: r.opts.Progress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
+		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
 		doneCells: r.ri.doneCells,
 	}
 

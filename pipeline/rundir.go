@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -75,11 +76,13 @@ func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*Run
 		return nil, err
 	}
 	ri := &RunInfo{ID: id, Plan: p, Dir: dir, StartedAt: now, Tags: tags, Attempt: 1, lock: lock}
-	if err := WriteFileAtomic(filepath.Join(dir, "plan.cue"), p.Source); err != nil {
+	// The plan as written and as resolved, with URL passwords and
+	// registered secrets masked (pipeline/redact.go).
+	if err := WriteFileAtomic(filepath.Join(dir, "plan.cue"), planFileText(p, p.Source)); err != nil {
 		ri.Close()
 		return nil, err
 	}
-	resolved, err := p.JSON()
+	resolved, err := resolvedPlanText(p)
 	if err != nil {
 		ri.Close()
 		return nil, err
@@ -256,7 +259,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 }
 
 func (m *Manifest) write(dir string) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := json.MarshalIndent(redact.Value(*m), "", "  ")
 	if err != nil {
 		return err
 	}

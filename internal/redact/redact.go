@@ -77,9 +77,9 @@ func Add(secret string) {
 
 // Headers registers the header values a stage sends that came from the
 // environment: for every header whose sent value differs from the value
-// as written (raw), the sent value and the value of each variable the raw
-// value names (${NAME} or $NAME). Literal values, written in the plan,
-// are not secrets benchrun can know of.
+// as written (raw), the sent value and the value of each environment
+// variable the raw value names as ${NAME}. Literal values, written in the
+// plan, are not secrets benchrun can know of.
 func Headers(raw, sent map[string]string) {
 	for k, v := range sent {
 		r, ok := raw[k]
@@ -93,12 +93,13 @@ func Headers(raw, sent map[string]string) {
 	}
 }
 
-var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+// envRefRE is the one reference form plan strings expand (pipeline.ExpandEnv).
+var envRefRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 func envRefs(s string) []string {
 	var names []string
 	for _, m := range envRefRE.FindAllStringSubmatch(s, -1) {
-		names = append(names, m[1]+m[2])
+		names = append(names, m[1])
 	}
 	return names
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -99,6 +100,7 @@ func (s *Stage) credentials() (map[string]string, string, error) {
 		if key = os.Getenv(s.cfg.APIKeyEnv); key == "" {
 			return nil, "", fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", s.spec.Name, s.cfg.APIKeyEnv)
 		}
+		redact.Add(key) // masked in everything benchrun writes
 	}
 	return h, key, nil
 }

@@ -20,6 +20,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -378,6 +379,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	if s.cfg.APIKeyEnv != "" {
 		t.APIKey = os.Getenv(s.cfg.APIKeyEnv)
+		redact.Add(t.APIKey) // masked in everything benchrun writes
 		if t.APIKey == "" {
 			return nil, fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", env.Stage.Name, s.cfg.APIKeyEnv)
 		}
