@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what the tests need and runs them all: the README's test command,
+# and what CI (.ci/run) runs. Idempotent: what is already installed is kept.
+#
+#   ./test.sh                 # every test, one package at a time
+#   ./test.sh ./stages/...    # some packages
+#
+# Installs, when missing: Go modules, Chromium (Debian package; the report
+# screenshot test), Ollama v0.6.5 (go install; the real-engine tests), the
+# staticcheck linter (with BENCHRUN_LINT=1).
+set -euo pipefail
+cd "$(dirname "$0")"
+export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
+
+go mod download
+
+apt_install() {
+	if [ "$(id -u)" = 0 ]; then
+		apt-get update -qq >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+	else
+		sudo apt-get update -qq >/dev/null
+		sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+	fi
+}
+
+if ! command -v chromium >/dev/null 2>&1; then
+	echo "== installing chromium (Debian package)"
+	apt_install chromium
+fi
+
+bash .ci/install-ollama.sh
+
+if [ "${BENCHRUN_LINT:-}" = 1 ]; then
+	echo "== gofmt, go vet, staticcheck"
+	unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+	if [ -n "$unformatted" ]; then
+		echo "gofmt would change:"
+		echo "$unformatted"
+		exit 1
+	fi
+	go vet ./...
+	command -v staticcheck >/dev/null 2>&1 || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	staticcheck ./...
+fi
+
+echo "== tests"
+# One package at a time: several tests measure latency, and two packages
+# at once on a small machine measure each other.
+if [ $# -eq 0 ]; then
+	set -- ./...
+fi
+go test -p 1 -timeout 45m "$@"
