@@ -13,6 +13,11 @@ import (
 const (
 	assumedPrefillTokS = 5000.0 // prompt tokens per second, per request
 	assumedDecodeTokS  = 50.0   // output tokens per second, per stream
+	// assumedBatch is how many requests the server runs at once (vLLM's
+	// default max_num_seqs): sessions or arrivals beyond it queue, so a
+	// point's time never shrinks below its requests' work over this many
+	// streams.
+	assumedBatch = 256
 )
 
 // Plan lists every cell × ladder point in the order Run measures them,
@@ -24,9 +29,11 @@ func (s *Stage) Plan() []pipeline.PlannedStep {
 	perPass, _ := time.ParseDuration(s.cfg.Duration)
 	var steps []pipeline.PlannedStep
 	for _, p := range s.points() {
-		latency := time.Duration((float64(p.cell.ISL)/assumedPrefillTokS + float64(p.cell.OSL)/assumedDecodeTokS) * float64(time.Second))
+		// Seconds, in floating point: a product of counts and latencies
+		// must not wrap around (an int64 of nanoseconds holds 292 years).
+		latency := float64(p.cell.ISL)/assumedPrefillTokS + float64(p.cell.OSL)/assumedDecodeTokS
 		n := s.cfg.Requests
-		var pass time.Duration
+		var pass float64
 		switch {
 		case p.rate > 0:
 			if n == 0 && perPass == 0 {
@@ -36,24 +43,34 @@ func (s *Stage) Plan() []pipeline.PlannedStep {
 				n = int(math.Ceil(p.rate * perPass.Seconds()))
 			}
 			n = max(n, s.cfg.MinRequests)
-			pass = time.Duration(float64(n)/p.rate*float64(time.Second)) + latency
+			// The arrivals, or the server's work when it cannot keep up.
+			pass = math.Max(float64(n)/p.rate, float64(n)*latency/assumedBatch) + latency
 		default:
 			c := max(p.concurrency, 1)
 			if n == 0 && perPass == 0 {
 				n = max(8, 2*c)
 			}
 			n = max(n, s.cfg.MinRequests)
-			pass = time.Duration((n+c-1)/c) * latency
+			streams := float64(min(c, assumedBatch))
+			pass = math.Ceil(float64(n)/streams) * latency
 		}
 		if perPass > 0 {
-			pass = max(pass, perPass)
+			pass = math.Max(pass, perPass.Seconds())
 		}
 		steps = append(steps, pipeline.PlannedStep{
 			ID:       cellID(s.spec.Name, p),
 			Label:    p.label(),
 			Requests: n * passes,
-			Estimate: time.Duration(passes) * pass,
+			Estimate: seconds(float64(passes) * pass),
 		})
 	}
 	return steps
+}
+
+// seconds is a duration of s seconds, saturating instead of wrapping.
+func seconds(s float64) time.Duration {
+	if s >= float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(s * float64(time.Second))
 }

@@ -628,27 +628,25 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	runPass := func(pass int, timed bool) ([]loadgen.Result, time.Duration, sendSpan) {
 		counters := &loadgen.Counters{}
 		l, expected := s.load(p, counters, pass)
-		// Prompts are built before the pass starts, so building them never
-		// delays a scheduled send.
-		prompts := make([]string, expected)
-		for i := range prompts {
-			prompts[i] = src.Prompt(pass, i)
+		// Prompts are built a bounded window ahead of the sends (the first
+		// window before the pass starts), so building them never delays a
+		// scheduled send and nothing grows with the pass's requests
+		// (BenchmarkPromptFeed).
+		exact := 0
+		if l.Duration == 0 && l.MinDuration == 0 {
+			exact = expected // the pass sends exactly this many
 		}
+		prompts := newPromptFeed(src, pass, exact)
 		var sent []sentResult
 		pv.pass(pass, timed, expected, counters, s.duration)
 		st, err := loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
-			pr := ""
-			if i < len(prompts) {
-				pr = prompts[i]
-			} else {
-				pr = src.Prompt(pass, i)
-			}
-			return loadgen.Request{Prompt: pr, MaxTokens: maxTokens, Body: body, ExpectTokens: expect}
+			return loadgen.Request{Prompt: prompts.prompt(i), MaxTokens: maxTokens, Body: body, ExpectTokens: expect}
 		}, func(i int, r loadgen.Result) {
 			mu.Lock()
 			sent = append(sent, sentResult{i, r})
 			mu.Unlock()
 		})
+		prompts.stop()
 		pv.endPass()
 		// Results arrive in completion order; request rows are in send
 		// order (their seq is the request's index, docs/RESULTS.md).
