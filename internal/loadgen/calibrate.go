@@ -29,11 +29,19 @@ const (
 // (BOS, a chat template, and whatever the first word of a prompt costs:
 // Ollama's own engine charges 2-3 tokens for it).
 type Vocab struct {
-	Words    []string
-	Lead     string
+	// Words are single-token words; Multi are words of a known cost of
+	// more than one token (Cost[i] tokens for Multi[i]). On a small
+	// vocabulary (512 tokens) few English words are one token, so prompts
+	// mix both and top up with single-token words to the exact length.
+	Words []string
+	Multi []string
+	Cost  []int
+	Lead  string
+	// Overhead is the tokens of a prompt that is the lead alone.
 	Overhead int
-	// Method says how the vocabulary was calibrated: "tokenize", "probe",
-	// "tokenize+probe" or "assumed" (no calibration; one token per word).
+	// Method says how the vocabulary was calibrated: "tokenize(DIALECT)",
+	// "probe", "tokenize(DIALECT)+probe" or "assumed" (no calibration;
+	// one token per word).
 	Method string
 	// Requests is how many requests calibration cost.
 	Requests int
@@ -43,21 +51,34 @@ type Vocab struct {
 // lead, no overhead.
 func AssumedVocab() *Vocab { return &Vocab{Words: words, Method: "assumed"} }
 
-// Text returns n words drawn from rng, joined by spaces (no lead).
+// Text returns words drawn from rng that make exactly n tokens (no lead):
+// known multi-token words while they fit, single-token words to finish.
 func (v *Vocab) Text(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	b.Grow(n * 6)
-	for i := 0; i < n; i++ {
-		if i > 0 {
+	maxCost := 0
+	for _, c := range v.Cost {
+		maxCost = max(maxCost, c)
+	}
+	for left := n; left > 0; {
+		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
+		// Draw from every known word in proportion, as long as any word
+		// still fits; the last tokens are single-token words.
+		if k := rng.IntN(len(v.Words) + len(v.Multi)); k >= len(v.Words) && left >= maxCost {
+			b.WriteString(v.Multi[k-len(v.Words)])
+			left -= v.Cost[k-len(v.Words)]
+			continue
+		}
 		b.WriteString(v.Words[rng.IntN(len(v.Words))])
+		left--
 	}
 	return b.String()
 }
 
-// WordsFor is how many words follow the lead in a prompt of isl tokens
-// (at least 1).
+// WordsFor is how many tokens of words follow the lead in a prompt of isl
+// tokens (at least 1).
 func (v *Vocab) WordsFor(isl int) int { return max(isl-v.Overhead, 1) }
 
 // withLead puts the lead word in front of a prompt body.
@@ -124,11 +145,11 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 	if tok == nil {
 		wordsBy, name = probe, CalibrateProbe
 	}
-	single, err := singleTokenWords(ctx, wordsBy, &requests)
+	single, multi, cost, err := measureWords(ctx, wordsBy, &requests)
 	if err != nil {
 		return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", name, err)
 	}
-	v := &Vocab{Words: single, Lead: calibrationLead}
+	v := &Vocab{Words: single, Multi: multi, Cost: cost, Lead: calibrationLead}
 	// The overhead as the measured endpoint counts it.
 	overheadBy := probe
 	switch {
@@ -157,50 +178,59 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 	return v, nil
 }
 
-// singleTokenWords looks for words that add exactly one token after an
-// anchor, shortest words first, testing them in groups: a group of k
-// words that adds k tokens is k single-token words (no word adds fewer
-// than one); a group that adds more is split once or twice and small
-// failing groups are dropped.
-func singleTokenWords(ctx context.Context, count tokenCounter, requests *int) ([]string, error) {
+// measureWords finds words of a known token cost after an anchor,
+// shortest words first. Groups of 16 come first: a group that adds 16
+// tokens is 16 single-token words in one request (a large vocabulary is
+// done in four). The words of a group that adds more are then measured one
+// by one within the budget, keeping each word's cost (up to 4 tokens), so
+// a 512-token vocabulary where few words are one token still gives exact
+// prompts in tens of requests.
+func measureWords(ctx context.Context, count tokenCounter, requests *int) (single, multi []string, cost []int, err error) {
 	base, err := count(ctx, calibrationLead)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	cands := append([]string(nil), words...)
 	sort.SliceStable(cands, func(i, j int) bool { return len(cands[i]) < len(cands[j]) })
-	var single []string
-	var check func(batch []string) error
-	check = func(batch []string) error {
-		if *requests >= calibrationBudget || len(single) >= calibrationWantWords {
-			return nil
+	known := func() int { return len(single) + len(multi) }
+	var pending []string // words of failed groups, to measure one by one
+	for i := 0; i < len(cands) && *requests < calibrationBudget && len(single) < calibrationWantWords; i += 16 {
+		batch := cands[i:min(i+16, len(cands))]
+		if len(pending) >= calibrationWantWords {
+			break
 		}
 		n, err := count(ctx, calibrationLead+" "+strings.Join(batch, " "))
 		if err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		if n-base == len(batch) {
 			single = append(single, batch...)
-			return nil
+			continue
 		}
-		if len(batch) <= 4 {
-			return nil
-		}
-		h := len(batch) / 2
-		if err := check(batch[:h]); err != nil {
-			return err
-		}
-		return check(batch[h:])
-	}
-	for i := 0; i < len(cands) && *requests < calibrationBudget && len(single) < calibrationWantWords; i += 16 {
-		if err := check(cands[i:min(i+16, len(cands))]); err != nil {
-			return nil, err
+		pending = append(pending, batch...)
+		if len(single) == 0 && i >= 32 {
+			break // a small vocabulary: measure words one by one
 		}
 	}
-	if len(single) < calibrationMinWords {
-		return nil, fmt.Errorf("only %d single-token words found in %d requests for this model; prompts cannot be built to an exact length", len(single), *requests)
+	for _, w := range pending {
+		if *requests >= calibrationBudget || known() >= calibrationWantWords {
+			break
+		}
+		n, err := count(ctx, calibrationLead+" "+w)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		switch c := n - base; {
+		case c == 1:
+			single = append(single, w)
+		case c > 1 && c <= 4:
+			multi, cost = append(multi, w), append(cost, c)
+		}
 	}
-	return single, nil
+	if len(single) < 1 || known() < calibrationMinWords {
+		return nil, nil, nil, fmt.Errorf("only %d words of a known token cost (%d of one token) found in %d requests for this model; prompts cannot be built to an exact length", known(), len(single), *requests)
+	}
+	return single, multi, cost, nil
 }
 
 // measureOverhead sets the overhead from a prompt of the lead alone and

@@ -2,6 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -104,6 +108,66 @@ func TestOllamaFirstWordQuirkIsInTheOverhead(t *testing.T) {
 		p := src.Prompt(1, i)
 		if n := sim.CompletionPromptTokens(sim.PersonaOllama, p); n != 48 {
 			t.Fatalf("prompt %d: %d tokens, want 48: %q", i, n, p)
+		}
+	}
+}
+
+// tinyVocabCount is a tokenizer where almost no English word is one token
+// (four are; the rest cost one token per 2 bytes, at least 2), like
+// stories260K's 512-token vocabulary, where calibration by single-token
+// words alone found 4 words and gave up.
+func tinyVocabCount(text string) int {
+	n := 1 // BOS
+	for _, w := range strings.Fields(text) {
+		switch w {
+		case "the", "of", "to", "in":
+			n++
+		default:
+			n += max(2, (len(w)+1)/2)
+		}
+	}
+	return n
+}
+
+func tinyVocabServer(t *testing.T) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Prompt string `json:"prompt"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		switch r.URL.Path {
+		case "/tokenize":
+			fmt.Fprintf(w, `{"count":%d}`, tinyVocabCount(req.Prompt)-1)
+		case "/v1/completions":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"x","choices":[{"index":0,"text":" a","finish_reason":"length"}],"usage":{"prompt_tokens":%d,"completion_tokens":1}}`, tinyVocabCount(req.Prompt))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func TestCalibrateOnATinyVocabulary(t *testing.T) {
+	tg := newTarget(tinyVocabServer(t), 2)
+	for _, method := range []string{CalibrateAuto, CalibrateProbe} {
+		v, err := Calibrate(context.Background(), tg, method, ServerInfo{})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if v.Requests > 50 || len(v.Multi) == 0 {
+			t.Fatalf("%s: %d requests, %d single and %d multi-token words", method, v.Requests, len(v.Words), len(v.Multi))
+		}
+		for _, isl := range []int{8, 48, 128} {
+			src := &PromptSource{ISL: isl, Seed: 2, CellKey: 1, PointKey: 9, Vocab: v}
+			src.Prepare()
+			for i := 0; i < 10; i++ {
+				if n := tinyVocabCount(src.Prompt(0, i)); n != isl {
+					t.Fatalf("%s: isl %d prompt %d is %d tokens: %q", method, isl, i, n, src.Prompt(0, i))
+				}
+			}
 		}
 	}
 }

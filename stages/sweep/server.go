@@ -105,7 +105,7 @@ func (s *Stage) checkPromptLength(row *results.Cell) {
 }
 
 func calibrationNote(v *loadgen.Vocab) string {
-	return fmt.Sprintf("prompt length calibrated by %s (%d single-token words, %d tokens of overhead, %d requests)", v.Method, len(v.Words), v.Overhead, v.Requests)
+	return fmt.Sprintf("prompt length calibrated by %s (%d single-token and %d multi-token words, %d tokens of overhead, %d requests)", v.Method, len(v.Words), len(v.Multi), v.Overhead, v.Requests)
 }
 
 // sendSpan is the send window of timed passes: intervals between

@@ -492,7 +492,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			if calibNote != "" {
 				row.Notes = joinNotes(row.Notes, calibNote)
 			}
-			if vocab.Method != "assumed" && dataset == nil {
+			if s.cfg.Calibrate != loadgen.CalibrateOff && dataset == nil {
+				// Calibration was asked for: a prompt off by more than a
+				// token is an error, also when calibration fell back.
 				s.checkPromptLength(&row)
 			}
 		}
