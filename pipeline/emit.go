@@ -85,7 +85,7 @@ func (r *runner) stamp(cell *results.Cell) {
 	}
 	id := RunIdentity(r.ri)
 	if cell.ModelDigest == "" {
-		cell.ModelDigest = id.ModelDigest
+		cell.ModelDigest = r.md.forRows() // hashed before the stage ran
 	}
 	if cell.Hostname == "" {
 		cell.Hostname = id.Hostname

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,10 +14,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/schema"
 )
 
 // Optional Output capabilities. An Output implements only what it needs;
@@ -43,15 +46,157 @@ type Identity struct {
 	BenchrunVersion string
 }
 
-// RunIdentity returns the identity stamps of a run. The model digest is
-// computed once per model file (path, size and mtime) per process.
+// RunIdentity returns the identity stamps of a run. It never hashes: the
+// model digest is the one already known for the model file as it is now
+// (this process hashed it, or the disk cache has it), "" otherwise. A run
+// hashes its model file before it measures (modelDigester).
 func RunIdentity(ri *RunInfo) Identity {
 	h := hostIdentity()
 	id := Identity{Hostname: h.hostname, Hardware: h.hardware, BenchrunVersion: Version()}
 	if ri != nil && ri.Plan != nil && ri.Plan.Model.File != "" {
-		id.ModelDigest = ModelDigest(ri.Plan.Model.File, filepath.Dir(ri.Plan.Path))
+		id.ModelDigest = knownDigest(ri.Plan.Model.File, filepath.Dir(ri.Plan.Path))
 	}
 	return id
+}
+
+// digestProgressAfter is how long a hash runs before it says so on the
+// progress writer (a time.Duration; tests shorten it).
+var digestProgressAfter atomic.Int64
+
+func init() { digestProgressAfter.Store(int64(time.Second)) }
+
+// modelDigester hashes a run's model.file so that the hash never competes
+// with a measurement: it starts in the background when the run starts
+// (while a server loads, say), and every stage but the first ones that
+// start services waits for it (joinDigest) before it runs. Rows carry the
+// digest it pinned.
+type modelDigester struct {
+	file, planDir string
+	progress      io.Writer
+
+	mu     sync.Mutex
+	key    digestKey
+	digest string
+	pinned bool
+}
+
+// newModelDigester returns nil when the plan names no model file.
+func newModelDigester(p *schema.Plan, progress io.Writer) *modelDigester {
+	if p == nil || p.Model.File == "" {
+		return nil
+	}
+	return &modelDigester{file: p.Model.File, planDir: filepath.Dir(p.Path), progress: progress}
+}
+
+// start begins hashing in the background; ctx ending stops it.
+func (m *modelDigester) start(ctx context.Context) {
+	if m != nil {
+		go m.get(ctx, "")
+	}
+}
+
+// get returns the digest of the model file as it is now, hashing it when
+// neither the run, the process nor the disk cache knows this version of
+// it, and pins it for the rows. A stage that has to wait (waiter) says so.
+func (m *modelDigester) get(ctx context.Context, waiter string) string {
+	if m == nil {
+		return ""
+	}
+	key, ok := resolveModelFile(m.file, m.planDir)
+	m.mu.Lock()
+	if m.pinned && (!ok || m.key == key) {
+		d := m.digest
+		m.mu.Unlock()
+		return d
+	}
+	m.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	digestMu.Lock()
+	_, busy := digestInflight[key]
+	digestMu.Unlock()
+	if busy && waiter != "" {
+		fmt.Fprintf(m.progress, "benchrun: %s waits for the model file's digest (nothing is measured while it is hashed)\n", waiter)
+	}
+	d := digestOf(ctx, key, func(c *digestCall) { go m.report(ctx, key.path, c) })
+	if d != "" {
+		m.mu.Lock()
+		m.key, m.digest, m.pinned = key, d, true
+		m.mu.Unlock()
+	}
+	return d
+}
+
+// forRows is the digest rows are stamped with: the pinned one, or (for a
+// stage that did not wait) the file's, hashed now if need be.
+func (m *modelDigester) forRows() string {
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	d, pinned := m.digest, m.pinned
+	m.mu.Unlock()
+	if pinned {
+		return d
+	}
+	return m.get(context.Background(), "")
+}
+
+// report shows a hash that takes longer than digestProgressAfter: what is
+// hashed, how far it is every ten seconds, and when it is done.
+func (m *modelDigester) report(ctx context.Context, path string, c *digestCall) {
+	start := time.Now()
+	select {
+	case <-c.done:
+		return
+	case <-ctx.Done():
+		return
+	case <-time.After(time.Duration(digestProgressAfter.Load())):
+	}
+	fmt.Fprintf(m.progress, "benchrun: hashing the model file %s (%.1f GiB) for model_digest, before anything is measured (cached for later runs)\n",
+		redact.URLs(path), float64(c.size)/(1<<30))
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.done:
+			if c.d != "" {
+				fmt.Fprintf(m.progress, "benchrun: model file hashed in %s: %s\n", time.Since(start).Round(100*time.Millisecond), c.d)
+			}
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			pct := 100.0
+			if c.size > 0 {
+				pct = 100 * float64(c.read.Load()) / float64(c.size)
+			}
+			fmt.Fprintf(m.progress, "benchrun: hashing the model file: %.0f%%\n", pct)
+		}
+	}
+}
+
+// joinDigest waits, before a stage runs, for the model file's digest (and
+// records it in the manifest). The stages that start the run (no
+// dependency) and do not measure go ahead: starting a server while the
+// file is hashed costs no measurement.
+func (r *runner) joinDigest(ctx context.Context, n *Node) {
+	if r.md == nil || (len(n.Deps) == 0 && !n.Kind.Measuring) {
+		return
+	}
+	d := r.md.get(ctx, n.Spec.Name)
+	if d == "" {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if r.manifest != nil && r.manifest.ModelDigest != d {
+		r.manifest.ModelDigest = d
+		if err := r.manifest.write(r.ri.Dir); err != nil {
+			fmt.Fprintf(r.opts.Progress, "benchrun: %v\n", err)
+		}
+	}
 }
 
 type host struct{ hostname, hardware string }
@@ -112,22 +257,30 @@ func firstField(path, key string) string {
 }
 
 type digestKey struct {
-	path  string
+	path  string // absolute
 	size  int64
 	mtime time.Time
 }
 
+// digestCall is one hash in progress; callers of the same file wait on it.
+type digestCall struct {
+	done chan struct{}
+	d    string
+	read atomic.Int64 // bytes hashed so far
+	size int64
+}
+
 var (
-	digestMu    sync.Mutex
-	digestCache = map[digestKey]string{}
+	digestMu       sync.Mutex
+	digestCache    = map[digestKey]string{}
+	digestInflight = map[digestKey]*digestCall{}
+	// onDigest, when set (tests), is called as each hash of a file ends.
+	onDigest atomic.Pointer[func(path, digest string)]
 )
 
-// ModelDigest returns "sha256:<hex>" of a model file, looked up as given
-// and then relative to planDir; "" when the file cannot be read (a model
-// served by a remote server, a name rather than a path). The digest is the
-// same as `sha256sum` and as Ollama's blob names, so rows can be matched
-// with a model registry.
-func ModelDigest(file, planDir string) string {
+// resolveModelFile finds a model file as given and then relative to
+// planDir, and names its version (absolute path, size, mtime).
+func resolveModelFile(file, planDir string) (digestKey, bool) {
 	path := file
 	st, err := os.Stat(path)
 	if err != nil && !filepath.IsAbs(file) && planDir != "" {
@@ -135,34 +288,127 @@ func ModelDigest(file, planDir string) string {
 		st, err = os.Stat(path)
 	}
 	if err != nil || !st.Mode().IsRegular() {
-		return ""
-	}
-	key := digestKey{path: path, size: st.Size(), mtime: st.ModTime()}
-	digestMu.Lock()
-	defer digestMu.Unlock()
-	if d, ok := digestCache[key]; ok {
-		return d
+		return digestKey{}, false
 	}
 	if abs, err := filepath.Abs(path); err == nil {
-		key.path = abs
+		path = abs
 	}
-	if d := cachedDigest(key); d != "" {
-		digestCache[key] = d
+	return digestKey{path: path, size: st.Size(), mtime: st.ModTime()}, true
+}
+
+// ModelDigest returns "sha256:<hex>" of a model file, looked up as given
+// and then relative to planDir; "" when the file cannot be read (a model
+// served by a remote server, a name rather than a path). The digest is the
+// same as `sha256sum` and as Ollama's blob names, so rows can be matched
+// with a model registry. It hashes the file unless this process or the
+// digest cache on disk knows it already; a run hashes before it measures
+// (runner.startDigest, runner.joinDigest), never while.
+func ModelDigest(file, planDir string) string {
+	key, ok := resolveModelFile(file, planDir)
+	if !ok {
+		return ""
+	}
+	return digestOf(context.Background(), key, nil)
+}
+
+// knownDigest returns the digest of the model file as it is now when this
+// process or the disk cache already knows it, and "" otherwise: it never
+// hashes.
+func knownDigest(file, planDir string) string {
+	key, ok := resolveModelFile(file, planDir)
+	if !ok {
+		return ""
+	}
+	digestMu.Lock()
+	d, ok := digestCache[key]
+	digestMu.Unlock()
+	if ok {
 		return d
 	}
+	if d := cachedDigest(key); d != "" {
+		digestMu.Lock()
+		digestCache[key] = d
+		digestMu.Unlock()
+		return d
+	}
+	return ""
+}
+
+// digestOf returns the digest of the file version key names: from memory,
+// from the disk cache, from a hash already in progress, or by hashing it
+// (one hash per file version at a time; the others wait). started, when
+// set, is told of a hash this call starts. "" when ctx ends first or the
+// file cannot be read.
+func digestOf(ctx context.Context, key digestKey, started func(*digestCall)) string {
+	digestMu.Lock()
+	if d, ok := digestCache[key]; ok {
+		digestMu.Unlock()
+		return d
+	}
+	if c := digestInflight[key]; c != nil {
+		digestMu.Unlock()
+		select {
+		case <-c.done:
+			return c.d
+		case <-ctx.Done():
+			return ""
+		}
+	}
+	c := &digestCall{done: make(chan struct{}), size: key.size}
+	digestInflight[key] = c
+	digestMu.Unlock()
+
+	d := cachedDigest(key)
+	hashed := false
+	if d == "" {
+		if started != nil {
+			started(c)
+		}
+		d = hashFile(ctx, key.path, &c.read)
+		hashed = d != ""
+	}
+	digestMu.Lock()
+	if d != "" {
+		digestCache[key] = d
+	}
+	delete(digestInflight, key)
+	digestMu.Unlock()
+	c.d = d
+	close(c.done)
+	if hashed {
+		storeDigest(key, d)
+		if f := onDigest.Load(); f != nil {
+			(*f)(key.path, d)
+		}
+	}
+	return d
+}
+
+// hashFile is the sha256 of a file, counting the bytes read into n; ""
+// when it cannot be read or ctx ends (checked every few megabytes).
+func hashFile(ctx context.Context, path string, n *atomic.Int64) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
+	buf := make([]byte, 4<<20)
+	for {
+		if ctx.Err() != nil {
+			return ""
+		}
+		k, err := f.Read(buf)
+		h.Write(buf[:k])
+		n.Add(int64(k))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return ""
+		}
 	}
-	d := "sha256:" + hex.EncodeToString(h.Sum(nil))
-	digestCache[key] = d
-	storeDigest(key, d)
-	return d
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // The digest cache on disk (<user cache dir>/benchrun/digests.json) spares

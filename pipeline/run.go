@@ -130,6 +130,8 @@ type runner struct {
 	idle map[string]bool
 	// stageProgress is the progress writer the stages get (redactingProgress).
 	stageProgress io.Writer
+	// md hashes the model file before anything is measured (nil: none).
+	md *modelDigester
 }
 
 // Run executes the graph. It returns the summary; the error is non-nil only
@@ -170,6 +172,13 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	if err := r.manifest.write(ri.Dir); err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
+	// Hash the model file now, while the first stages start servers;
+	// every other stage waits for it (joinDigest), so it never competes
+	// with a measurement.
+	digestCtx, stopDigest := context.WithCancel(ctx)
+	defer stopDigest()
+	r.md = newModelDigester(g.Plan, opts.Progress)
+	r.md.start(digestCtx)
 	// From here on the manifest says running: finish it on every way out.
 	finished := false
 	defer func() {
@@ -245,6 +254,9 @@ func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 	if sum != nil {
 		r.manifest.Stages = sum.Stages
 		r.manifest.Verdicts = sum.Failed
+	}
+	if r.manifest.ModelDigest == "" && r.md != nil {
+		r.manifest.ModelDigest = knownDigest(r.md.file, r.md.planDir)
 	}
 	r.manifest.finish(status, reason, code, time.Now())
 	if err := r.manifest.write(r.ri.Dir); err != nil {
@@ -584,6 +596,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 		// stage never started, so it is skipped, not failed.
 		return nil, &notStartedError{cause: context.Cause(ctx)}
 	}
+	r.joinDigest(ctx, n)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
