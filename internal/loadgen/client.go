@@ -395,6 +395,12 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		}
 		w := wd
 		firstToken = time.AfterFunc(t.FirstTokenTimeout, func() {
+			if !w.headers.Load() && t.StallTimeout > 0 && t.StallTimeout <= t.FirstTokenTimeout {
+				// Nothing at all arrived: that is the stall it also is
+				// (both limits are equal by default), said as such.
+				w.cancel(&StallError{Timeout: t.StallTimeout})
+				return
+			}
 			w.cancel(&FirstTokenError{Timeout: t.FirstTokenTimeout, Bytes: w.headers.Load()})
 		})
 		defer firstToken.Stop()
