@@ -14,6 +14,9 @@ import (
 // as written.
 var refPattern = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_.]*\}`)
 
+// secretName matches environment variable names that hold credentials.
+var secretName = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|auth|credential)`)
+
 // Expand replaces ${NAME} in s from vars, leaving a reference vars does not
 // know as written (a later expansion, or the environment, may fill it).
 func Expand(s string, vars map[string]string) string {
@@ -38,6 +41,12 @@ func ExpandEnv(s string, vars map[string]string) (string, error) {
 			return v
 		}
 		if v, ok := os.LookupEnv(name); ok {
+			if secretName.MatchString(name) {
+				// A credential handed to a server (vLLM's --api-key
+				// ${VLLM_KEY}, HF_TOKEN in a launch env) is masked
+				// wherever benchrun writes, like the keys it sends.
+				redact.Add(v)
+			}
 			return v
 		}
 		missing = append(missing, name)

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"strings"
 	"testing"
+
+	"github.com/benchrun/benchrun/internal/redact"
 )
 
 func TestExpandOneRule(t *testing.T) {
@@ -29,5 +31,18 @@ func TestExpandOneRule(t *testing.T) {
 	}
 	if got := Expand("${a} ${b} $c", map[string]string{"a": "1"}); got != "1 ${b} $c" {
 		t.Errorf("Expand: %q", got)
+	}
+}
+
+// A credential expanded from the environment into a server's command or
+// environment is masked wherever benchrun writes, like the keys it sends.
+func TestExpandedCredentialsAreRegistered(t *testing.T) {
+	t.Setenv("BENCHRUN_TEST_API_KEY", "sk-expanded-9876")
+	t.Setenv("BENCHRUN_TEST_MODEL_DIR", "/models/llama")
+	if _, err := ExpandEnv("--api-key ${BENCHRUN_TEST_API_KEY} --dir ${BENCHRUN_TEST_MODEL_DIR}", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := redact.String("key sk-expanded-9876 in /models/llama"); strings.Contains(got, "sk-expanded-9876") || !strings.Contains(got, "/models/llama") {
+		t.Fatalf("redacted: %q", got)
 	}
 }
