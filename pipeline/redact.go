@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/term"
-
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -112,9 +110,8 @@ func resolvedPlanText(p *schema.Plan) ([]byte, error) {
 func redactingProgress(w io.Writer) (runner, stages io.Writer, flush func()) {
 	rw := redact.NewWriter(w)
 	flush = func() { _ = rw.Flush() }
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return rw, w, flush
-	}
+	// A live view finds the terminal behind the writer (redact.Writer.File)
+	// and still draws through it, so a terminal gets masked lines too.
 	return rw, rw, flush
 }
 

@@ -185,6 +185,13 @@ type Writer struct {
 // NewWriter returns a redacting writer to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
+// File is the file the writer writes to, when it is one: a live view asks
+// it whether it draws on a terminal, and keeps writing through the Writer.
+func (rw *Writer) File() (*os.File, bool) {
+	f, ok := rw.w.(*os.File)
+	return f, ok
+}
+
 // Write redacts p and writes it (less any held-back tail). It reports
 // len(p) written when the underlying write succeeds.
 func (rw *Writer) Write(p []byte) (int, error) {

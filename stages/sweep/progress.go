@@ -23,6 +23,12 @@ func newProgress(w io.Writer) *progress {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return &progress{w: f}
 	}
+	// A wrapper (the redacting writer) over a terminal: draw through it.
+	if fw, ok := w.(interface{ File() (*os.File, bool) }); ok {
+		if f, ok := fw.File(); ok && term.IsTerminal(int(f.Fd())) {
+			return &progress{w: w}
+		}
+	}
 	return &progress{}
 }
 
