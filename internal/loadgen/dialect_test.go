@@ -50,6 +50,7 @@ func TestCalibrateEachEngineDialect(t *testing.T) {
 				if v.Method != tc.method || len(v.Words) < calibrationMinWords || v.Requests > 50 {
 					t.Fatalf("method %s, %d words, %d requests", v.Method, len(v.Words), v.Requests)
 				}
+				t.Logf("%s: %d single + %d multi-token words, overhead %d, %d requests", v.Method, len(v.Words), len(v.Multi), v.Overhead, v.Requests)
 				for _, isl := range []int{16, 48, 200} {
 					src := &PromptSource{ISL: isl, Seed: 5, CellKey: uint64(isl), PointKey: 3, Vocab: v}
 					src.Prepare()
