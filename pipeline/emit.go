@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
@@ -50,15 +51,32 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	}
 	verdictRows = redact.Value(verdictRows)
 	var errs []error
-	for _, o := range r.opts.Outputs {
-		if err := o.Cell(cell, reqs); err != nil {
-			errs = append(errs, fmt.Errorf("output %s: %w", o.Name(), err))
-			continue
-		}
-		if vo, ok := o.(VerdictOutput); ok {
-			if err := vo.Verdicts(cell, verdictRows); err != nil {
-				errs = append(errs, fmt.Errorf("output %s: assertion verdicts: %w", o.Name(), err))
+	// Durable outputs first: a row printed or summarised elsewhere is one
+	// already on disk, or it says it is not.
+	var notStored []string
+	for _, durablePass := range []bool{true, false} {
+		for _, o := range r.opts.Outputs {
+			if isDurable(o) != durablePass {
+				continue
 			}
+			if err := o.Cell(cell, reqs); err != nil {
+				errs = append(errs, fmt.Errorf("output %s: %w", o.Name(), err))
+				if durablePass {
+					notStored = append(notStored, fmt.Sprintf("%s: %v", o.Name(), err))
+				}
+				continue
+			}
+			if vo, ok := o.(VerdictOutput); ok {
+				if err := vo.Verdicts(cell, verdictRows); err != nil {
+					errs = append(errs, fmt.Errorf("output %s: assertion verdicts: %w", o.Name(), err))
+				}
+			}
+		}
+		if durablePass && len(notStored) > 0 {
+			// The CSV on stdout, cells.csv and result.json must not show as
+			// stored (status ok) a row the durable output lost.
+			cell.Status = results.StatusError
+			cell.Reason = strings.TrimSuffix("not stored ("+strings.Join(notStored, "; ")+"); "+cell.Reason, "; ")
 		}
 	}
 	err := errors.Join(errs...)
@@ -162,4 +180,16 @@ func (r *runner) noteEngine(cell results.Cell) {
 		}
 	}
 	r.manifest.Engines = append(r.manifest.Engines, e)
+}
+
+// DurableOutput is implemented by outputs that keep rows on disk for good
+// (Parquet parts). They receive every row before the others, and a row
+// they failed to store reaches the others marked as not stored.
+type DurableOutput interface {
+	Durable() bool
+}
+
+func isDurable(o Output) bool {
+	d, ok := o.(DurableOutput)
+	return ok && d.Durable()
 }

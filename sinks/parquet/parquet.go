@@ -39,6 +39,10 @@ func New() *Output { return &Output{} }
 // Name implements pipeline.Output.
 func (o *Output) Name() string { return "parquet" }
 
+// Durable implements pipeline.DurableOutput: the Parquet parts are the
+// record; every other output gets a row after it is stored here.
+func (o *Output) Durable() bool { return true }
+
 // Doc says in one line what the output writes (benchrun list).
 func (o *Output) Doc() string {
 	return "cells, requests, assertions and samples tables, one part file per finished cell (DuckDB: runs/**/cells/*.parquet)"

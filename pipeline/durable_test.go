@@ -1,0 +1,86 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// oneRowStage is a measuring stage that emits one ok row.
+type oneRowStage struct{}
+
+func (oneRowStage) Validate(*schema.Plan) error { return nil }
+func (oneRowStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
+	return &pipeline.Outputs{}, env.Emit(results.Cell{Stage: env.Stage.Name, CellID: env.Stage.Name + "/1", Status: results.StatusOK}, nil)
+}
+
+// recordingOutput keeps the rows it was given; fail makes every row fail
+// to store (a full disk), and durable says it is the durable output.
+type recordingOutput struct {
+	name          string
+	durable, fail bool
+	rows          []results.Cell
+}
+
+func (o *recordingOutput) Name() string                  { return o.name }
+func (o *recordingOutput) Start(*pipeline.RunInfo) error { return nil }
+func (o *recordingOutput) Stop(*pipeline.Summary) error  { return nil }
+func (o *recordingOutput) Durable() bool                 { return o.durable }
+func (o *recordingOutput) Cell(c results.Cell, _ []results.Request) error {
+	if o.fail {
+		return errors.New("write cells/part-001-00001.parquet: no space left on device")
+	}
+	o.rows = append(o.rows, c)
+	return nil
+}
+
+// A row that did not reach the durable output is never shown as stored:
+// the CSV and result.json get it marked "not stored", after the durable
+// output was tried (whatever the outputs' order), and the run says which
+// output lost it and does not exit 0.
+func TestARowNotStoredIsNotReportedAsStored(t *testing.T) {
+	reg := pipeline.NewRegistry()
+	reg.AddKind(pipeline.Kind{Name: "emit", Doc: "emits a row", Measuring: true,
+		Schema: schema.KindSchema{Def: "#Emit", Source: "package schema\n#Emit: {#StageBase, kind: \"emit\"}"},
+		New:    func(*schema.Stage) (pipeline.Stage, error) { return oneRowStage{}, nil }})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(path, []byte("name: \"p\"\nmodel: {name: \"m\"}\nstages: e: {kind: \"emit\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := schema.Load(path, reg.LoadOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := pipeline.Build(p, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := &recordingOutput{name: "csv"}
+	parquet := &recordingOutput{name: "parquet", durable: true, fail: true}
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{csv, parquet}, Progress: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(csv.rows) != 1 {
+		t.Fatalf("csv got %d rows", len(csv.rows))
+	}
+	if r := csv.rows[0]; r.Status != results.StatusError || !strings.Contains(r.Reason, "not stored (parquet: write cells/part-001-00001.parquet: no space left on device)") {
+		t.Fatalf("csv row: %s %q", r.Status, r.Reason)
+	}
+	if sum.ExitCode == pipeline.ExitOK || !strings.Contains(sum.Reason, "parquet") {
+		t.Fatalf("exit %d: %q", sum.ExitCode, sum.Reason)
+	}
+}
