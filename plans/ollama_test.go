@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/results"
 	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
-	"github.com/benchrun/benchrun/stages/launch"
 )
 
 // ollamaDir finds the ollama binary (PATH, then $(go env GOPATH)/bin) and
@@ -304,7 +304,7 @@ func TestOllamaServerKilledMidSweep(t *testing.T) {
 	if err != nil || len(cells) != 3 || cells[0].Status != "ok" || cells[0].Completed != 100 {
 		t.Fatalf("cells on disk: %d, %v", len(cells), err)
 	}
-	if left := launch.LiveInGroup(pgid); len(left) > 0 {
+	if left := procrun.LiveInGroup(pgid); len(left) > 0 {
 		t.Errorf("the server's process group %d still has %v", pgid, left)
 	}
 	if left := processesOf(run); len(left) > 0 {
@@ -417,7 +417,7 @@ func TestOllamaInterrupted(t *testing.T) {
 			if cells := readCells(t, run); len(cells) < 1 || cells[0].Status != "ok" {
 				t.Errorf("cells on disk: %+v", cells)
 			}
-			if left := launch.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
+			if left := procrun.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
 				t.Errorf("the server's process group %d still has %v", pgid, left)
 			}
 			if left := processesOf(run); len(left) > 0 {

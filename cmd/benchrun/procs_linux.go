@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/benchrun/benchrun/stages/launch"
+	"github.com/benchrun/benchrun/internal/procrun"
 )
 
 // killChildGroups SIGKILLs every descendant of benchrun (a server child
@@ -18,7 +18,7 @@ import (
 // and never blocks.
 func killChildGroups() {
 	self := os.Getpid()
-	launch.KillDescendants(self)
+	procrun.KillDescendants(self)
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)

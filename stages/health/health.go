@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -182,7 +183,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			}
 			// Wrapped (%w), so the runner does not repeat the cause.
 			err := fmt.Errorf("%w; last check: %s", cause, last)
-			if t := tail(logPath, 20); t != "" {
+			if t := procrun.Tail(logPath, procrun.TailLines); t != "" {
 				err = fmt.Errorf("%w\nlast lines of the server's log:\n%s", err, t)
 				// The progress view shows only an error's first line.
 				fmt.Fprintf(env.Progress, "  %s: last lines of the server's log:\n%s\n", env.Stage.Name, t)
@@ -281,28 +282,4 @@ func get(ctx context.Context, client *http.Client, url string, lt *loadgen.Targe
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, b, err
-}
-
-// tail returns the last n lines of the file at path, indented.
-func tail(path string, n int) string {
-	if path == "" {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > 64<<10 {
-		_, _ = f.Seek(-64<<10, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(f)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 1 && lines[0] == "" {
-		return ""
-	}
-	return "  | " + strings.Join(lines, "\n  | ")
 }

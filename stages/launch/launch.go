@@ -1,8 +1,8 @@
-// Package launch is the `launch` stage: it starts a server process in its
-// own process group (led by a guard that takes the group down if benchrun
-// dies), captures its output to <stage>.log, watches it, restarts it
-// between cells when asked, and stops it with SIGINT, then SIGTERM, then
-// SIGKILL.
+// Package launch is the `launch` stage: it starts a server process with
+// internal/procrun (its own process group, led by a guard that takes the
+// group down if benchrun dies), captures its output to <stage>.log,
+// watches it, restarts it between cells when asked, and stops it with
+// SIGINT, then SIGTERM, then SIGKILL.
 package launch
 
 import (
@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 
 	"cuelang.org/go/cue"
 
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -106,9 +106,7 @@ type Stage struct {
 
 // process is one start of the server.
 type process struct {
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	exitErr error
+	*procrun.Process
 	stopped bool // benchrun asked it to stop (a restart or cleanup)
 }
 
@@ -435,17 +433,7 @@ func commandLine(cmd []string, shell bool, vars map[string]string) []string {
 	for i, a := range cmd {
 		argv[i] = expand(a, vars)
 	}
-	if shell {
-		return []string{"/bin/sh", "-c", strings.Join(argv, " ")}
-	}
-	if argv[0] == "benchrun" {
-		// Re-exec this very binary (the built-in simulator, say), so the
-		// plan works from `go run` and from any install location.
-		if self, err := os.Executable(); err == nil {
-			argv[0] = self
-		}
-	}
-	return argv
+	return procrun.CommandLine(argv, shell)
 }
 
 // resolveDir makes a relative dir relative to the plan file; empty means def.
@@ -460,42 +448,32 @@ func resolveDir(dir string, env *pipeline.Env, vars map[string]string, def strin
 	return dir
 }
 
-// start starts one server process through the guard, its output appended
-// to the stage log (a file, not a pipe: a server never blocks on benchrun).
+// procSpec is how a program of the stage runs (procrun): guarded, its
+// output appended to logPath, its stop escalations said under the stage's
+// name; a command stopped at its timeout or on Ctrl-C gets the default
+// graces.
+func (s *Stage) procSpec(argv, environ []string, dir, logPath, noun string) procrun.Spec {
+	return procrun.Spec{Argv: argv, Env: environ, Dir: dir, LogPath: logPath,
+		Name: s.spec.Name, Noun: noun, Progress: s.progress, Graces: procrun.DefaultGraces}
+}
+
+// start starts one server process (procrun.Start: under the guard, its
+// output appended to the stage log) and watches it.
 func (s *Stage) start() error {
-	bin, err := exec.LookPath(s.argv[0])
-	if err != nil {
-		return fmt.Errorf("starting %s: %w", s.argv[0], err)
-	}
-	argv := append([]string{bin}, s.argv[1:]...)
-	cmd, err := guardCommand(argv)
+	pp, err := procrun.Start(s.procSpec(s.argv, s.environ, s.dir, s.logPath, "server"))
 	if err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the server log: %w", err)
-	}
-	defer logf.Close() // the child holds its own copy
-	cmd.Dir = s.dir
-	cmd.Env = append(append([]string(nil), s.environ...), guardEnv+"=1")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	fmt.Fprintf(logf, "%s%s\n", startMarker, strings.Join(s.argv, " "))
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", s.argv[0], err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := &process{Process: pp}
 	s.mu.Lock()
 	s.proc = p
 	died, once := s.died, s.diedOnce
 	s.mu.Unlock()
 	go func() {
-		err := cmd.Wait()
+		<-p.Done()
 		s.mu.Lock()
-		p.exitErr = err
 		stopped := p.stopped
 		s.mu.Unlock()
-		close(p.exited)
 		if !stopped {
 			once.Do(func() {
 				s.mu.Lock()
@@ -518,7 +496,7 @@ func (s *Stage) pid() int {
 	if s.proc == nil {
 		return 0
 	}
-	return s.proc.cmd.Process.Pid
+	return s.proc.Pid()
 }
 
 // exitStatus says how the process ended.
@@ -529,15 +507,7 @@ func (s *Stage) exitStatus() string {
 	if p == nil {
 		return "not started"
 	}
-	select {
-	case <-p.exited:
-		if p.exitErr != nil {
-			return p.exitErr.Error()
-		}
-		return "exit status 0"
-	default:
-		return "still running"
-	}
+	return p.ExitStatus()
 }
 
 // deathReason is one line for the rows and the summary: how the process
@@ -547,10 +517,10 @@ func (s *Stage) exitStatus() string {
 // stderr when it happens.)
 func (s *Stage) deathReason() string {
 	reason := s.exitStatus()
-	last := strings.TrimSpace(strings.TrimPrefix(tailLines(s.logPath, 1), "  | "))
+	last := strings.TrimSpace(strings.TrimPrefix(procrun.Tail(s.logPath, 1), "  | "))
 	if last != "" {
 		reason += fmt.Sprintf(" (last line of %s: %s", filepath.Base(s.logPath), cut(last, 200))
-		if first := firstErrorLine(s.logPath); first != "" && first != last {
+		if first := procrun.FirstErrorLine(s.logPath); first != "" && first != last {
 			reason += "; first error: " + cut(first, 200)
 		}
 		reason += ")"
@@ -566,17 +536,9 @@ func cut(s string, n int) string {
 }
 
 // deathDetails is the status with the log's first error line (when the
-// tail does not show it) and last 20 lines, for people.
+// tail does not show it) and last lines, for people.
 func (s *Stage) deathDetails() string {
-	t := tailLines(s.logPath, 20)
-	if t == "" {
-		return s.exitStatus()
-	}
-	msg := s.exitStatus()
-	if first := firstErrorLine(s.logPath); first != "" && !strings.Contains(t+"\n", "  | "+first+"\n") {
-		msg += fmt.Sprintf("; first error in %s: %s", filepath.Base(s.logPath), cut(first, 300))
-	}
-	return fmt.Sprintf("%s; last lines of %s:\n%s", msg, filepath.Base(s.logPath), t)
+	return procrun.Failed(errors.New(s.exitStatus()), s.logPath).Error()
 }
 
 // waitListening waits until the server accepts TCP connections on its
@@ -599,7 +561,7 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			owned, known, holder := portOwnership(p.cmd.Process.Pid, s.port)
+			owned, known, holder := portOwnership(p.Pid(), s.port)
 			if owned || !known {
 				if log != nil {
 					fmt.Fprintf(log, "benchrun: listening on %s after %s\n", addr, time.Since(start).Round(time.Millisecond))
@@ -625,7 +587,7 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 			fmt.Fprintf(s.progress, "  %s: waiting for the server to listen on %s (start_within %s)\n", s.spec.Name, addr, s.startWithin)
 		}
 		select {
-		case <-p.exited:
+		case <-p.Done():
 			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathDetails())
 		case <-ctx.Done():
 			return fmt.Errorf("server not listening on %s after %s: %w", addr, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
@@ -636,7 +598,7 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 			if foreign != "" {
 				why = "not holding its port (" + foreign + " does)"
 			}
-			return fmt.Errorf("server %s on %s within %s (start_within); last lines of its log:\n%s", why, addr, s.startWithin, tailLines(s.logPath, 20))
+			return fmt.Errorf("server %s on %s within %s (start_within); last lines of its log:\n%s", why, addr, s.startWithin, procrun.Tail(s.logPath, procrun.TailLines))
 		}
 	}
 }
@@ -687,8 +649,9 @@ func portFree(host string, port int) error {
 	return fmt.Errorf("port %d on %s is already in use%s: benchrun would measure that process instead of the server it launches; stop it, or use port: \"auto\"", port, host, by)
 }
 
-// runCommands runs setup or after_start commands one by one, each with its
-// own timeout and log file (<stage>.<phase>-<i>.log).
+// runCommands runs setup or after_start commands one by one (procrun.Run),
+// each with its own timeout and log file (<stage>.<phase>-<i>.log); a
+// failure carries the log's tail.
 func (s *Stage) runCommands(ctx context.Context, env *pipeline.Env, phase string, cmds []Command, vars map[string]string) error {
 	for i, c := range cmds {
 		argv := commandLine(c.Cmd, c.Shell, vars)
@@ -702,55 +665,12 @@ func (s *Stage) runCommands(ctx context.Context, env *pipeline.Env, phase string
 			}
 			environ = append(environ, k+"="+ev)
 		}
-		if err := runOnce(ctx, argv, environ, resolveDir(c.Dir, env, vars, env.Dir), logPath, c.timeout); err != nil {
-			msg := fmt.Sprintf("stages.%s.%s[%d] (%s): %v", s.spec.Name, phase, i, strings.Join(argv, " "), err)
-			if t := tailLines(logPath, 20); t != "" {
-				msg += "; last lines of " + filepath.Base(logPath) + ":\n" + t
-			}
-			return errors.New(msg)
+		spec := s.procSpec(argv, environ, resolveDir(c.Dir, env, vars, env.Dir), logPath, fmt.Sprintf("%s[%d] command", phase, i))
+		if err := procrun.Run(ctx, spec, c.timeout); err != nil {
+			return fmt.Errorf("stages.%s.%s[%d] (%s): %w", s.spec.Name, phase, i, strings.Join(argv, " "), err)
 		}
 	}
 	return nil
-}
-
-// runOnce runs a short command in its own guarded process group, killing
-// the group when the timeout passes or ctx ends.
-func runOnce(ctx context.Context, argv, environ []string, dir, logPath string, timeout time.Duration) error {
-	bin, err := exec.LookPath(argv[0])
-	if err != nil {
-		return err
-	}
-	cmd, err := guardCommand(append([]string{bin}, argv[1:]...))
-	if err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	cmd.Dir = dir
-	cmd.Env = append(environ, guardEnv+"=1")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		killTree(cmd.Process.Pid, true)
-		<-done
-		return fmt.Errorf("timed out after %s", timeout)
-	case <-ctx.Done():
-		killTree(cmd.Process.Pid, true)
-		<-done
-		return context.Cause(ctx)
-	}
 }
 
 // restart stops the server and starts it again on the same port, its
@@ -803,7 +723,7 @@ func (s *Stage) waitReady(ctx context.Context, base string) error {
 		case <-s.died:
 			return fmt.Errorf("server died while restarting: %s", s.deathDetails())
 		case <-ctx.Done():
-			return fmt.Errorf("server not ready within %s after a restart; last lines of its log:\n%s", s.startWithin, tailLines(s.logPath, 20))
+			return fmt.Errorf("server not ready within %s after a restart; last lines of its log:\n%s", s.startWithin, procrun.Tail(s.logPath, procrun.TailLines))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -917,11 +837,11 @@ func sortedKeys(m map[string]string) []string {
 // Cleanup stops the server.
 func (s *Stage) Cleanup(ctx context.Context) error { return s.stop(ctx) }
 
-// stop sends SIGINT, then SIGTERM, then SIGKILL to the process group,
-// waiting stop_grace and term_grace between them, and finally kills
-// whatever is left below the guard (a child that started its own session
-// included). Each escalation is said on the progress writer, and a
-// SIGKILL is recorded in the server's log.
+// stop stops the server (procrun's Stop): SIGINT, then SIGTERM, then
+// SIGKILL to the process group, waiting stop_grace and term_grace between
+// them, and finally whatever is left below the guard (a child that started
+// its own session included). Each escalation is said on the progress
+// writer, and a SIGKILL is recorded in the server's log.
 func (s *Stage) stop(ctx context.Context) error {
 	s.mu.Lock()
 	p := s.proc
@@ -932,55 +852,11 @@ func (s *Stage) stop(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	pgid := p.cmd.Process.Pid
-	// Nothing of the tree lingers, whatever happened above.
-	defer killTree(pgid, true)
-	steps := []struct {
-		sig   syscall.Signal
-		name  string
-		grace time.Duration
-	}{{syscall.SIGINT, "SIGINT", s.stopGrace}, {syscall.SIGTERM, "SIGTERM", s.termGrace}, {syscall.SIGKILL, "SIGKILL", 5 * time.Second}}
-	start := time.Now()
-	for i, st := range steps {
-		select {
-		case <-p.exited:
-			return nil
-		default:
-		}
-		if i > 0 {
-			prev := steps[i-1]
-			msg := fmt.Sprintf("still running %s after %s; sending %s", time.Since(start).Round(time.Millisecond), prev.name, st.name)
-			if s.progress != nil {
-				fmt.Fprintf(s.progress, "  %s: %s\n", s.spec.Name, msg)
-			}
-			s.logLine("benchrun: server " + msg)
-			start = time.Now()
-		}
-		if st.sig == syscall.SIGKILL {
-			// Below the guard first: once the guard is gone, its orphans
-			// would leave the tree.
-			killTree(pgid, true)
-			s.logLine(fmt.Sprintf("benchrun: SIGKILL was needed to stop the server: it ignored SIGINT (stop_grace %s) and SIGTERM (term_grace %s)", s.stopGrace, s.termGrace))
-		}
-		if err := syscall.Kill(-pgid, st.sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("signalling the server: %w", err)
-		}
-		timer := time.NewTimer(st.grace)
-		select {
-		case <-p.exited:
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-		}
+	err := p.Stop(ctx, procrun.Graces{Int: s.stopGrace, Term: s.termGrace, IntName: "stop_grace", TermName: "term_grace"})
+	if err != nil {
+		return fmt.Errorf("stopping the server: %w", err)
 	}
-	select {
-	case <-p.exited:
-		return nil
-	default:
-		return fmt.Errorf("server (pid %d) did not exit after SIGKILL", pgid)
-	}
+	return nil
 }
 
 // logLine appends a line of benchrun's own to the server's log (the

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -181,7 +182,7 @@ func waitHTTP(t *testing.T, url string, within time.Duration) int {
 func groupGone(pgid int) bool {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		if len(LiveInGroup(pgid)) == 0 {
+		if len(procrun.LiveInGroup(pgid)) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -1027,21 +1028,5 @@ func TestWarnsAboutASweepWithoutHealth(t *testing.T) {
 				t.Errorf("warned about %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-// A structured warning is not the first error: Ollama logs
-// `level=WARN ... key=general.type default=unknown` on every start.
-func TestFirstErrorLineSkipsWarnings(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "server.log")
-	log := "time=2026-12-01T11:15:38Z level=WARN source=ggml.go:152 msg=\"key not found\" key=general.type default=unknown\n" +
-		"time=2026-12-01T11:15:39Z level=INFO msg=\"invalid option ignored\"\n" +
-		"llama_model_loader: - kv   6:            tokenizer.ggml.unknown_token_id u32              = 0\n" +
-		"Error: listen tcp 127.0.0.1:1: bind: permission denied\n"
-	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := firstErrorLine(path); got != "Error: listen tcp 127.0.0.1:1: bind: permission denied" {
-		t.Fatalf("first error %q", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/benchrun/benchrun/internal/procrun"
 )
 
 // listenInodes returns the inodes of the TCP sockets listening on port
@@ -74,7 +76,7 @@ func portOwnership(root, port int) (owned, known bool, holder string) {
 	if !ok || len(inodes) == 0 {
 		return false, false, ""
 	}
-	for _, pid := range append([]int{root}, Descendants(root)...) {
+	for _, pid := range append([]int{root}, procrun.Descendants(root)...) {
 		if holdsSocket(pid, inodes) {
 			return true, true, ""
 		}
@@ -94,9 +96,10 @@ func portHolder(port int) string {
 }
 
 func socketHolder(inodes map[uint64]bool) string {
-	for _, p := range readProcs() {
-		if holdsSocket(p.pid, inodes) {
-			return describeProc(p.pid)
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && holdsSocket(pid, inodes) {
+			return describeProc(pid)
 		}
 	}
 	return ""

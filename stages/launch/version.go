@@ -3,14 +3,15 @@ package launch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -87,38 +88,16 @@ func (s *Stage) engineVersion(ctx context.Context, log io.Writer) string {
 	return v
 }
 
-// runVersion runs a short command in its own guarded process group and
-// returns its stdout and stderr together.
+// runVersion runs a short command (procrun.Run: in its own guarded
+// process group, killed at once when ctx ends) and returns its stdout
+// and stderr together.
 func runVersion(ctx context.Context, argv, environ []string, dir string) (string, error) {
-	bin, err := exec.LookPath(argv[0])
-	if err != nil {
-		return "", err
-	}
-	cmd, err := guardCommand(append([]string{bin}, argv[1:]...))
-	if err != nil {
-		return "", err
-	}
 	var out bytes.Buffer
-	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), environ...), guardEnv+"=1")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second // a child left holding the pipe
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		killTree(cmd.Process.Pid, true)
-		<-done
+	err := procrun.Run(ctx, procrun.Spec{Argv: argv, Env: environ, Dir: dir, Stdout: &out, Stderr: &out}, 0)
+	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("no answer within %s", versionTimeout)
 	}
-	if err != nil {
-		return out.String(), err
-	}
-	return out.String(), nil
+	return out.String(), err
 }
 
 var (

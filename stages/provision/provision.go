@@ -9,19 +9,18 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -67,6 +66,7 @@ type Stage struct {
 	started  time.Time
 	dir      string
 	logPath  string
+	progress io.Writer
 	gone     chan struct{}
 	tornDown bool
 }
@@ -107,6 +107,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	s.keep = s.cfg.Keep || env.Keep
 	s.values = map[string]any{}
 	s.dir = env.Dir
+	s.progress = env.Progress
 	s.logPath = filepath.Join(env.Dir, s.spec.Name+".log")
 	s.gone = make(chan struct{})
 	s.started = time.Now()
@@ -221,71 +222,40 @@ func (s *Stage) run(ctx context.Context, phase string, c Command) (map[string]an
 	s.mu.Unlock()
 	argv := make([]string, len(c.Cmd))
 	for i, a := range c.Cmd {
-		argv[i] = os.Expand(a, func(k string) string {
-			if v, ok := vars[k]; ok {
-				return v
-			}
-			return "${" + k + "}"
-		})
+		argv[i] = pipeline.Expand(a, vars)
 	}
-	if c.Shell {
-		argv = []string{"/bin/sh", "-c", strings.Join(argv, " ")}
-	}
+	argv = procrun.CommandLine(argv, c.Shell)
 	shown := strings.Join(argv, " ")
 	if len(secrets) > 0 {
 		// teardown: {cmd: [..., "--token", "${api_key}"]} must not write the key.
 		shown = strings.NewReplacer(secrets...).Replace(shown)
 	}
 	s.logf("benchrun: %s: %s\n", phase, shown)
-	var stdout bytes.Buffer
-	logPath := filepath.Join(s.dir, fmt.Sprintf("%s.%s.log", s.spec.Name, phase))
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = os.Environ()
+	environ := os.Environ()
 	for k, v := range s.cfg.Env {
 		ev, err := pipeline.ExpandEnv(v, nil)
 		if err != nil {
 			return nil, fmt.Errorf("stages.%s.env.%s: %w", s.spec.Name, k, err)
 		}
-		cmd.Env = append(cmd.Env, k+"="+ev)
+		environ = append(environ, k+"="+ev)
 	}
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = &stdout, logf
-	cmd.SysProcAttr = commandSysProcAttr(phase)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%s: starting %s: %w", phase, argv[0], err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(c.timeout)
-	defer timer.Stop()
-	select {
-	case err = <-done:
-	case <-timer.C:
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		err = fmt.Errorf("timed out after %s", c.timeout)
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		err = context.Cause(ctx)
-	}
+	// stdout is parsed for outputs (and may hold secrets): it stays out of
+	// the phase's log, which gets stderr. teardown alone may outlive
+	// benchrun: cut short by benchrun's death, it would leave the machine
+	// running and billing, and it ends by itself (the cloud CLI returns
+	// once the machine is gone).
+	var stdout bytes.Buffer
+	err := procrun.Run(ctx, procrun.Spec{
+		Argv: argv, Env: environ, Dir: s.dir,
+		LogPath: filepath.Join(s.dir, fmt.Sprintf("%s.%s.log", s.spec.Name, phase)),
+		Stdout:  &stdout, Shown: shown,
+		Name: s.spec.Name, Noun: phase + " command", Progress: s.progress,
+		Graces:           procrun.DefaultGraces,
+		OutlivesBenchrun: phase == "teardown",
+	}, c.timeout)
 	outs := ParseOutputs(stdout.Bytes())
 	if err != nil {
-		msg := fmt.Sprintf("%s (%s): %v", phase, shown, err)
-		if t := tail(logPath, 10); t != "" {
-			msg += "; last lines of " + filepath.Base(logPath) + ":\n" + t
-		}
-		return outs, errors.New(msg)
+		return outs, fmt.Errorf("%s (%s): %w", phase, shown, err)
 	}
 	return outs, nil
 }
@@ -337,19 +307,4 @@ func redact(m map[string]any) string {
 		parts = append(parts, k+"="+v)
 	}
 	return strings.Join(parts, " ")
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 1 && lines[0] == "" {
-		return ""
-	}
-	return "  | " + strings.Join(lines, "\n  | ")
 }

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -205,5 +207,31 @@ func TestSecretOutputsStayOutOfLogs(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(dir, "pod.log"))
 	if strings.Contains(string(log), "sk-live-123") || !strings.Contains(string(log), "teardown: sh -c exit 1 p1 ***") {
 		t.Fatalf("pod.log:\n%s", log)
+	}
+}
+
+// TestTimeoutInterruptsFirst: a command past its timeout is stopped as
+// every program benchrun runs is (procrun): SIGINT first, so a cloud CLI
+// may clean up, and the error says the timeout and carries the log's tail.
+func TestTimeoutInterruptsFirst(t *testing.T) {
+	s, env, dir := stage(t, `create: {cmd: ["sh", "-c", "trap 'echo interrupted, cleaning up >&2; exit 1' INT; echo creating >&2; while :; do sleep 0.05; done"], timeout: "300ms"}
+	teardown: {cmd: ["true"]}`)
+	start := time.Now()
+	_, err := s.Run(context.Background(), env)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Run took %s", d)
+	}
+	if err == nil || !strings.Contains(err.Error(), "): timed out after 300ms; last lines of pod.create.log:\n") || !strings.Contains(err.Error(), "  | interrupted, cleaning up") {
+		t.Fatalf("err = %v", err)
+	}
+	if !errors.Is(err, procrun.ErrTimeout) {
+		t.Errorf("err does not wrap procrun.ErrTimeout: %v", err)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "pod.create.log"))
+	if !strings.Contains(string(log), "creating\ninterrupted, cleaning up\n") {
+		t.Errorf("pod.create.log:\n%s", log)
+	}
+	if err := s.Cleanup(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package launch
+package procrun
 
 import (
 	"fmt"
@@ -9,34 +9,36 @@ import (
 	"time"
 )
 
-// The guard makes "no process outlives benchrun" hold for the server's
+// The guard makes "no process outlives benchrun" hold for a program's
 // children too. The kernel's parent-death signal reaches only the direct
 // child: `ollama serve` dies with benchrun, but the `ollama runner` it
-// started would live on. So benchrun starts a small guard (this very
-// binary, re-executed with guardEnv set) as the leader of a new process
-// group; the guard starts the server in that group and, when benchrun
-// dies (its parent-death signal, guardDeathSignal), kills every process
-// below it. The guard is a child subreaper (Linux), so a server child
-// that starts its own session and daemonizes stays below it, and is found
-// by walking /proc. Group-wide SIGINT/SIGTERM from a normal stop are for
-// the server (the guard passes them on to descendants that left the
-// group): the guard waits for it, kills whatever it left behind, and
-// exits the way it did.
-const guardEnv = "BENCHRUN_LAUNCH_GUARD"
+// started would live on. So Start runs a small guard (this very binary,
+// re-executed with guardEnv set) as the leader of a new process group;
+// the guard starts the program in that group and, when benchrun dies (its
+// parent-death signal, guardDeathSignal), kills every process below it.
+// The guard is a child subreaper (Linux), so a child that starts its own
+// session and daemonizes stays below it, and is found by walking /proc.
+// Group-wide SIGINT/SIGTERM from a stop are for the program (the guard
+// passes them on to descendants that left the group): the guard waits
+// for it, kills whatever it left behind, and exits the way it did.
+const guardEnv = "BENCHRUN_PROCESS_GUARD"
 
 // guardDeathSignal is the guard's parent-death signal: one nothing else sends.
 const guardDeathSignal = syscall.SIGUSR1
 
 func init() {
-	// Any binary that links this package (benchrun, its tests) can be the
-	// guard; the variable is set only on the guard's own environment.
+	// Any binary that links this package (benchrun through the stage kinds
+	// that run programs, their tests) can be the guard; the variable is set
+	// only on the guard's own environment. Package initialization runs
+	// before main, so the guard starts nothing of benchrun's.
 	if os.Getenv(guardEnv) != "1" {
 		return
 	}
 	os.Exit(runGuard(os.Args[1:]))
 }
 
-// guardCommand wraps argv in the guard.
+// guardCommand wraps argv (argv[0] a path) in the guard; the caller adds
+// guardEnv=1 to the command's environment.
 func guardCommand(argv []string) (*exec.Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -54,10 +56,10 @@ func runGuard(argv []string) int {
 	}
 	os.Unsetenv(guardEnv)
 	if err := becomeSubreaper(); err != nil {
-		fmt.Fprintf(os.Stderr, "benchrun guard: cannot become a child subreaper (%v): a server child that daemonizes may outlive benchrun\n", err)
+		fmt.Fprintf(os.Stderr, "benchrun guard: cannot become a child subreaper (%v): a child that daemonizes may outlive benchrun\n", err)
 	}
 	sigs := make(chan os.Signal, 8)
-	// Handled, not ignored: ignored dispositions would pass to the server.
+	// Handled, not ignored: ignored dispositions would pass to the program.
 	signal.Notify(sigs, guardDeathSignal, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
@@ -74,12 +76,12 @@ func runGuard(argv []string) int {
 			if sig == guardDeathSignal {
 				// benchrun is gone: take everything below the guard down
 				// with it, whatever session or group it moved to.
-				fmt.Fprintln(os.Stderr, "benchrun guard: benchrun died; killing the server and every process it started")
+				fmt.Fprintln(os.Stderr, "benchrun guard: benchrun died; killing the program and every process it started")
 				killTree(self, false)
 				_ = syscall.Kill(-self, syscall.SIGKILL)
 				return 128 + int(syscall.SIGKILL)
 			}
-			// A stop: SIGINT/SIGTERM went to the whole group, the server
+			// A stop: SIGINT/SIGTERM went to the whole group, the program
 			// has its own. Pass it on to the processes that left the
 			// group (setsid), so that they too may stop gracefully.
 			for _, p := range descendants(self, true) {
@@ -88,8 +90,11 @@ func runGuard(argv []string) int {
 				}
 			}
 		case st := <-exited:
-			// The server is gone: nothing it started may stay behind.
+			// The program is gone: nothing it started may stay behind, and
+			// it is gone before the guard is (whoever waits for the guard
+			// finds nothing left).
 			killTree(self, false)
+			waitTreeGone(self, 2*time.Second)
 			if st.Signaled() {
 				// Die the same way, so benchrun reports "signal: killed".
 				signal.Reset()
@@ -102,10 +107,10 @@ func runGuard(argv []string) int {
 	}
 }
 
-// reap waits for every child of the guard: the server (whose status it
+// reap waits for every child of the guard: the program (whose status it
 // hands on) and, the guard being a subreaper, the orphans re-parented to
 // it, which would otherwise stay zombies.
-func reap(server int, exited chan<- syscall.WaitStatus) {
+func reap(program int, exited chan<- syscall.WaitStatus) {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -113,8 +118,19 @@ func reap(server int, exited chan<- syscall.WaitStatus) {
 		case err == syscall.EINTR:
 		case err != nil:
 			time.Sleep(20 * time.Millisecond) // no child now; an orphan may come
-		case pid == server:
+		case pid == program:
 			exited <- ws
+		}
+	}
+}
+
+// waitTreeGone waits, up to within, until no live process is left below
+// root: a SIGKILLed process ends when it is next scheduled, not when the
+// signal is sent. (The guard reaps the ones re-parented to it.)
+func waitTreeGone(root int, within time.Duration) {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if len(descendants(root, true)) == 0 {
+			return
 		}
 	}
 }

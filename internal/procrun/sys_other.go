@@ -1,11 +1,11 @@
 //go:build !linux
 
-package launch
+package procrun
 
 import "syscall"
 
 // No parent-death signal outside Linux: the guard still leads the group,
-// so a normal stop reaches every process of the server.
+// so a normal stop reaches every process of the program.
 func guardSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -1,4 +1,4 @@
-package launch
+package procrun
 
 import (
 	"os"
@@ -112,7 +112,7 @@ func descendants(root int, group bool) []procEntry {
 }
 
 // killTree SIGKILLs every descendant of root (and root too when
-// includeRoot), so that nothing of a server survives, not even a child
+// includeRoot), so that nothing of a program survives, not even a child
 // that started its own session. Descendants are stopped (SIGSTOP) first,
 // round after round until no new one appears, so that none can fork a
 // process the kill would miss; then all are killed at once. It needs

@@ -1,4 +1,4 @@
-package launch
+package procrun
 
 import (
 	"syscall"
@@ -13,7 +13,7 @@ func guardSysProcAttr() *syscall.SysProcAttr {
 }
 
 // becomeSubreaper makes the guard the parent of every orphan below it: a
-// server child that daemonizes (forks, setsid, parent exits) is re-parented
+// child that daemonizes (forks, setsid, parent exits) is re-parented
 // to the guard instead of init, so the guard still finds and kills it.
 func becomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
