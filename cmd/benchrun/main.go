@@ -61,6 +61,11 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	// only while SIGPIPE is not notified): a closed pipe (`| head`) stops
 	// the CSV, not the run.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if len(args) > 0 && supervised(args[0]) && stderr == io.Writer(os.Stderr) {
+		if code, ok := superviseRun(args, stderr); ok {
+			return code
+		}
+	}
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	if len(args) == 0 {
@@ -87,6 +92,27 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	// `benchrun PLAN ...` is shorthand for `benchrun run PLAN ...`.
 	return runRun(ctx, args, newCSVOut(stdout, stderr), stderr)
+}
+
+// supervised reports whether a command runs under a supervising parent
+// (supervise_linux.go): runs, whose crash must never exit 2, and the
+// tests' crashing commands.
+func supervised(name string) bool {
+	for _, c := range testCommands {
+		if c.name == name {
+			return true
+		}
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return name == "run"
+		}
+	}
+	switch name {
+	case "-h", "--help", "-help":
+		return false
+	}
+	return true // `benchrun PLAN`
 }
 
 // csvOut is a run's stdout. When stdout goes away (a reader that closed

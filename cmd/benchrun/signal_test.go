@@ -23,6 +23,20 @@ func init() {
 	// re-executed test binary as in the test itself).
 	testCommands = append(testCommands, command{name: "test-panic", run: func(context.Context, []string, io.Writer, io.Writer) int {
 		panic("boom in test-panic")
+	}}, command{name: "test-fatal", run: func(context.Context, []string, io.Writer, io.Writer) int {
+		// A Go runtime fatal error: never recoverable, always exit 2 in
+		// the process that has it.
+		var m = map[int]int{}
+		done := make(chan bool)
+		for g := 0; g < 4; g++ {
+			go func() {
+				for i := 0; ; i++ {
+					m[i%8] = i
+				}
+			}()
+		}
+		<-done
+		return 0
 	}})
 }
 
@@ -360,6 +374,24 @@ func TestPanicIsAnInternalError(t *testing.T) {
 	for _, want := range []string{"benchrun: internal error (a bug in benchrun, please report it): panic: boom in test-panic", "goroutine "} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// A Go fatal error (here concurrent map writes) exits 2 in the process
+// that has it, the code of an invalid plan; the supervisor turns the
+// worker's crash into 4, an internal error, and says so.
+func TestFatalErrorIsAnInternalError(t *testing.T) {
+	cmd := benchrunCmd(t.TempDir(), "test-fatal")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	code := exitCode(t, cmd.Run())
+	if code != 4 {
+		t.Errorf("exit %d, want 4\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"fatal error: concurrent map writes", "benchrun: internal error (a bug in benchrun, please report it): the run crashed with a Go fatal error"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q", want)
 		}
 	}
 }
