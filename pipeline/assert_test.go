@@ -9,7 +9,7 @@ import (
 )
 
 func TestAssertions(t *testing.T) {
-	row := results.Cell{Stage: "sweep", ISL: 64, OSL: 32, Concurrency: 4, ITLP50Ms: 5, ITLP99Ms: 12, Status: "ok"}
+	row := results.Cell{Stage: "sweep", ISL: 64, OSL: 32, Concurrency: 4, ITLP50Ms: results.Some(5.0), ITLP99Ms: results.Some(12.0), Status: "ok"}
 	tests := []struct {
 		expr    string
 		pass    bool
@@ -24,6 +24,9 @@ func TestAssertions(t *testing.T) {
 		{expr: "isl +", compile: "unexpected token", at: "p.cue:3:10: "},
 		{expr: "ttft_ms > 0 && ttf_ms < 9", compile: "unknown name ttf_ms (did you mean ttft_ms?)", at: "p.cue:3:21: "},
 		{expr: "isl", compile: "expected bool", at: "p.cue:3:5: "},
+		// Nullable columns keep their types at vet time.
+		{expr: `ttft_p99_ms < "fast"`, compile: "mismatched types float64 and string", at: "p.cue:3:5: "},
+		{expr: "ttft_p99 < 500", compile: "unknown name ttft_p99 (did you mean ttft_p99_ms?)", at: "p.cue:3:6: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
@@ -46,5 +49,50 @@ func TestAssertions(t *testing.T) {
 	a, _ := CompileAssertion(schema.Assertion{Expr: "itl_p99_ms < 2*itl_p50_ms"}, "")
 	if got := a.Judge(row).FormatValues(); got != "itl_p50_ms=5 itl_p99_ms=12" {
 		t.Fatalf("values = %q", got)
+	}
+}
+
+// An assertion that reads a null (not measured) metric is an error verdict
+// naming the metric and why it is null, never a pass, whatever the
+// operator: expr alone would fail `<` with "invalid operation: <nil> <
+// int" but read `!=` and `not in` as true. An expression that tests for
+// null itself is evaluated as written.
+func TestAssertionOnNullMetric(t *testing.T) {
+	failed := results.Cell{Stage: "sweep", ISL: 64, OSL: 32, Concurrency: 4, Requests: 8, Failed: 8, Status: "error",
+		ReqS: results.Some(0.0), ITLP50Ms: nil, TTFTP99Ms: nil}
+	noC1 := results.Cell{Stage: "sweep", Concurrency: 4, Requests: 8, Completed: 8, Status: "ok", ReqS: results.Some(10.0), TTFTP99Ms: results.Some(40.0)}
+	tests := []struct {
+		expr string
+		row  results.Cell
+		pass bool
+		err  string // "" for a verdict that evaluated
+	}{
+		{"ttft_p99_ms < 500", failed, false, "ttft_p99_ms is null: not measured (every request failed)"},
+		{"ttft_p99_ms != 0", failed, false, "ttft_p99_ms is null: not measured (every request failed)"},
+		{"not (ttft_p99_ms in [1.0, 2.0])", failed, false, "ttft_p99_ms is null"},
+		{"req_s < 1 && itl_p50_ms < 10", failed, false, "itl_p50_ms is null: not measured (every request failed)"},
+		{"req_s == 0", failed, true, ""}, // a measured zero is a value
+		{"speedup_vs_c1 > 0.5", noC1, false, "speedup_vs_c1 is null: not measured (no c=1 row of this cell measured output throughput to compare with)"},
+		{"ttft_p99_ms == nil || ttft_p99_ms < 500", failed, true, ""},
+		{"ttft_p99_ms == nil || ttft_p99_ms < 500", noC1, true, ""},
+		{"(ttft_p99_ms ?? 0) < 500", failed, true, ""},
+		{"ttft_p99_ms != nil && ttft_p99_ms < 500", failed, false, ""},
+		{"ttft_p99_ms == nil && ttft_p99_ms < 1 || req_s > 1", failed, false, "ttft_p99_ms is null: not measured (every request failed): invalid operation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			a, err := CompileAssertion(schema.Assertion{Expr: tt.expr, Pos: schema.Pos{File: "p.cue", Line: 3, Col: 5}}, "sweep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := a.Judge(tt.row)
+			if v.Passed != tt.pass || (tt.err == "") != (v.Error == "") || !strings.Contains(v.Error, tt.err) {
+				t.Fatalf("verdict passed=%v error=%q; want passed=%v error containing %q", v.Passed, v.Error, tt.pass, tt.err)
+			}
+		})
+	}
+	a, _ := CompileAssertion(schema.Assertion{Expr: "ttft_p99_ms < 500 && req_s >= 0"}, "")
+	if got := a.Judge(failed).FormatValues(); got != "req_s=0 ttft_p99_ms=null" {
+		t.Errorf("values = %q, want the null shown as null", got)
 	}
 }

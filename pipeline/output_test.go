@@ -24,9 +24,9 @@ func (emitter) Validate(*schema.Plan) error { return nil }
 func (emitter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	for i, itl := range []float64{5, 50} {
 		c := results.Cell{Stage: env.Stage.Name, CellID: env.Stage.Name + "/64:32/c" + string(rune('1'+i)), ISL: 64, OSL: 32,
-			Concurrency: int64(i + 1), ITLP50Ms: 5, ITLP99Ms: itl, Status: results.StatusOK, StartedAt: time.Now(),
+			Concurrency: int64(i + 1), ITLP50Ms: results.Some(5.0), ITLP99Ms: results.Some(itl), Status: results.StatusOK, StartedAt: time.Now(),
 			Metadata: map[string]string{"cell_note": "x"}}
-		reqs := []results.Request{{Seq: 0, TTFTMs: 20}, {Seq: 1, TTFTMs: 21}}
+		reqs := []results.Request{{Seq: 0, TTFTMs: results.Some(20.0)}, {Seq: 1, TTFTMs: results.Some(21.0)}}
 		if err := env.Emit(c, reqs); err != nil {
 			return nil, err
 		}

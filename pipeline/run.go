@@ -28,6 +28,7 @@ const (
 	StatusOK      = "ok"
 	StatusFailed  = "failed"
 	StatusSkipped = "skipped"
+	// StatusError (cellerrors.go): the stage ended, some of its cells are error.
 )
 
 // Options controls a run.
@@ -125,6 +126,7 @@ type runner struct {
 	failed   []Verdict
 	cells    int
 	emitErr  error
+	tally    cellTallies // each stage's cell rows and error rows
 	manifest *Manifest
 	// idle are the stages a resume has nothing left for (skipped).
 	idle map[string]bool
@@ -461,6 +463,11 @@ func (r *runner) finish(c completion) {
 	case c.outputs != nil && c.outputs.Done != nil:
 		st.status = StatusUp
 		fmt.Fprintf(r.opts.Progress, "✓ %s up at %s (%s)\n", c.name, c.outputs.URL, st.duration.Round(time.Millisecond))
+	case r.tally.errorReason(c.name) != "":
+		// It ran to its end, but measured nothing valid for some cells:
+		// not ok (nor failed: its dependents still run).
+		st.status, st.reason = StatusError, r.tally.errorReason(c.name)
+		fmt.Fprintf(r.opts.Progress, "✗ %s ended with errors after %s: %s\n", c.name, st.duration.Round(time.Millisecond), firstLine(st.reason))
 	default:
 		st.status = StatusOK
 		fmt.Fprintf(r.opts.Progress, "✓ %s ok (%s)\n", c.name, st.duration.Round(time.Millisecond))
@@ -556,6 +563,7 @@ func (r *runner) emitAttempt(cell results.Cell, reqs []results.Request) error {
 			reqs[i].Attempt = cell.Attempt
 		}
 	}
+	r.tally.add(cell)
 	return r.emit(cell, reqs)
 }
 
@@ -784,8 +792,8 @@ func (r *runner) summary(ctx context.Context) *Summary {
 			Name: n.Spec.Name, Kind: n.Kind.Name, Status: st.status, Reason: st.reason,
 			DurationS: st.duration.Seconds(), Attempts: st.attempts,
 		})
-		if st.status == StatusFailed {
-			infra = true
+		if st.status == StatusFailed || st.status == StatusError {
+			infra = true // an error cell measured nothing valid: never exit 0
 		}
 	}
 	switch {
@@ -798,6 +806,11 @@ func (r *runner) summary(ctx context.Context) *Summary {
 			if s.Status == StatusFailed {
 				sum.Reason = fmt.Sprintf("stage %s failed: %s", s.Name, firstLine(s.Reason))
 				break
+			}
+		}
+		for _, s := range sum.Stages {
+			if s.Status == StatusError && sum.Reason == "" {
+				sum.Reason = fmt.Sprintf("stage %s: %s", s.Name, firstLine(s.Reason))
 			}
 		}
 		if sum.Reason == "" && r.emitErr != nil {

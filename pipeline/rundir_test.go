@@ -82,8 +82,8 @@ func (c *cellsStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outp
 				ttft = 500
 			}
 		}
-		row := results.Cell{Stage: c.name, CellID: cid, Status: results.StatusOK, TTFTMs: ttft, Requests: 2, StartedAt: time.Now()}
-		if err := env.Emit(row, []results.Request{{Seq: 0, TTFTMs: ttft, Status: "ok"}, {Seq: 1, TTFTMs: ttft, Status: "ok"}}); err != nil {
+		row := results.Cell{Stage: c.name, CellID: cid, Status: results.StatusOK, TTFTMs: results.Some(ttft), Requests: 2, StartedAt: time.Now()}
+		if err := env.Emit(row, []results.Request{{Seq: 0, TTFTMs: results.Some(ttft), Status: "ok"}, {Seq: 1, TTFTMs: results.Some(ttft), Status: "ok"}}); err != nil {
 			return nil, err
 		}
 	}

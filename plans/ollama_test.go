@@ -250,8 +250,8 @@ func TestOllamaStories(t *testing.T) {
 		if c.Status != "ok" || c.Failed != 0 || c.Completed == 0 || c.Engine != "ollama" || c.Model != "stories" {
 			t.Errorf("cell %s: status %s, %d completed, %d failed, engine %q, model %q (%s)", c.CellID, c.Status, c.Completed, c.Failed, c.Engine, c.Model, c.Reason)
 		}
-		if c.TTFTMs <= 0 || c.DecodeTokS <= 0 || c.ISL+c.OSL > 512 {
-			t.Errorf("cell %s: ttft %.1f ms, %.1f tok/s, isl+osl %d", c.CellID, c.TTFTMs, c.DecodeTokS, c.ISL+c.OSL)
+		if results.ValueOr(c.TTFTMs, 0) <= 0 || results.ValueOr(c.DecodeTokS, 0) <= 0 || c.ISL+c.OSL > 512 {
+			t.Errorf("cell %s: ttft %.1f ms, %.1f tok/s, isl+osl %d", c.CellID, results.ValueOr(c.TTFTMs, 0), results.ValueOr(c.DecodeTokS, 0), c.ISL+c.OSL)
 		}
 		byEndpoint[c.Endpoint] = append(byEndpoint[c.Endpoint], c.Concurrency)
 	}

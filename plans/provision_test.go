@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
 )
 
 // TestProvisionThroughTheCLI shows teardown on the exit paths a user
@@ -52,8 +54,8 @@ func TestProvisionThroughTheCLI(t *testing.T) {
 				// The price passes from the pod through the server to every row.
 				cells := readCells(t, b.runDir(t))
 				for _, c := range cells {
-					if c.CostUSD <= 0 || c.TokensPerDollar <= 0 {
-						t.Errorf("cell %s: cost_usd %g tokens_per_dollar %g", c.CellID, c.CostUSD, c.TokensPerDollar)
+					if results.ValueOr(c.CostUSD, 0) <= 0 || results.ValueOr(c.TokensPerDollar, 0) <= 0 {
+						t.Errorf("cell %s: cost_usd %g tokens_per_dollar %g (0: null)", c.CellID, results.ValueOr(c.CostUSD, 0), results.ValueOr(c.TokensPerDollar, 0))
 					}
 				}
 			}
@@ -107,9 +109,9 @@ func TestRestartWithServerVars(t *testing.T) {
 	}
 	for i, c := range cells {
 		w := want[i]
-		if c.Status != "ok" || c.CellID != w.id || !strings.Contains(c.Notes, w.note) || c.TTFTMs < w.lo || c.TTFTMs > w.hi {
+		if c.Status != "ok" || c.CellID != w.id || !strings.Contains(c.Notes, w.note) || results.ValueOr(c.TTFTMs, 0) < w.lo || results.ValueOr(c.TTFTMs, 0) > w.hi {
 			t.Errorf("cell %d: %s %s ttft %.1f ms notes %q; want %s, ttft in [%g, %g] ms, notes with %q",
-				i, c.Status, c.CellID, c.TTFTMs, c.Notes, w.id, w.lo, w.hi, w.note)
+				i, c.Status, c.CellID, results.ValueOr(c.TTFTMs, 0), c.Notes, w.id, w.lo, w.hi, w.note)
 		}
 	}
 	log, _ := os.ReadFile(filepath.Join(b.runDir(t), "server.log"))

@@ -132,12 +132,12 @@ func TestProvisionTeardownOnSuccess(t *testing.T) {
 	if r.ledger != "created pod-7\nwaited pod-7\ntorn pod-7\n" {
 		t.Fatalf("ledger:\n%s", r.ledger)
 	}
-	if len(r.cells) != 1 || r.cells[0].CostUSD <= 0 || r.cells[0].TokensPerDollar <= 0 {
+	if len(r.cells) != 1 || results.ValueOr(r.cells[0].CostUSD, 0) <= 0 || results.ValueOr(r.cells[0].TokensPerDollar, 0) <= 0 {
 		t.Fatalf("cells = %+v", r.cells)
 	}
 	c := r.cells[0]
-	if want := 3.6 * c.DurationS / 3600; c.CostUSD != want {
-		t.Errorf("cost_usd = %g, want %g", c.CostUSD, want)
+	if want := 3.6 * c.DurationS / 3600; results.ValueOr(c.CostUSD, 0) != want {
+		t.Errorf("cost_usd = %g, want %g", results.ValueOr(c.CostUSD, 0), want)
 	}
 	log, _ := os.ReadFile(filepath.Join(r.dir, "pod.log"))
 	if !strings.Contains(string(log), "teardown after") || !strings.Contains(string(log), "at $3.6/h") {

@@ -188,8 +188,15 @@ func writeColumns(w io.Writer) int {
 		if name == "" || name == "-" {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", name, f.Type)
+		typ := f.Type.String()
+		if f.Type.Kind() == reflect.Pointer {
+			// A metric that can be not measured: null in every output,
+			// and an assertion reading it is an error verdict.
+			typ = f.Type.Elem().String() + " or null"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", name, typ)
 	}
+	fmt.Fprintln(tw, "null: not measured (an assertion that reads a null is an error, unless it tests `x == nil` or `x ?? d` itself)")
 	tw.Flush()
 	return pipeline.ExitOK
 }

@@ -5,6 +5,14 @@
 // Column names are stable: add columns, never rename (docs/RESULTS.md).
 // Each field carries the same name for Parquet, JSON, CSV and expr
 // (assertions such as `itl_p99_ms < 2*itl_p50_ms` use these names).
+//
+// Zero is a measurement; "not measured" is nil. A metric that can lack
+// samples (a latency statistic of a cell whose every request failed, a
+// speedup without a c=1 row, a cost without a price) is a pointer: nil is
+// NULL in Parquet, an empty CSV field, null in JSON, "–" in the reports,
+// and an assertion that reads it is an error verdict, never a pass
+// (docs/METRICS.md, "Not measured is NULL"). Counts (requests, completed,
+// failed) are never null.
 package results
 
 import "time"
@@ -17,7 +25,8 @@ const (
 )
 
 // Cell is one cell × ladder point of a sweep: the unit a user reads and an
-// assertion judges. Times are milliseconds, rates per second.
+// assertion judges. Times are milliseconds, rates per second; a pointer
+// field is nil when it was not measured (WhyNull says why).
 type Cell struct {
 	// Identity.
 	RunID  string `parquet:"run_id" json:"run_id" expr:"run_id"`
@@ -54,93 +63,94 @@ type Cell struct {
 	Requests    int64   `parquet:"requests" json:"requests" expr:"requests"`
 
 	// The seed `bench` command's columns.
-	FirstCallMs        float64 `parquet:"first_call_ms" json:"first_call_ms" expr:"first_call_ms"`
-	TTFTMs             float64 `parquet:"ttft_ms" json:"ttft_ms" expr:"ttft_ms"`
-	PrefillTokS        float64 `parquet:"prefill_tok_s" json:"prefill_tok_s" expr:"prefill_tok_s"`
-	ITLP50Ms           float64 `parquet:"itl_p50_ms" json:"itl_p50_ms" expr:"itl_p50_ms"`
-	ITLP99Ms           float64 `parquet:"itl_p99_ms" json:"itl_p99_ms" expr:"itl_p99_ms"`
-	DecodeTokS         float64 `parquet:"decode_tok_s" json:"decode_tok_s" expr:"decode_tok_s"`
-	SpeedupVsC1        float64 `parquet:"speedup_vs_c1" json:"speedup_vs_c1" expr:"speedup_vs_c1"`
-	BatchingEfficiency float64 `parquet:"batching_efficiency" json:"batching_efficiency" expr:"batching_efficiency"`
+	FirstCallMs        *float64 `parquet:"first_call_ms" json:"first_call_ms" expr:"first_call_ms"`
+	TTFTMs             *float64 `parquet:"ttft_ms" json:"ttft_ms" expr:"ttft_ms"`
+	PrefillTokS        *float64 `parquet:"prefill_tok_s" json:"prefill_tok_s" expr:"prefill_tok_s"`
+	ITLP50Ms           *float64 `parquet:"itl_p50_ms" json:"itl_p50_ms" expr:"itl_p50_ms"`
+	ITLP99Ms           *float64 `parquet:"itl_p99_ms" json:"itl_p99_ms" expr:"itl_p99_ms"`
+	DecodeTokS         *float64 `parquet:"decode_tok_s" json:"decode_tok_s" expr:"decode_tok_s"`
+	SpeedupVsC1        *float64 `parquet:"speedup_vs_c1" json:"speedup_vs_c1" expr:"speedup_vs_c1"`
+	BatchingEfficiency *float64 `parquet:"batching_efficiency" json:"batching_efficiency" expr:"batching_efficiency"`
 
 	// Latency distributions (ms): exact percentiles over raw samples.
-	TTFTP50Ms  float64 `parquet:"ttft_p50_ms" json:"ttft_p50_ms" expr:"ttft_p50_ms"`
-	TTFTP90Ms  float64 `parquet:"ttft_p90_ms" json:"ttft_p90_ms" expr:"ttft_p90_ms"`
-	TTFTP99Ms  float64 `parquet:"ttft_p99_ms" json:"ttft_p99_ms" expr:"ttft_p99_ms"`
-	TTFTMaxMs  float64 `parquet:"ttft_max_ms" json:"ttft_max_ms" expr:"ttft_max_ms"`
-	TPOTMs     float64 `parquet:"tpot_ms" json:"tpot_ms" expr:"tpot_ms"`
-	TPOTP50Ms  float64 `parquet:"tpot_p50_ms" json:"tpot_p50_ms" expr:"tpot_p50_ms"`
-	TPOTP99Ms  float64 `parquet:"tpot_p99_ms" json:"tpot_p99_ms" expr:"tpot_p99_ms"`
-	ITLMs      float64 `parquet:"itl_ms" json:"itl_ms" expr:"itl_ms"`
-	ITLP90Ms   float64 `parquet:"itl_p90_ms" json:"itl_p90_ms" expr:"itl_p90_ms"`
-	ITLMaxMs   float64 `parquet:"itl_max_ms" json:"itl_max_ms" expr:"itl_max_ms"`
-	E2ELMs     float64 `parquet:"e2el_ms" json:"e2el_ms" expr:"e2el_ms"`
-	E2ELP50Ms  float64 `parquet:"e2el_p50_ms" json:"e2el_p50_ms" expr:"e2el_p50_ms"`
-	E2ELP99Ms  float64 `parquet:"e2el_p99_ms" json:"e2el_p99_ms" expr:"e2el_p99_ms"`
-	SendLagP99 float64 `parquet:"send_lag_p99_ms" json:"send_lag_p99_ms" expr:"send_lag_p99_ms"`
+	TTFTP50Ms  *float64 `parquet:"ttft_p50_ms" json:"ttft_p50_ms" expr:"ttft_p50_ms"`
+	TTFTP90Ms  *float64 `parquet:"ttft_p90_ms" json:"ttft_p90_ms" expr:"ttft_p90_ms"`
+	TTFTP99Ms  *float64 `parquet:"ttft_p99_ms" json:"ttft_p99_ms" expr:"ttft_p99_ms"`
+	TTFTMaxMs  *float64 `parquet:"ttft_max_ms" json:"ttft_max_ms" expr:"ttft_max_ms"`
+	TPOTMs     *float64 `parquet:"tpot_ms" json:"tpot_ms" expr:"tpot_ms"`
+	TPOTP50Ms  *float64 `parquet:"tpot_p50_ms" json:"tpot_p50_ms" expr:"tpot_p50_ms"`
+	TPOTP99Ms  *float64 `parquet:"tpot_p99_ms" json:"tpot_p99_ms" expr:"tpot_p99_ms"`
+	ITLMs      *float64 `parquet:"itl_ms" json:"itl_ms" expr:"itl_ms"`
+	ITLP90Ms   *float64 `parquet:"itl_p90_ms" json:"itl_p90_ms" expr:"itl_p90_ms"`
+	ITLMaxMs   *float64 `parquet:"itl_max_ms" json:"itl_max_ms" expr:"itl_max_ms"`
+	E2ELMs     *float64 `parquet:"e2el_ms" json:"e2el_ms" expr:"e2el_ms"`
+	E2ELP50Ms  *float64 `parquet:"e2el_p50_ms" json:"e2el_p50_ms" expr:"e2el_p50_ms"`
+	E2ELP99Ms  *float64 `parquet:"e2el_p99_ms" json:"e2el_p99_ms" expr:"e2el_p99_ms"`
+	SendLagP99 *float64 `parquet:"send_lag_p99_ms" json:"send_lag_p99_ms" expr:"send_lag_p99_ms"`
 
 	// Throughput over the cell's window (first send to last completion).
-	DurationS    float64 `parquet:"duration_s" json:"duration_s" expr:"duration_s"`
-	ReqS         float64 `parquet:"req_s" json:"req_s" expr:"req_s"`
-	OutputTokS   float64 `parquet:"output_tok_s" json:"output_tok_s" expr:"output_tok_s"`
-	TotalTokS    float64 `parquet:"total_tok_s" json:"total_tok_s" expr:"total_tok_s"`
-	Goodput      float64 `parquet:"goodput" json:"goodput" expr:"goodput"`
-	Completed    int64   `parquet:"completed" json:"completed" expr:"completed"`
-	Failed       int64   `parquet:"failed" json:"failed" expr:"failed"`
-	EffectiveISL float64 `parquet:"effective_isl" json:"effective_isl" expr:"effective_isl"`
-	EffectiveOSL float64 `parquet:"effective_osl" json:"effective_osl" expr:"effective_osl"`
+	DurationS    float64  `parquet:"duration_s" json:"duration_s" expr:"duration_s"`
+	ReqS         *float64 `parquet:"req_s" json:"req_s" expr:"req_s"`
+	OutputTokS   *float64 `parquet:"output_tok_s" json:"output_tok_s" expr:"output_tok_s"`
+	TotalTokS    *float64 `parquet:"total_tok_s" json:"total_tok_s" expr:"total_tok_s"`
+	Goodput      *float64 `parquet:"goodput" json:"goodput" expr:"goodput"`
+	Completed    int64    `parquet:"completed" json:"completed" expr:"completed"`
+	Failed       int64    `parquet:"failed" json:"failed" expr:"failed"`
+	EffectiveISL *float64 `parquet:"effective_isl" json:"effective_isl" expr:"effective_isl"`
+	EffectiveOSL *float64 `parquet:"effective_osl" json:"effective_osl" expr:"effective_osl"`
 
 	// Full distributions (ms; docs/METRICS.md): the percentiles the seed
 	// columns above leave out, and the scheduled-time and per-token views.
-	TTFTP95Ms      float64 `parquet:"ttft_p95_ms" json:"ttft_p95_ms" expr:"ttft_p95_ms"`
-	TTFTSchedMs    float64 `parquet:"ttft_sched_ms" json:"ttft_sched_ms" expr:"ttft_sched_ms"`
-	TTFTSchedP50Ms float64 `parquet:"ttft_sched_p50_ms" json:"ttft_sched_p50_ms" expr:"ttft_sched_p50_ms"`
-	TTFTSchedP90Ms float64 `parquet:"ttft_sched_p90_ms" json:"ttft_sched_p90_ms" expr:"ttft_sched_p90_ms"`
-	TTFTSchedP95Ms float64 `parquet:"ttft_sched_p95_ms" json:"ttft_sched_p95_ms" expr:"ttft_sched_p95_ms"`
-	TTFTSchedP99Ms float64 `parquet:"ttft_sched_p99_ms" json:"ttft_sched_p99_ms" expr:"ttft_sched_p99_ms"`
-	TTFTSchedMaxMs float64 `parquet:"ttft_sched_max_ms" json:"ttft_sched_max_ms" expr:"ttft_sched_max_ms"`
-	TPOTP90Ms      float64 `parquet:"tpot_p90_ms" json:"tpot_p90_ms" expr:"tpot_p90_ms"`
-	TPOTP95Ms      float64 `parquet:"tpot_p95_ms" json:"tpot_p95_ms" expr:"tpot_p95_ms"`
-	TPOTMaxMs      float64 `parquet:"tpot_max_ms" json:"tpot_max_ms" expr:"tpot_max_ms"`
-	ITLP95Ms       float64 `parquet:"itl_p95_ms" json:"itl_p95_ms" expr:"itl_p95_ms"`
-	ITLTokMs       float64 `parquet:"itl_tok_ms" json:"itl_tok_ms" expr:"itl_tok_ms"`
-	ITLTokP50Ms    float64 `parquet:"itl_tok_p50_ms" json:"itl_tok_p50_ms" expr:"itl_tok_p50_ms"`
-	ITLTokP90Ms    float64 `parquet:"itl_tok_p90_ms" json:"itl_tok_p90_ms" expr:"itl_tok_p90_ms"`
-	ITLTokP95Ms    float64 `parquet:"itl_tok_p95_ms" json:"itl_tok_p95_ms" expr:"itl_tok_p95_ms"`
-	ITLTokP99Ms    float64 `parquet:"itl_tok_p99_ms" json:"itl_tok_p99_ms" expr:"itl_tok_p99_ms"`
-	ITLTokMaxMs    float64 `parquet:"itl_tok_max_ms" json:"itl_tok_max_ms" expr:"itl_tok_max_ms"`
-	E2ELP90Ms      float64 `parquet:"e2el_p90_ms" json:"e2el_p90_ms" expr:"e2el_p90_ms"`
-	E2ELP95Ms      float64 `parquet:"e2el_p95_ms" json:"e2el_p95_ms" expr:"e2el_p95_ms"`
-	E2ELMaxMs      float64 `parquet:"e2el_max_ms" json:"e2el_max_ms" expr:"e2el_max_ms"`
-	E2ELSchedMs    float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms" expr:"e2el_sched_ms"`
-	E2ELSchedP50Ms float64 `parquet:"e2el_sched_p50_ms" json:"e2el_sched_p50_ms" expr:"e2el_sched_p50_ms"`
-	E2ELSchedP90Ms float64 `parquet:"e2el_sched_p90_ms" json:"e2el_sched_p90_ms" expr:"e2el_sched_p90_ms"`
-	E2ELSchedP95Ms float64 `parquet:"e2el_sched_p95_ms" json:"e2el_sched_p95_ms" expr:"e2el_sched_p95_ms"`
-	E2ELSchedP99Ms float64 `parquet:"e2el_sched_p99_ms" json:"e2el_sched_p99_ms" expr:"e2el_sched_p99_ms"`
-	E2ELSchedMaxMs float64 `parquet:"e2el_sched_max_ms" json:"e2el_sched_max_ms" expr:"e2el_sched_max_ms"`
-	SendLagMs      float64 `parquet:"send_lag_ms" json:"send_lag_ms" expr:"send_lag_ms"`
-	SendLagP50Ms   float64 `parquet:"send_lag_p50_ms" json:"send_lag_p50_ms" expr:"send_lag_p50_ms"`
-	SendLagP90Ms   float64 `parquet:"send_lag_p90_ms" json:"send_lag_p90_ms" expr:"send_lag_p90_ms"`
-	SendLagP95Ms   float64 `parquet:"send_lag_p95_ms" json:"send_lag_p95_ms" expr:"send_lag_p95_ms"`
-	SendLagMaxMs   float64 `parquet:"send_lag_max_ms" json:"send_lag_max_ms" expr:"send_lag_max_ms"`
-	NTPOTMs        float64 `parquet:"ntpot_ms" json:"ntpot_ms" expr:"ntpot_ms"`
+	TTFTP95Ms      *float64 `parquet:"ttft_p95_ms" json:"ttft_p95_ms" expr:"ttft_p95_ms"`
+	TTFTSchedMs    *float64 `parquet:"ttft_sched_ms" json:"ttft_sched_ms" expr:"ttft_sched_ms"`
+	TTFTSchedP50Ms *float64 `parquet:"ttft_sched_p50_ms" json:"ttft_sched_p50_ms" expr:"ttft_sched_p50_ms"`
+	TTFTSchedP90Ms *float64 `parquet:"ttft_sched_p90_ms" json:"ttft_sched_p90_ms" expr:"ttft_sched_p90_ms"`
+	TTFTSchedP95Ms *float64 `parquet:"ttft_sched_p95_ms" json:"ttft_sched_p95_ms" expr:"ttft_sched_p95_ms"`
+	TTFTSchedP99Ms *float64 `parquet:"ttft_sched_p99_ms" json:"ttft_sched_p99_ms" expr:"ttft_sched_p99_ms"`
+	TTFTSchedMaxMs *float64 `parquet:"ttft_sched_max_ms" json:"ttft_sched_max_ms" expr:"ttft_sched_max_ms"`
+	TPOTP90Ms      *float64 `parquet:"tpot_p90_ms" json:"tpot_p90_ms" expr:"tpot_p90_ms"`
+	TPOTP95Ms      *float64 `parquet:"tpot_p95_ms" json:"tpot_p95_ms" expr:"tpot_p95_ms"`
+	TPOTMaxMs      *float64 `parquet:"tpot_max_ms" json:"tpot_max_ms" expr:"tpot_max_ms"`
+	ITLP95Ms       *float64 `parquet:"itl_p95_ms" json:"itl_p95_ms" expr:"itl_p95_ms"`
+	ITLTokMs       *float64 `parquet:"itl_tok_ms" json:"itl_tok_ms" expr:"itl_tok_ms"`
+	ITLTokP50Ms    *float64 `parquet:"itl_tok_p50_ms" json:"itl_tok_p50_ms" expr:"itl_tok_p50_ms"`
+	ITLTokP90Ms    *float64 `parquet:"itl_tok_p90_ms" json:"itl_tok_p90_ms" expr:"itl_tok_p90_ms"`
+	ITLTokP95Ms    *float64 `parquet:"itl_tok_p95_ms" json:"itl_tok_p95_ms" expr:"itl_tok_p95_ms"`
+	ITLTokP99Ms    *float64 `parquet:"itl_tok_p99_ms" json:"itl_tok_p99_ms" expr:"itl_tok_p99_ms"`
+	ITLTokMaxMs    *float64 `parquet:"itl_tok_max_ms" json:"itl_tok_max_ms" expr:"itl_tok_max_ms"`
+	E2ELP90Ms      *float64 `parquet:"e2el_p90_ms" json:"e2el_p90_ms" expr:"e2el_p90_ms"`
+	E2ELP95Ms      *float64 `parquet:"e2el_p95_ms" json:"e2el_p95_ms" expr:"e2el_p95_ms"`
+	E2ELMaxMs      *float64 `parquet:"e2el_max_ms" json:"e2el_max_ms" expr:"e2el_max_ms"`
+	E2ELSchedMs    *float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms" expr:"e2el_sched_ms"`
+	E2ELSchedP50Ms *float64 `parquet:"e2el_sched_p50_ms" json:"e2el_sched_p50_ms" expr:"e2el_sched_p50_ms"`
+	E2ELSchedP90Ms *float64 `parquet:"e2el_sched_p90_ms" json:"e2el_sched_p90_ms" expr:"e2el_sched_p90_ms"`
+	E2ELSchedP95Ms *float64 `parquet:"e2el_sched_p95_ms" json:"e2el_sched_p95_ms" expr:"e2el_sched_p95_ms"`
+	E2ELSchedP99Ms *float64 `parquet:"e2el_sched_p99_ms" json:"e2el_sched_p99_ms" expr:"e2el_sched_p99_ms"`
+	E2ELSchedMaxMs *float64 `parquet:"e2el_sched_max_ms" json:"e2el_sched_max_ms" expr:"e2el_sched_max_ms"`
+	SendLagMs      *float64 `parquet:"send_lag_ms" json:"send_lag_ms" expr:"send_lag_ms"`
+	SendLagP50Ms   *float64 `parquet:"send_lag_p50_ms" json:"send_lag_p50_ms" expr:"send_lag_p50_ms"`
+	SendLagP90Ms   *float64 `parquet:"send_lag_p90_ms" json:"send_lag_p90_ms" expr:"send_lag_p90_ms"`
+	SendLagP95Ms   *float64 `parquet:"send_lag_p95_ms" json:"send_lag_p95_ms" expr:"send_lag_p95_ms"`
+	SendLagMaxMs   *float64 `parquet:"send_lag_max_ms" json:"send_lag_max_ms" expr:"send_lag_max_ms"`
+	NTPOTMs        *float64 `parquet:"ntpot_ms" json:"ntpot_ms" expr:"ntpot_ms"`
 	// Load shape of the point: arrival process and in-flight cap of an
 	// open loop ("" and 0 for a closed loop), and the achieved send rate.
-	Arrival     string  `parquet:"arrival" json:"arrival" expr:"arrival"`
-	Burstiness  float64 `parquet:"burstiness" json:"burstiness" expr:"burstiness"`
-	MaxInflight int64   `parquet:"max_inflight" json:"max_inflight" expr:"max_inflight"`
-	SentReqS    float64 `parquet:"sent_req_s" json:"sent_req_s" expr:"sent_req_s"`
+	Arrival     string   `parquet:"arrival" json:"arrival" expr:"arrival"`
+	Burstiness  float64  `parquet:"burstiness" json:"burstiness" expr:"burstiness"`
+	MaxInflight int64    `parquet:"max_inflight" json:"max_inflight" expr:"max_inflight"`
+	SentReqS    *float64 `parquet:"sent_req_s" json:"sent_req_s" expr:"sent_req_s"`
 	// MaxModelLen is the context one request may use as the server
-	// reported it (0: unknown); ConnRetries counts sends resent after a
+	// reported it (nil: unknown); ConnRetries counts sends resent after a
 	// pooled connection turned out closed before any response byte.
-	MaxModelLen int64 `parquet:"max_model_len" json:"max_model_len" expr:"max_model_len"`
-	ConnRetries int64 `parquet:"conn_retries" json:"conn_retries" expr:"conn_retries"`
+	MaxModelLen *int64 `parquet:"max_model_len" json:"max_model_len" expr:"max_model_len"`
+	ConnRetries int64  `parquet:"conn_retries" json:"conn_retries" expr:"conn_retries"`
 	// ClientCPUUtil is benchrun's own CPU use over the timed window, in
 	// cores (1.0 = one core busy): a client near the machine's cores was
-	// the bottleneck, whatever the latencies say.
-	ClientCPUUtil float64 `parquet:"client_cpu_util" json:"client_cpu_util" expr:"client_cpu_util"`
+	// the bottleneck, whatever the latencies say (nil: the process CPU
+	// time could not be read).
+	ClientCPUUtil *float64 `parquet:"client_cpu_util" json:"client_cpu_util" expr:"client_cpu_util"`
 	// GoodputRatio is the fraction of sent requests meeting every SLO.
-	GoodputRatio float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
+	GoodputRatio *float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
 	// The seed's admission columns as a client sees them: prompt tokens
 	// the server admitted (Σ usage.prompt_tokens of completed requests) and
 	// sequences it retired (completed requests).
@@ -148,9 +158,9 @@ type Cell struct {
 	Retires     int64 `parquet:"retires" json:"retires" expr:"retires"`
 
 	// Cost: a provisioned machine's cost_per_hour over the cell's duration
-	// (0 when the plan gives no price). tokens_per_dollar counts output tokens.
-	CostUSD         float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`
-	TokensPerDollar float64 `parquet:"tokens_per_dollar" json:"tokens_per_dollar" expr:"tokens_per_dollar"`
+	// (nil when the plan gives no price). tokens_per_dollar counts output tokens.
+	CostUSD         *float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`
+	TokensPerDollar *float64 `parquet:"tokens_per_dollar" json:"tokens_per_dollar" expr:"tokens_per_dollar"`
 
 	// Verdict.
 	Status string `parquet:"status" json:"status" expr:"status"`
@@ -160,7 +170,7 @@ type Cell struct {
 
 // Request is one request's raw measurements, kept so any percentile can be
 // recomputed later. Times are milliseconds relative to the actual send,
-// except SentAt (wall clock).
+// except SentAt (wall clock); a failed request's ttft and e2el are nil.
 type Request struct {
 	RunID        string    `parquet:"run_id" json:"run_id"`
 	Plan         string    `parquet:"plan" json:"plan"`
@@ -171,8 +181,8 @@ type Request struct {
 	ResponseID   string    `parquet:"response_id" json:"response_id"`
 	SentAt       time.Time `parquet:"sent_at,timestamp(microsecond)" json:"sent_at"`
 	SendLagMs    float64   `parquet:"send_lag_ms" json:"send_lag_ms"`
-	TTFTMs       float64   `parquet:"ttft_ms" json:"ttft_ms"`
-	E2ELMs       float64   `parquet:"e2el_ms" json:"e2el_ms"`
+	TTFTMs       *float64  `parquet:"ttft_ms" json:"ttft_ms"`
+	E2ELMs       *float64  `parquet:"e2el_ms" json:"e2el_ms"`
 	InputTokens  int64     `parquet:"input_tokens" json:"input_tokens"`
 	OutputTokens int64     `parquet:"output_tokens" json:"output_tokens"`
 	Chunks       int64     `parquet:"chunks" json:"chunks"`
@@ -182,10 +192,10 @@ type Request struct {
 	// Scheduled-time views (open loop; equal to the actual-send ones in a
 	// closed loop) and tokens per chunk (chunk_tokens[k] belongs to the
 	// k-th token-bearing event).
-	TTFTSchedMs   float64 `parquet:"ttft_sched_ms" json:"ttft_sched_ms"`
-	E2ELSchedMs   float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms"`
-	ChunkTokens   []int64 `parquet:"chunk_tokens,list" json:"chunk_tokens"`
-	UsageReported bool    `parquet:"usage_reported" json:"usage_reported"`
+	TTFTSchedMs   *float64 `parquet:"ttft_sched_ms" json:"ttft_sched_ms"`
+	E2ELSchedMs   *float64 `parquet:"e2el_sched_ms" json:"e2el_sched_ms"`
+	ChunkTokens   []int64  `parquet:"chunk_tokens,list" json:"chunk_tokens"`
+	UsageReported bool     `parquet:"usage_reported" json:"usage_reported"`
 	// ConnRetries: times this request was resent because a pooled
 	// keep-alive connection was found closed before any response byte.
 	ConnRetries int64 `parquet:"conn_retries" json:"conn_retries"`

@@ -3,9 +3,12 @@ package results
 // SchemaVersion numbers the row layout written to Parquet (the
 // "benchrun.schema_version" key of each file's metadata). It goes up by one
 // in the release that adds columns; columns are never renamed or retyped,
+// and a column may only become nullable (required to optional, never back),
 // so a reader of version N reads every file of versions 1..N
 // (sinks/parquet/testdata/v1 holds files of version 1, read by a test).
-const SchemaVersion = 2
+// Version 2 added `attempt`; version 3 made the metrics that can lack
+// samples nullable (NullableColumns) where earlier files wrote 0.
+const SchemaVersion = 3
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (

@@ -284,7 +284,8 @@ func (o *Output) Stop(*pipeline.Summary) error {
 	return first
 }
 
-// Record formats the given fields of a cell row.
+// Record formats the given fields of a cell row; a null (not measured)
+// metric is an empty field.
 func Record(c results.Cell, index []int) []string {
 	v := reflect.ValueOf(c)
 	rec := make([]string, len(index))
@@ -295,6 +296,12 @@ func Record(c results.Cell, index []int) []string {
 }
 
 func format(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "" // not measured: an empty field, never 0
+		}
+		v = v.Elem()
+	}
 	if t, ok := v.Interface().(time.Time); ok {
 		if t.IsZero() {
 			return ""

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/golden"
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	csvsink "github.com/benchrun/benchrun/sinks/csv"
@@ -127,5 +128,55 @@ func TestCellsCSVAppendsOnResume(t *testing.T) {
 	}
 	if len(recs) != 3 {
 		t.Fatalf("cells.csv has %d records, want a header and 2 rows:\n%s", len(recs), b)
+	}
+}
+
+// A null (not measured) metric is an empty field in every CSV target; a
+// measured zero is "0". The fixture's failed cell: every request failed,
+// so its latencies and speedup are null and its req/s a measured 0.
+func TestNullIsAnEmptyField(t *testing.T) {
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	o, err := csvsink.New(&stdout, []string{"cell_id", "ttft_ms", "itl_p99_ms", "speedup_vs_c1", "req_s", "requests", "failed", "status"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	bad := resultstest.Unmeasured()
+	if err := o.Cell(bad.Cell, bad.Requests); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Split(strings.TrimSpace(stdout.String()), "\n")[1], "sweep/64:32/c8,,,,0,8,8,error"; got != want {
+		t.Errorf("stdout row = %q, want %q", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cells.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := encsv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("cells.csv: %d records, %v", len(recs), err)
+	}
+	row := map[string]string{}
+	for i, h := range recs[0] {
+		row[h] = recs[1][i]
+	}
+	for _, col := range results.NullableColumns() {
+		measured := map[string]bool{"req_s": true, "output_tok_s": true, "decode_tok_s": true, "total_tok_s": true, "goodput": true,
+			"goodput_ratio": true, "sent_req_s": true}[col] || strings.HasPrefix(col, "send_lag")
+		switch {
+		case measured && row[col] == "":
+			t.Errorf("cells.csv %s is empty; the fixture measured it", col)
+		case !measured && row[col] != "":
+			t.Errorf("cells.csv %s = %q, want an empty field (null: not measured)", col, row[col])
+		}
+	}
+	if row["req_s"] != "0" || row["requests"] != "8" || row["completed"] != "0" {
+		t.Errorf("cells.csv req_s %q requests %q completed %q; want the measured 0 and the counts", row["req_s"], row["requests"], row["completed"])
 	}
 }

@@ -54,30 +54,30 @@ type CellResult struct {
 	Failed               int64    `json:"failed"`
 	TotalInputTokens     int64    `json:"total_input_tokens"`
 	TotalOutputTokens    int64    `json:"total_output_tokens"`
-	RequestThroughput    float64  `json:"request_throughput"`
-	RequestGoodput       float64  `json:"request_goodput"`
-	OutputThroughput     float64  `json:"output_throughput"`
-	TotalTokenThroughput float64  `json:"total_token_throughput"`
-	MeanTTFTMs           float64  `json:"mean_ttft_ms"`
-	MedianTTFTMs         float64  `json:"median_ttft_ms"`
-	StdTTFTMs            float64  `json:"std_ttft_ms"`
-	P90TTFTMs            float64  `json:"p90_ttft_ms"`
-	P99TTFTMs            float64  `json:"p99_ttft_ms"`
-	MeanTPOTMs           float64  `json:"mean_tpot_ms"`
-	MedianTPOTMs         float64  `json:"median_tpot_ms"`
-	StdTPOTMs            float64  `json:"std_tpot_ms"`
-	P90TPOTMs            float64  `json:"p90_tpot_ms"`
-	P99TPOTMs            float64  `json:"p99_tpot_ms"`
-	MeanITLMs            float64  `json:"mean_itl_ms"`
-	MedianITLMs          float64  `json:"median_itl_ms"`
-	StdITLMs             float64  `json:"std_itl_ms"`
-	P90ITLMs             float64  `json:"p90_itl_ms"`
-	P99ITLMs             float64  `json:"p99_itl_ms"`
-	MeanE2ELMs           float64  `json:"mean_e2el_ms"`
-	MedianE2ELMs         float64  `json:"median_e2el_ms"`
-	StdE2ELMs            float64  `json:"std_e2el_ms"`
-	P90E2ELMs            float64  `json:"p90_e2el_ms"`
-	P99E2ELMs            float64  `json:"p99_e2el_ms"`
+	RequestThroughput    *float64 `json:"request_throughput"`
+	RequestGoodput       *float64 `json:"request_goodput"`
+	OutputThroughput     *float64 `json:"output_throughput"`
+	TotalTokenThroughput *float64 `json:"total_token_throughput"`
+	MeanTTFTMs           *float64 `json:"mean_ttft_ms"`
+	MedianTTFTMs         *float64 `json:"median_ttft_ms"`
+	StdTTFTMs            *float64 `json:"std_ttft_ms"`
+	P90TTFTMs            *float64 `json:"p90_ttft_ms"`
+	P99TTFTMs            *float64 `json:"p99_ttft_ms"`
+	MeanTPOTMs           *float64 `json:"mean_tpot_ms"`
+	MedianTPOTMs         *float64 `json:"median_tpot_ms"`
+	StdTPOTMs            *float64 `json:"std_tpot_ms"`
+	P90TPOTMs            *float64 `json:"p90_tpot_ms"`
+	P99TPOTMs            *float64 `json:"p99_tpot_ms"`
+	MeanITLMs            *float64 `json:"mean_itl_ms"`
+	MedianITLMs          *float64 `json:"median_itl_ms"`
+	StdITLMs             *float64 `json:"std_itl_ms"`
+	P90ITLMs             *float64 `json:"p90_itl_ms"`
+	P99ITLMs             *float64 `json:"p99_itl_ms"`
+	MeanE2ELMs           *float64 `json:"mean_e2el_ms"`
+	MedianE2ELMs         *float64 `json:"median_e2el_ms"`
+	StdE2ELMs            *float64 `json:"std_e2el_ms"`
+	P90E2ELMs            *float64 `json:"p90_e2el_ms"`
+	P99E2ELMs            *float64 `json:"p99_e2el_ms"`
 
 	// benchrun's keys.
 	RunID       string            `json:"run_id"`
@@ -91,8 +91,8 @@ type CellResult struct {
 	ISL         int64             `json:"isl"`
 	OSL         int64             `json:"osl"`
 	Concurrency int64             `json:"concurrency"`
-	DecodeTokS  float64           `json:"decode_tok_s"`
-	PrefillTokS float64           `json:"prefill_tok_s"`
+	DecodeTokS  *float64          `json:"decode_tok_s"`
+	PrefillTokS *float64          `json:"prefill_tok_s"`
 	Status      string            `json:"status"`
 	Reason      string            `json:"reason,omitempty"`
 	Notes       string            `json:"notes,omitempty"`
@@ -151,7 +151,8 @@ func withMetadataKeys(obj []byte, md map[string]string) ([]byte, error) {
 
 // NewCellResult converts a cell row and its request rows. Means, medians
 // and percentiles come from the cell row (measured once, by the stage);
-// the standard deviations and token totals from the requests.
+// the standard deviations and token totals from the requests (a
+// deviation without an ok request is null).
 func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 	r := CellResult{
 		Date: c.StartedAt.UTC().Format("20060102-150405"), Backend: c.Engine, ModelID: c.Model,
@@ -173,43 +174,47 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 	}
 	var ttft, tpot, itl, e2el []float64
 	for _, q := range reqs {
-		if q.Status != results.StatusOK {
+		if q.Status != results.StatusOK || q.TTFTMs == nil || q.E2ELMs == nil {
 			continue
 		}
 		r.TotalInputTokens += q.InputTokens
 		r.TotalOutputTokens += q.OutputTokens
-		ttft = append(ttft, q.TTFTMs)
-		e2el = append(e2el, q.E2ELMs)
+		ttft = append(ttft, *q.TTFTMs)
+		e2el = append(e2el, *q.E2ELMs)
 		if q.OutputTokens > 1 {
-			tpot = append(tpot, (q.E2ELMs-q.TTFTMs)/float64(q.OutputTokens-1))
+			tpot = append(tpot, (*q.E2ELMs-*q.TTFTMs)/float64(q.OutputTokens-1))
 		}
 		itl = append(itl, q.ChunkGapsMs...)
 	}
 	if len(reqs) == 0 {
-		r.TotalInputTokens = int64(math.Round(c.EffectiveISL * float64(c.Completed)))
-		r.TotalOutputTokens = int64(math.Round(c.EffectiveOSL * float64(c.Completed)))
+		r.TotalInputTokens = int64(math.Round(results.ValueOr(c.EffectiveISL, 0) * float64(c.Completed)))
+		r.TotalOutputTokens = int64(math.Round(results.ValueOr(c.EffectiveOSL, 0) * float64(c.Completed)))
 	}
 	r.StdTTFTMs, r.StdTPOTMs, r.StdITLMs, r.StdE2ELMs = std(ttft), std(tpot), std(itl), std(e2el)
-	zeroNonFinite(reflect.ValueOf(&r).Elem())
+	nullNonFinite(reflect.ValueOf(&r).Elem())
 	return r
 }
 
-// zeroNonFinite replaces NaN and ±Inf, which JSON cannot carry, with 0 (a
-// metric that could not be measured reads 0 everywhere, with `completed`
-// and `status` saying why).
-func zeroNonFinite(v reflect.Value) {
+// nullNonFinite replaces NaN and ±Inf, which JSON cannot carry: a nullable
+// metric becomes null (not measured), a plain number 0.
+func nullNonFinite(v reflect.Value) {
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Field(i)
-		if f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+		switch {
+		case f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)):
 			f.SetFloat(0)
+		case f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Float64 &&
+			(math.IsNaN(f.Elem().Float()) || math.IsInf(f.Elem().Float(), 0)):
+			f.SetZero()
 		}
 	}
 }
 
-// std is the population standard deviation (numpy's np.std, as vLLM uses).
-func std(xs []float64) float64 {
+// std is the population standard deviation (numpy's np.std, as vLLM uses);
+// nil without samples.
+func std(xs []float64) *float64 {
 	if len(xs) == 0 {
-		return 0
+		return nil
 	}
 	var sum float64
 	for _, x := range xs {
@@ -220,7 +225,7 @@ func std(xs []float64) float64 {
 	for _, x := range xs {
 		ss += (x - mean) * (x - mean)
 	}
-	return math.Sqrt(ss / float64(len(xs)))
+	return results.Some(math.Sqrt(ss / float64(len(xs))))
 }
 
 // Build assembles result.json's content.

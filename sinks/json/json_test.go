@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/golden"
@@ -116,5 +117,53 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 	r := read(o.Prefix + ".json")
 	if r.Status != "failed" || r.ExitCode == nil || *r.ExitCode != 1 || r.Assertions.Failed != 1 || r.SchemaVersion != results.SchemaVersion {
 		t.Errorf("final: status %q exit %v failed %d schema %d", r.Status, r.ExitCode, r.Assertions.Failed, r.SchemaVersion)
+	}
+}
+
+// A null (not measured) metric is null in result.json, never 0; a measured
+// zero stays 0. The fixture's failed cell has no latency, no deviation
+// (no ok request) and a measured 0 req/s; its verdict is an error.
+func TestNullIsNull(t *testing.T) {
+	bad := resultstest.Unmeasured()
+	b, err := jsonsink.Encode(jsonsink.Build(resultstest.Run(), []jsonsink.CellResult{jsonsink.NewCellResult(bad.Cell, bad.Requests)}, bad.Verdicts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cells      []map[string]any `json:"cells"`
+		Assertions struct {
+			Failed   int `json:"failed"`
+			Verdicts []struct {
+				Outcome, Error string
+				Values         map[string]string
+			} `json:"verdicts"`
+		} `json:"assertions"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	c := doc.Cells[0]
+	for _, k := range []string{"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p90_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "std_tpot_ms",
+		"p99_itl_ms", "std_itl_ms", "mean_e2el_ms", "p99_e2el_ms", "prefill_tok_s"} {
+		if v, ok := c[k]; !ok || v != nil {
+			t.Errorf("%s = %v (present %v), want null", k, v, ok)
+		}
+	}
+	for k, want := range map[string]float64{"request_throughput": 0, "output_throughput": 0, "request_goodput": 0, "decode_tok_s": 0,
+		"num_prompts": 8, "failed": 8, "completed": 0, "total_output_tokens": 0} {
+		if v, ok := c[k].(float64); !ok || v != want {
+			t.Errorf("%s = %v, want the measured %v", k, c[k], want)
+		}
+	}
+	if len(doc.Assertions.Verdicts) != 1 || doc.Assertions.Failed != 1 || doc.Assertions.Verdicts[0].Outcome != "error" ||
+		doc.Assertions.Verdicts[0].Values["ttft_p99_ms"] != "null" || !strings.Contains(doc.Assertions.Verdicts[0].Error, "ttft_p99_ms is null") {
+		t.Errorf("assertions: %+v", doc.Assertions)
+	}
+	// NaN and ±Inf, which JSON cannot carry, are not measurements either.
+	odd := resultstest.Points()[0].Cell
+	odd.TTFTP99Ms, odd.ReqS = results.Some(math.NaN()), results.Some(math.Inf(1))
+	r := jsonsink.NewCellResult(odd, nil)
+	if r.P99TTFTMs != nil || r.RequestThroughput != nil {
+		t.Errorf("NaN/Inf read as %v/%v, want null", *r.P99TTFTMs, *r.RequestThroughput)
 	}
 }

@@ -39,9 +39,9 @@ func syntheticRequests(n, gaps int) []results.Request {
 			CellID: fmt.Sprintf("sweep/128:128/c%d", 1<<(cell%8)), Seq: int64(i),
 			ResponseID: fmt.Sprintf("cmpl-%08x", rng.Uint32()),
 			SentAt:     t0.Add(time.Duration(i) * time.Millisecond), SendLagMs: lag,
-			TTFTMs: ttft, E2ELMs: ttft + float64(gaps)*5.5, InputTokens: 128, OutputTokens: int64(gaps + 1),
+			TTFTMs: results.Some(ttft), E2ELMs: results.Some(ttft + float64(gaps)*5.5), InputTokens: 128, OutputTokens: int64(gaps + 1),
 			Chunks: int64(gaps + 1), ChunkGapsMs: g, Status: results.StatusOK,
-			TTFTSchedMs: ttft + lag, E2ELSchedMs: ttft + lag + float64(gaps)*5.5, ChunkTokens: toks, UsageReported: true,
+			TTFTSchedMs: results.Some(ttft + lag), E2ELSchedMs: results.Some(ttft + lag + float64(gaps)*5.5), ChunkTokens: toks, UsageReported: true,
 		}
 	}
 	return rows

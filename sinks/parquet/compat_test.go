@@ -59,7 +59,8 @@ func TestWriteV1(t *testing.T) {
 }
 
 // Every column a v1 file has still exists in the current schema, with the
-// same type: columns are added, never renamed, retyped or removed.
+// same type: columns are added, never renamed, retyped or removed; a
+// required column may only become optional (nullable).
 func TestV1ColumnsStillExist(t *testing.T) {
 	for table, current := range map[string]*pq.Schema{
 		"cells": pq.SchemaOf(results.Cell{}), "requests": pq.SchemaOf(results.Request{}),
@@ -85,7 +86,7 @@ func TestV1ColumnsStillExist(t *testing.T) {
 			if o, n := old.Node.Type().String(), now.Node.Type().String(); o != n {
 				t.Errorf("%s: column %s was %s in v1 and is %s now: never retype a column", table, name, o, n)
 			}
-			if old.Node.Optional() != now.Node.Optional() || old.Node.Repeated() != now.Node.Repeated() {
+			if !repetitionKept(old.Node, now.Node) {
 				t.Errorf("%s: column %s changed its repetition since v1", table, name)
 			}
 		}
@@ -108,15 +109,15 @@ func TestReadV1WithCurrentReader(t *testing.T) {
 	}
 	for i, c := range cells {
 		w := wantCells[i]
-		if c.CellID != w.CellID || c.TTFTP99Ms != w.TTFTP99Ms || c.OutputTokS != w.OutputTokS || c.Metadata["quant"] != "Q4_K_M" || !c.StartedAt.Equal(w.StartedAt) {
-			t.Errorf("cell %d read back as %s p99 %v tok/s %v md %v at %v", i, c.CellID, c.TTFTP99Ms, c.OutputTokS, c.Metadata, c.StartedAt)
+		if c.CellID != w.CellID || val(c.TTFTP99Ms) != val(w.TTFTP99Ms) || val(c.OutputTokS) != val(w.OutputTokS) || c.Metadata["quant"] != "Q4_K_M" || !c.StartedAt.Equal(w.StartedAt) {
+			t.Errorf("cell %d read back as %s p99 %v tok/s %v md %v at %v", i, c.CellID, val(c.TTFTP99Ms), val(c.OutputTokS), c.Metadata, c.StartedAt)
 		}
 	}
 	reqs, err := pqs.ReadFile[results.Request](filepath.Join(v1Dir, "requests.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != len(wantReqs) || len(reqs[0].ChunkGapsMs) != len(wantReqs[0].ChunkGapsMs) || reqs[5].TTFTMs != wantReqs[5].TTFTMs {
+	if len(reqs) != len(wantReqs) || len(reqs[0].ChunkGapsMs) != len(wantReqs[0].ChunkGapsMs) || val(reqs[5].TTFTMs) != val(wantReqs[5].TTFTMs) || reqs[5].TTFTMs == nil {
 		t.Errorf("requests read back wrong: %d rows", len(reqs))
 	}
 	vs, err := pqs.ReadFile[results.Verdict](filepath.Join(v1Dir, "assertions.parquet"))

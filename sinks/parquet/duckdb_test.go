@@ -100,7 +100,7 @@ func TestDocumentedQueries(t *testing.T) {
 		rows := query(t, db, qs["recompute-itl"])
 		want := map[string][2]float64{}
 		for _, p := range resultstest.Points() {
-			want[p.Cell.CellID] = [2]float64{p.Cell.ITLP50Ms, p.Cell.ITLP99Ms}
+			want[p.Cell.CellID] = [2]float64{*p.Cell.ITLP50Ms, *p.Cell.ITLP99Ms}
 		}
 		for _, r := range rows {
 			w := want[r[1]]

@@ -69,6 +69,15 @@ func query(t testing.TB, db *sql.DB, q string, args ...any) [][]string {
 }
 
 // sqlPath quotes a path for a DuckDB string literal.
+// val reads a nullable metric, -1 when it is null: no metric is
+// negative, so a null fails every check that wants a measured value.
+func val[T int64 | float64](p *T) T {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
 func sqlPath(p string) string { return "'" + strings.ReplaceAll(filepath.ToSlash(p), "'", "''") + "'" }
 
 // writeRun writes the fixture's rows as one run of plan into root through

@@ -22,8 +22,10 @@ import (
 const skeletonRun = "testdata/skeleton/plan=quickstart/date=2026-12-01/run=20261201T052532Z-d8734b"
 
 // checkColumnsKept fails for a column of the file that the current schema
-// lost, renamed, retyped or changed the repetition of, and returns how
-// many columns the file has.
+// lost, renamed, retyped or changed the repetition of (a required column
+// may become optional: a metric that can be "not measured" became
+// nullable in schema version 3, and every reader reads a required column
+// as an optional one), and returns how many columns the file has.
 func checkColumnsKept(t *testing.T, path string, current *pq.Schema) int {
 	t.Helper()
 	f, err := os.Open(path)
@@ -51,11 +53,20 @@ func checkColumnsKept(t *testing.T, path string, current *pq.Schema) int {
 		if o, n := old.Node.Type().String(), now.Node.Type().String(); o != n {
 			t.Errorf("%s: column %s was %s and is %s now: never retype a column", path, name, o, n)
 		}
-		if old.Node.Optional() != now.Node.Optional() || old.Node.Repeated() != now.Node.Repeated() {
+		if !repetitionKept(old.Node, now.Node) {
 			t.Errorf("%s: column %s changed its repetition", path, name)
 		}
 	}
 	return len(cols)
+}
+
+// repetitionKept: a column kept its repetition, or a required column
+// became optional (nullable), the one change every reader takes.
+func repetitionKept(old, now pq.Node) bool {
+	if old.Repeated() != now.Repeated() {
+		return false
+	}
+	return old.Optional() == now.Optional() || old.Required() && now.Optional()
 }
 
 // The current schema keeps every column the skeleton wrote, and it has
@@ -77,7 +88,9 @@ func TestSkeletonColumnsStillExist(t *testing.T) {
 }
 
 // benchrun's own reader (reports, result.json, history) reads the
-// skeleton's files: the old columns with their values, the new ones zero.
+// skeleton's files: the old columns with their values (a metric written
+// as a required column reads as measured), the new ones zero, or null
+// for a nullable one.
 func TestReadSkeletonWithCurrentReader(t *testing.T) {
 	cells, err := results.ReadTable[results.Cell](skeletonRun, results.TableCells)
 	if err != nil {
@@ -89,11 +102,11 @@ func TestReadSkeletonWithCurrentReader(t *testing.T) {
 	for _, c := range cells {
 		if c.RunID != "20261201T052532Z-d8734b" || c.Plan != "quickstart" || !strings.HasPrefix(c.CellID, "sweep/") ||
 			c.StartedAt.Before(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) || c.Metadata["mode"] != "fixed" ||
-			c.OutputTokS <= 0 || c.TTFTP99Ms <= 0 || c.ITLP50Ms <= 0 || c.Requests != 8 || c.Status != results.StatusOK {
+			val(c.OutputTokS) <= 0 || val(c.TTFTP99Ms) <= 0 || val(c.ITLP50Ms) <= 0 || c.Requests != 8 || c.Status != results.StatusOK {
 			t.Errorf("old cell row read back wrong: %+v", c)
 		}
-		if c.AdmittedTok != 0 || c.ITLTokP50Ms != 0 || c.TTFTSchedP99Ms != 0 || c.Arrival != "" {
-			t.Errorf("%s: columns the skeleton did not write read as %d, %v, %v, %q; want zero values", c.CellID, c.AdmittedTok, c.ITLTokP50Ms, c.TTFTSchedP99Ms, c.Arrival)
+		if c.AdmittedTok != 0 || c.ITLTokP50Ms != nil || c.TTFTSchedP99Ms != nil || c.Arrival != "" {
+			t.Errorf("%s: columns the skeleton did not write read as %d, %v, %v, %q; want zero values (null for a nullable metric)", c.CellID, c.AdmittedTok, val(c.ITLTokP50Ms), val(c.TTFTSchedP99Ms), c.Arrival)
 		}
 	}
 	reqs, err := results.ReadTable[results.Request](skeletonRun, results.TableRequests)
@@ -104,9 +117,9 @@ func TestReadSkeletonWithCurrentReader(t *testing.T) {
 		t.Fatalf("%d request rows, want 32", len(reqs))
 	}
 	for _, q := range reqs {
-		if q.TTFTMs <= 0 || q.OutputTokens != 32 || len(q.ChunkGapsMs) == 0 || len(q.ChunkTokens) != 0 || q.UsageReported {
+		if val(q.TTFTMs) <= 0 || q.OutputTokens != 32 || len(q.ChunkGapsMs) == 0 || len(q.ChunkTokens) != 0 || q.UsageReported {
 			t.Errorf("old request row read back wrong: cell %s seq %d ttft %v out %d gaps %d chunk_tokens %v usage %v",
-				q.CellID, q.Seq, q.TTFTMs, q.OutputTokens, len(q.ChunkGapsMs), q.ChunkTokens, q.UsageReported)
+				q.CellID, q.Seq, val(q.TTFTMs), q.OutputTokens, len(q.ChunkGapsMs), q.ChunkTokens, q.UsageReported)
 		}
 	}
 }

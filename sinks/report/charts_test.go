@@ -22,7 +22,7 @@ func TestChartsByLoadKind(t *testing.T) {
 		broken[i] = c
 	}
 	nan := append([]results.Cell(nil), closed...)
-	nan[1].OutputTokS, nan[1].TTFTP99Ms = math.NaN(), math.Inf(1)
+	nan[1].OutputTokS, nan[1].TTFTP99Ms, nan[2].ITLP50Ms = results.Some(math.NaN()), results.Some(math.Inf(1)), nil
 
 	for _, tc := range []struct {
 		name  string

@@ -35,6 +35,8 @@ type htmlPage struct {
 	Failed   int
 	Checked  int
 	Version  string
+	// NotMeasured explains the "–" cells, when the table has any.
+	NotMeasured string
 }
 
 type htmlChart struct {
@@ -58,7 +60,11 @@ func HTML(d Data, charts []Chart) ([]byte, error) {
 	for _, c := range d.Cells {
 		hc := htmlCell{Status: c.Status, Reason: c.Reason, Label: cellLabel(c)}
 		for _, col := range p.Heads {
-			hc.Values = append(hc.Values, col.value(c))
+			v := col.value(c)
+			if col.Num && v == "–" {
+				p.NotMeasured = notMeasured
+			}
+			hc.Values = append(hc.Values, v)
 		}
 		p.Cells = append(p.Cells, hc)
 	}
@@ -139,6 +145,7 @@ footer { margin-top:32px; color:var(--muted); font-size:12px; }
 <tbody>{{range .Cells}}<tr{{if ne .Status "ok"}} class="bad"{{end}}>{{range $i, $v := .Values}}<td{{if (index $.Heads $i).Num}} class="n"{{end}}>{{$v}}</td>{{end}}</tr>
 {{if .Reason}}<tr class="bad"><td colspan="{{len $.Heads}}" class="reason">{{.Label}}: {{.Reason}}</td></tr>{{end}}{{end}}</tbody>
 </table></div>
+{{with .NotMeasured}}<p class="desc">{{.}}</p>{{end}}
 
 <h2>Assertions</h2>
 {{if .Verdicts}}<div class="scroll"><table id="assertions">
@@ -149,7 +156,7 @@ footer { margin-top:32px; color:var(--muted); font-size:12px; }
 
 {{if .Run.Stages}}<h2>Stages</h2>
 <div class="scroll"><table id="stages"><thead><tr><th>stage</th><th>kind</th><th>status</th><th class="n">duration</th><th>reason</th></tr></thead>
-<tbody>{{range .Run.Stages}}<tr{{if eq .Status "failed"}} class="bad"{{end}}><td>{{.Name}}</td><td>{{.Kind}}</td><td><span class="badge {{.Status}}">{{.Status}}</span></td><td class="n">{{printf "%.1f s" .DurationS}}</td><td class="reason">{{.Reason}}</td></tr>
+<tbody>{{range .Run.Stages}}<tr{{if or (eq .Status "failed") (eq .Status "error")}} class="bad"{{end}}><td>{{.Name}}</td><td>{{.Kind}}</td><td><span class="badge {{.Status}}">{{.Status}}</span></td><td class="n">{{printf "%.1f s" .DurationS}}</td><td class="reason">{{.Reason}}</td></tr>
 {{end}}</tbody></table></div>{{end}}
 
 <footer>benchrun {{.Version}} · regenerate with <code>benchrun report &lt;run dir&gt;</code> · every column is documented in docs/RESULTS.md</footer>

@@ -49,12 +49,18 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 		}
 	}
 	b.WriteString("\n")
+	dash := false
 	for _, cell := range d.Cells {
 		b.WriteString("|")
 		for _, c := range cols {
-			fmt.Fprintf(&b, " %s |", mdCell(c.value(cell)))
+			v := c.value(cell)
+			dash = dash || c.Num && v == "–"
+			fmt.Fprintf(&b, " %s |", mdCell(v))
 		}
 		b.WriteString("\n")
+	}
+	if dash {
+		fmt.Fprintf(&b, "\n%s\n", mdText(notMeasured))
 	}
 	for _, cell := range d.Cells {
 		if cell.Reason != "" {
@@ -132,10 +138,18 @@ type cellColumn struct {
 	value func(results.Cell) string
 }
 
+// notMeasured explains the "–" of a metric that was not measured (null).
+const notMeasured = "– not measured (null: no sample, e.g. every request of the cell failed, or no c=1 row to compare with)"
+
 func cellColumns() []cellColumn {
-	ok := func(c results.Cell) bool { return c.Completed > 0 }
-	metric := func(head string, f func(results.Cell) float64) cellColumn {
-		return cellColumn{head, true, func(c results.Cell) string { return num(f(c), ok(c)) }}
+	// A latency of a row without a completed request is not measured:
+	// null since schema version 3, a 0 in files written before.
+	latency := func(head string, f func(results.Cell) *float64) cellColumn {
+		return cellColumn{head, true, func(c results.Cell) string { p := f(c); return num(results.ValueOr(p, 0), p != nil && c.Completed > 0) }}
+	}
+	// A rate or ratio is shown whenever measured: a 0 req/s is a value.
+	metric := func(head string, f func(results.Cell) *float64) cellColumn {
+		return cellColumn{head, true, func(c results.Cell) string { p := f(c); return num(results.ValueOr(p, 0), p != nil) }}
 	}
 	return []cellColumn{
 		{"stage", false, func(c results.Cell) string { return c.Stage }},
@@ -153,16 +167,16 @@ func cellColumns() []cellColumn {
 			}
 			return fmt.Sprint(c.Requests)
 		}},
-		metric("TTFT p50 ms", func(c results.Cell) float64 { return c.TTFTP50Ms }),
-		metric("TTFT p99 ms", func(c results.Cell) float64 { return c.TTFTP99Ms }),
-		metric("ITL p50 ms", func(c results.Cell) float64 { return c.ITLP50Ms }),
-		metric("ITL p99 ms", func(c results.Cell) float64 { return c.ITLP99Ms }),
-		metric("TPOT ms", func(c results.Cell) float64 { return c.TPOTMs }),
-		metric("E2EL p99 ms", func(c results.Cell) float64 { return c.E2ELP99Ms }),
-		metric("req/s", func(c results.Cell) float64 { return c.ReqS }),
-		metric("output tok/s", func(c results.Cell) float64 { return c.OutputTokS }),
-		metric("speedup", func(c results.Cell) float64 { return c.SpeedupVsC1 }),
-		metric("batch eff.", func(c results.Cell) float64 { return c.BatchingEfficiency }),
+		latency("TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }),
+		latency("TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }),
+		latency("ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }),
+		latency("ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }),
+		latency("TPOT ms", func(c results.Cell) *float64 { return c.TPOTMs }),
+		latency("E2EL p99 ms", func(c results.Cell) *float64 { return c.E2ELP99Ms }),
+		metric("req/s", func(c results.Cell) *float64 { return c.ReqS }),
+		metric("output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }),
+		metric("speedup", func(c results.Cell) *float64 { return c.SpeedupVsC1 }),
+		metric("batch eff.", func(c results.Cell) *float64 { return c.BatchingEfficiency }),
 	}
 }
 

@@ -116,15 +116,25 @@ func Charts(d Data) []Chart {
 			for _, c := range g.cells {
 				x := l.x(c)
 				lbl := l.pointL(c)
-				pt = append(pt, point{x: x, y: c.OutputTokS, tip: fmt.Sprintf("%s %s: %.1f output tok/s", g.name, lbl, c.OutputTokS)})
-				p50 = append(p50, point{x: x, y: c.TTFTP50Ms, tip: fmt.Sprintf("%s %s: TTFT p50 %.2f ms", g.name, lbl, c.TTFTP50Ms)})
-				p99 = append(p99, point{x: x, y: c.TTFTP99Ms, tip: fmt.Sprintf("%s %s: TTFT p99 %.2f ms", g.name, lbl, c.TTFTP99Ms)})
-				i50 = append(i50, point{x: x, y: c.ITLP50Ms, tip: fmt.Sprintf("%s %s: ITL p50 %.2f ms", g.name, lbl, c.ITLP50Ms)})
-				i99 = append(i99, point{x: x, y: c.ITLP99Ms, tip: fmt.Sprintf("%s %s: ITL p99 %.2f ms", g.name, lbl, c.ITLP99Ms)})
-				if c.TPOTMs > 0 {
-					per := 1000 / c.TPOTMs
-					tr = append(tr, point{x: per, y: c.OutputTokS, label: lbl,
-						tip: fmt.Sprintf("%s %s: %.1f tok/s per request, %.1f tok/s total, TTFT p99 %.1f ms", g.name, lbl, per, c.OutputTokS, c.TTFTP99Ms)})
+				// A metric that was not measured (null) is no point.
+				add := func(pts *[]point, y *float64, format string) {
+					if y != nil {
+						*pts = append(*pts, point{x: x, y: *y, tip: fmt.Sprintf("%s %s: "+format, g.name, lbl, *y)})
+					}
+				}
+				add(&pt, c.OutputTokS, "%.1f output tok/s")
+				add(&p50, c.TTFTP50Ms, "TTFT p50 %.2f ms")
+				add(&p99, c.TTFTP99Ms, "TTFT p99 %.2f ms")
+				add(&i50, c.ITLP50Ms, "ITL p50 %.2f ms")
+				add(&i99, c.ITLP99Ms, "ITL p99 %.2f ms")
+				if tpot, out := results.ValueOr(c.TPOTMs, 0), c.OutputTokS; tpot > 0 && out != nil {
+					per := 1000 / tpot
+					p99 := "–"
+					if c.TTFTP99Ms != nil {
+						p99 = fmt.Sprintf("%.1f", *c.TTFTP99Ms)
+					}
+					tr = append(tr, point{x: per, y: *out, label: lbl,
+						tip: fmt.Sprintf("%s %s: %.1f tok/s per request, %.1f tok/s total, TTFT p99 %s ms", g.name, lbl, per, *out, p99)})
 				}
 			}
 			tput.series = append(tput.series, series{name: g.name, color: color, pts: pt})

@@ -77,3 +77,37 @@ func TestEmptyRun(t *testing.T) {
 		t.Errorf("empty report:\n%s", md)
 	}
 }
+
+// A null (not measured) metric reads "–" in both reports, with a line that
+// says what the dash means; a measured zero reads 0.00. The charts leave
+// the unmeasured cell out.
+func TestNotMeasuredIsADash(t *testing.T) {
+	d := fixture()
+	bad := resultstest.Unmeasured()
+	d.Cells = append(d.Cells, bad.Cell)
+	d.Verdicts = append(d.Verdicts, bad.Verdicts...)
+	md := string(report.Markdown(d, report.Charts(d), "charts/"))
+	var row string
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| sweep | 64:32 | c=8 |") {
+			row = l
+		}
+	}
+	// stage, isl:osl, load, status, requests, TTFT p50/p99, ITL p50/p99, TPOT, E2EL p99, req/s, tok/s, speedup, batch eff.
+	if want := "| sweep | 64:32 | c=8 | error | 8 (8 failed) | – | – | – | – | – | – | 0.00 | 0.00 | – | – |"; row != want {
+		t.Errorf("report.md row of the failed cell:\n got %s\nwant %s", row, want)
+	}
+	if !strings.Contains(md, "– not measured (null") || !strings.Contains(md, "ttft\\_p99\\_ms is null: not measured (every request failed)") {
+		t.Errorf("report.md does not say what – means, or lacks the null verdict:\n%s", md)
+	}
+	if strings.Contains(string(report.Markdown(fixture(), nil, "charts/")), "not measured") {
+		t.Error("report.md explains – when every value was measured")
+	}
+	page, err := report.HTML(d, report.Charts(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(page); !strings.Contains(s, "– not measured (null") || !strings.Contains(s, "ttft_p99_ms is null: not measured") {
+		t.Errorf("report.html does not explain the null values")
+	}
+}

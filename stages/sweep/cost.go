@@ -7,7 +7,8 @@ import (
 
 // applyCost fills the cost columns when the target carries a price: a
 // provision stage's cost_per_hour, passed on through the launch stage's
-// Outputs.Values. The cell is charged for its own duration only.
+// Outputs.Values. The cell is charged for its own duration only. Without a
+// price (or a window) both stay nil: not measured, never a free run.
 func applyCost(row *results.Cell, target *pipeline.Outputs) {
 	if target == nil || row.DurationS <= 0 {
 		return
@@ -26,6 +27,9 @@ func applyCost(row *results.Cell, target *pipeline.Outputs) {
 	if perHour <= 0 {
 		return
 	}
-	row.CostUSD = perHour * row.DurationS / 3600
-	row.TokensPerDollar = row.OutputTokS * row.DurationS / row.CostUSD
+	cost := perHour * row.DurationS / 3600
+	row.CostUSD = results.Some(cost)
+	if row.OutputTokS != nil {
+		row.TokensPerDollar = results.Some(*row.OutputTokS * row.DurationS / cost)
+	}
 }

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -14,20 +15,32 @@ func TestApplyCost(t *testing.T) {
 		values    map[string]any
 		duration  float64
 		outTokS   float64
-		cost, tpd float64
+		cost, tpd *float64 // nil: not measured (no price, no window)
 	}{
-		{"priced", map[string]any{"cost_per_hour": 3.6}, 10, 100, 0.01, 100000},
-		{"integer price", map[string]any{"cost_per_hour": int64(36)}, 1, 50, 0.01, 5000},
-		{"no price", map[string]any{}, 10, 100, 0, 0},
-		{"free machine", map[string]any{"cost_per_hour": 0.0}, 10, 100, 0, 0},
-		{"no duration", map[string]any{"cost_per_hour": 3.6}, 0, 0, 0, 0},
+		{"priced", map[string]any{"cost_per_hour": 3.6}, 10, 100, results.Some(0.01), results.Some(100000.0)},
+		{"integer price", map[string]any{"cost_per_hour": int64(36)}, 1, 50, results.Some(0.01), results.Some(5000.0)},
+		{"no price", map[string]any{}, 10, 100, nil, nil},
+		{"free machine", map[string]any{"cost_per_hour": 0.0}, 10, 100, nil, nil},
+		{"no duration", map[string]any{"cost_per_hour": 3.6}, 0, 0, nil, nil},
+	}
+	same := func(got, want *float64, tol float64) bool {
+		if got == nil || want == nil {
+			return got == want
+		}
+		return math.Abs(*got-*want) <= tol
+	}
+	show := func(p *float64) string {
+		if p == nil {
+			return "null"
+		}
+		return fmt.Sprint(*p)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			row := results.Cell{DurationS: tt.duration, OutputTokS: tt.outTokS}
+			row := results.Cell{DurationS: tt.duration, OutputTokS: results.Some(tt.outTokS)}
 			applyCost(&row, &pipeline.Outputs{Values: tt.values})
-			if math.Abs(row.CostUSD-tt.cost) > 1e-12 || math.Abs(row.TokensPerDollar-tt.tpd) > 1e-6 {
-				t.Fatalf("cost_usd %g tokens_per_dollar %g, want %g and %g", row.CostUSD, row.TokensPerDollar, tt.cost, tt.tpd)
+			if !same(row.CostUSD, tt.cost, 1e-12) || !same(row.TokensPerDollar, tt.tpd, 1e-6) {
+				t.Fatalf("cost_usd %s tokens_per_dollar %s, want %s and %s", show(row.CostUSD), show(row.TokensPerDollar), show(tt.cost), show(tt.tpd))
 			}
 		})
 	}

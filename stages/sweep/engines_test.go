@@ -112,8 +112,8 @@ func TestCellOverTheContextIsRefusedUpFront(t *testing.T) {
 	for _, r := range c.cells {
 		switch r.ISL {
 		case 64:
-			if r.Status != results.StatusOK || r.MaxModelLen != 200 {
-				t.Errorf("%s: %s %s (max_model_len %d)", r.CellID, r.Status, r.Reason, r.MaxModelLen)
+			if r.Status != results.StatusOK || v(r.MaxModelLen) != 200 {
+				t.Errorf("%s: %s %s (max_model_len %d)", r.CellID, r.Status, r.Reason, v(r.MaxModelLen))
 			}
 		case 256:
 			if r.Status != results.StatusError || !strings.Contains(r.Reason, "isl+osl = 272 does not fit the server's context of 200 tokens") || !strings.Contains(r.Reason, "max_model_len") || r.Requests != 0 {
@@ -207,8 +207,8 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 	})
 	hs.Start()
 	t.Cleanup(func() { s.Close(); hs.Close() })
-	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: "server"
-		cells: [{isl: 16, osl: 20}], concurrency: [1, 2, 4], requests: 4, warmup: 1`), ``)
+	st, p := loadStage(t, `kind: "sweep", target: "server"
+		cells: [{isl: 16, osl: 20}], concurrency: [1, 2, 4], requests: 4, warmup: 1`, ``)
 	var c collected
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
 		Deps: map[string]*pipeline.Outputs{"server": {URL: hs.URL, Done: done, DoneReason: func() string { return "signal: killed" }}},

@@ -57,11 +57,11 @@ func TestEveryEnginePersonalityGivesExactOKRows(t *testing.T) {
 				if r.Status != results.StatusOK {
 					t.Fatalf("%s: %s %s (notes %s)", r.CellID, r.Status, r.Reason, r.Notes)
 				}
-				if r.EffectiveISL != float64(r.ISL) || r.EffectiveOSL != float64(r.OSL) {
-					t.Errorf("%s: effective isl/osl %.2f/%.2f, want %d/%d (notes %s)", r.CellID, r.EffectiveISL, r.EffectiveOSL, r.ISL, r.OSL, r.Notes)
+				if v(r.EffectiveISL) != float64(r.ISL) || v(r.EffectiveOSL) != float64(r.OSL) {
+					t.Errorf("%s: effective isl/osl %.2f/%.2f, want %d/%d (notes %s)", r.CellID, v(r.EffectiveISL), v(r.EffectiveOSL), r.ISL, r.OSL, r.Notes)
 				}
-				if r.Engine != tc.engine || r.EngineVersion != tc.version || r.MaxModelLen != 512 {
-					t.Errorf("%s: engine %q version %q max_model_len %d", r.CellID, r.Engine, r.EngineVersion, r.MaxModelLen)
+				if r.Engine != tc.engine || r.EngineVersion != tc.version || v(r.MaxModelLen) != 512 {
+					t.Errorf("%s: engine %q version %q max_model_len %d", r.CellID, r.Engine, r.EngineVersion, v(r.MaxModelLen))
 				}
 				if !strings.Contains(r.Notes, "calibrated by") {
 					t.Errorf("%s: notes %q", r.CellID, r.Notes)
@@ -97,8 +97,8 @@ func TestColdPromptsDefeatThePromptCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1, c4 := c.cells[0], c.cells[1]
-	if c4.TTFTP50Ms < 0.8*c1.TTFTP50Ms || c1.TTFTP50Ms < 15 {
-		t.Fatalf("ttft p50 c=1 %.1f ms, c=4 %.1f ms: cold prompts were served from the prompt cache", c1.TTFTP50Ms, c4.TTFTP50Ms)
+	if v(c4.TTFTP50Ms) < 0.8*v(c1.TTFTP50Ms) || v(c1.TTFTP50Ms) < 15 {
+		t.Fatalf("ttft p50 c=1 %.1f ms, c=4 %.1f ms: cold prompts were served from the prompt cache", v(c1.TTFTP50Ms), v(c4.TTFTP50Ms))
 	}
 	cached := 0
 	for _, q := range c.reqs {

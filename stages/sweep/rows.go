@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,45 +75,43 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	w := window.Seconds()
 	row.DurationS = w
 
+	// A statistic without samples is nil (not measured), never 0: a cell
+	// whose every request failed has no latency (docs/METRICS.md).
 	ts := stats.Summarize(ttft)
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = ts.Mean, ts.P50, ts.P90, ts.P95, ts.P99, ts.Max
-	tss := stats.Summarize(ttftSched)
-	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = tss.Mean, tss.P50, tss.P90, tss.P95, tss.P99, tss.Max
-	is := stats.Summarize(itl)
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = is.Mean, is.P50, is.P90, is.P95, is.P99, is.Max
-	its := stats.Summarize(itlTok)
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = its.Mean, its.P50, its.P90, its.P95, its.P99, its.Max
-	ps := stats.Summarize(tpot)
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = ps.Mean, ps.P50, ps.P90, ps.P95, ps.P99, ps.Max
-	es := stats.Summarize(e2el)
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = es.Mean, es.P50, es.P90, es.P95, es.P99, es.Max
-	ess := stats.Summarize(e2elSched)
-	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = ess.Mean, ess.P50, ess.P90, ess.P95, ess.P99, ess.Max
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = dist(ts)
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = dist(stats.Summarize(ttftSched))
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = dist(stats.Summarize(itl))
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = dist(stats.Summarize(itlTok))
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = dist(stats.Summarize(tpot))
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = dist(stats.Summarize(e2el))
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = dist(stats.Summarize(e2elSched))
 	ls := stats.Summarize(lag)
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = ls.Mean, ls.P50, ls.P90, ls.P95, ls.P99, ls.Max
-	row.NTPOTMs = stats.Mean(ntpot)
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = dist(ls)
+	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
 
+	// Throughputs over a window are measured whenever there is a window:
+	// a cell whose requests all failed served 0 tokens/s, a measurement.
 	if w > 0 {
-		row.ReqS = float64(row.Completed) / w
-		row.OutputTokS = outTok / w
-		row.TotalTokS = (inTok + outTok) / w
-		row.DecodeTokS = row.OutputTokS
-		row.Goodput = float64(good) / w
+		row.ReqS = results.Some(float64(row.Completed) / w)
+		row.OutputTokS = results.Some(outTok / w)
+		row.TotalTokS = results.Some((inTok + outTok) / w)
+		row.DecodeTokS = results.Some(outTok / w) // the seed's name for output_tok_s
+		row.Goodput = results.Some(float64(good) / w)
 	}
 	if sends.span > 0 {
 		// The offered rate over the send window (first to last send), not
 		// over the window that includes the drain after the last send.
-		row.SentReqS = float64(sends.intervals) / sends.span.Seconds()
+		row.SentReqS = results.Some(float64(sends.intervals) / sends.span.Seconds())
 	}
 	if len(rs) > 0 {
-		row.GoodputRatio = float64(good) / float64(len(rs))
+		row.GoodputRatio = results.Some(float64(good) / float64(len(rs)))
 	}
 	if ttftSum > 0 {
-		row.PrefillTokS = inTok / (ttftSum / 1000)
+		row.PrefillTokS = results.Some(inTok / (ttftSum / 1000))
 	}
 	if row.Completed > 0 {
-		row.EffectiveISL = inTok / float64(row.Completed)
-		row.EffectiveOSL = outTok / float64(row.Completed)
+		row.EffectiveISL = results.Some(inTok / float64(row.Completed))
+		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
 
@@ -142,20 +141,20 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 		}
 		notes = append(notes, src)
 	}
-	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && row.EffectiveOSL < 0.95*float64(row.OSL) {
-		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", row.EffectiveOSL, row.OSL))
+	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
+		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", *row.EffectiveOSL, row.OSL))
 	}
-	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && math.Abs(row.EffectiveISL-float64(row.ISL)) >= 0.5 {
+	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
 		// Synthetic prompts are built to the exact length; a difference
 		// means the calibration did not hold (or isl is below the chat
 		// template's own tokens), and the cell is not the shape asked for.
-		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", row.EffectiveISL, row.ISL))
+		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", *row.EffectiveISL, row.ISL))
 	}
 	if row.ConnRetries > 0 && float64(row.ConnRetries) >= 0.01*float64(len(rs)) {
 		notes = append(notes, fmt.Sprintf("%d sends met a keep-alive connection the server had closed and went again on a fresh one (the server closes connections it advertises as kept alive; see conn_retries)", row.ConnRetries))
 	}
-	if n := float64(runtime.NumCPU()); row.ClientCPUUtil >= 0.8*n {
-		notes = append(notes, fmt.Sprintf("client-bound: benchrun itself used %.2f of %.0f cores over the timed window, so its stamps lag the bytes (read the cell as a lower bound of the server)", row.ClientCPUUtil, n))
+	if n := float64(runtime.NumCPU()); row.ClientCPUUtil != nil && *row.ClientCPUUtil >= 0.8*n {
+		notes = append(notes, fmt.Sprintf("client-bound: benchrun itself used %.2f of %.0f cores over the timed window, so its stamps lag the bytes (read the cell as a lower bound of the server)", *row.ClientCPUUtil, n))
 	}
 	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))
@@ -184,6 +183,24 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	}
 }
 
+// dist is a sample set's mean, p50, p90, p95, p99 and max: all nil when
+// it has no samples.
+func dist(s stats.Summary) (mean, p50, p90, p95, p99, worst *float64) {
+	if s.N == 0 {
+		return
+	}
+	return results.Some(s.Mean), results.Some(s.P50), results.Some(s.P90), results.Some(s.P95), results.Some(s.P99), results.Some(s.Max)
+}
+
+// opt formats a nullable metric for a progress line: "–" when it was not
+// measured.
+func opt(p *float64, prec int) string {
+	if p == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*p, 'f', prec, 64)
+}
+
 // meetsSLO: every objective the plan sets holds for the request. The itl
 // objective bounds the request's longest gap (the stall a reader sees).
 func meetsSLO(slo schema.SLO, ttft, tpot, maxGap, e2el float64) bool {
@@ -204,8 +221,9 @@ func requestRows(cell results.Cell, rs []loadgen.Result) []results.Request {
 			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
 		}
 		if r.OK() {
-			q.TTFTMs, q.E2ELMs = ms(r.TTFT()), ms(r.E2EL())
-			q.TTFTSchedMs, q.E2ELSchedMs = q.TTFTMs+q.SendLagMs, q.E2ELMs+q.SendLagMs
+			// A failed request has no ttft or e2el: nil, not 0.
+			q.TTFTMs, q.E2ELMs = results.Some(ms(r.TTFT())), results.Some(ms(r.E2EL()))
+			q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)
 			q.ChunkGapsMs = make([]float64, 0, max(len(r.Tokens)-1, 0))
 			q.ChunkTokens = make([]int64, len(r.Tokens))
 			for k := range r.Tokens {

@@ -39,10 +39,12 @@ func TestFillRowFormulas(t *testing.T) {
 	cfg := Config{Prompts: "cold", SendLagThresholdMs: 5}
 	fillRow(&row, rs, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, schema.SLO{TTFTMs: 20})
 
-	near := func(name string, got, want float64) {
+	near := func(name string, got *float64, want float64) {
 		t.Helper()
-		if math.Abs(got-want) > 1e-6 {
-			t.Errorf("%s = %v, want %v", name, got, want)
+		if got == nil {
+			t.Errorf("%s = null, want %v", name, want)
+		} else if math.Abs(*got-want) > 1e-6 {
+			t.Errorf("%s = %v, want %v", name, *got, want)
 		}
 	}
 	if row.Completed != 2 || row.Failed != 1 {
@@ -62,7 +64,7 @@ func TestFillRowFormulas(t *testing.T) {
 	near("ntpot", row.NTPOTMs, (10+20)/2.0)
 	near("send_lag max", row.SendLagMaxMs, 15) // the failed request's lag counts
 	near("send_lag mean", row.SendLagMs, (2+0+15)/3.0)
-	near("duration", row.DurationS, 2)
+	near("duration", &row.DurationS, 2)
 	near("req_s", row.ReqS, 1)
 	// The offered rate over the send window: 2 intervals between sends at
 	// 2, 100 and 315 ms, not 3 requests over the 2 s completion window.
@@ -83,11 +85,35 @@ func TestFillRowFormulas(t *testing.T) {
 		}
 	}
 
-	// Every request fails: no latency figure at all, and the reason says so.
+	// Every request fails: no latency figure at all (null, not 0: zero is
+	// a measurement), measured zero throughput over the window, and the
+	// reason says so.
 	var bad results.Cell
-	fillRow(&bad, rs[2:], time.Second, sendSpan{}, nil, cfg, schema.SLO{})
-	if bad.Completed != 0 || bad.TTFTMs != 0 || bad.E2ELMaxMs != 0 || bad.ITLMaxMs != 0 || bad.Goodput != 0 || bad.Status != results.StatusError {
+	fillRow(&bad, rs[2:], time.Second, spanOf(rs[2:]), nil, cfg, schema.SLO{})
+	if bad.Completed != 0 || bad.Failed != 1 || bad.Status != results.StatusError {
 		t.Errorf("all failed: %+v", bad)
+	}
+	for name, p := range map[string]*float64{
+		"ttft_ms": bad.TTFTMs, "ttft_p99_ms": bad.TTFTP99Ms, "ttft_sched_p99_ms": bad.TTFTSchedP99Ms, "e2el_max_ms": bad.E2ELMaxMs,
+		"itl_max_ms": bad.ITLMaxMs, "itl_tok_p50_ms": bad.ITLTokP50Ms, "tpot_ms": bad.TPOTMs, "ntpot_ms": bad.NTPOTMs,
+		"prefill_tok_s": bad.PrefillTokS, "effective_isl": bad.EffectiveISL, "effective_osl": bad.EffectiveOSL,
+		"sent_req_s": bad.SentReqS, // one send: no interval to make a rate of
+	} {
+		if p != nil {
+			t.Errorf("all failed: %s = %v, want null (not measured)", name, *p)
+		}
+	}
+	for name, p := range map[string]*float64{"req_s": bad.ReqS, "output_tok_s": bad.OutputTokS, "decode_tok_s": bad.DecodeTokS,
+		"total_tok_s": bad.TotalTokS, "goodput": bad.Goodput, "goodput_ratio": bad.GoodputRatio} {
+		near(name+" (all failed: a measured zero)", p, 0)
+	}
+	near("send_lag max (all failed: sent, so measured)", bad.SendLagMaxMs, 15)
+
+	// Nothing sent: no window, so not even the throughputs are measured.
+	var none results.Cell
+	fillRow(&none, nil, 0, sendSpan{}, nil, cfg, schema.SLO{})
+	if none.ReqS != nil || none.Goodput != nil || none.GoodputRatio != nil || none.SendLagP99 != nil || none.Status != results.StatusError {
+		t.Errorf("nothing sent: req_s %v goodput %v ratio %v send lag %v status %s; want every metric null", none.ReqS, none.Goodput, none.GoodputRatio, none.SendLagP99, none.Status)
 	}
 }
 
@@ -100,7 +126,7 @@ func TestClientCPUSaturationIsNoted(t *testing.T) {
 		util float64
 		note bool
 	}{{0.1, false}, {float64(runtime.NumCPU()), true}} {
-		row := results.Cell{ClientCPUUtil: tc.util}
+		row := results.Cell{ClientCPUUtil: results.Some(tc.util)}
 		fillRow(&row, rs, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, schema.SLO{})
 		if got := strings.Contains(row.Notes, "client-bound: benchrun itself used"); got != tc.note {
 			t.Errorf("util %.2f: notes %q", tc.util, row.Notes)

@@ -25,7 +25,8 @@ func engineVersion(info loadgen.ServerInfo, target *pipeline.Outputs) string {
 }
 
 // contextLimit is the context one request may use: what the server said,
-// else the plan's model.max_model_len (0: unknown).
+// else the plan's model.max_model_len (0: unknown; the row's max_model_len
+// is then null).
 func contextLimit(info loadgen.ServerInfo, plan *schema.Plan) int {
 	if info.MaxModelLen > 0 {
 		return info.MaxModelLen
@@ -95,12 +96,12 @@ func deathOf(target *pipeline.Outputs) error {
 // (within a token) into an error: the cell is not the shape asked for, and
 // saying so only in the notes let 375-token prompts pass as "128".
 func (s *Stage) checkPromptLength(row *results.Cell) {
-	if row.Status != results.StatusOK || row.Completed == 0 || row.ISL <= 0 || row.Endpoint == "embeddings" {
+	if row.Status != results.StatusOK || row.EffectiveISL == nil || row.ISL <= 0 || row.Endpoint == "embeddings" {
 		return
 	}
-	if d := math.Abs(row.EffectiveISL - float64(row.ISL)); d > 1 {
+	if d := math.Abs(*row.EffectiveISL - float64(row.ISL)); d > 1 {
 		row.Status = results.StatusError
-		row.Reason = fmt.Sprintf("prompts came out at %.1f tokens for isl %d (off by %.1f): the calibration did not hold for this server", row.EffectiveISL, row.ISL, d)
+		row.Reason = fmt.Sprintf("prompts came out at %.1f tokens for isl %d (off by %.1f): the calibration did not hold for this server", *row.EffectiveISL, row.ISL, d)
 	}
 }
 

@@ -461,7 +461,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			base.Engine = info.Engine
 		}
 		base.EngineVersion = engineVersion(info, target)
-		base.MaxModelLen = int64(contextLimit(info, env.Plan))
+		limit := contextLimit(info, env.Plan)
+		base.MaxModelLen = results.SomeIf(limit > 0, int64(limit)) // nil: unknown
 		// A cell that cannot fit the context is refused before any request
 		// is sent: every request would come back HTTP 400 (or, on Ollama,
 		// be silently truncated).
@@ -508,19 +509,21 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			stopErr = died
 			row.Status, row.Reason = results.StatusError, died.Error()
 		}
-		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK {
-			c1[p.cell.key()] = row.DecodeTokS
+		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
+			c1[p.cell.key()] = *row.DecodeTokS
 		}
-		if v, ok := c1[p.cell.key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS > 0 {
-			row.SpeedupVsC1 = row.DecodeTokS / v
-			row.BatchingEfficiency = row.SpeedupVsC1 / float64(p.concurrency)
+		// Without a measured c=1 row of the cell there is nothing to compare
+		// with: speedup and batching efficiency stay nil, never 0.
+		if v, ok := c1[p.cell.key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS != nil {
+			row.SpeedupVsC1 = results.Some(*row.DecodeTokS / v)
+			row.BatchingEfficiency = results.Some(*row.SpeedupVsC1 / float64(p.concurrency))
 		}
 		applyCost(&row, target)
 		if err := emit(row, reqs); err != nil {
 			return nil, err
 		}
-		line := fmt.Sprintf("%s %s: %s ttft %.1f ms, itl p50 %.2f ms p99 %.2f ms, %.0f tok/s, %.1f req/s %s",
-			env.Stage.Name, p.label(), row.Status, row.TTFTMs, row.ITLP50Ms, row.ITLP99Ms, row.DecodeTokS, row.ReqS, row.Reason)
+		line := fmt.Sprintf("%s %s: %s ttft %s ms, itl p50 %s ms p99 %s ms, %s tok/s, %s req/s %s",
+			env.Stage.Name, p.label(), row.Status, opt(row.TTFTMs, 1), opt(row.ITLP50Ms, 2), opt(row.ITLP99Ms, 2), opt(row.DecodeTokS, 0), opt(row.ReqS, 1), row.Reason)
 		if env.Log != nil {
 			fmt.Fprintln(env.Log, line)
 		}
@@ -706,7 +709,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		// The client's own CPU over the timed window, in cores: in a closed
 		// loop send lag is 0 by definition, so this is what shows a client
 		// that could not keep up.
-		row.ClientCPUUtil = (cpu1 - cpu0).Seconds() / window.Seconds()
+		row.ClientCPUUtil = results.Some((cpu1 - cpu0).Seconds() / window.Seconds())
 	}
 	if firstErr != nil {
 		row.Status, row.Reason = results.StatusError, firstErr.Error()
@@ -730,14 +733,14 @@ type sentResult struct {
 	r loadgen.Result
 }
 
-// firstCallMs is the e2el of the request sent first, or 0 when it failed:
-// a failure's time is no latency (failed requests stay out of every
+// firstCallMs is the e2el of the request sent first, or nil when it
+// failed: a failure's time is no latency (failed requests stay out of every
 // latency figure).
-func firstCallMs(rs []loadgen.Result) float64 {
+func firstCallMs(rs []loadgen.Result) *float64 {
 	if r := firstSent(rs); r.OK() {
-		return ms(r.E2EL())
+		return results.Some(ms(r.E2EL()))
 	}
-	return 0
+	return nil // the first request failed: not measured
 }
 
 // firstSent is the result sent first.

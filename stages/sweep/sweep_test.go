@@ -21,6 +21,16 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
+// v reads a nullable metric of a row, -1 when it is null (not measured):
+// no metric is negative, so a null fails every check that wants a
+// measured value.
+func v[T int64 | float64](p *T) T {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
 // startSim serves the real simulator over loopback HTTP.
 func startSim(t *testing.T, edit func(*sim.Config)) (*sim.Server, string) {
 	t.Helper()
@@ -94,11 +104,11 @@ func TestSweepClosedLoopRows(t *testing.T) {
 		if r.Status != results.StatusOK {
 			t.Fatalf("%s: %s %s", r.CellID, r.Status, r.Reason)
 		}
-		if r.ClientCPUUtil <= 0 || r.ClientCPUUtil > float64(runtime.NumCPU()) {
-			t.Errorf("%s: client_cpu_util %.3f cores", r.CellID, r.ClientCPUUtil)
+		if v(r.ClientCPUUtil) <= 0 || v(r.ClientCPUUtil) > float64(runtime.NumCPU()) {
+			t.Errorf("%s: client_cpu_util %.3f cores", r.CellID, v(r.ClientCPUUtil))
 		}
-		if r.EffectiveISL != 40 || r.EffectiveOSL != 8 || r.Completed != 8 || r.Failed != 0 {
-			t.Errorf("%s: effective isl/osl %.1f/%.1f completed %d failed %d", r.CellID, r.EffectiveISL, r.EffectiveOSL, r.Completed, r.Failed)
+		if v(r.EffectiveISL) != 40 || v(r.EffectiveOSL) != 8 || r.Completed != 8 || r.Failed != 0 {
+			t.Errorf("%s: effective isl/osl %.1f/%.1f completed %d failed %d", r.CellID, v(r.EffectiveISL), v(r.EffectiveOSL), r.Completed, r.Failed)
 		}
 		// The row's itl and tpot against the simulator's own write times
 		// for the same requests (its timer is not exact on a busy machine,
@@ -118,14 +128,14 @@ func TestSweepClosedLoopRows(t *testing.T) {
 			tpots = append(tpots, ms(rec.Events[7].Time.Sub(rec.Events[0].Time))/7)
 		}
 		truth := stats.Summarize(gaps)
-		if math.Abs(r.ITLP50Ms-truth.P50) > 0.5 || math.Abs(r.TPOTMs-stats.Mean(tpots)) > 0.5 || r.TTFTP50Ms < 5 {
-			t.Errorf("%s: itl p50 %.3f (server %.3f), tpot %.3f (server %.3f), ttft p50 %.2f", r.CellID, r.ITLP50Ms, truth.P50, r.TPOTMs, stats.Mean(tpots), r.TTFTP50Ms)
+		if math.Abs(v(r.ITLP50Ms)-truth.P50) > 0.5 || math.Abs(v(r.TPOTMs)-stats.Mean(tpots)) > 0.5 || v(r.TTFTP50Ms) < 5 {
+			t.Errorf("%s: itl p50 %.3f (server %.3f), tpot %.3f (server %.3f), ttft p50 %.2f", r.CellID, v(r.ITLP50Ms), truth.P50, v(r.TPOTMs), stats.Mean(tpots), v(r.TTFTP50Ms))
 		}
-		if r.ITLTokP50Ms != r.ITLP50Ms || r.TTFTSchedP50Ms < r.TTFTP50Ms || r.E2ELMaxMs < r.E2ELP99Ms || r.E2ELP99Ms < r.E2ELP50Ms {
+		if v(r.ITLTokP50Ms) != v(r.ITLP50Ms) || v(r.TTFTSchedP50Ms) < v(r.TTFTP50Ms) || v(r.E2ELMaxMs) < v(r.E2ELP99Ms) || v(r.E2ELP99Ms) < v(r.E2ELP50Ms) || r.E2ELP50Ms == nil {
 			t.Errorf("%s: inconsistent distributions %+v", r.CellID, r)
 		}
-		if r.GoodputRatio != 1 || r.Goodput <= 0 || r.ReqS <= 0 || r.OutputTokS <= 0 || r.TotalTokS <= r.OutputTokS {
-			t.Errorf("%s: goodput %.2f (%.2f) req/s %.2f out %.1f total %.1f", r.CellID, r.Goodput, r.GoodputRatio, r.ReqS, r.OutputTokS, r.TotalTokS)
+		if v(r.GoodputRatio) != 1 || v(r.Goodput) <= 0 || v(r.ReqS) <= 0 || v(r.OutputTokS) <= 0 || v(r.TotalTokS) <= v(r.OutputTokS) {
+			t.Errorf("%s: goodput %.2f (%.2f) req/s %.2f out %.1f total %.1f", r.CellID, v(r.Goodput), v(r.GoodputRatio), v(r.ReqS), v(r.OutputTokS), v(r.TotalTokS))
 		}
 		for _, want := range []string{"prompts=cold", "shared_prefix=10", "calibrated by tokenize", "token counts from the server's usage"} {
 			if !strings.Contains(r.Notes, want) {
@@ -133,8 +143,8 @@ func TestSweepClosedLoopRows(t *testing.T) {
 			}
 		}
 	}
-	if c.cells[1].SpeedupVsC1 < 2 {
-		t.Errorf("speedup at c=4 is %.2f; a fixed-latency server should scale", c.cells[1].SpeedupVsC1)
+	if v(c.cells[1].SpeedupVsC1) < 2 {
+		t.Errorf("speedup at c=4 is %.2f; a fixed-latency server should scale", v(c.cells[1].SpeedupVsC1))
 	}
 	for _, q := range c.reqs {
 		if q.Status != results.StatusOK || len(q.ChunkTokens) != 8 || len(q.ChunkGapsMs) != 7 || q.ResponseID == "" {
@@ -161,8 +171,10 @@ func TestSweepOpenLoopAndFailures(t *testing.T) {
 		if r.Status != results.StatusError || !strings.Contains(r.Reason, "20 of 20 requests failed; first: HTTP 500") {
 			t.Errorf("%s: %s %q", r.CellID, r.Status, r.Reason)
 		}
-		if r.TTFTMs != 0 || r.E2ELP99Ms != 0 || r.Completed != 0 || r.Failed != 20 || r.Goodput != 0 {
-			t.Errorf("%s: failed requests polluted stats: ttft %.2f e2el p99 %.2f", r.CellID, r.TTFTMs, r.E2ELP99Ms)
+		// Not measured is null, never 0; the throughputs over the window
+		// are measured zeros.
+		if r.TTFTMs != nil || r.E2ELP99Ms != nil || r.Completed != 0 || r.Failed != 20 || v(r.Goodput) != 0 {
+			t.Errorf("%s: failed requests polluted stats: ttft %.2f e2el p99 %.2f goodput %.2f", r.CellID, v(r.TTFTMs), v(r.E2ELP99Ms), v(r.Goodput))
 		}
 		if r.Rate == 0 || r.Arrival != "gamma" || r.Burstiness != 2 || r.MaxInflight != 8 || !strings.Contains(r.CellID, "/r") {
 			t.Errorf("%s: load columns rate %v arrival %q burstiness %v", r.CellID, r.Rate, r.Arrival, r.Burstiness)
@@ -170,7 +182,7 @@ func TestSweepOpenLoopAndFailures(t *testing.T) {
 	}
 	// The sweep went on past the failed cell: both points have rows, and
 	// the achieved send rate is near the asked one.
-	if got := c.cells[1].SentReqS; got < 50 || got > 150 {
+	if got := v(c.cells[1].SentReqS); got < 50 || got > 150 {
 		t.Errorf("rate 100 point sent %.1f req/s", got)
 	}
 }
@@ -184,11 +196,11 @@ func TestSweepOpenLoopOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.cells[0]
-	if r.Status != results.StatusOK || r.Completed < 30 || r.EffectiveISL != 16 {
-		t.Fatalf("%s %q: completed %d effective isl %.1f", r.Status, r.Reason, r.Completed, r.EffectiveISL)
+	if r.Status != results.StatusOK || r.Completed < 30 || v(r.EffectiveISL) != 16 {
+		t.Fatalf("%s %q: completed %d effective isl %.1f", r.Status, r.Reason, r.Completed, v(r.EffectiveISL))
 	}
-	if r.SendLagP99 < 0 || r.TTFTSchedP50Ms < r.TTFTP50Ms || !strings.Contains(r.Notes, "prompts=warm") {
-		t.Errorf("send lag %.3f ttft_sched %.2f ttft %.2f notes %q", r.SendLagP99, r.TTFTSchedP50Ms, r.TTFTP50Ms, r.Notes)
+	if v(r.SendLagP99) < 0 || v(r.TTFTSchedP50Ms) < v(r.TTFTP50Ms) || r.TTFTP50Ms == nil || !strings.Contains(r.Notes, "prompts=warm") {
+		t.Errorf("send lag %.3f ttft_sched %.2f ttft %.2f notes %q", v(r.SendLagP99), v(r.TTFTSchedP50Ms), v(r.TTFTP50Ms), r.Notes)
 	}
 	// Request rows are in send order: seq counts up and the scheduled
 	// times (sent_at − send_lag) never go back, although responses
@@ -237,8 +249,8 @@ func TestSweepDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.cells[0]
-	if r.Status != results.StatusOK || r.EffectiveISL < 3 || r.EffectiveISL > 4 || !strings.Contains(r.Notes, "prompts from the dataset") {
-		t.Fatalf("%s %q: effective isl %.2f, notes %q", r.Status, r.Reason, r.EffectiveISL, r.Notes)
+	if r.Status != results.StatusOK || v(r.EffectiveISL) < 3 || v(r.EffectiveISL) > 4 || !strings.Contains(r.Notes, "prompts from the dataset") {
+		t.Fatalf("%s %q: effective isl %.2f, notes %q", r.Status, r.Reason, v(r.EffectiveISL), r.Notes)
 	}
 }
 
@@ -268,8 +280,8 @@ func TestSweepEmbeddings(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.cells[0]
-	if r.Status != results.StatusOK || r.EffectiveISL != 32 || r.E2ELP50Ms <= 0 || strings.Contains(r.Notes, "stopped early") {
-		t.Fatalf("%s %q: isl %.1f e2el %.2f notes %q", r.Status, r.Reason, r.EffectiveISL, r.E2ELP50Ms, r.Notes)
+	if r.Status != results.StatusOK || v(r.EffectiveISL) != 32 || v(r.E2ELP50Ms) <= 0 || strings.Contains(r.Notes, "stopped early") {
+		t.Fatalf("%s %q: isl %.1f e2el %.2f notes %q", r.Status, r.Reason, v(r.EffectiveISL), v(r.E2ELP50Ms), r.Notes)
 	}
 }
 
@@ -303,12 +315,13 @@ func TestSweepFaultsBecomeReasons(t *testing.T) {
 			if r.Status != results.StatusError || !strings.Contains(r.Reason, "4 of 4 requests failed; first: "+tc.want) {
 				t.Errorf("status %s, reason %q", r.Status, r.Reason)
 			}
-			if r.Completed != 0 || r.Failed != 4 || r.TTFTMs != 0 || r.FirstCallMs != 0 || r.ITLP99Ms != 0 || r.E2ELMaxMs != 0 || r.OutputTokS != 0 {
-				t.Errorf("failed requests in the stats: completed %d ttft %.2f itl p99 %.2f e2el max %.2f", r.Completed, r.TTFTMs, r.ITLP99Ms, r.E2ELMaxMs)
+			if r.Completed != 0 || r.Failed != 4 || r.TTFTMs != nil || r.FirstCallMs != nil || r.ITLP99Ms != nil || r.E2ELMaxMs != nil || v(r.OutputTokS) != 0 {
+				t.Errorf("failed requests in the stats (want null latencies, 0 tok/s): completed %d ttft %.2f first call %.2f itl p99 %.2f e2el max %.2f out %.2f",
+					r.Completed, v(r.TTFTMs), v(r.FirstCallMs), v(r.ITLP99Ms), v(r.E2ELMaxMs), v(r.OutputTokS))
 			}
 			for _, q := range c.reqs {
-				if q.Status != results.StatusError || !strings.Contains(q.Error, tc.want) || q.TTFTMs != 0 {
-					t.Errorf("request row: %s %q ttft %.2f", q.Status, q.Error, q.TTFTMs)
+				if q.Status != results.StatusError || !strings.Contains(q.Error, tc.want) || q.TTFTMs != nil || q.E2ELMs != nil {
+					t.Errorf("request row: %s %q ttft %.2f e2el %.2f (want null)", q.Status, q.Error, v(q.TTFTMs), v(q.E2ELMs))
 				}
 			}
 		})
@@ -330,11 +343,11 @@ func TestSweepFaultsBecomeReasons(t *testing.T) {
 		var ok []float64
 		for _, q := range c.reqs {
 			if q.Status == results.StatusOK {
-				ok = append(ok, q.TTFTMs)
+				ok = append(ok, v(q.TTFTMs))
 			}
 		}
-		if s := stats.Summarize(ok); len(ok) != int(r.Completed) || math.Abs(s.P50-r.TTFTP50Ms) > 1e-9 || s.Min < 4.5 {
-			t.Errorf("ttft p50 %.3f from %d ok rows, row says %.3f (completed %d); min %.3f", s.P50, len(ok), r.TTFTP50Ms, r.Completed, s.Min)
+		if s := stats.Summarize(ok); len(ok) != int(r.Completed) || math.Abs(s.P50-v(r.TTFTP50Ms)) > 1e-9 || s.Min < 4.5 {
+			t.Errorf("ttft p50 %.3f from %d ok rows, row says %.3f (completed %d); min %.3f", s.P50, len(ok), v(r.TTFTP50Ms), r.Completed, s.Min)
 		}
 	})
 	t.Run("the server is gone", func(t *testing.T) {

@@ -92,7 +92,7 @@ func point(i int, isl, osl, conc int64, c1 *float64) Point {
 		reqs = append(reqs, results.Request{
 			RunID: RunID, Plan: "fixture", Stage: "sweep", CellID: id, Seq: int64(k), ResponseID: fmt.Sprintf("cmpl-%d-%d", i, k),
 			SentAt: c.StartedAt.Add(time.Duration(k) * time.Millisecond), SendLagMs: 0.05,
-			TTFTMs: t, E2ELMs: e, InputTokens: isl, OutputTokens: osl, Chunks: osl, ChunkGapsMs: gaps, Status: results.StatusOK,
+			TTFTMs: results.Some(t), E2ELMs: results.Some(e), InputTokens: isl, OutputTokens: osl, Chunks: osl, ChunkGapsMs: gaps, Status: results.StatusOK,
 		})
 		ttft = append(ttft, t)
 		e2el = append(e2el, e)
@@ -102,35 +102,38 @@ func point(i int, isl, osl, conc int64, c1 *float64) Point {
 		outTok += float64(osl)
 	}
 	ts, is, ps, es := stats.Summarize(ttft), stats.Summarize(itl), stats.Summarize(tpot), stats.Summarize(e2el)
+	some := results.Some[float64]
 	c.Requests, c.Completed = int64(n), int64(n)
-	c.FirstCallMs = es.Max + 100
-	c.TTFTMs, c.TTFTP50Ms, c.TTFTP90Ms, c.TTFTP99Ms, c.TTFTMaxMs = ts.Mean, ts.P50, ts.P90, ts.P99, ts.Max
-	c.ITLMs, c.ITLP50Ms, c.ITLP90Ms, c.ITLP99Ms, c.ITLMaxMs = is.Mean, is.P50, is.P90, is.P99, is.Max
-	c.TPOTMs, c.TPOTP50Ms, c.TPOTP99Ms = ps.Mean, ps.P50, ps.P99
-	c.E2ELMs, c.E2ELP50Ms, c.E2ELP99Ms = es.Mean, es.P50, es.P99
-	c.SendLagP99 = 0.05
+	c.FirstCallMs = some(es.Max + 100)
+	c.TTFTMs, c.TTFTP50Ms, c.TTFTP90Ms, c.TTFTP99Ms, c.TTFTMaxMs = some(ts.Mean), some(ts.P50), some(ts.P90), some(ts.P99), some(ts.Max)
+	c.ITLMs, c.ITLP50Ms, c.ITLP90Ms, c.ITLP99Ms, c.ITLMaxMs = some(is.Mean), some(is.P50), some(is.P90), some(is.P99), some(is.Max)
+	// One token per chunk: the per-token ITL is the per-event one.
+	c.ITLTokMs, c.ITLTokP50Ms, c.ITLTokP90Ms, c.ITLTokP99Ms, c.ITLTokMaxMs = some(is.Mean), some(is.P50), some(is.P90), some(is.P99), some(is.Max)
+	c.TPOTMs, c.TPOTP50Ms, c.TPOTP90Ms, c.TPOTP99Ms = some(ps.Mean), some(ps.P50), some(ps.P90), some(ps.P99)
+	c.E2ELMs, c.E2ELP50Ms, c.E2ELP90Ms, c.E2ELP99Ms = some(es.Mean), some(es.P50), some(es.P90), some(es.P99)
+	c.SendLagP99 = some(0.05)
 	c.DurationS = es.Max / 1000 * 2
-	c.ReqS = float64(n) / c.DurationS
-	c.OutputTokS = outTok / c.DurationS
-	c.DecodeTokS = c.OutputTokS
-	c.TotalTokS = (inTok + outTok) / c.DurationS
-	c.Goodput = c.ReqS
-	c.PrefillTokS = inTok / (ts.Mean * float64(n) / 1000)
-	c.EffectiveISL, c.EffectiveOSL = float64(isl), float64(osl)
+	c.ReqS = some(float64(n) / c.DurationS)
+	c.OutputTokS = some(outTok / c.DurationS)
+	c.DecodeTokS = some(outTok / c.DurationS)
+	c.TotalTokS = some((inTok + outTok) / c.DurationS)
+	c.Goodput = some(float64(n) / c.DurationS)
+	c.PrefillTokS = some(inTok / (ts.Mean * float64(n) / 1000))
+	c.EffectiveISL, c.EffectiveOSL = some(float64(isl)), some(float64(osl))
 	if conc == 1 {
-		*c1 = c.DecodeTokS
+		*c1 = *c.DecodeTokS
 	}
-	c.SpeedupVsC1 = c.DecodeTokS / *c1
-	c.BatchingEfficiency = c.SpeedupVsC1 / fc
+	c.SpeedupVsC1 = some(*c.DecodeTokS / *c1)
+	c.BatchingEfficiency = some(*c.SpeedupVsC1 / fc)
 	c.Status = results.StatusOK
 	c.Notes = "prompts=cold (a fresh prompt every request)"
 
-	pass := c.ITLP99Ms < 2*c.ITLP50Ms
+	pass := *c.ITLP99Ms < 2**c.ITLP50Ms
 	v := results.Verdict{
 		RunID: RunID, Plan: "fixture", Stage: "sweep", CellID: id, Cell: fmt.Sprintf("sweep %d:%d c=%d", isl, osl, conc),
 		JudgedAt: c.StartedAt.Add(5 * time.Second), Assertion: "itl_p99_ms < 2*itl_p50_ms", Pos: "plans/fixture.cue:20:13",
 		Scope: "stage", Passed: pass, Outcome: results.OutcomePass,
-		Values: map[string]string{"itl_p50_ms": fmt.Sprint(c.ITLP50Ms), "itl_p99_ms": fmt.Sprint(c.ITLP99Ms)},
+		Values: map[string]string{"itl_p50_ms": fmt.Sprint(*c.ITLP50Ms), "itl_p99_ms": fmt.Sprint(*c.ITLP99Ms)},
 	}
 	if !pass {
 		v.Outcome = results.OutcomeFail
@@ -141,4 +144,42 @@ func point(i int, isl, osl, conc int64, c1 *float64) Point {
 		Values: map[string]string{"status": "ok"},
 	}
 	return Point{Cell: c, Requests: reqs, Verdicts: []results.Verdict{v, st}}
+}
+
+// Unmeasured returns a point whose every request failed (HTTP 500): its
+// counts and its throughputs over the window are measured (8 sent, 0
+// completed, 0 req/s), every latency statistic, the speedup (its c=1 row
+// failed too), max_model_len, client_cpu_util and the cost are null, and
+// its request rows have null ttft and e2el. Sinks' null round-trip tests
+// write it beside Points.
+func Unmeasured() Point {
+	id := "sweep/64:32/c8"
+	t0 := T0.Add(2 * time.Minute)
+	zero := results.Some(0.0)
+	c := results.Cell{
+		RunID: RunID, Plan: "fixture", Stage: "sweep", CellID: id, StartedAt: t0, Model: "sim-llama",
+		Engine: "sim", Endpoint: "completions", Metadata: map[string]string{"quant": "Q4_K_M", "gpu": "none"},
+		ISL: 64, OSL: 32, Concurrency: 8, Requests: 8, Failed: 8, DurationS: 0.5,
+		ReqS: zero, OutputTokS: zero, DecodeTokS: zero, TotalTokS: zero, Goodput: zero, GoodputRatio: zero,
+		SendLagMs: results.Some(0.05), SendLagP50Ms: results.Some(0.05), SendLagP90Ms: results.Some(0.05),
+		SendLagP95Ms: results.Some(0.05), SendLagP99: results.Some(0.05), SendLagMaxMs: results.Some(0.05),
+		SentReqS: results.Some(16.0),
+		Status:   results.StatusError, Reason: "8 of 8 requests failed; first: HTTP 500: Internal server error",
+		Notes: "prompts=cold (a fresh prompt every request)",
+	}
+	var reqs []results.Request
+	for k := 0; k < 8; k++ {
+		reqs = append(reqs, results.Request{
+			RunID: RunID, Plan: "fixture", Stage: "sweep", CellID: id, Seq: int64(k),
+			SentAt: t0.Add(time.Duration(k) * time.Millisecond), SendLagMs: 0.05,
+			Status: results.StatusError, Error: "HTTP 500: Internal server error",
+		})
+	}
+	v := results.Verdict{
+		RunID: RunID, Plan: "fixture", Stage: "sweep", CellID: id, Cell: "sweep 64:32 c=8",
+		JudgedAt: t0.Add(time.Second), Assertion: "ttft_p99_ms < 500", Pos: "plans/fixture.cue:20:13", Scope: "stage",
+		Outcome: results.OutcomeError, Values: map[string]string{"ttft_p99_ms": "null"},
+		Error: "ttft_p99_ms is null: not measured (every request failed)",
+	}
+	return Point{Cell: c, Requests: reqs, Verdicts: []results.Verdict{v}}
 }

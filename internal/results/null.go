@@ -1,0 +1,135 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// Some returns a pointer to v: a measured value of a nullable column.
+func Some[T any](v T) *T { return &v }
+
+// SomeIf is Some(v) when measured is true, else nil (not measured).
+func SomeIf[T any](measured bool, v T) *T {
+	if !measured {
+		return nil
+	}
+	return &v
+}
+
+// ValueOr is *p, or def when p is nil (not measured).
+func ValueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// Finite is Some(v) for a finite v and nil for NaN or ±Inf, which no
+// output can carry as a number.
+func Finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// NullableColumns lists the cell columns that can be null, in column
+// order: the metrics that a cell can fail to measure.
+func NullableColumns() []string { return nullable() }
+
+var nullable = sync.OnceValue(func() []string {
+	var out []string
+	t := reflect.TypeOf(Cell{})
+	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Type.Kind() == reflect.Pointer {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("parquet"), ",")
+			out = append(out, name)
+		}
+	}
+	return out
+})
+
+// IsNullable says whether a cell column can be null.
+func IsNullable(column string) bool {
+	for _, c := range nullable() {
+		if c == column {
+			return true
+		}
+	}
+	return false
+}
+
+// WhyNull says in words why a null column of the cell row was not
+// measured: "every request failed", "no c=1 row of this cell measured
+// output throughput to compare with", ...
+func WhyNull(c Cell, column string) string {
+	base := func() string {
+		switch {
+		case c.Requests == 0 && c.Status == StatusSkipped:
+			return "the cell was skipped"
+		case c.Requests == 0:
+			return "no request was sent"
+		case c.Completed == 0:
+			return "every request failed"
+		}
+		return ""
+	}
+	switch {
+	case column == "speedup_vs_c1" || column == "batching_efficiency":
+		if c.Rate > 0 {
+			return "an open-loop point has no c=1 row to compare with"
+		}
+		if why := base(); why != "" {
+			return why
+		}
+		return "no c=1 row of this cell measured output throughput to compare with"
+	case column == "cost_usd" || column == "tokens_per_dollar":
+		if why := base(); why != "" && c.DurationS <= 0 {
+			return why
+		}
+		return "the plan gives no price (cost_per_hour)"
+	case column == "max_model_len":
+		return "the server did not say its context length and the plan gives no model.max_model_len"
+	case column == "client_cpu_util":
+		if why := base(); why != "" && c.DurationS <= 0 {
+			return why
+		}
+		return "benchrun's own CPU time could not be read"
+	case column == "first_call_ms":
+		if c.Requests == 0 {
+			return base()
+		}
+		return "the cell's first request failed"
+	case column == "sent_req_s":
+		if c.Requests < 2 {
+			return "fewer than two requests were sent"
+		}
+	case strings.HasPrefix(column, "send_lag"):
+		if c.Requests == 0 {
+			return base()
+		}
+	}
+	if why := base(); why != "" {
+		return why
+	}
+	switch {
+	case strings.HasPrefix(column, "tpot"):
+		return "no completed request had more than one output token"
+	case strings.HasPrefix(column, "itl"):
+		return "no completed request had two token events"
+	}
+	return "no sample"
+}
+
+// NullError is the error of an assertion that reads a null column.
+type NullError struct {
+	Column string
+	Why    string
+}
+
+func (e *NullError) Error() string {
+	return fmt.Sprintf("%s is null: not measured (%s)", e.Column, e.Why)
+}

@@ -1,0 +1,63 @@
+package pipeline
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// StatusError is the status of a stage that ran to its end but some of
+// whose cell rows are `error`: it measured, yet not everything it was
+// asked to (every request of a cell failed, a cell did not fit the
+// context, ...). Unlike `failed`, its dependents still run (a post stage
+// posts a partly failed sweep), but the stage is not ok and the run does
+// not exit 0 (docs/DESIGN.md, exit codes; docs/PLANS.md).
+const StatusError = "error"
+
+// cellTally counts one stage's cell rows of this attempt and its error
+// rows, with the first error, as they are emitted.
+type cellTally struct {
+	rows, errors int
+	first        string
+}
+
+// cellTallies is every stage's tally, safe for the stages' goroutines.
+type cellTallies struct {
+	mu sync.Mutex
+	by map[string]*cellTally
+}
+
+// add counts a cell row.
+func (t *cellTallies) add(c results.Cell) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.by == nil {
+		t.by = map[string]*cellTally{}
+	}
+	n := t.by[c.Stage]
+	if n == nil {
+		n = &cellTally{}
+		t.by[c.Stage] = n
+	}
+	n.rows++
+	if c.Status == results.StatusError {
+		n.errors++
+		if n.first == "" {
+			n.first = fmt.Sprintf("%s: %s", CellLabel(c), c.Reason)
+		}
+	}
+}
+
+// errorReason says why a stage whose run returned no error is not ok:
+// "2 of 6 cells error; first: sweep 64:32 c=1: 8 of 8 requests failed;
+// first: HTTP 500: ..." ("" when none of its cells is an error).
+func (t *cellTallies) errorReason(stage string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.by[stage]
+	if n == nil || n.errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d cells error; first: %s", n.errors, n.rows, n.first)
+}
