@@ -367,6 +367,11 @@ func digestOf(ctx context.Context, key digestKey, started func(*digestCall)) str
 		d = hashFile(ctx, key.path, &c.read)
 		hashed = d != ""
 	}
+	if f := onDigest.Load(); f != nil && hashed {
+		// Before the result is published: a waiter released by it must
+		// see the hash as already ended (the tests order the two).
+		(*f)(key.path, d)
+	}
 	digestMu.Lock()
 	if d != "" {
 		digestCache[key] = d
@@ -377,9 +382,6 @@ func digestOf(ctx context.Context, key digestKey, started func(*digestCall)) str
 	close(c.done)
 	if hashed {
 		storeDigest(key, d)
-		if f := onDigest.Load(); f != nil {
-			(*f)(key.path, d)
-		}
 	}
 	return d
 }
