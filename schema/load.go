@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -146,7 +145,18 @@ func (s *Sink) Decode(v any) error {
 // struct with json tags). Errors carry positions.
 func (s *Stage) Decode(v any) error {
 	if err := s.Value.Decode(v); err != nil {
-		return convertErr(err, "")
+		errs := convertErr(err, "")
+		for i := range errs {
+			// Some decode errors carry neither a path nor a position
+			// ("value was rounded down"): they are the stage's.
+			if errs[i].Pos.Line == 0 {
+				errs[i].Pos = s.Pos
+			}
+			if !strings.HasPrefix(errs[i].Msg, "stages.") {
+				errs[i].Msg = "stages." + s.Name + ": " + errs[i].Msg
+			}
+		}
+		return errs
 	}
 	return nil
 }
@@ -273,17 +283,26 @@ func (es Errors) Sort() Errors {
 // fields decoded, with Invalid set on those whose own fields did not check,
 // so that the caller can link the graph and report edge and cycle problems
 // together with the schema's (vet reports every problem at once).
+//
+// A plan over MaxPlanBytes is refused before it is read.
 func Load(path string, opts Options) (*Plan, error) {
-	src, err := os.ReadFile(path)
+	src, err := readPlan(path)
 	if err != nil {
-		return nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read plan: %v", err)}}
+		return nil, err
 	}
 	return LoadSource(path, src, opts)
 }
 
+// ReadPlan reads a plan file for LoadSource, refusing one over
+// MaxPlanBytes (with its size and the limit) before reading it.
+func ReadPlan(path string) ([]byte, error) { return readPlan(path) }
+
 // LoadSource is Load on a plan already in memory; path names it in
 // positions and anchors relative imports.
 func LoadSource(path string, src []byte, opts Options) (p *Plan, err error) {
+	if len(src) > MaxPlanBytes {
+		return nil, tooBig(path, int64(len(src)))
+	}
 	defer func() {
 		// The CUE evaluator is a large dependency; a panic inside it on a
 		// strange plan must still come out as a plan error, not a crash.
@@ -384,18 +403,29 @@ func loadWithTags(path, abs string, src []byte, opts Options, tagFields []TagFie
 	v, errs = unifyKinds(v, schemaVal, "stages", opts.Kinds, path, errs, unknown)
 	v, errs = unifyKinds(v, schemaVal, "sinks", opts.Sinks, path, errs, nil)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
-		errs = append(errs, tagErrs(fixErrors(convertErrPaths(err, path), raw, v, path), tagFields, given)...)
+		pe := dropDefaultConflicts(convertErrPaths(err, path), defaultSpans(opts))
+		errs = append(errs, tagErrs(fixErrors(pe, raw, v, path), tagFields, given)...)
 	}
+	// Numbers no Go value holds: reported here with their place, and
+	// their stages left undecoded (decoding fails with no position).
+	badNumbers := map[string]bool{}
+	errs = append(errs, tagErrs(numberErrs(raw, path, badNumbers), tagFields, given)...)
 	errs = append(errs, envelopeTypos(raw, schemaVal.LookupPath(cue.ParsePath("#Plan")), path)...)
 	p, derrs := decodePlan(v, raw, path, len(errs) == 0)
 	if p != nil {
 		for _, s := range p.Stages {
-			if unknown[s.Name] {
+			if unknown[s.Name] || badNumbers[s.Name] {
 				s.Invalid = true // reported here; Build need not say it again
 			}
 		}
 	}
 	errs = append(errs, derrs...)
+	if p != nil {
+		errs = append(errs, nameErrs(p, raw, path)...)
+		if len(p.Stages) == 0 && stagesDecoded(v) {
+			errs = append(errs, noStagesErr(raw, path))
+		}
+	}
 	if p != nil {
 		p.Source = src
 		p.Tags = tagFields
@@ -455,26 +485,59 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, planPa
 			entries = append(entries, entry{"stages." + it.Selector().String(), it.Selector().Unquoted(), it.Selector(), it.Value()})
 		}
 	}
+	// Every entry's definition, unified with the plan in one step: one
+	// FillPath per stage re-evaluated the whole plan each time (a plan of
+	// 400 stages took half a minute).
+	var elts []ast.Expr
+	var fields []any
+	anyDef := false
 	for _, e := range entries {
+		var def ast.Expr = ast.NewIdent("_")
 		kv := e.val.LookupPath(cue.ParsePath("kind"))
 		kind, kerr := kv.String()
-		if kerr != nil {
-			continue // a missing or non-string kind is reported by Validate
-		}
-		def, ok := defs[kind]
-		if !ok {
-			if unknown != nil {
-				unknown[e.name] = true
+		if kerr == nil {
+			d, ok := defs[kind]
+			if ok {
+				def, anyDef = ast.NewIdent(d), true
+			} else {
+				if unknown != nil {
+					unknown[e.name] = true
+				}
+				errs = append(errs, Error{
+					Pos: fixPos(posOf(kv.Pos()), planPath),
+					Msg: fmt.Sprintf("%s.kind: unknown %s kind %q (known %s kinds: %s)", e.label, what, kind, what, knownList),
+				})
 			}
-			errs = append(errs, Error{
-				Pos: fixPos(posOf(kv.Pos()), planPath),
-				Msg: fmt.Sprintf("%s.kind: unknown %s kind %q (known %s kinds: %s)", e.label, what, kind, what, knownList),
-			})
-			continue
+		} // else: a missing or non-string kind is reported by Validate
+		if field == "sinks" {
+			elts = append(elts, def)
+		} else {
+			fields = append(fields, &ast.Field{Label: ast.NewString(e.name), Value: def})
 		}
-		v = v.FillPath(cue.MakePath(cue.Str(field), e.sel), schemaVal.LookupPath(cue.ParsePath(def)))
 	}
-	return v, errs
+	if !anyDef {
+		return v, errs
+	}
+	var expr ast.Expr
+	if field == "sinks" {
+		expr = ast.NewList(elts...)
+	} else {
+		expr = ast.NewStruct(fields...)
+	}
+	all := v.Context().BuildExpr(expr, cue.Scope(schemaVal))
+	if err := all.Err(); err != nil {
+		// Cannot happen with the schema's own definitions; fall back to
+		// one entry at a time rather than lose the checks.
+		for _, e := range entries {
+			if kind, err := e.val.LookupPath(cue.ParsePath("kind")).String(); err == nil {
+				if d, ok := defs[kind]; ok {
+					v = v.FillPath(cue.MakePath(cue.Str(field), e.sel), schemaVal.LookupPath(cue.ParsePath(d)))
+				}
+			}
+		}
+		return v, errs
+	}
+	return v.FillPath(cue.MakePath(cue.Str(field)), all), errs
 }
 
 func buildSchema(ctx *cue.Context, kinds, sinks []KindSchema) (cue.Value, error) {
@@ -525,6 +588,9 @@ func convertErrPaths(err error, planPath string) []pathError {
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
 		msg := fmt.Sprintf(format, args...)
+		if strings.TrimSpace(msg) == "" || strings.Contains(msg, "%!") {
+			msg = e.Error() // a wrapped error whose format lost its arguments
+		}
 		path := strings.Join(e.Path(), ".")
 		if path != "" {
 			msg = path + ": " + msg

@@ -41,7 +41,7 @@ reqs:  *8 | int @tag(requests, type=int)
 fast:  *false | bool @tag(fast, type=bool)
 label: *"x" | string @tag(label)
 count: *1 | int @tag(count)
-stages: {}
+stages: h: {kind: "health", target: "http://127.0.0.1:1"}
 `
 
 func TestTags(t *testing.T) {
@@ -94,7 +94,7 @@ func TestTags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			src := taggedPlan
 			if tt.name == "tag and plan problems at once" {
-				src = strings.Replace(src, "stages: {}", "stages: x: {kind: 3}", 1)
+				src = strings.Replace(src, `stages: h: {kind: "health", target: "http://127.0.0.1:1"}`, "stages: x: {kind: 3}", 1)
 			}
 			p, err := LoadSource("plan.cue", []byte(src), Options{Tags: tt.tags, Kinds: kinds})
 			if tt.want == "" {

@@ -32,10 +32,9 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "benchrun graph: --format %s: want mermaid or dot\n", *format)
 		return pipeline.ExitInvalid
 	}
-	g, err := loadGraph(plans[0], tags, registry())
+	g, err := loadGraphContext(ctx, plans[0], tags, registry())
 	if err != nil {
-		printPlanError(stderr, err)
-		return pipeline.ExitInvalid
+		return planErrorExit(stderr, err)
 	}
 	if *format == "dot" {
 		err = g.WriteDot(stdout)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/benchrun/benchrun/pipeline"
@@ -22,12 +25,69 @@ func registry() *pipeline.Registry {
 // loadGraph loads a plan and builds its graph, reporting every problem at
 // once: the schema's, and (on the partial plan the loader returns with
 // them) the graph's: kinds, edges, cycles, `when` and assertions.
+// A plan over schema.MaxPlanBytes is refused before it is read.
 func loadGraph(path string, tags []string, reg *pipeline.Registry) (*pipeline.Graph, error) {
-	src, err := os.ReadFile(path)
+	src, err := schema.ReadPlan(path)
 	if err != nil {
-		return nil, schema.Errors{{Pos: schema.Pos{File: path}, Msg: fmt.Sprintf("cannot read plan: %v", err)}}
+		return nil, err
 	}
 	return loadGraphSource(path, src, tags, reg)
+}
+
+// loadGraphContext is loadGraph that gives up when ctx ends (the first
+// SIGINT or SIGTERM): CUE's evaluation cannot be cancelled, and a large
+// plan takes long enough that an interrupt must not wait for it. The load
+// goes on in its goroutine until benchrun exits, which it then does.
+func loadGraphContext(ctx context.Context, path string, tags []string, reg *pipeline.Registry) (*pipeline.Graph, error) {
+	if ctx.Err() != nil {
+		return nil, &loadInterrupted{path: path, cause: context.Cause(ctx)}
+	}
+	type loaded struct {
+		g   *pipeline.Graph
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		g, err := loadGraph(path, tags, reg)
+		done <- loaded{g, err}
+	}()
+	select {
+	case r := <-done:
+		return r.g, r.err
+	case <-ctx.Done():
+		return nil, &loadInterrupted{path: path, cause: context.Cause(ctx)}
+	}
+}
+
+// loadInterrupted is a plan load given up on an interrupt.
+type loadInterrupted struct {
+	path  string
+	cause error
+}
+
+func (e *loadInterrupted) Error() string {
+	return fmt.Sprintf("%v while loading %s: nothing was run", e.cause, e.path)
+}
+
+// interruptedLoad prints an interrupted load and returns exit 130, or
+// returns false when err is a plan's problems.
+func interruptedLoad(stderr io.Writer, err error) (int, bool) {
+	var li *loadInterrupted
+	if !errors.As(err, &li) {
+		return 0, false
+	}
+	fmt.Fprintln(stderr, "benchrun:", li)
+	return pipeline.ExitInterrupted, true
+}
+
+// planErrorExit prints a failed load and returns its exit code: 130 for
+// an interrupt, 2 for the plan's problems.
+func planErrorExit(stderr io.Writer, err error) int {
+	if code, ok := interruptedLoad(stderr, err); ok {
+		return code
+	}
+	printPlanError(stderr, err)
+	return pipeline.ExitInvalid
 }
 
 // loadGraphSource is loadGraph on a plan already read.
@@ -70,6 +130,59 @@ func problemCount(err error) int {
 		return len(es)
 	}
 	return 1
+}
+
+// onceFlag is a single-valued flag that refuses to be given twice: the
+// flag package silently keeps the last (`--out a --out b` ran into b).
+type onceFlag struct {
+	value string
+	set   bool
+}
+
+func (f *onceFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.value
+}
+
+func (f *onceFlag) Set(v string) error {
+	if f.set {
+		return fmt.Errorf("given twice (%q, then %q): give it once", f.value, v)
+	}
+	f.value, f.set = v, true
+	return nil
+}
+
+// onceString defines a string flag that may be given at most once.
+func onceString(fs *flag.FlagSet, name, value, usage string) *string {
+	f := &onceFlag{value: value}
+	fs.Var(f, name, usage)
+	return &f.value
+}
+
+// checkOutDir refuses an --out that cannot become a directory (a file is
+// there, or on the way there): a command-line error, exit 2, not the
+// infrastructure failure that creating it would report.
+func checkOutDir(out string) error {
+	want := filepath.Clean(out)
+	for p := want; ; {
+		if fi, err := os.Stat(p); err == nil {
+			switch {
+			case fi.IsDir():
+				return nil
+			case p == want:
+				return fmt.Errorf("--out %s: a file is there, not a directory (--out names the directory under which run directories are created)", out)
+			default:
+				return fmt.Errorf("--out %s: %s is a file, not a directory (--out names the directory under which run directories are created)", out, p)
+			}
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return nil
+		}
+		p = parent
+	}
 }
 
 // stringList is a repeatable flag (-t a=b -t c=d).

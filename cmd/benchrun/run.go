@@ -17,15 +17,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var tags stringList
 	fs.Var(&tags, "t", "set a @tag field: -t key=value (repeatable)")
-	out := fs.String("out", "runs", "directory under which run directories are created")
-	columns := fs.String("columns", "", "comma-separated CSV columns for stdout (default: the seed bench columns)")
-	output := fs.String("output", "", "also write the stdout CSV, result.json and the reports to PREFIX.csv, PREFIX.json, PREFIX.md, PREFIX.html")
+	// Single-valued flags refuse to be given twice (flag keeps the last).
+	out := onceString(fs, "out", "runs", "directory under which run directories are created")
+	columns := onceString(fs, "columns", "", "comma-separated CSV columns for stdout (default: the seed bench columns)")
+	output := onceString(fs, "output", "", "also write the stdout CSV, result.json and the reports to PREFIX.csv, PREFIX.json, PREFIX.md, PREFIX.html")
 	var metadata stringList
 	fs.Var(&metadata, "metadata", "stamp key=value on every row and in result.json (repeatable; overrides the plan's metadata)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	dryRun := fs.Bool("dry-run", false, "print the expanded DAG and every cell × ladder point with an estimate; run nothing")
-	only := fs.String("only", "", "run only these stages (comma-separated) and what they need")
-	resume := fs.String("resume", "", "continue the run in this run directory, skipping cells already finished ok")
+	only := onceString(fs, "only", "", "run only these stages (comma-separated) and what they need")
+	resume := onceString(fs, "resume", "", "continue the run in this run directory, skipping cells already finished ok")
 	keep := fs.Bool("keep", false, "leave provisioned machines running: skip provision stages' teardown")
 	plan, rest, err := splitPlanArg(args)
 	if err != nil {
@@ -39,15 +40,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", fs.Args())
 		return pipeline.ExitInvalid
 	}
+	if *resume == "" {
+		if err := checkOutDir(*out); err != nil {
+			fmt.Fprintln(stderr, "benchrun:", err)
+			return pipeline.ExitInvalid
+		}
+	}
 	progress := stderr
 	if *quiet {
 		progress = io.Discard
 	}
 
-	g, err := loadGraph(plan, tags, registry())
+	g, err := loadGraphContext(ctx, plan, tags, registry())
 	if err != nil {
-		printPlanError(stderr, err)
-		return pipeline.ExitInvalid
+		return planErrorExit(stderr, err)
 	}
 	printWarnings(stderr, g)
 	if *only != "" {
@@ -59,6 +65,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *dryRun {
 		var done func(string) bool
 		if *resume != "" {
+			// Checked as the resume itself checks it (a run directory of
+			// this plan, made with these -t values, no other writer), so
+			// that a dry run refuses what the run would.
+			ri, err := pipeline.ResumeRunInfo(*resume, g.Plan, tags, time.Now())
+			if err != nil {
+				fmt.Fprintln(stderr, "benchrun:", err)
+				return pipeline.ExitInvalid
+			}
+			ri.Close()
 			cells, err := pipeline.DoneCells(*resume)
 			if err != nil {
 				fmt.Fprintln(stderr, "benchrun: --resume:", err)

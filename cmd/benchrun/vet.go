@@ -33,7 +33,10 @@ func runVet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := registry()
 	code := pipeline.ExitOK
 	for _, p := range plans {
-		g, err := loadGraph(p, tags, reg)
+		g, err := loadGraphContext(ctx, p, tags, reg)
+		if code, ok := interruptedLoad(stderr, err); ok {
+			return code
+		}
 		if err != nil {
 			printPlanError(stderr, err)
 			n := problemCount(err)

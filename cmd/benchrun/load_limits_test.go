@@ -1,0 +1,139 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/schema"
+)
+
+// slowPlan writes a valid plan of about size bytes whose helper list
+// takes CUE a long time (quadratic in its length: about 30 s at 1 MiB).
+func slowPlan(t *testing.T, dir string, size int) string {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("name: \"big\"\nstages: h: {kind: \"health\", target: \"http://127.0.0.1:1\"}\nfiller: [\n")
+	line := "\t1234567890, 1234567890, 1234567890, 1234567890, 1234567890,\n"
+	for b.Len()+len(line)+2 < size {
+		b.WriteString(line)
+	}
+	b.WriteString("]\n")
+	path := filepath.Join(dir, "big.cue")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// asBenchrun is this test binary acting as benchrun (TestMain) in dir.
+func asBenchrun(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+	return cmd
+}
+
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	t.Fatalf("wait: %v", err)
+	return -1
+}
+
+// TestOversizePlanIsRefusedAtOnce: a plan over the limit is refused, with
+// its size and the limit, before it is read (a 50 MB plan took six
+// minutes), by vet and by a run alike: exit 2.
+func TestOversizePlanIsRefusedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := slowPlan(t, dir, 5<<20)
+	for _, args := range [][]string{{"vet", path}, {path, "--dry-run"}, {path}} {
+		var stderr bytes.Buffer
+		cmd := asBenchrun(dir, args...)
+		cmd.Stderr = &stderr
+		start := time.Now()
+		code := exitStatus(t, cmd.Run())
+		took := time.Since(start)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2:\n%s", args, code, stderr.String())
+		}
+		if want := path + ": the plan is 5.0 MiB; benchrun loads plans of at most 1.0 MiB (1048576 bytes)"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", args, want, stderr.String())
+		}
+		if took > 3*time.Second {
+			t.Errorf("%v: refusing took %s", args, took)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
+		t.Errorf("a refused plan created a run directory")
+	}
+}
+
+// TestSignalStopsAPlanLoading: SIGTERM (and SIGINT) while a large plan is
+// still being evaluated ends benchrun at once with exit 130, for a run and
+// for vet; the load used to run to its end (minutes) first.
+func TestSignalStopsAPlanLoading(t *testing.T) {
+	dir := t.TempDir()
+	path := slowPlan(t, dir, schema.MaxPlanBytes-1024)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		args []string
+		want string
+	}{
+		{syscall.SIGTERM, []string{path}, "benchrun: interrupted by SIGTERM while loading " + path + ": nothing was run"},
+		{syscall.SIGINT, []string{"vet", path}, "benchrun: interrupted by SIGINT while loading " + path},
+		{syscall.SIGTERM, []string{path, "--dry-run"}, "interrupted by SIGTERM while loading"},
+	} {
+		var stderr bytes.Buffer
+		cmd := asBenchrun(dir, tc.args...)
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			t.Fatalf("%v: ended before the signal (%v): the plan loads too fast to test this:\n%s", tc.args, err, stderr.String())
+		case <-time.After(700 * time.Millisecond):
+		}
+		sent := time.Now()
+		if err := cmd.Process.Signal(tc.sig); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-exited:
+			took := time.Since(sent)
+			if code := exitStatus(t, err); code != 130 {
+				t.Errorf("%v: exit %d after %s, want 130:\n%s", tc.args, code, tc.sig, stderr.String())
+			}
+			if took > time.Second {
+				t.Errorf("%v: exited %s after %s, want within 1s", tc.args, took, tc.sig)
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, tc.want, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("%v: still loading 10 s after %s:\n%s", tc.args, tc.sig, stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
+		t.Errorf("an interrupted load created a run directory")
+	}
+}
