@@ -202,11 +202,28 @@ func rawPos(raw cue.Value, path, planPath string) (Pos, bool) {
 		if !v.Exists() {
 			continue
 		}
-		if p := posOf(v.Pos()); p.Line > 0 && !inSchema(p) {
+		if p := planPos(v); p.Line > 0 {
 			return fixPos(p, planPath), n == len(parts)
 		}
 	}
 	return Pos{}, false
+}
+
+// planPos is where the plan writes v: its position, or, when that is the
+// schema's (a struct the schema declares too, such as `baseline: {...}`),
+// the first of its conjuncts that the plan wrote.
+func planPos(v cue.Value) Pos {
+	if p := posOf(v.Pos()); p.Line > 0 && !inSchema(p) {
+		return p
+	}
+	if _, conjuncts := v.Expr(); len(conjuncts) > 1 {
+		for _, c := range conjuncts {
+			if p := posOf(c.Pos()); p.Line > 0 && !inSchema(p) {
+				return p
+			}
+		}
+	}
+	return Pos{}
 }
 
 // suggestField adds the nearest allowed name to "field not allowed".
