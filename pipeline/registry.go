@@ -42,8 +42,12 @@ type Stage interface {
 	Run(ctx context.Context, env *Env) (*Outputs, error)
 }
 
-// Cleaner is implemented by stages holding resources past Run (servers);
-// Cleanup is always called, on every path, exactly once.
+// Cleaner is implemented by stages holding resources past Run (servers,
+// machines). Cleanup follows every Run, on every path: after each failed
+// attempt of a retried stage (before the next attempt), and once after the
+// last attempt (a service's when its last dependent ends). It may thus be
+// called more than once on one Stage and must be idempotent: a second call
+// with nothing left to release does nothing and returns nil.
 type Cleaner interface {
 	Cleanup(ctx context.Context) error
 }

@@ -834,7 +834,9 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// Cleanup stops the server.
+// Cleanup stops the server. It is idempotent (the pipeline calls it after
+// every failed attempt and once at the end): a server already stopped is
+// not signalled again.
 func (s *Stage) Cleanup(ctx context.Context) error { return s.stop(ctx) }
 
 // stop stops the server (procrun's Stop): SIGINT, then SIGTERM, then

@@ -253,6 +253,11 @@ func TestLaunchServesAndStops(t *testing.T) {
 	if !groupGone(pgid) {
 		t.Fatal("the server's process group outlived Cleanup")
 	}
+	// Cleanup is idempotent: the pipeline calls it after every failed
+	// attempt and once at the end.
+	if err := s.Cleanup(context.Background()); err != nil {
+		t.Fatalf("a second Cleanup: %v", err)
+	}
 	select {
 	case <-out.Done:
 		t.Fatal("Done closed by a requested stop: dependents would be failed as if the server died")

@@ -157,7 +157,9 @@ func (s *Stage) merge(m map[string]any) {
 	}
 }
 
-// Cleanup runs teardown once, unless the machine is to be kept.
+// Cleanup runs teardown once per machine, unless the machine is to be kept;
+// it is idempotent (the pipeline calls it after every failed attempt and
+// once at the end).
 func (s *Stage) Cleanup(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.created || s.tornDown {
