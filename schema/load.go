@@ -400,8 +400,8 @@ func loadWithTags(path, abs string, src []byte, opts Options, tagFields []TagFie
 
 	var errs Errors
 	unknown := map[string]bool{}
-	v, errs = unifyKinds(v, schemaVal, "stages", opts.Kinds, path, errs, unknown)
-	v, errs = unifyKinds(v, schemaVal, "sinks", opts.Sinks, path, errs, nil)
+	v, errs = unifyKinds(ctx, v, schemaVal, "stages", opts.Kinds, path, errs, unknown)
+	v, errs = unifyKinds(ctx, v, schemaVal, "sinks", opts.Sinks, path, errs, nil)
 	if err := v.Validate(cue.Concrete(true)); err != nil {
 		pe := dropDefaultConflicts(convertErrPaths(err, path), defaultSpans(opts))
 		errs = append(errs, tagErrs(fixErrors(pe, raw, v, path), tagFields, given)...)
@@ -441,7 +441,7 @@ func loadWithTags(path, abs string, src []byte, opts Options, tagFields []TagFie
 // with its kind's definition, so that defaults apply and unknown fields
 // are refused with their position. Unknown kinds are errors listing the
 // known ones.
-func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, planPath string, errs Errors, unknown map[string]bool) (cue.Value, Errors) {
+func unifyKinds(ctx *cue.Context, v, schemaVal cue.Value, field string, kinds []KindSchema, planPath string, errs Errors, unknown map[string]bool) (cue.Value, Errors) {
 	defs := map[string]string{}
 	var known []string
 	for _, k := range kinds {
@@ -524,7 +524,7 @@ func unifyKinds(v, schemaVal cue.Value, field string, kinds []KindSchema, planPa
 	} else {
 		expr = ast.NewStruct(fields...)
 	}
-	all := v.Context().BuildExpr(expr, cue.Scope(schemaVal))
+	all := ctx.BuildExpr(expr, cue.Scope(schemaVal))
 	if err := all.Err(); err != nil {
 		// Cannot happen with the schema's own definitions; fall back to
 		// one entry at a time rather than lose the checks.
