@@ -28,7 +28,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	only := onceString(fs, "only", "", "run only these stages (comma-separated) and what they need")
 	resume := onceString(fs, "resume", "", "continue the run in this run directory, skipping cells already finished ok")
 	keep := fs.Bool("keep", false, "leave provisioned machines running: skip provision stages' teardown")
-	plan, rest, err := splitPlanArg(args)
+	plan, rest, err := splitPlanArg(fs, args)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
 		return pipeline.ExitInvalid
@@ -128,8 +128,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // splitPlanArg takes the plan path from anywhere in args, so both
-// `benchrun plan.cue -t a=b` and `benchrun -t a=b plan.cue` work.
-func splitPlanArg(args []string) (string, []string, error) {
+// `benchrun plan.cue -t a=b` and `benchrun -t a=b plan.cue` work. A flag
+// written without "=" takes the next argument as its value unless fs
+// says it is boolean.
+func splitPlanArg(fs *flag.FlagSet, args []string) (string, []string, error) {
 	var plan string
 	var rest []string
 	for i := 0; i < len(args); i++ {
@@ -137,7 +139,7 @@ func splitPlanArg(args []string) (string, []string, error) {
 		switch {
 		case strings.HasPrefix(a, "-"):
 			rest = append(rest, a)
-			if !strings.Contains(a, "=") && flagTakesValue(a) && i+1 < len(args) {
+			if !strings.Contains(a, "=") && flagTakesValue(fs, a) && i+1 < len(args) {
 				rest = append(rest, args[i+1])
 				i++
 			}
@@ -153,10 +155,15 @@ func splitPlanArg(args []string) (string, []string, error) {
 	return plan, rest, nil
 }
 
-func flagTakesValue(f string) bool {
-	switch strings.TrimLeft(f, "-") {
-	case "quiet", "dry-run", "keep":
-		return false
+// flagTakesValue asks fs whether the flag f ("-x", "--x") takes a value:
+// every flag does but a boolean one (its Value has IsBoolFlag() true, as
+// flag.Bool's has). A flag fs does not know is taken to have a value;
+// fs.Parse refuses it anyway.
+func flagTakesValue(fs *flag.FlagSet, f string) bool {
+	fl := fs.Lookup(strings.TrimLeft(f, "-"))
+	if fl == nil {
+		return true
 	}
-	return true
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
