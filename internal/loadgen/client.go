@@ -312,8 +312,10 @@ func staleConn(err error) bool {
 		return false
 	}
 	msg := err.Error()
-	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		strings.Contains(msg, "server closed idle connection") ||
+	// "use of closed network connection": the transport saw the close
+	// (its read side) while it was still writing a large body to it.
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
+		strings.Contains(msg, "server closed idle connection") || strings.Contains(msg, "use of closed network connection") ||
 		strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "broken pipe")
 }
 

@@ -231,3 +231,25 @@ func TestStreamPastMaxTokensIsCut(t *testing.T) {
 		t.Fatalf("err = %v", r.Err)
 	}
 }
+
+// A large request body (a 2048-token prompt) written to a connection the
+// server has just closed fails mid-write ("use of closed network
+// connection", a reset, a broken pipe) rather than with EOF: that is the
+// same stale connection, and it is resent too. The flagship's 2048:128
+// cell met it against the llama-server personality.
+func TestStaleConnectionWithALargeBodyIsResent(t *testing.T) {
+	url, served := closeAfterStreamServer(t, time.Millisecond)
+	tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4), StallTimeout: 5 * time.Second}
+	defer tg.HTTP.CloseIdleConnections()
+	prompt := strings.Repeat("word ", 64<<10)
+	const n = 40
+	for i := 0; i < n; i++ {
+		if r := tg.Do(context.Background(), Request{Prompt: prompt, MaxTokens: 2}); r.Err != nil {
+			t.Fatalf("request %d failed: %v", i, r.Err)
+		}
+		time.Sleep(time.Duration(i%3) * time.Millisecond) // meet the close at different moments
+	}
+	if got := served.Load(); got != n {
+		t.Fatalf("the server read %d requests for %d sent", got, n)
+	}
+}
