@@ -25,6 +25,13 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
+// What this sink implements, checked by the compiler (the runner finds
+// the optional interfaces by type assertion, so a renamed method would
+// silently drop the capability).
+var (
+	_ pipeline.Output = (*Output)(nil)
+)
+
 // DefaultColumns are the seed `bench` command's columns.
 var DefaultColumns = []string{
 	"isl", "osl", "concurrency", "first_call_ms", "ttft_ms", "prefill_tok_s", "itl_p50_ms", "itl_p99_ms",

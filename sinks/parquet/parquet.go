@@ -21,6 +21,16 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
+// What this sink implements, checked by the compiler (the runner finds
+// the optional interfaces by type assertion, so a renamed method would
+// silently drop the capability).
+var (
+	_ pipeline.Output        = (*Output)(nil)
+	_ pipeline.VerdictOutput = (*Output)(nil)
+	_ pipeline.SampleOutput  = (*Output)(nil)
+	_ pipeline.DurableOutput = (*Output)(nil)
+)
+
 // Tables are the folders this output writes, in a run directory.
 var Tables = []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples}
 

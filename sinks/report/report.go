@@ -19,6 +19,14 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
+// What this sink implements, checked by the compiler (the runner finds
+// the optional interfaces by type assertion, so a renamed method would
+// silently drop the capability).
+var (
+	_ pipeline.Output        = (*Output)(nil)
+	_ pipeline.VerdictOutput = (*Output)(nil)
+)
+
 // Data is everything a report shows.
 type Data struct {
 	Run      results.Run

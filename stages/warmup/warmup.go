@@ -20,6 +20,13 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
+// What this kind implements, checked by the compiler (the runner finds
+// the optional interfaces by type assertion, so a renamed method would
+// silently drop the capability).
+var (
+	_ pipeline.Stage = (*Stage)(nil)
+)
+
 //go:embed schema.cue
 var schemaSource string
 
