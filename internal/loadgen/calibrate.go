@@ -350,12 +350,7 @@ func (t *Target) postJSON(ctx context.Context, path string, body any, out any) e
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	for k, v := range t.Headers {
-		req.Header.Set(k, v)
-	}
-	if t.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.APIKey)
-	}
+	t.setAuth(req)
 	client := t.HTTP
 	if client == nil {
 		client = http.DefaultClient

@@ -418,12 +418,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		if t.Stream {
 			hreq.Header.Set("Accept", "text/event-stream")
 		}
-		for k, v := range t.Headers {
-			hreq.Header.Set(k, v)
-		}
-		if t.APIKey != "" {
-			hreq.Header.Set("Authorization", "Bearer "+t.APIKey)
-		}
+		t.setAuth(hreq)
 		// Whether the connection came from the pool decides whether a
 		// failure before the first response byte may be a stale
 		// keep-alive connection (a server that closes after every stream
