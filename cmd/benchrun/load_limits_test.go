@@ -66,7 +66,21 @@ func TestOversizePlanIsRefusedAtOnce(t *testing.T) {
 		cmd := asBenchrun(dir, args...)
 		cmd.Stderr = &stderr
 		start := time.Now()
-		code := exitStatus(t, cmd.Run())
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		var werr error
+		select {
+		case werr = <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("%v: still loading the oversize plan after 10 s", args)
+			continue
+		}
+		code := exitStatus(t, werr)
 		took := time.Since(start)
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2:\n%s", args, code, stderr.String())

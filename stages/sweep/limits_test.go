@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -93,15 +94,15 @@ func TestDryRunEstimateIsNeverNonsense(t *testing.T) {
 		`cells: [{isl: 10000000, osl: 10000000}], concurrency: [1], requests: 10000000`,
 	} {
 		for _, st := range planOf(t, cue) {
-			latency := time.Duration(0)
+			latency := 0.0 // seconds
 			for _, c := range []struct{ isl, osl int }{{8, 4}, {10000000, 10000000}} {
 				if strings.Contains(st.ID, fmt.Sprintf("/%d:%d/", c.isl, c.osl)) {
-					latency = time.Duration((float64(c.isl)/assumedPrefillTokS + float64(c.osl)/assumedDecodeTokS) * float64(time.Second))
+					latency = float64(c.isl)/assumedPrefillTokS + float64(c.osl)/assumedDecodeTokS
 				}
 			}
-			floor := time.Duration(float64(st.Requests) / assumedBatch * float64(latency))
-			if st.Estimate <= 0 || st.Estimate < floor-time.Second {
-				t.Errorf("%s: %d requests ~%s; the assumed server needs at least %s", st.ID, st.Requests, st.Estimate, floor)
+			floor := float64(st.Requests) / assumedBatch * latency // seconds
+			if st.Estimate <= 0 || st.Estimate.Seconds() < min(floor, float64(math.MaxInt64)/1e9)-1 {
+				t.Errorf("%s: %d requests ~%s; the assumed server needs at least %.0f s", st.ID, st.Requests, st.Estimate, floor)
 			}
 		}
 	}
