@@ -70,28 +70,8 @@ func runCells(t *testing.T, src string) (*pipeline.Summary, map[string]pipeline.
 		New: func(s *schema.Stage) (pipeline.Stage, error) { c := &cells{name: s.Name}; return c, s.Decode(c) }})
 	reg.AddKind(pipeline.Kind{Name: "post", Doc: "test post", Schema: schema.KindSchema{Def: "#Post", Source: "package schema\n"},
 		New: func(*schema.Stage) (pipeline.Stage, error) { return posted{&ran}, nil }})
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatalf("build: %v", err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var progress bytes.Buffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Progress: &progress, FinallyTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	sum, ri := runPlan(t, context.Background(), t.TempDir(), reg, src, pipeline.Options{Progress: &progress, FinallyTimeout: 5 * time.Second})
 	by := map[string]pipeline.StageResult{}
 	for _, s := range sum.Stages {
 		by[s.Name] = s

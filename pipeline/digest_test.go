@@ -112,10 +112,6 @@ func runDigestPlan(t *testing.T, dir, src string) {
 		clock.hashed = append(clock.hashed, time.Now())
 		clock.mu.Unlock()
 	}, 0)
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := pipeline.NewRegistry()
 	reg.AddKind(pipeline.Kind{Name: "mkfile", Doc: "makes a sparse file",
 		Schema: schema.KindSchema{Def: "#MkFile", Source: digestKinds},
@@ -128,24 +124,9 @@ func runDigestPlan(t *testing.T, dir, src string) {
 	reg.AddKind(pipeline.Kind{Name: "dmeasure", Doc: "measures nothing", Measuring: true,
 		Schema: schema.KindSchema{Def: "#DMeasure", Source: digestKinds},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return dmeasure{clock: clock}, nil }})
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	rows := &cellRows{}
 	var progress lockedBuffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{rows}, Progress: &progress})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Outputs: []pipeline.Output{rows}, Progress: &progress})
 	if sum.ExitCode != pipeline.ExitOK {
 		t.Fatalf("exit %d: %s\n%s", sum.ExitCode, sum.Reason, progress.String())
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -51,29 +49,10 @@ func TestARowNotStoredIsNotReportedAsStored(t *testing.T) {
 	reg.AddKind(pipeline.Kind{Name: "emit", Doc: "emits a row", Measuring: true,
 		Schema: schema.KindSchema{Def: "#Emit", Source: "package schema\n#Emit: {#StageBase, kind: \"emit\"}"},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return oneRowStage{}, nil }})
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte("name: \"p\"\nmodel: {name: \"m\"}\nstages: e: {kind: \"emit\"}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	csv := &recordingOutput{name: "csv"}
 	parquet := &recordingOutput{name: "parquet", durable: true, fail: true}
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{csv, parquet}, Progress: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, _ := runPlan(t, context.Background(), t.TempDir(), reg, "name: \"p\"\nmodel: {name: \"m\"}\nstages: e: {kind: \"emit\"}\n",
+		pipeline.Options{Outputs: []pipeline.Output{csv, parquet}, Progress: os.Stderr})
 	if len(csv.rows) != 1 {
 		t.Fatalf("csv got %d rows", len(csv.rows))
 	}

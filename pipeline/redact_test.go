@@ -109,32 +109,13 @@ stages: {
 	leak: {kind: "leaky", target: "http://bench:` + password + `@127.0.0.1:9", api_key_env: "LEAKY_KEY", headers: {"X-Token": "${LEAKY_TOKEN}"}, assert: ["status == \"ok\""]}
 }
 `
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := pipeline.NewRegistry()
 	reg.AddKind(pipeline.Kind{Name: "leaky", Doc: "repeats its credentials", Measuring: true,
 		Schema: schema.KindSchema{Def: "#Leaky", Source: leakyKind},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return leaky{}, nil }})
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := &everything{}
 	var progress lockedBuffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{out}, Progress: &progress})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Outputs: []pipeline.Output{out}, Progress: &progress})
 	var buf strings.Builder
 	pipeline.PrintSummary(&buf, sum)
 
@@ -175,7 +156,11 @@ stages: {
 
 	// The plan is unchanged: a resume is not refused for the password
 	// plan.json no longer shows.
-	ri2, err := pipeline.ResumeRunInfo(ri.Dir, p, nil, time.Now())
+	g, err := pipeline.Build(ri.Plan, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri2, err := pipeline.ResumeRunInfo(ri.Dir, ri.Plan, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

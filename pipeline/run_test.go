@@ -125,10 +125,10 @@ func testRegistry(rec *recorder) *pipeline.Registry {
 	return reg
 }
 
-// run loads src as a plan, runs it and returns the summary by stage.
-func run(t *testing.T, ctx context.Context, reg *pipeline.Registry, src string) (*pipeline.Summary, map[string]pipeline.StageResult) {
+// runPlan writes src as dir/plan.cue, loads and builds it with reg, and
+// runs it with opts under dir/runs: the one way the pipeline tests run a plan.
+func runPlan(t *testing.T, ctx context.Context, dir string, reg *pipeline.Registry, src string, opts pipeline.Options) (*pipeline.Summary, *pipeline.RunInfo) {
 	t.Helper()
-	dir := t.TempDir()
 	path := filepath.Join(dir, "plan.cue")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -145,10 +145,17 @@ func run(t *testing.T, ctx context.Context, reg *pipeline.Registry, src string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{FinallyTimeout: 5 * time.Second})
+	sum, err := pipeline.Run(ctx, g, ri, opts)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	return sum, ri
+}
+
+// run loads src as a plan, runs it and returns the summary by stage.
+func run(t *testing.T, ctx context.Context, reg *pipeline.Registry, src string) (*pipeline.Summary, map[string]pipeline.StageResult) {
+	t.Helper()
+	sum, _ := runPlan(t, ctx, t.TempDir(), reg, src, pipeline.Options{FinallyTimeout: 5 * time.Second})
 	by := map[string]pipeline.StageResult{}
 	for _, s := range sum.Stages {
 		by[s.Name] = s
