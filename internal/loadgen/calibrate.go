@@ -128,7 +128,9 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 		}
 	}
 	probe := counted(func(ctx context.Context, text string) (int, error) { return t.probeCount(ctx, text) })
-	var tok tokenCounter
+	// tok counts words with the server's tokenizer; tokSpecial counts a
+	// whole prompt with the special tokens (BOS) a request gets.
+	var tok, tokSpecial tokenCounter
 	dialect := ""
 	if method != CalibrateProbe {
 		var err error
@@ -139,6 +141,7 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 		if dialect != DialectNone && dialect != "" {
 			d := dialect
 			tok = counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, false) })
+			tokSpecial = counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, true) })
 		}
 	}
 	wordsBy, name := tok, "tokenize("+dialect+")"
@@ -154,8 +157,7 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 	overheadBy := probe
 	switch {
 	case method == CalibrateTokenize:
-		d := dialect
-		overheadBy = counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, true) })
+		overheadBy = tokSpecial
 		v.Method = name
 	case tok != nil:
 		v.Method = name + "+probe"
@@ -168,9 +170,8 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 		}
 		// The endpoint reports no usage: the tokenizer with special
 		// tokens is the next best count (it misses a chat template).
-		d := dialect
 		v.Method = name
-		if err2 := v.measureOverhead(ctx, counted(func(ctx context.Context, text string) (int, error) { return t.tokenizeCount(ctx, d, text, true) })); err2 != nil {
+		if err2 := v.measureOverhead(ctx, tokSpecial); err2 != nil {
 			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", v.Method, err2)
 		}
 	}

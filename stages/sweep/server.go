@@ -44,10 +44,7 @@ func doesNotFit(c Cell, endpoint string, info loadgen.ServerInfo, plan *schema.P
 	if limit <= 0 {
 		return ""
 	}
-	need := c.ISL + c.OSL
-	if endpoint == "embeddings" {
-		need = c.ISL
-	}
+	need := c.contextNeed(endpoint)
 	if need <= limit {
 		return ""
 	}
@@ -137,10 +134,7 @@ func spanOf(rs []loadgen.Result) sendSpan {
 func (s *Stage) ContextWarnings(p *schema.Plan, contextLength int, source string) []schema.Error {
 	var ws []schema.Error
 	for i, c := range s.cfg.Cells {
-		need := c.ISL + c.OSL
-		if s.cfg.Endpoint == "embeddings" {
-			need = c.ISL
-		}
+		need := c.contextNeed(s.cfg.Endpoint)
 		if need > contextLength {
 			ws = append(ws, schema.Error{Pos: s.spec.PosOf("cells", fmt.Sprint(i)),
 				Msg: fmt.Sprintf("stages.%s.cells.%d: isl+osl = %d cannot fit %s (%d tokens); the cell will be refused before any request unless the server extends the context", s.spec.Name, i, need, source, contextLength)})
@@ -167,4 +161,13 @@ func (s *Stage) bounded(t *loadgen.Target, p point) *loadgen.Target {
 		b.Timeout = b.FirstTokenTimeout + time.Duration(max(p.cell.OSL, 1))*perTokenBound
 	}
 	return &b
+}
+
+// contextNeed is the context a request of the cell uses: prompt and output
+// (an embedding has no output).
+func (c Cell) contextNeed(endpoint string) int {
+	if endpoint == "embeddings" {
+		return c.ISL
+	}
+	return c.ISL + c.OSL
 }
