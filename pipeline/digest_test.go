@@ -91,7 +91,7 @@ type cellRows struct {
 }
 
 func (c *cellRows) Name() string                  { return "cells" }
-func (c *cellRows) Start(*pipeline.RunInfo) error { return nil }
+func (c *cellRows) Start(*pipeline.SinkEnv) error { return nil }
 func (c *cellRows) Stop(*pipeline.Summary) error  { return nil }
 func (c *cellRows) Cell(cell results.Cell, _ []results.Request) error {
 	c.mu.Lock()
@@ -126,7 +126,7 @@ func runDigestPlan(t *testing.T, dir, src string) {
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return dmeasure{clock: clock}, nil }})
 	rows := &cellRows{}
 	var progress lockedBuffer
-	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Outputs: []pipeline.Output{rows}, Progress: &progress})
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(rows), Progress: &progress})
 	if sum.ExitCode != pipeline.ExitOK {
 		t.Fatalf("exit %d: %s\n%s", sum.ExitCode, sum.Reason, progress.String())
 	}

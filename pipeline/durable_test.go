@@ -21,17 +21,16 @@ func (oneRowStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Output
 }
 
 // recordingOutput keeps the rows it was given; fail makes every row fail
-// to store (a full disk), and durable says it is the durable output.
+// to store (a full disk).
 type recordingOutput struct {
-	name          string
-	durable, fail bool
-	rows          []results.Cell
+	name string
+	fail bool
+	rows []results.Cell
 }
 
 func (o *recordingOutput) Name() string                  { return o.name }
-func (o *recordingOutput) Start(*pipeline.RunInfo) error { return nil }
+func (o *recordingOutput) Start(*pipeline.SinkEnv) error { return nil }
 func (o *recordingOutput) Stop(*pipeline.Summary) error  { return nil }
-func (o *recordingOutput) Durable() bool                 { return o.durable }
 func (o *recordingOutput) Cell(c results.Cell, _ []results.Request) error {
 	if o.fail {
 		return errors.New("write cells/part-001-00001.parquet: no space left on device")
@@ -50,9 +49,11 @@ func TestARowNotStoredIsNotReportedAsStored(t *testing.T) {
 		Schema: schema.KindSchema{Def: "#Emit", Source: "package schema\n#Emit: {#StageBase, kind: \"emit\"}"},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return oneRowStage{}, nil }})
 	csv := &recordingOutput{name: "csv"}
-	parquet := &recordingOutput{name: "parquet", durable: true, fail: true}
+	parquet := &recordingOutput{name: "parquet", fail: true}
+	// Durability is the sink kind's, given after the CSV on purpose.
+	durable := &pipeline.SinkUse{Kind: pipeline.SinkKind{Name: "parquet", Durable: true}, Sink: parquet}
 	sum, _ := runPlan(t, context.Background(), t.TempDir(), reg, "name: \"p\"\nmodel: {name: \"m\"}\nstages: e: {kind: \"emit\"}\n",
-		pipeline.Options{Outputs: []pipeline.Output{csv, parquet}, Progress: os.Stderr})
+		pipeline.Options{Sinks: []*pipeline.SinkUse{pipeline.UseSink(csv), durable}, Progress: os.Stderr})
 	if len(csv.rows) != 1 {
 		t.Fatalf("csv got %d rows", len(csv.rows))
 	}

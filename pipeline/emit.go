@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
@@ -50,36 +48,9 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		}
 	}
 	verdictRows = redact.Value(verdictRows)
-	var errs []error
-	// Durable outputs first: a row printed or summarised elsewhere is one
+	// Durable sinks first: a row printed or summarised elsewhere is one
 	// already on disk, or it says it is not.
-	var notStored []string
-	for _, durablePass := range []bool{true, false} {
-		for _, o := range r.opts.Outputs {
-			if isDurable(o) != durablePass {
-				continue
-			}
-			if err := o.Cell(cell, reqs); err != nil {
-				errs = append(errs, fmt.Errorf("output %s: %w", o.Name(), err))
-				if durablePass {
-					notStored = append(notStored, fmt.Sprintf("%s: %v", o.Name(), err))
-				}
-				continue
-			}
-			if vo, ok := o.(VerdictOutput); ok {
-				if err := vo.Verdicts(cell, verdictRows); err != nil {
-					errs = append(errs, fmt.Errorf("output %s: assertion verdicts: %w", o.Name(), err))
-				}
-			}
-		}
-		if durablePass && len(notStored) > 0 {
-			// The CSV on stdout, cells.csv and result.json must not show as
-			// stored (status ok) a row the durable output lost.
-			cell.Status = results.StatusError
-			cell.Reason = strings.TrimSuffix("not stored ("+strings.Join(notStored, "; ")+"); "+cell.Reason, "; ")
-		}
-	}
-	err := errors.Join(errs...)
+	err := r.sinks.cell(cell, reqs, verdictRows)
 	if err != nil && r.emitErr == nil {
 		r.emitErr = err
 	}
@@ -152,15 +123,7 @@ func (r *runner) emitSamples(rows []results.Sample) error {
 		}
 	}
 	rows = redact.Value(rows)
-	var errs []error
-	for _, o := range r.opts.Outputs {
-		if so, ok := o.(SampleOutput); ok {
-			if err := so.Samples(rows); err != nil {
-				errs = append(errs, fmt.Errorf("output %s: samples: %w", o.Name(), err))
-			}
-		}
-	}
-	err := errors.Join(errs...)
+	err := r.sinks.samples(rows)
 	if err != nil && r.emitErr == nil {
 		r.emitErr = err
 	}
@@ -180,16 +143,4 @@ func (r *runner) noteEngine(cell results.Cell) {
 		}
 	}
 	r.manifest.Engines = append(r.manifest.Engines, e)
-}
-
-// DurableOutput is implemented by outputs that keep rows on disk for good
-// (Parquet parts). They receive every row before the others, and a row
-// they failed to store reaches the others marked as not stored.
-type DurableOutput interface {
-	Durable() bool
-}
-
-func isDurable(o Output) bool {
-	d, ok := o.(DurableOutput)
-	return ok && d.Durable()
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"cuelang.org/go/cue"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/benchrun/benchrun/schema"
@@ -34,8 +35,10 @@ type Graph struct {
 	Plan   *schema.Plan
 	Nodes  []*Node // in plan order
 	byName map[string]*Node
-	// Sinks are the plan-level outputs decoded from `sinks`.
-	Sinks []Output
+	// Sinks are the run's sinks: the registry's default ones, configured
+	// by the plan's `sinks` entries of their kind, then the plan's others,
+	// in the order rows reach them (durable first).
+	Sinks []*SinkUse
 	// Warnings are problems vet reports without failing the plan (each
 	// with its position): what may still work, or may not, at run time.
 	Warnings schema.Errors
@@ -174,22 +177,9 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		// must not believe it was compared.
 		errs = append(errs, schema.Error{Pos: pos, Msg: "baseline: not supported yet (regression against history comes with the verdicts issue)"})
 	}
-	for _, sk := range p.Sinks {
-		k, ok := reg.Sink(sk.Kind)
-		if !ok || k.New == nil {
-			continue // unknown sink kinds are reported by the loader
-		}
-		o, err := k.New(sk)
-		if err != nil {
-			if es, ok := err.(schema.Errors); ok {
-				errs = append(errs, es...)
-			} else {
-				errs = append(errs, schema.Error{Pos: sk.Pos, Msg: fmt.Sprintf("sinks[%d] (%s): %v", sk.Index, sk.Kind, err)})
-			}
-			continue
-		}
-		g.Sinks = append(g.Sinks, o)
-	}
+	sinks, serrs := buildSinks(p, reg)
+	g.Sinks = sinks
+	errs = append(errs, serrs...)
 	// Every cycle, not the first only: vet reports all problems at once.
 	for _, cycle := range g.findCycles() {
 		first := g.byName[cycle[0]]
@@ -227,6 +217,20 @@ func (r *Registry) kindNames() []string {
 		names = append(names, k.Name)
 	}
 	return names
+}
+
+// asErrorsOf reports whether err is a plan problem with positions,
+// storing it in es.
+func asErrorsOf(err error, es *schema.Errors) bool {
+	switch e := err.(type) {
+	case schema.Errors:
+		*es = e
+		return true
+	case schema.Error:
+		*es = schema.Errors{e}
+		return true
+	}
+	return false
 }
 
 func asErrors(err error, s *schema.Stage) schema.Errors {
@@ -417,4 +421,15 @@ func cycleFrom(g *Graph, start string, in map[string]bool) []string {
 			}
 		}
 	}
+}
+
+// rateLadder reports whether a measuring stage runs a request-rate
+// ladder (tables for people then show the rate column).
+func (g *Graph) rateLadder() bool {
+	for _, n := range g.Nodes {
+		if n.Kind.Measuring && n.Spec.Value.LookupPath(cue.ParsePath("rates")).Exists() {
+			return true
+		}
+	}
+	return false
 }

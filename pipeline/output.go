@@ -22,21 +22,6 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
-// Optional Output capabilities. An Output implements only what it needs;
-// the runner checks with a type assertion, so adding a capability never
-// breaks an existing Output (the pattern k6's output extensions use).
-
-// VerdictOutput receives each cell's assertion verdict rows, right after
-// the cell's Cell call (an empty slice when no assertion applies).
-type VerdictOutput interface {
-	Verdicts(cell results.Cell, rows []results.Verdict) error
-}
-
-// SampleOutput receives telemetry sample rows as they are collected.
-type SampleOutput interface {
-	Samples(rows []results.Sample) error
-}
-
 // Identity is what every row of a run is stamped with beyond the run id and
 // plan: the model's digest and the machine.
 type Identity struct {
@@ -51,6 +36,9 @@ type Identity struct {
 // (this process hashed it, or the disk cache has it), "" otherwise. A run
 // hashes its model file before it measures (modelDigester).
 func RunIdentity(ri *RunInfo) Identity {
+	if ri != nil && ri.identity != nil {
+		return *ri.identity
+	}
 	h := hostIdentity()
 	id := Identity{Hostname: h.hostname, Hardware: h.hardware, BenchrunVersion: Version()}
 	if ri != nil && ri.Plan != nil && ri.Plan.Model.File != "" {
@@ -488,10 +476,23 @@ func RunRecord(ri *RunInfo, sum *Summary) results.Run {
 	if sum == nil {
 		return redact.Value(run)
 	}
+	if sum.Status == RunRunning || sum.Status == RunCrashed || sum.Status == "incomplete" {
+		// A replay of a run that has not ended: no end time, no exit code.
+		run.Status = sum.Status
+		for _, s := range sum.Stages {
+			run.Stages = append(run.Stages, results.StageOutcome{Name: s.Name, Kind: s.Kind, Status: s.Status, Reason: s.Reason, DurationS: s.DurationS})
+		}
+		return redact.Value(run)
+	}
 	now := time.Now().UTC()
+	if !sum.FinishedAt.IsZero() {
+		now = sum.FinishedAt.UTC()
+	}
 	code := sum.ExitCode
 	run.FinishedAt, run.ExitCode = &now, &code
 	switch {
+	case sum.Status != "":
+		run.Status = sum.Status
 	case sum.Interrupted:
 		run.Status = "interrupted"
 	case sum.ExitCode == ExitOK:

@@ -43,7 +43,7 @@ type capture struct {
 }
 
 func (c *capture) Name() string                  { return "capture" }
-func (c *capture) Start(*pipeline.RunInfo) error { return nil }
+func (c *capture) Start(*pipeline.SinkEnv) error { return nil }
 func (c *capture) Stop(*pipeline.Summary) error  { return nil }
 func (c *capture) Cell(cell results.Cell, reqs []results.Request) error {
 	c.cells = append(c.cells, cell)
@@ -61,7 +61,7 @@ func (c *capture) Verdicts(_ results.Cell, rows []results.Verdict) error {
 type plain struct{ cells int }
 
 func (p *plain) Name() string                               { return "plain" }
-func (p *plain) Start(*pipeline.RunInfo) error              { return nil }
+func (p *plain) Start(*pipeline.SinkEnv) error              { return nil }
 func (p *plain) Stop(*pipeline.Summary) error               { return nil }
 func (p *plain) Cell(results.Cell, []results.Request) error { p.cells++; return nil }
 
@@ -103,7 +103,7 @@ stages: {
 		t.Fatal(err)
 	}
 	capt, pl := &capture{}, &plain{}
-	res, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{capt, pl}})
+	res, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(capt, pl)})
 	if err != nil {
 		t.Fatal(err)
 	}

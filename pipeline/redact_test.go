@@ -69,8 +69,8 @@ func (e *everything) add(v any) {
 	e.seen = append(e.seen, fmt.Sprintf("%+v", v))
 }
 
-func (e *everything) Name() string                     { return "everything" }
-func (e *everything) Start(ri *pipeline.RunInfo) error { return nil }
+func (e *everything) Name() string                  { return "everything" }
+func (e *everything) Start(*pipeline.SinkEnv) error { return nil }
 func (e *everything) Stop(sum *pipeline.Summary) error {
 	e.add(sum.Reason)
 	e.add(sum.Stages)
@@ -115,7 +115,7 @@ stages: {
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return leaky{}, nil }})
 	out := &everything{}
 	var progress lockedBuffer
-	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Outputs: []pipeline.Output{out}, Progress: &progress})
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(out), Progress: &progress})
 	var buf strings.Builder
 	pipeline.PrintSummary(&buf, sum)
 

@@ -150,6 +150,9 @@ type Output interface {
 type Registry struct {
 	kinds map[string]Kind
 	sinks map[string]SinkKind
+	// sinkOrder is the order sink kinds were registered in: the order
+	// default sinks receive rows (after the durable ones).
+	sinkOrder []string
 }
 
 // NewRegistry returns an empty registry.

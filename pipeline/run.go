@@ -33,7 +33,11 @@ const (
 
 // Options controls a run.
 type Options struct {
-	Outputs []Output
+	// Sinks are sinks beyond the graph's (Graph.Sinks): embedders' and
+	// tests' (UseSink).
+	Sinks []*SinkUse
+	// Stdout is where data goes (the CSV table); nil for none.
+	Stdout io.Writer
 	// Progress receives human progress lines (stderr).
 	Progress io.Writer
 	// MaxParallel bounds how many stages run at once (default 4).
@@ -66,6 +70,13 @@ type Summary struct {
 	ExitCode    int
 	// Reason says why the run did not end ok ("" when it did).
 	Reason string
+	// Sinks are the sinks' accounts (as the manifest records them).
+	Sinks []SinkRecord
+	// FinishedAt is when the run ended (the manifest's finished_at).
+	FinishedAt time.Time
+	// Status overrides the run status derived from the exit code (a
+	// replay of a run that crashed); "" derives it.
+	Status string
 	// EarlierFailed counts the verdicts in Failed that earlier attempts
 	// judged, on cells this resume did not measure again.
 	EarlierFailed int
@@ -128,6 +139,8 @@ type runner struct {
 	emitErr  error
 	tally    cellTallies // each stage's cell rows and error rows
 	manifest *Manifest
+	// sinks receive the rows, durable ones first.
+	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).
 	idle map[string]bool
 	// stageProgress is the progress writer the stages get (redactingProgress).
@@ -170,7 +183,9 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 			return nil, &ExitError{Code: ExitInvalid, Err: err}
 		}
 	}
+	r.sinks = newSinkSet(append(slices.Clone(g.Sinks), opts.Sinks...), opts.Progress)
 	r.manifest = newManifest(ri)
+	r.manifest.Sinks = r.sinks.records()
 	if err := r.manifest.write(ri.Dir); err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
@@ -214,10 +229,9 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	}
 	// Failed verdicts of cells a resume does not measure again still count.
 	r.failed = append(r.failed, ri.priorFailed...)
-	for _, o := range opts.Outputs {
-		if err := o.Start(ri); err != nil {
-			return fail(ExitInfra, fmt.Errorf("output %s: %w", o.Name(), err))
-		}
+	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), Prior: priorRows(ri)}
+	if err := r.sinks.start(env); err != nil {
+		return fail(ExitInfra, err)
 	}
 
 	runCtx := ctx
@@ -230,15 +244,14 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 
 	sum := r.summary(ctx)
 	redactSummary(sum)
-	for _, o := range opts.Outputs {
-		if err := o.Stop(sum); err != nil {
-			fmt.Fprintf(opts.Progress, "benchrun: output %s: %v\n", o.Name(), err)
-			if sum.ExitCode == ExitOK || sum.ExitCode == ExitAssertion {
-				sum.ExitCode = ExitInfra
-				sum.Reason = fmt.Sprintf("output %s: %v", o.Name(), err)
-			}
+	if reason := r.sinks.stop(sum); reason != "" {
+		fmt.Fprintf(opts.Progress, "benchrun: %s\n", reason)
+		if sum.ExitCode == ExitOK || sum.ExitCode == ExitAssertion {
+			sum.ExitCode = ExitInfra
+			sum.Reason = reason
 		}
 	}
+	sum.Sinks = r.sinks.records()
 	status := RunFailed
 	switch {
 	case sum.Interrupted:
@@ -257,10 +270,15 @@ func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 		r.manifest.Stages = sum.Stages
 		r.manifest.Verdicts = sum.Failed
 	}
+	r.manifest.Sinks = r.sinks.records()
 	if r.manifest.ModelDigest == "" && r.md != nil {
 		r.manifest.ModelDigest = knownDigest(r.md.file, r.md.planDir)
 	}
-	r.manifest.finish(status, reason, code, time.Now())
+	at := time.Now()
+	if sum != nil && !sum.FinishedAt.IsZero() {
+		at = sum.FinishedAt // what result.json and the reports say too
+	}
+	r.manifest.finish(status, reason, code, at)
 	if err := r.manifest.write(r.ri.Dir); err != nil {
 		fmt.Fprintf(r.opts.Progress, "benchrun: %v\n", err)
 	}
@@ -783,7 +801,7 @@ func (r *runner) lock(n *Node) func() {
 }
 
 func (r *runner) summary(ctx context.Context) *Summary {
-	sum := &Summary{Run: r.ri, Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed, EarlierFailed: len(r.ri.priorFailed)}
+	sum := &Summary{Run: r.ri, FinishedAt: time.Now(), Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed, EarlierFailed: len(r.ri.priorFailed)}
 	sum.Interrupted = ctx.Err() != nil
 	infra := r.emitErr != nil
 	for _, n := range r.g.Nodes {
@@ -812,6 +830,9 @@ func (r *runner) summary(ctx context.Context) *Summary {
 			if s.Status == StatusError && sum.Reason == "" {
 				sum.Reason = fmt.Sprintf("stage %s: %s", s.Name, firstLine(s.Reason))
 			}
+		}
+		if sum.Reason == "" {
+			sum.Reason = r.sinks.failedReason()
 		}
 		if sum.Reason == "" && r.emitErr != nil {
 			sum.Reason = "rows not stored: " + firstLine(r.emitErr.Error())

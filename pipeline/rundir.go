@@ -34,6 +34,10 @@ type RunInfo struct {
 	// column), and part files are named with it.
 	Attempt int
 
+	// identity, when set, is the identity rows were stamped with (a
+	// replay's, from the manifest), instead of this machine's.
+	identity *Identity
+
 	// doneCells are the cells the resumed run already finished (Env.CellDone).
 	doneCells map[string]bool
 	// lock holds the run directory: one writer at a time (Close frees it).
@@ -138,6 +142,10 @@ type Manifest struct {
 	// version each reported ("unknown" when it would not say): the same
 	// model differs 3-4x between releases of one engine.
 	Engines []EngineRecord `json:"engines,omitempty"`
+	// Sinks records each sink of the attempt: whether it was required,
+	// how many calls it took, the retries transient failures cost, and
+	// the last error (secrets masked).
+	Sinks []SinkRecord `json:"sinks,omitempty"`
 }
 
 // EngineRecord is one measured server: the stage that measured it, the

@@ -177,14 +177,14 @@ func loadPlan(t *testing.T, reg *pipeline.Registry, dir, src string) *pipeline.G
 
 // resumeRun resumes the run in runDir with g and runs it, returning the
 // summary, the progress text and the error of either step.
-func resumeRun(t *testing.T, g *pipeline.Graph, runDir string, outs ...pipeline.Output) (*pipeline.Summary, string, error) {
+func resumeRun(t *testing.T, g *pipeline.Graph, runDir string, outs ...pipeline.Sink) (*pipeline.Summary, string, error) {
 	t.Helper()
 	ri, err := pipeline.ResumeRunInfo(runDir, g.Plan, nil, time.Now())
 	if err != nil {
 		return nil, "", err
 	}
 	var progress bytes.Buffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: outs, Progress: &progress, FinallyTimeout: 5 * time.Second})
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(outs...), Progress: &progress, FinallyTimeout: 5 * time.Second})
 	return sum, progress.String(), err
 }
 
@@ -300,7 +300,7 @@ func TestResumeWithNothingLeftStartsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{parquet.New()}})
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestResumeWithNothingLeftStartsNothing(t *testing.T) {
 type failingStart struct{}
 
 func (failingStart) Name() string                               { return "broken" }
-func (failingStart) Start(*pipeline.RunInfo) error              { return errors.New("no space left on device") }
+func (failingStart) Start(*pipeline.SinkEnv) error              { return errors.New("no space left on device") }
 func (failingStart) Cell(results.Cell, []results.Request) error { return nil }
 func (failingStart) Stop(*pipeline.Summary) error               { return nil }
 
@@ -360,12 +360,12 @@ func TestManifestFinishedWhenTheRunFailsBeforeItsFirstStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{failingStart{}}})
+	_, err = pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(failingStart{})})
 	if err == nil || pipeline.ExitCode(err) != pipeline.ExitInfra {
 		t.Fatalf("run with an output that cannot start: %v", err)
 	}
 	m := manifestOf(t, ri.Dir)
-	if m["status"] != "failed" || m["exit_code"] != 3.0 || !strings.Contains(fmt.Sprint(m["reason"]), "output broken: no space left on device") || m["finished_at"] == nil {
+	if m["status"] != "failed" || m["exit_code"] != 3.0 || !strings.Contains(fmt.Sprint(m["reason"]), "sink broken could not start (its output not written): no space left on device") || m["finished_at"] == nil {
 		t.Errorf("manifest: status %v, exit %v, reason %v, finished %v; want failed, 3, the output's error, a finish time", m["status"], m["exit_code"], m["reason"], m["finished_at"])
 	}
 }
@@ -437,7 +437,7 @@ func TestResumeRecordsACrashedAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Outputs: []pipeline.Output{parquet.New()}}); err != nil {
+	if _, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())}); err != nil {
 		t.Fatal(err)
 	}
 	// Make it look killed: the manifest as it is while the run runs, one

@@ -17,7 +17,8 @@ type FieldDoc struct {
 	Type     string // the CUE constraint without its default, on one line
 	Default  string // JSON, "" when the field has none
 	Optional bool
-	// Common marks the fields every stage kind shares (#StageBase).
+	// Common marks the fields every stage kind shares (#StageBase), or
+	// every sink kind (#SinkBase).
 	Common bool
 	Doc    string
 }
@@ -43,8 +44,11 @@ func Describe(kinds, sinks []KindSchema, def string) (DefDoc, error) {
 		return DefDoc{}, fmt.Errorf("no definition %s in the schema", def)
 	}
 	common := map[string]bool{}
-	if def != "#StageBase" {
-		if base := sv.LookupPath(cue.ParsePath("#StageBase")); base.Exists() && strings.Contains(sourceOf(kinds, sinks, def), "#StageBase") {
+	for _, baseDef := range []string{"#StageBase", "#SinkBase"} {
+		if def == baseDef {
+			continue
+		}
+		if base := sv.LookupPath(cue.ParsePath(baseDef)); base.Exists() && strings.Contains(sourceOf(kinds, sinks, def), baseDef) {
 			it, _ := base.Fields(cue.Optional(true))
 			for it != nil && it.Next() {
 				common[it.Selector().Unquoted()] = true

@@ -11,7 +11,6 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
-	csvsink "github.com/benchrun/benchrun/sinks/csv"
 )
 
 // runList prints every stage kind and sink kind with its one-line doc and
@@ -37,30 +36,25 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "  %s\t%s%s\n", k.Name, k.Doc, note)
 		fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(ownFields(doc), ", "))
 	}
-	// The outputs every run writes, whatever the plan says.
-	fmt.Fprintln(tw, "outputs (every run):")
-	csvOut, _ := csvsink.New(nil, nil)
-	for _, o := range append(resultOutputs(""), csvOut) {
-		doc := ""
-		if d, ok := o.(interface{ Doc() string }); ok {
-			doc = d.Doc()
-		}
-		fmt.Fprintf(tw, "  %s\t%s\n", o.Name(), doc)
-	}
-	fmt.Fprintln(tw, "sink kinds (plan `sinks`):")
-	if len(reg.Sinks()) == 0 {
-		fmt.Fprintln(tw, "  (none registered)")
-	}
+	// Sinks: the default ones are part of every run.
+	fmt.Fprintln(tw, "sink kinds (plan `sinks`; * = part of every run):")
 	for _, k := range reg.Sinks() {
-		fmt.Fprintf(tw, "  %s\t%s\n", k.Name, k.Doc)
+		mark := " "
+		if k.Default {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "  %s %s\t%s\n", mark, k.Name, k.Doc)
 		if doc, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), k.Schema.Def); err == nil {
-			fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(ownFields(doc), ", "))
+			if f := ownFields(doc); len(f) > 0 {
+				fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(f, ", "))
+			}
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return pipeline.ExitInfra
 	}
 	fmt.Fprintln(stdout, "\nevery stage also takes: needs, description, when, timeout, finally, retry, resources, assert (`benchrun schema`)")
+	fmt.Fprintln(stdout, "every sink also takes: name, optional, retry (`benchrun schema`)")
 	return pipeline.ExitOK
 }
 
@@ -97,15 +91,18 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	switch what {
 	case "plan":
-		for _, def := range []string{"#Plan", "#StageBase"} {
+		for _, def := range []string{"#Plan", "#StageBase", "#SinkBase"} {
 			d, err := schema.Describe(kinds, sinks, def)
 			if err != nil {
 				fmt.Fprintln(stderr, "benchrun schema:", err)
 				return pipeline.ExitInfra
 			}
 			title := "plan (the envelope of every plan file)"
-			if def == "#StageBase" {
+			switch def {
+			case "#StageBase":
 				title = "\nfields every stage takes"
+			case "#SinkBase":
+				title = "\nfields every sink takes (an entry of `sinks`)"
 			}
 			fmt.Fprintln(stdout, title)
 			writeFields(stdout, d, true)

@@ -12,13 +12,16 @@ import (
 
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/stages"
 )
 
-// registry returns the registry with every built-in kind.
+// registry returns the registry with every built-in stage and sink kind:
+// the one registry run, vet, graph, list, schema and report all use.
 func registry() *pipeline.Registry {
 	reg := pipeline.NewRegistry()
 	stages.Builtin(reg)
+	sinks.Builtin(reg)
 	return reg
 }
 

@@ -16,22 +16,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
-	jsonsink "github.com/benchrun/benchrun/sinks/json"
-	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
-	reportsink "github.com/benchrun/benchrun/sinks/report"
 )
-
-// resultOutputs are the outputs every run writes into its run directory
-// besides the CSV table: Parquet tables, result.json and the reports.
-// With prefix set, result.json and the reports are also copied to
-// prefix.json, prefix.md and prefix.html.
-func resultOutputs(prefix string) []pipeline.Output {
-	js := jsonsink.New()
-	js.Prefix = prefix
-	rep := reportsink.New()
-	rep.Prefix = prefix
-	return []pipeline.Output{parquetsink.New(), js, rep}
-}
 
 // applyMetadata adds --metadata key=value stamps to the plan's metadata.
 func applyMetadata(p *schema.Plan, kvs []string) error {
@@ -105,22 +90,28 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if n := len(state.Removed); n > 0 {
 		fmt.Fprintf(stderr, "benchrun report: removed %d temporary files a killed writer left (%s)\n", n, strings.Join(state.Removed, ", "))
 	}
-	d, err := reportsink.Load(dir)
+	var params map[string]any
+	if *output != "" {
+		params = map[string]any{"prefix": *output}
+	}
+	reg := registry()
+	uses, err := pipeline.ReplaySinks(reg, dir, params)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun report:", err)
+		return pipeline.ExitInvalid
+	}
+	// A replay: the run's sinks (but the Parquet tables they read from)
+	// write their files again from the stored rows, as they did live.
+	sum, err := pipeline.Replay(dir, uses, run.Status, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun report:", err)
 		return pipeline.ExitInfra
 	}
-	reportsink.FillRunFromCells(&run, d.Cells)
-	d.Run = run
-	if err := reportsink.Write(dir, d, *output); err != nil {
-		fmt.Fprintln(stderr, "benchrun report:", err)
-		return pipeline.ExitInfra
+	var names []string
+	for _, u := range uses {
+		names = append(names, u.Name())
 	}
-	if err := writeResultJSON(dir, d, *output); err != nil {
-		fmt.Fprintln(stderr, "benchrun report:", err)
-		return pipeline.ExitInfra
-	}
-	fmt.Fprintf(stderr, "benchrun report: %d cell rows, %d assertion checks: %s, %s\n", len(d.Cells), len(d.Verdicts),
+	fmt.Fprintf(stderr, "benchrun report: %d cells replayed into %s: %s, %s\n", sum.Cells, strings.Join(names, ", "),
 		filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"))
 	fmt.Fprintln(stdout, filepath.Join(dir, "report.html"))
 	return pipeline.ExitOK
@@ -186,28 +177,4 @@ func runsBelow(dir string) string {
 		return fmt.Sprintf(" (one is under it: %s)", newest)
 	}
 	return fmt.Sprintf(" (%d run directories are under it; the newest is %s)", len(found), newest)
-}
-
-// writeResultJSON regenerates result.json from the Parquet files.
-func writeResultJSON(dir string, d reportsink.Data, prefix string) error {
-	reqs, err := results.ReadTable[results.Request](dir, results.TableRequests)
-	if err != nil {
-		return err
-	}
-	byCell := results.RequestsOf(d.Cells, reqs) // each row's own attempt, not a superseded one's
-	var cells []jsonsink.CellResult
-	for _, c := range d.Cells {
-		cells = append(cells, jsonsink.NewCellResult(c, byCell[c.CellID]))
-	}
-	b, err := jsonsink.Encode(jsonsink.Build(d.Run, cells, d.Verdicts))
-	if err != nil {
-		return err
-	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(dir, jsonsink.FileName), b); err != nil {
-		return err
-	}
-	if prefix != "" {
-		return pipeline.WriteFileAtomic(prefix+".json", b)
-	}
-	return nil
 }

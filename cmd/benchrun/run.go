@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
-	csvsink "github.com/benchrun/benchrun/sinks/csv"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -91,16 +90,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchrun: --metadata:", err)
 		return pipeline.ExitInvalid
 	}
-	var cols []string
+	// The flags are parameters of the registered sinks that take them.
 	if *columns != "" {
-		cols = strings.Split(*columns, ",")
+		if err := g.SetSinkParam("columns", strings.Split(*columns, ",")); err != nil {
+			fmt.Fprintln(stderr, "benchrun: --columns:", err)
+			return pipeline.ExitInvalid
+		}
 	}
-	csvOut, err := csvsink.New(stdout, cols)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun: --columns:", err)
-		return pipeline.ExitInvalid
+	if *output != "" {
+		if err := g.SetSinkParam("prefix", *output); err != nil {
+			fmt.Fprintln(stderr, "benchrun: --output:", err)
+			return pipeline.ExitInvalid
+		}
 	}
-	csvOut.Prefix = *output
 	var ri *pipeline.RunInfo
 	if *resume != "" {
 		// The run writes into RUN_DIR; cells already ok there are skipped.
@@ -114,8 +116,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
 	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
-		// Parquet before CSV: a row on stdout is already stored durably.
-		Outputs:  append(append(resultOutputs(*output), csvOut), g.Sinks...),
+		Stdout:   stdout,
 		Progress: progress,
 		Keep:     *keep,
 	})

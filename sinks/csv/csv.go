@@ -6,6 +6,7 @@
 package csv
 
 import (
+	_ "embed"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -18,8 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"cuelang.org/go/cue"
-
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -29,8 +28,45 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Output = (*Output)(nil)
+	_ pipeline.Sink = (*Output)(nil)
 )
+
+//go:embed schema.cue
+var schemaSource string
+
+// Kind registers the sink: part of every run.
+var Kind = pipeline.SinkKind{
+	Name:    "csv",
+	Doc:     "cell rows as CSV on stdout as each cell finishes (--columns, --output PREFIX.csv) and every column in cells.csv",
+	Schema:  schema.KindSchema{Def: "#CSV", Source: schemaSource},
+	Default: true,
+	Writes:  "cells.csv and the CSV table",
+	Flags:   []string{"columns", "prefix"},
+	New:     newFromSpec,
+}
+
+// Config is the sink's configuration (schema.cue).
+type Config struct {
+	Columns []string `json:"columns"`
+	Prefix  string   `json:"prefix"`
+	Stdout  *bool    `json:"stdout"`
+}
+
+// newFromSpec decodes a sink entry (and the --columns and --output
+// flags): an unknown column is an error naming the valid ones.
+func newFromSpec(spec pipeline.SinkSpec) (pipeline.Sink, error) {
+	var cfg Config
+	if err := spec.Decode(&cfg); err != nil {
+		return nil, err
+	}
+	o, err := New(nil, cfg.Columns)
+	if err != nil {
+		return nil, err
+	}
+	o.Prefix = cfg.Prefix
+	o.toStdout = cfg.Stdout == nil || *cfg.Stdout
+	return o, nil
+}
 
 // DefaultColumns are the seed `bench` command's columns.
 var DefaultColumns = []string{
@@ -45,6 +81,8 @@ type Output struct {
 	Columns []string
 	// Prefix, when set, also streams W's table to Prefix+".csv".
 	Prefix string
+	// toStdout: a registered csv sink writes its table to the run's stdout.
+	toStdout bool
 
 	index   []int
 	targets []target
@@ -76,25 +114,20 @@ func New(w io.Writer, columns []string) (*Output, error) {
 }
 
 // defaultColumnsFor is DefaultColumns with the rate column after
-// concurrency when the plan has an open-loop ladder: a rate row's load
+// concurrency when the run has an open-loop ladder: a rate row's load
 // point is its rate, and its concurrency column alone would read 0.
-func defaultColumnsFor(p *schema.Plan) []string {
-	if p == nil {
+func defaultColumnsFor(rateLadder bool) []string {
+	if !rateLadder {
 		return DefaultColumns
 	}
-	for _, st := range p.Stages {
-		if st.Value.LookupPath(cue.ParsePath("rates")).Exists() {
-			cols := make([]string, 0, len(DefaultColumns)+1)
-			for _, c := range DefaultColumns {
-				cols = append(cols, c)
-				if c == "concurrency" {
-					cols = append(cols, "rate")
-				}
-			}
-			return cols
+	cols := make([]string, 0, len(DefaultColumns)+1)
+	for _, c := range DefaultColumns {
+		cols = append(cols, c)
+		if c == "concurrency" {
+			cols = append(cols, "rate")
 		}
 	}
-	return DefaultColumns
+	return cols
 }
 
 // Columns lists every column a cell row has, in order.
@@ -150,19 +183,20 @@ func closestColumn(name string) string {
 	return best
 }
 
-// Name implements pipeline.Output.
+// Name implements pipeline.Sink.
 func (o *Output) Name() string { return "csv" }
 
-// Doc says in one line what the output writes (benchrun list).
-func (o *Output) Doc() string {
-	return "cell rows as CSV on stdout as each cell finishes (--columns, --output PREFIX.csv) and every column in cells.csv"
-}
-
-// Start opens the files and writes the headers.
-func (o *Output) Start(run *pipeline.RunInfo) error {
+// Start opens the files and writes the headers. A live run appends to
+// cells.csv (a resumed run keeps the rows it has); a replay writes it
+// afresh.
+func (o *Output) Start(env *pipeline.SinkEnv) error {
+	run := env.Run
+	if o.toStdout && env.Stdout != nil {
+		o.W = env.Stdout
+	}
 	if o.index == nil {
 		if len(o.Columns) == 0 {
-			o.Columns = defaultColumnsFor(run.Plan)
+			o.Columns = defaultColumnsFor(env.RateLadder)
 		}
 		idx, err := columnIndex(o.Columns)
 		if err != nil {
@@ -176,10 +210,13 @@ func (o *Output) Start(run *pipeline.RunInfo) error {
 	// one written by a benchrun with other columns is first rewritten
 	// under today's header (its rows keep their values by column name).
 	path := filepath.Join(run.Dir, "cells.csv")
-	if err := upgradeHeader(path, all); err != nil {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if env.Replay {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	} else if err := upgradeHeader(path, all); err != nil {
 		return fmt.Errorf("cells.csv: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening cells.csv: %w", err)
 	}

@@ -26,7 +26,7 @@ func runOutput(t *testing.T, columns []string, prefix string) (string, string) {
 		t.Fatal(err)
 	}
 	o.Prefix = prefix
-	if err := o.Start(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir}); err != nil {
+	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range resultstest.Points() {
@@ -111,7 +111,7 @@ func TestCellsCSVAppendsOnResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := o.Start(&pipeline.RunInfo{Dir: dir}); err != nil {
+		if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{Dir: dir})); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Cell(p.Cell, nil); err != nil {
@@ -141,7 +141,7 @@ func TestNullIsAnEmptyField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Start(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir}); err != nil {
+	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
 		t.Fatal(err)
 	}
 	bad := resultstest.Unmeasured()

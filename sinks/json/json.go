@@ -8,6 +8,7 @@ package json
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,15 +20,40 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
 )
 
 // What this sink implements, checked by the compiler (the runner finds
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Output        = (*Output)(nil)
-	_ pipeline.VerdictOutput = (*Output)(nil)
+	_ pipeline.Sink        = (*Output)(nil)
+	_ pipeline.VerdictSink = (*Output)(nil)
 )
+
+//go:embed schema.cue
+var schemaSource string
+
+// Kind registers the sink: part of every run.
+var Kind = pipeline.SinkKind{
+	Name:    "json",
+	Doc:     "result.json: per-cell summaries under the key names of vLLM bench serve, plus --metadata stamps",
+	Schema:  schema.KindSchema{Def: "#JSON", Source: schemaSource},
+	Default: true,
+	Writes:  FileName,
+	Flags:   []string{"prefix"},
+	New: func(spec pipeline.SinkSpec) (pipeline.Sink, error) {
+		var cfg struct {
+			Prefix string `json:"prefix"`
+		}
+		if err := spec.Decode(&cfg); err != nil {
+			return nil, err
+		}
+		o := New()
+		o.Prefix = cfg.Prefix
+		return o, nil
+	},
+}
 
 // FileName is the output's name in the run directory.
 const FileName = "result.json"
@@ -281,37 +307,25 @@ type Output struct {
 // New returns the result.json output.
 func New() *Output { return &Output{} }
 
-// Name implements pipeline.Output.
+// Name implements pipeline.Sink.
 func (o *Output) Name() string { return "json" }
 
-// Doc says in one line what the output writes (benchrun list).
-func (o *Output) Doc() string {
-	return "result.json: per-cell summaries under the key names of vLLM bench serve, plus --metadata stamps"
-}
-
-// Start writes result.json as it stands: empty for a new run; for a
-// resumed run, with the cells and verdicts already in its Parquet files.
-func (o *Output) Start(ri *pipeline.RunInfo) error {
-	o.ri = ri
-	cells, err := results.ReadTable[results.Cell](ri.Dir, results.TableCells)
+// Start writes result.json as it stands: empty for a new run or a
+// replay; for a resumed run, with the cells and verdicts its earlier
+// attempts stored (SinkEnv.Prior).
+func (o *Output) Start(env *pipeline.SinkEnv) error {
+	o.ri = env.Run
+	prior, err := env.Prior()
 	if err != nil {
 		return err
 	}
-	if len(cells) > 0 {
-		reqs, err := results.ReadTable[results.Request](ri.Dir, results.TableRequests)
-		if err != nil {
-			return err
-		}
-		latest := results.LatestCells(cells)
-		byCell := results.RequestsOf(latest, reqs) // the requests of each row's own attempt
+	if prior != nil && len(prior.Cells) > 0 {
+		latest := results.LatestCells(prior.Cells)
+		byCell := results.RequestsOf(latest, prior.Requests) // the requests of each row's own attempt
 		for _, c := range latest {
 			o.cells = append(o.cells, NewCellResult(c, byCell[c.CellID]))
 		}
-		vs, err := results.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
-		if err != nil {
-			return err
-		}
-		o.verdicts = results.LatestVerdicts(vs)
+		o.verdicts = results.LatestVerdicts(prior.Verdicts)
 	}
 	return o.write(nil)
 }

@@ -82,7 +82,7 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: p, Dir: dir, StartedAt: resultstest.T0}
 	o := jsonsink.New()
 	o.Prefix = filepath.Join(dir, "copy")
-	if err := o.Start(ri); err != nil {
+	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	read := func(path string) jsonsink.Result {

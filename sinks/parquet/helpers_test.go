@@ -89,7 +89,7 @@ func writeRun(t testing.TB, root, plan, runID string, day time.Time, metadata ma
 		t.Fatal(err)
 	}
 	o := pqs.New()
-	if err := o.Start(&pipeline.RunInfo{ID: runID, Plan: &schema.Plan{Name: plan}, Dir: dir, StartedAt: day}); err != nil {
+	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: runID, Plan: &schema.Plan{Name: plan}, Dir: dir, StartedAt: day})); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range resultstest.Points() {

@@ -26,7 +26,7 @@ import (
 func TestNullRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	o := pqs.New()
-	if err := o.Start(&pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0}); err != nil {
+	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0})); err != nil {
 		t.Fatal(err)
 	}
 	ok, bad := resultstest.Points()[0], resultstest.Unmeasured()

@@ -8,6 +8,7 @@ package parquet
 
 import (
 	"bufio"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,23 +20,43 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
 )
 
 // What this sink implements, checked by the compiler (the runner finds
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Output        = (*Output)(nil)
-	_ pipeline.VerdictOutput = (*Output)(nil)
-	_ pipeline.SampleOutput  = (*Output)(nil)
-	_ pipeline.DurableOutput = (*Output)(nil)
+	_ pipeline.Sink        = (*Output)(nil)
+	_ pipeline.VerdictSink = (*Output)(nil)
+	_ pipeline.SampleSink  = (*Output)(nil)
 )
+
+//go:embed schema.cue
+var schemaSource string
+
+// Kind registers the sink: part of every run, and the durable one (every
+// row is stored here before any other sink sees it).
+var Kind = pipeline.SinkKind{
+	Name:    "parquet",
+	Doc:     "cells, requests, assertions and samples tables, one part file per finished cell (DuckDB: runs/**/cells/*.parquet)",
+	Schema:  schema.KindSchema{Def: "#Parquet", Source: schemaSource},
+	Default: true,
+	Durable: true,
+	Writes:  "the Parquet tables (cells/, requests/, assertions/, samples/)",
+	New: func(spec pipeline.SinkSpec) (pipeline.Sink, error) {
+		var cfg struct{}
+		if err := spec.Decode(&cfg); err != nil {
+			return nil, err
+		}
+		return New(), nil
+	},
+}
 
 // Tables are the folders this output writes, in a run directory.
 var Tables = []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples}
 
-// Output is the Parquet output. It implements pipeline.Output,
-// pipeline.VerdictOutput and pipeline.SampleOutput.
+// Output is the Parquet sink.
 type Output struct {
 	dir        string
 	attempt    int
@@ -46,23 +67,15 @@ type Output struct {
 // New returns a Parquet output.
 func New() *Output { return &Output{} }
 
-// Name implements pipeline.Output.
+// Name implements pipeline.Sink.
 func (o *Output) Name() string { return "parquet" }
-
-// Durable implements pipeline.DurableOutput: the Parquet parts are the
-// record; every other output gets a row after it is stored here.
-func (o *Output) Durable() bool { return true }
-
-// Doc says in one line what the output writes (benchrun list).
-func (o *Output) Doc() string {
-	return "cells, requests, assertions and samples tables, one part file per finished cell (DuckDB: runs/**/cells/*.parquet)"
-}
 
 // Start creates the table directories. Part files are named with the
 // run's attempt (part-<attempt>-<n>.parquet), and numbers continue after
 // any part already there, so a resumed run never overwrites a finished
 // cell, nor one attempt another's.
-func (o *Output) Start(run *pipeline.RunInfo) error {
+func (o *Output) Start(env *pipeline.SinkEnv) error {
+	run := env.Run
 	o.dir = run.Dir
 	o.attempt = max(run.Attempt, 1)
 	for _, d := range Tables {
@@ -139,7 +152,7 @@ func (o *Output) Samples(rows []results.Sample) error {
 	return WriteFile(filepath.Join(o.dir, results.TableSamples, o.partName(o.samplePart)), rows)
 }
 
-// Stop implements pipeline.Output.
+// Stop implements pipeline.Sink.
 func (o *Output) Stop(*pipeline.Summary) error { return nil }
 
 // WriteFile writes rows to path atomically: it streams them to a temporary

@@ -8,6 +8,7 @@
 package report
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,15 +18,40 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
 )
 
 // What this sink implements, checked by the compiler (the runner finds
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Output        = (*Output)(nil)
-	_ pipeline.VerdictOutput = (*Output)(nil)
+	_ pipeline.Sink        = (*Output)(nil)
+	_ pipeline.VerdictSink = (*Output)(nil)
 )
+
+//go:embed schema.cue
+var schemaSource string
+
+// Kind registers the sink: part of every run.
+var Kind = pipeline.SinkKind{
+	Name:    "report",
+	Doc:     "report.md and a self-contained report.html with SVG charts (benchrun report RUN_DIR rebuilds them)",
+	Schema:  schema.KindSchema{Def: "#Report", Source: schemaSource},
+	Default: true,
+	Writes:  "report.md and report.html",
+	Flags:   []string{"prefix"},
+	New: func(spec pipeline.SinkSpec) (pipeline.Sink, error) {
+		var cfg struct {
+			Prefix string `json:"prefix"`
+		}
+		if err := spec.Decode(&cfg); err != nil {
+			return nil, err
+		}
+		o := New()
+		o.Prefix = cfg.Prefix
+		return o, nil
+	},
+}
 
 // Data is everything a report shows.
 type Data struct {
@@ -276,39 +302,21 @@ type Output struct {
 // New returns the report output.
 func New() *Output { return &Output{} }
 
-// Name implements pipeline.Output.
+// Name implements pipeline.Sink.
 func (o *Output) Name() string { return "report" }
 
-// Doc says in one line what the output writes (benchrun list).
-func (o *Output) Doc() string {
-	return "report.md and a self-contained report.html with SVG charts (benchrun report RUN_DIR rebuilds them)"
-}
-
-// Start loads the rows a resumed run already has.
-func (o *Output) Start(ri *pipeline.RunInfo) error {
-	o.ri = ri
-	d, err := Load(ri.Dir)
+// Start takes the rows a resumed run's earlier attempts stored
+// (SinkEnv.Prior): the latest row of each cell and its verdicts.
+func (o *Output) Start(env *pipeline.SinkEnv) error {
+	o.ri = env.Run
+	prior, err := env.Prior()
 	if err != nil {
 		return err
 	}
-	o.d.Cells, o.d.Verdicts = d.Cells, d.Verdicts
+	if prior != nil {
+		o.d.Cells, o.d.Verdicts = results.LatestCells(prior.Cells), results.LatestVerdicts(prior.Verdicts)
+	}
 	return nil
-}
-
-// Load reads a run directory's cells and assertion verdicts (the latest
-// row of each cell) from its Parquet files.
-func Load(runDir string) (Data, error) {
-	var d Data
-	cells, err := results.ReadTable[results.Cell](runDir, results.TableCells)
-	if err != nil {
-		return d, err
-	}
-	vs, err := results.ReadTable[results.Verdict](runDir, results.TableAssertions)
-	if err != nil {
-		return d, err
-	}
-	d.Cells, d.Verdicts = results.LatestCells(cells), results.LatestVerdicts(vs)
-	return d, nil
 }
 
 // Cell keeps the row (replacing an earlier row of the same cell).

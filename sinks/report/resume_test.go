@@ -40,8 +40,8 @@ func TestResumedRunReportsEveryCell(t *testing.T) {
 		writeParquet(t, filepath.Join(dir, "assertions", name), p.Verdicts)
 	}
 	o := report.New()
-	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0}
-	if err := o.Start(ri); err != nil {
+	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0, Resumed: true, Attempt: 2}
+	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pts[2:] { // the resumed run re-measures the failed cell, then the rest

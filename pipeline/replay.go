@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// Replay drives sinks from a run directory as the live run drove them:
+// Start, then Cell and Verdicts for every stored cell row in the order
+// the rows were stored (every attempt's), the samples, then Stop with the
+// run's outcome as its manifest records it. A sink thus writes the same
+// files from a finished, failed or killed run as it wrote (or would have
+// written) live: `benchrun report RUN_DIR` is a replay. Durable sinks are
+// the source of a replay and are not driven. status is the run's status
+// as the caller found it ("" to take the manifest's; "crashed" for one
+// that says running with no writer).
+func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Summary, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	m, err := ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if m == nil {
+		m = &Manifest{RunID: runIDOfDir(dir), Status: "incomplete"}
+	}
+	rows, err := ReadRows(dir)
+	if err != nil {
+		return nil, err
+	}
+	ri := replayRunInfo(dir, m)
+	if status == "" {
+		status = m.Status
+	}
+	sum := &Summary{Run: ri, Stages: m.Stages, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
+	if m.FinishedAt != nil && status != RunRunning && status != RunCrashed {
+		sum.FinishedAt = *m.FinishedAt
+	}
+	if m.ExitCode != nil {
+		sum.ExitCode = *m.ExitCode
+	}
+	env := &SinkEnv{Run: ri, Progress: progress, Replay: true, Prior: func() (*Rows, error) { return nil, nil }}
+	for _, c := range rows.Cells {
+		if c.Rate > 0 {
+			env.RateLadder = true
+		}
+	}
+	var live []*SinkUse
+	for _, u := range uses {
+		if u.Sink != nil && !u.Kind.Durable {
+			live = append(live, u)
+		}
+	}
+	ss := newSinkSet(live, progress)
+	if err := ss.start(env); err != nil {
+		return nil, err
+	}
+	type key struct {
+		cell    string
+		attempt int64
+	}
+	reqs := map[key][]results.Request{}
+	for _, r := range rows.Requests {
+		k := key{r.CellID, results.AttemptOf(r.Attempt)}
+		reqs[k] = append(reqs[k], r)
+	}
+	verdicts := map[key][]results.Verdict{}
+	for _, v := range rows.Verdicts {
+		k := key{v.CellID, results.AttemptOf(v.Attempt)}
+		verdicts[k] = append(verdicts[k], v)
+	}
+	var firstErr error
+	for _, c := range rows.Cells {
+		k := key{c.CellID, results.AttemptOf(c.Attempt)}
+		if err := ss.cell(c, reqs[k], verdicts[k]); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(rows.Samples) > 0 {
+		if err := ss.samples(rows.Samples); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if reason := ss.stop(sum); reason != "" && firstErr == nil {
+		firstErr = fmt.Errorf("%s", reason)
+	}
+	sum.Sinks = ss.records()
+	if firstErr == nil {
+		firstErr = errorOfRecords(sum.Sinks)
+	}
+	return sum, firstErr
+}
+
+// errorOfRecords is the first required sink's failure in records.
+func errorOfRecords(recs []SinkRecord) error {
+	for _, r := range recs {
+		if r.Status == SinkFailed {
+			return fmt.Errorf("sink %s: %s", r.Name, r.LastError)
+		}
+	}
+	return nil
+}
+
+// ReplaySinks are the sinks a replay of the run in dir drives: the
+// non-durable sinks its manifest records, rebuilt from their recorded
+// configuration with params (command-line flags) over it; for a run whose
+// manifest records none (made before sinks were recorded), the
+// registry's default ones.
+func ReplaySinks(reg *Registry, dir string, params map[string]any) ([]*SinkUse, error) {
+	var recs []SinkRecord
+	if m, err := ReadManifest(dir); err == nil {
+		recs = m.Sinks
+	}
+	if len(recs) == 0 {
+		for _, name := range reg.sinkOrder {
+			if k := reg.sinks[name]; k.Default {
+				recs = append(recs, SinkRecord{Name: k.Name, Kind: k.Name, Required: true})
+			}
+		}
+	}
+	var uses []*SinkUse
+	for _, rec := range recs {
+		k, ok := reg.Sink(rec.Kind)
+		if !ok {
+			return nil, fmt.Errorf("the run used sink %q (%s), which this benchrun does not know", rec.Kind, rec.Name)
+		}
+		if k.Durable || k.New == nil {
+			continue
+		}
+		spec := SinkSpec{Kind: k.Name, Name: rec.Name, Params: maps.Clone(rec.Config), Index: -1}
+		if spec.Params == nil {
+			spec.Params = map[string]any{}
+		}
+		for flag, v := range params {
+			if slices.Contains(k.Flags, flag) {
+				spec.Params[flag] = v
+			}
+		}
+		s, err := k.New(spec)
+		if err != nil {
+			return nil, fmt.Errorf("sink %s: %w", rec.Name, err)
+		}
+		uses = append(uses, &SinkUse{Kind: k, Spec: spec, Sink: s, Optional: !rec.Required, Attempts: defaultSinkAttempts, Backoff: defaultSinkBackoff})
+	}
+	return uses, nil
+}
+
+// replayRunInfo rebuilds what the sinks read of a run from its manifest
+// and plan.json: the identity its rows were stamped with, not this
+// machine's.
+func replayRunInfo(dir string, m *Manifest) *RunInfo {
+	p := &schema.Plan{Name: m.Plan, Metadata: m.Metadata}
+	var plan struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Model       struct {
+			Name string `json:"name"`
+			File string `json:"file"`
+		} `json:"model"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "plan.json")); err == nil && json.Unmarshal(b, &plan) == nil {
+		p.Description, p.Model.Name = plan.Description, plan.Model.Name
+		if p.Name == "" {
+			p.Name = plan.Name
+		}
+	}
+	attempt := len(m.Attempts)
+	if attempt == 0 {
+		attempt = 1 + len(m.ResumedAt)
+	}
+	hw := m.Hardware
+	return &RunInfo{
+		ID: m.RunID, Plan: p, Dir: dir, StartedAt: m.StartedAt, Tags: m.Tags, Attempt: attempt, Resumed: attempt > 1,
+		identity: &Identity{ModelDigest: m.ModelDigest, Hostname: m.Host.Hostname, Hardware: hw, BenchrunVersion: m.Benchrun},
+	}
+}
+
+// runIDOfDir is the run id a run directory's name carries (run=ID).
+func runIDOfDir(dir string) string {
+	base := filepath.Base(dir)
+	if len(base) > 4 && base[:4] == "run=" {
+		return base[4:]
+	}
+	return base
+}

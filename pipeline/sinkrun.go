@@ -1,0 +1,276 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// Sink statuses in the manifest.
+const (
+	SinkOK     = "ok"
+	SinkFailed = "failed" // a required sink: the run exits 3
+	SinkWarned = "warned" // an optional sink failed: a warning, the run goes on
+)
+
+// SinkRecord is one sink's account in manifest.json.
+type SinkRecord struct {
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Required  bool   `json:"required"`
+	Durable   bool   `json:"durable,omitempty"`
+	Status    string `json:"status"`
+	Calls     int    `json:"calls"`
+	Retries   int    `json:"retries,omitempty"`
+	Failures  int    `json:"failures,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+	// Config is the sink's decoded parameters (what a replay rebuilds it from).
+	Config map[string]any `json:"config,omitempty"`
+}
+
+// Transient marks err as a failure worth trying again (a webhook's 503,
+// a connection reset): the pipeline retries the call with backoff, as
+// the sink's retry policy allows. Sinks mark only calls that are safe to
+// repeat.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transientError{err}
+}
+
+type transientError struct{ err error }
+
+func (e *transientError) Error() string   { return e.err.Error() }
+func (e *transientError) Unwrap() error   { return e.err }
+func (e *transientError) Transient() bool { return true }
+
+// IsTransient reports whether a sink's failure is worth retrying: marked
+// with Transient, a network timeout, or an error a retry commonly cures
+// (EAGAIN, EINTR, a reset or refused connection).
+func IsTransient(err error) bool {
+	var t interface{ Transient() bool }
+	if errors.As(err, &t) && t.Transient() {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []syscall.Errno{syscall.EAGAIN, syscall.EINTR, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.ETIMEDOUT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// sinkSleep waits between attempts of a sink call (tests shorten it).
+var sinkSleep = time.Sleep
+
+// sinkRun applies the pipeline's failure policy to one sink: transient
+// failures retried with backoff, a required sink's failure returned (the
+// run exits 3 and says what was not written), an optional one's turned
+// into a warning; every call counted in the sink's record.
+type sinkRun struct {
+	use      *SinkUse
+	rec      SinkRecord
+	disabled bool // an optional sink whose Start failed: it gets no more calls
+	progress io.Writer
+}
+
+func newSinkRun(u *SinkUse, progress io.Writer) *sinkRun {
+	return &sinkRun{use: u, progress: progress, rec: SinkRecord{
+		Name: u.Name(), Kind: u.Kind.Name, Required: !u.Optional, Durable: u.Kind.Durable, Status: SinkOK,
+		Config: redact.Value(maps.Clone(u.Spec.Params)),
+	}}
+}
+
+// call runs one call of the sink under the policy. It returns an error
+// only for a required sink.
+func (s *sinkRun) call(op string, f func() error) error {
+	if s.disabled {
+		return nil
+	}
+	s.rec.Calls++
+	attempts := max(s.use.Attempts, 1)
+	backoff := s.use.Backoff
+	var err error
+	for i := 1; ; i++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		if i >= attempts || !IsTransient(err) {
+			break
+		}
+		s.rec.Retries++
+		fmt.Fprintf(s.progress, "↻ sink %s: %s failed (attempt %d/%d): %s; retrying in %s\n", s.rec.Name, op, i, attempts, firstLine(err.Error()), backoff)
+		sinkSleep(backoff)
+		backoff *= 2
+	}
+	s.rec.Failures++
+	s.rec.LastError = redact.String(fmt.Sprintf("%s: %v", op, err))
+	if s.use.Optional {
+		if s.rec.Status != SinkWarned {
+			fmt.Fprintf(s.progress, "benchrun: warning: optional sink %s: %s failed: %s (the run goes on without it)\n", s.rec.Name, op, firstLine(err.Error()))
+		}
+		s.rec.Status = SinkWarned
+		if op == "start" {
+			s.disabled = true
+		}
+		return nil
+	}
+	s.rec.Status = SinkFailed
+	return err
+}
+
+// notWritten says what a required sink's failure left unwritten.
+func (s *sinkRun) notWritten(err error) string {
+	return fmt.Sprintf("sink %s failed: %s not written in full: %s", s.rec.Name, s.writes(), firstLine(err.Error()))
+}
+
+func (s *sinkRun) writes() string {
+	if s.use.Kind.Writes != "" {
+		return s.use.Kind.Writes
+	}
+	return "its output"
+}
+
+// sinkSet is a run's sinks, in the order rows reach them.
+type sinkSet []*sinkRun
+
+func newSinkSet(uses []*SinkUse, progress io.Writer) sinkSet {
+	var out sinkSet
+	// Durable sinks first, whatever order they were given in.
+	for _, durable := range []bool{true, false} {
+		for _, u := range uses {
+			if u.Sink != nil && u.Kind.Durable == durable {
+				out = append(out, newSinkRun(u, progress))
+			}
+		}
+	}
+	return out
+}
+
+func (ss sinkSet) records() []SinkRecord {
+	out := make([]SinkRecord, len(ss))
+	for i, s := range ss {
+		out[i] = s.rec
+	}
+	return out
+}
+
+// start starts every sink; the first required one that fails ends it.
+func (ss sinkSet) start(env *SinkEnv) error {
+	for _, s := range ss {
+		if err := s.call("start", func() error { return s.use.Sink.Start(env) }); err != nil {
+			return fmt.Errorf("sink %s could not start (%s not written): %w", s.rec.Name, s.writes(), err)
+		}
+	}
+	return nil
+}
+
+// cell hands a judged cell row to every sink: the durable ones first, so
+// that a row the others show is one already stored, or is marked as not
+// stored. It returns the failures of required sinks.
+func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []results.Verdict) error {
+	var errs, notStored []string
+	reason := cell.Reason
+	for _, s := range ss {
+		err := s.call("cell "+cell.CellID, func() error { return s.use.Sink.Cell(cell, reqs) })
+		if err == nil {
+			if vs, ok := s.use.Sink.(VerdictSink); ok && !s.disabled {
+				err = s.call("verdicts of "+cell.CellID, func() error { return vs.Verdicts(cell, verdicts) })
+			}
+		}
+		if err == nil {
+			continue
+		}
+		errs = append(errs, fmt.Sprintf("sink %s: %v", s.rec.Name, err))
+		if s.use.Kind.Durable {
+			notStored = append(notStored, fmt.Sprintf("%s: %v", s.rec.Name, err))
+			// The CSV on stdout, cells.csv and result.json must not show
+			// as stored (status ok) a row the durable sink lost.
+			cell.Status = results.StatusError
+			cell.Reason = strings.TrimSuffix("not stored ("+strings.Join(notStored, "; ")+"); "+reason, "; ")
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// samples hands telemetry rows to the sinks that take them.
+func (ss sinkSet) samples(rows []results.Sample) error {
+	var errs []error
+	for _, s := range ss {
+		if so, ok := s.use.Sink.(SampleSink); ok {
+			if err := s.call("samples", func() error { return so.Samples(rows) }); err != nil {
+				errs = append(errs, fmt.Errorf("sink %s: samples: %w", s.rec.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stop stops every sink, returning what the first required failure left
+// unwritten ("" when none failed).
+func (ss sinkSet) stop(sum *Summary) string {
+	reason := ""
+	for _, s := range ss {
+		if err := s.call("stop", func() error { return s.use.Sink.Stop(sum) }); err != nil && reason == "" {
+			reason = s.notWritten(err)
+		}
+	}
+	return reason
+}
+
+// failedReason is what a required sink that failed during the run left
+// unwritten ("" when none).
+func (ss sinkSet) failedReason() string {
+	for _, s := range ss {
+		if s.rec.Status == SinkFailed {
+			return s.notWritten(errors.New(s.rec.LastError))
+		}
+	}
+	return ""
+}
+
+// priorRows reads, once, the rows earlier attempts of a resumed run stored
+// (every table of the run directory), for SinkEnv.Prior.
+func priorRows(ri *RunInfo) func() (*Rows, error) {
+	if ri == nil || !ri.Resumed {
+		return func() (*Rows, error) { return nil, nil }
+	}
+	return sync.OnceValues(func() (*Rows, error) { return ReadRows(ri.Dir) })
+}
+
+// ReadRows reads every table of a run directory (every attempt's rows, in
+// part order). A missing table reads as no rows.
+func ReadRows(dir string) (*Rows, error) {
+	var rows Rows
+	var err error
+	if rows.Cells, err = results.ReadTable[results.Cell](dir, results.TableCells); err != nil {
+		return nil, err
+	}
+	if rows.Requests, err = results.ReadTable[results.Request](dir, results.TableRequests); err != nil {
+		return nil, err
+	}
+	if rows.Verdicts, err = results.ReadTable[results.Verdict](dir, results.TableAssertions); err != nil {
+		return nil, err
+	}
+	if rows.Samples, err = results.ReadTable[results.Sample](dir, results.TableSamples); err != nil {
+		return nil, err
+	}
+	return &rows, nil
+}

@@ -1,0 +1,21 @@
+// Package sinks holds one folder per sink kind; Builtin registers them.
+// Adding a sink: a folder with its schema.cue, config, New (decode only),
+// the Sink methods and tests, plus one line here. The order of the lines
+// is the order default sinks receive rows, after the durable one.
+package sinks
+
+import (
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/sinks/csv"
+	"github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/parquet"
+	"github.com/benchrun/benchrun/sinks/report"
+)
+
+// Builtin registers every built-in sink kind.
+func Builtin(reg *pipeline.Registry) {
+	reg.AddSink(parquet.Kind)
+	reg.AddSink(json.Kind)
+	reg.AddSink(report.Kind)
+	reg.AddSink(csv.Kind)
+}
