@@ -30,7 +30,7 @@ type rowsOut struct {
 }
 
 func (o *rowsOut) Name() string                  { return "test" }
-func (o *rowsOut) Start(*pipeline.RunInfo) error { return nil }
+func (o *rowsOut) Start(*pipeline.SinkEnv) error { return nil }
 func (o *rowsOut) Stop(*pipeline.Summary) error  { return nil }
 func (o *rowsOut) Cell(c results.Cell, _ []results.Request) error {
 	o.mu.Lock()
@@ -86,7 +86,7 @@ stages: {
 		t.Fatal(err)
 	}
 	out := &rowsOut{}
-	opts := pipeline.Options{Outputs: []pipeline.Output{out}, FinallyTimeout: 20 * time.Second}
+	opts := pipeline.Options{Sinks: pipeline.UseSinks(out), FinallyTimeout: 20 * time.Second}
 	for _, o := range options {
 		o(&opts)
 	}
