@@ -2,13 +2,16 @@ package rundir
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -74,15 +77,16 @@ func Find(root string, f Filter) ([]Entry, error) {
 	} else {
 		fd.walk(root, entries, 0)
 	}
-	slices.SortFunc(fd.out, func(a, b Entry) int {
+	out := fd.entries()
+	slices.SortFunc(out, func(a, b Entry) int {
 		return cmp.Or(a.StartedAt.Compare(b.StartedAt), cmp.Compare(a.Dir, b.Dir))
 	})
-	return fd.out, nil
+	return out, nil
 }
 
 type finder struct {
-	f   Filter
-	out []Entry
+	f    Filter
+	dirs []string
 }
 
 // walk looks for runs in the subfolders of dir (entries is its
@@ -156,22 +160,65 @@ func hasMarkerEntry(entries []fs.DirEntry) bool {
 	return false
 }
 
-// add reads one run's manifest and keeps the run if the filter chooses it.
-func (fd *finder) add(dir string) {
-	e := Entry{Dir: dir, RunID: idFromDir(dir), Plan: keyOf(filepath.Dir(filepath.Dir(dir)), "plan=")}
-	m, err := ReadManifest(dir)
-	switch {
-	case err == nil:
-		e.RunID = cmp.Or(m.RunID, e.RunID)
-		e.Plan = cmp.Or(m.Plan, e.Plan)
-		e.StartedAt, e.FinishedAt, e.ExitCode = m.StartedAt, m.FinishedAt, m.ExitCode
-		e.Attempts = len(m.AttemptRecords())
-		e.Status = m.Status
-		if m.Status == RunRunning {
-			lock, lerr := ProbeLock(dir)
-			e.Status = status(m, lock, lerr)
+// add notes a run directory to read.
+func (fd *finder) add(dir string) { fd.dirs = append(fd.dirs, dir) }
+
+// readers bounds the manifests read at once: reading is mostly waiting on
+// the file system, so a few more readers than cores pay.
+var readers = max(4, 2*runtime.GOMAXPROCS(0))
+
+// entries reads the runs' manifests, a few at a time, and keeps those the
+// filter chooses.
+func (fd *finder) entries() []Entry {
+	all := make([]Entry, len(fd.dirs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(readers, len(fd.dirs)) {
+		wg.Go(func() {
+			for i := range next {
+				all[i] = entryOf(fd.dirs[i])
+			}
+		})
+	}
+	for i := range fd.dirs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	out := all[:0]
+	for _, e := range all {
+		if fd.f.chooses(&e) {
+			out = append(out, e)
 		}
-	default:
+	}
+	return out
+}
+
+// manifestHead is the part of manifest.json an Entry says: decoding only
+// these fields (the attempts as raw JSON, only counted) keeps Find fast.
+type manifestHead struct {
+	RunID      string            `json:"run_id"`
+	Plan       string            `json:"plan"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt *time.Time        `json:"finished_at"`
+	Status     string            `json:"status"`
+	ExitCode   *int              `json:"exit_code"`
+	ResumedAt  []json.RawMessage `json:"resumed_at"`
+	Attempts   []json.RawMessage `json:"attempts"`
+}
+
+// entryOf reads one run's manifest into its entry.
+func entryOf(dir string) Entry {
+	e := Entry{Dir: dir, RunID: idFromDir(dir), Plan: keyOf(filepath.Dir(filepath.Dir(dir)), "plan=")}
+	path := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(path)
+	var m manifestHead
+	if err == nil {
+		if jerr := json.Unmarshal(b, &m); jerr != nil {
+			err = fmt.Errorf("%s is not a manifest benchrun can read (%w)", path, jerr)
+		}
+	}
+	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			e.Err = err
 		}
@@ -180,10 +227,22 @@ func (fd *finder) add(dir string) {
 			e.Status = RunRunning
 		}
 		e.StartedAt = startOfID(e.RunID)
+		return e
 	}
-	if fd.f.chooses(&e) {
-		fd.out = append(fd.out, e)
+	e.RunID = cmp.Or(m.RunID, e.RunID)
+	e.Plan = cmp.Or(m.Plan, e.Plan)
+	e.StartedAt, e.FinishedAt, e.ExitCode, e.Status = m.StartedAt, m.FinishedAt, m.ExitCode, m.Status
+	// As Manifest.AttemptRecords counts them: a manifest from before
+	// attempts were recorded has one per start.
+	e.Attempts = len(m.Attempts)
+	if e.Attempts == 0 {
+		e.Attempts = 1 + len(m.ResumedAt)
 	}
+	if m.Status == RunRunning {
+		lock, lerr := ProbeLock(dir)
+		e.Status = status(&Manifest{Status: m.Status}, lock, lerr)
+	}
+	return e
 }
 
 // startOfID is the start time a run id begins with
