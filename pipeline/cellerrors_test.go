@@ -35,7 +35,7 @@ type cells struct {
 	Statuses []string `json:"statuses"`
 }
 
-func (*cells) Validate(*schema.Plan) error { return nil }
+func (*cells) Validate(*pipeline.Check) error { return nil }
 
 func (c *cells) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	for i, st := range c.Statuses {
@@ -56,7 +56,7 @@ func (c *cells) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, er
 // posted records that the post stage ran.
 type posted struct{ ran *bool }
 
-func (posted) Validate(*schema.Plan) error { return nil }
+func (posted) Validate(*pipeline.Check) error { return nil }
 func (p posted) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
 	*p.ran = true
 	return &pipeline.Outputs{}, nil

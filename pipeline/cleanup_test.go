@@ -21,7 +21,7 @@ type counted struct {
 	events  map[string][]string
 }
 
-func (c *counted) Validate(*schema.Plan) error { return nil }
+func (c *counted) Validate(*pipeline.Check) error { return nil }
 
 func (c *counted) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
 	c.mu.Lock()

@@ -43,7 +43,7 @@ type digestClock struct {
 // mkfile makes a 512 MiB sparse file (a model a launch stage downloads).
 type mkfile struct{ path string }
 
-func (mkfile) Validate(*schema.Plan) error { return nil }
+func (mkfile) Validate(*pipeline.Check) error { return nil }
 
 func (m mkfile) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	path := filepath.Join(filepath.Dir(env.Plan.Path), m.path)
@@ -58,7 +58,7 @@ func (m mkfile) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, er
 // dmeasure notes when it starts and emits one cell row.
 type dmeasure struct{ clock *digestClock }
 
-func (dmeasure) Validate(*schema.Plan) error { return nil }
+func (dmeasure) Validate(*pipeline.Check) error { return nil }
 
 func (d dmeasure) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	d.clock.mu.Lock()

@@ -15,7 +15,7 @@ import (
 // oneRowStage is a measuring stage that emits one ok row.
 type oneRowStage struct{}
 
-func (oneRowStage) Validate(*schema.Plan) error { return nil }
+func (oneRowStage) Validate(*pipeline.Check) error { return nil }
 func (oneRowStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	return &pipeline.Outputs{}, env.Emit(results.Cell{Stage: env.Stage.Name, CellID: env.Stage.Name + "/1", Status: results.StatusOK}, nil)
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"cuelang.org/go/cue"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/benchrun/benchrun/schema"
@@ -28,6 +27,9 @@ type Node struct {
 	// whenReads are the stages the `when` reads: a skipped one among them
 	// does not skip this stage (the `when` decides); any other does.
 	whenReads []string
+	// graph is the graph Build made the node in: a stage's peers are the
+	// whole plan's, also when Only cuts the graph down.
+	graph *Graph
 }
 
 // Graph is a plan's stages with their edges, checked for cycles.
@@ -45,9 +47,10 @@ type Graph struct {
 }
 
 // Warner is implemented by stages with vet warnings: problems that do
-// not make the plan invalid (a missing health check, say).
+// not make the plan invalid (a missing health check, say). It sees the
+// plan and the decoded peers as Validate does.
 type Warner interface {
-	Warnings(p *schema.Plan) []schema.Error
+	Warnings(c *Check) []schema.Error
 }
 
 // Node returns the node with the given name.
@@ -77,13 +80,16 @@ func isURL(s string) bool {
 // and targets, `when` expressions and assertions that do not compile,
 // retry on measuring stages, cycles, configuration errors. It performs no
 // I/O. Stages marked Invalid by the loader are linked but not decoded.
+// Every stage is decoded and linked before any is validated, so that
+// Validate sees its peers (Check.Peer, Check.Dependents) decoded.
 func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 	g := &Graph{Plan: p, byName: map[string]*Node{}}
 	var errs schema.Errors
 	for _, s := range p.Stages {
-		n := &Node{Spec: s, Via: map[string]string{}}
+		n := &Node{Spec: s, Via: map[string]string{}, graph: g}
 		g.Nodes = append(g.Nodes, n)
 		g.byName[s.Name] = n
+		remember(n)
 	}
 	addDep := func(n *Node, d, via string) {
 		if !slices.Contains(n.Deps, d) {
@@ -111,9 +117,6 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 					errs = append(errs, asErrors(err, s)...)
 				} else {
 					n.Stage = st
-					if err := st.Validate(p); err != nil {
-						errs = append(errs, asErrors(err, s)...)
-					}
 				}
 			}
 			if k.Measuring && s.Retry != nil {
@@ -171,6 +174,16 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 			}
 		}
 	}
+	// Validated once every stage is decoded and linked: a stage checks
+	// itself against its peers' contracts.
+	for _, n := range g.Nodes {
+		if n.Stage == nil {
+			continue
+		}
+		if err := n.Stage.Validate(g.Check(n.Spec.Name)); err != nil {
+			errs = append(errs, asErrors(err, n.Spec)...)
+		}
+	}
 	if pos := p.PosOf("baseline"); pos.Line > 0 {
 		// Accepted by the envelope so that plans written for it keep
 		// their shape, but nothing reads it yet: a plan that sets it
@@ -191,7 +204,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 	}
 	for _, n := range g.Nodes {
 		if w, ok := n.Stage.(Warner); ok {
-			g.Warnings = append(g.Warnings, w.Warnings(p)...)
+			g.Warnings = append(g.Warnings, w.Warnings(g.Check(n.Spec.Name))...)
 		}
 	}
 	g.Warnings = append(g.Warnings, modelFileWarnings(g)...)
@@ -427,7 +440,7 @@ func cycleFrom(g *Graph, start string, in map[string]bool) []string {
 // ladder (tables for people then show the rate column).
 func (g *Graph) rateLadder() bool {
 	for _, n := range g.Nodes {
-		if n.Kind.Measuring && n.Spec.Value.LookupPath(cue.ParsePath("rates")).Exists() {
+		if ls, ok := n.Stage.(LoadShaper); ok && len(ls.LoadShape().Rates) > 0 {
 			return true
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // the second slower than the first.
 type emitter struct{}
 
-func (emitter) Validate(*schema.Plan) error { return nil }
+func (emitter) Validate(*pipeline.Check) error { return nil }
 
 func (emitter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	for i, itl := range []float64{5, 50} {

@@ -34,7 +34,7 @@ const leakyKind = `package schema
 // plan's secrets.
 type leaky struct{}
 
-func (leaky) Validate(*schema.Plan) error { return nil }
+func (leaky) Validate(*pipeline.Check) error { return nil }
 
 func (leaky) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	said := fmt.Sprintf("invalid key Bearer %s (x-token %s) for %s", os.Getenv("LEAKY_KEY"), os.Getenv("LEAKY_TOKEN"), env.Stage.Target)

@@ -34,9 +34,11 @@ type Kind struct {
 
 // Stage is one configured stage.
 type Stage interface {
-	// Validate checks the configuration against the plan: fast, no I/O,
-	// used by vet. Problems carry plan positions (schema.Errors).
-	Validate(p *schema.Plan) error
+	// Validate checks the configuration against the plan and the other
+	// decoded stages (c.Peer, c.Dependents: the contracts of contracts.go):
+	// fast, no I/O, used by vet. Build calls it once every stage is
+	// decoded. Problems carry plan positions (schema.Errors).
+	Validate(c *Check) error
 	// Run does the stage's work. A service (launch) returns once it is up,
 	// with Outputs.Done set; it is stopped by Cleanup.
 	Run(ctx context.Context, env *Env) (*Outputs, error)
@@ -73,6 +75,10 @@ type Env struct {
 	EmitSamples func(rows []results.Sample) error
 	// Keep is --keep: leave provisioned machines running.
 	Keep bool
+	// Graph is the graph being run: Peer and Dependents read the plan's
+	// decoded stages through it. When nil they find the graph Build made
+	// for Stage.
+	Graph *Graph
 
 	// doneCells are the cells already finished in a resumed run (CellDone).
 	doneCells map[string]bool
@@ -133,7 +139,21 @@ type Outputs struct {
 	// missing from vars is an error naming the variable, and the server is
 	// left as it was. Restart returns once the new server is ready.
 	Restart func(ctx context.Context, vars map[string]string) error
-	// Values are free outputs readable from `when` expressions.
+	// LogPath is the server's own log (a launch stage's <stage>.log),
+	// whose tail a stage waiting for the server shows when it gives up;
+	// "" when there is none.
+	LogPath string
+	// MetricsURL is where the server's Prometheus metrics are; "" when
+	// unknown.
+	MetricsURL string
+	// CostPerHour is the price of the machine the server runs on, in
+	// dollars per hour (a provision stage's cost_per_hour, passed on by
+	// the launch stage on it); nil when unknown, which is not free.
+	CostPerHour *float64
+	// Values are free outputs for plan authors: `when` expressions read
+	// them as stages.NAME.outputs.KEY, a launch stage's strings as
+	// ${NAME.KEY}. A kind does not learn facts from another kind's Values:
+	// what one kind needs from another is a typed field above.
 	Values map[string]any
 }
 

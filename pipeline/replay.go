@@ -2,16 +2,13 @@ package pipeline
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -28,22 +25,26 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 	if progress == nil {
 		progress = io.Discard
 	}
-	m, err := ReadManifest(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if m == nil {
-		m = &Manifest{RunID: runIDOfDir(dir), Status: "incomplete"}
-	}
-	rows, err := ReadRows(dir)
+	run, err := rundir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	ri := replayRunInfo(dir, m)
-	if status == "" {
-		status = m.Status
+	rows, err := run.Rows()
+	if err != nil {
+		return nil, err
 	}
-	sum := &Summary{Run: ri, Stages: m.Stages, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
+	m := run.Manifest
+	if m == nil {
+		m = &rundir.Manifest{RunID: run.ID(), Status: rundir.RunIncomplete}
+	}
+	ri := replayRunInfo(run, m)
+	if status == "" {
+		status = run.Status
+	}
+	sum := &Summary{Run: ri, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
+	for _, st := range m.Stages {
+		sum.Stages = append(sum.Stages, StageResult(st))
+	}
 	if m.FinishedAt != nil && status != RunRunning && status != RunCrashed {
 		sum.FinishedAt = *m.FinishedAt
 	}
@@ -119,7 +120,7 @@ func errorOfRecords(recs []SinkRecord) error {
 // registry's default ones.
 func ReplaySinks(reg *Registry, dir string, params map[string]any) ([]*SinkUse, error) {
 	var recs []SinkRecord
-	if m, err := ReadManifest(dir); err == nil {
+	if m, err := rundir.ReadManifest(dir); err == nil {
 		recs = m.Sinks
 	}
 	if len(recs) == 0 {
@@ -159,38 +160,24 @@ func ReplaySinks(reg *Registry, dir string, params map[string]any) ([]*SinkUse, 
 // replayRunInfo rebuilds what the sinks read of a run from its manifest
 // and plan.json: the identity its rows were stamped with, not this
 // machine's.
-func replayRunInfo(dir string, m *Manifest) *RunInfo {
+func replayRunInfo(run *rundir.Run, m *rundir.Manifest) *RunInfo {
 	p := &schema.Plan{Name: m.Plan, Metadata: m.Metadata}
 	var plan struct {
 		Name        string `json:"name"`
 		Description string `json:"description"`
 		Model       struct {
 			Name string `json:"name"`
-			File string `json:"file"`
 		} `json:"model"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "plan.json")); err == nil && json.Unmarshal(b, &plan) == nil {
+	if len(run.PlanJSON) > 0 && json.Unmarshal(run.PlanJSON, &plan) == nil {
 		p.Description, p.Model.Name = plan.Description, plan.Model.Name
 		if p.Name == "" {
 			p.Name = plan.Name
 		}
 	}
-	attempt := len(m.Attempts)
-	if attempt == 0 {
-		attempt = 1 + len(m.ResumedAt)
-	}
-	hw := m.Hardware
+	attempt := len(m.AttemptRecords())
 	return &RunInfo{
-		ID: m.RunID, Plan: p, Dir: dir, StartedAt: m.StartedAt, Tags: m.Tags, Attempt: attempt, Resumed: attempt > 1,
-		identity: &Identity{ModelDigest: m.ModelDigest, Hostname: m.Host.Hostname, Hardware: hw, BenchrunVersion: m.Benchrun},
+		ID: run.ID(), Plan: p, Dir: run.Dir, StartedAt: m.StartedAt, Tags: m.Tags, Attempt: max(attempt, 1), Resumed: attempt > 1,
+		identity: &Identity{ModelDigest: m.ModelDigest, Hostname: m.Host.Hostname, Hardware: m.Hardware, BenchrunVersion: m.Benchrun},
 	}
-}
-
-// runIDOfDir is the run id a run directory's name carries (run=ID).
-func runIDOfDir(dir string) string {
-	base := filepath.Base(dir)
-	if len(base) > 4 && base[:4] == "run=" {
-		return base[4:]
-	}
-	return base
 }

@@ -13,9 +13,7 @@ import (
 	"strings"
 	"time"
 
-	pq "github.com/parquet-go/parquet-go"
-
-	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -54,12 +52,17 @@ func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*R
 	return ri, nil
 }
 
-// resumeLocked reads the run directory for a resume; the caller holds its lock.
+// resumeLocked reads the run directory for a resume, through
+// internal/rundir as every reader does; the caller holds its lock.
 func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*RunInfo, error) {
-	m, err := ReadManifest(dir)
+	run, err := rundir.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
+	if run.Manifest == nil {
+		return nil, fmt.Errorf("--resume %s: not a run directory (no manifest.json)", dir)
+	}
+	m := manifestOf(run.Manifest)
 	if m.Plan != p.Name {
 		return nil, fmt.Errorf("--resume %s: the run is of plan %q, not %q", dir, m.Plan, p.Name)
 	}
@@ -71,75 +74,48 @@ func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*Ru
 	}
 	attempts := attemptsOf(m)
 	ri := &RunInfo{Plan: p, Dir: dir, StartedAt: now, Tags: tags, Resumed: true, Attempt: len(attempts) + 1, prev: m}
-	ri.ID = m.RunID
-	if ri.ID == "" {
-		ri.ID = strings.TrimPrefix(filepath.Base(dir), "run=")
-	}
+	ri.ID = run.ID()
 	if last := attempts[len(attempts)-1]; last.Status == RunRunning {
 		// We hold the lock, so whoever wrote "running" is gone.
 		last.Status, last.Reason = RunCrashed, crashReason
 		ri.crashed = &last
 	}
 	ri.removed = removeTemporaries(dir)
-	if ri.doneCells, err = DoneCells(dir); err != nil {
+	if ri.doneCells, err = run.DoneCells(); err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
-	if ri.priorFailed, err = failedVerdicts(dir, ri.doneCells); err != nil {
+	if ri.priorFailed, err = failedVerdicts(run, ri.doneCells); err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "plan.json")); err == nil {
-		ri.prevPlan = b
-	}
+	ri.prevPlan = run.PlanJSON
 	return ri, nil
 }
 
 // DoneCells reads the cell rows of a run directory (cells/*.parquet) and
 // returns the ids of the cells whose current row (the one of the highest
 // attempt) has status ok. Error and skipped cells are not done: resuming
-// runs them again.
+// runs them again. (rundir.Run.DoneCells; dir must be a run directory.)
 func DoneCells(dir string) (map[string]bool, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "cells", "*.parquet"))
+	run, err := rundir.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
-	type cellStatus struct {
-		CellID  string `parquet:"cell_id"`
-		Attempt int64  `parquet:"attempt"`
-		Status  string `parquet:"status"`
-	}
-	var all []results.Cell
-	for _, f := range files {
-		rows, err := pq.ReadFile[cellStatus](f)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", f, err)
-		}
-		for _, r := range rows {
-			all = append(all, results.Cell{CellID: r.CellID, Attempt: r.Attempt, Status: r.Status})
-		}
-	}
-	done := map[string]bool{}
-	for _, c := range results.LatestCells(all) {
-		if c.Status == results.StatusOK && c.CellID != "" {
-			done[c.CellID] = true
-		}
-	}
-	return done, nil
+	return run.DoneCells()
 }
 
 // failedVerdicts returns the failed verdicts of the current judging of the
 // done cells: a resume does not measure those cells again, so their
 // verdicts still decide the run's exit code.
-func failedVerdicts(dir string, done map[string]bool) ([]Verdict, error) {
+func failedVerdicts(run *rundir.Run, done map[string]bool) ([]Verdict, error) {
 	if len(done) == 0 {
 		return nil, nil
 	}
-	vs, err := results.ReadTable[results.Verdict](dir, results.TableAssertions)
+	vs, err := run.LatestVerdicts()
 	if err != nil {
 		return nil, err
 	}
 	var out []Verdict
-	for _, v := range results.LatestVerdicts(vs) {
+	for _, v := range vs {
 		if done[v.CellID] && !v.Passed {
 			out = append(out, Verdict{Assertion: v.Assertion, Pos: v.Pos, Stage: v.Stage, CellID: v.CellID, Cell: v.Cell, Values: v.Values, Error: v.Error})
 		}

@@ -70,7 +70,7 @@ type step struct {
 	rec  *recorder
 }
 
-func (s *step) Validate(*schema.Plan) error { return nil }
+func (s *step) Validate(*pipeline.Check) error { return nil }
 
 func (s *step) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	s.rec.mu.Lock()
@@ -470,7 +470,7 @@ stages: {
 // the death of its service went unnoticed.
 type waiter struct{}
 
-func (waiter) Validate(*schema.Plan) error { return nil }
+func (waiter) Validate(*pipeline.Check) error { return nil }
 func (waiter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	select {
 	case <-ctx.Done():
@@ -568,7 +568,7 @@ stages: {}`), reg.LoadOptions(nil))
 
 type probe struct{ seen map[string]bool }
 
-func (probe) Validate(*schema.Plan) error { return nil }
+func (probe) Validate(*pipeline.Check) error { return nil }
 func (p probe) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	for _, id := range []string{"s/128:128/c1", "s/128:128/c4", "s/2048:128/c1", "s/9:9/c1"} {
 		if p.seen != nil {

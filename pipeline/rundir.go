@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -98,110 +99,66 @@ func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*Run
 	return ri, nil
 }
 
-// Manifest statuses: a run (and each attempt) is running until it ends ok,
-// failed or interrupted; one found running with no writer holding the run
-// directory crashed (it was killed, or its machine went down).
+// The manifest.json types live in internal/rundir, the one reader of run
+// directories; these names keep pipeline's callers as they were.
 const (
-	RunRunning     = "running"
-	RunOK          = "ok"
-	RunFailed      = "failed"
-	RunInterrupted = "interrupted"
-	RunCrashed     = "crashed"
+	RunRunning     = rundir.RunRunning
+	RunOK          = rundir.RunOK
+	RunFailed      = rundir.RunFailed
+	RunInterrupted = rundir.RunInterrupted
+	RunCrashed     = rundir.RunCrashed
 )
 
-// Manifest is manifest.json: what ran, where, with what, and how it ended.
+type (
+	// AttemptRecord is one attempt of a run: who made it and how it ended.
+	AttemptRecord = rundir.AttemptRecord
+	// EngineRecord is one measured server, as the manifest records it.
+	EngineRecord = rundir.EngineRecord
+	// Host describes the machine.
+	Host = rundir.Host
+	// SinkRecord is one sink's account in manifest.json.
+	SinkRecord = rundir.SinkRecord
+	// LockHolder is what the lock file says about the writer holding it.
+	LockHolder = rundir.LockHolder
+)
+
+// Manifest is manifest.json as the run writing it holds it. Its fields,
+// and reading them, are rundir.Manifest's (one definition for the writer
+// and every reader); only the stages and failed assertions are kept here
+// in pipeline's own types, which the runner fills from its Summary, and
+// they stand in for rundir's fields of the same JSON names (the shallower
+// field wins in encoding/json). When StageResult and Verdict become
+// aliases of rundir.StageRecord and rundir.VerdictRecord, this can become
+// `type Manifest = rundir.Manifest` and its methods pipeline functions.
 type Manifest struct {
-	RunID      string            `json:"run_id"`
-	Plan       string            `json:"plan"`
-	PlanFile   string            `json:"plan_file"`
-	Tags       []string          `json:"tags,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	StartedAt  time.Time         `json:"started_at"`
-	FinishedAt *time.Time        `json:"finished_at,omitempty"`
-	Benchrun   string            `json:"benchrun_version"`
-	GoVersion  string            `json:"go_version"`
-	Host       Host              `json:"host"`
-	// ModelDigest is the sha256 of the plan's model.file, when it names one.
-	ModelDigest string `json:"model_digest,omitempty"`
-	// Hardware describes the machine in one line (CPUs, memory, GPUs).
-	Hardware string `json:"hardware,omitempty"`
-	// Status is how the latest attempt ended: running, ok, failed,
-	// interrupted (crashed is an attempt's status, found on resume).
-	Status string `json:"status"`
-	// Reason says why, when the status is not ok.
-	Reason   string        `json:"reason,omitempty"`
-	ExitCode *int          `json:"exit_code,omitempty"`
+	rundir.Manifest
 	Stages   []StageResult `json:"stages,omitempty"`
 	Verdicts []Verdict     `json:"failed_assertions,omitempty"`
-	// ResumedAt lists when the run was continued with --resume.
-	ResumedAt []time.Time `json:"resumed_at,omitempty"`
-	// Attempts records every attempt of the run, the first and each
-	// --resume, in order; rows carry the attempt's number.
-	Attempts []AttemptRecord `json:"attempts,omitempty"`
-	// Engines are the servers the measuring stages measured, with the
-	// version each reported ("unknown" when it would not say): the same
-	// model differs 3-4x between releases of one engine.
-	Engines []EngineRecord `json:"engines,omitempty"`
-	// Sinks records each sink of the attempt: whether it was required,
-	// how many calls it took, the retries transient failures cost, and
-	// the last error (secrets masked).
-	Sinks []SinkRecord `json:"sinks,omitempty"`
 }
 
-// EngineRecord is one measured server: the stage that measured it, the
-// engine and its version as the rows carry them.
-type EngineRecord struct {
-	Stage   string `json:"stage"`
-	Engine  string `json:"engine"`
-	Version string `json:"version"`
-}
-
-// AttemptRecord is one attempt of a run: who made it and how it ended.
-type AttemptRecord struct {
-	Attempt    int        `json:"attempt"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	// Status: running, ok, failed, interrupted, or crashed (it never
-	// finished: a resume or `benchrun report` found it running with no
-	// writer holding the run directory).
-	Status   string `json:"status"`
-	Reason   string `json:"reason,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	PID      int    `json:"pid,omitempty"`
-	Hostname string `json:"hostname,omitempty"`
-	Benchrun string `json:"benchrun_version,omitempty"`
-}
-
-// attemptsOf returns a manifest's attempt records; for a manifest written
-// before they existed, it rebuilds them from started_at and resumed_at
-// (the last attempt ends as the manifest says, the others' ends were not
-// recorded).
-func attemptsOf(m *Manifest) []AttemptRecord {
-	if len(m.Attempts) > 0 {
-		return slices.Clone(m.Attempts)
+// manifestOf turns the manifest a reader read into the writer's. The
+// conversions StageResult(s) and Verdict(v) compile only while the two
+// pairs of types have the same fields: a field added to one side alone
+// fails the build here instead of vanishing from manifest.json.
+func manifestOf(rm *rundir.Manifest) *Manifest {
+	m := &Manifest{Manifest: *rm}
+	m.Manifest.Stages, m.Manifest.Verdicts = nil, nil
+	for _, s := range rm.Stages {
+		m.Stages = append(m.Stages, StageResult(s))
 	}
-	starts := append([]time.Time{m.StartedAt}, m.ResumedAt...)
-	out := make([]AttemptRecord, len(starts))
-	for i, t := range starts {
-		out[i] = AttemptRecord{Attempt: i + 1, StartedAt: t, Status: "unrecorded"}
+	for _, v := range rm.Verdicts {
+		m.Verdicts = append(m.Verdicts, Verdict(v))
 	}
-	last := &out[len(out)-1]
-	last.Status, last.ExitCode, last.FinishedAt = m.Status, m.ExitCode, m.FinishedAt
-	last.Hostname, last.Benchrun = m.Host.Hostname, m.Benchrun
-	return out
+	return m
 }
+
+// attemptsOf returns a manifest's attempt records, rebuilt for a manifest
+// written before they existed (rundir.Manifest.AttemptRecords).
+func attemptsOf(m *Manifest) []AttemptRecord { return m.AttemptRecords() }
 
 // crashReason is what an attempt found running with nobody holding the
 // run directory is recorded with.
-const crashReason = "it never finished: its manifest still said running and no benchrun held the run directory (killed, crashed, or its machine went down)"
-
-// Host describes the machine.
-type Host struct {
-	Hostname string `json:"hostname"`
-	OS       string `json:"os"`
-	Arch     string `json:"arch"`
-	CPUs     int    `json:"cpus"`
-}
+const crashReason = rundir.CrashReason
 
 // Version is benchrun's version, from the build info.
 func Version() string {
@@ -231,7 +188,7 @@ func newManifest(ri *RunInfo) *Manifest {
 		m.ResumedAt = append(slices.Clone(m.ResumedAt), ri.StartedAt.UTC())
 		return &m
 	}
-	return &Manifest{
+	return &Manifest{Manifest: rundir.Manifest{
 		RunID: ri.ID, Plan: ri.Plan.Name, PlanFile: ri.Plan.Path, Tags: ri.Tags,
 		Metadata: ri.Plan.Metadata, StartedAt: ri.StartedAt.UTC(),
 		Benchrun: id.BenchrunVersion, GoVersion: runtime.Version(),
@@ -239,7 +196,7 @@ func newManifest(ri *RunInfo) *Manifest {
 		ModelDigest: id.ModelDigest, Hardware: id.Hardware,
 		Status:   RunRunning,
 		Attempts: []AttemptRecord{this},
-	}
+	}}
 }
 
 // finish records how the current attempt (and so the run) ended.
@@ -253,17 +210,14 @@ func (m *Manifest) finish(status, reason string, code int, at time.Time) {
 	}
 }
 
-// ReadManifest reads a run directory's manifest.json.
+// ReadManifest reads a run directory's manifest.json (rundir.ReadManifest;
+// a missing file wraps fs.ErrNotExist).
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "manifest.json"), err)
-	}
-	return &m, nil
+	return manifestOf(m), nil
 }
 
 func (m *Manifest) write(dir string) error {
@@ -308,34 +262,9 @@ func WriteFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// LockFile is the run directory's lock file. A writer (a run, a resume)
-// holds an exclusive flock on it for as long as it writes, and records
-// itself in it (pid, host, start); the kernel frees the lock when the
-// writer's process ends, however it ends, so a free lock with a manifest
-// that says "running" means that writer crashed.
-const LockFile = ".benchrun.lock"
-
-// LockHolder is what the lock file says about the writer holding it.
-type LockHolder struct {
-	PID       int       `json:"pid"`
-	Hostname  string    `json:"hostname"`
-	StartedAt time.Time `json:"started_at"`
-	Attempt   int       `json:"attempt,omitempty"`
-}
-
-func (h *LockHolder) String() string {
-	if h == nil {
-		return "a writer that has not named itself yet"
-	}
-	s := fmt.Sprintf("pid %d on %s", h.PID, h.Hostname)
-	if h.Attempt > 0 {
-		s += fmt.Sprintf(", attempt %d", h.Attempt)
-	}
-	if !h.StartedAt.IsZero() {
-		s += ", since " + h.StartedAt.UTC().Format(time.RFC3339)
-	}
-	return s
-}
+// LockFile is the run directory's lock file (rundir.LockFile): a writer
+// holds an exclusive flock on it for as long as it writes.
+const LockFile = rundir.LockFile
 
 // BusyError says that another writer holds a run directory.
 type BusyError struct {
@@ -379,15 +308,7 @@ func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
 	return &runLock{f: f}, nil
 }
 
-func readHolder(f *os.File) *LockHolder {
-	b := make([]byte, 4096)
-	n, _ := f.ReadAt(b, 0)
-	var h LockHolder
-	if n == 0 || json.Unmarshal(b[:n], &h) != nil || h.PID == 0 {
-		return nil
-	}
-	return &h
-}
+func readHolder(f *os.File) *LockHolder { return rundir.ReadLockHolder(f) }
 
 func (l *runLock) release() {
 	if l == nil || l.f == nil {
@@ -414,6 +335,15 @@ type RunDirState struct {
 // "running" means its run crashed.
 func InspectRunDir(dir string) (RunDirState, error) {
 	var st RunDirState
+	// Look first: a reader that finds a writer must not take the lock,
+	// even for an instant, nor create a lock file in a copy of a run.
+	probe, err := rundir.ProbeLock(dir)
+	if err == nil && probe.Held {
+		st.Live, st.Holder = true, probe.Holder
+		return st, nil
+	}
+	// Nobody holds it: take it, so that no writer starts while the
+	// temporary files go.
 	lock, err := lockRunDir(dir, 0, time.Now())
 	var busy *BusyError
 	switch {

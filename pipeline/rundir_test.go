@@ -59,7 +59,7 @@ type cellsStage struct {
 	rec  *attemptLog
 }
 
-func (c *cellsStage) Validate(*schema.Plan) error { return nil }
+func (c *cellsStage) Validate(*pipeline.Check) error { return nil }
 
 func (c *cellsStage) Plan() []pipeline.PlannedStep {
 	var out []pipeline.PlannedStep
@@ -103,7 +103,7 @@ type knob struct {
 	rec  *attemptLog
 }
 
-func (k *knob) Validate(*schema.Plan) error { return nil }
+func (k *knob) Validate(*pipeline.Check) error { return nil }
 
 func (k *knob) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	k.rec.started(k.name)

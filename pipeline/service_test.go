@@ -19,7 +19,7 @@ type svc struct {
 	at       map[string]time.Time
 }
 
-func (s *svc) Validate(*schema.Plan) error { return nil }
+func (s *svc) Validate(*pipeline.Check) error { return nil }
 func (s *svc) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
 	return &pipeline.Outputs{URL: "http://127.0.0.1:1", Done: make(chan struct{})}, nil
 }

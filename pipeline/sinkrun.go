@@ -13,6 +13,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // Sink statuses in the manifest.
@@ -21,21 +22,6 @@ const (
 	SinkFailed = "failed" // a required sink: the run exits 3
 	SinkWarned = "warned" // an optional sink failed: a warning, the run goes on
 )
-
-// SinkRecord is one sink's account in manifest.json.
-type SinkRecord struct {
-	Name      string `json:"name"`
-	Kind      string `json:"kind"`
-	Required  bool   `json:"required"`
-	Durable   bool   `json:"durable,omitempty"`
-	Status    string `json:"status"`
-	Calls     int    `json:"calls"`
-	Retries   int    `json:"retries,omitempty"`
-	Failures  int    `json:"failures,omitempty"`
-	LastError string `json:"last_error,omitempty"`
-	// Config is the sink's decoded parameters (what a replay rebuilds it from).
-	Config map[string]any `json:"config,omitempty"`
-}
 
 // Transient marks err as a failure worth trying again (a webhook's 503,
 // a connection reset): the pipeline retries the call with backoff, as
@@ -256,21 +242,11 @@ func priorRows(ri *RunInfo) func() (*Rows, error) {
 }
 
 // ReadRows reads every table of a run directory (every attempt's rows, in
-// part order). A missing table reads as no rows.
+// the order they were stored) through the run-directory reader.
 func ReadRows(dir string) (*Rows, error) {
-	var rows Rows
-	var err error
-	if rows.Cells, err = results.ReadTable[results.Cell](dir, results.TableCells); err != nil {
+	run, err := rundir.Open(dir)
+	if err != nil {
 		return nil, err
 	}
-	if rows.Requests, err = results.ReadTable[results.Request](dir, results.TableRequests); err != nil {
-		return nil, err
-	}
-	if rows.Verdicts, err = results.ReadTable[results.Verdict](dir, results.TableAssertions); err != nil {
-		return nil, err
-	}
-	if rows.Samples, err = results.ReadTable[results.Sample](dir, results.TableSamples); err != nil {
-		return nil, err
-	}
-	return &rows, nil
+	return run.Rows()
 }

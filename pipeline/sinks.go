@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -43,13 +44,8 @@ type SampleSink interface {
 	Samples(rows []results.Sample) error
 }
 
-// Rows are a run's table rows, every attempt's, in part order.
-type Rows struct {
-	Cells    []results.Cell
-	Requests []results.Request
-	Verdicts []results.Verdict
-	Samples  []results.Sample
-}
+// Rows are a run's table rows, every attempt's, in the order stored.
+type Rows = rundir.Rows
 
 // SinkEnv is what a sink sees when it starts.
 type SinkEnv struct {

@@ -26,7 +26,8 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Stage = (*Stage)(nil)
+	_ pipeline.Stage         = (*Stage)(nil)
+	_ pipeline.ReadinessGate = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -40,20 +41,6 @@ var Kind = pipeline.Kind{
 	New:    New,
 }
 
-// Config is the stage's configuration (see schema.cue).
-type Config struct {
-	Target     string            `json:"target"`
-	Model      string            `json:"model"`
-	Engine     string            `json:"engine"`
-	Path       string            `json:"path"`
-	ModelsPath string            `json:"models_path"`
-	Probe      string            `json:"probe"`
-	Within     string            `json:"within"`
-	Interval   string            `json:"interval"`
-	Headers    map[string]string `json:"headers"`
-	APIKeyEnv  string            `json:"api_key_env"`
-}
-
 // Stage is a configured health stage.
 type Stage struct {
 	spec     *schema.Stage
@@ -62,24 +49,8 @@ type Stage struct {
 	interval time.Duration
 }
 
-// New decodes the configuration.
-func New(s *schema.Stage) (pipeline.Stage, error) {
-	st := &Stage{spec: s}
-	if err := s.Decode(&st.cfg); err != nil {
-		return nil, err
-	}
-	var err error
-	if st.within, err = time.ParseDuration(st.cfg.Within); err != nil {
-		return nil, schema.Error{Pos: s.PosOf("within"), Msg: "within: " + err.Error()}
-	}
-	if st.interval, err = time.ParseDuration(st.cfg.Interval); err != nil {
-		return nil, schema.Error{Pos: s.PosOf("interval"), Msg: "interval: " + err.Error()}
-	}
-	return st, nil
-}
-
 // Validate checks the configuration without side effects.
-func (s *Stage) Validate(p *schema.Plan) error {
+func (s *Stage) Validate(*pipeline.Check) error {
 	for _, f := range []struct{ name, v string }{{"path", s.cfg.Path}, {"models_path", s.cfg.ModelsPath}} {
 		if f.v != "" && !strings.HasPrefix(f.v, "/") {
 			return schema.Error{Pos: s.spec.PosOf(f.name), Msg: fmt.Sprintf("stages.%s.%s: %q must start with /", s.spec.Name, f.name, f.v)}
@@ -90,6 +61,11 @@ func (s *Stage) Validate(p *schema.Plan) error {
 	}
 	return nil
 }
+
+// ReadinessOf names the stage (or URL) this one waits for
+// (pipeline.ReadinessGate): stages that need this one send to a ready
+// server.
+func (s *Stage) ReadinessOf() string { return s.cfg.Target }
 
 // errNeedsCredentials marks a 401 or 403: waiting cannot help.
 var errNeedsCredentials = errors.New("credentials refused")
@@ -146,7 +122,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		eng.ModelsPath = s.cfg.ModelsPath
 	}
 	base := strings.TrimRight(target.URL, "/")
-	logPath, _ := target.Values["log"].(string)
+	logPath := target.LogPath
 
 	ctx, cancel := context.WithTimeoutCause(ctx, s.within, fmt.Errorf("server at %s not ready within %s", base, s.within))
 	defer cancel()

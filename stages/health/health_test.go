@@ -42,14 +42,11 @@ func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := p.Stage("health")
-	st, err := New(spec)
+	g, err := pipeline.Build(p, reg) // decodes and validates the stage
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Validate(p); err != nil {
-		t.Fatal(err)
-	}
+	spec, st := p.Stage("health"), g.Node("health").Stage
 	env := &pipeline.Env{Stage: spec, Plan: p, Dir: dir, Deps: map[string]*pipeline.Outputs{"server": target}, Log: io.Discard, Progress: io.Discard}
 	start := time.Now()
 	out, err := st.Run(context.Background(), env)
@@ -104,7 +101,7 @@ func TestNeverHealthyTimesOutWithLogTail(t *testing.T) {
 	defer ts.Close()
 	logPath := filepath.Join(t.TempDir(), "server.log")
 	os.WriteFile(logPath, []byte("line 1\nloading model 97%\nCUDA out of memory\n"), 0o644)
-	_, took, err := runHealth(t, `within: "700ms", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm", Values: map[string]any{"log": logPath}})
+	_, took, err := runHealth(t, `within: "700ms", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "vllm", LogPath: logPath})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -190,8 +187,7 @@ func TestValidatePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := New(p.Stage("health"))
-	if err := st.Validate(p); err == nil || !strings.Contains(err.Error(), `stages.health.path: "health" must start with /`) {
+	if _, err := pipeline.Build(p, reg); err == nil || !strings.Contains(err.Error(), `stages.health.path: "health" must start with /`) {
 		t.Fatalf("err = %v", err)
 	}
 }

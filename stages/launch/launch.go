@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"cuelang.org/go/cue"
-
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -34,9 +32,10 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Stage   = (*Stage)(nil)
-	_ pipeline.Cleaner = (*Stage)(nil)
-	_ pipeline.Warner  = (*Stage)(nil)
+	_ pipeline.Stage         = (*Stage)(nil)
+	_ pipeline.Cleaner       = (*Stage)(nil)
+	_ pipeline.Warner        = (*Stage)(nil)
+	_ pipeline.CellRestarter = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -51,37 +50,6 @@ var Kind = pipeline.Kind{
 	Doc:    "start a server process, keep it up while its dependents run, stop it afterwards",
 	Schema: schema.KindSchema{Def: "#Launch", Source: schemaSource},
 	New:    New,
-}
-
-// Config is the stage's configuration (see schema.cue).
-type Config struct {
-	Engine      string            `json:"engine"`
-	Cmd         []string          `json:"cmd"`
-	Shell       bool              `json:"shell"`
-	Env         map[string]string `json:"env"`
-	Dir         string            `json:"dir"`
-	Port        any               `json:"port"`
-	Host        string            `json:"host"`
-	Model       string            `json:"model"`
-	GPUs        []any             `json:"gpus"`
-	StopGrace   string            `json:"stop_grace"`
-	TermGrace   string            `json:"term_grace"`
-	MetricsURL  string            `json:"metrics_url"`
-	Restart     string            `json:"restart"`
-	StartWithin string            `json:"start_within"`
-	Files       map[string]string `json:"files"`
-	Setup       []Command         `json:"setup"`
-	AfterStart  []Command         `json:"after_start"`
-}
-
-// Command is a setup or after_start command.
-type Command struct {
-	Cmd     []string          `json:"cmd"`
-	Shell   bool              `json:"shell"`
-	Env     map[string]string `json:"env"`
-	Dir     string            `json:"dir"`
-	Timeout string            `json:"timeout"`
-	timeout time.Duration
 }
 
 // Stage is a configured launch stage.
@@ -119,51 +87,9 @@ type process struct {
 	stopped bool // benchrun asked it to stop (a restart or cleanup)
 }
 
-// New decodes the configuration.
-func New(s *schema.Stage) (pipeline.Stage, error) {
-	st := &Stage{spec: s}
-	if err := s.Decode(&st.cfg); err != nil {
-		return nil, err
-	}
-	var errs schema.Errors
-	dur := func(field, v string) time.Duration {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, schema.Error{Pos: s.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: %v", s.Name, field, err)})
-		}
-		return d
-	}
-	st.stopGrace = dur("stop_grace", st.cfg.StopGrace)
-	st.termGrace = dur("term_grace", st.cfg.TermGrace)
-	st.startWithin = dur("start_within", st.cfg.StartWithin)
-	for _, list := range []struct {
-		field string
-		cmds  []Command
-	}{{"setup", st.cfg.Setup}, {"after_start", st.cfg.AfterStart}} {
-		for i := range list.cmds {
-			list.cmds[i].timeout = dur(fmt.Sprintf("%s.%d.timeout", list.field, i), list.cmds[i].Timeout)
-		}
-	}
-	for i, g := range st.cfg.GPUs {
-		switch v := g.(type) {
-		case string:
-			st.gpuSel = append(st.gpuSel, v)
-		case float64:
-			st.gpuSel = append(st.gpuSel, strconv.Itoa(int(v)))
-		case int, int64:
-			st.gpuSel = append(st.gpuSel, fmt.Sprint(v))
-		default:
-			errs = append(errs, schema.Error{Pos: s.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: want an index or a GPU name, got %v", s.Name, i, g)})
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return st, nil
-}
-
 // Validate checks the configuration without side effects.
-func (s *Stage) Validate(p *schema.Plan) error {
+func (s *Stage) Validate(c *pipeline.Check) error {
+	p := c.Plan
 	var errs schema.Errors
 	if s.cfg.Model == "" && p.Model.Name == "" {
 		errs = append(errs, schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no served model name: set model: {name: ...} in the plan or model in the stage", s.spec.Name)})
@@ -185,7 +111,7 @@ func (s *Stage) Validate(p *schema.Plan) error {
 		case s.cfg.Restart != "per_cell":
 			errs = append(errs, schema.Error{Pos: s.spec.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: ${cell.%s} takes a value from the cell being measured, which reaches the server only through a restart before each cell: set restart: \"per_cell\"", s.spec.Name, field, refs[0])})
 		default:
-			if vars, _ := firstCellVars(p, s.spec.Name); vars == nil {
+			if vars, _ := firstCellVars(c.Dependents(), s.spec.Name); vars == nil {
 				errs = append(errs, schema.Error{Pos: s.spec.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: ${cell.%s}, but no stage targeting %s gives its cells server variables (cells: [{isl: 128, osl: 128, server: {%s: \"...\"}}])", s.spec.Name, field, refs[0], s.spec.Name, refs[0])})
 			}
 		}
@@ -225,37 +151,41 @@ func (s *Stage) Validate(p *schema.Plan) error {
 }
 
 // Warnings are vet's warnings (pipeline.Warner): a stage that sends to
-// this server with no health stage before it. The launch stage is up once
-// the server listens, but many servers listen before their model is
-// loaded (503 while loading), and the first requests would fail. A
-// restart: per_cell server is waited for before every cell anyway.
-func (s *Stage) Warnings(p *schema.Plan) []schema.Error {
+// this server with no readiness check (a health stage,
+// pipeline.ReadinessGate) before it. The launch stage is up once the
+// server listens, but many servers listen before their model is loaded
+// (503 while loading), and the first requests would fail. A restart:
+// per_cell server is waited for before every cell anyway.
+func (s *Stage) Warnings(c *pipeline.Check) []schema.Error {
 	if s.cfg.Restart == "per_cell" {
 		return nil
 	}
-	byName := map[string]*schema.Stage{}
-	for _, st := range p.Stages {
-		byName[st.Name] = st
+	// gate reports whether the stage named name waits for this server.
+	gate := func(name string) bool {
+		st, _ := c.Peer(name)
+		g, ok := st.(pipeline.ReadinessGate)
+		return ok && g.ReadinessOf() == s.spec.Name
 	}
-	// checked reports whether st depends, through needs, on a health
-	// stage of this server.
+	// checked reports whether st depends, through needs, on a readiness
+	// check of this server.
 	var checked func(st *schema.Stage, seen map[string]bool) bool
 	checked = func(st *schema.Stage, seen map[string]bool) bool {
 		for _, n := range st.Needs {
-			d := byName[n]
+			d := c.Plan.Stage(n)
 			if d == nil || seen[n] {
 				continue
 			}
 			seen[n] = true
-			if d.Kind == "health" && d.Target == s.spec.Name || checked(d, seen) {
+			if gate(n) || checked(d, seen) {
 				return true
 			}
 		}
 		return false
 	}
 	var out []schema.Error
-	for _, st := range p.Stages {
-		if st.Target != s.spec.Name || st.Kind == "health" || checked(st, map[string]bool{}) {
+	for _, d := range c.Dependents() {
+		st := d.Spec
+		if st.Target != s.spec.Name || gate(st.Name) || checked(st, map[string]bool{}) {
 			continue
 		}
 		out = append(out, schema.Error{Pos: st.PosOf("target"), Msg: fmt.Sprintf(
@@ -306,7 +236,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	// and warm-up stages talk to a server started with real values.
 	first := map[string]string(nil)
 	if s.cfg.Restart == "per_cell" {
-		first, _ = firstCellVars(env.Plan, s.spec.Name)
+		first, _ = firstCellVars(env.Dependents(), s.spec.Name)
 	}
 	if err := s.configure(first); err != nil {
 		return nil, err
@@ -356,20 +286,29 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		PID:           s.pid(),
 		Done:          s.died,
 		DoneReason:    s.deathReason,
+		LogPath:       s.logPath,
+		MetricsURL:    s.metricsURL(vars),
 		Values:        map[string]any{},
 	}
-	// Pass on what earlier stages offered (a provision stage's
-	// cost_per_hour, say), then this server's own facts.
-	for _, d := range env.Deps {
+	// Pass on what earlier stages offered (the price of the provisioned
+	// machine this server runs on, its outputs for `when`), in name order
+	// so that the first price wins every time, then this server's own
+	// facts.
+	for _, name := range sortedKeys(env.Deps) {
+		d := env.Deps[name]
 		for k, v := range d.Values {
 			out.Values[k] = v
+		}
+		if d.CostPerHour != nil && out.CostPerHour == nil {
+			price := *d.CostPerHour
+			out.CostPerHour = &price
 		}
 	}
 	out.Values["port"] = s.port
 	out.Values["host"] = s.cfg.Host
 	out.Values["log"] = s.logPath
-	if u := s.metricsURL(vars); u != "" {
-		out.Values["metrics_url"] = u
+	if out.MetricsURL != "" {
+		out.Values["metrics_url"] = out.MetricsURL
 	}
 	if s.cfg.Restart == "per_cell" {
 		out.Restart = func(ctx context.Context, cell map[string]string) error { return s.restart(ctx, out.URL, cell) }
@@ -802,24 +741,33 @@ func missingCellVars(cfg Config, cell map[string]string) []string {
 	return out
 }
 
+// RestartsPerCell reports whether the server restarts before every
+// measured cell (pipeline.CellRestarter).
+func (s *Stage) RestartsPerCell() bool { return s.cfg.Restart == "per_cell" }
+
+// CellVars lists, sorted, the ${cell.KEY} names of cmd and env
+// (pipeline.CellRestarter): the server variables every cell must give.
+func (s *Stage) CellVars() []string {
+	refs := cellRefs(s.cfg)
+	sort.Strings(refs)
+	return refs
+}
+
 // firstCellVars returns the server variables of the first cell of the
-// first stage (in plan order) that targets the launch stage and lists
-// cells, and that stage's name; nil when there is none.
-func firstCellVars(p *schema.Plan, launch string) (map[string]string, string) {
-	if p == nil {
-		return nil, ""
-	}
-	for _, st := range p.Stages {
-		if st.Target != launch {
+// first stage (in plan order) among peers that targets the launch stage
+// and applies a load whose first cell gives server variables
+// (pipeline.LoadShaper), and that stage's name; nil when there is none.
+func firstCellVars(peers []pipeline.Peer, launch string) (map[string]string, string) {
+	for _, p := range peers {
+		if p.Spec.Target != launch {
 			continue
 		}
-		v := st.Value.LookupPath(cue.ParsePath("cells[0].server"))
-		if !v.Exists() {
+		ls, ok := p.Stage.(pipeline.LoadShaper)
+		if !ok {
 			continue
 		}
-		var vars map[string]string
-		if err := v.Decode(&vars); err == nil {
-			return vars, st.Name
+		if cells := ls.LoadShape().Cells; len(cells) > 0 && cells[0].Server != nil {
+			return cells[0].Server, p.Spec.Name
 		}
 	}
 	return nil, ""
@@ -834,7 +782,7 @@ func joinVars(vars map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

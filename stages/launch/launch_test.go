@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -584,14 +585,18 @@ stages: server: {kind: "launch", shell: true, cmd: ["echo pod=${pod.host} file=$
 	s := st.(*Stage)
 	defer s.Cleanup(context.Background())
 	env := newEnv(dir, p, s.spec)
-	env.Deps["pod"] = &pipeline.Outputs{Values: map[string]any{"host": "10.1.2.3", "cost_per_hour": 2.5}}
+	price := 2.5
+	env.Deps["pod"] = &pipeline.Outputs{Values: map[string]any{"host": "10.1.2.3", "cost_per_hour": 2.5}, CostPerHour: &price}
 	out, err := s.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitLog(t, filepath.Join(dir, "server.log"), "pod=10.1.2.3 file="+filepath.Join(dir, "weights/m.gguf"))
+	if out.CostPerHour == nil || *out.CostPerHour != 2.5 {
+		t.Fatalf("the pod's price does not reach the sweep: %v", out.CostPerHour)
+	}
 	if out.Values["cost_per_hour"] != 2.5 {
-		t.Fatalf("the pod's price does not reach the sweep: %v", out.Values)
+		t.Fatalf("the pod's outputs do not reach when expressions: %v", out.Values)
 	}
 }
 
@@ -682,7 +687,8 @@ stages: server: {kind: "launch", cmd: ["sleep", "30"], env: {HF_TOKEN: "${LAUNCH
 }
 
 // cellKind stands in for a sweep: a stage that targets the server and
-// lists cells with server variables.
+// says what load it applies (pipeline.LoadShaper), cells with server
+// variables included.
 var cellKind = pipeline.Kind{
 	Name: "cells",
 	Schema: schema.KindSchema{Def: "#Cells", Source: `package schema
@@ -692,8 +698,47 @@ var cellKind = pipeline.Kind{
 	target: string
 	cells: [...{server?: [string]: string}]
 }`},
-	New: func(*schema.Stage) (pipeline.Stage, error) { return nil, nil },
+	New: func(s *schema.Stage) (pipeline.Stage, error) {
+		var cfg struct {
+			Cells []struct {
+				Server map[string]string `json:"server"`
+			} `json:"cells"`
+		}
+		if err := s.Decode(&cfg); err != nil {
+			return nil, err
+		}
+		var l pipeline.LoadShape
+		for _, c := range cfg.Cells {
+			l.Cells = append(l.Cells, pipeline.ShapeCell{ISL: 8, OSL: 8, Server: c.Server})
+		}
+		return cells{l}, nil
+	},
 }
+
+type cells struct{ shape pipeline.LoadShape }
+
+var _ pipeline.LoadShaper = cells{}
+
+func (cells) Validate(*pipeline.Check) error { return nil }
+func (cells) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
+	return &pipeline.Outputs{}, nil
+}
+func (c cells) LoadShape() pipeline.LoadShape { return c.shape }
+
+// gateKind stands in for the health kind: a stage that waits for its
+// target to be ready (pipeline.ReadinessGate).
+var gateKind = pipeline.Kind{Name: "health", Schema: schema.KindSchema{Def: "#H", Source: "package schema\n#H: {#StageBase, kind: \"health\", target: string}"},
+	New: func(s *schema.Stage) (pipeline.Stage, error) { return gate{s.Target}, nil }}
+
+type gate struct{ target string }
+
+var _ pipeline.ReadinessGate = gate{}
+
+func (gate) Validate(*pipeline.Check) error { return nil }
+func (gate) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
+	return &pipeline.Outputs{}, nil
+}
+func (g gate) ReadinessOf() string { return g.target }
 
 // TestRestartWithCellVariables: the first start takes ${cell.KEY} from the
 // first cell of a stage targeting the server, each restart from the vars
@@ -714,14 +759,13 @@ func TestRestartWithCellVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := New(p.Stage("server"))
+	g, err := pipeline.Build(p, reg) // decodes and validates every stage
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.(*Stage)
-	if err := s.Validate(p); err != nil {
-		t.Fatal(err)
-	}
+	s := g.Node("server").Stage.(*Stage)
+	// Run finds the first cell through its Env (Env.Dependents), in g.
+	t.Cleanup(func() { runtime.KeepAlive(g) })
 	t.Cleanup(func() { _ = s.Cleanup(context.Background()) })
 	out, err := s.Run(context.Background(), newEnv(dir, p, s.spec))
 	if err != nil {
@@ -1010,18 +1054,20 @@ func TestWarnsAboutASweepWithoutHealth(t *testing.T) {
 			reg := pipeline.NewRegistry()
 			reg.AddKind(Kind)
 			reg.AddKind(cellKind)
-			reg.AddKind(pipeline.Kind{Name: "health", Schema: schema.KindSchema{Def: "#H", Source: "package schema\n#H: {#StageBase, kind: \"health\", target: string}"},
-				New: func(*schema.Stage) (pipeline.Stage, error) { return nil, nil }})
+			reg.AddKind(gateKind)
 			p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := New(p.Stage("server"))
+			g, err := pipeline.Build(p, reg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			if ws := g.Warnings; len(ws) != len(tt.want) {
+				t.Errorf("vet's warnings: %v", ws)
+			}
 			var got []string
-			for _, w := range st.(*Stage).Warnings(p) {
+			for _, w := range g.Node("server").Stage.(*Stage).Warnings(g.Check("server")) {
 				name, _, _ := strings.Cut(strings.TrimPrefix(w.Msg, "stages."), " ")
 				got = append(got, name)
 				if w.Pos.Line == 0 || !strings.Contains(w.Msg, `with no health stage before it`) || !strings.Contains(w.Msg, `add health: {kind: "health", target: "server"}`) {

@@ -44,24 +44,6 @@ var Kind = pipeline.Kind{
 	New:    New,
 }
 
-// Command is one of create, wait, teardown.
-type Command struct {
-	Cmd     []string `json:"cmd"`
-	Shell   bool     `json:"shell"`
-	Timeout string   `json:"timeout"`
-	timeout time.Duration
-}
-
-// Config is the stage's configuration (see schema.cue).
-type Config struct {
-	Create      Command           `json:"create"`
-	Wait        *Command          `json:"wait"`
-	Teardown    Command           `json:"teardown"`
-	CostPerHour *float64          `json:"cost_per_hour"`
-	Keep        bool              `json:"keep"`
-	Env         map[string]string `json:"env"`
-}
-
 // Stage is a configured provision stage.
 type Stage struct {
 	spec *schema.Stage
@@ -79,34 +61,8 @@ type Stage struct {
 	tornDown bool
 }
 
-// New decodes the configuration.
-func New(s *schema.Stage) (pipeline.Stage, error) {
-	st := &Stage{spec: s}
-	if err := s.Decode(&st.cfg); err != nil {
-		return nil, err
-	}
-	var errs schema.Errors
-	for _, c := range []struct {
-		name string
-		c    *Command
-	}{{"create", &st.cfg.Create}, {"wait", st.cfg.Wait}, {"teardown", &st.cfg.Teardown}} {
-		if c.c == nil {
-			continue
-		}
-		d, err := time.ParseDuration(c.c.Timeout)
-		if err != nil {
-			errs = append(errs, schema.Error{Pos: s.PosOf(c.name, "timeout"), Msg: fmt.Sprintf("stages.%s.%s.timeout: %v", s.Name, c.name, err)})
-		}
-		c.c.timeout = d
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return st, nil
-}
-
 // Validate checks the configuration without side effects.
-func (s *Stage) Validate(p *schema.Plan) error { return nil }
+func (s *Stage) Validate(*pipeline.Check) error { return nil }
 
 // Run creates the machine and waits for it. The stage stays "up" (a
 // service) until the last stage using it ends; Cleanup tears it down.
@@ -146,6 +102,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if s.cfg.CostPerHour != nil {
 		out.Values["cost_per_hour"] = *s.cfg.CostPerHour
 	}
+	out.CostPerHour = price(out.Values["cost_per_hour"])
 	if u, ok := s.values["url"].(string); ok && u != "" {
 		out.URL = u
 	} else if h, ok := s.values["host"]; ok {
@@ -155,6 +112,24 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	s.logf("benchrun: provisioned; outputs: %s\n", redact(s.values))
 	return out, nil
+}
+
+// price is a machine's price per hour from the stage's outputs: the
+// plan's cost_per_hour, or a number the create command printed under that
+// name (JSON); nil when there is none, or it is not a number.
+func price(v any) *float64 {
+	var f float64
+	switch v := v.(type) {
+	case float64:
+		f = v
+	case int64:
+		f = float64(v)
+	case int:
+		f = float64(v)
+	default:
+		return nil
+	}
+	return &f
 }
 
 func (s *Stage) merge(m map[string]any) {

@@ -5,25 +5,16 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
-// applyCost fills the cost columns when the target carries a price: a
-// provision stage's cost_per_hour, passed on through the launch stage's
-// Outputs.Values. The cell is charged for its own duration only. Without a
-// price (or a window) both stay nil: not measured, never a free run.
+// applyCost fills the cost columns when the target carries a price
+// (Outputs.CostPerHour: a provision stage's cost_per_hour, passed on by
+// the launch stage on it). The cell is charged for its own duration only.
+// Without a price (or a window) both stay nil: not measured, never a free
+// run.
 func applyCost(row *results.Cell, target *pipeline.Outputs) {
-	if target == nil || row.DurationS <= 0 {
+	if target == nil || target.CostPerHour == nil || row.DurationS <= 0 {
 		return
 	}
-	var perHour float64
-	switch v := target.Values["cost_per_hour"].(type) {
-	case float64:
-		perHour = v
-	case int:
-		perHour = float64(v)
-	case int64:
-		perHour = float64(v)
-	default:
-		return
-	}
+	perHour := *target.CostPerHour
 	if perHour <= 0 {
 		return
 	}

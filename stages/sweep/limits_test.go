@@ -35,7 +35,7 @@ func TestSweepRefusesWhatTheMachineCannotDo(t *testing.T) {
 		{`cells: [{isl: 8, osl: 20000000}]`, `stages.sweep.cells.0.osl: 20000000 tokens: at most 10000000`},
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://x"`+"\n"+tc.cue, "")
-		err := st.Validate(p)
+		err := st.Validate(check(t, p))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s:\n got %v\nwant %q", tc.cue, err, tc.want)
 		}
@@ -49,7 +49,7 @@ func TestSweepRefusesWhatTheMachineCannotDo(t *testing.T) {
 		`cells: [{isl: 10000000, osl: 10000000}]`,
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://x"`+"\n"+ok, "")
-		if err := st.Validate(p); err != nil {
+		if err := st.Validate(check(t, p)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -65,7 +65,7 @@ func TestSweepRefusesDuplicatePoints(t *testing.T) {
 		{`rates: [2, 2.0]`, `stages.sweep.rates.1: 2 is already on the ladder (rates.0)`},
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://x"`+"\n"+tc.cue, "")
-		err := st.Validate(p)
+		err := st.Validate(check(t, p))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s:\n got %v\nwant %q", tc.cue, err, tc.want)
 		}
@@ -76,7 +76,7 @@ func TestSweepRefusesDuplicatePoints(t *testing.T) {
 		`rates: [2, 2.5]`,
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://x"`+"\n"+ok, "")
-		if err := st.Validate(p); err != nil {
+		if err := st.Validate(check(t, p)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestHugePassStartsSendingAtOnce(t *testing.T) {
 	_, url := startSim(t, nil)
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, calibrate: "off"
 		cells: [{isl: 64, osl: 2}], concurrency: [2], requests: 10000000, warmup: 0`, url), "")
-	if err := st.Validate(p); err != nil {
+	if err := st.Validate(check(t, p)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

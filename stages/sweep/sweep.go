@@ -8,16 +8,14 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"cuelang.org/go/cue"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/redact"
@@ -33,6 +31,7 @@ var (
 	_ pipeline.Stage       = (*Stage)(nil)
 	_ pipeline.Planner     = (*Stage)(nil)
 	_ pipeline.ContextUser = (*Stage)(nil)
+	_ pipeline.LoadShaper  = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -47,82 +46,6 @@ var Kind = pipeline.Kind{
 	New:       New,
 }
 
-// Cell is one input:output shape, with the server variables it measures
-// under (${cell.KEY} in the target launch stage's cmd and env).
-type Cell struct {
-	ISL    int               `json:"isl"`
-	OSL    int               `json:"osl"`
-	Server map[string]string `json:"server"`
-}
-
-// serverVars writes the cell's server variables as "k=v k=v", sorted by
-// key ("" when it has none).
-func (c Cell) serverVars(sep string) string {
-	keys := make([]string, 0, len(c.Server))
-	for k := range c.Server {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + c.Server[k]
-	}
-	return strings.Join(parts, sep)
-}
-
-// key tells cells apart, server variables included.
-func (c Cell) key() string { return fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/")) }
-
-// RampConfig is the open loop's optional ramp.
-type RampConfig struct {
-	Kind     string  `json:"kind"`
-	From     float64 `json:"from"`
-	Duration string  `json:"duration"`
-}
-
-// DatasetConfig names prompts on disk.
-type DatasetConfig struct {
-	Path   string `json:"path"`
-	Format string `json:"format"`
-	Field  string `json:"field"`
-	Limit  int    `json:"limit"`
-}
-
-// Config is the stage's configuration (see schema.cue).
-type Config struct {
-	Target             string            `json:"target"`
-	Model              string            `json:"model"`
-	Endpoint           string            `json:"endpoint"`
-	Stream             bool              `json:"stream"`
-	Cells              []Cell            `json:"cells"`
-	Concurrency        []int             `json:"concurrency"`
-	Rates              []float64         `json:"rates"`
-	Arrival            string            `json:"arrival"`
-	Burstiness         float64           `json:"burstiness"`
-	Ramp               *RampConfig       `json:"ramp"`
-	MaxInflight        int               `json:"max_inflight"`
-	Requests           int               `json:"requests"`
-	Duration           string            `json:"duration"`
-	MinRequests        int               `json:"min_requests"`
-	MinDuration        string            `json:"min_duration"`
-	Warmup             int               `json:"warmup"`
-	Iterations         int               `json:"iterations"`
-	Prompts            string            `json:"prompts"`
-	SharedPrefix       int               `json:"shared_prefix"`
-	Seed               int64             `json:"seed"`
-	Calibrate          string            `json:"calibrate"`
-	Dataset            *DatasetConfig    `json:"dataset"`
-	ForceOSL           bool              `json:"force_osl"`
-	ContinuousUsage    bool              `json:"continuous_usage"`
-	SendLagThresholdMs float64           `json:"send_lag_threshold_ms"`
-	StallTimeout       string            `json:"stall_timeout"`
-	RequestTimeout     string            `json:"request_timeout"`
-	FirstTokenTimeout  string            `json:"first_token_timeout"`
-	APIKeyEnv          string            `json:"api_key_env"`
-	Headers            map[string]string `json:"headers"`
-	Body               map[string]any    `json:"body"`
-}
-
 // Stage is a configured sweep.
 type Stage struct {
 	spec *schema.Stage
@@ -133,58 +56,9 @@ type Stage struct {
 	firstTokenTimeout                   time.Duration
 }
 
-// New decodes the configuration.
-func New(s *schema.Stage) (pipeline.Stage, error) {
-	st := &Stage{spec: s}
-	if err := s.Decode(&st.cfg); err != nil {
-		return nil, err
-	}
-	st.setDefaults()
-	// Bad durations stay zero here; Validate reports them with positions.
-	st.duration, _ = time.ParseDuration(st.cfg.Duration)
-	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
-	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout)
-	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
-	st.firstTokenTimeout, _ = time.ParseDuration(st.cfg.FirstTokenTimeout)
-	if st.cfg.Ramp != nil {
-		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
-	}
-	return st, nil
-}
-
-// setDefaults fills what a config built in Go (tests) may leave out; the
-// CUE schema gives the same defaults to plans.
-func (s *Stage) setDefaults() {
-	c := &s.cfg
-	if c.Endpoint == "" {
-		c.Endpoint = "completions"
-	}
-	if c.Arrival == "" {
-		c.Arrival = loadgen.ArrivalPoisson
-	}
-	if c.Burstiness == 0 {
-		c.Burstiness = 1
-	}
-	if c.Iterations == 0 {
-		c.Iterations = 1
-	}
-	if c.Prompts == "" {
-		c.Prompts = "cold"
-	}
-	if c.Calibrate == "" {
-		c.Calibrate = loadgen.CalibrateAuto
-	}
-	if c.SendLagThresholdMs == 0 {
-		c.SendLagThresholdMs = 5
-	}
-	if c.StallTimeout == "" {
-		c.StallTimeout = "2m"
-		s.stallTimeout = 2 * time.Minute
-	}
-}
-
 // Validate checks the configuration against the plan without side effects.
-func (s *Stage) Validate(p *schema.Plan) error {
+func (s *Stage) Validate(c *pipeline.Check) error {
+	p := c.Plan
 	var errs schema.Errors
 	bad := func(field []string, format string, args ...any) {
 		errs = append(errs, schema.Error{Pos: s.spec.PosOf(field...), Msg: fmt.Sprintf("stages.%s.%s: ", s.spec.Name, strings.Join(field, ".")) + fmt.Sprintf(format, args...)})
@@ -231,7 +105,7 @@ func (s *Stage) Validate(p *schema.Plan) error {
 			}
 		}
 	}
-	s.validateServerVars(p, bad)
+	s.validateServerVars(c, bad)
 	s.validateLimits(bad)
 	s.validateDuplicates(bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
@@ -247,57 +121,58 @@ func (s *Stage) Validate(p *schema.Plan) error {
 }
 
 // validateServerVars checks the cells' server variables against the
-// target: a launch stage with restart: "per_cell" whose cmd and env find
-// every ${cell.KEY} they name in every cell.
-func (s *Stage) validateServerVars(p *schema.Plan, bad func([]string, string, ...any)) {
-	target := p.Stage(s.cfg.Target)
-	restart := ""
+// target: one that restarts per cell (pipeline.CellRestarter, a launch
+// stage with restart: "per_cell") and whose cmd and env find every
+// ${cell.KEY} they name in every cell.
+func (s *Stage) validateServerVars(c *pipeline.Check, bad func([]string, string, ...any)) {
+	peer, _ := c.Peer(s.cfg.Target)
+	restarter, restarts := peer.(pipeline.CellRestarter)
+	perCell := restarts && restarter.RestartsPerCell()
 	var refs []string
-	if target != nil && target.Kind == "launch" {
-		_ = target.Value.LookupPath(cue.ParsePath("restart")).Decode(&restart)
-		var cmd []string
-		var env map[string]string
-		_ = target.Value.LookupPath(cue.ParsePath("cmd")).Decode(&cmd)
-		if v := target.Value.LookupPath(cue.ParsePath("env")); v.Exists() {
-			_ = v.Decode(&env)
-		}
-		texts := append([]string(nil), cmd...)
-		for _, v := range env {
-			texts = append(texts, v)
-		}
-		seen := map[string]bool{}
-		for _, t := range texts {
-			for _, k := range pipeline.CellVarRefs(t) {
-				if !seen[k] {
-					seen[k] = true
-					refs = append(refs, k)
-				}
-			}
-		}
-		sort.Strings(refs)
+	if perCell {
+		refs = restarter.CellVars()
 	}
-	for i, c := range s.cfg.Cells {
+	for i, cell := range s.cfg.Cells {
 		at := []string{"cells", fmt.Sprint(i), "server"}
-		if len(c.Server) > 0 && restart != "per_cell" {
+		if len(cell.Server) > 0 && !perCell {
 			switch {
-			case target == nil || target.Kind != "launch":
+			case !restarts:
 				bad(at, "server variables need a launch stage as the target (restarted with them before the cell), not %q", s.cfg.Target)
 			default:
 				bad(at, "server variables reach the server only through a restart before each cell: set restart: \"per_cell\" on stages.%s", s.cfg.Target)
 			}
 			continue
 		}
-		if restart != "per_cell" {
+		if !perCell {
 			continue
 		}
 		for _, k := range refs {
-			if _, ok := c.Server[k]; !ok {
-				if len(c.Server) == 0 {
+			if _, ok := cell.Server[k]; !ok {
+				if len(cell.Server) == 0 {
 					at = at[:2]
 				}
 				bad(at, "the cell gives no server variable %s, which stages.%s uses as ${cell.%s}", k, s.cfg.Target, k)
 			}
 		}
+	}
+}
+
+// LoadShape is the load the sweep applies (pipeline.LoadShaper): a
+// warm-up in front of it matches it, and a launch stage restarted per
+// cell starts with its first cell's server variables.
+func (s *Stage) LoadShape() pipeline.LoadShape {
+	cells := make([]pipeline.ShapeCell, len(s.cfg.Cells))
+	for i, c := range s.cfg.Cells {
+		cells[i] = pipeline.ShapeCell{ISL: c.ISL, OSL: c.OSL, Server: maps.Clone(c.Server)}
+	}
+	return pipeline.LoadShape{
+		Endpoint:    s.cfg.Endpoint,
+		Concurrency: slices.Clone(s.cfg.Concurrency),
+		Rates:       slices.Clone(s.cfg.Rates),
+		Arrival:     s.cfg.Arrival,
+		Cells:       cells,
+		Calibrate:   s.cfg.Calibrate,
+		Seed:        s.cfg.Seed,
 	}
 }
 

@@ -62,6 +62,17 @@ func loadStage(t *testing.T, sweepCUE string, extra string) (*Stage, *schema.Pla
 	return st.(*Stage), p
 }
 
+// check is what Validate sees of p: the graph Build makes of it (with its
+// own decoding of the stages, the sweep's among them; its errors are the
+// tests' to find through Validate).
+func check(t *testing.T, p *schema.Plan) *pipeline.Check {
+	t.Helper()
+	reg := pipeline.NewRegistry()
+	reg.AddKind(Kind)
+	g, _ := pipeline.Build(p, reg)
+	return g.Check(p.Stages[0].Name)
+}
+
 type collected struct {
 	mu    sync.Mutex
 	cells []results.Cell
@@ -70,7 +81,7 @@ type collected struct {
 
 func runStage(t *testing.T, st *Stage, p *schema.Plan) (*collected, error) {
 	t.Helper()
-	if err := st.Validate(p); err != nil {
+	if err := st.Validate(check(t, p)); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
 	var c collected
@@ -226,7 +237,7 @@ func TestSweepValidate(t *testing.T) {
 		{`kind: "sweep", target: "http://x", cells: [{isl: 8, osl: 8, server: {np: "4"}}]`, `stages.sweep.cells.0.server: server variables need a launch stage as the target (restarted with them before the cell), not "http://x"`},
 	} {
 		st, p := loadStage(t, tc.cue, "")
-		err := st.Validate(p)
+		err := st.Validate(check(t, p))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.cue, err, tc.want)
 		}

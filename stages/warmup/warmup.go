@@ -10,10 +10,9 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
-
-	"cuelang.org/go/cue"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/pipeline"
@@ -24,7 +23,8 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Stage = (*Stage)(nil)
+	_ pipeline.Stage  = (*Stage)(nil)
+	_ pipeline.Warner = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -38,49 +38,21 @@ var Kind = pipeline.Kind{
 	New:    New,
 }
 
-// Config is the stage's configuration (see schema.cue).
-type Config struct {
-	Target      string `json:"target"`
-	Model       string `json:"model"`
-	Endpoint    string `json:"endpoint"`
-	Concurrency int    `json:"concurrency"`
-	ISL         int    `json:"isl"`
-	OSL         int    `json:"osl"`
-	Requests    int    `json:"requests"`
-	Settle      struct {
-		Window      int     `json:"window"`
-		Tolerance   float64 `json:"tolerance"`
-		MaxRequests int     `json:"max_requests"`
-	} `json:"settle"`
-	RequireSettled bool              `json:"require_settled"`
-	Headers        map[string]string `json:"headers"`
-	Body           map[string]any    `json:"body"`
-}
-
 // Stage is a configured warm-up.
 type Stage struct {
 	spec *schema.Stage
 	cfg  Config
 }
 
-// New decodes the configuration.
-func New(s *schema.Stage) (pipeline.Stage, error) {
-	st := &Stage{spec: s}
-	if err := s.Decode(&st.cfg); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
 // Validate checks the configuration without side effects.
-func (s *Stage) Validate(p *schema.Plan) error {
-	if len(followers(p, s.spec.Name)) == 0 && s.cfg.Concurrency == 0 {
+func (s *Stage) Validate(c *pipeline.Check) error {
+	if len(followers(c.Dependents(), s.spec.Name)) == 0 && s.cfg.Concurrency == 0 {
 		return schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no stage needs this warm-up, so its concurrency is unknown: add it to the next stage's needs, or set concurrency", s.spec.Name)}
 	}
 	if s.cfg.Requests == 0 {
 		// Settling compares two windows: with fewer requests allowed than
 		// that, the warm-up could only ever report that TTFT never settled.
-		window := s.window(s.ShapeFor(p))
+		window := s.window(s.ShapeFor(c.Dependents()))
 		if s.cfg.Settle.MaxRequests < 2*window {
 			return schema.Error{Pos: s.spec.PosOf("settle", "max_requests"), Msg: fmt.Sprintf("stages.%s.settle.max_requests: %d cannot settle: comparing two windows of %d requests needs at least %d; raise max_requests, or lower settle.window", s.spec.Name, s.cfg.Settle.MaxRequests, window, 2*window)}
 		}
@@ -120,67 +92,102 @@ type Shape struct {
 	Seed      int64
 }
 
-// followers are the stages that need this one.
-func followers(p *schema.Plan, name string) []*schema.Stage {
-	var out []*schema.Stage
-	for _, st := range p.Stages {
-		if slices.Contains(st.Needs, name) {
-			out = append(out, st)
+// Warnings are vet's warnings (pipeline.Warner): a warm-up that leaves
+// its load to the stages that need it, when none of them says what load it
+// applies (none is a pipeline.LoadShaper), warms with defaults that may be
+// nothing like the load that follows; it says which.
+func (s *Stage) Warnings(c *pipeline.Check) []schema.Error {
+	fs := followers(c.Dependents(), s.spec.Name)
+	var names []string
+	for _, f := range fs {
+		if _, ok := f.Stage.(pipeline.LoadShaper); ok {
+			return nil
+		}
+		names = append(names, fmt.Sprintf("stages.%s (%s)", f.Spec.Name, f.Spec.Kind))
+	}
+	if len(fs) == 0 {
+		return nil // Validate's error, or the warm-up's own concurrency
+	}
+	sh := s.ShapeFor(c.Dependents())
+	var guessed []string
+	for _, g := range []struct {
+		field string
+		set   bool
+		value string
+	}{
+		{"concurrency", s.cfg.Concurrency > 0, fmt.Sprint(sh.Concurrency)},
+		{"isl", s.cfg.ISL > 0, fmt.Sprint(sh.ISL)},
+		{"osl", s.cfg.OSL > 0, fmt.Sprint(sh.OSL)},
+	} {
+		if !g.set {
+			guessed = append(guessed, g.field+" "+g.value)
+		}
+	}
+	if len(guessed) == 0 {
+		return nil
+	}
+	return []schema.Error{{Pos: s.spec.Pos, Msg: fmt.Sprintf(
+		"stages.%s: no stage that needs this warm-up says what load it applies (%s), so it warms with the defaults %s; set them on the warm-up to match the load that follows",
+		s.spec.Name, strings.Join(names, ", "), strings.Join(guessed, ", "))}}
+}
+
+// followers are the stages among peers that need this one (the stages
+// it prepares).
+func followers(peers []pipeline.Peer, name string) []pipeline.Peer {
+	var out []pipeline.Peer
+	for _, p := range peers {
+		if slices.Contains(p.Spec.Needs, name) {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
 // ShapeFor works out the load from the configuration and, for what it
-// leaves open, from the stages that follow: their largest concurrency,
-// the first one's endpoint and first cell.
-func (s *Stage) ShapeFor(p *schema.Plan) Shape {
+// leaves open, from the stages among peers that need this one and say
+// what load they apply (pipeline.LoadShaper): their largest concurrency
+// (or, when they run open loops only, their largest rate), the first
+// one's endpoint and calibration, and their cells. Stages that are not
+// LoadShapers are passed over; with none, the defaults stand.
+func (s *Stage) ShapeFor(peers []pipeline.Peer) Shape {
 	sh := Shape{Endpoint: s.cfg.Endpoint, Concurrency: s.cfg.Concurrency, ISL: s.cfg.ISL, OSL: s.cfg.OSL}
 	maxC := 0
 	maxRate := 0.0
 	fixedShape := sh.ISL != 0 || sh.OSL != 0
-	for _, st := range followers(p, s.spec.Name) {
-		var rates []float64
-		if v := st.Value.LookupPath(cue.ParsePath("rates")); v.Exists() && v.Decode(&rates) == nil && len(rates) > 0 {
+	for _, f := range followers(peers, s.spec.Name) {
+		shaper, ok := f.Stage.(pipeline.LoadShaper)
+		if !ok {
+			continue
+		}
+		l := shaper.LoadShape()
+		if len(l.Rates) > 0 {
 			// An open loop's concurrency field is the unused default.
-			for _, r := range rates {
+			for _, r := range l.Rates {
 				maxRate = max(maxRate, r)
 			}
 			if sh.Arrival == "" {
-				sh.Arrival, _ = st.Value.LookupPath(cue.ParsePath("arrival")).String()
+				sh.Arrival = l.Arrival
 			}
 		} else {
-			var conc []int
-			if v := st.Value.LookupPath(cue.ParsePath("concurrency")); v.Exists() && v.Decode(&conc) == nil {
-				for _, c := range conc {
-					maxC = max(maxC, c)
-				}
+			for _, c := range l.Concurrency {
+				maxC = max(maxC, c)
 			}
 		}
-		if sh.Endpoint == "" {
-			if ep, err := st.Value.LookupPath(cue.ParsePath("endpoint")).String(); err == nil && ep != "embeddings" {
-				sh.Endpoint = ep
-			}
+		if sh.Endpoint == "" && l.Endpoint != "embeddings" {
+			sh.Endpoint = l.Endpoint
 		}
 		if sh.Calibrate == "" {
-			sh.Calibrate, _ = st.Value.LookupPath(cue.ParsePath("calibrate")).String()
-			if seed, err := st.Value.LookupPath(cue.ParsePath("seed")).Int64(); err == nil {
-				sh.Seed = seed
-			}
+			sh.Calibrate, sh.Seed = l.Calibrate, l.Seed
 		}
-		var cells []struct {
-			ISL int `json:"isl"`
-			OSL int `json:"osl"`
-		}
-		if v := st.Value.LookupPath(cue.ParsePath("cells")); v.Exists() && v.Decode(&cells) == nil && len(cells) > 0 {
+		if len(l.Cells) > 0 {
 			if sh.ISL == 0 {
-				sh.ISL = cells[0].ISL
+				sh.ISL = l.Cells[0].ISL
 			}
 			if sh.OSL == 0 {
-				sh.OSL = cells[0].OSL
+				sh.OSL = l.Cells[0].OSL
 			}
 			if !fixedShape {
-				for _, c := range cells {
+				for _, c := range l.Cells {
 					sh.Cells = append(sh.Cells, [2]int{c.ISL, c.OSL})
 				}
 			}
@@ -216,7 +223,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if err != nil {
 		return nil, err
 	}
-	sh := s.ShapeFor(env.Plan)
+	sh := s.ShapeFor(env.Dependents())
 	t := &loadgen.Target{
 		BaseURL: target.URL, Model: env.ModelName(s.cfg.Model), Endpoint: loadgen.Endpoint(sh.Endpoint), Stream: true,
 		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(max(sh.Concurrency, int(min(sh.Rate, 1024)))),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,14 +20,74 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
-// open stands in for the other kinds in the plans (the warm-up reads their
-// configuration, it does not run them).
-func open(name string) pipeline.Kind {
-	return pipeline.Kind{Name: name, Schema: schema.KindSchema{Def: "#K" + name, Source: "package schema\n#K" + name + ": {#StageBase, kind: \"" + name + "\", ...}"},
-		New: func(s *schema.Stage) (pipeline.Stage, error) { return nil, nil }}
+// server stands in for the launch stage (the warm-up only sends to its URL).
+var server = pipeline.Kind{Name: "server", Schema: schema.KindSchema{Def: "#Kserver", Source: "package schema\n#Kserver: {#StageBase, kind: \"server\", ...}"},
+	New: func(s *schema.Stage) (pipeline.Stage, error) { return other{}, nil }}
+
+// bench stands in for a sweep: a stage that says what load it applies
+// (pipeline.LoadShaper), decoded from its own fields with the sweep's
+// defaults (but no default cells).
+var bench = pipeline.Kind{Name: "bench", Schema: schema.KindSchema{Def: "#Kbench", Source: `package schema
+#Kbench: {
+	#StageBase
+	kind:        "bench"
+	endpoint:    *"completions" | "chat" | "embeddings"
+	concurrency: [...int] | *[1, 4, 8]
+	rates?:      [...number]
+	arrival:     *"poisson" | "constant" | "gamma"
+	target?:     string
+	cells?: [...{isl: int, osl: int}]
+	calibrate:   *"auto" | "off"
+	seed:        int | *1
+}`},
+	New: func(s *schema.Stage) (pipeline.Stage, error) {
+		var cfg struct {
+			Endpoint    string    `json:"endpoint"`
+			Concurrency []int     `json:"concurrency"`
+			Rates       []float64 `json:"rates"`
+			Arrival     string    `json:"arrival"`
+			Cells       []struct {
+				ISL int `json:"isl"`
+				OSL int `json:"osl"`
+			} `json:"cells"`
+			Calibrate string `json:"calibrate"`
+			Seed      int64  `json:"seed"`
+		}
+		if err := s.Decode(&cfg); err != nil {
+			return nil, err
+		}
+		l := pipeline.LoadShape{Endpoint: cfg.Endpoint, Concurrency: cfg.Concurrency, Rates: cfg.Rates, Arrival: cfg.Arrival, Calibrate: cfg.Calibrate, Seed: cfg.Seed}
+		for _, c := range cfg.Cells {
+			l.Cells = append(l.Cells, pipeline.ShapeCell{ISL: c.ISL, OSL: c.OSL})
+		}
+		return shaper{l}, nil
+	}}
+
+// exec stands in for a stage that does not say what load it applies.
+var exec = pipeline.Kind{Name: "exec", Schema: schema.KindSchema{Def: "#Kexec", Source: "package schema\n#Kexec: {#StageBase, kind: \"exec\", ...}"},
+	New: func(s *schema.Stage) (pipeline.Stage, error) { return other{}, nil }}
+
+type other struct{}
+
+func (other) Validate(*pipeline.Check) error { return nil }
+func (other) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
+	return &pipeline.Outputs{}, nil
 }
 
-func load(t *testing.T, warm, next string) (*Stage, *schema.Plan) {
+type shaper struct{ shape pipeline.LoadShape }
+
+var _ pipeline.LoadShaper = shaper{}
+
+func (shaper) Validate(*pipeline.Check) error { return nil }
+func (shaper) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
+	return &pipeline.Outputs{}, nil
+}
+func (s shaper) LoadShape() pipeline.LoadShape { return s.shape }
+
+// load builds a plan with a server, the warm-up and next, and returns the
+// warm-up, the Check its Validate and Warnings see, and the graph's
+// error (the warm-up's Validate's among them).
+func load(t *testing.T, warm, next string) (*Stage, *pipeline.Check, error) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plan.cue")
@@ -36,17 +97,21 @@ func load(t *testing.T, warm, next string) (*Stage, *schema.Plan) {
 	}
 	reg := pipeline.NewRegistry()
 	reg.AddKind(Kind)
-	reg.AddKind(open("server"))
-	reg.AddKind(open("bench"))
+	reg.AddKind(server)
+	reg.AddKind(bench)
+	reg.AddKind(exec)
 	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := New(p.Stage("warmup"))
-	if err != nil {
-		t.Fatal(err)
+	g, err := pipeline.Build(p, reg)
+	st := g.Node("warmup").Stage
+	if st == nil {
+		t.Fatalf("the warm-up did not decode: %v", err)
 	}
-	return st.(*Stage), p
+	// The graph stays reachable through the stage's Env at run time.
+	t.Cleanup(func() { runtime.KeepAlive(g) })
+	return st.(*Stage), g.Check("warmup"), err
 }
 
 func TestShapeFollowsTheNextStage(t *testing.T) {
@@ -69,8 +134,11 @@ func TestShapeFollowsTheNextStage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, p := load(t, tt.warm, tt.next)
-			got := s.ShapeFor(p)
+			s, c, err := load(t, tt.warm, tt.next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.ShapeFor(c.Dependents())
 			load := Shape{Endpoint: got.Endpoint, Concurrency: got.Concurrency, Rate: got.Rate, Arrival: got.Arrival, ISL: got.ISL, OSL: got.OSL}
 			if !reflect.DeepEqual(load, tt.want) {
 				t.Fatalf("shape = %+v, want %+v", load, tt.want)
@@ -80,12 +148,10 @@ func TestShapeFollowsTheNextStage(t *testing.T) {
 }
 
 func TestValidateNeedsAFollowerOrConcurrency(t *testing.T) {
-	s, p := load(t, ``, ``)
-	if err := s.Validate(p); err == nil || !strings.Contains(err.Error(), "no stage needs this warm-up") {
+	if _, _, err := load(t, ``, ``); err == nil || !strings.Contains(err.Error(), "no stage needs this warm-up") {
 		t.Fatalf("err = %v", err)
 	}
-	s, p = load(t, `concurrency: 2`, ``)
-	if err := s.Validate(p); err != nil {
+	if _, _, err := load(t, `concurrency: 2`, ``); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,16 +161,62 @@ func TestValidateNeedsAFollowerOrConcurrency(t *testing.T) {
 // max_requests (200) could only ever report "did not settle".
 func TestValidateSettleCanHappen(t *testing.T) {
 	next := `sweep: {kind: "bench", needs: ["warmup"], concurrency: [1, 64]}`
-	s, p := load(t, ``, next)
-	err := s.Validate(p)
+	_, _, err := load(t, ``, next)
 	if err == nil || !strings.Contains(err.Error(), "stages.warmup.settle.max_requests: 200 cannot settle: comparing two windows of 128 requests needs at least 256") {
 		t.Fatalf("err = %v", err)
 	}
 	for _, ok := range []string{`settle: {max_requests: 256}`, `settle: {window: 16}`, `requests: 50`} {
-		s, p := load(t, ok, next)
-		if err := s.Validate(p); err != nil {
+		if _, _, err := load(t, ok, next); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
+	}
+}
+
+// TestFollowerThatIsNotALoadShaper: a warm-up learns the load only from
+// stages that say what load they apply (pipeline.LoadShaper). In front of
+// one that does not, it keeps its own fields and the defaults, and vet
+// warns, naming the stage and the defaults it will use; a LoadShaper
+// among the followers, or the warm-up's own fields, silence it.
+func TestFollowerThatIsNotALoadShaper(t *testing.T) {
+	tests := []struct {
+		name, warm, next string
+		want             Shape  // Endpoint, Concurrency, ISL, OSL
+		warning          string // "" for none
+	}{
+		{"not a LoadShaper", ``, `bench: {kind: "exec", needs: ["warmup"], concurrency: [64], cells: [{isl: 512, osl: 8}]}`,
+			Shape{Endpoint: "completions", Concurrency: 1, ISL: 128, OSL: 32},
+			"stages.warmup: no stage that needs this warm-up says what load it applies (stages.bench (exec)), so it warms with the defaults concurrency 1, isl 128, osl 32"},
+		{"own concurrency, guessed lengths", `concurrency: 4`, `bench: {kind: "exec", needs: ["warmup"]}`,
+			Shape{Endpoint: "completions", Concurrency: 4, ISL: 128, OSL: 32},
+			"so it warms with the defaults isl 128, osl 32;"},
+		{"all its own", `concurrency: 4, isl: 64, osl: 16`, `bench: {kind: "exec", needs: ["warmup"]}`,
+			Shape{Endpoint: "completions", Concurrency: 4, ISL: 64, OSL: 16}, ""},
+		{"a LoadShaper beside it", ``, `bench: {kind: "exec", needs: ["warmup"]}
+	sweep: {kind: "bench", needs: ["warmup"], concurrency: [2, 8], cells: [{isl: 256, osl: 64}]}`,
+			Shape{Endpoint: "completions", Concurrency: 8, ISL: 256, OSL: 64}, ""},
+		// A stage that only targets the server (it does not need the
+		// warm-up) is not the warm-up's to match.
+		{"a LoadShaper that does not need it", `concurrency: 2`, `sweep: {kind: "bench", target: "server", concurrency: [16]}`,
+			Shape{Endpoint: "completions", Concurrency: 2, ISL: 128, OSL: 32}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, c, err := load(t, tt.warm, tt.next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.ShapeFor(c.Dependents())
+			if got := (Shape{Endpoint: got.Endpoint, Concurrency: got.Concurrency, ISL: got.ISL, OSL: got.OSL}); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("shape = %+v, want %+v", got, tt.want)
+			}
+			ws := s.Warnings(c)
+			switch {
+			case tt.warning == "" && len(ws) > 0:
+				t.Errorf("warnings: %v", ws)
+			case tt.warning != "" && (len(ws) != 1 || !strings.Contains(ws[0].Msg, tt.warning) || ws[0].Pos.Line == 0):
+				t.Errorf("warnings: %v\nwant one with a position, saying %q", ws, tt.warning)
+			}
+		})
 	}
 }
 
@@ -161,16 +273,28 @@ func counting(t *testing.T, grow time.Duration) (*httptest.Server, *atomic.Int64
 	return ts, &n, &maxInFlight
 }
 
-func run(t *testing.T, s *Stage, p *schema.Plan, url string) (*pipeline.Outputs, string, error) {
+// run runs the warm-up as the runner does: its Env finds the followers
+// (Env.Dependents) in the graph load built.
+func run(t *testing.T, s *Stage, c *pipeline.Check, url string) (*pipeline.Outputs, string, error) {
 	var progress strings.Builder
-	env := &pipeline.Env{Stage: s.spec, Plan: p, Dir: t.TempDir(), Deps: map[string]*pipeline.Outputs{"server": {URL: url}}, Log: io.Discard, Progress: &progress}
+	env := &pipeline.Env{Stage: s.spec, Plan: c.Plan, Dir: t.TempDir(), Deps: map[string]*pipeline.Outputs{"server": {URL: url}}, Log: io.Discard, Progress: &progress}
 	out, err := s.Run(context.Background(), env)
 	return out, progress.String(), err
 }
 
+// loaded is load for a plan that must build.
+func loaded(t *testing.T, warm, next string) (*Stage, *pipeline.Check) {
+	t.Helper()
+	s, c, err := load(t, warm, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 func TestFixedCountAtTheSweepsConcurrency(t *testing.T) {
 	ts, n, maxInFlight := counting(t, 0)
-	s, p := load(t, `requests: 12`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [1, 4], cells: [{isl: 16, osl: 4}]}`)
+	s, p := loaded(t, `requests: 12`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [1, 4], cells: [{isl: 16, osl: 4}]}`)
 	out, _, err := run(t, s, p, ts.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +309,7 @@ func TestFixedCountAtTheSweepsConcurrency(t *testing.T) {
 
 func TestUntilSettled(t *testing.T) {
 	ts, n, _ := counting(t, 0)
-	s, p := load(t, `settle: {window: 4, max_requests: 100}`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 16, osl: 4}]}`)
+	s, p := loaded(t, `settle: {window: 4, max_requests: 100}`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 16, osl: 4}]}`)
 	out, progress, err := run(t, s, p, ts.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +324,7 @@ func TestUntilSettled(t *testing.T) {
 
 func TestNeverSettles(t *testing.T) {
 	ts, n, _ := counting(t, 4*time.Millisecond) // each request 4 ms slower than the last
-	s, p := load(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2`, ``)
+	s, p := loaded(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2`, ``)
 	out, progress, err := run(t, s, p, ts.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +335,7 @@ func TestNeverSettles(t *testing.T) {
 	if !strings.Contains(progress, "warning: TTFT did not settle within 12 requests (window medians") {
 		t.Fatalf("progress:\n%s", progress)
 	}
-	s, p = load(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2, require_settled: true`, ``)
+	s, p = loaded(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2, require_settled: true`, ``)
 	if _, _, err := run(t, s, p, ts.URL); err == nil || !strings.Contains(err.Error(), "did not settle") {
 		t.Fatalf("require_settled: err = %v", err)
 	}
@@ -222,7 +346,7 @@ func TestAllFail(t *testing.T) {
 		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusInternalServerError)
 	}))
 	defer ts.Close()
-	s, p := load(t, `concurrency: 2, requests: 2`, ``)
+	s, p := loaded(t, `concurrency: 2, requests: 2`, ``)
 	if _, _, err := run(t, s, p, ts.URL); err == nil || !strings.Contains(err.Error(), "all 2 warm-up requests failed") || !strings.Contains(err.Error(), "overloaded") {
 		t.Fatalf("err = %v", err)
 	}
@@ -237,7 +361,7 @@ func TestAllFailStopsEarly(t *testing.T) {
 		http.Error(w, `{"error":{"message":"the request exceeds the available context size"}}`, http.StatusBadRequest)
 	}))
 	defer ts.Close()
-	s, p := load(t, `concurrency: 2, requests: 200, isl: 8, osl: 2`, ``)
+	s, p := loaded(t, `concurrency: 2, requests: 200, isl: 8, osl: 2`, ``)
 	_, _, err := run(t, s, p, ts.URL)
 	if err == nil || !strings.Contains(err.Error(), "so the rest were not sent") || !strings.Contains(err.Error(), "exceeds the available context size") {
 		t.Fatalf("err = %v", err)
@@ -257,7 +381,7 @@ func TestWarmupPromptsAreCalibrated(t *testing.T) {
 	srv := sim.New(cfg)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); ts.Close() })
-	s, p := load(t, `requests: 8`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 64, osl: 4}]}`)
+	s, p := loaded(t, `requests: 8`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 64, osl: 4}]}`)
 	if _, _, err := run(t, s, p, ts.URL); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,203 @@
+package pipeline
+
+import (
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/benchrun/benchrun/schema"
+)
+
+// Kinds learn from each other only through the small interfaces in this
+// file, which the compiler checks: a kind that renames a field of its
+// configuration cannot silently change what another kind reads, as it
+// could when kinds read each other's raw CUE by path. A kind implements
+// the contracts it offers (with interface guards beside its Kind) and
+// finds its peers' through Check (vet) and Env (run time).
+
+// LoadShaper is implemented by stages that apply a known load to a
+// server (sweeps): a warm-up in front of one matches its shape, and a
+// launch stage restarted per cell starts with its first cell's server
+// variables.
+type LoadShaper interface {
+	LoadShape() LoadShape
+}
+
+// LoadShape is the load a stage applies, as its configuration gives it
+// (defaults filled): nothing in it is learned by running.
+type LoadShape struct {
+	// Endpoint is the API it sends to: "completions", "chat" or "embeddings".
+	Endpoint string
+	// Concurrency is the closed-loop ladder (parallel sessions per point);
+	// it is unused when Rates is set.
+	Concurrency []int
+	// Rates is the open-loop ladder in requests per second; when it is not
+	// empty the stage runs an open loop.
+	Rates []float64
+	// Arrival is the open loop's arrival process ("poisson", "constant",
+	// "gamma").
+	Arrival string
+	// Cells are the input:output shapes in the order they are measured.
+	Cells []ShapeCell
+	// Calibrate is how prompts are sized to isl tokens ("auto",
+	// "tokenize", "probe", "off"), so that a warm-up sizes them alike.
+	Calibrate string
+	// Seed seeds the prompts.
+	Seed int64
+}
+
+// ShapeCell is one input:output shape of a LoadShape.
+type ShapeCell struct {
+	ISL, OSL int
+	// Server are the cell's server variables (${cell.KEY} of a target
+	// restarted per cell); nil when the cell gives none.
+	Server map[string]string
+}
+
+// CellRestarter is implemented by stages that serve a measuring stage
+// and can restart their server before each of its cells (launch): the
+// measuring stage checks its cells' server variables against it at vet
+// time, and calls Outputs.Restart at run time.
+type CellRestarter interface {
+	// RestartsPerCell reports whether the server is restarted before
+	// every measured cell (restart: per_cell); server variables reach
+	// the server only then.
+	RestartsPerCell() bool
+	// CellVars lists, sorted, the KEY of every ${cell.KEY} the server's
+	// command and environment take: every cell must give each of them.
+	CellVars() []string
+}
+
+// ReadinessGate is implemented by stages that wait until another stage's
+// server is ready to serve (health): a stage that needs one sends to a
+// ready server. A launch stage warns about stages that send to it
+// without one.
+type ReadinessGate interface {
+	// ReadinessOf names the stage (or URL) whose server this one waits for.
+	ReadinessOf() string
+}
+
+// Peer is another stage of the plan as a stage sees it at vet or run
+// time: its spec and, when it decoded, the kind's Stage, which a caller
+// asks for contracts by type assertion.
+type Peer struct {
+	Spec *schema.Stage
+	// Stage is nil when the stage did not decode (an unknown kind, a
+	// configuration error: vet reports those on their own).
+	Stage Stage
+}
+
+// Check is what Validate and Warnings see: the plan, the stage being
+// checked and every other decoded stage of the plan, so that a stage can
+// check itself against the contracts of the stages it works with.
+type Check struct {
+	Plan *schema.Plan
+	// Self is the stage being checked.
+	Self *schema.Stage
+	g    *Graph
+}
+
+// Check returns what the named stage's Validate and Warnings see; the
+// peers are the whole plan's, also on a graph cut down by Only.
+func (g *Graph) Check(name string) *Check {
+	n := g.byName[name]
+	if n == nil {
+		return &Check{Plan: g.Plan, Self: g.Plan.Stage(name), g: g}
+	}
+	return &Check{Plan: g.Plan, Self: n.Spec, g: n.full(g)}
+}
+
+// Peer returns the decoded stage named name; false when the plan has no
+// such stage or it did not decode.
+func (c *Check) Peer(name string) (Stage, bool) { return c.g.peer(name) }
+
+// Dependents returns the stages that depend on this one (through needs,
+// target or when), in plan order.
+func (c *Check) Dependents() []Peer {
+	if c.Self == nil {
+		return nil
+	}
+	return c.g.dependents(c.Self.Name)
+}
+
+// Peer returns the decoded stage named name, as Check.Peer does at vet time.
+func (e *Env) Peer(name string) (Stage, bool) { return e.graph().peer(name) }
+
+// Dependents returns the stages that depend on this one, in plan order,
+// as Check.Dependents does at vet time (a warm-up finds the stage it
+// prepares among them).
+func (e *Env) Dependents() []Peer {
+	if e == nil || e.Stage == nil {
+		return nil
+	}
+	return e.graph().dependents(e.Stage.Name)
+}
+
+// graph is the whole plan's graph: Env.Graph's (the graph being run, maybe
+// cut down by Only), else the one Build made for the stage's spec.
+func (e *Env) graph() *Graph {
+	if e == nil || e.Stage == nil {
+		return nil
+	}
+	if e.Graph != nil {
+		if n := e.Graph.byName[e.Stage.Name]; n != nil {
+			return n.full(e.Graph)
+		}
+		return e.Graph
+	}
+	return builtGraph(e.Stage)
+}
+
+// full is the graph the node was built in (Only's graphs share nodes).
+func (n *Node) full(fallback *Graph) *Graph {
+	if n.graph != nil {
+		return n.graph
+	}
+	return fallback
+}
+
+func (g *Graph) peer(name string) (Stage, bool) {
+	if g == nil {
+		return nil, false
+	}
+	n := g.byName[name]
+	if n == nil || n.Stage == nil {
+		return nil, false
+	}
+	return n.Stage, true
+}
+
+func (g *Graph) dependents(name string) []Peer {
+	if g == nil {
+		return nil
+	}
+	var out []Peer
+	for _, n := range g.Dependents(name) {
+		out = append(out, Peer{Spec: n.Spec, Stage: n.Stage})
+	}
+	return out
+}
+
+// built finds the node Build made for a stage spec, so that an Env made
+// without Graph (the runner does not set it yet; tests that run one
+// stage) still reaches the plan's decoded stages. Both sides are weak:
+// a graph no longer used is collected, and its entries with it.
+var built sync.Map // weak.Pointer[schema.Stage] -> weak.Pointer[Node]
+
+// remember records n for builtGraph.
+func remember(n *Node) {
+	key, val := weak.Make(n.Spec), weak.Make(n)
+	built.Store(key, val)
+	runtime.AddCleanup(n, func(key weak.Pointer[schema.Stage]) { built.CompareAndDelete(key, val) }, key)
+}
+
+func builtGraph(spec *schema.Stage) *Graph {
+	v, ok := built.Load(weak.Make(spec))
+	if !ok {
+		return nil
+	}
+	if n := v.(weak.Pointer[Node]).Value(); n != nil {
+		return n.graph
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package launch
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// This file is the kind's configuration and its decoding from the
+// stage's CUE value: the one file of a kind that may import cuelang.org/go
+// (stages/rules_test.go). What the kind learns from other kinds comes
+// through the pipeline's contracts, never from their CUE.
+
+// Config is the stage's configuration (see schema.cue).
+type Config struct {
+	Engine      string            `json:"engine"`
+	Cmd         []string          `json:"cmd"`
+	Shell       bool              `json:"shell"`
+	Env         map[string]string `json:"env"`
+	Dir         string            `json:"dir"`
+	Port        any               `json:"port"`
+	Host        string            `json:"host"`
+	Model       string            `json:"model"`
+	GPUs        []any             `json:"gpus"`
+	StopGrace   string            `json:"stop_grace"`
+	TermGrace   string            `json:"term_grace"`
+	MetricsURL  string            `json:"metrics_url"`
+	Restart     string            `json:"restart"`
+	StartWithin string            `json:"start_within"`
+	Files       map[string]string `json:"files"`
+	Setup       []Command         `json:"setup"`
+	AfterStart  []Command         `json:"after_start"`
+}
+
+// Command is a setup or after_start command.
+type Command struct {
+	Cmd     []string          `json:"cmd"`
+	Shell   bool              `json:"shell"`
+	Env     map[string]string `json:"env"`
+	Dir     string            `json:"dir"`
+	Timeout string            `json:"timeout"`
+	timeout time.Duration
+}
+
+// New decodes the configuration.
+func New(s *schema.Stage) (pipeline.Stage, error) {
+	st := &Stage{spec: s}
+	if err := s.Decode(&st.cfg); err != nil {
+		return nil, err
+	}
+	var errs schema.Errors
+	dur := func(field, v string) time.Duration {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, schema.Error{Pos: s.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: %v", s.Name, field, err)})
+		}
+		return d
+	}
+	st.stopGrace = dur("stop_grace", st.cfg.StopGrace)
+	st.termGrace = dur("term_grace", st.cfg.TermGrace)
+	st.startWithin = dur("start_within", st.cfg.StartWithin)
+	for _, list := range []struct {
+		field string
+		cmds  []Command
+	}{{"setup", st.cfg.Setup}, {"after_start", st.cfg.AfterStart}} {
+		for i := range list.cmds {
+			list.cmds[i].timeout = dur(fmt.Sprintf("%s.%d.timeout", list.field, i), list.cmds[i].Timeout)
+		}
+	}
+	for i, g := range st.cfg.GPUs {
+		switch v := g.(type) {
+		case string:
+			st.gpuSel = append(st.gpuSel, v)
+		case float64:
+			st.gpuSel = append(st.gpuSel, strconv.Itoa(int(v)))
+		case int, int64:
+			st.gpuSel = append(st.gpuSel, fmt.Sprint(v))
+		default:
+			errs = append(errs, schema.Error{Pos: s.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: want an index or a GPU name, got %v", s.Name, i, g)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return st, nil
+}

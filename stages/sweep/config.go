@@ -1,0 +1,143 @@
+package sweep
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// This file is the kind's configuration and its decoding from the
+// stage's CUE value: the one file of a kind that may import cuelang.org/go
+// (stages/rules_test.go). What the kind learns from other kinds comes
+// through the pipeline's contracts, never from their CUE.
+
+// Cell is one input:output shape, with the server variables it measures
+// under (${cell.KEY} in the target launch stage's cmd and env).
+type Cell struct {
+	ISL    int               `json:"isl"`
+	OSL    int               `json:"osl"`
+	Server map[string]string `json:"server"`
+}
+
+// serverVars writes the cell's server variables as "k=v k=v", sorted by
+// key ("" when it has none).
+func (c Cell) serverVars(sep string) string {
+	keys := make([]string, 0, len(c.Server))
+	for k := range c.Server {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + c.Server[k]
+	}
+	return strings.Join(parts, sep)
+}
+
+// key tells cells apart, server variables included.
+func (c Cell) key() string { return fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/")) }
+
+// RampConfig is the open loop's optional ramp.
+type RampConfig struct {
+	Kind     string  `json:"kind"`
+	From     float64 `json:"from"`
+	Duration string  `json:"duration"`
+}
+
+// DatasetConfig names prompts on disk.
+type DatasetConfig struct {
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	Field  string `json:"field"`
+	Limit  int    `json:"limit"`
+}
+
+// Config is the stage's configuration (see schema.cue).
+type Config struct {
+	Target             string            `json:"target"`
+	Model              string            `json:"model"`
+	Endpoint           string            `json:"endpoint"`
+	Stream             bool              `json:"stream"`
+	Cells              []Cell            `json:"cells"`
+	Concurrency        []int             `json:"concurrency"`
+	Rates              []float64         `json:"rates"`
+	Arrival            string            `json:"arrival"`
+	Burstiness         float64           `json:"burstiness"`
+	Ramp               *RampConfig       `json:"ramp"`
+	MaxInflight        int               `json:"max_inflight"`
+	Requests           int               `json:"requests"`
+	Duration           string            `json:"duration"`
+	MinRequests        int               `json:"min_requests"`
+	MinDuration        string            `json:"min_duration"`
+	Warmup             int               `json:"warmup"`
+	Iterations         int               `json:"iterations"`
+	Prompts            string            `json:"prompts"`
+	SharedPrefix       int               `json:"shared_prefix"`
+	Seed               int64             `json:"seed"`
+	Calibrate          string            `json:"calibrate"`
+	Dataset            *DatasetConfig    `json:"dataset"`
+	ForceOSL           bool              `json:"force_osl"`
+	ContinuousUsage    bool              `json:"continuous_usage"`
+	SendLagThresholdMs float64           `json:"send_lag_threshold_ms"`
+	StallTimeout       string            `json:"stall_timeout"`
+	RequestTimeout     string            `json:"request_timeout"`
+	FirstTokenTimeout  string            `json:"first_token_timeout"`
+	APIKeyEnv          string            `json:"api_key_env"`
+	Headers            map[string]string `json:"headers"`
+	Body               map[string]any    `json:"body"`
+}
+
+// New decodes the configuration.
+func New(s *schema.Stage) (pipeline.Stage, error) {
+	st := &Stage{spec: s}
+	if err := s.Decode(&st.cfg); err != nil {
+		return nil, err
+	}
+	st.setDefaults()
+	// Bad durations stay zero here; Validate reports them with positions.
+	st.duration, _ = time.ParseDuration(st.cfg.Duration)
+	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
+	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout)
+	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
+	st.firstTokenTimeout, _ = time.ParseDuration(st.cfg.FirstTokenTimeout)
+	if st.cfg.Ramp != nil {
+		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
+	}
+	return st, nil
+}
+
+// setDefaults fills what a config built in Go (tests) may leave out; the
+// CUE schema gives the same defaults to plans.
+func (s *Stage) setDefaults() {
+	c := &s.cfg
+	if c.Endpoint == "" {
+		c.Endpoint = "completions"
+	}
+	if c.Arrival == "" {
+		c.Arrival = loadgen.ArrivalPoisson
+	}
+	if c.Burstiness == 0 {
+		c.Burstiness = 1
+	}
+	if c.Iterations == 0 {
+		c.Iterations = 1
+	}
+	if c.Prompts == "" {
+		c.Prompts = "cold"
+	}
+	if c.Calibrate == "" {
+		c.Calibrate = loadgen.CalibrateAuto
+	}
+	if c.SendLagThresholdMs == 0 {
+		c.SendLagThresholdMs = 5
+	}
+	if c.StallTimeout == "" {
+		c.StallTimeout = "2m"
+		s.stallTimeout = 2 * time.Minute
+	}
+}
