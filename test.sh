@@ -7,7 +7,9 @@
 #
 # Installs, when missing: Go modules, Chromium (Debian package; the report
 # screenshot test), Ollama v0.6.5 (go install; the real-engine tests), the
-# staticcheck linter (with BENCHRUN_LINT=1).
+# npm package apache-arrow 21.2.0 into .cache/node (npm, and Node.js with
+# it, from Debian when missing; the Arrow sink's independent-reader test),
+# the staticcheck linter (with BENCHRUN_LINT=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -30,6 +32,18 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 bash .ci/install-ollama.sh
+
+# The Arrow sink's test reads its files with this independent Arrow
+# implementation (sinks/arrow/testdata/read.mjs); .cache/ is git-ignored.
+ARROW_JS_VERSION=21.2.0
+if ! grep -qs "\"version\": \"$ARROW_JS_VERSION\"" .cache/node/node_modules/apache-arrow/package.json; then
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "== installing npm and Node.js (Debian packages)"
+		apt_install npm
+	fi
+	echo "== installing apache-arrow@$ARROW_JS_VERSION (npm, into .cache/node)"
+	npm install --prefix .cache/node --no-audit --no-fund --loglevel=error "apache-arrow@$ARROW_JS_VERSION" >/dev/null
+fi
 
 if [ "${BENCHRUN_LINT:-}" = 1 ]; then
 	echo "== gofmt, go vet, staticcheck"
