@@ -1,5 +1,3 @@
-//go:build sinkapi
-
 package arrow
 
 import (
