@@ -77,6 +77,9 @@ func TestOutputsAndSingleTeardown(t *testing.T) {
 	if out.URL != "http://10.9.8.7:8000" || out.Values["ready"] != "p1" || out.Values["cost_per_hour"] != 1.5 || out.Done == nil {
 		t.Fatalf("outputs = %+v", out)
 	}
+	if out.CostPerHour == nil || *out.CostPerHour != 1.5 {
+		t.Fatalf("CostPerHour = %v, want the plan's 1.5 (what the sweep's cost columns read)", out.CostPerHour)
+	}
 	for i := 0; i < 2; i++ {
 		if err := s.Cleanup(context.Background()); err != nil {
 			t.Fatal(err)
@@ -235,3 +238,20 @@ func TestTimeoutInterruptsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrice: the machine's price is the plan's cost_per_hour, or a number
+// the create command printed under that name (JSON); a KEY=VALUE line's
+// text is not a price, nor is anything else.
+func TestPrice(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want *float64
+	}{{2.5, ptr(2.5)}, {int64(3), ptr(3.0)}, {"2.5", nil}, {nil, nil}} {
+		got := price(tt.v)
+		if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+			t.Errorf("price(%#v) = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
