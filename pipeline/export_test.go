@@ -17,3 +17,11 @@ func SetDigestHooks(t testing.TB, onDone func(path, digest string), progressAfte
 		digestProgressAfter.Store(oldAfter)
 	})
 }
+
+// SetSinkSleep replaces the wait between attempts of a sink call until
+// the test ends.
+func SetSinkSleep(t testing.TB, sleep func(time.Duration)) {
+	old := sinkSleep
+	sinkSleep = sleep
+	t.Cleanup(func() { sinkSleep = old })
+}

@@ -820,7 +820,13 @@ func (r *runner) summary(ctx context.Context) *Summary {
 		sum.Reason = fmt.Sprint(context.Cause(ctx))
 	case infra:
 		sum.ExitCode = ExitInfra
+		// A required sink that failed is the first thing to say: what it
+		// did not write (a stage that could not emit failed because of it).
+		sum.Reason = r.sinks.failedReason()
 		for _, s := range sum.Stages {
+			if sum.Reason != "" {
+				break
+			}
 			if s.Status == StatusFailed {
 				sum.Reason = fmt.Sprintf("stage %s failed: %s", s.Name, firstLine(s.Reason))
 				break
@@ -830,9 +836,6 @@ func (r *runner) summary(ctx context.Context) *Summary {
 			if s.Status == StatusError && sum.Reason == "" {
 				sum.Reason = fmt.Sprintf("stage %s: %s", s.Name, firstLine(s.Reason))
 			}
-		}
-		if sum.Reason == "" {
-			sum.Reason = r.sinks.failedReason()
 		}
 		if sum.Reason == "" && r.emitErr != nil {
 			sum.Reason = "rows not stored: " + firstLine(r.emitErr.Error())

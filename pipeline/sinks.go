@@ -105,6 +105,19 @@ type SinkSpec struct {
 	// does not list); Index its place in `sinks`, -1 for none.
 	Pos   schema.Pos
 	Index int
+
+	entry   *schema.Sink    // the plan entry, nil for a default sink
+	flagSet map[string]bool // parameters a command-line flag set
+}
+
+// ErrorAt places a problem with one parameter: at the field in the plan
+// entry that gave it (file:line:col), or as it is when a command-line flag
+// or a default gave it.
+func (s SinkSpec) ErrorAt(field string, err error) error {
+	if err == nil || s.entry == nil || s.flagSet[field] {
+		return err
+	}
+	return schema.Error{Pos: s.entry.PosOf(field), Msg: fmt.Sprintf("sinks[%d].%s: %v", s.Index, field, err)}
 }
 
 // Decode decodes the parameters into v (a pointer to a struct with json
@@ -246,8 +259,8 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 	}
 	for _, sk := range p.Sinks {
 		k, ok := reg.Sink(sk.Kind)
-		if !ok {
-			continue // unknown sink kinds are reported by the loader
+		if !ok || sk.Invalid {
+			continue // unknown kinds and bad fields are reported by the loader
 		}
 		var all map[string]any
 		if err := sk.Value.Decode(&all); err != nil {
@@ -265,11 +278,11 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 		}
 		u := byName[name]
 		switch {
+		case u != nil && u.Kind.Name != k.Name:
+			errs = append(errs, schema.Error{Pos: sk.PosOf("name"), Msg: fmt.Sprintf("sinks[%d].name: %q is the %s sink's name: choose another", sk.Index, name, u.Kind.Name)})
+			continue
 		case u != nil && u.Spec.Index >= 0:
 			errs = append(errs, schema.Error{Pos: sk.Pos, Msg: fmt.Sprintf("sinks[%d]: a second sink named %q (the first is sinks[%d]): give each sink of kind %s its own name", sk.Index, name, u.Spec.Index, k.Name)})
-			continue
-		case u != nil && u.Kind.Name != k.Name:
-			errs = append(errs, schema.Error{Pos: sk.Pos, Msg: fmt.Sprintf("sinks[%d]: the name %q is the %s sink's: choose another name", sk.Index, name, u.Kind.Name)})
 			continue
 		case u == nil:
 			u = &SinkUse{Kind: k}
@@ -277,13 +290,13 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 			byName[name] = u
 		}
 		if k.Durable && e.Optional {
-			errs = append(errs, schema.Error{Pos: sk.Pos, Msg: fmt.Sprintf("sinks[%d] (%s): the durable sink holds the run's record and cannot be optional", sk.Index, k.Name)})
+			errs = append(errs, schema.Error{Pos: sk.PosOf("optional"), Msg: fmt.Sprintf("sinks[%d] (%s): the durable sink holds the run's record and cannot be optional", sk.Index, k.Name)})
 		}
 		params := maps.Clone(all)
 		for _, f := range sinkBaseFields {
 			delete(params, f)
 		}
-		u.Spec = SinkSpec{Kind: k.Name, Name: name, Params: params, Pos: sk.Pos, Index: sk.Index}
+		u.Spec = SinkSpec{Kind: k.Name, Name: name, Params: params, Pos: sk.Pos, Index: sk.Index, entry: sk}
 		u.Optional = e.Optional
 		u.Attempts, u.Backoff = defaultSinkAttempts, defaultSinkBackoff
 		if e.Retry != nil {
@@ -347,6 +360,11 @@ func (g *Graph) SetSinkParam(flag string, value any) error {
 			spec.Params = map[string]any{}
 		}
 		spec.Params[flag] = value
+		spec.flagSet = maps.Clone(spec.flagSet)
+		if spec.flagSet == nil {
+			spec.flagSet = map[string]bool{}
+		}
+		spec.flagSet[flag] = true
 		s, err := u.Kind.New(spec)
 		if err != nil {
 			return fmt.Errorf("sink %s: %w", u.Name(), err)

@@ -130,6 +130,28 @@ type Sink struct {
 	Index int
 	Pos   Pos
 	Value cue.Value
+
+	// Invalid is set on an entry whose own fields did not check (the
+	// errors are reported by the loader; Build does not decode it).
+	Invalid bool
+
+	raw      cue.Value // the entry as written, before unification
+	planPath string
+}
+
+// PosOf returns the position of a field of the entry (the entry's own
+// position when the field is not written in the plan).
+func (s *Sink) PosOf(path ...string) Pos {
+	for _, v := range []cue.Value{s.raw, s.Value} {
+		f := v.LookupPath(cue.MakePath(selectors(path)...))
+		if !f.Exists() {
+			continue
+		}
+		if p := posOf(f.Pos()); p.Line > 0 && !inSchema(p) {
+			return fixPos(p, s.planPath)
+		}
+	}
+	return s.Pos
 }
 
 // Decode decodes the sink's configuration into v (a pointer to a struct
@@ -697,10 +719,18 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 	}
 	p.Assert = assertions(v.LookupPath(cue.ParsePath("assert")), path)
 
-	if it, err := v.LookupPath(cue.ParsePath("sinks")).List(); err == nil {
+	// The entries as written: one that does not check is kept, marked
+	// Invalid (its errors are reported), so the others are still checked.
+	if it, err := raw.LookupPath(cue.ParsePath("sinks")).List(); err == nil {
 		for i := 0; it.Next(); i++ {
-			sv := it.Value()
-			s := &Sink{Index: i, Value: sv, Pos: fixPos(posOf(sv.Pos()), path)}
+			sv := v.LookupPath(cue.MakePath(cue.Str("sinks"), cue.Index(i)))
+			s := &Sink{Index: i, Value: sv, planPath: path}
+			s.Invalid = sv.Err() != nil || sv.Validate(cue.Concrete(true)) != nil
+			s.raw = raw.LookupPath(cue.MakePath(cue.Str("sinks"), cue.Index(i)))
+			s.Pos = fixPos(posOf(sv.Pos()), path)
+			if p := posOf(s.raw.Pos()); p.Line > 0 && !inSchema(p) {
+				s.Pos = fixPos(p, path) // the entry as written, not the schema's list
+			}
 			s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
 			p.Sinks = append(p.Sinks, s)
 		}

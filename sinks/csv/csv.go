@@ -61,7 +61,7 @@ func newFromSpec(spec pipeline.SinkSpec) (pipeline.Sink, error) {
 	}
 	o, err := New(nil, cfg.Columns)
 	if err != nil {
-		return nil, err
+		return nil, spec.ErrorAt("columns", err)
 	}
 	o.Prefix = cfg.Prefix
 	o.toStdout = cfg.Stdout == nil || *cfg.Stdout
