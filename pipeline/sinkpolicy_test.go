@@ -70,7 +70,9 @@ func policyRegistry(log *[]string) *pipeline.Registry {
 		}})
 	reg.AddSink(pipeline.SinkKind{Name: "store", Doc: "the record", Default: true, Durable: true,
 		Schema: schema.KindSchema{Def: "#Store", Source: "package schema\n#Store: {#SinkBase, kind: \"store\"}"},
-		New:    func(spec pipeline.SinkSpec) (pipeline.Sink, error) { return &flakySink{mode: "never", log: log, name: "store"}, nil }})
+		New: func(spec pipeline.SinkSpec) (pipeline.Sink, error) {
+			return &flakySink{mode: "never", log: log, name: "store"}, nil
+		}})
 	return reg
 }
 
