@@ -6,6 +6,7 @@ package sinks
 
 import (
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/sinks/arrow"
 	"github.com/benchrun/benchrun/sinks/csv"
 	"github.com/benchrun/benchrun/sinks/json"
 	"github.com/benchrun/benchrun/sinks/parquet"
@@ -18,4 +19,5 @@ func Builtin(reg *pipeline.Registry) {
 	reg.AddSink(json.Kind)
 	reg.AddSink(report.Kind)
 	reg.AddSink(csv.Kind)
+	reg.AddSink(arrow.Kind)
 }
