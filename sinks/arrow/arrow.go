@@ -8,7 +8,9 @@
 // where Parquet has NULL (a metric not measured), with the Parquet files'
 // benchrun.schema_version and benchrun.table in the schema's metadata.
 // Rows are in the Parquet tables' order: every row of every attempt of a
-// resumed run, earlier attempts first.
+// resumed run, earlier attempts first, as a replay of the run directory
+// writes them (request rows whose cell row was never stored, left by a
+// kill between a cell's two part files, are left out, as there).
 //
 // Durability: each file is streamed, one record batch per finished cell
 // (its requests in one batch, its cell row in another), to a hidden
@@ -34,11 +36,6 @@ const (
 	CellsFile    = "cells.arrow"
 	RequestsFile = "requests.arrow"
 )
-
-// batchRows caps the rows of one record batch when many rows are written
-// at once (an earlier attempt's requests): bounded builder memory, and
-// batches a reader can take one at a time.
-const batchRows = 1 << 16
 
 // Tables writes cells.arrow and requests.arrow of one run directory.
 type Tables struct {
@@ -71,21 +68,26 @@ func (t *Tables) Cell(c results.Cell, reqs []results.Request) error {
 }
 
 // Rows writes rows stored earlier (the Parquet tables of a resumed run's
-// earlier attempts), in batches of at most batchRows rows.
+// earlier attempts, in part order) as a replay of the run directory
+// drives a sink (pipeline.Replay): each cell row with the requests of its
+// cell id and attempt, through Cell. So a resumed run's files are, byte
+// for byte, the ones `benchrun report` writes from the same directory.
+// Like the replay, it leaves out request rows whose cell row was never
+// stored (a run killed between a cell's two part files).
 func (t *Tables) Rows(cells []results.Cell, reqs []results.Request) error {
-	if err := writeBatches(t.reqs, reqs); err != nil {
-		return err
+	type key struct {
+		cell    string
+		attempt int64
 	}
-	return writeBatches(t.cells, cells)
-}
-
-func writeBatches[T any](f *File[T], rows []T) error {
-	for len(rows) > 0 {
-		n := min(len(rows), batchRows)
-		if err := f.Write(rows[:n]); err != nil {
+	byCell := map[key][]results.Request{}
+	for _, r := range reqs {
+		k := key{r.CellID, results.AttemptOf(r.Attempt)}
+		byCell[k] = append(byCell[k], r)
+	}
+	for _, c := range cells {
+		if err := t.Cell(c, byCell[key{c.CellID, results.AttemptOf(c.Attempt)}]); err != nil {
 			return err
 		}
-		rows = rows[n:]
 	}
 	return nil
 }
