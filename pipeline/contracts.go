@@ -1,10 +1,6 @@
 package pipeline
 
 import (
-	"runtime"
-	"sync"
-	"weak"
-
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -134,7 +130,7 @@ func (e *Env) Dependents() []Peer {
 }
 
 // graph is the whole plan's graph: Env.Graph's (the graph being run, maybe
-// cut down by Only), else the one Build made for the stage's spec.
+// cut down by Only, whose nodes know the graph they were built in).
 func (e *Env) graph() *Graph {
 	if e == nil || e.Stage == nil {
 		return nil
@@ -145,8 +141,12 @@ func (e *Env) graph() *Graph {
 		}
 		return e.Graph
 	}
-	return builtGraph(e.Stage)
+	return nil
 }
+
+// Graph is the graph the check is made in (for a test that runs one
+// stage by hand: its Env.Graph).
+func (c *Check) Graph() *Graph { return c.g }
 
 // full is the graph the node was built in (Only's graphs share nodes).
 func (n *Node) full(fallback *Graph) *Graph {
@@ -176,28 +176,4 @@ func (g *Graph) dependents(name string) []Peer {
 		out = append(out, Peer{Spec: n.Spec, Stage: n.Stage})
 	}
 	return out
-}
-
-// built finds the node Build made for a stage spec, so that an Env made
-// without Graph (the runner does not set it yet; tests that run one
-// stage) still reaches the plan's decoded stages. Both sides are weak:
-// a graph no longer used is collected, and its entries with it.
-var built sync.Map // weak.Pointer[schema.Stage] -> weak.Pointer[Node]
-
-// remember records n for builtGraph.
-func remember(n *Node) {
-	key, val := weak.Make(n.Spec), weak.Make(n)
-	built.Store(key, val)
-	runtime.AddCleanup(n, func(key weak.Pointer[schema.Stage]) { built.CompareAndDelete(key, val) }, key)
-}
-
-func builtGraph(spec *schema.Stage) *Graph {
-	v, ok := built.Load(weak.Make(spec))
-	if !ok {
-		return nil
-	}
-	if n := v.(weak.Pointer[Node]).Value(); n != nil {
-		return n.graph
-	}
-	return nil
 }

@@ -89,7 +89,6 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		n := &Node{Spec: s, Via: map[string]string{}, graph: g}
 		g.Nodes = append(g.Nodes, n)
 		g.byName[s.Name] = n
-		remember(n)
 	}
 	addDep := func(n *Node, d, via string) {
 		if !slices.Contains(n.Deps, d) {

@@ -125,7 +125,7 @@ func ReplaySinks(reg *Registry, dir string, params map[string]any) ([]*SinkUse, 
 	}
 	if len(recs) == 0 {
 		for _, name := range reg.sinkOrder {
-			if k := reg.sinks[name]; k.Default {
+			if k := reg.sinks[name]; k.isDefault() {
 				recs = append(recs, SinkRecord{Name: k.Name, Kind: k.Name, Required: true})
 			}
 		}

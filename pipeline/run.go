@@ -661,7 +661,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	logw := redact.NewWriter(logf) // what the stage logs, secrets masked
 	defer func() { _ = logw.Flush() }()
 	env := &Env{
-		Stage: n.Spec, Plan: r.g.Plan, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
+		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
 		doneCells: r.ri.doneCells,
 	}

@@ -79,6 +79,9 @@ type SinkKind struct {
 	// Default sinks are part of every run; a plan entry of the kind
 	// (without a name of its own) configures the default one.
 	Default bool
+	// DefaultWhen, when set, makes the kind part of every run while it
+	// returns true (junit: when CI=true), as Default does.
+	DefaultWhen func() bool
 	// Durable sinks keep the run's record on disk for good (the Parquet
 	// tables). Every row reaches them before any other sink, so a row on
 	// stdout or in result.json is one already stored; a row they fail to
@@ -92,6 +95,10 @@ type SinkKind struct {
 	Flags []string
 	// New decodes a sink's configuration. It must not perform I/O.
 	New func(spec SinkSpec) (Sink, error)
+}
+
+func (k SinkKind) isDefault() bool {
+	return k.Default || (k.DefaultWhen != nil && k.DefaultWhen())
 }
 
 // SinkSpec is one sink's configuration: a plan entry's fields (without
@@ -249,7 +256,7 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 	for _, durable := range []bool{true, false} {
 		for _, name := range reg.sinkOrder {
 			k := reg.sinks[name]
-			if !k.Default || k.Durable != durable {
+			if !k.isDefault() || k.Durable != durable {
 				continue
 			}
 			u := &SinkUse{Kind: k, Spec: SinkSpec{Kind: k.Name, Name: k.Name, Index: -1}, Attempts: defaultSinkAttempts, Backoff: defaultSinkBackoff}

@@ -128,7 +128,6 @@ func TestWarmupTakesTheSweepsShape(t *testing.T) {
 			for name, env := range map[string]*pipeline.Env{
 				"the runner's graph": {Stage: g.Node("warmup").Spec, Plan: g.Plan, Graph: g},
 				"--only warmup":      {Stage: g.Node("warmup").Spec, Plan: g.Plan, Graph: only},
-				"no graph given":     {Stage: g.Node("warmup").Spec, Plan: g.Plan},
 			} {
 				if got := w.ShapeFor(env.Dependents()); !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("at run time (%s): %+v\nwant %+v", name, got, tt.want)

@@ -37,11 +37,13 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "  \tfields: %s\n", strings.Join(ownFields(doc), ", "))
 	}
 	// Sinks: the default ones are part of every run.
-	fmt.Fprintln(tw, "sink kinds (plan `sinks`; * = part of every run):")
+	fmt.Fprintln(tw, "sink kinds (plan `sinks`; * = part of every run, + = when its doc says):")
 	for _, k := range reg.Sinks() {
 		mark := " "
 		if k.Default {
 			mark = "*"
+		} else if k.DefaultWhen != nil {
+			mark = "+" // part of every run under a condition its doc names
 		}
 		fmt.Fprintf(tw, "  %s %s\t%s\n", mark, k.Name, k.Doc)
 		if doc, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), k.Schema.Def); err == nil {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -765,9 +764,10 @@ func TestRestartWithCellVariables(t *testing.T) {
 	}
 	s := g.Node("server").Stage.(*Stage)
 	// Run finds the first cell through its Env (Env.Dependents), in g.
-	t.Cleanup(func() { runtime.KeepAlive(g) })
 	t.Cleanup(func() { _ = s.Cleanup(context.Background()) })
-	out, err := s.Run(context.Background(), newEnv(dir, p, s.spec))
+	env := newEnv(dir, p, s.spec)
+	env.Graph = g
+	out, err := s.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,8 +108,6 @@ func load(t *testing.T, warm, next string) (*Stage, *pipeline.Check, error) {
 	if st == nil {
 		t.Fatalf("the warm-up did not decode: %v", err)
 	}
-	// The graph stays reachable through the stage's Env at run time.
-	t.Cleanup(func() { runtime.KeepAlive(g) })
 	return st.(*Stage), g.Check("warmup"), err
 }
 
@@ -277,7 +274,7 @@ func counting(t *testing.T, grow time.Duration) (*httptest.Server, *atomic.Int64
 // (Env.Dependents) in the graph load built.
 func run(t *testing.T, s *Stage, c *pipeline.Check, url string) (*pipeline.Outputs, string, error) {
 	var progress strings.Builder
-	env := &pipeline.Env{Stage: s.spec, Plan: c.Plan, Dir: t.TempDir(), Deps: map[string]*pipeline.Outputs{"server": {URL: url}}, Log: io.Discard, Progress: &progress}
+	env := &pipeline.Env{Stage: s.spec, Plan: c.Plan, Graph: c.Graph(), Dir: t.TempDir(), Deps: map[string]*pipeline.Outputs{"server": {URL: url}}, Log: io.Discard, Progress: &progress}
 	out, err := s.Run(context.Background(), env)
 	return out, progress.String(), err
 }
