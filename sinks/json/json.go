@@ -197,7 +197,8 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		MeanTPOTMs: c.TPOTMs, MedianTPOTMs: c.TPOTP50Ms, P90TPOTMs: c.TPOTP90Ms, P99TPOTMs: c.TPOTP99Ms,
 		MeanITLMs: c.ITLMs, MedianITLMs: c.ITLP50Ms, P90ITLMs: c.ITLP90Ms, P99ITLMs: c.ITLP99Ms,
 		MeanE2ELMs: c.E2ELMs, MedianE2ELMs: c.E2ELP50Ms, P90E2ELMs: c.E2ELP90Ms, P99E2ELMs: c.E2ELP99Ms,
-		RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, Attempt: results.AttemptOf(c.Attempt), StartedAt: c.StartedAt.UTC(),
+		RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, Attempt: results.AttemptOf(c.Attempt),
+		StartedAt:   c.StartedAt.UTC().Truncate(time.Microsecond), // as the Parquet tables store it
 		ModelDigest: c.ModelDigest, Endpoint: c.Endpoint, ISL: c.ISL, OSL: c.OSL, Concurrency: c.Concurrency,
 		DecodeTokS: c.DecodeTokS, PrefillTokS: c.PrefillTokS,
 		Status: c.Status, Reason: c.Reason, Notes: c.Notes, Metadata: c.Metadata,
@@ -269,7 +270,8 @@ func Build(run results.Run, cells []CellResult, verdicts []results.Verdict) Resu
 		res.Cells = []CellResult{}
 	}
 	for _, v := range verdicts {
-		v.Attempt = results.AttemptOf(v.Attempt) // rows of older files count as attempt 1
+		v.Attempt = results.AttemptOf(v.Attempt)           // rows of older files count as attempt 1
+		v.JudgedAt = v.JudgedAt.Truncate(time.Microsecond) // as the Parquet tables store it
 		res.Assertions.Verdicts = append(res.Assertions.Verdicts, v)
 	}
 	res.Assertions.Checked = len(verdicts)
@@ -369,6 +371,9 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 	}
 	b, err := os.ReadFile(filepath.Join(o.ri.Dir, FileName))
 	if err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Prefix), 0o755); err != nil {
 		return fmt.Errorf("--output: %w", err)
 	}
 	return pipeline.WriteFileAtomic(o.Prefix+".json", b)
