@@ -174,7 +174,10 @@ func decode[T any](t testing.TB, path string) []T {
 	for _, rec := range recs {
 		rows := make([]T, rec.NumRows())
 		for fi := 0; fi < typ.NumField(); fi++ {
-			name, _, _ := strings.Cut(typ.Field(fi).Tag.Get("parquet"), ",")
+			name, ok := columnName(typ.Field(fi))
+			if !ok {
+				continue
+			}
 			idx := schema.FieldIndices(name)
 			if len(idx) != 1 {
 				t.Fatalf("%s: column %s found %d times", path, name, len(idx))
@@ -248,10 +251,25 @@ func canon(row any) map[string]any {
 	t := v.Type()
 	out := map[string]any{}
 	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("parquet"), ",")
-		out[name] = canonValue(v.Field(i))
+		if name, ok := columnName(t.Field(i)); ok {
+			out[name] = canonValue(v.Field(i))
+		}
 	}
 	return out
+}
+
+// columnName is the column of a struct field, as parquet-go names it:
+// its tag's name, else the field's; false for a field it skips.
+func columnName(sf reflect.StructField) (string, bool) {
+	tag := sf.Tag.Get("parquet")
+	if tag == "-" || !sf.IsExported() {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = sf.Name
+	}
+	return name, true
 }
 
 func canonValue(v reflect.Value) any {

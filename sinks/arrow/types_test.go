@@ -158,6 +158,73 @@ func TestSchemaIsPqarrows(t *testing.T) {
 	}
 }
 
+// otherRow has the Go types no table uses yet: an untagged time, other
+// units, pointers to every scalar, an untagged name, a skipped field.
+type otherRow struct {
+	Plain     time.Time  `parquet:"plain"`
+	Milli     time.Time  `parquet:"milli,timestamp(millisecond)"`
+	Nano      time.Time  `parquet:"nano,timestamp(nanosecond)"`
+	MaybeTime *time.Time `parquet:"maybe_time,timestamp(microsecond)"`
+	MaybeInt  *int64     `parquet:"maybe_int"`
+	MaybeBool *bool      `parquet:"maybe_bool"`
+	MaybeStr  *string    `parquet:"maybe_str"`
+	Flag      bool       `parquet:"flag"`
+	Compress  string     `parquet:"compress,zstd"`
+	Untagged  int64
+	Skipped   string `parquet:"-"`
+}
+
+func otherRows() []otherRow {
+	now := time.Date(2026, 12, 1, 4, 0, 0, 123456789, time.UTC)
+	return []otherRow{
+		{Plain: now, Milli: now, Nano: now, Flag: true, Compress: "zstd", Untagged: -7, Skipped: "never written"},
+		{Plain: now.Add(time.Hour), Milli: now, Nano: now, MaybeTime: &now, MaybeInt: results.Some[int64](0),
+			MaybeBool: results.Some(false), MaybeStr: results.Some(""), Untagged: 1},
+	}
+}
+
+// TestSchemaOtherTypes: their mapping also agrees with pqarrow's reading
+// of the file parquet-go writes, and their values read back as Parquet
+// reads them (NULL and zero apart), so a new column of such a type is
+// right the day it is added.
+func TestSchemaOtherTypes(t *testing.T) {
+	rows := otherRows()
+	want, _ := pqarrowSchema(t, "other", rows)
+	got, err := Schema[otherRow]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSchema(t, "Schema[otherRow]", want, got)
+
+	dir := t.TempDir()
+	f, err := Create[otherRow](filepath.Join(dir, "other.arrow"), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pqs.WriteFile(filepath.Join(dir, "other.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	fromParquet, err := pqs.ReadFile[otherRow](filepath.Join(dir, "other.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := decode[otherRow](t, filepath.Join(dir, "other.arrow"))
+	compareRows(t, "other.arrow vs Parquet", canonAll(fromParquet), canonAll(back))
+	for i := range back {
+		for _, p := range [][2]time.Time{{back[i].Milli, rows[i].Milli.Truncate(time.Millisecond)}, {back[i].Nano, rows[i].Nano}} {
+			if !p[0].Equal(p[1]) {
+				t.Errorf("row %d: time %v read back, want %v (the column's unit)", i, p[0], p[1])
+			}
+		}
+	}
+}
+
 // TestSchemaRefusesUnmapped: a field type without a mapping is an error
 // naming the field, never a silently wrong column.
 func TestSchemaRefusesUnmapped(t *testing.T) {
