@@ -55,9 +55,36 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := tw.Flush(); err != nil {
 		return pipeline.ExitInfra
 	}
-	fmt.Fprintln(stdout, "\nevery stage also takes: needs, description, when, timeout, finally, retry, resources, assert (`benchrun schema`)")
-	fmt.Fprintln(stdout, "every sink also takes: name, optional, retry (`benchrun schema`)")
+	stageBase, err := commonFields(reg, "#StageBase")
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun list:", err)
+		return pipeline.ExitInfra
+	}
+	sinkBase, err := commonFields(reg, "#SinkBase")
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun list:", err)
+		return pipeline.ExitInfra
+	}
+	fmt.Fprintf(stdout, "\nevery stage also takes: %s (`benchrun schema`)\n", strings.Join(stageBase, ", "))
+	fmt.Fprintf(stdout, "every sink also takes: %s (`benchrun schema`)\n", strings.Join(sinkBase, ", "))
 	return pipeline.ExitOK
+}
+
+// commonFields lists the fields of a base definition every kind embeds
+// (#StageBase, #SinkBase) but kind, which each kind sets, in the schema's
+// order: what "also takes" says, from the schema rather than by hand.
+func commonFields(reg *pipeline.Registry, def string) ([]string, error) {
+	d, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), def)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range d.Fields {
+		if f.Name != "kind" {
+			out = append(out, f.Name)
+		}
+	}
+	return out, nil
 }
 
 // ownFields lists a kind's fields without the common ones, "?" marking
@@ -128,7 +155,12 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		fmt.Fprintln(stdout)
 		writeFields(stdout, d, false)
-		fmt.Fprintln(stdout, "\nplus the fields every stage takes: needs, description, when, timeout, finally, retry, resources, assert (`benchrun schema`)")
+		common, err := commonFields(reg, "#StageBase")
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun schema:", err)
+			return pipeline.ExitInfra
+		}
+		fmt.Fprintf(stdout, "\nplus the fields every stage takes: %s (`benchrun schema`)\n", strings.Join(common, ", "))
 		return pipeline.ExitOK
 	}
 	if k, ok := reg.Sink(what); ok {
