@@ -1,23 +1,46 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/schema"
+)
+
+// Assertion levels: what one judging of the expression reads.
+const (
+	LevelRow   = "row"   // each cell row (its columns, `requests.COLUMN`)
+	LevelStage = "stage" // a stage's rows together (`rows`), once the stage ends
+	LevelRun   = "run"   // across stages (`stages.NAME.rows`), once every stage ended
+)
+
+// Severities.
+const (
+	SeverityFail = "fail"
+	SeverityWarn = "warn" // printed and recorded; never changes the exit code
 )
 
 // Assertion is a compiled check over cell rows.
 type Assertion struct {
-	Expr  string
+	Expr string
+	Name string
+	// Severity is SeverityFail or SeverityWarn.
+	Severity string
+	// Level is LevelRow, LevelStage or LevelRun, from what the expression reads.
+	Level string
 	Pos   schema.Pos
 	Stage string // "" for plan-level assertions (applied to every measuring stage)
 	prog  *vm.Program
@@ -25,11 +48,17 @@ type Assertion struct {
 	// nullAware: the expression tests for null itself (`x == nil`, `x ??
 	// 0`), so a null column it reads is its own business.
 	nullAware bool
+	// stagesRead are the NAMEs of the `stages.NAME` a run-level assertion reads.
+	stagesRead []string
 }
 
-// Verdict is one assertion judged on one cell row.
+// Verdict is one assertion judged on one cell row (or on a stage's rows,
+// or across stages).
 type Verdict struct {
 	Assertion string            `json:"assertion"`
+	Name      string            `json:"name,omitempty"`
+	Severity  string            `json:"severity,omitempty"`
+	Level     string            `json:"level,omitempty"`
 	Pos       string            `json:"pos"`
 	Stage     string            `json:"stage"`
 	CellID    string            `json:"cell_id"`
@@ -39,18 +68,280 @@ type Verdict struct {
 	Error     string            `json:"error,omitempty"`
 }
 
-// CompileAssertion compiles an expression against the typed cell row, so a
-// misspelt column is an error at vet time, with the assertion's position.
+// Fails reports whether the verdict fails the run (a failed or
+// unevaluable check of severity fail).
+func (v Verdict) Fails() bool { return !v.Passed && v.Severity != SeverityWarn }
+
+// requestColumns are the request-row columns a row-level assertion reads
+// as `requests.COLUMN`: the values of the cell's completed requests (a
+// request that measured nothing for a column adds nothing to it), for
+// `p(requests.ttft_ms, 99)`, `len(requests.e2el_ms)`, ...
+type requestColumns struct {
+	TTFTMs      []float64 `expr:"ttft_ms"`
+	E2ELMs      []float64 `expr:"e2el_ms"`
+	TTFTSchedMs []float64 `expr:"ttft_sched_ms"`
+	E2ELSchedMs []float64 `expr:"e2el_sched_ms"`
+	SendLagMs   []float64 `expr:"send_lag_ms"`
+	// ITLMs pools every completed request's gaps between token-bearing events.
+	ITLMs        []float64 `expr:"itl_ms"`
+	InputTokens  []float64 `expr:"input_tokens"`
+	OutputTokens []float64 `expr:"output_tokens"`
+}
+
+func requestColumnsOf(reqs []results.Request) requestColumns {
+	var rc requestColumns
+	for _, r := range reqs {
+		if r.Status != results.StatusOK {
+			continue
+		}
+		for _, f := range []struct {
+			dst *[]float64
+			v   *float64
+		}{{&rc.TTFTMs, r.TTFTMs}, {&rc.E2ELMs, r.E2ELMs}, {&rc.TTFTSchedMs, r.TTFTSchedMs}, {&rc.E2ELSchedMs, r.E2ELSchedMs}} {
+			if f.v != nil {
+				*f.dst = append(*f.dst, *f.v)
+			}
+		}
+		rc.SendLagMs = append(rc.SendLagMs, r.SendLagMs)
+		rc.ITLMs = append(rc.ITLMs, r.ChunkGapsMs...)
+		rc.InputTokens = append(rc.InputTokens, float64(r.InputTokens))
+		rc.OutputTokens = append(rc.OutputTokens, float64(r.OutputTokens))
+	}
+	return rc
+}
+
+// rowEnv is what a row-level assertion reads: the cell row's columns and
+// its requests.
+type rowEnv struct {
+	results.Cell
+	Requests requestColumns `expr:"requests"`
+}
+
+// stageEnv is what a stage-level assertion reads: the stage's cell rows
+// (the current row of each cell).
+type stageEnv struct {
+	Rows []results.Cell `expr:"rows"`
+}
+
+// stageRows is one stage as a run-level assertion reads it.
+type stageRows struct {
+	Rows []results.Cell `expr:"rows"`
+}
+
+// runEnv is what a run-level assertion reads: every measuring stage's rows.
+type runEnv struct {
+	Stages map[string]stageRows `expr:"stages"`
+}
+
+// aggregate is an expr builtin (max, min, sum, mean, median) over a list
+// or its arguments that reads nullable columns: `max(map(rows,
+// .decode_tok_s))` works on the pointers a nullable column holds, and a
+// null among them is an error (nothing was measured), never a 0.
+func aggregate(name string, f func([]float64) float64) expr.Option {
+	return expr.Function(name, func(args ...any) (any, error) {
+		var xs []float64
+		add := func(v any) error {
+			x, err := number(name, v)
+			if err != nil {
+				return err
+			}
+			xs = append(xs, x)
+			return nil
+		}
+		for _, a := range args {
+			rv := reflect.ValueOf(a)
+			if rv.Kind() == reflect.Slice {
+				for i := 0; i < rv.Len(); i++ {
+					if err := add(rv.Index(i).Interface()); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+			if err := add(a); err != nil {
+				return nil, err
+			}
+		}
+		if len(xs) == 0 {
+			return nil, fmt.Errorf("%s: no values (nothing was measured)", name)
+		}
+		return f(xs), nil
+	})
+}
+
+// assertFuncs are the helpers every assertion may call.
+var assertFuncs = []expr.Option{
+	expr.DisableBuiltin("max"), aggregate("max", func(xs []float64) float64 { return slices.Max(xs) }),
+	expr.DisableBuiltin("min"), aggregate("min", func(xs []float64) float64 { return slices.Min(xs) }),
+	expr.DisableBuiltin("sum"), aggregate("sum", func(xs []float64) float64 {
+		t := 0.0
+		for _, x := range xs {
+			t += x
+		}
+		return t
+	}),
+	expr.DisableBuiltin("mean"), aggregate("mean", stats.Mean),
+	expr.DisableBuiltin("median"), aggregate("median", func(xs []float64) float64 { return stats.Percentile(xs, 50) }),
+	// within(x, y, pct): x is within pct percent of y.
+	expr.Function("within", func(args ...any) (any, error) {
+		x, y, pct, err := threeNumbers("within", args)
+		if err != nil {
+			return nil, err
+		}
+		return math.Abs(x-y) <= pct/100*math.Abs(y), nil
+	}, new(func(float64, float64, float64) bool)),
+	// pct_change(old, new): the change from old to new, in percent.
+	expr.Function("pct_change", func(args ...any) (any, error) {
+		if len(args) != 2 {
+			return nil, errors.New("pct_change(old, new) takes two numbers")
+		}
+		old, err := number("pct_change", args[0])
+		if err != nil {
+			return nil, err
+		}
+		nw, err := number("pct_change", args[1])
+		if err != nil {
+			return nil, err
+		}
+		if old == 0 {
+			return nil, errors.New("pct_change: the old value is 0, so no change in percent exists")
+		}
+		return (nw - old) / math.Abs(old) * 100, nil
+	}, new(func(float64, float64) float64)),
+	// p(xs, q): the q-th percentile (0..100) of xs, as the cell columns
+	// are computed (sort, linear interpolation); no samples is an error.
+	expr.Function("p", func(args ...any) (any, error) {
+		if len(args) != 2 {
+			return nil, errors.New("p(values, q) takes a list and a percentile")
+		}
+		xs, ok := args[0].([]float64)
+		if !ok {
+			return nil, fmt.Errorf("p: want a list of numbers such as requests.ttft_ms, got %T", args[0])
+		}
+		q, err := number("p", args[1])
+		if err != nil {
+			return nil, err
+		}
+		if q < 0 || q > 100 {
+			return nil, fmt.Errorf("p: the percentile %g is not within 0..100", q)
+		}
+		if len(xs) == 0 {
+			return nil, errors.New("p: no samples (nothing was measured)")
+		}
+		return stats.Percentile(xs, q), nil
+	}, new(func([]float64, float64) float64)),
+}
+
+func threeNumbers(fn string, args []any) (a, b, c float64, err error) {
+	if len(args) != 3 {
+		return 0, 0, 0, fmt.Errorf("%s takes three numbers", fn)
+	}
+	var out [3]float64
+	for i, v := range args {
+		if out[i], err = number(fn, v); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	return out[0], out[1], out[2], nil
+}
+
+// number reads a helper's argument: a number, or a nullable column's
+// value (a null one is an error: nothing was measured).
+func number(fn string, v any) (float64, error) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return 0, fmt.Errorf("%s: a value is null (not measured)", fn)
+		}
+		rv = rv.Elem()
+	}
+	switch {
+	case rv.CanFloat():
+		return rv.Float(), nil
+	case rv.CanInt():
+		return float64(rv.Int()), nil
+	}
+	return 0, fmt.Errorf("%s: %v is not a number", fn, v)
+}
+
+// levelOf says what the expression reads: `rows` makes it a stage-level
+// assertion, `stages` a run-level one, anything else a row-level one;
+// reading both levels at once is an error. It also returns the NAMEs of
+// `stages.NAME`.
+func levelOf(src string) (level string, stagesRead []string, err error) {
+	tree, perr := parser.Parse(src)
+	if perr != nil {
+		return LevelRow, nil, nil // the compile reports it, with its position
+	}
+	v := &levelVisitor{ids: map[string]bool{}}
+	ast.Walk(&tree.Node, v)
+	switch {
+	case v.ids["rows"] && v.ids["stages"]:
+		return "", nil, errors.New("reads both `rows` (this stage's rows) and `stages` (every stage's): use stages.NAME.rows for each")
+	case v.ids["stages"]:
+		slices.Sort(v.stages)
+		return LevelRun, slices.Compact(v.stages), nil
+	case v.ids["rows"]:
+		return LevelStage, nil, nil
+	}
+	return LevelRow, nil, nil
+}
+
+type levelVisitor struct {
+	ids    map[string]bool
+	stages []string
+}
+
+func (v *levelVisitor) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		v.ids[n.Value] = true
+	case *ast.MemberNode:
+		if id, ok := n.Node.(*ast.IdentifierNode); ok && id.Value == "stages" {
+			if s, ok := n.Property.(*ast.StringNode); ok {
+				v.stages = append(v.stages, s.Value)
+			}
+		}
+	}
+}
+
+// CompileAssertion compiles an expression against the typed environment
+// of its level, so a misspelt column is an error at vet time, with the
+// assertion's position.
 func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
-	prog, err := expr.Compile(a.Expr, expr.Env(results.Cell{}), expr.AsBool())
+	level, stagesRead, err := levelOf(a.Expr)
 	if err != nil {
-		msg, at := exprProblem(err, a.Expr, a.Pos, cellColumns())
+		return nil, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: %v", a.Expr, err)}
+	}
+	var env any
+	names := cellColumns()
+	switch level {
+	case LevelStage:
+		env = stageEnv{}
+	case LevelRun:
+		env = runEnv{}
+	default:
+		env = rowEnv{}
+		names = append(slices.Clone(names), "requests")
+	}
+	opts := append([]expr.Option{expr.Env(env), expr.AsBool()}, assertFuncs...)
+	prog, err := expr.Compile(a.Expr, opts...)
+	if err != nil {
+		msg, at := exprProblem(err, a.Expr, a.Pos, names)
 		if strings.Contains(msg, "unknown name") {
 			msg += " (columns: `benchrun schema columns`)"
+			if strings.Contains(msg, "unknown name baseline") {
+				msg = "baseline: comparing with earlier runs comes with the plan's `baseline`, which is not supported yet"
+			}
 		}
 		return nil, schema.Error{Pos: at, Msg: fmt.Sprintf("assertion %q: %s", a.Expr, msg)}
 	}
-	return &Assertion{Expr: a.Expr, Pos: a.Pos, Stage: stage, prog: prog, names: identifiers(prog.Node()), nullAware: testsNull(prog.Node())}, nil
+	severity := a.Severity
+	if severity == "" {
+		severity = SeverityFail
+	}
+	return &Assertion{Expr: a.Expr, Name: a.Name, Severity: severity, Level: level, Pos: a.Pos, Stage: stage, prog: prog,
+		names: identifiers(prog.Node()), nullAware: testsNull(prog.Node()), stagesRead: stagesRead}, nil
 }
 
 var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell{}) })
@@ -110,14 +401,19 @@ func identifiers(n ast.Node) []string {
 // and expr would read the null as false in `==` or `in` (so `!=` or `not
 // in` as true). An expression that tests for null itself (`x == nil ||
 // x < 500`, `(x ?? 0) < 500`) is evaluated as written.
-func (a *Assertion) Judge(c results.Cell) Verdict {
-	v := Verdict{Assertion: a.Expr, Pos: a.Pos.String(), Stage: c.Stage, CellID: c.CellID, Cell: CellLabel(c), Values: columnValues(c, a.names)}
+func (a *Assertion) Judge(c results.Cell) Verdict { return a.JudgeRow(c, nil) }
+
+// JudgeRow is Judge with the cell's request rows, which `requests.COLUMN`
+// reads.
+func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request) Verdict {
+	v := a.verdict(c.Stage, c.CellID, CellLabel(c))
+	v.Values = columnValues(c, a.names)
 	null := a.nullColumn(c)
 	if null != nil && !a.nullAware {
 		v.Error = null.Error()
 		return v
 	}
-	out, err := expr.Run(a.prog, c)
+	out, err := expr.Run(a.prog, rowEnv{Cell: c, Requests: requestColumnsOf(reqs)})
 	if err != nil {
 		v.Error = err.Error()
 		if null != nil {
@@ -127,6 +423,56 @@ func (a *Assertion) Judge(c results.Cell) Verdict {
 	}
 	v.Passed, _ = out.(bool)
 	return v
+}
+
+func (a *Assertion) verdict(stage, cellID, cell string) Verdict {
+	return Verdict{Assertion: a.Expr, Name: a.Name, Severity: a.Severity, Level: a.Level, Pos: a.Pos.String(), Stage: stage, CellID: cellID, Cell: cell}
+}
+
+// JudgeStage evaluates a stage-level assertion on the stage's rows (the
+// current row of each cell). A stage with no rows measured nothing: the
+// verdict is an error, never a pass (`all(rows, ...)` holds on none).
+func (a *Assertion) JudgeStage(stage string, rows []results.Cell) Verdict {
+	v := a.verdict(stage, "", "stage "+stage)
+	v.Values = map[string]string{"rows": fmt.Sprint(len(rows))}
+	if len(rows) == 0 {
+		v.Error = "the stage has no rows: nothing was measured"
+		return v
+	}
+	a.run(&v, stageEnv{Rows: rows})
+	return v
+}
+
+// JudgeRun evaluates a run-level assertion on the rows of every measuring
+// stage. A stage it reads with no rows makes it an error.
+func (a *Assertion) JudgeRun(byStage map[string][]results.Cell) Verdict {
+	v := a.verdict(a.Stage, "", "run")
+	v.Values = map[string]string{}
+	env := runEnv{Stages: map[string]stageRows{}}
+	for name, rows := range byStage {
+		env.Stages[name] = stageRows{Rows: rows}
+	}
+	for _, name := range a.stagesRead {
+		n := len(byStage[name])
+		v.Values["stages."+name+".rows"] = fmt.Sprint(n)
+		if n == 0 && v.Error == "" {
+			v.Error = fmt.Sprintf("stage %s has no rows: nothing was measured", name)
+		}
+	}
+	if v.Error != "" {
+		return v
+	}
+	a.run(&v, env)
+	return v
+}
+
+func (a *Assertion) run(v *Verdict, env any) {
+	out, err := expr.Run(a.prog, env)
+	if err != nil {
+		v.Error = firstLine(err.Error())
+		return
+	}
+	v.Passed, _ = out.(bool)
 }
 
 // nullColumn is the first column the expression reads that is null on c.

@@ -96,3 +96,60 @@ func TestAssertionOnNullMetric(t *testing.T) {
 		t.Errorf("values = %q, want the null shown as null", got)
 	}
 }
+
+// Assertions at each level, with the helpers, read what they should and
+// are never green because nothing was measured.
+func TestAssertionLevels(t *testing.T) {
+	ok := results.Cell{Stage: "sweep", CellID: "sweep/16:4/c1", Status: "ok", DecodeTokS: results.Some(600.0), TTFTMs: results.Some(10.0), Failed: 0}
+	slow := results.Cell{Stage: "sweep", CellID: "sweep/16:4/c2", Status: "ok", DecodeTokS: results.Some(300.0), TTFTMs: results.Some(30.0), Failed: 2}
+	null := results.Cell{Stage: "sweep", CellID: "sweep/16:4/c4", Status: "error"}
+	reqs := []results.Request{
+		{Status: "ok", TTFTMs: results.Some(10.0), E2ELMs: results.Some(40.0), ChunkGapsMs: []float64{1, 2, 3}},
+		{Status: "ok", TTFTMs: results.Some(20.0), E2ELMs: results.Some(50.0), ChunkGapsMs: []float64{4}},
+		{Status: "error", TTFTMs: results.Some(999.0)}, // a failed request adds nothing
+	}
+	for _, tt := range []struct {
+		expr, level string
+		judge       func(a *Assertion) Verdict
+		pass        bool
+		err         string
+	}{
+		{"p(requests.ttft_ms, 50) == 15", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs) }, true, ""},
+		{"len(requests.itl_ms) == 4 && p(requests.itl_ms, 100) == 4", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs) }, true, ""},
+		{"p(requests.ttft_ms, 99) < 100", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, false, "p: no samples"},
+		{"within(ttft_ms, 11, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, true, ""},
+		{"within(ttft_ms, 12, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, false, ""},
+		{"pct_change(600, decode_tok_s) == 0", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, true, ""},
+		{"pct_change(0, decode_tok_s) > 0", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, false, "the old value is 0"},
+		{`all(rows, .status == "ok")`, LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{ok, slow}) }, true, ""},
+		{`all(rows, .status == "ok")`, LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", nil) }, false, "no rows"},
+		{"count(rows, .failed > 0) == 0", LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{ok, slow}) }, false, ""},
+		{"max(map(rows, .decode_tok_s)) > 500", LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{ok, slow}) }, true, ""},
+		{"max(map(rows, .decode_tok_s)) > 500", LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{null}) }, false, "max: a value is null (not measured)"},
+		{"sum(map(rows, .failed)) == 2 && mean(map(rows, .decode_tok_s)) == 450", LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{ok, slow}) }, true, ""},
+		{"stages.a.rows[0].decode_tok_s >= 1.5 * stages.b.rows[0].decode_tok_s", LevelRun,
+			func(a *Assertion) Verdict { return a.JudgeRun(map[string][]results.Cell{"a": {ok}, "b": {slow}}) }, true, ""},
+		{"len(stages.a.rows) > 0", LevelRun, func(a *Assertion) Verdict { return a.JudgeRun(map[string][]results.Cell{"b": {slow}}) }, false, "stage a has no rows"},
+	} {
+		t.Run(tt.expr, func(t *testing.T) {
+			a, err := CompileAssertion(schema.Assertion{Expr: tt.expr}, "sweep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Level != tt.level {
+				t.Fatalf("level %s, want %s", a.Level, tt.level)
+			}
+			v := tt.judge(a)
+			if v.Passed != tt.pass || !strings.Contains(v.Error, tt.err) || (tt.err == "" && v.Error != "") {
+				t.Fatalf("verdict passed=%v error=%q, want passed=%v error containing %q", v.Passed, v.Error, tt.pass, tt.err)
+			}
+		})
+	}
+	if _, err := CompileAssertion(schema.Assertion{Expr: "len(rows) == len(stages.x.rows)"}, "s"); err == nil || !strings.Contains(err.Error(), "reads both") {
+		t.Errorf("mixing levels: %v", err)
+	}
+	a, _ := CompileAssertion(schema.Assertion{Expr: "ttft_ms < 1", Severity: SeverityWarn, Name: "tight"}, "s")
+	if v := a.JudgeRow(ok, nil); v.Passed || v.Fails() || v.Severity != SeverityWarn || v.Name != "tight" {
+		t.Errorf("a warn check that does not hold must not fail the run: %+v", v)
+	}
+}

@@ -35,18 +35,13 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	now := time.Now().UTC()
 	var verdictRows []results.Verdict
 	for _, a := range r.asserts[cell.Stage] {
-		v := redact.Value(a.Judge(cell))
-		r.verdicts = append(r.verdicts, v)
-		verdictRows = append(verdictRows, verdictRow(cell, a, v, now))
-		if !v.Passed {
-			r.failed = append(r.failed, v)
-			msg := "does not hold"
-			if v.Error != "" {
-				msg = "could not be evaluated: " + v.Error
-			}
-			fmt.Fprintf(r.opts.Progress, "✗ assertion %q %s on %s (%s) [%s]\n", v.Assertion, msg, v.Cell, v.FormatValues(), v.Pos)
+		if a.Level != LevelRow {
+			continue // judged when the stage (or the run) ends
 		}
+		v := redact.Value(a.JudgeRow(cell, reqs))
+		verdictRows = append(verdictRows, r.record(cell, a, v, now))
 	}
+	r.keepRow(cell)
 	verdictRows = redact.Value(verdictRows)
 	// Durable sinks first: a row printed or summarised elsewhere is one
 	// already on disk, or it says it is not.
@@ -87,17 +82,44 @@ func (r *runner) stamp(cell *results.Cell) {
 	}
 }
 
+// record counts a verdict (a failing one of severity fail fails the run;
+// one of severity warn is said and kept), says a failure on the progress
+// writer, and returns its row for the assertions table.
+func (r *runner) record(cell results.Cell, a *Assertion, v Verdict, at time.Time) results.Verdict {
+	r.verdicts = append(r.verdicts, v)
+	if !v.Passed {
+		msg := "does not hold"
+		if v.Error != "" {
+			msg = "could not be evaluated: " + v.Error
+		}
+		mark, what := "✗", "assertion"
+		if v.Severity == SeverityWarn {
+			mark, what = "⚠", "warning"
+		} else {
+			r.failed = append(r.failed, v)
+		}
+		label := fmt.Sprintf("%q", v.Assertion)
+		if v.Name != "" {
+			label = fmt.Sprintf("%s (%q)", v.Name, v.Assertion)
+		}
+		fmt.Fprintf(r.opts.Progress, "%s %s %s %s on %s (%s) [%s]\n", mark, what, label, msg, v.Cell, v.FormatValues(), v.Pos)
+	}
+	return verdictRow(cell, a, v, at)
+}
+
 // verdictRow turns a verdict into a row of the assertions table.
 func verdictRow(cell results.Cell, a *Assertion, v Verdict, at time.Time) results.Verdict {
 	row := results.Verdict{
 		RunID: cell.RunID, Plan: cell.Plan, Stage: cell.Stage, CellID: cell.CellID, Cell: v.Cell,
-		JudgedAt: at, Assertion: v.Assertion, Pos: v.Pos, Scope: "stage",
-		Passed: v.Passed, Values: v.Values, Error: v.Error,
+		JudgedAt: at, Assertion: v.Assertion, Name: v.Name, Severity: v.Severity, Level: v.Level,
+		Pos: v.Pos, Scope: "stage", Passed: v.Passed, Values: v.Values, Error: v.Error,
 	}
 	if a.Stage == "" {
 		row.Scope = "plan"
 	}
 	switch {
+	case !v.Passed && v.Severity == SeverityWarn:
+		row.Outcome = results.OutcomeWarn
 	case v.Error != "":
 		row.Outcome = results.OutcomeError
 	case v.Passed:

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"sort"
@@ -25,6 +26,14 @@ func exprProblem(err error, src string, at schema.Pos, names []string) (string, 
 	if at.Line > 0 && fe.Line == 1 && !strings.ContainsAny(src, "\"\\\n") {
 		at.Col += 1 + fe.Column
 	}
+	if m := noFieldRE.FindStringSubmatch(msg); m != nil {
+		// `.stauts` inside all(rows, ...): a cell row has no such column.
+		msg = fmt.Sprintf("unknown column %s of a cell row", m[1])
+		if s := closest(m[1], cellColumns()); s != "" {
+			msg += " (did you mean " + s + "?)"
+		}
+		return msg, at
+	}
 	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
 		if s := closest(m[1], names); s != "" {
 			msg += " (did you mean " + s + "?)"
@@ -33,7 +42,10 @@ func exprProblem(err error, src string, at schema.Pos, names []string) (string, 
 	return msg, at
 }
 
-var unknownNameRE = regexp.MustCompile(`unknown name ([A-Za-z_][A-Za-z0-9_]*)`)
+var (
+	unknownNameRE = regexp.MustCompile(`unknown name ([A-Za-z_][A-Za-z0-9_]*)`)
+	noFieldRE     = regexp.MustCompile(`type results\.Cell has no field ([A-Za-z_][A-Za-z0-9_]*)`)
+)
 
 // closest returns the candidate nearest to name (edit distance at most a
 // third of its length, or name as a prefix), or "".

@@ -122,8 +122,13 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 				errs = append(errs, schema.Error{Pos: s.PosOf("retry"), Msg: fmt.Sprintf("stages.%s.retry: retry is not allowed on a measuring stage (kind %s): a retried measurement hides failures; put the retry on the launch or health stage instead", s.Name, s.Kind)})
 			}
 			for _, a := range assertionsFor(n, p) {
-				if _, err := CompileAssertion(a, s.Name); err != nil {
+				ca, err := CompileAssertion(a, s.Name)
+				if err != nil {
 					errs = append(errs, asErrors(err, s)...)
+					continue
+				}
+				if ca.Level == LevelStage && !k.Measuring {
+					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads `rows`, but stage %s (kind %s) measures nothing, so it has no rows", a.Expr, s.Name, k.Name)})
 				}
 			}
 		}
@@ -189,6 +194,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		// must not believe it was compared.
 		errs = append(errs, schema.Error{Pos: pos, Msg: "baseline: not supported yet (regression against history comes with the verdicts issue)"})
 	}
+	errs = append(errs, g.checkRunAssertions()...)
 	sinks, serrs := buildSinks(p, reg)
 	g.Sinks = sinks
 	errs = append(errs, serrs...)
@@ -444,4 +450,42 @@ func (g *Graph) rateLadder() bool {
 		}
 	}
 	return false
+}
+
+// checkRunAssertions checks that every `stages.NAME` a run-level
+// assertion reads names a measuring stage of the plan (the compile cannot:
+// stages is a map), with the assertion's position.
+func (g *Graph) checkRunAssertions() schema.Errors {
+	var errs schema.Errors
+	var measuring []string
+	for _, n := range g.Nodes {
+		if n.Kind.Measuring {
+			measuring = append(measuring, n.Spec.Name)
+		}
+	}
+	all := slices.Clone(g.Plan.Assert)
+	for _, n := range g.Nodes {
+		all = append(all, n.Spec.Assert...)
+	}
+	for _, a := range all {
+		lvl, read, err := levelOf(a.Expr)
+		if err != nil || lvl != LevelRun {
+			continue
+		}
+		for _, name := range read {
+			if slices.Contains(measuring, name) {
+				continue
+			}
+			why := "no stage of the plan has that name"
+			if n := g.byName[name]; n != nil {
+				why = fmt.Sprintf("stage %s (kind %s) measures nothing", name, n.Kind.Name)
+			}
+			hint := ""
+			if s := closest(name, measuring); s != "" {
+				hint = fmt.Sprintf(" (did you mean stages.%s?)", s)
+			}
+			errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: stages.%s: %s, so it has no rows%s; measuring stages: %s", a.Expr, name, why, hint, strings.Join(measuring, ", "))})
+		}
+	}
+	return errs
 }

@@ -76,17 +76,54 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 		k := key{r.CellID, results.AttemptOf(r.Attempt)}
 		reqs[k] = append(reqs[k], r)
 	}
-	verdicts := map[key][]results.Verdict{}
-	for _, v := range rows.Verdicts {
-		k := key{v.CellID, results.AttemptOf(v.Attempt)}
-		verdicts[k] = append(verdicts[k], v)
-	}
+	// Verdicts in the order stored: a cell's come right after its row,
+	// and a stage's or the run's (no cell id) where they were judged, so
+	// the cells before them are fed first.
 	var firstErr error
-	for _, c := range rows.Cells {
-		k := key{c.CellID, results.AttemptOf(c.Attempt)}
-		if err := ss.cell(c, reqs[k], verdicts[k]); err != nil && firstErr == nil {
+	note := func(err error) {
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
+	}
+	keyOf := func(c results.Cell) key { return key{c.CellID, results.AttemptOf(c.Attempt)} }
+	next := 0 // the next cell row to feed
+	// feedUntil feeds the cell rows before the one of key k (with no
+	// verdicts: they had none) and returns that row; false when no row
+	// left has that key (verdicts of a row that was not stored).
+	feedUntil := func(k key) (results.Cell, bool) {
+		for i := next; i < len(rows.Cells); i++ {
+			if keyOf(rows.Cells[i]) != k {
+				continue
+			}
+			for ; next < i; next++ {
+				c := rows.Cells[next]
+				note(ss.cell(c, reqs[keyOf(c)], nil))
+			}
+			next = i + 1
+			return rows.Cells[i], true
+		}
+		return results.Cell{}, false
+	}
+	for i := 0; i < len(rows.Verdicts); {
+		v := rows.Verdicts[i]
+		k := key{v.CellID, results.AttemptOf(v.Attempt)}
+		j := i + 1
+		for j < len(rows.Verdicts) && (key{rows.Verdicts[j].CellID, results.AttemptOf(rows.Verdicts[j].Attempt)}) == k && rows.Verdicts[j].Stage == v.Stage {
+			j++
+		}
+		group := rows.Verdicts[i:j]
+		i = j
+		if v.CellID == "" {
+			note(ss.verdicts(results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}, group))
+			continue
+		}
+		if c, ok := feedUntil(k); ok {
+			note(ss.cell(c, reqs[k], group))
+		}
+	}
+	for ; next < len(rows.Cells); next++ {
+		c := rows.Cells[next]
+		note(ss.cell(c, reqs[keyOf(c)], nil))
 	}
 	if len(rows.Samples) > 0 {
 		if err := ss.samples(rows.Samples); err != nil && firstErr == nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/schema"
 )
 
 // Stage statuses.
@@ -126,11 +127,15 @@ type nodeState struct {
 }
 
 type runner struct {
-	g        *Graph
-	ri       *RunInfo
-	opts     Options
-	states   map[string]*nodeState
-	asserts  map[string][]*Assertion // by stage
+	g       *Graph
+	ri      *RunInfo
+	opts    Options
+	states  map[string]*nodeState
+	asserts map[string][]*Assertion // by stage: row and stage level
+	// runAsserts are the run-level assertions, judged once every stage ended.
+	runAsserts []*Assertion
+	// rows are each stage's current cell rows, for stage- and run-level assertions.
+	rows     map[string][]results.Cell
 	locks    map[string]*sync.RWMutex
 	emitMu   sync.Mutex
 	verdicts []Verdict
@@ -240,7 +245,15 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		runCtx, cancel = context.WithTimeoutCause(ctx, g.Plan.Timeout, fmt.Errorf("plan timeout %s exceeded", g.Plan.Timeout))
 		defer cancel()
 	}
+	if ri.Resumed {
+		prior, err := env.Prior()
+		if err != nil {
+			return fail(ExitInfra, fmt.Errorf("reading the earlier attempts' rows: %w", err))
+		}
+		r.seedRows(prior)
+	}
 	r.schedule(ctx, runCtx)
+	r.judgeRun()
 
 	sum := r.summary(ctx)
 	redactSummary(sum)
@@ -303,23 +316,31 @@ func (r *runner) noteResume() {
 
 func (r *runner) compileAssertions() error {
 	var errs []error
+	add := func(a schema.Assertion, declaredIn, stage string) {
+		ca, err := CompileAssertion(a, declaredIn)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		if ca.Level == LevelRun {
+			r.runAsserts = append(r.runAsserts, ca)
+			return
+		}
+		r.asserts[stage] = append(r.asserts[stage], ca)
+	}
 	for _, n := range r.g.Nodes {
 		for _, a := range n.Spec.Assert {
-			ca, err := CompileAssertion(a, n.Spec.Name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			r.asserts[n.Spec.Name] = append(r.asserts[n.Spec.Name], ca)
+			add(a, n.Spec.Name, n.Spec.Name)
 		}
-		if n.Kind.Measuring {
-			for _, a := range r.g.Plan.Assert {
-				ca, err := CompileAssertion(a, "")
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				r.asserts[n.Spec.Name] = append(r.asserts[n.Spec.Name], ca)
+	}
+	for _, a := range r.g.Plan.Assert {
+		if lvl, _, _ := levelOf(a.Expr); lvl == LevelRun {
+			add(a, "", "") // once for the run, not once per stage
+			continue
+		}
+		for _, n := range r.g.Nodes {
+			if n.Kind.Measuring {
+				add(a, "", n.Spec.Name)
 			}
 		}
 	}
@@ -423,6 +444,9 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 		}
 		running--
 		r.finish(c)
+		if st := r.states[c.name]; st.status != StatusSkipped && st.status != StatusUp {
+			r.judgeStage(c.name)
+		}
 		r.releaseServices(ctx)
 	}
 	p.Wait()

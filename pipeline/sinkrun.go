@@ -196,6 +196,21 @@ func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []res
 	return nil
 }
 
+// verdicts hands verdict rows that belong to no one cell (a stage's, the
+// run's) to the sinks that take verdicts; cell carries the stage and the
+// attempt, with no cell id.
+func (ss sinkSet) verdicts(cell results.Cell, rows []results.Verdict) error {
+	var errs []error
+	for _, s := range ss {
+		if vs, ok := s.use.Sink.(VerdictSink); ok {
+			if err := s.call("verdicts of stage "+cell.Stage, func() error { return vs.Verdicts(cell, rows) }); err != nil {
+				errs = append(errs, fmt.Errorf("sink %s: %w", s.rec.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // samples hands telemetry rows to the sinks that take them.
 func (ss sinkSet) samples(rows []results.Sample) error {
 	var errs []error

@@ -86,10 +86,15 @@ type SLO struct {
 	E2ELMs float64 `json:"e2el_ms"`
 }
 
-// Assertion is an expr-lang expression with where it was written.
+// Assertion is an expr-lang expression with where it was written, and
+// its name and severity when the plan gives them.
 type Assertion struct {
 	Expr string
 	Pos  Pos
+	// Name names the check ("" when the plan gives the expression alone).
+	Name string
+	// Severity is "fail" (the default) or "warn".
+	Severity string
 }
 
 // Retry is an infrastructure stage's retry policy.
@@ -802,11 +807,24 @@ func assertions(v cue.Value, path string) []Assertion {
 	}
 	var out []Assertion
 	for it.Next() {
-		s, err := it.Value().String()
-		if err != nil {
+		v := it.Value()
+		if s, err := v.String(); err == nil {
+			out = append(out, Assertion{Expr: s, Pos: fixPos(posOf(v.Pos()), path), Severity: "fail"})
 			continue
 		}
-		out = append(out, Assertion{Expr: s, Pos: fixPos(posOf(it.Value().Pos()), path)})
+		var named struct {
+			Name     string `json:"name"`
+			Expr     string `json:"expr"`
+			Severity string `json:"severity"`
+		}
+		if v.Decode(&named) != nil || named.Expr == "" {
+			continue // reported by the schema
+		}
+		ev := v.LookupPath(cue.ParsePath("expr"))
+		if named.Severity == "" {
+			named.Severity = "fail"
+		}
+		out = append(out, Assertion{Expr: named.Expr, Pos: fixPos(posOf(ev.Pos()), path), Name: named.Name, Severity: named.Severity})
 	}
 	return out
 }

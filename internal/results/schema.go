@@ -7,8 +7,9 @@ package results
 // so a reader of version N reads every file of versions 1..N
 // (sinks/parquet/testdata/v1 holds files of version 1, read by a test).
 // Version 2 added `attempt`; version 3 made the metrics that can lack
-// samples nullable (NullableColumns) where earlier files wrote 0.
-const SchemaVersion = 3
+// samples nullable (NullableColumns) where earlier files wrote 0; version 4
+// added the assertions table's `name`, `severity` and `level`.
+const SchemaVersion = 4
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (

@@ -7,6 +7,7 @@ const (
 	OutcomePass  = "pass"
 	OutcomeFail  = "fail"
 	OutcomeError = "error" // the expression could not be evaluated on the row
+	OutcomeWarn  = "warn"  // a check of severity warn did not hold (or could not be evaluated): reported, never failing the run
 )
 
 // Verdict is one assertion judged on one cell row: the `assertions` table.
@@ -22,9 +23,16 @@ type Verdict struct {
 	JudgedAt  time.Time         `parquet:"judged_at,timestamp(microsecond)" json:"judged_at"`
 	Assertion string            `parquet:"assertion" json:"assertion"`
 	Pos       string            `parquet:"pos" json:"pos"`         // file:line:col of the expression in the plan
-	Scope     string            `parquet:"scope" json:"scope"`     // "stage" or "plan"
-	Outcome   string            `parquet:"outcome" json:"outcome"` // pass, fail, error
+	Scope     string            `parquet:"scope" json:"scope"`     // "stage" or "plan": where the plan declares it
+	Outcome   string            `parquet:"outcome" json:"outcome"` // pass, fail, error, warn
 	Passed    bool              `parquet:"passed" json:"passed"`
 	Values    map[string]string `parquet:"values" json:"values,omitempty"`
 	Error     string            `parquet:"error" json:"error,omitempty"`
+	// Name is the check's name when the plan gives one; Severity is fail
+	// or warn; Level is what one judging read: row (a cell row), stage (a
+	// stage's rows) or run (several stages' rows). Empty in files older
+	// than schema version 4 (meaning an unnamed fail check on a row).
+	Name     string `parquet:"name" json:"name,omitempty"`
+	Severity string `parquet:"severity" json:"severity,omitempty"`
+	Level    string `parquet:"level" json:"level,omitempty"`
 }

@@ -88,6 +88,9 @@ type StageRecord struct {
 // manifest the failed ones, so a glance at it says why a run exited 1.
 type VerdictRecord struct {
 	Assertion string            `json:"assertion"`
+	Name      string            `json:"name,omitempty"`
+	Severity  string            `json:"severity,omitempty"`
+	Level     string            `json:"level,omitempty"`
 	Pos       string            `json:"pos"`
 	Stage     string            `json:"stage"`
 	CellID    string            `json:"cell_id"`

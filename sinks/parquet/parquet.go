@@ -130,10 +130,15 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 	return WriteFile(filepath.Join(o.dir, results.TableCells, name), []results.Cell{c})
 }
 
-// Verdicts writes the cell's assertion verdicts under the cell's part number.
+// Verdicts writes the cell's assertion verdicts under the cell's part
+// number; verdicts of no one cell (a stage's rows, the run's) get a part
+// number of their own.
 func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 	if len(rows) == 0 {
 		return nil
+	}
+	if c.CellID == "" {
+		o.part++
 	}
 	for i := range rows {
 		if rows[i].Attempt == 0 {
