@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -85,21 +86,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-type cellRows struct {
-	mu    sync.Mutex
-	cells []results.Cell
-}
-
-func (c *cellRows) Name() string                  { return "cells" }
-func (c *cellRows) Start(*pipeline.SinkEnv) error { return nil }
-func (c *cellRows) Stop(*pipeline.Summary) error  { return nil }
-func (c *cellRows) Cell(cell results.Cell, _ []results.Request) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cells = append(c.cells, cell)
-	return nil
-}
-
 // runDigestPlan runs a plan with the digest test kinds and checks that the
 // model file was hashed once, before the measuring stage started, with the
 // progress shown and the digest on the row and in the manifest.
@@ -124,7 +110,7 @@ func runDigestPlan(t *testing.T, dir, src string) {
 	reg.AddKind(pipeline.Kind{Name: "dmeasure", Doc: "measures nothing", Measuring: true,
 		Schema: schema.KindSchema{Def: "#DMeasure", Source: digestKinds},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return dmeasure{clock: clock}, nil }})
-	rows := &cellRows{}
+	rows := kit.NewRecordingSink()
 	var progress lockedBuffer
 	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(rows), Progress: &progress})
 	if sum.ExitCode != pipeline.ExitOK {
@@ -139,8 +125,8 @@ func runDigestPlan(t *testing.T, dir, src string) {
 		t.Errorf("the model file was hashed at %s, after the measuring stage started (%s): the hash competed with the measurement",
 			clock.hashed[0].Format(time.StampMicro), clock.measured.Format(time.StampMicro))
 	}
-	if len(rows.cells) != 1 || rows.cells[0].ModelDigest != zeros512MiB {
-		t.Errorf("cell rows %+v: want one with model_digest %s", rows.cells, zeros512MiB)
+	if cells := rows.Snapshot().Cells; len(cells) != 1 || cells[0].ModelDigest != zeros512MiB {
+		t.Errorf("cell rows %+v: want one with model_digest %s", cells, zeros512MiB)
 	}
 	if out := progress.String(); !strings.Contains(out, "benchrun: hashing the model file") || !strings.Contains(out, "model file hashed in") {
 		t.Errorf("no hashing progress on the progress writer:\n%s", out)

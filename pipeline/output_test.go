@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -32,29 +34,6 @@ func (emitter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, e
 		}
 	}
 	return &pipeline.Outputs{}, nil
-}
-
-// capture is an Output that also takes verdicts.
-type capture struct {
-	cells    []results.Cell
-	reqs     []results.Request
-	verdicts []results.Verdict
-	order    []string
-}
-
-func (c *capture) Name() string                  { return "capture" }
-func (c *capture) Start(*pipeline.SinkEnv) error { return nil }
-func (c *capture) Stop(*pipeline.Summary) error  { return nil }
-func (c *capture) Cell(cell results.Cell, reqs []results.Request) error {
-	c.cells = append(c.cells, cell)
-	c.reqs = append(c.reqs, reqs...)
-	c.order = append(c.order, "cell")
-	return nil
-}
-func (c *capture) Verdicts(_ results.Cell, rows []results.Verdict) error {
-	c.verdicts = append(c.verdicts, rows...)
-	c.order = append(c.order, "verdicts")
-	return nil
 }
 
 // plain is an Output without optional capabilities.
@@ -82,38 +61,22 @@ stages: {
 	measure: {kind: "emit", assert: ["itl_p99_ms < 2*itl_p50_ms"]}
 }
 `
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := pipeline.NewRegistry()
 	reg.AddKind(pipeline.Kind{Name: "emit", Doc: "test emitter", Measuring: true,
 		Schema: schema.KindSchema{Def: "#Emit", Source: "package schema\n#Emit: {\n\t#StageBase\n\tkind: \"emit\"\n}\n"},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return emitter{}, nil }})
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	capt, pl := &capture{}, &plain{}
-	res, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(capt, pl)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src) // the model file beside it
+	p := g.Plan
+	pl := &plain{}
+	capt := kit.Run(t, context.Background(), g, pipeline.Options{Sinks: pipeline.UseSinks(pl)})
+	res, ri := capt.Summary, capt.Summary.Run
 	if res.ExitCode != pipeline.ExitAssertion {
 		t.Errorf("exit %d, want %d (the second cell fails its ITL assertion)", res.ExitCode, pipeline.ExitAssertion)
 	}
-	if len(capt.cells) != 2 || pl.cells != 2 {
-		t.Fatalf("capture got %d cells, plain %d; want 2 each", len(capt.cells), pl.cells)
+	if len(capt.Cells) != 2 || pl.cells != 2 {
+		t.Fatalf("the recording sink got %d cells, plain %d; want 2 each", len(capt.Cells), pl.cells)
 	}
-	for _, c := range capt.cells {
+	for _, c := range capt.Cells {
 		if c.RunID != ri.ID || c.Plan != "stamped" || c.ModelDigest != wantDigest || c.Hostname == "" || c.Hardware == "" || c.BenchrunVersion == "" {
 			t.Errorf("cell %s identity: run %q plan %q digest %q host %q hw %q version %q", c.CellID, c.RunID, c.Plan, c.ModelDigest, c.Hostname, c.Hardware, c.BenchrunVersion)
 		}
@@ -121,20 +84,20 @@ stages: {
 			t.Errorf("cell %s metadata %v: want the plan's and the stage's", c.CellID, c.Metadata)
 		}
 	}
-	capt.cells[0].Metadata["quant"] = "changed"
-	if capt.cells[1].Metadata["quant"] != "Q4_K_M" || p.Metadata["quant"] != "Q4_K_M" {
+	capt.Cells[0].Metadata["quant"] = "changed"
+	if capt.Cells[1].Metadata["quant"] != "Q4_K_M" || p.Metadata["quant"] != "Q4_K_M" {
 		t.Error("cell rows share their metadata map with each other or with the plan")
 	}
-	for _, q := range capt.reqs {
+	for _, q := range capt.Requests {
 		if q.RunID != ri.ID || q.Plan != "stamped" || q.Stage != "measure" || q.CellID == "" {
 			t.Errorf("request identity: %+v", q)
 		}
 	}
-	if len(capt.verdicts) != 4 {
-		t.Fatalf("%d verdict rows, want 2 cells × 2 assertions", len(capt.verdicts))
+	if len(capt.Verdicts) != 4 {
+		t.Fatalf("%d verdict rows, want 2 cells × 2 assertions", len(capt.Verdicts))
 	}
 	outcomes := map[string]int{}
-	for _, v := range capt.verdicts {
+	for _, v := range capt.Verdicts {
 		outcomes[v.Scope+"/"+v.Outcome]++
 		if v.RunID != ri.ID || v.Plan != "stamped" || v.CellID == "" || v.Pos == "" || v.JudgedAt.IsZero() {
 			t.Errorf("verdict identity: %+v", v)
@@ -146,8 +109,9 @@ stages: {
 	if outcomes["stage/pass"] != 1 || outcomes["stage/fail"] != 1 || outcomes["plan/pass"] != 2 {
 		t.Errorf("outcomes %v, want stage/pass 1, stage/fail 1, plan/pass 2", outcomes)
 	}
-	if want := []string{"cell", "verdicts", "cell", "verdicts"}; len(capt.order) != 4 || capt.order[0] != want[0] || capt.order[1] != want[1] {
-		t.Errorf("call order %v, want each cell's Cell then its Verdicts", capt.order)
+	a, b := capt.Cells[0].CellID, capt.Cells[1].CellID
+	if want := []string{"start", "cell " + a, "verdicts " + a, "cell " + b, "verdicts " + b, "stop"}; !slices.Equal(capt.Calls, want) {
+		t.Errorf("call order %v, want each cell's Cell then its Verdicts: %v", capt.Calls, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -129,19 +130,8 @@ func testRegistry(rec *recorder) *pipeline.Registry {
 // runs it with opts under dir/runs: the one way the pipeline tests run a plan.
 func runPlan(t *testing.T, ctx context.Context, dir string, reg *pipeline.Registry, src string, opts pipeline.Options) (*pipeline.Summary, *pipeline.RunInfo) {
 	t.Helper()
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatalf("build: %v", err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
+	g := kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
+	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), g.Plan, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -161,18 +162,10 @@ func rundirRegistry(rec *attemptLog) *pipeline.Registry {
 	return reg
 }
 
-// loadPlan loads src as dir/plan.cue.
+// loadPlan loads src as dir/plan.cue (a resume loads the same file anew).
 func loadPlan(t *testing.T, reg *pipeline.Registry, dir, src string) *pipeline.Graph {
 	t.Helper()
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := schema.Load(path, reg.LoadOptions(nil))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	return mustBuild(t, p, reg)
+	return kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
 }
 
 // resumeRun resumes the run in runDir with g and runs it, returning the
