@@ -60,10 +60,19 @@ func (r *runner) stamp(cell *results.Cell) {
 	if cell.Plan == "" {
 		cell.Plan = r.g.Plan.Name
 	}
-	if len(r.g.Plan.Metadata) > 0 {
-		// Plan metadata (with --metadata stamps) under whatever the stage set:
-		// a copy, so no two rows share a map.
+	var stageMeta map[string]string
+	if n := r.g.Node(cell.Stage); n != nil {
+		stageMeta = n.Spec.Metadata
+	}
+	if len(r.g.Plan.Metadata) > 0 || len(stageMeta) > 0 {
+		// Plan metadata (with --metadata stamps), then the stage's (a
+		// variant's quant), under whatever the stage set on the row: a
+		// copy, so no two rows share a map.
 		m := maps.Clone(r.g.Plan.Metadata)
+		if m == nil {
+			m = map[string]string{}
+		}
+		maps.Copy(m, stageMeta)
 		maps.Copy(m, cell.Metadata)
 		cell.Metadata = m
 	}

@@ -118,8 +118,10 @@ type Stage struct {
 	Retry       *Retry
 	Resources   []string
 	Assert      []Assertion
-	Pos         Pos
-	Value       cue.Value
+	// Metadata is stamped on the stage's rows over the plan's (nil: none).
+	Metadata map[string]string
+	Pos      Pos
+	Value    cue.Value
 	// Invalid is set on a stage whose own fields did not check (the errors
 	// are in Load's error). The graph is still linked through it, so that
 	// vet reports edge and cycle problems in the same pass.
@@ -774,6 +776,13 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 			s.Retry = &Retry{Attempts: retry.Attempts, Backoff: bo}
 		}
 		s.Assert = assertions(sv.LookupPath(cue.ParsePath("assert")), path)
+		var smeta map[string]any
+		if field(sv, "metadata", &smeta) && len(smeta) > 0 {
+			s.Metadata = map[string]string{}
+			for k, val := range smeta {
+				s.Metadata[k] = fmt.Sprint(val)
+			}
+		}
 		if !ok || sv.Validate(cue.Concrete(true)) != nil {
 			s.Invalid = true
 		}
