@@ -9,6 +9,7 @@ import (
 	"github.com/benchrun/benchrun/sinks/arrow"
 	"github.com/benchrun/benchrun/sinks/csv"
 	"github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/junit"
 	"github.com/benchrun/benchrun/sinks/parquet"
 	"github.com/benchrun/benchrun/sinks/report"
 )
@@ -20,4 +21,5 @@ func Builtin(reg *pipeline.Registry) {
 	reg.AddSink(report.Kind)
 	reg.AddSink(csv.Kind)
 	reg.AddSink(arrow.Kind)
+	reg.AddSink(junit.Kind)
 }
