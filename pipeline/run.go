@@ -124,6 +124,10 @@ type nodeState struct {
 	attempts  int
 	released  bool
 	cleanedUp bool
+	// locks are the resource locks the stage holds: while it runs, and a
+	// service until it is released. waitNoted: it said it waits for one.
+	locks     []lockReq
+	waitNoted bool
 }
 
 type runner struct {
@@ -136,7 +140,7 @@ type runner struct {
 	runAsserts []*Assertion
 	// rows are each stage's current cell rows, for stage- and run-level assertions.
 	rows     map[string][]results.Cell
-	locks    map[string]*sync.RWMutex
+	locks    lockTable
 	emitMu   sync.Mutex
 	verdicts []Verdict
 	failed   []Verdict
@@ -177,7 +181,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	opts.Progress = progress
 	defer flushProgress()
 	defer scrubLogs(ri.Dir)
-	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, locks: map[string]*sync.RWMutex{}, stageProgress: stageProgress}
+	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, stageProgress: stageProgress}
 	for _, n := range g.Nodes {
 		r.states[n.Spec.Name] = &nodeState{node: n, status: StatusPending}
 	}
@@ -365,6 +369,7 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 	var stopReason string
 
 	for {
+		waiting := 0 // ready stages waiting for a lock
 		if !stopping && runCtx.Err() != nil {
 			stopping = true
 			stopReason = fmt.Sprint(context.Cause(runCtx))
@@ -412,6 +417,18 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 					continue
 				}
 			}
+			// Its locks before a worker: a stage waiting for a GPU stays
+			// pending (and says so once) until the holder frees it.
+			want := r.wantedLocks(n)
+			if ok, blocker := r.locks.take(n.Spec.Name, want); !ok {
+				if !st.waitNoted {
+					st.waitNoted = true
+					fmt.Fprintf(r.opts.Progress, "… %s waits for %s\n", n.Spec.Name, blocker)
+				}
+				waiting++
+				continue
+			}
+			st.locks = want
 			st.status = StatusRunning
 			st.started = time.Now()
 			running++
@@ -431,6 +448,9 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 			})
 		}
 		if running == 0 {
+			if waiting > 0 && r.failDeadlocked() {
+				continue // their dependents are skipped next round
+			}
 			break
 		}
 		var c completion
@@ -492,6 +512,11 @@ func (r *runner) skip(st *nodeState, reason string) {
 
 func (r *runner) finish(c completion) {
 	st := r.states[c.name]
+	defer func() {
+		if st.status != StatusUp {
+			r.locks.free(c.name, st.locks) // a service keeps its locks until released
+		}
+	}()
 	st.duration = time.Since(st.started)
 	st.outputs = c.outputs
 	var ns *notStartedError
@@ -557,6 +582,7 @@ func (r *runner) release(ctx context.Context, st *nodeState) {
 		return
 	}
 	st.cleanedUp = true
+	defer r.locks.free(st.node.Spec.Name, st.locks)
 	if st.status == StatusUp {
 		st.released = true
 		if died, reason := serviceDied(st.outputs); died {
@@ -639,11 +665,9 @@ func (r *runner) runNodeSafely(ctx context.Context, n *Node) (out *Outputs, err 
 // watchdog that cancels it when a service it uses dies.
 func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	st := r.states[n.Spec.Name]
-	unlock := r.lock(n)
-	defer unlock()
 	if ctx.Err() != nil {
-		// Interrupted (or out of plan time) while waiting for a lock: the
-		// stage never started, so it is skipped, not failed.
+		// Interrupted (or out of plan time) before it started: skipped,
+		// not failed.
 		return nil, &notStartedError{cause: context.Cause(ctx)}
 	}
 	r.joinDigest(ctx, n)
@@ -750,78 +774,84 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	return out, nil
 }
 
-// lock takes the stage's resource locks. Measuring stages lock "gpu"
-// unless they name their resources. A device lock "gpu:0" also holds its
-// family "gpu" shared, and "gpu" itself is exclusive, so a stage on "gpu"
-// (every GPU) never overlaps one on "gpu:0" while stages on "gpu:0" and
-// "gpu:1" may run together. Locks are taken in one global order, families
-// before devices and each sorted by name, so no two stages deadlock.
-func (r *runner) lock(n *Node) func() {
+// wantedLocks are the stage's resource locks: its resources, or "gpu" for
+// a measuring stage that names none, without those a service it stands
+// on holds while up (a sweep of a server holding "gpu" measures that
+// server's GPU: it runs inside the server's hold, not against it). A
+// device lock "gpu:0" also holds its family "gpu" shared.
+func (r *runner) wantedLocks(n *Node) []lockReq {
 	res := slices.Clone(n.Spec.Resources)
 	if len(res) == 0 && n.Kind.Measuring {
 		res = []string{"gpu"}
 	}
+	inherited := r.ancestorLocks(n)
+	covered := func(name string) bool {
+		family, _, isDevice := strings.Cut(name, ":")
+		for held := range inherited {
+			hf, _, heldDevice := strings.Cut(held, ":")
+			switch {
+			case held == name:
+				return true
+			case !isDevice && hf == name: // "gpu" under a service on "gpu:0"
+				return true
+			case isDevice && !heldDevice && held == family: // "gpu:0" under a service on "gpu"
+				return true
+			}
+		}
+		return false
+	}
 	exclusive := map[string]bool{}
 	shared := map[string]bool{}
-	var devices []string
 	for _, name := range res {
+		if covered(name) {
+			continue
+		}
 		if family, _, ok := strings.Cut(name, ":"); ok && family != "" {
 			shared[family] = true
-			devices = append(devices, name)
-		} else {
-			exclusive[name] = true
 		}
+		exclusive[name] = true
 	}
-	var families []string
-	for f := range exclusive {
-		families = append(families, f)
+	var out []lockReq
+	for name := range exclusive {
+		out = append(out, lockReq{name: name})
 	}
 	for f := range shared {
 		if !exclusive[f] {
-			families = append(families, f)
+			out = append(out, lockReq{name: f, shared: true})
 		}
 	}
-	sort.Strings(families)
-	sort.Strings(devices)
-	devices = slices.Compact(devices)
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
 
-	r.emitMu.Lock()
-	get := func(name string) *sync.RWMutex {
-		m, ok := r.locks[name]
-		if !ok {
-			m = &sync.RWMutex{}
-			r.locks[name] = m
+// ancestorLocks are the locks held by the services (up) this stage
+// stands on, directly or through other stages.
+func (r *runner) ancestorLocks(n *Node) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		if seen[name] {
+			return
 		}
-		return m
-	}
-	type held struct {
-		m      *sync.RWMutex
-		shared bool
-	}
-	var hs []held
-	for _, f := range families {
-		hs = append(hs, held{get(f), !exclusive[f]})
-	}
-	for _, d := range devices {
-		hs = append(hs, held{get(d), false})
-	}
-	r.emitMu.Unlock()
-	for _, h := range hs {
-		if h.shared {
-			h.m.RLock()
-		} else {
-			h.m.Lock()
+		seen[name] = true
+		st := r.states[name]
+		if st == nil {
+			return
 		}
-	}
-	return func() {
-		for i := len(hs) - 1; i >= 0; i-- {
-			if hs[i].shared {
-				hs[i].m.RUnlock()
-			} else {
-				hs[i].m.Unlock()
+		if st.status == StatusUp {
+			for _, l := range st.locks {
+				out[l.name] = true
 			}
 		}
+		for _, d := range st.node.Deps {
+			visit(d)
+		}
 	}
+	for _, d := range n.Deps {
+		visit(d)
+	}
+	return out
 }
 
 func (r *runner) summary(ctx context.Context) *Summary {
@@ -921,4 +951,28 @@ func (r *runner) depDied(deps map[string]*Outputs) error {
 		}
 	}
 	return nil
+}
+
+// failDeadlocked fails the ready stages that wait for a lock when nothing
+// runs that could free it (a service holding it stays up for a stage that
+// waits behind it): they would wait forever. It reports whether it failed
+// any.
+func (r *runner) failDeadlocked() bool {
+	failed := false
+	for _, n := range r.g.Nodes {
+		st := r.states[n.Spec.Name]
+		if st.status != StatusPending || !st.waitNoted {
+			continue
+		}
+		if ok, blocker := r.locks.take(n.Spec.Name, r.wantedLocks(n)); ok {
+			r.locks.free(n.Spec.Name, r.wantedLocks(n))
+			continue
+		} else {
+			st.status = StatusFailed
+			st.reason = fmt.Sprintf("waits for %s, which nothing running will free (a service holding it stays up until its dependents end): give the stages different resources, or make this stage need the holder's dependents", blocker)
+			fmt.Fprintf(r.opts.Progress, "✗ %s failed: %s\n", n.Spec.Name, st.reason)
+			failed = true
+		}
+	}
+	return failed
 }

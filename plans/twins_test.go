@@ -3,6 +3,7 @@ package plans_test
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,5 +62,73 @@ func TestSimulatorTwins(t *testing.T) {
 				t.Errorf("stderr:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestMatrixTwinOneServerAtATime: the matrix plan's variants share a GPU,
+// so each server holds the "gpu" lock while it is up: the next variant's
+// server starts only after the previous one stopped, never two models on
+// one GPU together. The simulators note when they start and stop (their
+// shell traps the stop signal); every variant's rows carry its quant.
+func TestMatrixTwinOneServerAtATime(t *testing.T) {
+	out := t.TempDir()
+	times := filepath.Join(out, "times.log")
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(binary, filepath.Join("testdata", "twin-matrix.cue"), "--out", out, "-t", "times="+times, "--columns", "concurrency,status,metadata")
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct {
+		quant      string
+		start, end float64
+	}
+	spans := map[string]*span{}
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var what, quant string
+		var at float64
+		if _, err := fmt.Sscanf(line, "%s %s %f", &what, &quant, &at); err != nil {
+			t.Fatalf("times.log line %q: %v", line, err)
+		}
+		if spans[quant] == nil {
+			spans[quant] = &span{quant: quant}
+			order = append(order, quant)
+		}
+		if what == "start" {
+			spans[quant].start = at
+		} else {
+			spans[quant].end = at
+		}
+	}
+	if len(order) != 3 {
+		t.Fatalf("want 3 servers started, got %v\n%s", order, b)
+	}
+	for i, q := range order {
+		s := spans[q]
+		if s.end == 0 {
+			t.Fatalf("server %s never noted its end:\n%s", q, b)
+		}
+		for _, other := range order[i+1:] {
+			o := spans[other]
+			if o.start < s.end && s.start < o.end {
+				t.Errorf("servers %s [%.3f, %.3f] and %s [%.3f, %.3f] were up at once", q, s.start, s.end, other, o.start, o.end)
+			}
+		}
+	}
+	for _, q := range []string{"Q4_K_M", "Q8_0", "F16"} {
+		for _, c := range []string{"1", "2"} {
+			if !strings.Contains(stdout.String(), c+",ok,quant="+q+"\n") {
+				t.Errorf("no ok row for %s at c=%s:\n%s", q, c, stdout.String())
+			}
+		}
+	}
+	if !strings.Contains(stderr.String(), "waits for gpu (held by server-Q4_K_M)") {
+		t.Errorf("the waiting servers did not say what they wait for:\n%s", stderr.String())
 	}
 }
