@@ -148,6 +148,7 @@ type observed struct{ col, cell, where, value string }
 // why the null round trip does not apply to them.
 var noCellColumns = map[string]string{
 	"report": "a report for people (a null metric is \"–\" in its tables and no point in its charts: sinks/report's tests)",
+	"junit":  "test cases (a verdict, a cell not measured), no cell columns: a null metric is the error verdict's message (sinks/junit's tests)",
 }
 
 // nullChecks read a sink's output of the two rows back: for every
