@@ -1,0 +1,310 @@
+package regress
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// side is one side's request-level samples of one family (ttft, itl,
+// ...) for one cell: the values of every run pooled and sorted, each
+// with the request it came from, and each run's requests in completion
+// order, which the block bootstrap resamples.
+type side struct {
+	vals  []float64 // sorted
+	owner []int32   // the request (index into the side's requests) of each value
+	runs  []runSpan // each run's requests: [start, end), with its block length
+	nReq  int       // requests of every run
+	nVals int
+}
+
+type runSpan struct {
+	start, end int
+	block      int
+}
+
+// requestValues appends the values one request gives to a family: one
+// per request for ttft, e2el, tpot, ttft_sched and e2el_sched (none when
+// it did not measure it), every chunk gap for itl.
+func requestValues(dst []float64, q *results.Request, family string) []float64 {
+	switch family {
+	case "ttft":
+		if q.TTFTMs != nil {
+			dst = append(dst, *q.TTFTMs)
+		}
+	case "e2el":
+		if q.E2ELMs != nil {
+			dst = append(dst, *q.E2ELMs)
+		}
+	case "ttft_sched":
+		if q.TTFTSchedMs != nil {
+			dst = append(dst, *q.TTFTSchedMs)
+		}
+	case "e2el_sched":
+		if q.E2ELSchedMs != nil {
+			dst = append(dst, *q.E2ELSchedMs)
+		}
+	case "tpot":
+		if q.TTFTMs != nil && q.E2ELMs != nil && q.OutputTokens > 1 {
+			dst = append(dst, (*q.E2ELMs-*q.TTFTMs)/float64(q.OutputTokens-1))
+		}
+	case "itl":
+		dst = append(dst, q.ChunkGapsMs...)
+	}
+	return dst
+}
+
+// completionOrder returns a cell's ok requests in the order they
+// completed (sent_at + e2el), the order in which neighbours shared the
+// server's batch.
+func completionOrder(reqs []results.Request) []*results.Request {
+	var out []*results.Request
+	for i := range reqs {
+		if reqs[i].Status == results.StatusOK {
+			out = append(out, &reqs[i])
+		}
+	}
+	done := func(q *results.Request) time.Time {
+		if q.E2ELMs == nil {
+			return q.SentAt
+		}
+		return q.SentAt.Add(time.Duration(*q.E2ELMs * float64(time.Millisecond)))
+	}
+	slices.SortStableFunc(out, func(a, b *results.Request) int { return done(a).Compare(done(b)) })
+	return out
+}
+
+// BlockLength is the block of the moving-block bootstrap for a cell of n
+// requests: max(2k, ∛n) requests, where k is the number of requests the
+// server held at once (the concurrency of a closed loop; for an open
+// loop, by Little's law, rate × mean e2el, capped by max_inflight), and
+// at most n/3 so that every resample mixes at least three blocks.
+//
+// Why: requests in a batch are not independent. A request's latency
+// depends on the others decoding beside it, and in completion order those
+// are about k before and k after it, so correlation reaches about 2k
+// requests; blocks that long keep each neighbourhood whole, and the
+// bootstrap then sees the real, larger spread of a quantile instead of
+// the spread of independent draws. ∛n is the classic rate for block
+// length (Hall, Horowitz and Jing, 1995) where the batch is small.
+func BlockLength(c *results.Cell, n int, meanE2ELMs float64) int {
+	k := float64(c.Concurrency)
+	if c.Rate > 0 {
+		k = c.Rate * meanE2ELMs / 1000
+		if c.MaxInflight > 0 {
+			k = math.Min(k, float64(c.MaxInflight))
+		}
+	}
+	l := int(math.Ceil(math.Max(2*k, math.Cbrt(float64(n)))))
+	if l > n/3 {
+		l = n / 3
+	}
+	return max(l, 1)
+}
+
+// sideCell is one run's cell row of a side, with its requests.
+type sideCell struct {
+	run  *Run
+	cell *results.Cell
+	reqs []results.Request
+}
+
+// buildSide pools one family's request samples of a side's cells.
+func buildSide(cells []sideCell, family string) side {
+	var s side
+	type val struct {
+		x     float64
+		owner int32
+	}
+	var all []val
+	var buf []float64
+	for _, sc := range cells {
+		order := completionOrder(sc.reqs)
+		var e2el float64
+		var ne int
+		for _, q := range order {
+			if q.E2ELMs != nil {
+				e2el += *q.E2ELMs
+				ne++
+			}
+		}
+		if ne > 0 {
+			e2el /= float64(ne)
+		}
+		span := runSpan{start: s.nReq, end: s.nReq + len(order), block: BlockLength(sc.cell, len(order), e2el)}
+		for i, q := range order {
+			buf = requestValues(buf[:0], q, family)
+			for _, x := range buf {
+				if !math.IsNaN(x) && !math.IsInf(x, 0) {
+					all = append(all, val{x, int32(s.nReq + i)})
+				}
+			}
+		}
+		s.nReq += len(order)
+		s.runs = append(s.runs, span)
+	}
+	slices.SortFunc(all, func(a, b val) int { return cmp.Compare(a.x, b.x) })
+	s.vals = make([]float64, len(all))
+	s.owner = make([]int32, len(all))
+	for i, v := range all {
+		s.vals[i], s.owner[i] = v.x, v.owner
+	}
+	s.nVals = len(all)
+	return s
+}
+
+// resample draws each run's requests anew by the circular block
+// bootstrap (Politis and Romano, 1992): blocks of the run's block length
+// from uniform starts, wrapping at the end, until the run's request count
+// is reached. counts[j] is how often request j was drawn.
+func (s *side) resample(rng *rand.Rand, counts []int32) {
+	clear(counts)
+	for _, r := range s.runs {
+		n := r.end - r.start
+		if n == 0 {
+			continue
+		}
+		for drawn := 0; drawn < n; {
+			start := rng.IntN(n)
+			for t := 0; t < r.block && drawn < n; t++ {
+				counts[r.start+(start+t)%n]++
+				drawn++
+			}
+		}
+	}
+}
+
+// stats computes, over the side's values weighted by their requests'
+// counts (nil: every request once), the statistic of each quantile in qs
+// (0 = the mean; else linear interpolation between ranks of the expanded
+// sample, as stats.Percentile). qs must be sorted ascending, means first.
+func (s *side) stats(counts []int32, qs []float64, out []float64) {
+	weight := func(i int) float64 {
+		if counts == nil {
+			return 1
+		}
+		return float64(counts[s.owner[i]])
+	}
+	var total, sum float64
+	for i, x := range s.vals {
+		w := weight(i)
+		total += w
+		sum += w * x
+	}
+	// Positions wanted in the expanded sample, two per quantile.
+	type want struct {
+		pos  float64
+		slot int
+		hi   bool
+	}
+	var wants []want
+	lo := make([]float64, len(qs))
+	hi := make([]float64, len(qs))
+	frac := make([]float64, len(qs))
+	for j, q := range qs {
+		if q == 0 {
+			out[j] = sum / total
+			continue
+		}
+		r := q * (total - 1)
+		f := math.Floor(r)
+		frac[j] = r - f
+		wants = append(wants, want{f, j, false}, want{math.Min(f+1, total-1), j, true})
+	}
+	slices.SortStableFunc(wants, func(a, b want) int { return cmp.Compare(a.pos, b.pos) })
+	cum := 0.0
+	k := 0
+	for i, x := range s.vals {
+		if k == len(wants) {
+			break
+		}
+		cum += weight(i)
+		for k < len(wants) && wants[k].pos < cum {
+			if wants[k].hi {
+				hi[wants[k].slot] = x
+			} else {
+				lo[wants[k].slot] = x
+			}
+			k++
+		}
+	}
+	for j, q := range qs {
+		if q != 0 {
+			out[j] = lo[j] + frac[j]*(hi[j]-lo[j])
+		}
+	}
+	if total == 0 {
+		for j := range out {
+			out[j] = math.NaN()
+		}
+	}
+}
+
+// bootResult is the bootstrap of one statistic's ratio new/old.
+type bootResult struct {
+	old, new  float64 // point estimates
+	low, high float64 // percentile interval of the ratio
+	p         float64 // two-sided, of ln ratio = 0, normal approximation
+	se        float64 // bootstrap standard error of ln ratio
+}
+
+// bootstrapRatios resamples both sides b times and returns, for each
+// quantile in qs, the ratio's interval at two-sided level alpha.
+func bootstrapRatios(old, nw *side, qs []float64, b int, alpha float64, rng *rand.Rand) []bootResult {
+	res := make([]bootResult, len(qs))
+	po, pn := make([]float64, len(qs)), make([]float64, len(qs))
+	old.stats(nil, qs, po)
+	nw.stats(nil, qs, pn)
+	lnr := make([][]float64, len(qs))
+	co, cn := make([]int32, old.nReq), make([]int32, nw.nReq)
+	so, sn := make([]float64, len(qs)), make([]float64, len(qs))
+	for range b {
+		old.resample(rng, co)
+		nw.resample(rng, cn)
+		old.stats(co, qs, so)
+		nw.stats(cn, qs, sn)
+		for j := range qs {
+			if so[j] > 0 && sn[j] > 0 {
+				lnr[j] = append(lnr[j], math.Log(sn[j]/so[j]))
+			}
+		}
+	}
+	for j := range qs {
+		r := bootResult{old: po[j], new: pn[j], low: math.NaN(), high: math.NaN(), p: math.NaN(), se: math.NaN()}
+		if len(lnr[j]) >= b/2 && po[j] > 0 && pn[j] > 0 {
+			xs := lnr[j]
+			slices.Sort(xs)
+			r.low = math.Exp(quantileSorted(xs, alpha/2))
+			r.high = math.Exp(quantileSorted(xs, 1-alpha/2))
+			_, r.se = meanSD(xs)
+			est := math.Log(pn[j] / po[j])
+			switch {
+			case r.se > 0:
+				r.p = 2 * normSurvival(math.Abs(est)/r.se)
+			case est == 0:
+				r.p = 1
+			default:
+				r.p = 0
+			}
+		}
+		res[j] = r
+	}
+	return res
+}
+
+// quantileSorted is the q quantile (0..1) of sorted xs, linear between ranks.
+func quantileSorted(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	r := q * float64(len(xs)-1)
+	lo := int(math.Floor(r))
+	if lo+1 >= len(xs) {
+		return xs[len(xs)-1]
+	}
+	return xs[lo] + (r-float64(lo))*(xs[lo+1]-xs[lo])
+}

@@ -1,0 +1,218 @@
+package regress
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+)
+
+// CheckHistory judges the cells of current against the history: for
+// each usable cell of current and each metric, the last Options.LastN
+// usable values of the same cell (the same Key) in earlier runs.
+//
+// A value is a regression only when all three hold:
+//
+//  1. it lies outside the one-sided prediction interval of the history
+//     on a log scale, on the bad side: with m and s the mean and sample
+//     standard deviation of ln(x) over the n history values, the limit is
+//     m ± t(Confidence, n−1)·s·sqrt(1 + 1/n) (a new value drawn like the
+//     history passes it with probability 1 − Confidence). The test is
+//     the same one as a p-value, adjusted with the report's Correction
+//     over every cell × metric: outside means adjusted p ≤ 1 − Confidence;
+//  2. its change from the history's center exp(m) (the geometric mean)
+//     exceeds the metric's relative Threshold;
+//  3. and its absolute change exceeds the metric's Floor.
+//
+// The mirror case is an improvement; anything else is the same. The log
+// scale fits latencies and throughputs, whose noise is multiplicative; a
+// series with a value ≤ 0 is judged on the linear scale instead.
+//
+// Fewer than MinRuns usable values give `insufficient data`, never a
+// silent pass. History runs that did not end ok, and history cells that
+// are not ok or whose client could not keep up (Exclusion), are left out
+// and counted by reason on each verdict; so are NULL values. Runs of
+// history with current's id, or that started after current, are ignored.
+// history need not be sorted; verdicts follow current's cells in order,
+// then Options.Metrics' order.
+func CheckHistory(history []*Run, current *Run, o Options) *Report {
+	o = o.withDefaults()
+	rep := &Report{Correction: o.Correction, Alpha: 1 - o.Confidence, RunsNew: []string{current.ID}}
+	hist := slices.Clone(history)
+	slices.SortStableFunc(hist, func(a, b *Run) int { return a.StartedAt.Compare(b.StartedAt) })
+
+	// Index the usable history cells by key, oldest run first; count
+	// what is left out.
+	type entry struct {
+		run  *Run
+		cell int
+	}
+	byKey := map[Key][]entry{}
+	runExcl := map[string]int{}
+	cellExcl := map[Key]map[string]int{}
+	for _, r := range hist {
+		if r == nil || r.ID == current.ID && r.ID != "" ||
+			!current.StartedAt.IsZero() && !r.StartedAt.IsZero() && !r.StartedAt.Before(current.StartedAt) {
+			continue
+		}
+		if why := runReason(r.Status); why != "" {
+			count(&runExcl, why)
+			continue
+		}
+		rep.RunsOld = append(rep.RunsOld, r.ID)
+		for i := range r.Cells {
+			c := &r.Cells[i]
+			k := KeyOf(*c)
+			if why := Exclusion(c, r, o); why != "" {
+				m := cellExcl[k]
+				count(&m, why)
+				cellExcl[k] = m
+				continue
+			}
+			byKey[k] = append(byKey[k], entry{r, i})
+		}
+	}
+	merge(&rep.Excluded, runExcl)
+	for _, m := range cellExcl {
+		merge(&rep.Excluded, m)
+	}
+
+	var ps []float64
+	for i := range current.Cells {
+		c := &current.Cells[i]
+		k := KeyOf(*c)
+		if why := Exclusion(c, current, o); why != "" {
+			rep.Skipped = append(rep.Skipped, Skip{Key: k, Reason: why})
+			continue
+		}
+		for _, m := range o.Metrics {
+			nv := m.Value(c)
+			if nv == nil {
+				rep.Skipped = append(rep.Skipped, Skip{Key: k, Metric: m.Name, Reason: ReasonNull})
+				continue
+			}
+			v := Verdict{
+				Key: k, CellID: c.CellID, Metric: m.Name, Unit: m.Unit, Better: m.Better,
+				Method: MethodHistory, New: *nv, NNew: 1, Level: o.Confidence,
+				Old: math.NaN(), Change: math.NaN(), Low: math.NaN(), High: math.NaN(),
+				P: math.NaN(), PAdjusted: math.NaN(), MWU: math.NaN(),
+			}
+			v.Excluded = maps.Clone(runExcl)
+			merge(&v.Excluded, cellExcl[k])
+			// The last LastN measured values, oldest first.
+			var xs []float64
+			entries := byKey[k]
+			for j := len(entries) - 1; j >= 0 && len(xs) < o.LastN; j-- {
+				e := entries[j]
+				x := m.Value(&e.run.Cells[e.cell])
+				if x == nil {
+					count(&v.Excluded, ReasonNull)
+					continue
+				}
+				xs = append(xs, *x)
+				v.Runs = append(v.Runs, e.run.ID)
+			}
+			slices.Reverse(xs)
+			slices.Reverse(v.Runs)
+			v.N = len(xs)
+			if len(xs) < o.MinRuns {
+				v.Outcome = Insufficient
+				v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), o.MinRuns)
+				if len(xs) > 0 {
+					v.Old = GeoMean(xs)
+					if math.IsNaN(v.Old) {
+						v.Old, _ = meanSD(xs)
+					}
+					v.Change = v.New/v.Old - 1
+				}
+				rep.Verdicts = append(rep.Verdicts, v)
+				ps = append(ps, math.NaN())
+				continue
+			}
+			predict(&v, xs, o.Confidence)
+			v.Margin = margin(m, v.Old)
+			rep.Verdicts = append(rep.Verdicts, v)
+			ps = append(ps, v.P)
+		}
+	}
+
+	adj := Adjust(o.Correction, ps)
+	alpha := 1 - o.Confidence
+	for i := range rep.Verdicts {
+		v := &rep.Verdicts[i]
+		if v.Outcome == Insufficient {
+			continue
+		}
+		rep.Comparisons++
+		v.PAdjusted = adj[i]
+		outside := v.PAdjusted <= alpha
+		large := math.Abs(v.Change) >= v.Margin
+		switch {
+		case outside && large && v.Better.Worse(v.Change):
+			v.Outcome = Regressed
+		case outside && large:
+			v.Outcome = Improved
+		default:
+			v.Outcome = Same
+			switch {
+			case outside:
+				v.Reason = fmt.Sprintf("outside the history's interval, but %+.1f%% is under the %.1f%% that counts", 100*v.Change, 100*v.Margin)
+			case v.P <= alpha:
+				v.Reason = fmt.Sprintf("outside the interval alone (p=%.3g), not after %s over %d comparisons", v.P, o.Correction, countFinite(ps))
+			}
+		}
+	}
+	rep.Summaries = summaries(o.Metrics, rep.Verdicts)
+	return rep
+}
+
+// predict fills v's center, change, interval and one-sided p-value from
+// the history xs: on ln(x) when every value (and v.New) is positive,
+// else on x.
+func predict(v *Verdict, xs []float64, confidence float64) {
+	logs := v.New > 0
+	for _, x := range xs {
+		logs = logs && x > 0
+	}
+	f, inv := math.Log, math.Exp
+	if !logs {
+		f, inv = func(x float64) float64 { return x }, func(x float64) float64 { return x }
+		v.Method = MethodLinear
+	}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = f(x)
+	}
+	m, s := meanSD(ys)
+	n := float64(len(ys))
+	half := TQuantile(confidence, n-1) * s * math.Sqrt(1+1/n)
+	v.Old = inv(m)
+	v.Low, v.High = inv(m-half), inv(m+half)
+	if v.Old != 0 {
+		v.Change = v.New/v.Old - 1
+	}
+	y := f(v.New)
+	switch scale := s * math.Sqrt(1+1/n); {
+	case scale > 0:
+		v.P = tSurvival(math.Abs(y-m)/scale, n-1)
+	case y == m:
+		v.P = 1
+	default:
+		v.P = 0 // a history without spread: any other value is outside
+	}
+}
+
+func countFinite(ps []float64) int {
+	n := 0
+	for _, p := range ps {
+		if !math.IsNaN(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.SortedFunc(maps.Keys(m), cmp.Compare[string])
+}
