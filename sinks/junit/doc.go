@@ -216,11 +216,11 @@ func runStatus(sum *pipeline.Summary) string {
 }
 
 // document builds the file's content from the entries and, at the end,
-// the run's summary. Everything it reads is what a replay reads too: the
+// the run's summary; rec is the run's record (pipeline.RunRecord: its
+// identity, tags and metadata, redacted). Everything it reads is what a replay reads too: the
 // rows, the run's identity, start and end, its status and its stages (the
 // summary's reason, which a replay lacks, is not read).
-func document(ri *pipeline.RunInfo, start time.Time, entries []*entry, sum *pipeline.Summary) *testsuites {
-	rec := pipeline.RunRecord(ri, nil) // identity, tags and metadata, redacted
+func document(rec results.Run, start time.Time, entries []*entry, sum *pipeline.Summary) *testsuites {
 	status := runStatus(sum)
 	var stages []pipeline.StageResult
 	if sum != nil {
@@ -310,7 +310,6 @@ func document(ri *pipeline.RunInfo, start time.Time, entries []*entry, sum *pipe
 			reason = "failed"
 		}
 		s := suiteOf(stageOf(st.Name))
-		s.time += finite(st.DurationS)
 		s.cases = append(s.cases, testcase{
 			name: caseStage, classname: s.name, time: st.DurationS, result: resultError, typ: "stage failed",
 			message: fmt.Sprintf("stage %s (%s) failed: %s", st.Name, st.Kind, firstLine(reason)),
@@ -347,8 +346,14 @@ func document(ri *pipeline.RunInfo, start time.Time, entries []*entry, sum *pipe
 		return 0
 	})
 	for _, name := range order {
-		s := byName[name]
-		doc.suites = append(doc.suites, s)
+		doc.suites = append(doc.suites, byName[name])
+	}
+	// A suite's time is its stage's, once the summary has it; the time
+	// its cells measured until then.
+	for _, st := range stages {
+		if s := byName[stageOf(st.Name)]; s != nil && st.DurationS > 0 {
+			s.time = finite(st.DurationS)
+		}
 	}
 	switch {
 	case sum != nil && !sum.FinishedAt.IsZero() && status != pipeline.RunRunning && status != pipeline.RunCrashed:
