@@ -466,8 +466,12 @@ func storeDigest(k digestKey, d string) {
 // (sum == nil, status "running").
 func RunRecord(ri *RunInfo, sum *Summary) results.Run {
 	id := RunIdentity(ri)
+	started := ri.StartedAt
+	if ri.Resumed && ri.prev != nil && !ri.prev.StartedAt.IsZero() {
+		started = ri.prev.StartedAt // the run's first start, as the manifest keeps it
+	}
 	run := results.Run{
-		RunID: ri.ID, StartedAt: ri.StartedAt.UTC(), Status: StatusRunning, Tags: ri.Tags,
+		RunID: ri.ID, StartedAt: started.UTC(), Status: StatusRunning, Tags: ri.Tags,
 		ModelDigest: id.ModelDigest, Hostname: id.Hostname, Hardware: id.Hardware, BenchrunVersion: id.BenchrunVersion,
 	}
 	if ri.Plan != nil {

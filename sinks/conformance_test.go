@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -256,33 +254,8 @@ func TestSinkConformance(t *testing.T) {
 			t.Fatalf("after the resume %d cells are done (%v); want the four that fit", len(done), done)
 		}
 		checkRows(t, dir)
-		t.Run("resumed", func(t *testing.T) { checkReplay(t, reg, base, dir, "", resumedRunStart) })
+		t.Run("resumed", func(t *testing.T) { checkReplay(t, reg, base, dir, "", nil) })
 	})
-}
-
-// resumedRunStart blanks the run's start in result.json and the reports.
-//
-// KNOWN PIPELINE GAP, to be removed once fixed: a resumed attempt's
-// RunInfo.StartedAt is the attempt's start (pipeline.ResumeRunInfo), and
-// pipeline.RunRecord gives it to the sinks as the run's started_at, while
-// the manifest (and so a replay) keeps the run's first start. The sinks
-// cannot tell (they see only RunInfo), so the fix is the pipeline's:
-// RunRecord should stamp a resumed run with the manifest's started_at.
-// Until then these three fields, and only them, are not compared after a
-// resume; the test logs while the gap is there.
-func resumedRunStart(rel string, b []byte) []byte {
-	var re *regexp.Regexp
-	switch path.Base(rel) {
-	case "result.json":
-		re = regexp.MustCompile(`(?m)^  "started_at": "[^"]*",$`) // the run's (two spaces: top level)
-	case "report.md":
-		re = regexp.MustCompile(`(?m)^\| started \| [^|]* \|$`)
-	case "report.html":
-		re = regexp.MustCompile(`<dt>started</dt><dd>[^<]*</dd>`)
-	default:
-		return b
-	}
-	return re.ReplaceAll(b, []byte("STARTED (pipeline gap: see resumedRunStart)"))
 }
 
 // pipelineFile says whether a file of a run directory is the pipeline's

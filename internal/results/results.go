@@ -60,7 +60,10 @@ type Cell struct {
 	OSL         int64   `parquet:"osl" json:"osl" expr:"osl"`
 	Concurrency int64   `parquet:"concurrency" json:"concurrency" expr:"concurrency"`
 	Rate        float64 `parquet:"rate" json:"rate" expr:"rate"` // requests/s for open-loop cells; 0 for closed loop
-	Requests    int64   `parquet:"requests" json:"requests" expr:"requests"`
+	// Repeat numbers the independent measurements of one point (repeats:
+	// N): 1..N, 0 when the sweep does not repeat.
+	Repeat   int64 `parquet:"repeat" json:"repeat" expr:"repeat"`
+	Requests int64 `parquet:"requests" json:"requests" expr:"requests"`
 
 	// The seed `bench` command's columns.
 	FirstCallMs        *float64 `parquet:"first_call_ms" json:"first_call_ms" expr:"first_call_ms"`

@@ -8,6 +8,8 @@ package stats
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Summary describes one sample set.
@@ -84,4 +86,36 @@ func Mean(xs []float64) float64 {
 		sum += x
 	}
 	return sum / float64(len(xs))
+}
+
+// Interval is a sample's mean with its two-sided 95% confidence interval
+// (Student t, n−1 degrees of freedom) and coefficient of variation.
+type Interval struct {
+	N            int
+	Mean, Lo, Hi float64
+	CV           float64 // sample standard deviation / mean; NaN when the mean is 0
+	StdDev       float64
+	HalfWidthPct float64 // (Hi−Lo)/2 as a percentage of the mean
+}
+
+// MeanCI is the mean of xs with its 95% interval; with fewer than two
+// values the interval is NaN (one measurement has no spread to tell).
+func MeanCI(xs []float64) Interval {
+	iv := Interval{N: len(xs), Mean: Mean(xs), Lo: math.NaN(), Hi: math.NaN(), CV: math.NaN(), StdDev: math.NaN(), HalfWidthPct: math.NaN()}
+	if len(xs) < 2 {
+		return iv
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - iv.Mean) * (x - iv.Mean)
+	}
+	iv.StdDev = math.Sqrt(ss / float64(len(xs)-1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(0.975)
+	h := t * iv.StdDev / math.Sqrt(float64(len(xs)))
+	iv.Lo, iv.Hi = iv.Mean-h, iv.Mean+h
+	if iv.Mean != 0 {
+		iv.CV = iv.StdDev / math.Abs(iv.Mean)
+		iv.HalfWidthPct = 100 * h / math.Abs(iv.Mean)
+	}
+	return iv
 }

@@ -52,3 +52,15 @@ func seq(a, b int) []float64 {
 	}
 	return out
 }
+
+// The 95% interval against hand-worked values: 10, 12, 14 has mean 12,
+// s = 2, t(0.975, 2) = 4.302653, half width 4.302653*2/sqrt(3) = 4.968275.
+func TestMeanCI(t *testing.T) {
+	iv := MeanCI([]float64{10, 12, 14})
+	if iv.N != 3 || iv.Mean != 12 || math.Abs(iv.StdDev-2) > 1e-12 || math.Abs(iv.Hi-12-4.968275) > 1e-5 || math.Abs(12-iv.Lo-4.968275) > 1e-5 || math.Abs(iv.CV-2.0/12) > 1e-12 {
+		t.Fatalf("%+v", iv)
+	}
+	if one := MeanCI([]float64{5}); one.Mean != 5 || !math.IsNaN(one.Lo) || !math.IsNaN(one.CV) {
+		t.Fatalf("one value: %+v", one)
+	}
+}

@@ -69,6 +69,14 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 	b.WriteString("\n")
 
+	if reps := repeatRows(d.Cells); len(reps) > 0 {
+		b.WriteString("\n## Repeats\n\nEach point measured `repeats` times: the mean, its 95% interval (Student t) and the coefficient of variation, over the ok repeats.\n\n")
+		b.WriteString("| point | metric | n | mean | 95% interval | CV |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
+		for _, r := range reps {
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", mdCell(r.Point), r.Metric, r.N, r.Mean, mdCell(r.Interval), r.CV)
+		}
+	}
+
 	b.WriteString("\n## Assertions\n\n")
 	if len(d.Verdicts) == 0 {
 		b.WriteString("No assertions were checked.\n")
@@ -154,12 +162,7 @@ func cellColumns() []cellColumn {
 	return []cellColumn{
 		{"stage", false, func(c results.Cell) string { return c.Stage }},
 		{"isl:osl", false, func(c results.Cell) string { return fmt.Sprintf("%d:%d", c.ISL, c.OSL) }},
-		{"load", false, func(c results.Cell) string {
-			if c.Rate > 0 {
-				return fmt.Sprintf("%g req/s", c.Rate)
-			}
-			return fmt.Sprintf("c=%d", c.Concurrency)
-		}},
+		{"load", false, loadLabel},
 		{"status", false, func(c results.Cell) string { return c.Status }},
 		{"requests", true, func(c results.Cell) string {
 			if c.Failed > 0 {
@@ -185,6 +188,18 @@ func cellLabel(c results.Cell) string {
 		return fmt.Sprintf("%s %d:%d rate=%g", c.Stage, c.ISL, c.OSL, c.Rate)
 	}
 	return fmt.Sprintf("%s %d:%d c=%d", c.Stage, c.ISL, c.OSL, c.Concurrency)
+}
+
+// loadLabel is the load column: the ladder point, and its repeat.
+func loadLabel(c results.Cell) string {
+	l := fmt.Sprintf("c=%d", c.Concurrency)
+	if c.Rate > 0 {
+		l = fmt.Sprintf("%g req/s", c.Rate)
+	}
+	if c.Repeat > 0 {
+		l += fmt.Sprintf(" rep %d", c.Repeat)
+	}
+	return l
 }
 
 func orDash(s string) string {

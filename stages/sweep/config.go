@@ -76,6 +76,7 @@ type Config struct {
 	MinDuration        string            `json:"min_duration"`
 	Warmup             int               `json:"warmup"`
 	Iterations         int               `json:"iterations"`
+	Repeats            int               `json:"repeats"`
 	Prompts            string            `json:"prompts"`
 	SharedPrefix       int               `json:"shared_prefix"`
 	Seed               int64             `json:"seed"`
@@ -126,6 +127,9 @@ func (s *Stage) setDefaults() {
 	}
 	if c.Iterations == 0 {
 		c.Iterations = 1
+	}
+	if c.Repeats == 0 {
+		c.Repeats = 1
 	}
 	if c.Prompts == "" {
 		c.Prompts = "cold"

@@ -181,6 +181,7 @@ type point struct {
 	cell        Cell
 	concurrency int     // closed loop
 	rate        float64 // open loop (> 0)
+	repeat      int     // 1..repeats when the sweep repeats; 0 when it does not
 }
 
 func (p point) label() string {
@@ -191,8 +192,15 @@ func (p point) label() string {
 	if len(p.cell.Server) > 0 {
 		l += " " + p.cell.serverVars(" ")
 	}
+	if p.repeat > 0 {
+		l += fmt.Sprintf(" rep %d", p.repeat)
+	}
 	return l
 }
+
+// c1Key names the c=1 row a point's speedup is measured against: the same
+// cell in the same repeat.
+func (p point) c1Key() string { return fmt.Sprintf("%s#%d", p.cell.key(), p.repeat) }
 
 // cellID is deterministic, so --resume can recognise finished cells; a
 // cell's server variables follow, sorted by key (sweep/128:128/c4/np=4),
@@ -205,20 +213,35 @@ func cellID(stage string, p point) string {
 	if len(p.cell.Server) > 0 {
 		id += "/" + p.cell.serverVars("/")
 	}
+	if p.repeat > 0 {
+		id += fmt.Sprintf("/rep%d", p.repeat)
+	}
 	return id
 }
 
 func (s *Stage) points() []point {
-	var pts []point
+	var ladder []point
 	for _, c := range s.cfg.Cells {
 		if len(s.cfg.Rates) > 0 {
 			for _, r := range s.cfg.Rates {
-				pts = append(pts, point{cell: c, rate: r, concurrency: s.cfg.MaxInflight})
+				ladder = append(ladder, point{cell: c, rate: r, concurrency: s.cfg.MaxInflight})
 			}
 			continue
 		}
 		for _, conc := range s.cfg.Concurrency {
-			pts = append(pts, point{cell: c, concurrency: conc})
+			ladder = append(ladder, point{cell: c, concurrency: conc})
+		}
+	}
+	if s.cfg.Repeats <= 1 {
+		return ladder
+	}
+	// The whole ladder once per repeat, so that drift (a server warming,
+	// a neighbour) spreads over every point instead of lining up with one.
+	var pts []point
+	for r := 1; r <= s.cfg.Repeats; r++ {
+		for _, p := range ladder {
+			p.repeat = r
+			pts = append(pts, p)
 		}
 	}
 	return pts
@@ -286,7 +309,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	calibNote := ""
 	var info loadgen.ServerInfo
 	discovered := false
-	c1 := map[string]float64{} // decode_tok_s at concurrency 1, per cell key
+	c1 := map[string]float64{} // decode_tok_s at concurrency 1, per cell key and repeat
 	var stopErr error
 	for i, p := range points {
 		id := cellID(env.Stage.Name, p)
@@ -296,7 +319,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		base := results.Cell{
 			Stage: env.Stage.Name, CellID: id, Model: model, Engine: target.Engine,
 			Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
-			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target),
+			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target), Repeat: int64(p.repeat),
 		}
 		if p.rate > 0 {
 			base.Arrival = s.cfg.Arrival
@@ -394,11 +417,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			row.Status, row.Reason = results.StatusError, died.Error()
 		}
 		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
-			c1[p.cell.key()] = *row.DecodeTokS
+			c1[p.c1Key()] = *row.DecodeTokS
 		}
 		// Without a measured c=1 row of the cell there is nothing to compare
 		// with: speedup and batching efficiency stay nil, never 0.
-		if v, ok := c1[p.cell.key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS != nil {
+		if v, ok := c1[p.c1Key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS != nil {
 			row.SpeedupVsC1 = results.Some(*row.DecodeTokS / v)
 			row.BatchingEfficiency = results.Some(*row.SpeedupVsC1 / float64(p.concurrency))
 		}
