@@ -9,7 +9,9 @@
 # screenshot test), Ollama v0.6.5 (go install; the real-engine tests), the
 # npm package apache-arrow 21.2.0 into .cache/node (npm, and Node.js with
 # it, from Debian when missing; the Arrow sink's independent-reader test),
-# the staticcheck linter (with BENCHRUN_LINT=1).
+# xmllint (Debian package libxml2-utils; the junit sink's schema test, which
+# fails without it under CI=true), the staticcheck linter (with
+# BENCHRUN_LINT=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -29,6 +31,11 @@ apt_install() {
 if ! command -v chromium >/dev/null 2>&1; then
 	echo "== installing chromium (Debian package)"
 	apt_install chromium
+fi
+
+if ! command -v xmllint >/dev/null 2>&1; then
+	echo "== installing xmllint (Debian package libxml2-utils)"
+	apt_install libxml2-utils
 fi
 
 bash .ci/install-ollama.sh
