@@ -83,7 +83,9 @@ func TestFaultStall(t *testing.T) {
 		t.Fatalf("stall: err %v done %v events %d", res.err, res.done, len(res.events))
 	}
 	gap := res.events[2].at.Sub(res.events[1].at)
-	if gap < 400*time.Millisecond || gap > 1500*time.Millisecond {
+	// Client receive times: event 1 read a little late (a busy machine)
+	// shortens the gap as seen here by as much, so the floor has slack.
+	if gap < 350*time.Millisecond || gap > 1500*time.Millisecond {
 		t.Fatalf("gap after event 2 = %v, want about 400ms", gap)
 	}
 	// A client with a read timeout shorter than the stall gives up; the
