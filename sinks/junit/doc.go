@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -93,8 +92,12 @@ func classify(v results.Verdict) (result string, warn bool) {
 	}
 }
 
-// caseName is a verdict's testcase name: the assertion's text.
+// caseName is a verdict's testcase name: the check's name when the plan
+// gives one, else the assertion's text.
 func caseName(v results.Verdict) string {
+	if v.Name != "" {
+		return v.Name
+	}
 	return v.Assertion
 }
 
@@ -141,8 +144,10 @@ func verdictCase(v results.Verdict, classname string, secs float64) testcase {
 			fmt.Fprintf(&body, "%-10s %s\n", k+":", val)
 		}
 	}
+	line("check", v.Name)
 	line("assertion", v.Assertion)
 	line("outcome", outcome)
+	line("severity", v.Severity)
 	line("cell", cellOf(v))
 	line("values", formatValues(v.Values))
 	line("error", v.Error)
@@ -217,10 +222,11 @@ func runStatus(sum *pipeline.Summary) string {
 
 // document builds the file's content from the entries and, at the end,
 // the run's summary; rec is the run's record (pipeline.RunRecord: its
-// identity, tags and metadata, redacted). Everything it reads is what a replay reads too: the
+// identity, first start, tags and metadata, redacted). Everything it reads is what a replay reads too: the
 // rows, the run's identity, start and end, its status and its stages (the
 // summary's reason, which a replay lacks, is not read).
-func document(rec results.Run, start time.Time, entries []*entry, sum *pipeline.Summary) *testsuites {
+func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsuites {
+	start := rec.StartedAt.Round(0).UTC() // the run's first start, a resumed run's too
 	status := runStatus(sum)
 	var stages []pipeline.StageResult
 	if sum != nil {

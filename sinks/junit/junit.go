@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -76,7 +75,6 @@ type Output struct {
 	Prefix string
 
 	ri      *pipeline.RunInfo
-	start   time.Time
 	entries []*entry
 	byCell  map[string]*entry
 	record  func() results.Run // the run's identity (tests); nil: pipeline.RunRecord
@@ -92,7 +90,6 @@ func (o *Output) Name() string { return "junit" }
 // and verdicts its earlier attempts stored, fed in as a replay feeds them.
 func (o *Output) Start(env *pipeline.SinkEnv) error {
 	o.ri = env.Run
-	o.start = runStart(env.Run)
 	if env.Prior != nil {
 		prior, err := env.Prior()
 		if err != nil {
@@ -103,19 +100,6 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 		}
 	}
 	return o.write(nil)
-}
-
-// runStart is the run's first start. A resumed attempt's RunInfo carries
-// the attempt's start while the manifest (and so a replay) keeps the
-// run's, so a resumed run reads it from the manifest.
-func runStart(ri *pipeline.RunInfo) time.Time {
-	start := ri.StartedAt
-	if ri.Resumed {
-		if m, err := pipeline.ReadManifest(ri.Dir); err == nil && !m.StartedAt.IsZero() {
-			start = m.StartedAt
-		}
-	}
-	return start.Round(0).UTC()
 }
 
 // seed feeds the rows of earlier attempts: every cell row in the order
@@ -228,5 +212,5 @@ func (o *Output) render(sum *pipeline.Summary) []byte {
 	if o.record != nil {
 		rec = o.record()
 	}
-	return render(document(rec, o.start, o.entries, sum))
+	return render(document(rec, o.entries, sum))
 }
