@@ -79,18 +79,24 @@ func completionOrder(reqs []results.Request) []*results.Request {
 }
 
 // BlockLength is the block of the moving-block bootstrap for a cell of n
-// requests: max(2k, ∛n) requests, where k is the number of requests the
+// requests: max(3k, ∛n) requests, where k is the number of requests the
 // server held at once (the concurrency of a closed loop; for an open
 // loop, by Little's law, rate × mean e2el, capped by max_inflight), and
 // at most n/3 so that every resample mixes at least three blocks.
 //
 // Why: requests in a batch are not independent. A request's latency
-// depends on the others decoding beside it, and in completion order those
-// are about k before and k after it, so correlation reaches about 2k
-// requests; blocks that long keep each neighbourhood whole, and the
-// bootstrap then sees the real, larger spread of a quantile instead of
-// the spread of independent draws. ∛n is the classic rate for block
-// length (Hall, Horowitz and Jing, 1995) where the batch is small.
+// depends on the others decoding beside it: in send order, about k before
+// and k after it; and a batch's requests finish in an order that differs
+// from their send order by up to k places, so in completion order the
+// dependence reaches about 3k requests. Blocks that long keep each
+// neighbourhood whole, and the bootstrap sees the real, larger spread of
+// a quantile instead of the spread of independent draws (measured in
+// TestBootstrapFalseAlarms: blocks of one request call identical runs
+// different several times as often as the nominal rate; blocks of 2k
+// still half again as often; 3k holds it). ∛n is the classic rate for
+// block length (Hall, Horowitz and Jing, 1995) where batches are small.
+// The interval uses Student's t with one degree of freedom fewer than the
+// blocks a side holds, since that many pieces of evidence are mixed.
 func BlockLength(c *results.Cell, n int, meanE2ELMs float64) int {
 	k := float64(c.Concurrency)
 	if c.Rate > 0 {
@@ -99,7 +105,7 @@ func BlockLength(c *results.Cell, n int, meanE2ELMs float64) int {
 			k = math.Min(k, float64(c.MaxInflight))
 		}
 	}
-	l := int(math.Ceil(math.Max(2*k, math.Cbrt(float64(n)))))
+	l := int(math.Ceil(math.Max(3*k, math.Cbrt(float64(n)))))
 	if l > n/3 {
 		l = n / 3
 	}
@@ -155,6 +161,16 @@ func buildSide(cells []sideCell, family string) side {
 	}
 	s.nVals = len(all)
 	return s
+}
+
+// blocks is the number of whole blocks the side's runs hold: about the
+// number of independent pieces of evidence the bootstrap mixes.
+func (s *side) blocks() int {
+	n := 0
+	for _, r := range s.runs {
+		n += (r.end - r.start) / max(r.block, 1)
+	}
+	return n
 }
 
 // resample draws each run's requests anew by the circular block
@@ -247,8 +263,8 @@ func (s *side) stats(counts []int32, qs []float64, out []float64) {
 // bootResult is the bootstrap of one statistic's ratio new/old.
 type bootResult struct {
 	old, new  float64 // point estimates
-	low, high float64 // percentile interval of the ratio
-	p         float64 // two-sided, of ln ratio = 0, normal approximation
+	low, high float64 // interval of the ratio: exp(ln r ± t·se)
+	p         float64 // two-sided, of ln ratio = 0 (Student t on the bootstrap se)
 	se        float64 // bootstrap standard error of ln ratio
 }
 
@@ -273,18 +289,19 @@ func bootstrapRatios(old, nw *side, qs []float64, b int, alpha float64, rng *ran
 			}
 		}
 	}
+	df := float64(min(old.blocks(), nw.blocks()) - 1)
+	df = max(df, 1)
 	for j := range qs {
 		r := bootResult{old: po[j], new: pn[j], low: math.NaN(), high: math.NaN(), p: math.NaN(), se: math.NaN()}
 		if len(lnr[j]) >= b/2 && po[j] > 0 && pn[j] > 0 {
 			xs := lnr[j]
-			slices.Sort(xs)
-			r.low = math.Exp(quantileSorted(xs, alpha/2))
-			r.high = math.Exp(quantileSorted(xs, 1-alpha/2))
 			_, r.se = meanSD(xs)
 			est := math.Log(pn[j] / po[j])
+			t := TQuantile(1-alpha/2, df)
+			r.low, r.high = math.Exp(est-t*r.se), math.Exp(est+t*r.se)
 			switch {
 			case r.se > 0:
-				r.p = 2 * normSurvival(math.Abs(est)/r.se)
+				r.p = 2 * tSurvival(math.Abs(est)/r.se, df)
 			case est == 0:
 				r.p = 1
 			default:
@@ -294,17 +311,4 @@ func bootstrapRatios(old, nw *side, qs []float64, b int, alpha float64, rng *ran
 		res[j] = r
 	}
 	return res
-}
-
-// quantileSorted is the q quantile (0..1) of sorted xs, linear between ranks.
-func quantileSorted(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	r := q * float64(len(xs)-1)
-	lo := int(math.Floor(r))
-	if lo+1 >= len(xs) {
-		return xs[len(xs)-1]
-	}
-	return xs[lo] + (r-float64(lo))*(xs[lo+1]-xs[lo])
 }

@@ -75,11 +75,10 @@ func CompareRuns(olds, news []*Run, o Options) *Report {
 
 	var ps []float64
 	for _, k := range newKeys {
-		oc, ok := oldSide[k]
-		if !ok {
+		oc, nc := oldSide[k], newSide[k]
+		if len(oc) == 0 || len(nc) == 0 {
 			continue
 		}
-		nc := newSide[k]
 		vs := compareCell(k, oc, nc, o, rep)
 		for _, v := range vs {
 			rep.Verdicts = append(rep.Verdicts, v)
