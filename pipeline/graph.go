@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -188,11 +189,10 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 			errs = append(errs, asErrors(err, n.Spec)...)
 		}
 	}
-	if pos := p.PosOf("baseline"); pos.Line > 0 {
-		// Accepted by the envelope so that plans written for it keep
-		// their shape, but nothing reads it yet: a plan that sets it
-		// must not believe it was compared.
-		errs = append(errs, schema.Error{Pos: pos, Msg: "baseline: not supported yet (regression against history comes with the verdicts issue)"})
+	if b := p.Baseline; b != nil && len(b.Metrics) > 0 {
+		if _, err := regress.SelectMetrics(b.Metrics); err != nil {
+			errs = append(errs, schema.Error{Pos: p.PosOf("baseline.metrics"), Msg: "baseline.metrics: " + err.Error()})
+		}
 	}
 	errs = append(errs, g.checkRunAssertions()...)
 	sinks, serrs := buildSinks(p, reg)

@@ -87,6 +87,7 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 	}
 	keyOf := func(c results.Cell) key { return key{c.CellID, results.AttemptOf(c.Attempt)} }
 	next := 0 // the next cell row to feed
+	fed := map[key]bool{}
 	// feedUntil feeds the cell rows before the one of key k (with no
 	// verdicts: they had none) and returns that row; false when no row
 	// left has that key (verdicts of a row that was not stored).
@@ -97,9 +98,11 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 			}
 			for ; next < i; next++ {
 				c := rows.Cells[next]
+				fed[keyOf(c)] = true
 				note(ss.cell(c, reqs[keyOf(c)], nil))
 			}
 			next = i + 1
+			fed[k] = true
 			return rows.Cells[i], true
 		}
 		return results.Cell{}, false
@@ -114,6 +117,12 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 		group := rows.Verdicts[i:j]
 		i = j
 		if v.CellID == "" {
+			note(ss.verdicts(results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}, group))
+			continue
+		}
+		if fed[k] {
+			// Judged after its cell, at the end of the run (a regression
+			// check against history): handed on as the run did.
 			note(ss.verdicts(results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}, group))
 			continue
 		}

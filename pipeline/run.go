@@ -45,6 +45,10 @@ type Options struct {
 	MaxParallel int
 	// FinallyTimeout bounds each finally stage and cleanup after an interrupt.
 	FinallyTimeout time.Duration
+	// Baseline is --baseline: the runs folder a regression check reads
+	// the history from (over the plan's baseline.runs; without a plan
+	// baseline it turns the check on with its defaults).
+	Baseline string
 	// Keep leaves provisioned machines running (--keep): provision stages
 	// skip their teardown and say how to run it by hand.
 	Keep bool
@@ -258,6 +262,9 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	}
 	r.schedule(ctx, runCtx)
 	r.judgeRun()
+	if ctx.Err() == nil {
+		r.judgeBaseline()
+	}
 
 	sum := r.summary(ctx)
 	redactSummary(sum)

@@ -61,7 +61,9 @@ type Plan struct {
 	SLO         SLO
 	Assert      []Assertion
 	Timeout     time.Duration
-	Stages      []*Stage // in source order
+	// Baseline is the plan's regression check against history (nil: none).
+	Baseline *Baseline
+	Stages   []*Stage // in source order
 	// Sinks are the plan-level outputs (`sinks: [{kind: ...}]`), in order.
 	Sinks []*Sink
 	// Tags are the plan's @tag() fields, and Given the -t values applied.
@@ -69,6 +71,15 @@ type Plan struct {
 	Given map[string]string
 	// Value is the whole plan, unified with the schema and the stages' kind definitions.
 	Value cue.Value
+}
+
+// Baseline is the plan's `baseline`.
+type Baseline struct {
+	Runs    string   `json:"runs"`
+	Last    int      `json:"last"`
+	MinRuns int      `json:"min_runs"`
+	Metrics []string `json:"metrics"`
+	Pos     Pos      `json:"-"`
 }
 
 // Model is the model under test.
@@ -725,6 +736,11 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 		p.Timeout = d
 	}
 	p.Assert = assertions(v.LookupPath(cue.ParsePath("assert")), path)
+	var bl *Baseline
+	if field(v, "baseline", &bl) && bl != nil {
+		bl.Pos = fixPos(posOf(v.LookupPath(cue.ParsePath("baseline")).Pos()), path)
+		p.Baseline = bl
+	}
 
 	// The entries as written: one that does not check is kept, marked
 	// Invalid (its errors are reported), so the others are still checked.

@@ -27,6 +27,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	only := onceString(fs, "only", "", "run only these stages (comma-separated) and what they need")
 	resume := onceString(fs, "resume", "", "continue the run in this run directory, skipping cells already finished ok")
 	keep := fs.Bool("keep", false, "leave provisioned machines running: skip provision stages' teardown")
+	baseline := onceString(fs, "baseline", "", "check every cell against its history in this runs folder (over the plan's baseline.runs; turns the check on)")
 	plan, rest, err := splitPlanArg(fs, args)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
@@ -119,6 +120,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Stdout:   stdout,
 		Progress: progress,
 		Keep:     *keep,
+		Baseline: *baseline,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)

@@ -1,0 +1,157 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/regress"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// LevelRegression is the level of a verdict that compares a cell with the
+// same cell's history (the plan's `baseline`).
+const LevelRegression = "regression"
+
+// baselineRoot is where the history of a run is looked for: the plan's
+// baseline.runs (relative to the plan file when it is there, else to the
+// working directory), --baseline over it, or the folder the run itself
+// was filed under.
+func (r *runner) baselineRoot(b *schema.Baseline) string {
+	root := b.Runs
+	if r.opts.Baseline != "" {
+		root = r.opts.Baseline
+	}
+	if root == "" {
+		// runs/plan=NAME/date=D/run=ID: the runs folder is three up.
+		return filepath.Dir(filepath.Dir(filepath.Dir(r.ri.Dir)))
+	}
+	if !filepath.IsAbs(root) && r.opts.Baseline == "" && r.g.Plan.Path != "" {
+		if p := filepath.Join(filepath.Dir(r.g.Plan.Path), root); exists(p) {
+			return p
+		}
+	}
+	return root
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// judgeBaseline checks every measured cell of the run against its history
+// once every stage has ended (the whole run is one family for the
+// multiple-comparison correction), and records a verdict per cell and
+// metric: regressed fails the run (exit 1); insufficient data is said,
+// never a pass in disguise.
+func (r *runner) judgeBaseline() {
+	b := r.g.Plan.Baseline
+	if b == nil && r.opts.Baseline != "" {
+		b = &schema.Baseline{}
+	}
+	if b == nil {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	root := r.baselineRoot(b)
+	hist, err := regress.LoadHistory(root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2)*2)
+	if err != nil {
+		fmt.Fprintf(r.opts.Progress, "✗ baseline: reading the history under %s: %v\n", root, err)
+		r.failed = append(r.failed, Verdict{Assertion: "baseline", Level: LevelRegression, Severity: SeverityFail, Error: err.Error(), Cell: "run"})
+		return
+	}
+	opts := regress.Options{LastN: b.Last, MinRuns: b.MinRuns}
+	if len(b.Metrics) > 0 {
+		if opts.Metrics, err = regress.SelectMetrics(b.Metrics); err != nil {
+			return // vet refused it
+		}
+	}
+	cur := &regress.Run{ID: r.ri.ID, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: rundir.RunOK}
+	for _, n := range r.g.Nodes {
+		if n.Kind.Measuring {
+			cur.Cells = append(cur.Cells, r.rows[n.Spec.Name]...)
+		}
+	}
+	if pj, err := resolvedPlanText(r.g.Plan); err == nil {
+		cur.SendLagThresholdMs = regress.SendLagThresholds(pj)
+	}
+	rep := regress.CheckHistory(hist, cur, opts)
+	now := time.Now().UTC()
+	byStage := map[string][]results.Verdict{}
+	var stages []string
+	insufficient := 0
+	for _, v := range rep.Verdicts {
+		cell, _ := r.rowOf(v.CellID)
+		pv := Verdict{
+			Assertion: "regression of " + v.Metric, Name: v.Metric, Severity: SeverityFail, Level: LevelRegression,
+			Pos: b.Pos.String(), Stage: cell.Stage, CellID: v.CellID, Cell: CellLabel(cell), Passed: v.Outcome != regress.Regressed,
+			Values: regressionValues(v),
+		}
+		r.verdicts = append(r.verdicts, pv)
+		switch v.Outcome {
+		case regress.Regressed:
+			r.failed = append(r.failed, pv)
+			fmt.Fprintf(r.opts.Progress, "✗ regression: %s\n", redact.String(v.String()))
+		case regress.Insufficient:
+			insufficient++
+		}
+		row := verdictRow(cell, &Assertion{Stage: cell.Stage}, pv, now)
+		row.Scope, row.Outcome, row.Attempt = "plan", string(v.Outcome), cell.Attempt
+		if _, ok := byStage[cell.Stage]; !ok {
+			stages = append(stages, cell.Stage)
+		}
+		byStage[cell.Stage] = append(byStage[cell.Stage], row)
+	}
+	short := ""
+	if insufficient > 0 {
+		short = fmt.Sprintf(" (fewer than %d usable runs: not judged)", max(b.MinRuns, 2))
+	}
+	fmt.Fprintf(r.opts.Progress, "benchrun: baseline (%s, %d runs of history): %d checks, %d regressed, %d improved, %d same, %d insufficient data%s%s\n",
+		root, len(rep.RunsOld), len(rep.Verdicts), rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), insufficient, short, excludedNote(rep.Excluded))
+	sort.Strings(stages)
+	for _, st := range stages {
+		r.emitVerdicts(st, redact.Value(byStage[st]))
+	}
+}
+
+func excludedNote(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return "; left out: " + regress.DescribeExcluded(m)
+}
+
+// rowOf is the current row of a cell id.
+func (r *runner) rowOf(id string) (results.Cell, bool) {
+	for _, rows := range r.rows {
+		for _, c := range rows {
+			if c.CellID == id {
+				return c, true
+			}
+		}
+	}
+	return results.Cell{CellID: id}, false
+}
+
+// regressionValues are what a regression verdict read, as text.
+func regressionValues(v regress.Verdict) map[string]string {
+	f := func(x float64) string {
+		if math.IsNaN(x) {
+			return "null"
+		}
+		return fmt.Sprintf("%.6g", x)
+	}
+	out := map[string]string{
+		"old": f(v.Old), "new": f(v.New), "change_pct": f(100 * v.Change), "low": f(v.Low), "high": f(v.High),
+		"n": fmt.Sprint(v.N), "method": v.Method, "runs": strings.Join(v.Runs, ","),
+	}
+	if v.Reason != "" {
+		out["reason"] = v.Reason
+	}
+	return out
+}
