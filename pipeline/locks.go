@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 )
 
 // lockReq is one resource lock a stage takes: exclusive, or shared (the
@@ -64,15 +62,4 @@ func (t *lockTable) free(holder string, reqs []lockReq) {
 			delete(t.exclusive, q.name)
 		}
 	}
-}
-
-func lockNames(reqs []lockReq) string {
-	var names []string
-	for _, q := range reqs {
-		if !q.shared {
-			names = append(names, q.name)
-		}
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
