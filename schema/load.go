@@ -160,16 +160,7 @@ type Sink struct {
 // PosOf returns the position of a field of the entry (the entry's own
 // position when the field is not written in the plan).
 func (s *Sink) PosOf(path ...string) Pos {
-	for _, v := range []cue.Value{s.raw, s.Value} {
-		f := v.LookupPath(cue.MakePath(selectors(path)...))
-		if !f.Exists() {
-			continue
-		}
-		if p := posOf(f.Pos()); p.Line > 0 && !inSchema(p) {
-			return fixPos(p, s.planPath)
-		}
-	}
-	return s.Pos
+	return fieldPos(s.Pos, s.planPath, path, s.raw, s.Value)
 }
 
 // Decode decodes the sink's configuration into v (a pointer to a struct
@@ -205,16 +196,23 @@ func (s *Stage) Decode(v any) error {
 // "cells", or "needs", "1"), as written in the plan file, or the stage's
 // own position when the plan does not write the field.
 func (s *Stage) PosOf(path ...string) Pos {
-	for _, v := range []cue.Value{s.raw, s.Value} {
+	return fieldPos(s.Pos, s.planPath, path, s.raw, s.Value)
+}
+
+// fieldPos is where the field at path is written in the plan file: looked
+// up in the value as written, then as unified (a default's position is the
+// schema's, which is not the user's to fix), else fallback.
+func fieldPos(fallback Pos, planPath string, path []string, values ...cue.Value) Pos {
+	for _, v := range values {
 		f := v.LookupPath(cue.MakePath(selectors(path)...))
 		if !f.Exists() {
 			continue
 		}
 		if p := posOf(f.Pos()); p.Line > 0 && !inSchema(p) {
-			return fixPos(p, s.planPath)
+			return fixPos(p, planPath)
 		}
 	}
-	return s.Pos
+	return fallback
 }
 
 // valuePos is the position of a field's value as written (a string
