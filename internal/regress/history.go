@@ -63,7 +63,7 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 		rep.RunsOld = append(rep.RunsOld, r.ID)
 		for i := range r.Cells {
 			c := &r.Cells[i]
-			k := KeyOf(*c)
+			k := o.keyOf(c)
 			if why := Exclusion(c, r, o); why != "" {
 				m := cellExcl[k]
 				count(&m, why)
@@ -81,7 +81,7 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 	var ps []float64
 	for i := range current.Cells {
 		c := &current.Cells[i]
-		k := KeyOf(*c)
+		k := o.keyOf(c)
 		if why := Exclusion(c, current, o); why != "" {
 			rep.Skipped = append(rep.Skipped, Skip{Key: k, Reason: why})
 			continue

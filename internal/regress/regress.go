@@ -288,6 +288,19 @@ type Options struct {
 	// MinRequests is the fewest ok requests a side needs for the
 	// request-level bootstrap (default 5).
 	MinRequests int
+	// Ignore names parts of the cell key that may differ between the
+	// cells compared (Key.Without): "engine_version" compares two engine
+	// versions, a metadata key two variants.
+	Ignore []string
+}
+
+// keyOf is the cell's key less the parts o ignores.
+func (o Options) keyOf(c *results.Cell) Key {
+	k := KeyOf(*c)
+	if len(o.Ignore) > 0 {
+		k = k.Without(o.Ignore...)
+	}
+	return k
 }
 
 func (o Options) withDefaults() Options {

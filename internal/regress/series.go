@@ -50,7 +50,7 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 		}
 		for i := range r.Cells {
 			c := &r.Cells[i]
-			k := KeyOf(*c)
+			k := o.keyOf(c)
 			why := Exclusion(c, r, o)
 			for mi, m := range metrics {
 				id := idx{k, mi}

@@ -3,6 +3,7 @@ package regress
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -104,7 +105,7 @@ func gather(runs []*Run, o Options, excluded *map[string]int) (cells map[Key][]s
 	for _, r := range runs {
 		for i := range r.Cells {
 			c := &r.Cells[i]
-			k := KeyOf(*c)
+			k := o.keyOf(c)
 			if why := Exclusion(c, r, o); why != "" {
 				count(excluded, why)
 				if _, ok := bad[k]; !ok {
@@ -392,4 +393,43 @@ func decideRatio(v *Verdict, o Options, family int) {
 		}
 		v.Reason = strings.TrimPrefix(v.Reason+"; "+why, "; ")
 	}
+}
+
+// SplitBy splits runs into variants by the value of a metadata key (the
+// `--by quant` of `benchrun compare`): for each value, in the order values
+// first appear, the runs' cells that carry it, with the key taken out of
+// their metadata so that the variants' cells match each other. A cell
+// without the key is the variant "". Requests follow their cells.
+func SplitBy(runs []*Run, key string) (values []string, variants map[string][]*Run) {
+	variants = map[string][]*Run{}
+	for _, r := range runs {
+		parts := map[string]*Run{}
+		var order []string
+		for _, c := range r.Cells {
+			v := c.Metadata[key]
+			p := parts[v]
+			if p == nil {
+				p = &Run{ID: r.ID, Dir: r.Dir, StartedAt: r.StartedAt, Status: r.Status, SendLagThresholdMs: r.SendLagThresholdMs}
+				if r.Requests != nil {
+					p.Requests = map[string][]results.Request{}
+				}
+				parts[v] = p
+				order = append(order, v)
+			}
+			meta := maps.Clone(c.Metadata)
+			delete(meta, key)
+			c.Metadata = meta
+			p.Cells = append(p.Cells, c)
+			if r.Requests != nil {
+				p.Requests[c.CellID] = r.Requests[c.CellID]
+			}
+		}
+		for _, v := range order {
+			if _, ok := variants[v]; !ok {
+				values = append(values, v)
+			}
+			variants[v] = append(variants[v], parts[v])
+		}
+	}
+	return values, variants
 }

@@ -324,3 +324,32 @@ func TestWeightedStats(t *testing.T) {
 		t.Errorf("weighted %v; expanded mean %v p50 %v p99 %v", out, stats.Mean(all), stats.Percentile(all, 50), stats.Percentile(all, 99))
 	}
 }
+
+// TestSplitByAndIgnore: variants within one side compare by a metadata
+// key; an ignored key part lets two engine versions compare.
+func TestSplitByAndIgnore(t *testing.T) {
+	q4 := reqRun(1, "r1", 100, 4, 40, 8, 0.05, 450)
+	q8 := reqRun(2, "r2", 100, 4, 60, 12, 0.05, 300)
+	q4.Cells[0].Metadata = map[string]string{"quant": "Q4_K_M", "gpu": "h200"}
+	q8.Cells[0].Metadata = map[string]string{"quant": "Q8_0", "gpu": "h200"}
+	values, variants := SplitBy([]*Run{q4, q8}, "quant")
+	if len(values) != 2 || values[0] != "Q4_K_M" || values[1] != "Q8_0" || len(variants["Q8_0"]) != 1 {
+		t.Fatalf("SplitBy: %v %v", values, variants)
+	}
+	if m := variants["Q8_0"][0].Cells[0].Metadata; len(m) != 1 || m["gpu"] != "h200" || q8.Cells[0].Metadata["quant"] != "Q8_0" {
+		t.Errorf("variant metadata %v (the run's own %v must stay)", m, q8.Cells[0].Metadata)
+	}
+	rep := CompareRuns(variants["Q4_K_M"], variants["Q8_0"], Options{})
+	if v := verdictOf(rep, "ttft_p50_ms"); v == nil || v.Outcome != Regressed || len(variants["Q8_0"][0].Requests["sweep/128:16/c4"]) != 100 {
+		t.Errorf("Q4 → Q8 ttft: %v", v)
+	}
+	// Two engine versions: no match, unless engine_version is ignored.
+	a, b := reqRun(3, "a", 60, 4, 40, 8, 0.05, 450), reqRun(4, "b", 60, 4, 40, 8, 0.05, 450)
+	b.Cells[0].EngineVersion = "0.12.0"
+	if rep := CompareRuns([]*Run{a}, []*Run{b}, Options{}); len(rep.Verdicts) != 0 {
+		t.Errorf("different engine versions were compared")
+	}
+	if rep := CompareRuns([]*Run{a}, []*Run{b}, Options{Ignore: []string{"engine_version"}}); len(rep.Verdicts) == 0 || rep.NoMatch != "" {
+		t.Errorf("--ignore engine_version: %d verdicts, %q", len(rep.Verdicts), rep.NoMatch)
+	}
+}

@@ -1,0 +1,668 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/benchrun/benchrun/internal/regress"
+	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/pipeline"
+)
+
+const compareUsage = `usage: benchrun compare OLD NEW [flags]
+       benchrun compare --by KEY RUNS... [flags]
+
+OLD and NEW are each a run directory, a glob of run directories (quote it),
+or a folder of runs; several runs a side pool as repeats. Cells are compared
+when they match on plan, stage, cell id, endpoint, model digest, engine and
+version, hardware and metadata (--ignore lets parts differ). --by KEY compares
+the variants of a metadata key within the runs given (the first value seen is
+the baseline). Exit 1 when any metric regressed, 0 otherwise, 2 on bad
+arguments or when no cell matches.
+`
+
+// compareFlags are compare's and history's shared options.
+type compareFlags struct {
+	format     string
+	metrics    string
+	ignore     string
+	by         string
+	correction string
+	alpha      float64
+	seed       uint64
+	resamples  int
+}
+
+// runCompare is `benchrun compare`: a benchstat-like table of each
+// matching cell's metrics, old against new (internal/regress).
+func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf compareFlags
+	fs.StringVar(&cf.format, "format", "text", "output format: text, markdown, csv, json or html (one self-contained page)")
+	fs.StringVar(&cf.metrics, "metric", "", "metrics to compare, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
+	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key")
+	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant)")
+	fs.StringVar(&cf.correction, "correction", "bh", "multiple-cmpComparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
+	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
+	fs.Uint64Var(&cf.seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
+	fs.IntVar(&cf.resamples, "resamples", 1000, "bootstrap resamples")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, compareUsage, "\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := cmpParseArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return pipeline.ExitOK
+		}
+		return pipeline.ExitInvalid
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "benchrun compare: "+format+"\n", a...)
+		return pipeline.ExitInvalid
+	}
+	switch {
+	case cf.by == "" && len(pos) != 2:
+		fs.Usage()
+		return pipeline.ExitInvalid
+	case cf.by != "" && len(pos) == 0:
+		fs.Usage()
+		return pipeline.ExitInvalid
+	}
+	if !cmpValidFormat(cf.format) {
+		return bad("--format %q: give text, markdown, csv, json or html", cf.format)
+	}
+	o, err := cf.options()
+	if err != nil {
+		return bad("%v", err)
+	}
+	side := func(args []string) ([]*regress.Run, int) {
+		var runs []*regress.Run
+		for _, a := range args {
+			dirs, err := cmpResolveRuns(a, stderr)
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			for _, d := range dirs {
+				r, err := regress.Load(d, true)
+				if err != nil {
+					fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
+					return nil, pipeline.ExitInfra
+				}
+				runs = append(runs, r)
+			}
+		}
+		return runs, 0
+	}
+
+	var comps []cmpComparison
+	if cf.by != "" {
+		runs, code := side(pos)
+		if code != 0 {
+			return code
+		}
+		values, variants := regress.SplitBy(runs, cf.by)
+		if len(values) < 2 {
+			return bad("--by %s: the runs given have %d value of %s (%s); give runs of at least two variants", cf.by, len(values), cf.by, strings.Join(cmpQuoteAll(values), ", "))
+		}
+		for _, v := range values[1:] {
+			comps = append(comps, cmpComparison{
+				Title: fmt.Sprintf("%s: %s → %s", cf.by, cmpOrNone(values[0]), cmpOrNone(v)),
+				Old:   variants[values[0]], New: variants[v], By: cf.by, Baseline: values[0], Variant: v,
+			})
+		}
+	} else {
+		olds, code := side(pos[:1])
+		if code != 0 {
+			return code
+		}
+		news, code := side(pos[1:])
+		if code != 0 {
+			return code
+		}
+		comps = append(comps, cmpComparison{Old: olds, New: news})
+	}
+	matched := false
+	for i := range comps {
+		comps[i].Report = regress.CompareRuns(comps[i].Old, comps[i].New, o)
+		if len(comps[i].Report.Verdicts) > 0 || len(comps[i].Report.Skipped) > 0 {
+			matched = true
+		}
+	}
+	if err := cmpWrite(stdout, cf.format, comps); err != nil {
+		fmt.Fprintf(stderr, "benchrun compare: writing: %v\n", err)
+		return pipeline.ExitInfra
+	}
+	if !matched {
+		why := "no cell matches"
+		for _, c := range comps {
+			if c.Report.NoMatch != "" {
+				why = c.Report.NoMatch
+				break
+			}
+		}
+		hint := ""
+		if field, _, ok := strings.Cut(strings.TrimPrefix(why, "no cell matches: "), " differs"); ok && !strings.Contains(field, "cell_id") {
+			hint = fmt.Sprintf(" (--ignore %s compares them anyway)", strings.TrimPrefix(field, "metadata."))
+		}
+		fmt.Fprintf(stderr, "benchrun compare: %s%s\n", why, hint)
+		return pipeline.ExitInvalid
+	}
+	for _, c := range comps {
+		if n := c.Report.Count(regress.Regressed); n > 0 {
+			return pipeline.ExitAssertion
+		}
+	}
+	return pipeline.ExitOK
+}
+
+func (cf compareFlags) options() (regress.Options, error) {
+	var o regress.Options
+	if cf.metrics != "" {
+		ms, err := regress.SelectMetrics(strings.Split(cf.metrics, ","))
+		if err != nil {
+			return o, fmt.Errorf("--metric: %w", err)
+		}
+		o.Metrics = ms
+	}
+	c, ok := regress.ParseCorrection(cf.correction)
+	if !ok {
+		return o, fmt.Errorf("--correction %q: give bh, holm or none", cf.correction)
+	}
+	o.Correction = c
+	if !(cf.alpha > 0 && cf.alpha < 1) {
+		return o, fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", cf.alpha)
+	}
+	o.Alpha, o.Seed, o.Resamples = cf.alpha, cf.seed, cf.resamples
+	for _, f := range strings.Split(cf.ignore, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			o.Ignore = append(o.Ignore, f)
+		}
+	}
+	return o, nil
+}
+
+func cmpValidFormat(f string) bool {
+	switch f {
+	case "text", "markdown", "md", "csv", "json", "html":
+		return true
+	}
+	return false
+}
+
+// cmpParseArgs parses fs's flags wherever they stand among args and
+// returns the positional arguments.
+func cmpParseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// cmpResolveRuns turns one OLD/NEW argument into run directories: a run
+// directory, a glob of them (matches that are no run are left out), or a
+// folder of runs (every run under it, said on stderr).
+func cmpResolveRuns(arg string, stderr io.Writer) ([]string, error) {
+	if strings.ContainsAny(arg, "*?[") {
+		matches, err := filepath.Glob(arg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", arg, err)
+		}
+		var dirs []string
+		for _, m := range matches {
+			if _, err := rundir.Open(m); err == nil {
+				dirs = append(dirs, m)
+			}
+		}
+		if len(dirs) == 0 {
+			return nil, fmt.Errorf("%s matches no run directory", arg)
+		}
+		return dirs, nil
+	}
+	_, err := rundir.Open(arg)
+	if err == nil {
+		return []string{arg}, nil
+	}
+	var nr *rundir.NotRunError
+	if errors.As(err, &nr) && len(nr.Below) > 0 {
+		entries, ferr := rundir.Find(arg, rundir.Filter{})
+		if ferr != nil {
+			return nil, ferr
+		}
+		var dirs []string
+		for _, e := range entries {
+			dirs = append(dirs, e.Dir)
+		}
+		fmt.Fprintf(stderr, "benchrun: %s: %d runs under it, pooled as repeats\n", arg, len(dirs))
+		return dirs, nil
+	}
+	return nil, err
+}
+
+// cmpComparison is one table set: old against new (or a variant against the
+// baseline variant).
+type cmpComparison struct {
+	Title    string
+	Old, New []*regress.Run
+	By       string
+	Baseline string
+	Variant  string
+	Report   *regress.Report
+}
+
+func cmpOrNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func cmpQuoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+func cmpWrite(w io.Writer, format string, comps []cmpComparison) error {
+	switch format {
+	case "json":
+		return cmpWriteJSON(w, comps)
+	case "csv":
+		return cmpWriteCSV(w, comps)
+	case "html":
+		return cmpWriteHTML(w, comps)
+	case "markdown", "md":
+		return cmpWriteText(w, comps, true)
+	}
+	return cmpWriteText(w, comps, false)
+}
+
+// Cells of the tables, as text.
+
+func cmpNum(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// cmpChange is the change column: the percent change when decided, ~
+// when not (benchstat's mark), ? when there is no reference.
+func cmpChange(v regress.Verdict) string {
+	switch {
+	case math.IsNaN(v.Change):
+		return "?"
+	case !v.Outcome.Decided():
+		return "~"
+	}
+	return fmt.Sprintf("%+.2f%%", 100*v.Change)
+}
+
+func cmpInterval(v regress.Verdict) string {
+	if math.IsNaN(v.Low) || math.IsNaN(v.High) {
+		return "–"
+	}
+	if v.Ratio {
+		return fmt.Sprintf("[%.3f, %.3f]", v.Low, v.High)
+	}
+	return fmt.Sprintf("[%s, %s]", cmpNum(v.Low), cmpNum(v.High))
+}
+
+// cmpP is the p column: the Mann–Whitney p of the request samples where
+// there is one (benchstat's), else the p the verdict was gated on.
+func cmpP(v regress.Verdict) string {
+	p, name := v.MWU, "p"
+	if math.IsNaN(p) {
+		p, name = v.P, "p(t)"
+	}
+	if math.IsNaN(p) {
+		return "–"
+	}
+	return fmt.Sprintf("%s=%.3f", name, p)
+}
+
+func cmpVerdict(v regress.Verdict) string {
+	s := string(v.Outcome)
+	if v.Reason != "" {
+		s += ": " + v.Reason
+	}
+	return s
+}
+
+func cmpRunList(runs []string) string {
+	switch len(runs) {
+	case 0:
+		return "no runs"
+	case 1:
+		return "1 run (" + runs[0] + ")"
+	case 2, 3:
+		return fmt.Sprintf("%d runs (%s)", len(runs), strings.Join(runs, ", "))
+	}
+	return fmt.Sprintf("%d runs (%s … %s)", len(runs), runs[0], runs[len(runs)-1])
+}
+
+// cmpByCell groups a report's verdicts by cell key, in order.
+func cmpByCell(rep *regress.Report) ([]regress.Key, map[regress.Key][]regress.Verdict) {
+	var keys []regress.Key
+	m := map[regress.Key][]regress.Verdict{}
+	for _, v := range rep.Verdicts {
+		if _, ok := m[v.Key]; !ok {
+			keys = append(keys, v.Key)
+		}
+		m[v.Key] = append(m[v.Key], v)
+	}
+	return keys, m
+}
+
+func cmpMethodLine(rep *regress.Report) string {
+	return fmt.Sprintf("%.0f%% intervals of new/old; a change counts past each metric's threshold and floor, after %s over %d comparisons (α = %g); ~ = not decided",
+		100*(1-rep.Alpha), rep.Correction, rep.Comparisons, rep.Alpha)
+}
+
+func cmpUnmatchedLine(side, other string, u regress.Unmatched) string {
+	s := fmt.Sprintf("only in %s: %s", side, u.Key)
+	if u.Nearest != nil && len(u.Diffs) > 0 {
+		var ds []string
+		for _, d := range u.Diffs {
+			ds = append(ds, d.String())
+		}
+		s += fmt.Sprintf(" (nearest in %s: %s)", other, strings.Join(ds, ", "))
+	}
+	return s
+}
+
+func cmpTotals(rep *regress.Report) string {
+	return fmt.Sprintf("%d regressed, %d improved, %d same, %d unknown",
+		rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), rep.Count(regress.Unknown))
+}
+
+func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
+	var b strings.Builder
+	for ci, c := range comps {
+		rep := c.Report
+		if ci > 0 {
+			b.WriteString("\n")
+		}
+		if markdown {
+			title := c.Title
+			if title == "" {
+				title = "benchrun compare"
+			}
+			fmt.Fprintf(&b, "## %s\n\nold: %s · new: %s\n\n%s\n", title, cmpRunList(rep.RunsOld), cmpRunList(rep.RunsNew), cmpMethodLine(rep))
+		} else {
+			if c.Title != "" {
+				fmt.Fprintf(&b, "%s\n", c.Title)
+			}
+			fmt.Fprintf(&b, "old: %s\nnew: %s\n%s\n", cmpRunList(rep.RunsOld), cmpRunList(rep.RunsNew), cmpMethodLine(rep))
+		}
+		keys, cells := cmpByCell(rep)
+		for _, k := range keys {
+			if markdown {
+				fmt.Fprintf(&b, "\n### %s\n\n%s\n\n| metric | old | new | change | interval | p | n | verdict |\n| --- | ---: | ---: | ---: | --- | --- | --- | --- |\n", k.CellID, cmpMDEsc(k.String()))
+				for _, v := range cells[k] {
+					fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d+%d | %s |\n", v.Metric, cmpNum(v.Old), cmpNum(v.New), cmpChange(v), cmpInterval(v), cmpP(v), v.N, v.NNew, cmpMDEsc(cmpVerdict(v)))
+				}
+				continue
+			}
+			fmt.Fprintf(&b, "\n%s\n", k)
+			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  metric\told\tnew\tchange\tinterval\tp\tn\tverdict")
+			for _, v := range cells[k] {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d+%d\t%s\n", v.Metric, cmpNum(v.Old), cmpNum(v.New), cmpChange(v), cmpInterval(v), cmpP(v), v.N, v.NNew, cmpVerdict(v))
+			}
+			tw.Flush()
+		}
+		if len(rep.Summaries) > 0 {
+			if markdown {
+				b.WriteString("\n### geomean\n\n| metric | cells | old | new | change |\n| --- | ---: | ---: | ---: | ---: |\n")
+				for _, s := range rep.Summaries {
+					fmt.Fprintf(&b, "| %s | %d | %s | %s | %+.2f%% |\n", s.Metric, s.Cells, cmpNum(s.Old), cmpNum(s.New), 100*s.Change)
+				}
+			} else {
+				b.WriteString("\ngeomean\n")
+				tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+				for _, s := range rep.Summaries {
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%+.2f%%\t(%s)\n", s.Metric, cmpNum(s.Old), cmpNum(s.New), 100*s.Change, cmpPlural(s.Cells, "cell"))
+				}
+				tw.Flush()
+			}
+		}
+		var notes []string
+		for _, u := range rep.OnlyOld {
+			notes = append(notes, cmpUnmatchedLine("old", "new", u))
+		}
+		for _, u := range rep.OnlyNew {
+			notes = append(notes, cmpUnmatchedLine("new", "old", u))
+		}
+		if rep.NoMatch != "" {
+			notes = append(notes, rep.NoMatch)
+		}
+		for _, s := range rep.Skipped {
+			if s.Metric != "" {
+				notes = append(notes, fmt.Sprintf("not compared: %s of %s: %s", s.Metric, s.Key.CellID, s.Reason))
+			} else {
+				notes = append(notes, fmt.Sprintf("not compared: %s: %s", s.Key, s.Reason))
+			}
+		}
+		if e := regress.DescribeExcluded(rep.Excluded); e != "" {
+			notes = append(notes, "excluded: "+e)
+		}
+		notes = append(notes, cmpTotals(rep))
+		b.WriteString("\n")
+		for _, n := range notes {
+			if markdown {
+				fmt.Fprintf(&b, "- %s\n", cmpMDEsc(n))
+			} else {
+				fmt.Fprintf(&b, "%s\n", n)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func cmpPlural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func cmpMDEsc(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// cmpCSVHeader is the compare CSV's header: one row per verdict, and one per
+// cell present on one side only (outcome "only old" / "only new").
+var cmpCSVHeader = []string{"by", "baseline", "variant", "cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata",
+	"metric", "unit", "better", "method", "old", "new", "change", "low", "high", "level", "p", "p_adjusted", "mwu_p", "n_old", "n_new", "outcome", "reason"}
+
+func cmpCSVNum(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', 8, 64)
+}
+
+func cmpKeyCols(k regress.Key) []string {
+	return []string{k.CellID, k.Plan, k.Stage, k.Endpoint, k.ModelDigest, k.Engine, k.EngineVersion, k.Hardware, k.MetaString()}
+}
+
+func cmpWriteCSV(w io.Writer, comps []cmpComparison) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(cmpCSVHeader); err != nil {
+		return err
+	}
+	for _, c := range comps {
+		pre := []string{c.By, c.Baseline, c.Variant}
+		for _, v := range c.Report.Verdicts {
+			row := append(append(append([]string{}, pre...), cmpKeyCols(v.Key)...),
+				v.Metric, v.Unit, v.Better.String(), v.Method, cmpCSVNum(v.Old), cmpCSVNum(v.New), cmpCSVNum(v.Change), cmpCSVNum(v.Low), cmpCSVNum(v.High), cmpCSVNum(v.Level),
+				cmpCSVNum(v.P), cmpCSVNum(v.PAdjusted), cmpCSVNum(v.MWU), strconv.Itoa(v.N), strconv.Itoa(v.NNew), string(v.Outcome), v.Reason)
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+		for _, u := range c.Report.OnlyOld {
+			if err := cw.Write(cmpOnlyRow(pre, u, "only old")); err != nil {
+				return err
+			}
+		}
+		for _, u := range c.Report.OnlyNew {
+			if err := cw.Write(cmpOnlyRow(pre, u, "only new")); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func cmpOnlyRow(pre []string, u regress.Unmatched, outcome string) []string {
+	row := append(append([]string{}, pre...), cmpKeyCols(u.Key)...)
+	for len(row) < len(cmpCSVHeader)-2 {
+		row = append(row, "")
+	}
+	var ds []string
+	for _, d := range u.Diffs {
+		ds = append(ds, d.String())
+	}
+	return append(row, outcome, strings.Join(ds, "; "))
+}
+
+// cmpJSONVerdict is a verdict with NaN as null (JSON has no NaN).
+type cmpJSONVerdict struct {
+	regress.Verdict
+	Better    string   `json:"better"`
+	Old       *float64 `json:"old"`
+	New       *float64 `json:"new"`
+	Change    *float64 `json:"change"`
+	Low       *float64 `json:"low"`
+	High      *float64 `json:"high"`
+	P         *float64 `json:"p"`
+	PAdjusted *float64 `json:"p_adjusted"`
+	MWU       *float64 `json:"mwu_p"`
+	Margin    *float64 `json:"margin"`
+}
+
+func cmpJSONNum(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func cmpJSONVerdicts(vs []regress.Verdict) []cmpJSONVerdict {
+	out := make([]cmpJSONVerdict, len(vs))
+	for i, v := range vs {
+		out[i] = cmpJSONVerdict{Verdict: v, Better: v.Better.String(), Old: cmpJSONNum(v.Old), New: cmpJSONNum(v.New), Change: cmpJSONNum(v.Change), Low: cmpJSONNum(v.Low), High: cmpJSONNum(v.High),
+			P: cmpJSONNum(v.P), PAdjusted: cmpJSONNum(v.PAdjusted), MWU: cmpJSONNum(v.MWU), Margin: cmpJSONNum(v.Margin)}
+	}
+	return out
+}
+
+type cmpJSONReport struct {
+	*regress.Report
+	By       string           `json:"by,omitempty"`
+	Baseline *string          `json:"baseline,omitempty"`
+	Variant  *string          `json:"variant,omitempty"`
+	Verdicts []cmpJSONVerdict `json:"verdicts"`
+	Counts   map[string]int   `json:"counts"`
+}
+
+func cmpWriteJSON(w io.Writer, comps []cmpComparison) error {
+	var reps []cmpJSONReport
+	for _, c := range comps {
+		jr := cmpJSONReport{Report: c.Report, Verdicts: cmpJSONVerdicts(c.Report.Verdicts), Counts: map[string]int{}}
+		if c.By != "" {
+			jr.By, jr.Baseline, jr.Variant = c.By, &c.Baseline, &c.Variant
+		}
+		for _, o := range []regress.Outcome{regress.Regressed, regress.Improved, regress.Same, regress.Unknown} {
+			jr.Counts[string(o)] = c.Report.Count(o)
+		}
+		reps = append(reps, jr)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if len(reps) == 1 && reps[0].By == "" {
+		return enc.Encode(reps[0])
+	}
+	return enc.Encode(map[string]any{"comparisons": reps})
+}
+
+// compareCSS styles the HTML page: inline, no external reference.
+const compareCSS = `body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1f2933}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{padding:.25em .7em;border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}tr.regressed td{background:#fde2e1}tr.improved td{background:#e3f9e5}
+tr.unknown td,tr.insufficient td{color:#52606d}.key{color:#52606d;font-size:.9em}p.method{color:#52606d}`
+
+func cmpWriteHTML(w io.Writer, comps []cmpComparison) error {
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>benchrun compare</title><style>" + compareCSS + "</style></head><body>\n")
+	e := html.EscapeString
+	for _, c := range comps {
+		rep := c.Report
+		title := c.Title
+		if title == "" {
+			title = "benchrun compare"
+		}
+		fmt.Fprintf(&b, "<h1>%s</h1>\n<p>old: %s<br>new: %s</p>\n<p class=\"method\">%s</p>\n", e(title), e(cmpRunList(rep.RunsOld)), e(cmpRunList(rep.RunsNew)), e(cmpMethodLine(rep)))
+		keys, cells := cmpByCell(rep)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "<h2>%s</h2>\n<div class=\"key\">%s</div>\n<table><tr><th>metric</th><th>old</th><th>new</th><th>change</th><th>interval</th><th>p</th><th>n</th><th>verdict</th></tr>\n", e(k.CellID), e(k.String()))
+			for _, v := range cells[k] {
+				class := strings.Fields(string(v.Outcome))[0]
+				fmt.Fprintf(&b, "<tr class=\"%s\"><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td>%s</td><td>%d+%d</td><td>%s</td></tr>\n",
+					class, e(v.Metric), e(cmpNum(v.Old)), e(cmpNum(v.New)), e(cmpChange(v)), e(cmpInterval(v)), e(cmpP(v)), v.N, v.NNew, e(cmpVerdict(v)))
+			}
+			b.WriteString("</table>\n")
+		}
+		if len(rep.Summaries) > 0 {
+			b.WriteString("<h2>geomean</h2>\n<table><tr><th>metric</th><th>cells</th><th>old</th><th>new</th><th>change</th></tr>\n")
+			for _, s := range rep.Summaries {
+				fmt.Fprintf(&b, "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%+.2f%%</td></tr>\n", e(s.Metric), s.Cells, e(cmpNum(s.Old)), e(cmpNum(s.New)), 100*s.Change)
+			}
+			b.WriteString("</table>\n")
+		}
+		b.WriteString("<ul>\n")
+		for _, u := range rep.OnlyOld {
+			fmt.Fprintf(&b, "<li>%s</li>\n", e(cmpUnmatchedLine("old", "new", u)))
+		}
+		for _, u := range rep.OnlyNew {
+			fmt.Fprintf(&b, "<li>%s</li>\n", e(cmpUnmatchedLine("new", "old", u)))
+		}
+		if rep.NoMatch != "" {
+			fmt.Fprintf(&b, "<li>%s</li>\n", e(rep.NoMatch))
+		}
+		if x := regress.DescribeExcluded(rep.Excluded); x != "" {
+			fmt.Fprintf(&b, "<li>excluded: %s</li>\n", e(x))
+		}
+		fmt.Fprintf(&b, "<li><strong>%s</strong></li>\n</ul>\n", e(cmpTotals(rep)))
+	}
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,456 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/regress"
+	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/pipeline"
+)
+
+const historyUsage = `usage: benchrun history RUNS_ROOT_OR_PLAN_DIR [--plan NAME] [--metric m,...] [--html FILE]
+
+Per cell and metric, the series of values over the runs under the folder (by
+run start), with the change points found in it (e-divisive means with a
+t-test, as Apache Otava: window 50, p ≤ 0.001, magnitude ≥ 5%), as a table on
+stdout and, with --html, as one self-contained page with a chart per metric.
+Runs that did not end ok, cells not ok and client-bound cells are left out
+and counted.
+`
+
+// runHistory is `benchrun history`.
+func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("history", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	plan := fs.String("plan", "", "only runs of this plan")
+	metrics := fs.String("metric", "", "metrics, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML page with one chart per metric to this file")
+	format := fs.String("format", "text", "stdout format: text, csv or json")
+	from := fs.String("from", "", "only runs started on or after this day (YYYY-MM-DD, UTC) or time (RFC3339)")
+	to := fs.String("to", "", "only runs started on or before this day or time")
+	ignore := fs.String("ignore", "", "cell-key parts that may differ within a series, comma-separated (as compare's --ignore)")
+	window := fs.Int("window", 50, "change points: sliding window length")
+	maxP := fs.Float64("p", 0.001, "change points: the p-value a change must be under")
+	magnitude := fs.Float64("magnitude", 0.05, "change points: the relative change a change must exceed")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, historyUsage, "\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := cmpParseArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return pipeline.ExitOK
+		}
+		return pipeline.ExitInvalid
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return pipeline.ExitInvalid
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "benchrun history: "+format+"\n", a...)
+		return pipeline.ExitInvalid
+	}
+	switch *format {
+	case "text", "csv", "json":
+	default:
+		return bad("--format %q: give text, csv or json", *format)
+	}
+	f := rundir.Filter{Plan: *plan}
+	if *from != "" {
+		if f.From, err = rundir.ParseFrom(*from); err != nil {
+			return bad("--from: %v", err)
+		}
+	}
+	if *to != "" {
+		if f.To, err = rundir.ParseTo(*to); err != nil {
+			return bad("--to: %v", err)
+		}
+	}
+	var ms []regress.Metric
+	if *metrics != "" {
+		if ms, err = regress.SelectMetrics(strings.Split(*metrics, ",")); err != nil {
+			return bad("--metric: %v", err)
+		}
+	}
+	if *magnitude == 0 {
+		*magnitude = -1 // ChangePointOptions: negative is none, 0 the default
+	}
+	runs, err := regress.LoadHistory(pos[0], f, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return bad("%v", err)
+		}
+		fmt.Fprintf(stderr, "benchrun history: %v\n", err)
+		return pipeline.ExitInfra
+	}
+	if len(runs) == 0 {
+		what := ""
+		if *plan != "" {
+			what = " of plan " + *plan
+		}
+		return bad("no runs%s under %s", what, pos[0])
+	}
+	var o regress.Options
+	for _, x := range strings.Split(*ignore, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			o.Ignore = append(o.Ignore, x)
+		}
+	}
+	series := regress.SeriesOf(runs, ms, o, regress.ChangePointOptions{Window: *window, MaxP: *maxP, MinMagnitude: *magnitude})
+	h := historyData{Root: pos[0], Runs: runs, Series: series}
+	switch *format {
+	case "csv":
+		err = writeHistoryCSV(stdout, h)
+	case "json":
+		err = writeHistoryJSON(stdout, h)
+	default:
+		err = writeHistoryText(stdout, h)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "benchrun history: writing: %v\n", err)
+		return pipeline.ExitInfra
+	}
+	if *htmlOut != "" {
+		if err := os.WriteFile(*htmlOut, []byte(historyHTML(h)), 0o644); err != nil {
+			fmt.Fprintf(stderr, "benchrun history: %v\n", err)
+			return pipeline.ExitInfra
+		}
+	}
+	return pipeline.ExitOK
+}
+
+type historyData struct {
+	Root   string
+	Runs   []*regress.Run
+	Series []regress.Series
+}
+
+// runsLine says how many runs there are and how many were left out.
+func (h historyData) runsLine() string {
+	excluded := map[string]int{}
+	ok := 0
+	for _, r := range h.Runs {
+		if r.Status == rundir.RunOK {
+			ok++
+		} else {
+			excluded["run "+r.Status]++
+		}
+	}
+	s := fmt.Sprintf("%d runs under %s", ok, h.Root)
+	if e := regress.DescribeExcluded(excluded); e != "" {
+		s += " (left out: " + e + ")"
+	}
+	return s
+}
+
+// histCellGroup is a cell's series, in metric order.
+type histCellGroup struct {
+	key    regress.Key
+	series []regress.Series
+}
+
+func histGroupByCell(ss []regress.Series) []histCellGroup {
+	var out []histCellGroup
+	idx := map[regress.Key]int{}
+	for _, s := range ss {
+		i, ok := idx[s.Key]
+		if !ok {
+			i = len(out)
+			idx[s.Key] = i
+			out = append(out, histCellGroup{key: s.Key})
+		}
+		out[i].series = append(out[i].series, s)
+	}
+	return out
+}
+
+// row is one run of a cell's table.
+type histRow struct {
+	at    time.Time
+	run   string
+	vals  []float64
+	marks []bool
+}
+
+func histRows(g histCellGroup) []histRow {
+	var rows []histRow
+	idx := map[string]int{}
+	for mi, s := range g.series {
+		cps := map[int]bool{}
+		for _, c := range s.ChangePoints {
+			cps[c.Index] = true
+		}
+		for pi, p := range s.Points {
+			i, ok := idx[p.RunID]
+			if !ok {
+				i = len(rows)
+				idx[p.RunID] = i
+				r := histRow{at: p.At, run: p.RunID, vals: make([]float64, len(g.series)), marks: make([]bool, len(g.series))}
+				for j := range r.vals {
+					r.vals[j] = math.NaN()
+				}
+				rows = append(rows, r)
+			}
+			rows[i].vals[mi], rows[i].marks[mi] = p.Value, cps[pi]
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b histRow) int { return a.at.Compare(b.at) })
+	return rows
+}
+
+// histChangeLine describes one change point.
+func histChangeLine(s regress.Series, c regress.ChangePoint) string {
+	p := s.Points[c.Index]
+	dir := "better"
+	if s.Metric.Better.Worse(c.Change()) {
+		dir = "worse"
+	}
+	return fmt.Sprintf("%s changed at run %s (%s): %s → %s %s (%+.1f%%, %s), p=%.2g",
+		s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), cmpNum(c.MeanBefore), cmpNum(c.MeanAfter), s.Metric.Unit, 100*c.Change(), dir, c.P)
+}
+
+func writeHistoryText(w io.Writer, h historyData) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nchange points (◆): e-divisive means with a t-test, as Apache Otava\n", h.runsLine())
+	for _, g := range histGroupByCell(h.Series) {
+		fmt.Fprintf(&b, "\n%s\n", g.key)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		head := "  started\trun"
+		for _, s := range g.series {
+			head += "\t" + s.Metric.Name + " " + s.Metric.Better.Arrow()
+		}
+		fmt.Fprintln(tw, head)
+		for _, r := range histRows(g) {
+			line := "  " + r.at.UTC().Format(time.RFC3339) + "\t" + r.run
+			for i, v := range r.vals {
+				cell := cmpNum(v)
+				if r.marks[i] {
+					cell += " ◆"
+				}
+				line += "\t" + cell
+			}
+			fmt.Fprintln(tw, line)
+		}
+		tw.Flush()
+		var excl map[string]int
+		for _, s := range g.series {
+			for _, c := range s.ChangePoints {
+				fmt.Fprintf(&b, "  ◆ %s\n", histChangeLine(s, c))
+			}
+			for k, n := range s.Excluded {
+				if !strings.HasPrefix(k, "run ") && (excl == nil || excl[k] < n) {
+					if excl == nil {
+						excl = map[string]int{}
+					}
+					excl[k] = n
+				}
+			}
+		}
+		if e := regress.DescribeExcluded(excl); e != "" {
+			fmt.Fprintf(&b, "  left out: %s\n", e)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeHistoryCSV(w io.Writer, h historyData) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata", "metric", "run_id", "started_at", "value", "change_point", "change", "p"}); err != nil {
+		return err
+	}
+	for _, s := range h.Series {
+		cps := map[int]regress.ChangePoint{}
+		for _, c := range s.ChangePoints {
+			cps[c.Index] = c
+		}
+		for i, p := range s.Points {
+			c, isCP := cps[i]
+			change, pv := "", ""
+			if isCP {
+				change, pv = cmpCSVNum(c.Change()), cmpCSVNum(c.P)
+			}
+			row := append(cmpKeyCols(s.Key), s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339Nano), cmpCSVNum(p.Value), strconv.FormatBool(isCP), change, pv)
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func writeHistoryJSON(w io.Writer, h historyData) error {
+	type js struct {
+		regress.Series
+		Metric string `json:"metric"`
+		Better string `json:"better"`
+	}
+	var out []js
+	for _, s := range h.Series {
+		out = append(out, js{Series: s, Metric: s.Metric.Name, Better: s.Metric.Better.String()})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"root": h.Root, "series": out})
+}
+
+// historyHTML is one self-contained page: a chart per metric (a line per
+// cell, change points marked), then each cell's table.
+func historyHTML(h historyData) string {
+	var b strings.Builder
+	e := html.EscapeString
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>benchrun history</title><style>" + compareCSS +
+		" td.cp{font-weight:600;color:#c81e1e}</style></head><body>\n")
+	fmt.Fprintf(&b, "<h1>benchrun history</h1>\n<p>%s</p>\n<p class=\"method\">Change points (red rings) are e-divisive means with a t-test, as Apache Otava.</p>\n", e(h.runsLine()))
+	// One chart per metric, in the order metrics first appear.
+	var names []string
+	byMetric := map[string][]regress.Series{}
+	for _, s := range h.Series {
+		if _, ok := byMetric[s.Metric.Name]; !ok {
+			names = append(names, s.Metric.Name)
+		}
+		byMetric[s.Metric.Name] = append(byMetric[s.Metric.Name], s)
+	}
+	for _, n := range names {
+		ss := byMetric[n]
+		fmt.Fprintf(&b, "<h2>%s</h2>\n%s\n", e(n), historyChart(n+" ("+ss[0].Metric.Unit+", "+ss[0].Metric.Better.String()+" is better)", ss))
+	}
+	for _, g := range histGroupByCell(h.Series) {
+		fmt.Fprintf(&b, "<h2>%s</h2>\n<div class=\"key\">%s</div>\n<table><tr><th>started</th><th>run</th>", e(g.key.CellID), e(g.key.String()))
+		for _, s := range g.series {
+			fmt.Fprintf(&b, "<th>%s %s</th>", e(s.Metric.Name), s.Metric.Better.Arrow())
+		}
+		b.WriteString("</tr>\n")
+		for _, r := range histRows(g) {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td>", e(r.at.UTC().Format(time.RFC3339)), e(r.run))
+			for i, v := range r.vals {
+				if r.marks[i] {
+					fmt.Fprintf(&b, "<td class=\"n cp\">%s ◆</td>", e(cmpNum(v)))
+				} else {
+					fmt.Fprintf(&b, "<td class=\"n\">%s</td>", e(cmpNum(v)))
+				}
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</table>\n<ul>\n")
+		for _, s := range g.series {
+			for _, c := range s.ChangePoints {
+				fmt.Fprintf(&b, "<li>%s</li>\n", e(histChangeLine(s, c)))
+			}
+		}
+		b.WriteString("</ul>\n")
+	}
+	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+// historyPalette is Tableau 10, as the report's charts use.
+var historyPalette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+
+// historyChart draws a metric's series as an inline SVG line chart over
+// time: no script, no external reference (inline SVG in HTML needs no
+// namespace), change points ringed in red.
+func historyChart(title string, ss []regress.Series) string {
+	const w, hgt, ml, mr, mt, mb = 760, 340, 70, 20, 48, 56
+	var tMin, tMax time.Time
+	yMin, yMax := math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		for _, p := range s.Points {
+			if tMin.IsZero() || p.At.Before(tMin) {
+				tMin = p.At
+			}
+			if p.At.After(tMax) {
+				tMax = p.At
+			}
+			yMin, yMax = math.Min(yMin, p.Value), math.Max(yMax, p.Value)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-size="12">`, w, hgt, w, hgt, html.EscapeString(title))
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/><text x="%d" y="20" font-size="14" font-weight="600" fill="#1f2933">%s</text>`, ml-50, html.EscapeString(title))
+	if math.IsInf(yMin, 0) {
+		b.WriteString(`<text x="380" y="170" text-anchor="middle" fill="#7b8794">no values</text></svg>`)
+		return b.String()
+	}
+	if yMax == yMin {
+		yMin, yMax = yMin*0.95, yMax*1.05+1e-9
+	}
+	pad := (yMax - yMin) * 0.08
+	yMin, yMax = yMin-pad, yMax+pad
+	span := tMax.Sub(tMin).Seconds()
+	if span <= 0 {
+		span = 1
+	}
+	x := func(t time.Time) float64 { return ml + t.Sub(tMin).Seconds()/span*(w-ml-mr) }
+	y := func(v float64) float64 { return hgt - mb - (v-yMin)/(yMax-yMin)*(hgt-mt-mb) }
+	// Grid, y ticks, x ticks (dates).
+	b.WriteString(`<g stroke="#e4e7eb">`)
+	for i := 0; i <= 4; i++ {
+		v := yMin + float64(i)/4*(yMax-yMin)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, ml, y(v), w-mr, y(v))
+	}
+	b.WriteString(`</g><g fill="#52606d" font-size="11">`)
+	for i := 0; i <= 4; i++ {
+		v := yMin + float64(i)/4*(yMax-yMin)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, ml-6, y(v)+4, cmpNum(v))
+	}
+	for i := 0; i <= 4; i++ {
+		t := tMin.Add(time.Duration(float64(i) / 4 * span * float64(time.Second)))
+		label := t.UTC().Format("2006-01-02")
+		if span < 2*86400 {
+			label = t.UTC().Format("01-02 15:04")
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(t), hgt-mb+16, label)
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(&b, `<path d="M%d %d V%d H%d" fill="none" stroke="#9aa5b1"/>`, ml, mt, hgt-mb, w-mr)
+	// Series, then change points on top, then the legend.
+	for i, s := range ss {
+		color := historyPalette[i%len(historyPalette)]
+		var d strings.Builder
+		for j, p := range s.Points {
+			cmd := "L"
+			if j == 0 {
+				cmd = "M"
+			}
+			fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, x(p.At), y(p.Value))
+		}
+		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`, strings.TrimSpace(d.String()), color)
+		for _, p := range s.Points {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s %s: %s</title></circle>`, x(p.At), y(p.Value), color, html.EscapeString(s.CellID), html.EscapeString(p.RunID), cmpNum(p.Value))
+		}
+		for _, c := range s.ChangePoints {
+			p := s.Points[c.Index]
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e15759" stroke-dasharray="4 3"/>`, x(p.At), mt, x(p.At), hgt-mb)
+			fmt.Fprintf(&b, `<circle class="cp" cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, x(p.At), y(p.Value), html.EscapeString(histChangeLine(s, c)))
+		}
+	}
+	lx, ly := ml, hgt-18
+	for i, s := range ss {
+		name := s.CellID
+		if lx+30+7*len(name) > w-mr {
+			break
+		}
+		color := historyPalette[i%len(historyPalette)]
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/><text x="%d" y="%d" fill="#323f4b">%s</text>`, lx, ly-4, lx+16, ly-4, color, lx+20, ly, html.EscapeString(name))
+		lx += 30 + 7*len(name)
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
