@@ -615,7 +615,7 @@ func cmpWriteJSON(w io.Writer, comps []cmpComparison) error {
 
 // compareCSS styles the HTML page: inline, no external reference.
 const compareCSS = `body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em;color:#1f2933}
-table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{padding:.25em .7em;border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{padding:.25em .7em;border-bottom:1px solid #e4e7eb;text-align:left;vertical-align:top;white-space:nowrap}td:last-child{white-space:normal}
 td.n{text-align:right;font-variant-numeric:tabular-nums}tr.regressed td{background:#fde2e1}tr.improved td{background:#e3f9e5}
 tr.unknown td,tr.insufficient td{color:#52606d}.key{color:#52606d;font-size:.9em}p.method{color:#52606d}`
 

@@ -360,6 +360,25 @@ func historyHTML(h historyData) string {
 	return b.String()
 }
 
+// histTicks are round values between lo and hi: 1, 2 or 5 × 10^k apart,
+// four to eight of them.
+func histTicks(lo, hi float64) []float64 {
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, f := range []float64{1, 2, 5, 10} {
+		if f*mag >= raw {
+			step = f * mag
+			break
+		}
+	}
+	var out []float64
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		out = append(out, v)
+	}
+	return out
+}
+
 // historyPalette is Tableau 10, as the report's charts use.
 var historyPalette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
 
@@ -399,15 +418,14 @@ func historyChart(title string, ss []regress.Series) string {
 	}
 	x := func(t time.Time) float64 { return ml + t.Sub(tMin).Seconds()/span*(w-ml-mr) }
 	y := func(v float64) float64 { return hgt - mb - (v-yMin)/(yMax-yMin)*(hgt-mt-mb) }
-	// Grid, y ticks, x ticks (dates).
+	// Grid, y ticks at round values, x ticks (dates).
+	ticks := histTicks(yMin, yMax)
 	b.WriteString(`<g stroke="#e4e7eb">`)
-	for i := 0; i <= 4; i++ {
-		v := yMin + float64(i)/4*(yMax-yMin)
+	for _, v := range ticks {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, ml, y(v), w-mr, y(v))
 	}
 	b.WriteString(`</g><g fill="#52606d" font-size="11">`)
-	for i := 0; i <= 4; i++ {
-		v := yMin + float64(i)/4*(yMax-yMin)
+	for _, v := range ticks {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, ml-6, y(v)+4, cmpNum(v))
 	}
 	for i := 0; i <= 4; i++ {
@@ -416,7 +434,14 @@ func historyChart(title string, ss []regress.Series) string {
 		if span < 2*86400 {
 			label = t.UTC().Format("01-02 15:04")
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(t), hgt-mb+16, label)
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(t), hgt-mb+16, anchor, label)
 	}
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<path d="M%d %d V%d H%d" fill="none" stroke="#9aa5b1"/>`, ml, mt, hgt-mb, w-mr)

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/sinks/parquet"
+)
+
+// writeSyntheticRun writes a run directory in the hive layout under root:
+// a manifest with the status and the cells as a Parquet part file.
+func writeSyntheticRun(t *testing.T, root, plan string, at time.Time, status string, cells []results.Cell) string {
+	t.Helper()
+	id := at.UTC().Format("20060102T150405Z") + "-abcdef"
+	dir := filepath.Join(root, "plan="+plan, "date="+at.UTC().Format(time.DateOnly), "run="+id)
+	if err := os.MkdirAll(filepath.Join(dir, results.TableCells), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fin := at.Add(time.Minute)
+	code := 0
+	if status != rundir.RunOK {
+		code = 1
+	}
+	m := rundir.Manifest{RunID: id, Plan: plan, StartedAt: at, FinishedAt: &fin, Status: status, ExitCode: &code}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rundir.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cells {
+		cells[i].RunID, cells[i].Plan, cells[i].Attempt, cells[i].StartedAt = id, plan, 1, at
+	}
+	if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, "part-001-00001.parquet"), cells); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func syntheticCell(id string, ttft, tput float64) results.Cell {
+	return results.Cell{
+		Stage: "sweep", CellID: id, Endpoint: "completions", Engine: "vllm", EngineVersion: "0.11.0",
+		Hardware: "linux/amd64, 1× H200", Concurrency: 4, Requests: 64, Completed: 64, Status: results.StatusOK,
+		TTFTP50Ms: results.Some(ttft), OutputTokS: results.Some(tput),
+	}
+}
+
+// TestHistoryCommand runs `benchrun history` over 40 synthetic nightly
+// runs of two cells: TTFT p50 of one cell rises 20% from run 20 on; a
+// failed run and an error cell are left out and counted.
+func TestHistoryCommand(t *testing.T) {
+	root := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	noisy := func(x float64) float64 { return x * math.Exp(0.02*rng.NormFloat64()) }
+	start := time.Date(2026, 10, 1, 2, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 40 {
+		ttft := 40.0
+		if i >= 20 {
+			ttft = 48
+		}
+		cells := []results.Cell{syntheticCell("sweep/128:128/c4", noisy(ttft), noisy(450)), syntheticCell("sweep/2048:128/c4", noisy(90), noisy(300))}
+		status := rundir.RunOK
+		switch i {
+		case 7:
+			status = rundir.RunFailed
+			cells[0].TTFTP50Ms = results.Some(999.0) // must not show
+		case 11:
+			cells[1].Status, cells[1].Reason = results.StatusError, "3 of 64 requests failed"
+		case 13:
+			cells[1].OutputTokS = nil // NULL: skipped, never 0
+		}
+		ids = append(ids, writeSyntheticRun(t, root, "nightly", start.AddDate(0, 0, i), status, cells))
+	}
+	// A run of another plan, which --plan leaves out.
+	writeSyntheticRun(t, root, "other", start, rundir.RunOK, []results.Cell{syntheticCell("sweep/128:128/c4", 1, 1)})
+
+	page := filepath.Join(t.TempDir(), "history.html")
+	var out, errb bytes.Buffer
+	code := benchrunMain([]string{"history", root, "--plan", "nightly", "--metric", "ttft_p50_ms,output_tok_s", "--html", page}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"39 runs under " + root + " (left out: 1 run failed)",
+		"sweep/128:128/c4 · plan nightly · vllm 0.11.0 · completions",
+		"started               run                      ttft_p50_ms ↓  output_tok_s ↑",
+		"◆ ttft_p50_ms changed at run " + ids[20] + " (2026-10-21T02:00:00Z): ",
+		"left out: 1 cell error, 1 not measured",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, text)
+		}
+	}
+	if !regexp.MustCompile(`ms \(\+(1[5-9]|2[0-5])\.[0-9]%, worse\), p=`).MatchString(text) {
+		t.Errorf("the change point does not say +15..25%%, worse:\n%s", text)
+	}
+	if regexp.MustCompile(`\s999\s`).MatchString(text) {
+		t.Error("the failed run's value is in the history")
+	}
+	// The change point is marked on run 20's row of the first cell, and
+	// nowhere else: the other cell and the throughputs did not change.
+	if n := strings.Count(text, "◆ "); n != 2 { // the legend's "(◆)" has no space after it
+		t.Errorf("%d change-point marks, want 2 (the row and its line):\n%s", n, text)
+	}
+	if !regexp.MustCompile(`(?m)^  2026-10-21T02:00:00Z  ` + ids[20] + `  4[0-9.]+ ◆ `).MatchString(text) {
+		t.Errorf("run 20's row is not marked:\n%s", text)
+	}
+
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	if n := strings.Count(html, "<svg "); n != 2 {
+		t.Errorf("%d charts, want one per metric (2)", n)
+	}
+	if !strings.Contains(html, `<circle class="cp"`) || !strings.Contains(html, "<h2>ttft_p50_ms</h2>") {
+		t.Error("the page marks no change point or lacks the ttft_p50_ms chart")
+	}
+	for _, bad := range []string{"http", "<script", "src="} {
+		if strings.Contains(html, bad) {
+			t.Errorf("the page holds %q: not self-contained", bad)
+		}
+	}
+
+	// CSV: one row per point, the change point flagged.
+	out.Reset()
+	if code := benchrunMain([]string{"history", filepath.Join(root, "plan=nightly"), "--metric", "ttft_p50_ms", "--format", "csv"}, &out, &errb); code != 0 {
+		t.Fatalf("csv: exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 1+39+38 { // header, cell 1 (39 runs), cell 2 (38: one error)
+		t.Errorf("%d CSV lines, want 78", len(lines))
+	}
+	if !strings.Contains(out.String(), ","+ids[20]+",2026-10-21T02:00:00Z,") || strings.Count(out.String(), ",true,") != 1 {
+		t.Errorf("CSV change point row:\n%s", out.String())
+	}
+
+	// Bad arguments exit 2.
+	for _, args := range [][]string{
+		{"history"},
+		{"history", root, "--metric", "ttft_p95"},
+		{"history", root, "--plan", "nope"},
+		{"history", filepath.Join(root, "missing")},
+		{"history", root, "--format", "xml"},
+	} {
+		errb.Reset()
+		if code := benchrunMain(args, &out, &errb); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+	if code := benchrunMain([]string{"history", root, "--plan", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no runs of plan nope under") {
+		t.Errorf("no runs: %s", errb.String())
+	}
+}
