@@ -15,11 +15,12 @@ import (
 // with the request it came from, and each run's requests in completion
 // order, which the block bootstrap resamples.
 type side struct {
-	vals  []float64 // sorted
-	owner []int32   // the request (index into the side's requests) of each value
-	runs  []runSpan // each run's requests: [start, end), with its block length
-	nReq  int       // requests of every run
-	nVals int
+	vals   []float64 // sorted
+	owner  []int32   // the request (index into the side's requests) of each value
+	runs   []runSpan // each run's requests: [start, end), with its block length
+	nReq   int       // requests of every run
+	nVals  int
+	perReq []int32 // values each request gave
 }
 
 type runSpan struct {
@@ -160,6 +161,10 @@ func buildSide(cells []sideCell, family string) side {
 		s.vals[i], s.owner[i] = v.x, v.owner
 	}
 	s.nVals = len(all)
+	s.perReq = make([]int32, s.nReq)
+	for _, v := range all {
+		s.perReq[v.owner]++
+	}
 	return s
 }
 
@@ -205,57 +210,79 @@ func (s *side) stats(counts []int32, qs []float64, out []float64) {
 		}
 		return float64(counts[s.owner[i]])
 	}
-	var total, sum float64
-	for i, x := range s.vals {
-		w := weight(i)
-		total += w
-		sum += w * x
+	total := float64(s.nVals)
+	if counts != nil {
+		total = 0
+		for j, c := range counts {
+			total += float64(c) * float64(s.perReq[j])
+		}
 	}
-	// Positions wanted in the expanded sample, two per quantile.
+	if total == 0 {
+		for j := range out {
+			out[j] = math.NaN()
+		}
+		return
+	}
+	// Positions wanted in the expanded sample, two per quantile: those in
+	// the lower half are found walking up from the smallest value, the
+	// others walking down from the largest (a p99 reads 1% of the values).
 	type want struct {
 		pos  float64
 		slot int
 		hi   bool
 	}
-	var wants []want
+	var up, down []want
 	lo := make([]float64, len(qs))
 	hi := make([]float64, len(qs))
 	frac := make([]float64, len(qs))
 	for j, q := range qs {
 		if q == 0 {
+			var sum float64
+			for i, x := range s.vals {
+				sum += weight(i) * x
+			}
 			out[j] = sum / total
 			continue
 		}
 		r := q * (total - 1)
 		f := math.Floor(r)
 		frac[j] = r - f
-		wants = append(wants, want{f, j, false}, want{math.Min(f+1, total-1), j, true})
-	}
-	slices.SortStableFunc(wants, func(a, b want) int { return cmp.Compare(a.pos, b.pos) })
-	cum := 0.0
-	k := 0
-	for i, x := range s.vals {
-		if k == len(wants) {
-			break
-		}
-		cum += weight(i)
-		for k < len(wants) && wants[k].pos < cum {
-			if wants[k].hi {
-				hi[wants[k].slot] = x
+		for _, w := range []want{{f, j, false}, {math.Min(f+1, total-1), j, true}} {
+			if w.pos < total/2 {
+				up = append(up, w)
 			} else {
-				lo[wants[k].slot] = x
+				down = append(down, w)
 			}
+		}
+	}
+	set := func(w want, x float64) {
+		if w.hi {
+			hi[w.slot] = x
+		} else {
+			lo[w.slot] = x
+		}
+	}
+	slices.SortStableFunc(up, func(a, b want) int { return cmp.Compare(a.pos, b.pos) })
+	cum, k := 0.0, 0
+	for i := 0; i < len(s.vals) && k < len(up); i++ {
+		cum += weight(i) // value i holds positions [cum − w, cum)
+		for k < len(up) && up[k].pos < cum {
+			set(up[k], s.vals[i])
+			k++
+		}
+	}
+	slices.SortStableFunc(down, func(a, b want) int { return cmp.Compare(b.pos, a.pos) })
+	cum, k = 0, 0
+	for i := len(s.vals) - 1; i >= 0 && k < len(down); i-- {
+		cum += weight(i) // value i holds positions [total − cum, total − cum + w)
+		for k < len(down) && down[k].pos >= total-cum {
+			set(down[k], s.vals[i])
 			k++
 		}
 	}
 	for j, q := range qs {
 		if q != 0 {
 			out[j] = lo[j] + frac[j]*(hi[j]-lo[j])
-		}
-	}
-	if total == 0 {
-		for j := range out {
-			out[j] = math.NaN()
 		}
 	}
 }
@@ -268,9 +295,22 @@ type bootResult struct {
 	se        float64 // bootstrap standard error of ln ratio
 }
 
-// bootstrapRatios resamples both sides b times and returns, for each
-// quantile in qs, the ratio's interval at two-sided level alpha.
+// maxBootWork bounds a bootstrap's work (values walked over all
+// resamples): a side of a million ITL gaps gets fewer resamples rather
+// than minutes. The interval rests on the bootstrap's standard error, which
+// a few hundred resamples estimate to a few percent.
+const maxBootWork = 2e8
+
+// minResamples is the fewest resamples a bootstrap draws, however large.
+const minResamples = 200
+
+// bootstrapRatios resamples both sides b times (fewer for very large
+// sides, see maxBootWork) and returns, for each quantile in qs, the
+// ratio's interval at two-sided level alpha.
 func bootstrapRatios(old, nw *side, qs []float64, b int, alpha float64, rng *rand.Rand) []bootResult {
+	if work := float64(old.nVals + nw.nVals + old.nReq + nw.nReq); work*float64(b) > maxBootWork {
+		b = max(minResamples, int(maxBootWork/work))
+	}
 	res := make([]bootResult, len(qs))
 	po, pn := make([]float64, len(qs)), make([]float64, len(qs))
 	old.stats(nil, qs, po)
