@@ -553,50 +553,18 @@ func cmpOnlyRow(pre []string, u regress.Unmatched, outcome string) []string {
 	return append(row, outcome, strings.Join(ds, "; "))
 }
 
-// cmpJSONVerdict is a verdict with NaN as null (JSON has no NaN).
-type cmpJSONVerdict struct {
-	regress.Verdict
-	Better    string   `json:"better"`
-	Old       *float64 `json:"old"`
-	New       *float64 `json:"new"`
-	Change    *float64 `json:"change"`
-	Low       *float64 `json:"low"`
-	High      *float64 `json:"high"`
-	P         *float64 `json:"p"`
-	PAdjusted *float64 `json:"p_adjusted"`
-	MWU       *float64 `json:"mwu_p"`
-	Margin    *float64 `json:"margin"`
-}
-
-func cmpJSONNum(x float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	return &x
-}
-
-func cmpJSONVerdicts(vs []regress.Verdict) []cmpJSONVerdict {
-	out := make([]cmpJSONVerdict, len(vs))
-	for i, v := range vs {
-		out[i] = cmpJSONVerdict{Verdict: v, Better: v.Better.String(), Old: cmpJSONNum(v.Old), New: cmpJSONNum(v.New), Change: cmpJSONNum(v.Change), Low: cmpJSONNum(v.Low), High: cmpJSONNum(v.High),
-			P: cmpJSONNum(v.P), PAdjusted: cmpJSONNum(v.PAdjusted), MWU: cmpJSONNum(v.MWU), Margin: cmpJSONNum(v.Margin)}
-	}
-	return out
-}
-
 type cmpJSONReport struct {
 	*regress.Report
-	By       string           `json:"by,omitempty"`
-	Baseline *string          `json:"baseline,omitempty"`
-	Variant  *string          `json:"variant,omitempty"`
-	Verdicts []cmpJSONVerdict `json:"verdicts"`
-	Counts   map[string]int   `json:"counts"`
+	By       string         `json:"by,omitempty"`
+	Baseline *string        `json:"baseline,omitempty"`
+	Variant  *string        `json:"variant,omitempty"`
+	Counts   map[string]int `json:"counts"`
 }
 
 func cmpWriteJSON(w io.Writer, comps []cmpComparison) error {
 	var reps []cmpJSONReport
 	for _, c := range comps {
-		jr := cmpJSONReport{Report: c.Report, Verdicts: cmpJSONVerdicts(c.Report.Verdicts), Counts: map[string]int{}}
+		jr := cmpJSONReport{Report: c.Report, Counts: map[string]int{}}
 		if c.By != "" {
 			jr.By, jr.Baseline, jr.Variant = c.By, &c.Baseline, &c.Variant
 		}

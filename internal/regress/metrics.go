@@ -28,6 +28,22 @@ func (b Better) String() string {
 	return "lower"
 }
 
+// MarshalText writes "higher" or "lower".
+func (b Better) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText reads "higher" or "lower".
+func (b *Better) UnmarshalText(t []byte) error {
+	switch string(t) {
+	case "higher":
+		*b = Higher
+	case "lower":
+		*b = Lower
+	default:
+		return fmt.Errorf("better: %q is neither higher nor lower", t)
+	}
+	return nil
+}
+
 // Arrow is the mark docs/RESULTS.md uses: ↑ or ↓.
 func (b Better) Arrow() string {
 	if b == Higher {

@@ -29,6 +29,7 @@
 package regress
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -78,7 +79,7 @@ type Verdict struct {
 	CellID string `json:"cell_id"`
 	Metric string `json:"metric"`
 	Unit   string `json:"unit"`
-	Better Better `json:"-"`
+	Better Better `json:"better"`
 	// Method says how it was judged (Method* constants).
 	Method  string  `json:"method"`
 	Outcome Outcome `json:"outcome"`
@@ -133,6 +134,32 @@ type Verdict struct {
 	// same in runs per side. 0 when not estimated.
 	MoreRequests int `json:"more_requests,omitempty"`
 	MoreRuns     int `json:"more_runs,omitempty"`
+}
+
+// MarshalJSON writes the verdict with NaN (no value) as null, which JSON
+// has no number for.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	type plain Verdict
+	return json.Marshal(struct {
+		plain
+		Old       *float64 `json:"old"`
+		New       *float64 `json:"new"`
+		Change    *float64 `json:"change"`
+		Low       *float64 `json:"low"`
+		High      *float64 `json:"high"`
+		P         *float64 `json:"p"`
+		PAdjusted *float64 `json:"p_adjusted"`
+		MWU       *float64 `json:"mwu_p"`
+		Margin    *float64 `json:"margin"`
+	}{plain(v), jsonNum(v.Old), jsonNum(v.New), jsonNum(v.Change), jsonNum(v.Low), jsonNum(v.High),
+		jsonNum(v.P), jsonNum(v.PAdjusted), jsonNum(v.MWU), jsonNum(v.Margin)})
+}
+
+func jsonNum(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
 }
 
 // String is the verdict in one line: "ttft_p99_ms of sweep/64:32/c1

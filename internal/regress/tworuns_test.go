@@ -1,6 +1,7 @@
 package regress
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -351,5 +352,25 @@ func TestSplitByAndIgnore(t *testing.T) {
 	}
 	if rep := CompareRuns([]*Run{a}, []*Run{b}, Options{Ignore: []string{"engine_version"}}); len(rep.Verdicts) == 0 || rep.NoMatch != "" {
 		t.Errorf("--ignore engine_version: %d verdicts, %q", len(rep.Verdicts), rep.NoMatch)
+	}
+}
+
+// TestVerdictJSON: a verdict's NaN numbers are null, its direction a word.
+func TestVerdictJSON(t *testing.T) {
+	a, b := reqRun(1, "a", 30, 4, 40, 8, 0.1, 450), reqRun(2, "b", 30, 4, 40, 8, 0.1, 450)
+	rep := CompareRuns([]*Run{a}, []*Run{b}, Options{})
+	out, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	for _, want := range []string{`"metric":"output_tok_s"`, `"better":"higher"`, `"low":null`, `"mwu_p":null`, `"outcome":"unknown"`, `"correction":"benjamini-hochberg"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	var back struct{ Verdicts []struct{ Better Better } }
+	if err := json.Unmarshal(out, &back); err != nil || back.Verdicts[0].Better != Lower {
+		t.Errorf("read back: %v %+v", err, back.Verdicts[0])
 	}
 }
