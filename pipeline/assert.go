@@ -50,6 +50,8 @@ type Assertion struct {
 	nullAware bool
 	// stagesRead are the NAMEs of the `stages.NAME` a run-level assertion reads.
 	stagesRead []string
+	// ReadsBaseline: a row-level assertion that reads `baseline.COLUMN`.
+	ReadsBaseline bool
 }
 
 // Verdict is one assertion judged on one cell row (or on a stage's rows,
@@ -115,6 +117,9 @@ func requestColumnsOf(reqs []results.Request) requestColumns {
 type rowEnv struct {
 	results.Cell
 	Requests requestColumns `expr:"requests"`
+	// Baseline is the same cell (the regression key) in the newest ok run
+	// of the plan's baseline history; nil when none matches.
+	Baseline *results.Cell `expr:"baseline"`
 }
 
 // stageEnv is what a stage-level assertion reads: the stage's cell rows
@@ -330,9 +335,6 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 		msg, at := exprProblem(err, a.Expr, a.Pos, names)
 		if strings.Contains(msg, "unknown name") {
 			msg += " (columns: `benchrun schema columns`)"
-			if strings.Contains(msg, "unknown name baseline") {
-				msg = "baseline: comparing with earlier runs comes with the plan's `baseline`, which is not supported yet"
-			}
 		}
 		return nil, schema.Error{Pos: at, Msg: fmt.Sprintf("assertion %q: %s", a.Expr, msg)}
 	}
@@ -340,8 +342,9 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 	if severity == "" {
 		severity = SeverityFail
 	}
+	ids := identifiers(prog.Node())
 	return &Assertion{Expr: a.Expr, Name: a.Name, Severity: severity, Level: level, Pos: a.Pos, Stage: stage, prog: prog,
-		names: identifiers(prog.Node()), nullAware: testsNull(prog.Node()), stagesRead: stagesRead}, nil
+		names: ids, nullAware: testsNull(prog.Node()), stagesRead: stagesRead, ReadsBaseline: level == LevelRow && slices.Contains(ids, "baseline")}, nil
 }
 
 var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell{}) })
@@ -401,19 +404,29 @@ func identifiers(n ast.Node) []string {
 // and expr would read the null as false in `==` or `in` (so `!=` or `not
 // in` as true). An expression that tests for null itself (`x == nil ||
 // x < 500`, `(x ?? 0) < 500`) is evaluated as written.
-func (a *Assertion) Judge(c results.Cell) Verdict { return a.JudgeRow(c, nil) }
+func (a *Assertion) Judge(c results.Cell) Verdict { return a.JudgeRow(c, nil, nil) }
 
 // JudgeRow is Judge with the cell's request rows, which `requests.COLUMN`
-// reads.
-func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request) Verdict {
+// reads, and the baseline's matching cell, which `baseline.COLUMN` reads
+// (nil: none matched, and an assertion reading it is an error verdict).
+func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *results.Cell) Verdict {
 	v := a.verdict(c.Stage, c.CellID, CellLabel(c))
 	v.Values = columnValues(c, a.names)
+	if a.ReadsBaseline {
+		if base == nil && !a.nullAware {
+			v.Error = "no cell of the baseline's runs matches this one (same plan, stage, cell id, endpoint, model digest, engine and version, hardware, metadata): nothing to compare with"
+			return v
+		}
+		if base != nil {
+			v.Values["baseline"] = base.RunID
+		}
+	}
 	null := a.nullColumn(c)
 	if null != nil && !a.nullAware {
 		v.Error = null.Error()
 		return v
 	}
-	out, err := expr.Run(a.prog, rowEnv{Cell: c, Requests: requestColumnsOf(reqs)})
+	out, err := expr.Run(a.prog, rowEnv{Cell: c, Requests: requestColumnsOf(reqs), Baseline: base})
 	if err != nil {
 		v.Error = err.Error()
 		if null != nil {

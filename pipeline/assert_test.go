@@ -114,13 +114,18 @@ func TestAssertionLevels(t *testing.T) {
 		pass        bool
 		err         string
 	}{
-		{"p(requests.ttft_ms, 50) == 15", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs) }, true, ""},
-		{"len(requests.itl_ms) == 4 && p(requests.itl_ms, 100) == 4", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs) }, true, ""},
-		{"p(requests.ttft_ms, 99) < 100", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, false, "p: no samples"},
-		{"within(ttft_ms, 11, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, true, ""},
-		{"within(ttft_ms, 12, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, false, ""},
-		{"pct_change(600, decode_tok_s) == 0", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, true, ""},
-		{"pct_change(0, decode_tok_s) > 0", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil) }, false, "the old value is 0"},
+		{"p(requests.ttft_ms, 50) == 15", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs, nil) }, true, ""},
+		{"len(requests.itl_ms) == 4 && p(requests.itl_ms, 100) == 4", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs, nil) }, true, ""},
+		{"p(requests.ttft_ms, 99) < 100", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, false, "p: no samples"},
+		{"within(ttft_ms, 11, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, true, ""},
+		{"within(ttft_ms, 12, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, false, ""},
+		{"pct_change(600, decode_tok_s) == 0", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, true, ""},
+		{"pct_change(0, decode_tok_s) > 0", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, false, "the old value is 0"},
+		{"decode_tok_s >= 0.95 * baseline.decode_tok_s", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, &slow) }, true, ""},
+		{"decode_tok_s >= 0.95 * baseline.decode_tok_s", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(slow, nil, &ok) }, false, ""},
+		{"decode_tok_s >= 0.95 * baseline.decode_tok_s", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, false, "no cell of the baseline's runs matches"},
+		{"baseline == nil || decode_tok_s >= baseline.decode_tok_s", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, true, ""},
+		{"decode_tok_s >= 0.95 * baseline.decode_tok_s", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, &null) }, false, "invalid operation"},
 		{`all(rows, .status == "ok")`, LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{ok, slow}) }, true, ""},
 		{`all(rows, .status == "ok")`, LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", nil) }, false, "no rows"},
 		{"count(rows, .failed > 0) == 0", LevelStage, func(a *Assertion) Verdict { return a.JudgeStage("sweep", []results.Cell{ok, slow}) }, false, ""},
@@ -149,7 +154,7 @@ func TestAssertionLevels(t *testing.T) {
 		t.Errorf("mixing levels: %v", err)
 	}
 	a, _ := CompileAssertion(schema.Assertion{Expr: "ttft_ms < 1", Severity: SeverityWarn, Name: "tight"}, "s")
-	if v := a.JudgeRow(ok, nil); v.Passed || v.Fails() || v.Severity != SeverityWarn || v.Name != "tight" {
+	if v := a.JudgeRow(ok, nil, nil); v.Passed || v.Fails() || v.Severity != SeverityWarn || v.Name != "tight" {
 		t.Errorf("a warn check that does not hold must not fail the run: %+v", v)
 	}
 }

@@ -155,3 +155,54 @@ func regressionValues(v regress.Verdict) map[string]string {
 	}
 	return out
 }
+
+// loadBaselineCells reads, before anything is measured, the newest ok
+// history run's row of every cell, for the row-level assertions that read
+// `baseline.COLUMN`. A history that cannot be read leaves none: those
+// assertions then say no cell matched.
+func (r *runner) loadBaselineCells() {
+	b := r.g.Plan.Baseline
+	if b == nil || !r.readsBaseline() {
+		return
+	}
+	root := r.baselineRoot(b)
+	hist, err := regress.LoadHistory(root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2))
+	if err != nil {
+		fmt.Fprintf(r.opts.Progress, "benchrun: baseline: reading the history under %s: %v (assertions reading baseline. have nothing to compare with)\n", root, err)
+		return
+	}
+	sort.SliceStable(hist, func(i, j int) bool { return hist[i].StartedAt.After(hist[j].StartedAt) })
+	r.baseCells = map[regress.Key]results.Cell{}
+	for _, h := range hist {
+		if h.Status != rundir.RunOK || h.ID == r.ri.ID {
+			continue
+		}
+		for _, c := range h.Cells {
+			if c.Status != results.StatusOK {
+				continue
+			}
+			if _, ok := r.baseCells[regress.KeyOf(c)]; !ok {
+				r.baseCells[regress.KeyOf(c)] = c
+			}
+		}
+	}
+}
+
+func (r *runner) readsBaseline() bool {
+	for _, as := range r.asserts {
+		for _, a := range as {
+			if a.ReadsBaseline {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// baselineCell is the baseline's row of the same cell, or nil.
+func (r *runner) baselineCell(c results.Cell) *results.Cell {
+	if b, ok := r.baseCells[regress.KeyOf(c)]; ok {
+		return &b
+	}
+	return nil
+}

@@ -38,7 +38,11 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		if a.Level != LevelRow {
 			continue // judged when the stage (or the run) ends
 		}
-		v := redact.Value(a.JudgeRow(cell, reqs))
+		var base *results.Cell
+		if a.ReadsBaseline {
+			base = r.baselineCell(cell)
+		}
+		v := redact.Value(a.JudgeRow(cell, reqs, base))
 		verdictRows = append(verdictRows, r.record(cell, a, v, now))
 	}
 	r.keepRow(cell)

@@ -128,6 +128,9 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 					errs = append(errs, asErrors(err, s)...)
 					continue
 				}
+				if ca.ReadsBaseline && p.Baseline == nil {
+					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads baseline, but the plan has no baseline: add baseline: {} (the earlier runs of this plan under the runs folder; baseline.runs names another)", a.Expr)})
+				}
 				if ca.Level == LevelStage && !k.Measuring {
 					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads `rows`, but stage %s (kind %s) measures nothing, so it has no rows", a.Expr, s.Name, k.Name)})
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -143,15 +144,18 @@ type runner struct {
 	// runAsserts are the run-level assertions, judged once every stage ended.
 	runAsserts []*Assertion
 	// rows are each stage's current cell rows, for stage- and run-level assertions.
-	rows     map[string][]results.Cell
-	locks    lockTable
-	emitMu   sync.Mutex
-	verdicts []Verdict
-	failed   []Verdict
-	cells    int
-	emitErr  error
-	tally    cellTallies // each stage's cell rows and error rows
-	manifest *Manifest
+	rows map[string][]results.Cell
+	// baseCells are the baseline history's newest ok row of each cell
+	// (for `baseline.COLUMN`).
+	baseCells map[regress.Key]results.Cell
+	locks     lockTable
+	emitMu    sync.Mutex
+	verdicts  []Verdict
+	failed    []Verdict
+	cells     int
+	emitErr   error
+	tally     cellTallies // each stage's cell rows and error rows
+	manifest  *Manifest
 	// sinks receive the rows, durable ones first.
 	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).
@@ -253,6 +257,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		runCtx, cancel = context.WithTimeoutCause(ctx, g.Plan.Timeout, fmt.Errorf("plan timeout %s exceeded", g.Plan.Timeout))
 		defer cancel()
 	}
+	r.loadBaselineCells()
 	if ri.Resumed {
 		prior, err := env.Prior()
 		if err != nil {
