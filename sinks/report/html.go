@@ -33,11 +33,18 @@ type htmlPage struct {
 	Cells    []htmlCell
 	Verdicts []htmlVerdict
 	Repeats  []repeatRow
+	Variants []htmlVariants
 	Failed   int
 	Checked  int
 	Version  string
 	// NotMeasured explains the "–" cells, when the table has any.
 	NotMeasured string
+}
+
+// htmlVariants is a variant section with its sentence.
+type htmlVariants struct {
+	variantSection
+	Intro, PairedNote string
 }
 
 type htmlChart struct {
@@ -68,6 +75,13 @@ func HTML(d Data, charts []Chart) ([]byte, error) {
 			hc.Values = append(hc.Values, v)
 		}
 		p.Cells = append(p.Cells, hc)
+	}
+	for _, s := range variantSections(d.Cells, d.Run.Stages) {
+		hv := htmlVariants{variantSection: s, Intro: variantIntro(s)}
+		if s.Paired {
+			hv.PairedNote = pairedNote
+		}
+		p.Variants = append(p.Variants, hv)
 	}
 	for _, v := range failedFirst(d.Verdicts) {
 		t := formatValues(v.Values)
@@ -116,6 +130,7 @@ th, td { padding:5px 6px; font-size:12.5px; border-bottom:1px solid var(--line);
 th { background:#f0f4f8; font-weight:600; font-size:12px; color:var(--muted); }
 td.n, th.n { text-align:right; }
 tr.bad td { background:#fdecea; }
+th.group { text-align:center; border-left:2px solid var(--line); } td.first, th.first { border-left:2px solid var(--line); }
 tr:last-child td { border-bottom:none; }
 .scroll { overflow-x:auto; }
 code { font:12.5px ui-monospace,SFMono-Regular,Menlo,monospace; background:#f0f4f8; padding:1px 5px; border-radius:4px; }
@@ -147,6 +162,15 @@ footer { margin-top:32px; color:var(--muted); font-size:12px; }
 {{if .Reason}}<tr class="bad"><td colspan="{{len $.Heads}}" class="reason">{{.Label}}: {{.Reason}}</td></tr>{{end}}{{end}}</tbody>
 </table></div>
 {{with .NotMeasured}}<p class="desc">{{.}}</p>{{end}}
+{{range .Variants}}{{$n := len .Metrics}}{{$m := .Metrics}}
+<h2>Variants by {{.Key}}</h2>
+<p class="desc">{{.Intro}}</p>
+<div class="scroll"><table class="variants" id="variants-{{.Key}}">
+<thead><tr><th rowspan="2">isl:osl</th><th rowspan="2">load</th>{{range .Others}}<th rowspan="2">{{.}}</th>{{end}}{{range .Values}}<th class="group" colspan="{{$n}}">{{.}}</th>{{end}}</tr>
+<tr>{{range .Values}}{{range $i, $h := $m}}<th class="n{{if eq $i 0}} first{{end}}">{{$h}}</th>{{end}}{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr><td>{{.Shape}}</td><td>{{.Load}}</td>{{range .Others}}<td>{{.}}</td>{{end}}{{range .Groups}}{{range $i, $v := .}}<td class="n{{if eq $i 0}} first{{end}}">{{$v}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody></table></div>
+{{with .PairedNote}}<p class="desc">{{.}}</p>{{end}}{{end}}
 {{if .Repeats}}
 <h2>Repeats</h2>
 <p class="desc">Each point measured <code>repeats</code> times: the mean, its 95% interval (Student t) and the coefficient of variation, over the ok repeats.</p>

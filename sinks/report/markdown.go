@@ -69,6 +69,10 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 	b.WriteString("\n")
 
+	for _, sec := range variantSections(d.Cells, r.Stages) {
+		markdownVariants(&b, sec)
+	}
+
 	if reps := repeatRows(d.Cells); len(reps) > 0 {
 		b.WriteString("\n## Repeats\n\nEach point measured `repeats` times: the mean, its 95% interval (Student t) and the coefficient of variation, over the ok repeats.\n\n")
 		b.WriteString("| point | metric | n | mean | 95% interval | CV |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
@@ -106,6 +110,39 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 	fmt.Fprintf(&b, "\n---\nbenchrun %s · regenerate with `benchrun report <run dir>` · columns: docs/RESULTS.md\n", mdText(orDash(r.BenchrunVersion)))
 	return b.Bytes()
+}
+
+// markdownVariants writes one "Variants by <key>" section.
+func markdownVariants(b *bytes.Buffer, s variantSection) {
+	fmt.Fprintf(b, "\n## Variants by %s\n\n%s\n\n", mdText(s.Key), mdText(variantIntro(s)))
+	b.WriteString("| isl:osl | load |")
+	for _, o := range s.Others {
+		fmt.Fprintf(b, " %s |", mdCell(o))
+	}
+	for _, v := range s.Values {
+		for _, m := range s.Metrics {
+			fmt.Fprintf(b, " %s %s |", mdCell(v), m)
+		}
+	}
+	b.WriteString("\n| --- | --- |")
+	b.WriteString(strings.Repeat(" --- |", len(s.Others)))
+	b.WriteString(strings.Repeat(" ---: |", len(s.Values)*len(s.Metrics)))
+	b.WriteString("\n")
+	for _, r := range s.Rows {
+		fmt.Fprintf(b, "| %s | %s |", r.Shape, mdCell(r.Load))
+		for _, o := range r.Others {
+			fmt.Fprintf(b, " %s |", mdCell(o))
+		}
+		for _, g := range r.Groups {
+			for _, v := range g {
+				fmt.Fprintf(b, " %s |", v)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if s.Paired {
+		fmt.Fprintf(b, "\n%s\n", mdText(pairedNote))
+	}
 }
 
 // runFacts is the run's header table, shared by both reports.
