@@ -148,7 +148,7 @@ func regressionValues(v regress.Verdict) map[string]string {
 	}
 	out := map[string]string{
 		"old": f(v.Old), "new": f(v.New), "change_pct": f(100 * v.Change), "low": f(v.Low), "high": f(v.High),
-		"n": fmt.Sprint(v.N), "method": v.Method, "runs": strings.Join(v.Runs, ","),
+		"n": fmt.Sprint(v.N), "method": v.Method, "runs": strings.Join(v.Runs, ","), "outcome": string(v.Outcome),
 	}
 	if v.Reason != "" {
 		out["reason"] = v.Reason

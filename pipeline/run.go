@@ -932,10 +932,67 @@ func PrintSummary(w io.Writer, sum *Summary) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	for _, v := range sum.Failed {
-		fmt.Fprintf(w, "  FAIL %s: %q on %s (%s)\n", v.Pos, v.Assertion, v.Cell, v.FormatValues())
+	if line := verdictCounts(sum.Verdicts); line != "" {
+		fmt.Fprintf(w, "  verdicts: %s\n", line)
+	}
+	// One screen: the first failures, then how many more and where.
+	const shown = 10
+	for i, v := range sum.Failed {
+		if i == shown {
+			fmt.Fprintf(w, "  … and %d more failed checks (report.md, junit.xml, the assertions table)\n", len(sum.Failed)-shown)
+			break
+		}
+		what := fmt.Sprintf("%q", v.Assertion)
+		if v.Name != "" && v.Level != LevelRegression {
+			what = fmt.Sprintf("%s (%q)", v.Name, v.Assertion)
+		}
+		fmt.Fprintf(w, "  FAIL %s: %s on %s (%s)\n", v.Pos, what, v.Cell, v.FormatValues())
 	}
 	fmt.Fprintf(w, "  results: %s\n", sum.Run.Dir)
+}
+
+// verdictCounts sums the verdicts up by level and outcome in one line:
+// "row 8 pass 1 fail · stage 2 pass · regression 4 same 1 regressed".
+func verdictCounts(vs []Verdict) string {
+	type key struct{ level, outcome string }
+	counts := map[key]int{}
+	var levels []string
+	for _, v := range vs {
+		lvl := v.Level
+		if lvl == "" {
+			lvl = LevelRow
+		}
+		out := "pass"
+		switch {
+		case v.Level == LevelRegression:
+			out = v.Values["outcome"]
+			if out == "" {
+				out = map[bool]string{true: "ok", false: "regressed"}[v.Passed]
+			}
+		case !v.Passed && v.Severity == SeverityWarn:
+			out = "warn"
+		case v.Error != "":
+			out = "error"
+		case !v.Passed:
+			out = "fail"
+		}
+		if !slices.Contains(levels, lvl) {
+			levels = append(levels, lvl)
+		}
+		counts[key{lvl, out}]++
+	}
+	var parts []string
+	for _, lvl := range levels {
+		var outs []string
+		for k, n := range counts {
+			if k.level == lvl {
+				outs = append(outs, fmt.Sprintf("%d %s", n, k.outcome))
+			}
+		}
+		sort.Strings(outs)
+		parts = append(parts, lvl+" "+strings.Join(outs, " "))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // depDied reports a service among deps that has died, waiting briefly for
