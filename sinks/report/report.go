@@ -1,7 +1,9 @@
 // Package report writes report.md and a self-contained report.html for a
 // run: charts as inline SVG (output tokens/s, TTFT and ITL p50/p99 against
 // concurrency or rate, the latency-throughput trade-off), the cell table,
-// the assertion verdicts and the stages. Nothing is fetched when the page
+// a variant-vs-variant table per metadata key whose value differs between
+// the cells (quant: Q4_K_M vs Q8_0; variants.go), the assertion verdicts
+// and the stages. Nothing is fetched when the page
 // is viewed. The same charts are written as charts/<name>.svg, which
 // report.md links to. `benchrun report RUN_DIR` regenerates all of it from
 // the run's Parquet files.
