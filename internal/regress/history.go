@@ -29,6 +29,21 @@ import (
 // scale fits latencies and throughputs, whose noise is multiplicative; a
 // series with a value ≤ 0 is judged on the linear scale instead.
 //
+// Repeats (a sweep's `repeats: N`, rows .../rep1 … .../repN of one
+// Key) are samples of their point, and a run's value of a point is the
+// mean of its repeats' values (geometric, as the log scale reads them;
+// arithmetic when one is ≤ 0), for the history's runs and current alike.
+// Why the run's mean rather than every repeat as a sample of its own:
+// the prediction interval bounds where the next run falls, and repeats
+// of one run share what varies from run to run (the server's launch, the
+// machine's state that night), so they are not independent draws of the
+// run-to-run noise; pooled as samples they would shrink the history's
+// spread to the within-run noise and flag ordinary night-to-night drift.
+// The mean keeps one value per run, and is a better one (its within-run
+// noise shrinks as 1/√N). A repeat not usable (Exclusion) or NULL is left
+// out of its run's mean and counted; a point with no usable repeat in
+// current is skipped.
+//
 // Fewer than MinRuns usable values give `insufficient data`, never a
 // silent pass. History runs that did not end ok, and history cells that
 // are not ok or whose client could not keep up (Exclusion), are left out
@@ -42,11 +57,11 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 	hist := slices.Clone(history)
 	slices.SortStableFunc(hist, func(a, b *Run) int { return a.StartedAt.Compare(b.StartedAt) })
 
-	// Index the usable history cells by key, oldest run first; count
-	// what is left out.
+	// Index the usable history cells by key, oldest run first (a run's
+	// repeats of a point in one entry); count what is left out.
 	type entry struct {
-		run  *Run
-		cell int
+		run   *Run
+		cells []int
 	}
 	byKey := map[Key][]entry{}
 	runExcl := map[string]int{}
@@ -70,7 +85,12 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 				cellExcl[k] = m
 				continue
 			}
-			byKey[k] = append(byKey[k], entry{r, i})
+			es := byKey[k]
+			if n := len(es); n > 0 && es[n-1].run == r {
+				es[n-1].cells = append(es[n-1].cells, i)
+			} else {
+				byKey[k] = append(es, entry{r, []int{i}})
+			}
 		}
 	}
 	merge(&rep.Excluded, runExcl)
@@ -78,39 +98,76 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 		merge(&rep.Excluded, m)
 	}
 
-	var ps []float64
+	// Group current's rows by key, in the order keys first appear: a
+	// point's repeats judged together.
+	type point struct {
+		key    Key
+		cells  []int
+		excl   map[string]int
+		reason string
+	}
+	var points []*point
+	pointOf := map[Key]*point{}
 	for i := range current.Cells {
 		c := &current.Cells[i]
 		k := o.keyOf(c)
+		p := pointOf[k]
+		if p == nil {
+			p = &point{key: k}
+			pointOf[k] = p
+			points = append(points, p)
+		}
 		if why := Exclusion(c, current, o); why != "" {
-			rep.Skipped = append(rep.Skipped, Skip{Key: k, Reason: why})
+			count(&p.excl, why)
+			if p.reason == "" {
+				p.reason = why
+			}
 			continue
 		}
+		p.cells = append(p.cells, i)
+	}
+
+	var ps []float64
+	for _, p := range points {
+		k := p.key
+		if len(p.cells) == 0 {
+			rep.Skipped = append(rep.Skipped, Skip{Key: k, Reason: p.reason})
+			continue
+		}
+		c := &current.Cells[p.cells[0]]
 		for _, m := range o.Metrics {
-			nv := m.Value(c)
-			if nv == nil {
+			var nulls int
+			nv, nNew := runValue(m, current, p.cells, &nulls)
+			if nNew == 0 {
 				rep.Skipped = append(rep.Skipped, Skip{Key: k, Metric: m.Name, Reason: ReasonNull})
 				continue
 			}
 			v := Verdict{
 				Key: k, CellID: c.CellID, Metric: m.Name, Unit: m.Unit, Better: m.Better,
-				Method: MethodHistory, New: *nv, NNew: 1, Level: o.Confidence,
+				Method: MethodHistory, New: nv, NNew: nNew, Level: o.Confidence,
 				Old: math.NaN(), Change: math.NaN(), Low: math.NaN(), High: math.NaN(),
 				P: math.NaN(), PAdjusted: math.NaN(), MWU: math.NaN(),
 			}
 			v.Excluded = maps.Clone(runExcl)
 			merge(&v.Excluded, cellExcl[k])
+			merge(&v.Excluded, p.excl)
+			for range nulls {
+				count(&v.Excluded, ReasonNull)
+			}
 			// The last LastN measured values, oldest first.
 			var xs []float64
 			entries := byKey[k]
 			for j := len(entries) - 1; j >= 0 && len(xs) < o.LastN; j-- {
 				e := entries[j]
-				x := m.Value(&e.run.Cells[e.cell])
-				if x == nil {
+				nulls = 0
+				x, n := runValue(m, e.run, e.cells, &nulls)
+				for range nulls {
 					count(&v.Excluded, ReasonNull)
+				}
+				if n == 0 {
 					continue
 				}
-				xs = append(xs, *x)
+				xs = append(xs, x)
 				v.Runs = append(v.Runs, e.run.ID)
 			}
 			slices.Reverse(xs)
@@ -165,6 +222,42 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 	}
 	rep.Summaries = summaries(o.Metrics, rep.Verdicts)
 	return rep
+}
+
+// runValue is a run's value of metric m over its rows cells (a point's
+// repeats; one row without repeats): the mean of the measured values,
+// geometric when all are > 0, else arithmetic. n is how many were
+// measured (0: none, the value is meaningless); *nulls counts the NULLs.
+func runValue(m Metric, r *Run, cells []int, nulls *int) (x float64, n int) {
+	var xs []float64
+	for _, i := range cells {
+		if p := m.Value(&r.Cells[i]); p != nil && !math.IsNaN(*p) {
+			xs = append(xs, *p)
+		} else {
+			*nulls++
+		}
+	}
+	return repeatMean(xs), len(xs)
+}
+
+// repeatMean is the mean of a run's repeats of a point: geometric when
+// every value is > 0, else arithmetic; NaN for none.
+func repeatMean(xs []float64) float64 {
+	switch len(xs) {
+	case 0:
+		return math.NaN()
+	case 1:
+		return xs[0]
+	}
+	pos := true
+	for _, x := range xs {
+		pos = pos && x > 0
+	}
+	if pos {
+		return GeoMean(xs)
+	}
+	mean, _ := meanSD(xs)
+	return mean
 }
 
 // predict fills v's center, change, interval and one-sided p-value from

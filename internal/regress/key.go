@@ -34,13 +34,28 @@ type Key struct {
 // KeyFields names the parts of a Key, as Diff and Without name them.
 var KeyFields = []string{"plan", "stage", "cell_id", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata"}
 
-// KeyOf is the key of a cell row.
+// KeyOf is the key of a cell row. The repeats of one point (a sweep's
+// `repeats: N`, rows with Repeat 1..N and cell ids ending in /repN) share
+// one key: the /repN suffix is not part of it, so the checks read a run's
+// repeats as samples of the one point (PointID).
 func KeyOf(c results.Cell) Key {
 	return Key{
-		Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, Endpoint: c.Endpoint,
+		Plan: c.Plan, Stage: c.Stage, CellID: PointID(c), Endpoint: c.Endpoint,
 		ModelDigest: c.ModelDigest, Engine: c.Engine, EngineVersion: c.EngineVersion,
 		Hardware: c.Hardware, Metadata: canonicalMeta(c.Metadata),
 	}
+}
+
+// PointID is the cell id of a row less its repeat: "sweep/64:32/c4/rep2"
+// (Repeat 2) is "sweep/64:32/c4"; a row without repeats (Repeat 0) keeps
+// its id whole.
+func PointID(c results.Cell) string {
+	if c.Repeat > 0 {
+		if id, ok := strings.CutSuffix(c.CellID, fmt.Sprintf("/rep%d", c.Repeat)); ok {
+			return id
+		}
+	}
+	return c.CellID
 }
 
 func canonicalMeta(m map[string]string) string {

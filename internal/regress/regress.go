@@ -75,7 +75,11 @@ const (
 
 // Verdict is one metric of one cell, judged.
 type Verdict struct {
-	Key    Key    `json:"key"`
+	Key Key `json:"key"`
+	// CellID names the cell: between runs the point's id (PointID: the
+	// Key's cell id, without a repeat's /repN); against history the id
+	// of the current run's first usable row of the point, so that a
+	// caller can find that row (with repeats, .../rep1).
 	CellID string `json:"cell_id"`
 	Metric string `json:"metric"`
 	Unit   string `json:"unit"`
@@ -114,9 +118,10 @@ type Verdict struct {
 	// metric's threshold, or its floor relative to Old where that is
 	// larger.
 	Margin float64 `json:"margin"`
-	// N and NNew count what each side held: history runs used (N) and 1;
-	// between runs, the samples of each side (requests, or runs for a
-	// per-run metric).
+	// N and NNew count what each side held: history runs used (N) and
+	// the current run's repeats of the point averaged (NNew, 1 without
+	// repeats); between runs, the samples of each side (requests, or
+	// runs × repeats for a per-cell metric).
 	N    int `json:"n"`
 	NNew int `json:"n_new"`
 	// Runs are the runs compared against (history or the old side).

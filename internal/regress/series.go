@@ -28,7 +28,9 @@ type Series struct {
 // series of its values over the runs (by start, oldest first), leaving
 // out runs that did not end ok, cells not ok or client-bound (Exclusion),
 // and NULL values, each counted; then finds the change points of each
-// series (ChangePoints). Series follow the order cells first appear, then
+// series (ChangePoints). A run's repeats of a point (one Key) give the
+// run one point, the mean of the repeats (as CheckHistory reads them).
+// Series follow the order cells first appear, then
 // metrics' order; a series with no value is left out.
 func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) []Series {
 	if metrics == nil {
@@ -42,6 +44,10 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 	}
 	var order []idx
 	byIdx := map[idx]*Series{}
+	// The values of each series' points (a run's repeats), and the run
+	// its last point is of.
+	vals := map[idx][][]float64{}
+	lastRun := map[idx]*Run{}
 	var runExcl map[string]int
 	for _, r := range rs {
 		if why := runReason(r.Status); why != "" {
@@ -56,7 +62,7 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 				id := idx{k, mi}
 				s := byIdx[id]
 				if s == nil {
-					s = &Series{Key: k, CellID: c.CellID, Metric: m}
+					s = &Series{Key: k, CellID: PointID(*c), Metric: m}
 					byIdx[id] = s
 					order = append(order, id)
 				}
@@ -69,11 +75,18 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 					count(&s.Excluded, ReasonNull)
 					continue
 				}
+				if lastRun[id] == r {
+					pv := vals[id]
+					pv[len(pv)-1] = append(pv[len(pv)-1], *v)
+					continue
+				}
 				at := c.StartedAt
 				if !r.StartedAt.IsZero() {
 					at = r.StartedAt
 				}
 				s.Points = append(s.Points, Point{RunID: r.ID, At: at, Value: *v})
+				vals[id] = append(vals[id], []float64{*v})
+				lastRun[id] = r
 			}
 		}
 	}
@@ -84,11 +97,12 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 			continue
 		}
 		merge(&s.Excluded, runExcl)
-		vals := make([]float64, len(s.Points))
-		for i, p := range s.Points {
-			vals[i] = p.Value
+		ys := make([]float64, len(s.Points))
+		for i := range s.Points {
+			s.Points[i].Value = repeatMean(vals[id][i])
+			ys[i] = s.Points[i].Value
 		}
-		s.ChangePoints = ChangePoints(vals, cpo)
+		s.ChangePoints = ChangePoints(ys, cpo)
 		out = append(out, *s)
 	}
 	return out

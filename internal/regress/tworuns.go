@@ -14,7 +14,12 @@ import (
 
 // CompareRuns compares the cells of news against the cells of olds with
 // the same Key. Several runs a side are repeats: their request samples
-// pool, and their per-run values become samples of their own.
+// pool, and their per-run values become samples of their own. So are the
+// repeats of a point within a run (a sweep's `repeats: N`: rows
+// .../rep1 … .../repN, one Key): each repeat's requests pool as one more
+// block-bootstrapped span, and each repeat's per-cell value (throughput)
+// is one more sample, so two single runs with repeats can decide
+// throughput.
 //
 // Each metric of each matching cell gets one of three conclusions, as
 // Chromium's Pinpoint decides A/B jobs, or unknown:
@@ -28,11 +33,12 @@ import (
 //     change passes the metric's threshold and floor. `same`: the interval
 //     lies within ± the margin (an equivalence test). Else `unknown`,
 //     with about how many more requests a side would decide it.
-//   - A metric that is one number per run (output_tok_s, req_s) can only
-//     be judged from repeats: with two or more runs a side, Welch's t on
-//     the log of the per-run values gives the ratio's interval, judged as
-//     above. Two single runs are `unknown`: one number a side shows no
-//     spread, so nothing can tell a change from noise.
+//   - A metric that is one number per cell (output_tok_s, req_s) can only
+//     be judged from repeats: with two or more values a side (runs, or
+//     repeats within a run), Welch's t on the log of the values gives the
+//     ratio's interval, judged as above. Two single runs without repeats
+//     are `unknown`: one number a side shows no spread, so nothing can
+//     tell a change from noise.
 //
 // The Mann–Whitney U p-value of the raw samples is shown (Verdict.MWU),
 // not gated on. Cells present on one side only are listed in OnlyOld and
@@ -159,7 +165,9 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 	runsOf := func(cs []sideCell) []string {
 		var ids []string
 		for _, c := range cs {
-			ids = append(ids, c.run.ID)
+			if !slices.Contains(ids, c.run.ID) {
+				ids = append(ids, c.run.ID) // a run's repeats once
+			}
 		}
 		return ids
 	}
@@ -198,7 +206,7 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 	}
 	for _, m := range o.Metrics {
 		v := Verdict{
-			Key: k, CellID: oc[0].cell.CellID, Metric: m.Name, Unit: m.Unit, Better: m.Better,
+			Key: k, CellID: PointID(*oc[0].cell), Metric: m.Name, Unit: m.Unit, Better: m.Better,
 			Old: math.NaN(), New: math.NaN(), Change: math.NaN(), Low: math.NaN(), High: math.NaN(),
 			P: math.NaN(), PAdjusted: math.NaN(), MWU: math.NaN(), Level: 1 - o.Alpha, Ratio: true,
 			Runs: runsOf(oc),
