@@ -217,10 +217,16 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		}
 	}
 
-	// (3) 2% slower: under the 5% threshold, nothing is flagged.
+	// (3) 2% slower: under the 5% threshold, no median or throughput is
+	// flagged. A p99 may be, at the rate (1) measures for identical
+	// settings (machine noise, not the 2%): logged, not failed.
 	for i, s := range within {
 		rep := compare("base00", s.name, uint64(200+i))
 		for _, v := range rep.Regressions() {
+			if strings.Contains(v.Metric, "_p99_") {
+				t.Logf("%s: a p99 flagged, as identical settings are %.1f%% of the time: %s", s.name, 100*rate, v)
+				continue
+			}
 			t.Errorf("%s: flagged under the threshold: %s", s.name, v)
 		}
 		t.Logf("%s: %d regressed, %d improved, %d same, %d unknown", s.name,
