@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,12 +44,20 @@ func (r *runner) baselineRoot(b *schema.Baseline) string {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// judgeBaseline checks every measured cell of the run against its history
-// once every stage has ended (the whole run is one family for the
-// multiple-comparison correction), and records a verdict per cell and
-// metric: regressed fails the run (exit 1); insufficient data is said,
-// never a pass in disguise.
-func (r *runner) judgeBaseline() {
+// history is the plan's baseline history, read once before anything is
+// measured: `baseline.COLUMN` assertions read it as cells finish, and the
+// regression check at the end of the run.
+type history struct {
+	baseline *schema.Baseline
+	root     string
+	runs     []*regress.Run
+	err      error
+}
+
+// loadHistory reads the baseline history when the plan has a baseline
+// (or --baseline gives one): the newest 2×last runs of the plan, so that
+// each cell's last `last` usable ones are there after exclusions.
+func (r *runner) loadHistory() {
 	b := r.g.Plan.Baseline
 	if b == nil && r.opts.Baseline != "" {
 		b = &schema.Baseline{}
@@ -56,10 +65,24 @@ func (r *runner) judgeBaseline() {
 	if b == nil {
 		return
 	}
+	h := &history{baseline: b, root: r.baselineRoot(b)}
+	h.runs, h.err = regress.LoadHistory(h.root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2)*2)
+	r.history = h
+}
+
+// judgeBaseline checks every measured cell of the run against its history
+// once every stage has ended (the whole run is one family for the
+// multiple-comparison correction), and records a verdict per cell and
+// metric: regressed fails the run (exit 1); insufficient data is said,
+// never a pass in disguise.
+func (r *runner) judgeBaseline() {
+	h := r.history
+	if h == nil {
+		return
+	}
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
-	root := r.baselineRoot(b)
-	hist, err := regress.LoadHistory(root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2)*2)
+	b, root, hist, err := h.baseline, h.root, h.runs, h.err
 	if err != nil {
 		fmt.Fprintf(r.opts.Progress, "✗ baseline: reading the history under %s: %v\n", root, err)
 		r.failed = append(r.failed, Verdict{Assertion: "baseline", Level: LevelRegression, Severity: SeverityFail, Error: err.Error(), Cell: "run"})
@@ -161,16 +184,15 @@ func regressionValues(v regress.Verdict) map[string]string {
 // `baseline.COLUMN`. A history that cannot be read leaves none: those
 // assertions then say no cell matched.
 func (r *runner) loadBaselineCells() {
-	b := r.g.Plan.Baseline
-	if b == nil || !r.readsBaseline() {
+	h := r.history
+	if h == nil || !r.readsBaseline() {
 		return
 	}
-	root := r.baselineRoot(b)
-	hist, err := regress.LoadHistory(root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2))
-	if err != nil {
-		fmt.Fprintf(r.opts.Progress, "benchrun: baseline: reading the history under %s: %v (assertions reading baseline. have nothing to compare with)\n", root, err)
+	if h.err != nil {
+		fmt.Fprintf(r.opts.Progress, "benchrun: baseline: reading the history under %s: %v (assertions reading baseline. have nothing to compare with)\n", h.root, h.err)
 		return
 	}
+	hist := slices.Clone(h.runs)
 	sort.SliceStable(hist, func(i, j int) bool { return hist[i].StartedAt.After(hist[j].StartedAt) })
 	r.baseCells = map[regress.Key]results.Cell{}
 	for _, h := range hist {

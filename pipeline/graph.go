@@ -255,11 +255,9 @@ func asErrorsOf(err error, es *schema.Errors) bool {
 }
 
 func asErrors(err error, s *schema.Stage) schema.Errors {
-	if es, ok := err.(schema.Errors); ok {
+	var es schema.Errors
+	if asErrorsOf(err, &es) {
 		return es
-	}
-	if e, ok := err.(schema.Error); ok {
-		return schema.Errors{e}
 	}
 	return schema.Errors{{Pos: s.Pos, Msg: fmt.Sprintf("stages.%s: %v", s.Name, err)}}
 }

@@ -133,6 +133,7 @@ type nodeState struct {
 	// service until it is released. waitNoted: it said it waits for one.
 	locks     []lockReq
 	waitNoted bool
+	blocker   string // what it waited for at the last scan
 }
 
 type runner struct {
@@ -148,14 +149,16 @@ type runner struct {
 	// baseCells are the baseline history's newest ok row of each cell
 	// (for `baseline.COLUMN`).
 	baseCells map[regress.Key]results.Cell
-	locks     lockTable
-	emitMu    sync.Mutex
-	verdicts  []Verdict
-	failed    []Verdict
-	cells     int
-	emitErr   error
-	tally     cellTallies // each stage's cell rows and error rows
-	manifest  *Manifest
+	// history is the baseline history (nil: no baseline).
+	history  *history
+	locks    lockTable
+	emitMu   sync.Mutex
+	verdicts []Verdict
+	failed   []Verdict
+	cells    int
+	emitErr  error
+	tally    cellTallies // each stage's cell rows and error rows
+	manifest *Manifest
 	// sinks receive the rows, durable ones first.
 	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).
@@ -257,6 +260,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		runCtx, cancel = context.WithTimeoutCause(ctx, g.Plan.Timeout, fmt.Errorf("plan timeout %s exceeded", g.Plan.Timeout))
 		defer cancel()
 	}
+	r.loadHistory()
 	r.loadBaselineCells()
 	if ri.Resumed {
 		prior, err := env.Prior()
@@ -433,6 +437,7 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 			// pending (and says so once) until the holder frees it.
 			want := r.wantedLocks(n)
 			if ok, blocker := r.locks.take(n.Spec.Name, want); !ok {
+				st.blocker = blocker
 				if !st.waitNoted {
 					st.waitNoted = true
 					fmt.Fprintf(r.opts.Progress, "… %s waits for %s\n", n.Spec.Name, blocker)
@@ -440,7 +445,7 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 				waiting++
 				continue
 			}
-			st.locks = want
+			st.locks, st.blocker = want, ""
 			st.status = StatusRunning
 			st.started = time.Now()
 			running++
@@ -1030,18 +1035,15 @@ func (r *runner) failDeadlocked() bool {
 	failed := false
 	for _, n := range r.g.Nodes {
 		st := r.states[n.Spec.Name]
-		if st.status != StatusPending || !st.waitNoted {
+		if st.status != StatusPending || st.blocker == "" {
 			continue
 		}
-		if ok, blocker := r.locks.take(n.Spec.Name, r.wantedLocks(n)); ok {
-			r.locks.free(n.Spec.Name, r.wantedLocks(n))
-			continue
-		} else {
-			st.status = StatusFailed
-			st.reason = fmt.Sprintf("waits for %s, which nothing running will free (a service holding it stays up until its dependents end): give the stages different resources, or make this stage need the holder's dependents", blocker)
-			fmt.Fprintf(r.opts.Progress, "✗ %s failed: %s\n", n.Spec.Name, st.reason)
-			failed = true
-		}
+		// Nothing runs and no lock changed hands since the scan that
+		// found it waiting: its blocker holds on.
+		st.status = StatusFailed
+		st.reason = fmt.Sprintf("waits for %s, which nothing running will free (a service holding it stays up until its dependents end): give the stages different resources, or make this stage need the holder's dependents", st.blocker)
+		fmt.Fprintf(r.opts.Progress, "✗ %s failed: %s\n", n.Spec.Name, st.reason)
+		failed = true
 	}
 	return failed
 }

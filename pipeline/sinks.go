@@ -145,6 +145,16 @@ func (s SinkSpec) Decode(v any) error {
 	return nil
 }
 
+// PrefixOnly decodes the parameters of a sink whose only one is
+// `prefix` (also write PREFIX.<ext>; --output sets it).
+func (s SinkSpec) PrefixOnly() (string, error) {
+	var cfg struct {
+		Prefix string `json:"prefix"`
+	}
+	err := s.Decode(&cfg)
+	return cfg.Prefix, err
+}
+
 // SinkUse is a configured sink of a run with the policy the pipeline
 // applies to its failures.
 type SinkUse struct {
@@ -379,15 +389,6 @@ func (g *Graph) SetSinkParam(flag string, value any) error {
 		u.Spec, u.Sink = spec, s
 	}
 	return nil
-}
-
-// SinkNames lists the run's sinks, in the order rows reach them.
-func (g *Graph) SinkNames() []string {
-	var out []string
-	for _, u := range g.Sinks {
-		out = append(out, u.Name())
-	}
-	return out
 }
 
 // LiveEnv is the SinkEnv of a live run with nothing but its RunInfo, for

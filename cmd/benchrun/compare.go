@@ -62,7 +62,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stderr, compareUsage, "\nflags:\n")
 		fs.PrintDefaults()
 	}
-	pos, err := cmpParseArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return pipeline.ExitOK
@@ -200,26 +200,6 @@ func cmpValidFormat(f string) bool {
 		return true
 	}
 	return false
-}
-
-// cmpParseArgs parses fs's flags wherever they stand among args and
-// returns the positional arguments.
-func cmpParseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 // cmpResolveRuns turns one OLD/NEW argument into run directories: a run

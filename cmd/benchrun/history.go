@@ -50,7 +50,7 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stderr, historyUsage, "\nflags:\n")
 		fs.PrintDefaults()
 	}
-	pos, err := cmpParseArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return pipeline.ExitOK

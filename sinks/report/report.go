@@ -43,14 +43,12 @@ var Kind = pipeline.SinkKind{
 	Writes:  "report.md and report.html",
 	Flags:   []string{"prefix"},
 	New: func(spec pipeline.SinkSpec) (pipeline.Sink, error) {
-		var cfg struct {
-			Prefix string `json:"prefix"`
-		}
-		if err := spec.Decode(&cfg); err != nil {
+		prefix, err := spec.PrefixOnly()
+		if err != nil {
 			return nil, err
 		}
 		o := New()
-		o.Prefix = cfg.Prefix
+		o.Prefix = prefix
 		return o, nil
 	},
 }
