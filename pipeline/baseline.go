@@ -52,6 +52,9 @@ type history struct {
 	root     string
 	runs     []*regress.Run
 	err      error
+	// sendLag is the plan's send-lag threshold per stage, for the current
+	// run's client-bound cells.
+	sendLag map[string]float64
 }
 
 // loadHistory reads the baseline history when the plan has a baseline
@@ -67,7 +70,23 @@ func (r *runner) loadHistory() {
 	}
 	h := &history{baseline: b, root: r.baselineRoot(b)}
 	h.runs, h.err = regress.LoadHistory(h.root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2)*2)
+	if pj, err := resolvedPlanText(r.g.Plan); err == nil {
+		h.sendLag = regress.SendLagThresholds(pj)
+	}
 	r.history = h
+}
+
+// regressOptions are the plan's baseline settings as the history check
+// takes them.
+func (r *runner) regressOptions(h *history) (regress.Options, error) {
+	opts := regress.Options{LastN: h.baseline.Last, MinRuns: h.baseline.MinRuns}
+	if len(h.baseline.Metrics) > 0 {
+		var err error
+		if opts.Metrics, err = regress.SelectMetrics(h.baseline.Metrics); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
 }
 
 // judgeBaseline checks every measured cell of the run against its history
@@ -88,20 +107,15 @@ func (r *runner) judgeBaseline() {
 		r.failed = append(r.failed, Verdict{Assertion: "baseline", Level: LevelRegression, Severity: SeverityFail, Error: err.Error(), Cell: "run"})
 		return
 	}
-	opts := regress.Options{LastN: b.Last, MinRuns: b.MinRuns}
-	if len(b.Metrics) > 0 {
-		if opts.Metrics, err = regress.SelectMetrics(b.Metrics); err != nil {
-			return // vet refused it
-		}
+	opts, err := r.regressOptions(h)
+	if err != nil {
+		return // vet refused it
 	}
-	cur := &regress.Run{ID: r.ri.ID, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: rundir.RunOK}
+	cur := &regress.Run{ID: r.ri.ID, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: rundir.RunOK, SendLagThresholdMs: h.sendLag}
 	for _, n := range r.g.Nodes {
 		if n.Kind.Measuring {
 			cur.Cells = append(cur.Cells, r.rows[n.Spec.Name]...)
 		}
-	}
-	if pj, err := resolvedPlanText(r.g.Plan); err == nil {
-		cur.SendLagThresholdMs = regress.SendLagThresholds(pj)
 	}
 	rep := regress.CheckHistory(hist, cur, opts)
 	now := time.Now().UTC()
@@ -115,11 +129,16 @@ func (r *runner) judgeBaseline() {
 			Pos: b.Pos.String(), Stage: cell.Stage, CellID: v.CellID, Cell: CellLabel(cell), Passed: v.Outcome != regress.Regressed,
 			Values: regressionValues(v),
 		}
+		r.confirmValues(v, pv.Values)
 		r.verdicts = append(r.verdicts, pv)
 		switch v.Outcome {
 		case regress.Regressed:
 			r.failed = append(r.failed, pv)
-			fmt.Fprintf(r.opts.Progress, "✗ regression: %s\n", redact.String(v.String()))
+			confirmed := ""
+			if c := pv.Values["confirm"]; c != "" {
+				confirmed = " (" + c + ", first " + pv.Values["first"] + ")"
+			}
+			fmt.Fprintf(r.opts.Progress, "✗ regression: %s%s\n", redact.String(v.String()), confirmed)
 		case regress.Insufficient:
 			insufficient++
 		}
@@ -133,6 +152,9 @@ func (r *runner) judgeBaseline() {
 	short := ""
 	if insufficient > 0 {
 		short = fmt.Sprintf(" (fewer than %d usable runs: not judged)", max(b.MinRuns, 2))
+	}
+	if n := len(r.confirmations); n > 0 {
+		short += fmt.Sprintf("; %d cells re-measured to confirm", n)
 	}
 	fmt.Fprintf(r.opts.Progress, "benchrun: baseline (%s, %d runs of history): %d checks, %d regressed, %d improved, %d same, %d insufficient data%s%s\n",
 		root, len(rep.RunsOld), len(rep.Verdicts), rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), insufficient, short, excludedNote(rep.Excluded))

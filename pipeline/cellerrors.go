@@ -40,7 +40,9 @@ func (t *cellTallies) add(c results.Cell) {
 		n = &cellTally{}
 		t.by[c.Stage] = n
 	}
-	n.rows++
+	if results.MeasurementOf(c.Measurement) == 1 {
+		n.rows++ // a confirmation is the same cell, measured again
+	}
 	if c.Status == results.StatusError {
 		n.errors++
 		if n.first == "" {

@@ -20,7 +20,9 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	defer r.emitMu.Unlock()
 	r.stamp(&cell)
 	r.noteEngine(cell)
+	cell.Measurement = results.MeasurementOf(cell.Measurement)
 	for i := range reqs {
+		reqs[i].Measurement = cell.Measurement
 		reqs[i].RunID = cell.RunID
 		reqs[i].Plan = cell.Plan
 		if reqs[i].Stage == "" {
@@ -31,7 +33,10 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		}
 	}
 	cell, reqs = redact.Value(cell), redact.Value(reqs)
-	r.cells++
+	if cell.Measurement == 1 {
+		r.cells++ // a confirmation is the same cell, measured again
+	}
+	r.supersede(cell)
 	now := time.Now().UTC()
 	var verdictRows []results.Verdict
 	for _, a := range r.asserts[cell.Stage] {

@@ -82,6 +82,8 @@ type Env struct {
 
 	// doneCells are the cells already finished in a resumed run (CellDone).
 	doneCells map[string]bool
+	// confirm is Confirm's answer (the runner's); nil: never re-measure.
+	confirm func(results.Cell) bool
 }
 
 // Target resolves the stage's `target`: a launch stage's outputs, or a URL.

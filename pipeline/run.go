@@ -156,9 +156,12 @@ type runner struct {
 	verdicts []Verdict
 	failed   []Verdict
 	cells    int
-	emitErr  error
-	tally    cellTallies // each stage's cell rows and error rows
-	manifest *Manifest
+	// confirmations are the cells re-measured for baseline.confirm, by
+	// cell id, with what their first measurement read (under emitMu).
+	confirmations map[string]confirmation
+	emitErr       error
+	tally         cellTallies // each stage's cell rows and error rows
+	manifest      *Manifest
 	// sinks receive the rows, durable ones first.
 	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).
@@ -728,7 +731,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
-		doneCells: r.ri.doneCells,
+		doneCells: r.ri.doneCells, confirm: r.needsConfirmation,
 	}
 
 	attempts := 1

@@ -79,7 +79,11 @@ type Baseline struct {
 	Last    int      `json:"last"`
 	MinRuns int      `json:"min_runs"`
 	Metrics []string `json:"metrics"`
-	Pos     Pos      `json:"-"`
+	// Confirm re-measures, while its server is still up, a cell whose
+	// first measurement regressed against the history, and judges the
+	// second; both rows are kept.
+	Confirm bool `json:"confirm"`
+	Pos     Pos  `json:"-"`
 }
 
 // Model is the model under test.

@@ -95,6 +95,8 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.IntVar(&flt.CutAfter, "cut-after", flt.CutAfter, "fault: token events written before a cut")
 	fs.DurationVar(&cfg.ExitAfter, "exit-after", 0, "fault: exit the process this long after listening")
 	fs.IntVar(&cfg.ExitCode, "exit-code", cfg.ExitCode, "fault: exit status for --exit-after")
+	fs.IntVar(&cfg.SlowFirst, "slow-first", 0, "fault: fixed mode serves the first N generation requests slower (a passing disturbance)")
+	fs.Float64Var(&cfg.SlowFactor, "slow-factor", 1.5, "fault: how much slower --slow-first serves (TTFT and ITL multiplied)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

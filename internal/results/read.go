@@ -37,17 +37,23 @@ func AttemptOf(attempt int64) int64 {
 	return attempt
 }
 
+// MeasurementOf is a row's measurement number; files written before the
+// column existed read 0, which is the first.
+func MeasurementOf(m int64) int64 { return max(m, 1) }
+
 // LatestCells keeps the current row of each cell id: the one of the
 // highest attempt (a resumed run re-measures cells that failed and keeps
-// the earlier rows), the later row among rows of the same attempt (runs
-// written before the attempt column), in the order the cells first
-// appeared.
+// the earlier rows), within it the highest measurement (a confirmation
+// supersedes the measurement it confirmed), the later row among rows of
+// the same attempt and measurement (runs written before those columns),
+// in the order the cells first appeared.
 func LatestCells(cells []Cell) []Cell {
 	idx := map[string]int{}
 	var out []Cell
 	for _, c := range cells {
 		if i, ok := idx[c.CellID]; ok && c.CellID != "" {
-			if AttemptOf(c.Attempt) >= AttemptOf(out[i].Attempt) {
+			if o := out[i]; AttemptOf(c.Attempt) > AttemptOf(o.Attempt) ||
+				AttemptOf(c.Attempt) == AttemptOf(o.Attempt) && MeasurementOf(c.Measurement) >= MeasurementOf(o.Measurement) {
 				out[i] = c
 			}
 			continue
@@ -58,25 +64,29 @@ func LatestCells(cells []Cell) []Cell {
 	return out
 }
 
-// LatestVerdicts keeps, for each cell id, the verdicts of its last judging:
-// those of the highest attempt, and among them those with the latest
-// judged_at (all verdicts of one cell row share their judged_at).
+// LatestVerdicts keeps, for each cell id and level, the verdicts of its
+// last judging: those of the highest attempt, and among them those with
+// the latest judged_at (all verdicts of one cell row share their
+// judged_at; a re-measured cell's row is judged again). The level keeps
+// a cell's row assertions apart from its regression checks, which are
+// judged together at the end of the run.
 func LatestVerdicts(vs []Verdict) []Verdict {
 	type judging struct {
 		attempt int64
 		at      int64
 	}
+	type group struct{ cell, level string }
 	later := func(a, b judging) bool { return a.attempt > b.attempt || a.attempt == b.attempt && a.at > b.at }
-	latest := map[string]judging{}
+	latest := map[group]judging{}
 	for _, v := range vs {
 		j := judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}
-		if l, ok := latest[v.CellID]; !ok || later(j, l) {
-			latest[v.CellID] = j
+		if l, ok := latest[group{v.CellID, v.Level}]; !ok || later(j, l) {
+			latest[group{v.CellID, v.Level}] = j
 		}
 	}
 	var out []Verdict
 	for _, v := range vs {
-		if (judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}) == latest[v.CellID] {
+		if (judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}) == latest[group{v.CellID, v.Level}] {
 			out = append(out, v)
 		}
 	}
@@ -85,16 +95,18 @@ func LatestVerdicts(vs []Verdict) []Verdict {
 
 // RequestsOf groups request rows by the cell rows they belong to: for
 // each cell id of cells (LatestCells' output, say), the requests of that
-// cell's attempt. Requests of superseded attempts are left out, so a
-// re-measured cell has only its own requests.
+// cell's attempt and measurement. Requests of superseded attempts and
+// measurements are left out, so a re-measured cell has only its own
+// requests.
 func RequestsOf(cells []Cell, reqs []Request) map[string][]Request {
-	want := map[string]int64{}
+	type which struct{ attempt, measurement int64 }
+	want := map[string]which{}
 	for _, c := range cells {
-		want[c.CellID] = AttemptOf(c.Attempt)
+		want[c.CellID] = which{AttemptOf(c.Attempt), MeasurementOf(c.Measurement)}
 	}
 	out := map[string][]Request{}
 	for _, q := range reqs {
-		if a, ok := want[q.CellID]; ok && AttemptOf(q.Attempt) == a {
+		if w, ok := want[q.CellID]; ok && (which{AttemptOf(q.Attempt), MeasurementOf(q.Measurement)}) == w {
 			out[q.CellID] = append(out[q.CellID], q)
 		}
 	}

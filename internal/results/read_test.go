@@ -52,3 +52,54 @@ func TestLatestRule(t *testing.T) {
 		t.Errorf("LatestVerdicts = %v, want %s", vgot, want)
 	}
 }
+
+// A confirmation (baseline.confirm's re-measurement, measurement 2)
+// supersedes the measurement it confirmed within the same attempt, also
+// when it is read first; its requests are the cell's, the first's are
+// not. A later attempt still beats both.
+func TestLatestRuleMeasurement(t *testing.T) {
+	cells := []results.Cell{
+		{CellID: "a", Attempt: 1, Measurement: 2, Status: "ok"}, // read before the row it confirmed
+		{CellID: "a", Attempt: 1, Measurement: 1, Status: "first"},
+		{CellID: "b", Attempt: 1, Measurement: 1, Status: "first"},
+		{CellID: "b", Attempt: 1, Measurement: 2, Status: "ok"},
+		{CellID: "c", Attempt: 1, Measurement: 2, Status: "first"},
+		{CellID: "c", Attempt: 2, Measurement: 1, Status: "ok"},
+		{CellID: "d", Status: "ok"}, // an old file: measurement 0 = 1
+	}
+	var got []string
+	for _, c := range results.LatestCells(cells) {
+		got = append(got, fmt.Sprintf("%s:%d.%d:%s", c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement), c.Status))
+	}
+	if want := "[a:1.2:ok b:1.2:ok c:2.1:ok d:1.1:ok]"; fmt.Sprint(got) != want {
+		t.Errorf("LatestCells = %v, want %s", got, want)
+	}
+	reqs := []results.Request{
+		{CellID: "b", Attempt: 1, Measurement: 1, Seq: 0}, {CellID: "b", Attempt: 1, Measurement: 2, Seq: 0},
+		{CellID: "b", Attempt: 1, Measurement: 2, Seq: 1}, {CellID: "d", Seq: 0},
+	}
+	by := results.RequestsOf(results.LatestCells(cells), reqs)
+	if len(by["b"]) != 2 || by["b"][0].Measurement != 2 || len(by["d"]) != 1 {
+		t.Errorf("RequestsOf = %v; want b's two measurement-2 requests and d's one", by)
+	}
+}
+
+// A cell's row assertions and its regression checks are two judgings
+// (the second at the end of the run): the latest of each is kept, not
+// only the latest of the cell.
+func TestLatestVerdictsByLevel(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	vs := []results.Verdict{
+		{CellID: "a", Level: "row", Assertion: "first row judging", JudgedAt: t0},
+		{CellID: "a", Level: "row", Assertion: "confirmation's row judging", JudgedAt: t0.Add(time.Second)},
+		{CellID: "a", Level: "regression", Assertion: "regression", JudgedAt: t0.Add(time.Minute)},
+		{CellID: "", Level: "stage", Assertion: "stage", JudgedAt: t0.Add(2 * time.Second)},
+	}
+	var got []string
+	for _, v := range results.LatestVerdicts(vs) {
+		got = append(got, v.Assertion)
+	}
+	if want := "[confirmation's row judging regression stage]"; fmt.Sprint(got) != want {
+		t.Errorf("LatestVerdicts = %v, want %s", got, want)
+	}
+}

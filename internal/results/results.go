@@ -62,8 +62,12 @@ type Cell struct {
 	Rate        float64 `parquet:"rate" json:"rate" expr:"rate"` // requests/s for open-loop cells; 0 for closed loop
 	// Repeat numbers the independent measurements of one point (repeats:
 	// N): 1..N, 0 when the sweep does not repeat.
-	Repeat   int64 `parquet:"repeat" json:"repeat" expr:"repeat"`
-	Requests int64 `parquet:"requests" json:"requests" expr:"requests"`
+	Repeat int64 `parquet:"repeat" json:"repeat" expr:"repeat"`
+	// Measurement numbers the measurements of the cell within its attempt:
+	// 1, and 2 for the re-measurement `baseline.confirm` makes of a cell
+	// that breached its history (both rows are kept; the latest counts).
+	Measurement int64 `parquet:"measurement" json:"measurement" expr:"measurement"`
+	Requests    int64 `parquet:"requests" json:"requests" expr:"requests"`
 
 	// The seed `bench` command's columns.
 	FirstCallMs        *float64 `parquet:"first_call_ms" json:"first_call_ms" expr:"first_call_ms"`
@@ -179,7 +183,8 @@ type Request struct {
 	Plan         string    `parquet:"plan" json:"plan"`
 	Stage        string    `parquet:"stage" json:"stage"`
 	CellID       string    `parquet:"cell_id" json:"cell_id"`
-	Attempt      int64     `parquet:"attempt" json:"attempt"` // the attempt that sent it, as in Cell
+	Attempt      int64     `parquet:"attempt" json:"attempt"`         // the attempt that sent it, as in Cell
+	Measurement  int64     `parquet:"measurement" json:"measurement"` // the cell's measurement that sent it, as in Cell
 	Seq          int64     `parquet:"seq" json:"seq"`
 	ResponseID   string    `parquet:"response_id" json:"response_id"`
 	SentAt       time.Time `parquet:"sent_at,timestamp(microsecond)" json:"sent_at"`

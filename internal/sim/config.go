@@ -82,6 +82,12 @@ type Config struct {
 	// this long after it starts listening, to rehearse a server dying.
 	ExitAfter time.Duration
 	ExitCode  int
+	// SlowFirst, when positive, serves the first SlowFirst generation
+	// requests in fixed mode with TTFT and ITL multiplied by SlowFactor: a
+	// passing disturbance (a neighbour's job, a cold cache), against which
+	// a re-measurement comes out as usual.
+	SlowFirst  int
+	SlowFactor float64
 
 	// Personality is the engine whose wire habits the simulator reproduces:
 	// PersonaGeneric ("" or "generic", the vLLM-shaped default), PersonaVLLM,
@@ -368,6 +374,9 @@ func (c Config) Validate() error {
 	}
 	if c.ExitAfter < 0 {
 		errs = append(errs, errors.New("exit-after must not be negative"))
+	}
+	if c.SlowFirst < 0 || c.SlowFirst > 0 && c.SlowFactor <= 0 {
+		errs = append(errs, errors.New("slow-first must not be negative, and needs a positive slow-factor"))
 	}
 	return errors.Join(errs...)
 }

@@ -172,3 +172,38 @@ func TestTimingHeader(t *testing.T) {
 		t.Errorf("engine mode accepted %s: %d", TimingHeader, resp.StatusCode)
 	}
 }
+
+// SlowFirst serves the first N generation requests with TTFT and ITL
+// scaled by SlowFactor and the rest on the configured schedule (the
+// records' write times are the ground truth).
+func TestSlowFirst(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.SlowFirst, cfg.SlowFactor = 20*time.Millisecond, 10*time.Millisecond, 2, 3
+	s, url := startSim(t, cfg)
+	c := testClient()
+	for i := range 3 {
+		if res := readStream(context.Background(), c, url+"/v1/completions", streamBody(3)); res.err != nil || !res.done {
+			t.Fatalf("request %d: %v", i, res.err)
+		}
+	}
+	for i, rec := range s.Records() {
+		ttft, itl := 20*time.Millisecond, 10*time.Millisecond
+		if i < 2 {
+			ttft, itl = 60*time.Millisecond, 30*time.Millisecond
+		}
+		if len(rec.Events) != 3 {
+			t.Fatalf("request %d: events %+v", i, rec.Events)
+		}
+		for k, e := range rec.Events {
+			want := rec.Received.Add(ttft + time.Duration(k)*itl)
+			if d := e.Time.Sub(want); d < 0 || (d > 15*time.Millisecond && !raceEnabled) {
+				t.Errorf("request %d event %d: %v off the schedule ttft=%v itl=%v", i, k, d, ttft, itl)
+			}
+		}
+	}
+	bad := DefaultConfig()
+	bad.SlowFirst, bad.SlowFactor = 3, 0
+	if bad.Validate() == nil {
+		t.Error("slow-first without a slow factor validated")
+	}
+}

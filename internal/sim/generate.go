@@ -306,6 +306,10 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	}
 	p.maxTokens = maxTokens
 	p.ttft, p.itl, p.tpc = s.cfg.TTFT, s.cfg.ITL, s.cfg.TokensPerChunk
+	if s.cfg.SlowFirst > 0 && s.generated.Add(1) <= int64(s.cfg.SlowFirst) {
+		p.ttft = time.Duration(float64(p.ttft) * s.cfg.SlowFactor)
+		p.itl = time.Duration(float64(p.itl) * s.cfg.SlowFactor)
+	}
 	p.stream = req.Stream
 	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	p.continuousUsage = p.includeUsage && req.StreamOptions.ContinuousUsageStats

@@ -25,6 +25,7 @@ type Server struct {
 	created   int64 // the "created" field of responses
 	seedHash  uint64
 	seq       atomic.Uint64
+	generated atomic.Int64 // generation requests planned (SlowFirst counts them)
 	records   recordLog
 	metrics   *metrics
 	engine    *engine // nil in fixed mode

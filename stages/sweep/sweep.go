@@ -389,52 +389,72 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		if vocab == nil {
 			vocab, calibNote = s.calibrate(ctx, t, dataset != nil, info)
 		}
-		var row results.Cell
-		var reqs []results.Request
-		if vocab == nil {
-			row = base
-			row.StartedAt = time.Now().UTC()
-			row.Status, row.Reason = results.StatusError, calibNote
-		} else {
-			row, reqs = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()))
-			if calibNote != "" {
-				row.Notes = joinNotes(row.Notes, calibNote)
+		// measurePoint measures the point once and emits its row; the
+		// second time (a confirmation) as measurement 2.
+		measurePoint := func(measurement int64) (results.Cell, error) {
+			var row results.Cell
+			var reqs []results.Request
+			if vocab == nil {
+				row = base
+				row.StartedAt = time.Now().UTC()
+				row.Status, row.Reason = results.StatusError, calibNote
+			} else {
+				row, reqs = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()))
+				if calibNote != "" {
+					row.Notes = joinNotes(row.Notes, calibNote)
+				}
+				if s.cfg.Calibrate != loadgen.CalibrateOff && dataset == nil {
+					// Calibration was asked for: a prompt off by more than a
+					// token is an error, also when calibration fell back.
+					s.checkPromptLength(&row)
+				}
 			}
-			if s.cfg.Calibrate != loadgen.CalibrateOff && dataset == nil {
-				// Calibration was asked for: a prompt off by more than a
-				// token is an error, also when calibration fell back.
-				s.checkPromptLength(&row)
+			row.Measurement = measurement
+			if ctx.Err() != nil {
+				stopErr = context.Cause(ctx)
+				row.Status, row.Reason = results.StatusError, stopErr.Error()
+			} else if died := serverDied(target, row.Failed > 0); died != nil {
+				// The server died during this point: the point carries the
+				// death as its reason (not its first broken request's), and
+				// the rest are skipped.
+				stopErr = died
+				row.Status, row.Reason = results.StatusError, died.Error()
 			}
+			if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
+				c1[p.c1Key()] = *row.DecodeTokS
+			}
+			// Without a measured c=1 row of the cell there is nothing to compare
+			// with: speedup and batching efficiency stay nil, never 0.
+			if v, ok := c1[p.c1Key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS != nil {
+				row.SpeedupVsC1 = results.Some(*row.DecodeTokS / v)
+				row.BatchingEfficiency = results.Some(*row.SpeedupVsC1 / float64(p.concurrency))
+			}
+			applyCost(&row, target)
+			if err := emit(row, reqs); err != nil {
+				return row, err
+			}
+			line := fmt.Sprintf("%s %s: %s ttft %s ms, itl p50 %s ms p99 %s ms, %s tok/s, %s req/s %s",
+				env.Stage.Name, p.label(), row.Status, opt(row.TTFTMs, 1), opt(row.ITLP50Ms, 2), opt(row.ITLP99Ms, 2), opt(row.DecodeTokS, 0), opt(row.ReqS, 1), row.Reason)
+			if measurement > 1 {
+				line = strings.Replace(line, p.label()+":", p.label()+" (confirmation):", 1)
+			}
+			if env.Log != nil {
+				fmt.Fprintln(env.Log, line)
+			}
+			prog.line(line)
+			return row, nil
 		}
-		if ctx.Err() != nil {
-			stopErr = context.Cause(ctx)
-			row.Status, row.Reason = results.StatusError, stopErr.Error()
-		} else if died := serverDied(target, row.Failed > 0); died != nil {
-			// The server died during this point: the point carries the
-			// death as its reason (not its first broken request's), and
-			// the rest are skipped.
-			stopErr = died
-			row.Status, row.Reason = results.StatusError, died.Error()
-		}
-		if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
-			c1[p.c1Key()] = *row.DecodeTokS
-		}
-		// Without a measured c=1 row of the cell there is nothing to compare
-		// with: speedup and batching efficiency stay nil, never 0.
-		if v, ok := c1[p.c1Key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS != nil {
-			row.SpeedupVsC1 = results.Some(*row.DecodeTokS / v)
-			row.BatchingEfficiency = results.Some(*row.SpeedupVsC1 / float64(p.concurrency))
-		}
-		applyCost(&row, target)
-		if err := emit(row, reqs); err != nil {
+		row, err := measurePoint(1)
+		if err != nil {
 			return nil, err
 		}
-		line := fmt.Sprintf("%s %s: %s ttft %s ms, itl p50 %s ms p99 %s ms, %s tok/s, %s req/s %s",
-			env.Stage.Name, p.label(), row.Status, opt(row.TTFTMs, 1), opt(row.ITLP50Ms, 2), opt(row.ITLP99Ms, 2), opt(row.DecodeTokS, 0), opt(row.ReqS, 1), row.Reason)
-		if env.Log != nil {
-			fmt.Fprintln(env.Log, line)
+		// A row that breached its history is measured once more while the
+		// server is up (baseline.confirm); the second is the one judged.
+		if stopErr == nil && env.Confirm(row) {
+			if _, err := measurePoint(2); err != nil {
+				return nil, err
+			}
 		}
-		prog.line(line)
 	}
 	if stopErr != nil {
 		return nil, stopErr

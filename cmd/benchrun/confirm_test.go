@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/benchrun/benchrun/internal/rundir"
+)
+
+// confirmPlan is one sweep cell against the simulator in fixed mode,
+// judged against its history with baseline.confirm as tagged; the
+// simulator can be made slower for good (ttft) or for its first N
+// generation requests only (slow_first: a passing disturbance).
+const confirmPlan = `name: "confirm"
+model: {name: "sim"}
+_ttft:       *"20ms" | string @tag(ttft)
+_slow_first: *"0" | string @tag(slow_first)
+_confirm:    *false | bool @tag(confirm,type=bool)
+baseline: {min_runs: 3, confirm: _confirm, metrics: ["ttft_p50_ms", "tpot_p50_ms"]}
+stages: {
+	server: {
+		kind: "launch"
+		cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", _ttft, "--itl", "5ms", "--eos-prob", "0", "--slow-first", _slow_first, "--slow-factor", "2"]
+	}
+	health: {kind: "health", target: "server"}
+	sweep: {
+		kind:        "sweep"
+		target:      "server"
+		needs:       ["health"]
+		cells:       [{isl: 16, osl: 8}]
+		concurrency: [4]
+		requests:    16
+		warmup:      1
+		calibrate:   "off"
+	}
+}
+`
+
+// TestBaselineConfirm: with baseline.confirm, a cell that breached its
+// history is measured again while its server is up, and the second
+// measurement is judged: a passing disturbance (the simulator's first 33
+// requests twice as slow: the health probe, the first measurement's
+// warm-up pass and its timed pass) is not a regression, a lasting one (TTFT 20 → 40 ms) still is, and both
+// rows of the cell stay in the cells table. Without confirm the same
+// disturbance fails the run: what confirm is for.
+func TestBaselineConfirm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator 7 times")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "benchrun")); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(plan, []byte(confirmPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	run := func(tags ...string) (code int, stderr string, rd *rundir.Run) {
+		t.Helper()
+		args := []string{plan, "--out", runs}
+		for _, tag := range tags {
+			args = append(args, "-t", tag)
+		}
+		before, _ := filepath.Glob(filepath.Join(runs, "*", "*", "*"))
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var out strings.Builder
+		cmd.Stderr = &out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		if ee != nil {
+			code = ee.ExitCode()
+		}
+		after, _ := filepath.Glob(filepath.Join(runs, "*", "*", "*"))
+		sort.Strings(after)
+		var fresh []string
+		for _, d := range after {
+			if !slices.Contains(before, d) {
+				fresh = append(fresh, d)
+			}
+		}
+		if len(fresh) != 1 {
+			t.Fatalf("run %v: new run directories %v\n%s", tags, fresh, out.String())
+		}
+		if rd, err = rundir.Open(fresh[0]); err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), rd
+	}
+	for i := range 3 {
+		if code, stderr, _ := run(); code != 0 {
+			t.Fatalf("history run %d: exit %d\n%s", i, code, stderr)
+		}
+	}
+	measurements := func(rd *rundir.Run) string {
+		cells, err := rd.Cells()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range cells {
+			got = append(got, fmt.Sprintf("%d:%s:%s", c.Measurement, c.Status, ms0(c.TTFTMs)))
+		}
+		return strings.Join(got, " ")
+	}
+	regressionValues := func(rd *rundir.Run, metric string) map[string]string {
+		vs, err := rd.LatestVerdicts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.Level == "regression" && v.Name == metric {
+				return v.Values
+			}
+		}
+		t.Fatalf("no regression verdict of %s in %+v", metric, vs)
+		return nil
+	}
+
+	// A passing disturbance, confirmed away.
+	code, stderr, rd := run("confirm=true", "slow_first=33")
+	m := measurements(rd)
+	t.Logf("passing disturbance, confirm: exit %d; rows (measurement:status:ttft) %s", code, m)
+	if code != 0 || !strings.Contains(stderr, "measuring it once more to confirm") {
+		t.Errorf("exit %d, want 0 after a confirmation that did not regress\n%s", code, stderr)
+	}
+	if rows := strings.Fields(m); len(rows) != 2 || !strings.HasPrefix(rows[0], "1:ok:") || !strings.HasPrefix(rows[1], "2:ok:") {
+		t.Errorf("cell rows %q, want the first measurement and its confirmation", m)
+	}
+	v := regressionValues(rd, "ttft_p50_ms")
+	if v["outcome"] == "regressed" || v["measurements"] != "2" || !strings.HasPrefix(v["confirm"], "not confirmed") || v["first"] == "" {
+		t.Errorf("ttft verdict values %v: want judged on the second measurement, the first's value recorded", v)
+	}
+	reqs, err := rd.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[int64]int{}
+	for _, q := range reqs {
+		per[q.Measurement]++
+	}
+	if per[1] != 16 || per[2] != 16 || len(per) != 2 {
+		t.Errorf("requests per measurement %v, want 16 and 16", per)
+	}
+
+	// The same disturbance without confirm: a regression.
+	if code, stderr, rd := run("slow_first=33"); code != 1 || strings.Contains(stderr, "once more") {
+		t.Errorf("without confirm: exit %d (rows %s), want 1 with no re-measurement\n%s", code, measurements(rd), stderr)
+	}
+
+	// A lasting slowdown, confirmed.
+	code, stderr, rd = run("confirm=true", "ttft=40ms")
+	v = regressionValues(rd, "ttft_p50_ms")
+	t.Logf("lasting slowdown, confirm: exit %d; rows %s; ttft verdict %v", code, measurements(rd), v)
+	if code != 1 || v["outcome"] != "regressed" || !strings.HasPrefix(v["confirm"], "confirmed") || !strings.Contains(stderr, "confirmed: both measurements regressed") {
+		t.Errorf("exit %d, ttft verdict %v; want a confirmed regression, exit 1\n%s", code, v, stderr)
+	}
+	if rows := strings.Fields(measurements(rd)); len(rows) != 2 {
+		t.Errorf("cell rows %v, want both measurements", rows)
+	}
+	cells, _ := rd.LatestCells()
+	if len(cells) != 1 || cells[0].Measurement != 2 {
+		t.Errorf("current rows %+v, want the confirmation", cells)
+	}
+}
+
+func ms0(x *float64) string {
+	if x == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%.0f", *x)
+}

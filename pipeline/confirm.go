@@ -1,0 +1,120 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/regress"
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// Confirm reports whether a measuring stage should measure the cell of
+// row, which it has just emitted, once more before the run is judged:
+// the plan's baseline asks for it (`baseline.confirm: true`), row is its
+// cell's first measurement in this attempt, and it regressed against the
+// cell's history. A stage that can re-measure a point (sweep) calls it
+// after Emit, while its server is still up, and emits the second
+// measurement with Measurement 2 and the same cell id: the second is the
+// cell's current row, the one the regression check judges; both are kept.
+//
+// Why judge the second alone rather than both: a disturbance that passes
+// (a neighbour's job, a cache that was cold) makes one measurement slow;
+// a regression makes both slow, and the second, taken minutes later on
+// the same server, is the independent look. The verdict records both.
+func (e *Env) Confirm(row results.Cell) bool {
+	if e == nil || e.confirm == nil {
+		return false
+	}
+	return e.confirm(row)
+}
+
+// confirmation is the first measurement of a cell that was re-measured:
+// its value of each metric that regressed.
+type confirmation struct {
+	regressed map[string]float64
+}
+
+// needsConfirmation is Env.Confirm. The check is the end-of-run check on
+// this one row, uncorrected for multiple comparisons: an uncorrected
+// p-value is never above a corrected one, so every cell the run's check
+// could call regressed is re-measured first.
+func (r *runner) needsConfirmation(row results.Cell) bool {
+	h := r.history
+	if h == nil || h.err != nil || !h.baseline.Confirm || row.Status != results.StatusOK || results.MeasurementOf(row.Measurement) > 1 {
+		return false
+	}
+	r.emitMu.Lock()
+	cur, ok := r.currentRow(row.Stage, row.CellID) // stamped: its key is the one history matches
+	r.emitMu.Unlock()
+	if !ok {
+		return false
+	}
+	opts, err := r.regressOptions(h)
+	if err != nil {
+		return false
+	}
+	opts.Correction = regress.NoCorrection
+	one := &regress.Run{ID: r.ri.ID, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: "ok", Cells: []results.Cell{cur}, SendLagThresholdMs: h.sendLag}
+	rep := regress.CheckHistory(h.runs, one, opts)
+	c := confirmation{regressed: map[string]float64{}}
+	var what []string
+	for _, v := range rep.Verdicts {
+		if v.Outcome == regress.Regressed {
+			c.regressed[v.Metric] = v.New
+			what = append(what, fmt.Sprintf("%s %+.1f%%", v.Metric, 100*v.Change))
+		}
+	}
+	if len(what) == 0 {
+		return false
+	}
+	r.emitMu.Lock()
+	if r.confirmations == nil {
+		r.confirmations = map[string]confirmation{}
+	}
+	r.confirmations[cur.CellID] = c
+	r.emitMu.Unlock()
+	fmt.Fprintf(r.opts.Progress, "↻ %s: regressed against its history (%s); measuring it once more to confirm\n", CellLabel(cur), redact.String(strings.Join(what, ", ")))
+	return true
+}
+
+// currentRow is the stage's current row of a cell. The caller holds emitMu.
+func (r *runner) currentRow(stage, cellID string) (results.Cell, bool) {
+	rows := r.rows[stage]
+	if i := slices.IndexFunc(rows, func(c results.Cell) bool { return c.CellID == cellID }); i >= 0 {
+		return rows[i], true
+	}
+	return results.Cell{}, false
+}
+
+// supersede drops the verdicts of a cell's earlier measurement in this
+// attempt from what the run counts, when its confirmation is judged: the
+// assertions table keeps both judgings, and the latest one counts, there
+// as here. The caller holds emitMu.
+func (r *runner) supersede(c results.Cell) {
+	if results.MeasurementOf(c.Measurement) < 2 {
+		return
+	}
+	earlier := func(v Verdict) bool { return v.Level == LevelRow && v.Stage == c.Stage && v.CellID == c.CellID }
+	r.failed = slices.DeleteFunc(r.failed, earlier)
+	r.verdicts = slices.DeleteFunc(r.verdicts, earlier)
+}
+
+// confirmValues adds to a regression verdict's values what the cell's
+// first measurement read, when the cell was re-measured to confirm.
+func (r *runner) confirmValues(v regress.Verdict, values map[string]string) {
+	c, ok := r.confirmations[v.CellID]
+	if !ok {
+		return
+	}
+	values["measurements"] = "2"
+	if first, ok := c.regressed[v.Metric]; ok {
+		values["first"] = fmt.Sprintf("%.6g", first)
+		if v.Outcome == regress.Regressed {
+			values["confirm"] = "confirmed: both measurements regressed"
+		} else {
+			values["confirm"] = "not confirmed: the first measurement regressed, the second did not"
+		}
+	}
+}
