@@ -58,8 +58,12 @@ type SinkEnv struct {
 	// tables for people show the rate column.
 	RateLadder bool
 	// Replay is set when the rows come from a run directory (benchrun
-	// report) rather than a live run: a sink writes its files afresh.
+	// report, benchrun post, a post stage) rather than a live run: a sink
+	// writes its files afresh.
 	Replay bool
+	// HistoryRoot is the folder earlier runs are filed under (the runs
+	// folder of --out), for a sink that compares with them.
+	HistoryRoot string
 	// Prior returns the rows earlier attempts of a resumed run stored (the
 	// durable sink's record, read once and shared): a sink that keeps
 	// whole-run state seeds it from them. nil, nil for a new run and a
@@ -88,6 +92,12 @@ type SinkKind struct {
 	// store reaches the others marked "not stored". A durable sink is the
 	// source of a replay, never driven by one.
 	Durable bool
+	// Remote sinks send the results off this machine (a SiYuan notebook,
+	// a webhook) instead of writing a file in the run directory. `benchrun
+	// post RUN_DIR` drives them again from a run directory and `benchrun
+	// report` never does; a plan entry that a `post` stage names is driven
+	// by that stage (after the run is judged), not live.
+	Remote bool
 	// Writes names what the sink writes, for messages ("result.json").
 	Writes string
 	// Flags are the parameters command-line flags may set on the sink
