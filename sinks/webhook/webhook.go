@@ -102,11 +102,11 @@ func New(spec pipeline.SinkSpec) (pipeline.Sink, error) {
 	}
 	if cfg.Timeout != "" {
 		d, err := time.ParseDuration(cfg.Timeout)
-		if err == nil && d <= 0 {
-			err = errors.New("must be more than 0")
-		}
 		if err != nil {
 			return nil, spec.ErrorAt("timeout", fmt.Errorf("%q: want a duration such as \"10s\": %w", cfg.Timeout, err))
+		}
+		if d <= 0 {
+			return nil, spec.ErrorAt("timeout", fmt.Errorf("%q: want more than 0 (the longest wait for the receiver's answer, such as \"10s\")", cfg.Timeout))
 		}
 		o.timeout = d
 	}
@@ -192,7 +192,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	o.env = env
 	u, err := pipeline.ExpandEnv(o.rawURL, nil)
 	if err != nil {
-		return fmt.Errorf("sink %s: url: %w", o.name, err)
+		return fmt.Errorf("url: %w", err)
 	}
 	// The same rule as a stage's headers: the expanded value and each
 	// variable's value are secrets (redact.Headers compares raw and sent).
@@ -200,7 +200,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	redact.URLSecrets(u) // a password written in the URL itself
 	o.url, o.shownURL = u, shown(o.rawURL, u)
 	if err := checkURL(u); err != nil {
-		return fmt.Errorf("sink %s: url %s: %w", o.name, o.shownURL, err)
+		return fmt.Errorf("url %s: %w", o.shownURL, err)
 	}
 	if parsed, _ := url.Parse(u); !strings.Contains(o.rawURL, parsed.Host) {
 		o.hideHost = parsed.Host // a dial error quotes host:port
@@ -209,7 +209,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	for name, raw := range o.rawHeaders {
 		v, err := pipeline.ExpandEnv(raw, nil)
 		if err != nil {
-			return fmt.Errorf("sink %s: headers.%s: %w", o.name, name, err)
+			return fmt.Errorf("headers.%s: %w", name, err)
 		}
 		o.headers[name] = v
 	}
@@ -222,7 +222,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	o.cells, o.verdicts = nil, nil
 	prior, err := env.Prior()
 	if err != nil {
-		return fmt.Errorf("sink %s: %w", o.name, err)
+		return fmt.Errorf("the earlier attempts' rows: %w", err)
 	}
 	if prior != nil && len(prior.Cells) > 0 {
 		latest := results.LatestCells(prior.Cells)
@@ -280,15 +280,16 @@ func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 // The pipeline calls Stop again on a transient failure, so it holds no
 // state a failed try changed.
 func (o *Output) Stop(sum *pipeline.Summary) error {
+	// The pipeline names the sink in what it says of an error.
 	body, err := o.Body(sum)
 	if err != nil {
-		return fmt.Errorf("sink %s: %w", o.name, err)
+		return err
 	}
 	if o.dryRun {
 		return o.printRequest(body)
 	}
 	if err := o.send(body); err != nil {
-		return fmt.Errorf("sink %s: %w", o.name, err)
+		return err
 	}
 	fmt.Fprintf(o.env.Progress, "✓ sink %s: posted the %s payload (%d bytes) to %s\n", o.name, o.payload, len(body), o.shownURL)
 	return nil
@@ -339,7 +340,7 @@ func (o *Output) printRequest(body []byte) error {
 	b.WriteString("\n")
 	b.Write(body)
 	if _, err := io.WriteString(w, redact.String(b.String())); err != nil {
-		return fmt.Errorf("sink %s: dry run: %w", o.name, err)
+		return fmt.Errorf("dry run: %w", err)
 	}
 	return nil
 }
@@ -380,7 +381,7 @@ const excerptLen = 200
 func (o *Output) send(body []byte) error {
 	req, err := http.NewRequest(http.MethodPost, o.url, bytes.NewReader(body))
 	if err != nil {
-		return o.masked(fmt.Sprintf("POST %s", o.shownURL), unwrapURL(err))
+		return o.masked(fmt.Sprintf("POST %s", o.shownURL), unwrapURL(err), "")
 	}
 	for name, v := range o.requestHeaders() {
 		req.Header.Set(name, v)
@@ -391,13 +392,13 @@ func (o *Output) send(body []byte) error {
 		var ue *url.Error
 		switch {
 		case errors.As(err, &ue) && ue.Timeout():
-			return o.masked(fmt.Sprintf("POST %s: no answer within %s (timeout: check that the receiver is up, or raise the entry's timeout)", o.shownURL, o.timeout), inner)
+			return o.masked(fmt.Sprintf("POST %s: no answer within %s", o.shownURL, o.timeout), inner, "check that the receiver is up, or raise the entry's timeout")
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			// The receiver closed the connection without answering (a
 			// restart, a proxy dropping it): worth another try.
-			return pipeline.Transient(o.masked(fmt.Sprintf("POST %s: the connection closed without an answer", o.shownURL), inner))
+			return pipeline.Transient(o.masked(fmt.Sprintf("POST %s: the connection closed without an answer", o.shownURL), inner, ""))
 		}
-		return o.masked(fmt.Sprintf("POST %s", o.shownURL), inner)
+		return o.masked(fmt.Sprintf("POST %s", o.shownURL), inner, "check the url and that the receiver is reachable from this machine")
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
@@ -409,7 +410,7 @@ func (o *Output) send(body []byte) error {
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooEarly,
 		resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-		return pipeline.Transient(fmt.Errorf("POST %s: %w (the receiver is busy or down: tried again as the entry's retry allows; raise retry.attempts or retry.backoff if it needs longer)", o.shownURL, se))
+		return pipeline.Transient(fmt.Errorf("POST %s: %w: the receiver is busy or down (tried again as the entry's retry allows: raise retry.attempts or retry.backoff if it needs longer)", o.shownURL, se))
 	}
 	return fmt.Errorf("POST %s: %w (%s)", o.shownURL, se, hint(resp.StatusCode, o.payload, len(body)))
 }
@@ -450,7 +451,7 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	if e.Body == "" {
-		return "HTTP " + e.Status + " (empty body)"
+		return "HTTP " + e.Status
 	}
 	return fmt.Sprintf("HTTP %s: %q", e.Status, e.Body)
 }
@@ -469,18 +470,22 @@ func unwrapURL(err error) error {
 // masked is an error whose text has every secret masked (and the URL's
 // host when it came from the environment: a dial error quotes it) but
 // whose chain is the cause's, for pipeline.IsTransient.
-func (o *Output) masked(msg string, cause error) error {
-	return &sendError{msg: msg, cause: cause, hide: o.hideHost}
+func (o *Output) masked(msg string, cause error, hint string) error {
+	return &sendError{msg: msg, cause: cause, hint: hint, hide: o.hideHost}
 }
 
 type sendError struct {
 	msg   string
 	cause error
+	hint  string // what to check, after the cause
 	hide  string
 }
 
 func (e *sendError) Error() string {
 	s := e.msg + ": " + e.cause.Error()
+	if e.hint != "" {
+		s += " (" + e.hint + ")"
+	}
 	if e.hide != "" {
 		s = strings.ReplaceAll(s, e.hide, redact.Mask)
 	}
