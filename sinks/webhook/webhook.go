@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -325,15 +326,11 @@ func (o *Output) printRequest(body []byte) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sink %s: dry run, nothing sent:\n", o.name)
 	fmt.Fprintf(&b, "%s %s\n", http.MethodPost, o.shownURL)
-	names := make([]string, 0, len(o.headers)+1)
-	for name := range o.requestHeaders() {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		v, ok := o.shown[name]
+	h := o.requestHeaders()
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		v, ok := o.shown[name] // the plan's, masked; the others are benchrun's own
 		if !ok {
-			v = o.requestHeaders()[name]
+			v = h[name]
 		}
 		fmt.Fprintf(&b, "%s: %s\n", name, v)
 	}
