@@ -99,11 +99,12 @@ func (d Document) writeSummary(b *strings.Builder) {
 		}
 	}
 	parts = append(parts, head, checksSummary(d.Verdicts))
-	model := orDash(d.model())
-	if q := d.meta("quant"); q != "" {
-		model += " (" + q + ")"
+	if model := d.model(); model != "" {
+		if q := d.meta("quant"); q != "" {
+			model += " (" + q + ")"
+		}
+		parts = append(parts, "model "+text(model))
 	}
-	parts = append(parts, "model "+text(model))
 	if e := d.engines(); e != "" {
 		parts = append(parts, "engine "+text(e))
 	}
@@ -342,14 +343,28 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 	}
 	for _, s := range sections {
 		fmt.Fprintf(b, "### %s\n\n", s.title)
-		if s.title == "Batch throughput" && hasLadder(cells) {
-			b.WriteString("Speedup and batching efficiency compare each point with the same cell at concurrency 1 (efficiency = speedup / concurrency).\n\n")
+		ms := s.ms
+		if s.title == "Batch throughput" {
+			switch {
+			case !slices.ContainsFunc(cells, func(c results.Cell) bool { return c.Rate == 0 }):
+				// Every point is open loop: the speedup columns would be
+				// all dashes.
+				ms = []metric{mOutput, mReqS}
+				b.WriteString("Speedup and batching efficiency are not shown: they compare a concurrency ladder with its c=1 point, and every point here is an open loop (a request rate).\n\n")
+			case hasLadder(cells):
+				b.WriteString("Speedup and batching efficiency compare each point with the same cell at concurrency 1 (efficiency = speedup / concurrency).\n\n")
+			}
 		}
-		metricTable(cells, s.ms, "–").write(b)
-		writeNulls(b, cells, s.ms)
+		metricTable(cells, ms, "–").write(b)
+		writeNulls(b, cells, ms)
 	}
 	b.WriteString("### Memory and utilisation\n\n")
-	b.WriteString("Memory and GPU utilisation were not measured for this run: the cell rows have no GPU or host memory columns. What the rows do measure is benchrun's own CPU use (a client near the machine's cores was the bottleneck).\n\n")
+	b.WriteString("Memory and GPU utilisation were not measured for this run: the cell rows have no GPU or host memory columns.")
+	if !slices.ContainsFunc(cells, func(c results.Cell) bool { return c.Status == results.StatusOK && c.ClientCPUUtil != nil }) {
+		b.WriteString(" benchrun's own CPU use was not measured either.\n\n")
+		return
+	}
+	b.WriteString(" What the rows do measure is benchrun's own CPU use, in cores: a client using nearly all of the machine's cores limits what it can measure.\n\n")
 	metricTable(cells, []metric{mClient}, "not measured").write(b)
 }
 
@@ -398,29 +413,54 @@ func metricTable(cells []results.Cell, ms []metric, null string) table {
 }
 
 // writeNulls says why the dashes of a table's ok rows are there
-// (results.WhyNull), one line per metric and reason with its points.
+// (results.WhyNull): one line per reason and set of points, naming the
+// metrics it left unmeasured.
 func writeNulls(b *strings.Builder, cells []results.Cell, ms []metric) {
-	type key struct{ head, why string }
-	var keys []key
-	points := map[key][]string{}
+	ok := 0
+	for _, c := range cells {
+		if c.Status == results.StatusOK {
+			ok++
+		}
+	}
+	type nulls struct {
+		why    string
+		points []string
+	}
+	var lines []nulls
+	heads := map[string][]string{} // by why and points
+	keyOf := func(n nulls) string { return n.why + "\x00" + strings.Join(n.points, "\x00") }
 	for _, m := range ms {
+		byWhy := map[string][]string{}
+		var whys []string
 		for _, c := range cells {
 			if c.Status != results.StatusOK || m.get(c) != nil {
 				continue
 			}
-			k := key{m.head, results.WhyNull(c, m.column)}
-			if _, ok := points[k]; !ok {
-				keys = append(keys, k)
+			why := results.WhyNull(c, m.column)
+			if _, seen := byWhy[why]; !seen {
+				whys = append(whys, why)
 			}
-			points[k] = append(points[k], pointLabel(c))
+			byWhy[why] = append(byWhy[why], pointLabel(c))
+		}
+		for _, why := range whys {
+			n := nulls{why, byWhy[why]}
+			k := keyOf(n)
+			if _, seen := heads[k]; !seen {
+				lines = append(lines, n)
+			}
+			heads[k] = append(heads[k], m.head)
 		}
 	}
-	if len(keys) == 0 {
+	if len(lines) == 0 {
 		return
 	}
 	b.WriteString("– not measured:\n\n")
-	for _, k := range keys {
-		fmt.Fprintf(b, "- %s at %s: %s\n", text(k.head), text(strings.Join(points[k], ", ")), text(k.why))
+	for _, n := range lines {
+		where := "every point"
+		if len(n.points) < ok || ok == 1 {
+			where = strings.Join(n.points, ", ")
+		}
+		fmt.Fprintf(b, "- %s at %s: %s\n", text(strings.Join(heads[keyOf(n)], ", ")), text(where), text(n.why))
 	}
 	b.WriteString("\n")
 }
@@ -945,8 +985,13 @@ const maxTakeawayItems = 5
 // end ok. A conclusion whose data is missing is left out, not guessed.
 func takeaways(d Document) []string {
 	var out []string
+	// A point is named with its stage only when the run has several.
+	label := pointLabel
+	if len(stagesOf(d.Cells)) > 1 {
+		label = stagePointLabel
+	}
 	if c, ok := bestPoint(d.Cells); ok {
-		s := fmt.Sprintf("Best throughput: %s output tok/s at %s", short(*c.OutputTokS), text(stagePointLabel(c)))
+		s := fmt.Sprintf("Best throughput: %s output tok/s at %s", short(*c.OutputTokS), text(label(c)))
 		var lat []string
 		for _, m := range []metric{mTTFTP99, mITLP99} {
 			if p := m.get(c); p != nil {
@@ -969,7 +1014,7 @@ func takeaways(d Document) []string {
 		}
 		knees++
 		out = append(out, fmt.Sprintf("Knee at %s: from %s, output tok/s %s while %s grew %s (%s → %s ms); run at %s or below for tail latency.",
-			text(stagePointLabel(k.At)), text(loadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), short(k.Before), short(k.After), text(loadLabel(k.From))))
+			text(label(k.At)), text(loadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), short(k.Before), short(k.After), text(loadLabel(k.From))))
 	}
 	if knees == 0 && flat > 0 {
 		out = append(out, fmt.Sprintf("No knee in the ladders measured: no step gained under %.0f%% throughput while a p99 latency grew over %.0f%%.", 100*kneeGain, 100*kneeLatency))
