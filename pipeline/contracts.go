@@ -73,6 +73,14 @@ type ReadinessGate interface {
 	ReadinessOf() string
 }
 
+// SinkPoster is implemented by stages that drive sinks of the plan
+// themselves, after the run is judged (post): the `sinks` entries they
+// name are not driven live; Env.Post drives them from the run directory.
+type SinkPoster interface {
+	// PostsTo names the plan's sinks the stage posts to.
+	PostsTo() []string
+}
+
 // Peer is another stage of the plan as a stage sees it at vet or run
 // time: its spec and, when it decoded, the kind's Stage, which a caller
 // asks for contracts by type assertion.
@@ -106,6 +114,26 @@ func (g *Graph) Check(name string) *Check {
 // Peer returns the decoded stage named name; false when the plan has no
 // such stage or it did not decode.
 func (c *Check) Peer(name string) (Stage, bool) { return c.g.peer(name) }
+
+// Sink returns the kind of the plan's sink named name (a `sinks` entry's
+// name, or a default sink's kind); false when the plan has none so named.
+func (c *Check) Sink(name string) (SinkKind, bool) {
+	for _, u := range c.g.Sinks {
+		if u.Name() == name {
+			return u.Kind, true
+		}
+	}
+	return SinkKind{}, false
+}
+
+// SinkNames lists the plan's sinks by name, in the order rows reach them.
+func (c *Check) SinkNames() []string {
+	var out []string
+	for _, u := range c.g.Sinks {
+		out = append(out, u.Name())
+	}
+	return out
+}
 
 // Dependents returns the stages that depend on this one (through needs,
 // target or when), in plan order.

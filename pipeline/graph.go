@@ -182,6 +182,11 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 			}
 		}
 	}
+	// The sinks before the stages' Validate: a post stage checks the
+	// names it posts to.
+	sinks, serrs := buildSinks(p, reg)
+	g.Sinks = sinks
+	errs = append(errs, serrs...)
 	// Validated once every stage is decoded and linked: a stage checks
 	// itself against its peers' contracts.
 	for _, n := range g.Nodes {
@@ -198,9 +203,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		}
 	}
 	errs = append(errs, g.checkRunAssertions()...)
-	sinks, serrs := buildSinks(p, reg)
-	g.Sinks = sinks
-	errs = append(errs, serrs...)
+	errs = append(errs, g.linkPosters()...)
 	// Every cycle, not the first only: vet reports all problems at once.
 	for _, cycle := range g.findCycles() {
 		first := g.byName[cycle[0]]

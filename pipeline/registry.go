@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,10 @@ type Kind struct {
 	// Measuring stages produce measurements: they hold a resource lock
 	// (by default "gpu") while they run and may not retry.
 	Measuring bool
+	// AfterRun stages run once every other stage has ended and the run
+	// has been judged (row, stage, run and regression verdicts), so what
+	// they see is the whole run (post); no other stage may depend on one.
+	AfterRun bool
 	// Schema is the kind's CUE definition, checked against every stage of the kind.
 	Schema schema.KindSchema
 	// New decodes a stage's configuration. It must not perform I/O.
@@ -84,6 +89,20 @@ type Env struct {
 	doneCells map[string]bool
 	// confirm is Confirm's answer (the runner's); nil: never re-measure.
 	confirm func(results.Cell) bool
+	// post is Post's work (the runner's); nil outside a run.
+	post func(ctx context.Context, sinks []string) error
+}
+
+// Post drives the plan's sinks named sinks (a post stage's) from the run
+// directory, as `benchrun post` does later: every row stored so far, the
+// verdicts, and the run's outcome as judged (failed and interrupted runs
+// included). Every named sink runs; the error is the first required
+// sink's failure (an optional one's is a warning).
+func (e *Env) Post(ctx context.Context, sinks []string) error {
+	if e == nil || e.post == nil {
+		return errors.New("posting needs a run: this stage was not started by the pipeline")
+	}
+	return e.post(ctx, sinks)
 }
 
 // Target resolves the stage's `target`: a launch stage's outputs, or a URL.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
@@ -22,6 +23,30 @@ import (
 // as the caller found it ("" to take the manifest's; "crashed" for one
 // that says running with no writer).
 func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Summary, error) {
+	return ReplayWith(dir, uses, ReplayOptions{Status: status, Progress: progress})
+}
+
+// ReplayOptions say how ReplayWith drives the sinks.
+type ReplayOptions struct {
+	// Status is the run's status as the caller found it ("" to take the
+	// manifest's); unused with Summary.
+	Status string
+	// Summary, when set, is the run's outcome the sinks' Stop gets instead
+	// of the one the manifest records (a post stage posts the run as
+	// judged, before the manifest is final).
+	Summary *Summary
+	// RunInfo, when set, is the run the rows belong to (a live run's own);
+	// nil rebuilds it from the manifest.
+	RunInfo *RunInfo
+	// Progress is for human lines (nil: discarded); Stdout is for what a
+	// sink prints as data (a dry run's document), nil for none.
+	Progress, Stdout io.Writer
+}
+
+// ReplayWith is Replay with options: `benchrun post` and post stages
+// drive remote sinks with it.
+func ReplayWith(dir string, uses []*SinkUse, o ReplayOptions) (*Summary, error) {
+	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -37,21 +62,28 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 	if m == nil {
 		m = &rundir.Manifest{RunID: run.ID(), Status: rundir.RunIncomplete}
 	}
-	ri := replayRunInfo(run, m)
-	if status == "" {
-		status = run.Status
+	ri := o.RunInfo
+	if ri == nil {
+		ri = replayRunInfo(run, m)
 	}
-	sum := &Summary{Run: ri, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
-	for _, st := range m.Stages {
-		sum.Stages = append(sum.Stages, StageResult(st))
+	sum := o.Summary
+	if sum == nil {
+		status := o.Status
+		if status == "" {
+			status = run.Status
+		}
+		sum = &Summary{Run: ri, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
+		for _, st := range m.Stages {
+			sum.Stages = append(sum.Stages, StageResult(st))
+		}
+		if m.FinishedAt != nil && status != RunRunning && status != RunCrashed {
+			sum.FinishedAt = *m.FinishedAt
+		}
+		if m.ExitCode != nil {
+			sum.ExitCode = *m.ExitCode
+		}
 	}
-	if m.FinishedAt != nil && status != RunRunning && status != RunCrashed {
-		sum.FinishedAt = *m.FinishedAt
-	}
-	if m.ExitCode != nil {
-		sum.ExitCode = *m.ExitCode
-	}
-	env := &SinkEnv{Run: ri, Progress: progress, Replay: true, Prior: func() (*Rows, error) { return nil, nil }}
+	env := &SinkEnv{Run: ri, Progress: progress, Stdout: o.Stdout, Replay: true, Prior: func() (*Rows, error) { return nil, nil }, HistoryRoot: historyRoot(dir)}
 	for _, c := range rows.Cells {
 		if c.Rate > 0 {
 			env.RateLadder = true
@@ -67,13 +99,15 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 	if err := ss.start(env); err != nil {
 		return nil, err
 	}
+	// A cell row is (cell id, attempt, measurement): a confirmation is a
+	// second row of one attempt, with its own requests.
 	type key struct {
-		cell    string
-		attempt int64
+		cell                 string
+		attempt, measurement int64
 	}
 	reqs := map[key][]results.Request{}
 	for _, r := range rows.Requests {
-		k := key{r.CellID, results.AttemptOf(r.Attempt)}
+		k := key{r.CellID, results.AttemptOf(r.Attempt), results.MeasurementOf(r.Measurement)}
 		reqs[k] = append(reqs[k], r)
 	}
 	// Verdicts in the order stored: a cell's come right after its row,
@@ -85,49 +119,53 @@ func Replay(dir string, uses []*SinkUse, status string, progress io.Writer) (*Su
 			firstErr = err
 		}
 	}
-	keyOf := func(c results.Cell) key { return key{c.CellID, results.AttemptOf(c.Attempt)} }
+	keyOf := func(c results.Cell) key {
+		return key{c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}
+	}
 	next := 0 // the next cell row to feed
-	fed := map[key]bool{}
-	// feedUntil feeds the cell rows before the one of key k (with no
-	// verdicts: they had none) and returns that row; false when no row
-	// left has that key (verdicts of a row that was not stored).
-	feedUntil := func(k key) (results.Cell, bool) {
+	// feedUntil feeds the cell rows before the next one of the cell and
+	// attempt (with no verdicts: they had none) and returns that row;
+	// false when no row left is of them (verdicts of a row not stored).
+	feedUntil := func(cell string, attempt int64) (results.Cell, bool) {
 		for i := next; i < len(rows.Cells); i++ {
-			if keyOf(rows.Cells[i]) != k {
+			if c := rows.Cells[i]; c.CellID != cell || results.AttemptOf(c.Attempt) != attempt {
 				continue
 			}
 			for ; next < i; next++ {
 				c := rows.Cells[next]
-				fed[keyOf(c)] = true
 				note(ss.cell(c, reqs[keyOf(c)], nil))
 			}
 			next = i + 1
-			fed[k] = true
 			return rows.Cells[i], true
 		}
 		return results.Cell{}, false
 	}
+	// One judging per group: the verdicts of one cell row (or stage, or
+	// run), judged together at one instant.
+	same := func(a, b results.Verdict) bool {
+		return a.CellID == b.CellID && results.AttemptOf(a.Attempt) == results.AttemptOf(b.Attempt) &&
+			a.Stage == b.Stage && a.Level == b.Level && a.JudgedAt.Equal(b.JudgedAt)
+	}
 	for i := 0; i < len(rows.Verdicts); {
 		v := rows.Verdicts[i]
-		k := key{v.CellID, results.AttemptOf(v.Attempt)}
 		j := i + 1
-		for j < len(rows.Verdicts) && (key{rows.Verdicts[j].CellID, results.AttemptOf(rows.Verdicts[j].Attempt)}) == k && rows.Verdicts[j].Stage == v.Stage {
+		for j < len(rows.Verdicts) && same(rows.Verdicts[j], v) {
 			j++
 		}
 		group := rows.Verdicts[i:j]
 		i = j
-		if v.CellID == "" {
-			note(ss.verdicts(results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}, group))
+		stamp := results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}
+		if v.CellID == "" || v.Level == LevelRegression {
+			// A stage's or the run's, or judged after its cell at the end
+			// of the run (a regression check against history): handed on
+			// as the run did.
+			note(ss.verdicts(stamp, group))
 			continue
 		}
-		if fed[k] {
-			// Judged after its cell, at the end of the run (a regression
-			// check against history): handed on as the run did.
-			note(ss.verdicts(results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}, group))
-			continue
-		}
-		if c, ok := feedUntil(k); ok {
-			note(ss.cell(c, reqs[k], group))
+		if c, ok := feedUntil(v.CellID, results.AttemptOf(v.Attempt)); ok {
+			note(ss.cell(c, reqs[keyOf(c)], group))
+		} else {
+			note(ss.verdicts(stamp, group))
 		}
 	}
 	for ; next < len(rows.Cells); next++ {
@@ -176,6 +214,72 @@ func ReplaySinks(reg *Registry, dir string, params map[string]any) ([]*SinkUse, 
 			}
 		}
 	}
+	return sinksFromRecords(reg, recs, params, func(k SinkKind) bool { return !k.Remote })
+}
+
+// PostSinks are the remote sinks `benchrun post RUN_DIR` drives: those
+// the run's manifest records (its post stages' and any others of a
+// remote kind), or, when names are given, those of them so named; a name
+// no record has that is a remote kind (`--sink siyuan`) is that kind with
+// its defaults and params.
+func PostSinks(reg *Registry, dir string, names []string, params map[string]any) ([]*SinkUse, error) {
+	var recs []SinkRecord
+	if m, err := rundir.ReadManifest(dir); err == nil {
+		recs = m.Sinks
+	}
+	remote := func(k SinkKind) bool { return k.Remote }
+	if len(names) == 0 {
+		uses, err := sinksFromRecords(reg, recs, params, remote)
+		if err == nil && len(uses) == 0 {
+			err = fmt.Errorf("the run's plan posts nowhere (no sink of kind %s): name one with --sink KIND", strings.Join(remoteKinds(reg), " or "))
+		}
+		return uses, err
+	}
+	var chosen []SinkRecord
+	for _, name := range names {
+		i := slices.IndexFunc(recs, func(r SinkRecord) bool { return r.Name == name })
+		switch k, ok := reg.Sink(name); {
+		case i >= 0:
+			if k, _ := reg.Sink(recs[i].Kind); !k.Remote {
+				return nil, fmt.Errorf("--sink %s: the run's %s sink is of kind %s, which writes files (benchrun report RUN_DIR writes them again); post sends to %s", name, name, recs[i].Kind, strings.Join(remoteKinds(reg), ", "))
+			}
+			chosen = append(chosen, recs[i])
+		case ok && k.Remote:
+			chosen = append(chosen, SinkRecord{Name: name, Kind: name, Required: true})
+		default:
+			var have []string
+			for _, r := range recs {
+				if k, _ := reg.Sink(r.Kind); k.Remote {
+					have = append(have, r.Name)
+				}
+			}
+			return nil, fmt.Errorf("--sink %s: the run has no sink so named (its remote sinks: %s) and it is no remote sink kind (%s)", name, orNone(have), strings.Join(remoteKinds(reg), ", "))
+		}
+	}
+	return sinksFromRecords(reg, chosen, params, remote)
+}
+
+func remoteKinds(reg *Registry) []string {
+	var out []string
+	for _, k := range reg.Sinks() {
+		if k.Remote {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+// sinksFromRecords rebuilds the recorded sinks of the kinds keep accepts
+// from their recorded configuration, with params (command-line flags)
+// over it.
+func sinksFromRecords(reg *Registry, recs []SinkRecord, params map[string]any, keep func(SinkKind) bool) ([]*SinkUse, error) {
 	var uses []*SinkUse
 	for _, rec := range recs {
 		k, ok := reg.Sink(rec.Kind)
@@ -184,7 +288,7 @@ func ReplaySinks(reg *Registry, dir string, params map[string]any) ([]*SinkUse, 
 			// files are not this benchrun's to write again.
 			continue
 		}
-		if k.Durable || k.New == nil {
+		if k.Durable || k.New == nil || !keep(k) {
 			continue
 		}
 		spec := SinkSpec{Kind: k.Name, Name: rec.Name, Params: maps.Clone(rec.Config), Index: -1}

@@ -159,9 +159,17 @@ type runner struct {
 	// confirmations are the cells re-measured for baseline.confirm, by
 	// cell id, with what their first measurement read (under emitMu).
 	confirmations map[string]confirmation
-	emitErr       error
-	tally         cellTallies // each stage's cell rows and error rows
-	manifest      *Manifest
+	// judged is set once the run-level assertions and the baseline are
+	// judged (judgeEnd); judgedSum is the run's outcome then, which post
+	// stages post.
+	judged    bool
+	judgedSum *Summary
+	// postRecords are the accounts of the sinks post stages drove.
+	postMu      sync.Mutex
+	postRecords []SinkRecord
+	emitErr     error
+	tally       cellTallies // each stage's cell rows and error rows
+	manifest    *Manifest
 	// sinks receive the rows, durable ones first.
 	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).
@@ -206,9 +214,9 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 			return nil, &ExitError{Code: ExitInvalid, Err: err}
 		}
 	}
-	r.sinks = newSinkSet(append(slices.Clone(g.Sinks), opts.Sinks...), opts.Progress)
+	r.sinks = newSinkSet(append(g.liveSinks(), opts.Sinks...), opts.Progress)
 	r.manifest = newManifest(ri)
-	r.manifest.Sinks = r.sinks.records()
+	r.manifest.Sinks = r.sinkRecords()
 	if err := r.manifest.write(ri.Dir); err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
@@ -252,7 +260,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	}
 	// Failed verdicts of cells a resume does not measure again still count.
 	r.failed = append(r.failed, ri.priorFailed...)
-	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), Prior: priorRows(ri)}
+	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), Prior: priorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
 	if err := r.sinks.start(env); err != nil {
 		return fail(ExitInfra, err)
 	}
@@ -273,10 +281,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		r.seedRows(prior)
 	}
 	r.schedule(ctx, runCtx)
-	r.judgeRun()
-	if ctx.Err() == nil {
-		r.judgeBaseline()
-	}
+	r.judgeEnd(ctx) // done by the scheduler already when a post stage ran after it
 
 	sum := r.summary(ctx)
 	redactSummary(sum)
@@ -287,7 +292,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 			sum.Reason = reason
 		}
 	}
-	sum.Sinks = r.sinks.records()
+	sum.Sinks = r.sinkRecords()
 	status := RunFailed
 	switch {
 	case sum.Interrupted:
@@ -306,7 +311,7 @@ func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 		r.manifest.Stages = sum.Stages
 		r.manifest.Verdicts = sum.Failed
 	}
-	r.manifest.Sinks = r.sinks.records()
+	r.manifest.Sinks = r.sinkRecords()
 	if r.manifest.ModelDigest == "" && r.md != nil {
 		r.manifest.ModelDigest = knownDigest(r.md.file, r.md.planDir)
 	}
@@ -399,7 +404,7 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 				continue
 			}
 			ready, failedDep, skippedDep, why := r.depsState(n)
-			if !ready {
+			if !ready || n.Kind.AfterRun && !r.judged {
 				continue
 			}
 			if stopping && !n.Spec.Finally {
@@ -470,6 +475,12 @@ func (r *runner) schedule(ctx, runCtx context.Context) {
 		if running == 0 {
 			if waiting > 0 && r.failDeadlocked() {
 				continue // their dependents are skipped next round
+			}
+			if !r.judged && r.othersEnded() && r.hasAfterRun() {
+				// Every other stage has ended: judge the run, then the
+				// stages that post it.
+				r.judgeEnd(ctx)
+				continue
 			}
 			break
 		}
@@ -731,7 +742,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
-		doneCells: r.ri.doneCells, confirm: r.needsConfirmation,
+		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post,
 	}
 
 	attempts := 1

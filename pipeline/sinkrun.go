@@ -21,6 +21,9 @@ const (
 	SinkOK     = "ok"
 	SinkFailed = "failed" // a required sink: the run exits 3
 	SinkWarned = "warned" // an optional sink failed: a warning, the run goes on
+	// SinkPending is a sink a post stage drives that has not posted (yet):
+	// `benchrun post RUN_DIR` posts it.
+	SinkPending = "pending"
 )
 
 // Transient marks err as a failure worth trying again (a webhook's 503,

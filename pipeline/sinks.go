@@ -177,6 +177,9 @@ type SinkUse struct {
 	// Attempts and Backoff bound the retries of a transient failure.
 	Attempts int
 	Backoff  time.Duration
+	// PostedBy is the post stage that drives the sink ("": the sink gets
+	// the rows live, as they are measured).
+	PostedBy string
 }
 
 // Name is the sink's name in messages and the manifest.

@@ -7,6 +7,7 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/stages/health"
 	"github.com/benchrun/benchrun/stages/launch"
+	"github.com/benchrun/benchrun/stages/post"
 	"github.com/benchrun/benchrun/stages/provision"
 	"github.com/benchrun/benchrun/stages/sweep"
 	"github.com/benchrun/benchrun/stages/warmup"
@@ -19,4 +20,5 @@ func Builtin(reg *pipeline.Registry) {
 	reg.AddKind(health.Kind)
 	reg.AddKind(warmup.Kind)
 	reg.AddKind(sweep.Kind)
+	reg.AddKind(post.Kind)
 }
