@@ -318,7 +318,7 @@ func (c *Comparison) writeMarkdown(b *strings.Builder, vs []results.Verdict) {
 		t.rows = append(t.rows, row)
 	}
 	t.write(b)
-	b.WriteString("vs last: change from the most recent earlier run that measured the cell; vs median: from the median of the earlier runs shown; – : not measured there. A change is not a verdict: run-to-run noise moves these numbers")
+	b.WriteString("vs last: change from the most recent earlier run that measured the cell; vs median: from the median of the earlier runs shown; –: no ok row of the cell, or the metric not measured. A change is not a verdict: run-to-run noise moves these numbers")
 	if withChecks {
 		b.WriteString(", and the regression check column says what the run's check against its history decided")
 	}
