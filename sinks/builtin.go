@@ -12,6 +12,7 @@ import (
 	"github.com/benchrun/benchrun/sinks/junit"
 	"github.com/benchrun/benchrun/sinks/parquet"
 	"github.com/benchrun/benchrun/sinks/report"
+	"github.com/benchrun/benchrun/sinks/webhook"
 )
 
 // Builtin registers every built-in sink kind.
@@ -22,4 +23,5 @@ func Builtin(reg *pipeline.Registry) {
 	reg.AddSink(csv.Kind)
 	reg.AddSink(arrow.Kind)
 	reg.AddSink(junit.Kind)
+	reg.AddSink(webhook.Kind)
 }

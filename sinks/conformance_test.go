@@ -45,11 +45,13 @@ func registry() *pipeline.Registry {
 	return reg
 }
 
-// replayable is every registered sink kind a replay drives.
+// replayable is every registered sink kind a replay drives: not the
+// durable one (the replay's source) nor the remote ones (benchrun report
+// never posts; their folders test them against a receiving server).
 func replayable(reg *pipeline.Registry) []pipeline.SinkKind {
 	var out []pipeline.SinkKind
 	for _, k := range reg.Sinks() {
-		if !k.Durable {
+		if !k.Durable && !k.Remote {
 			out = append(out, k)
 		}
 	}

@@ -38,6 +38,7 @@ func commands() []command {
 		{"sim", "sim [flags]               serve the built-in OpenAI-compatible simulator", runSim},
 		{"self-bench", "self-bench [flags]        measure the load generator's own ceiling on this machine", runSelfBench},
 		{"report", "report RUN_DIR            regenerate report.md, report.html and result.json from a run's Parquet files", runReport},
+		{"post", "post RUN_DIR [flags]      send a run's results to its remote sinks again (SiYuan, webhooks); --dry-run prints them", runPost},
 		{"compare", "compare OLD NEW [flags]   compare runs cell by cell (regressed, improved, same, unknown; exit 1 on a regression)", runCompare},
 		{"history", "history RUNS [flags]      each cell's metrics over the runs under a folder, with change points (--html FILE)", runHistory},
 		{"help", "help                      this text", nil},
