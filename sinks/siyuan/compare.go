@@ -68,7 +68,7 @@ type ComparisonRow struct {
 // comparedMetrics are the metrics a comparison shows: throughput and the
 // latencies a user feels, all among the metrics the regression check
 // judges by default, so a verdict can stand beside its row.
-var comparedMetrics = []metric{mOutput, mTTFTP50, mTTFTP99, mITLP50, mTPOTP50}
+var comparedMetrics = []docMetric{mOutput, mTTFTP50, mTTFTP99, mITLP50, mTPOTP50}
 
 // LoadComparison reads the earlier runs under root that are runs of
 // `against`: runs whose plan is named so, or whose model is (plan.json's
@@ -151,7 +151,7 @@ func LoadComparison(root, against string, cur []results.Cell, runID string, last
 		matches := make([]*results.Cell, len(found))
 		for i, f := range found {
 			var byShape bool
-			matches[i], byShape = match(c, f.cells)
+			matches[i], byShape = matchCell(c, f.cells)
 			cmpn.ByShape = cmpn.ByShape || byShape
 		}
 		for _, m := range comparedMetrics {
@@ -168,7 +168,7 @@ func LoadComparison(root, against string, cur []results.Cell, runID string, last
 			if !seen {
 				continue
 			}
-			row.VsLast, row.VsMedian = changes(row.Current, row.Earlier)
+			row.VsLast, row.VsMedian = relChanges(row.Current, row.Earlier)
 			cmpn.Rows = append(cmpn.Rows, row)
 		}
 	}
@@ -181,10 +181,10 @@ func LoadComparison(root, against string, cur []results.Cell, runID string, last
 	return cmpn, nil
 }
 
-// match finds c among an earlier run's ok cells: by stage and cell id,
+// matchCell finds c among an earlier run's ok cells: by stage and cell id,
 // else by shape and load (the same stage first); byShape says it took
 // the second way.
-func match(c results.Cell, cells []results.Cell) (m *results.Cell, byShape bool) {
+func matchCell(c results.Cell, cells []results.Cell) (m *results.Cell, byShape bool) {
 	for i := range cells {
 		if cells[i].Stage == c.Stage && cells[i].CellID == c.CellID {
 			return &cells[i], false
@@ -203,9 +203,9 @@ func match(c results.Cell, cells []results.Cell) (m *results.Cell, byShape bool)
 	return nil, false
 }
 
-// changes is the current value's change from the most recent earlier
+// relChanges is the current value's change from the most recent earlier
 // value and from the earlier values' median.
-func changes(cur *float64, earlier []*float64) (vsLast, vsMedian *float64) {
+func relChanges(cur *float64, earlier []*float64) (vsLast, vsMedian *float64) {
 	var vals []float64
 	for _, v := range earlier {
 		if v != nil {
@@ -254,44 +254,44 @@ func regressionOf(vs []results.Verdict, r ComparisonRow) (results.Verdict, bool)
 // row per cell and metric with each earlier run's value, this run's, the
 // changes, and this run's regression verdict where the plan checked one.
 func (c *Comparison) writeMarkdown(b *strings.Builder, vs []results.Verdict) {
-	fmt.Fprintf(b, "## Compared with earlier runs of %s\n\n", text(orDash(c.Against)))
+	fmt.Fprintf(b, "## Compared with earlier runs of %s\n\n", mdText(dashIfEmpty(c.Against)))
 	if c.Note != "" {
-		fmt.Fprintf(b, "%s\n\n", text(c.Note))
+		fmt.Fprintf(b, "%s\n\n", mdText(c.Note))
 	}
 	if len(c.Skipped) > 0 {
 		b.WriteString("Earlier runs that could not be read:\n\n")
 		for _, s := range c.Skipped {
-			fmt.Fprintf(b, "- %s\n", text(firstLine(s)))
+			fmt.Fprintf(b, "- %s\n", mdText(firstLineOf(s)))
 		}
 		b.WriteString("\n")
 	}
 	if len(c.Runs) == 0 || len(c.Rows) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "Earlier runs under %s, oldest first:\n\n", code(c.Root))
+	fmt.Fprintf(b, "Earlier runs under %s, oldest first:\n\n", mdCode(c.Root))
 	heads := make([]string, len(c.Runs))
 	for i, r := range c.Runs {
 		heads[i] = r.StartedAt.UTC().Format("01-02 15:04")
 		if slices.Contains(heads[:i], heads[i]) {
 			heads[i] += fmt.Sprintf(" #%d", i+1)
 		}
-		fmt.Fprintf(b, "- %s: run %s of plan %s\n", text(heads[i]), code(r.RunID), text(orDash(r.Plan)))
+		fmt.Fprintf(b, "- %s: run %s of plan %s\n", mdText(heads[i]), mdCode(r.RunID), mdText(dashIfEmpty(r.Plan)))
 	}
 	b.WriteString("\n")
 	withChecks := slices.ContainsFunc(vs, func(v results.Verdict) bool { return v.Level == levelRegression })
-	t := table{ids: []column{{head: "cell"}, {head: "metric"}}}
+	t := mdTable{ids: []mdColumn{{head: "cell"}, {head: "metric"}}}
 	for _, h := range heads {
-		t.cols = append(t.cols, column{head: h, num: true})
+		t.cols = append(t.cols, mdColumn{head: h, num: true})
 	}
-	t.cols = append(t.cols, column{head: "this run", num: true}, column{head: "vs last", num: true}, column{head: "vs median", num: true})
+	t.cols = append(t.cols, mdColumn{head: "this run", num: true}, mdColumn{head: "vs last", num: true}, mdColumn{head: "vs median", num: true})
 	if withChecks {
-		t.cols = append(t.cols, column{head: "regression check"})
+		t.cols = append(t.cols, mdColumn{head: "regression check"})
 	}
 	val := func(p *float64) string {
 		if p == nil {
 			return "–"
 		}
-		return short(*p)
+		return shortNum(*p)
 	}
 	chg := func(p *float64) string {
 		if p == nil {
@@ -300,7 +300,7 @@ func (c *Comparison) writeMarkdown(b *strings.Builder, vs []results.Verdict) {
 		return signedPct(*p)
 	}
 	for _, r := range c.Rows {
-		row := []string{text(r.Label), text(metricHead(r.Metric))}
+		row := []string{mdText(r.Label), mdText(metricHead(r.Metric))}
 		for _, e := range r.Earlier {
 			row = append(row, val(e))
 		}
@@ -308,9 +308,9 @@ func (c *Comparison) writeMarkdown(b *strings.Builder, vs []results.Verdict) {
 		if withChecks {
 			check := "–"
 			if v, ok := regressionOf(vs, r); ok {
-				check = text(orDash(v.Outcome))
+				check = mdText(dashIfEmpty(v.Outcome))
 				if w := confirmWord(v.Values["confirm"]); w != "" {
-					check += ", " + text(w)
+					check += ", " + mdText(w)
 				}
 			}
 			row = append(row, check)

@@ -59,16 +59,16 @@ func scaled(f float64) []results.Cell {
 	var out []results.Cell
 	for _, p := range resultstest.Points() {
 		c := p.Cell
-		c.OutputTokS = some(*c.OutputTokS * f)
+		c.OutputTokS = someF(*c.OutputTokS * f)
 		for _, m := range []**float64{&c.TTFTP50Ms, &c.TTFTP99Ms, &c.ITLP50Ms, &c.TPOTP50Ms} {
-			*m = some(**m / f)
+			*m = someF(**m / f)
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-var day = func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.UTC) }
+var novDay = func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.UTC) }
 
 // historyRoot is a runs folder with earlier runs of plan "fixture"
 // (model sim-llama) and of other plans: A1-A6 ok (A6's 64:32 c=1 cell
@@ -81,36 +81,36 @@ var day = func(d, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, t
 func historyRoot(t *testing.T, root string) {
 	id := func(t time.Time, s string) string { return t.Format("20060102T150405Z") + "-" + s }
 	for i, f := range []float64{0.9, 0.95, 1, 1.05} {
-		writeRunDir(t, root, "fixture", id(day(20+i, 4), "a"), day(20+i, 4), rundir.RunOK, "sim-llama", scaled(f))
+		writeRunDir(t, root, "fixture", id(novDay(20+i, 4), "a"), novDay(20+i, 4), rundir.RunOK, "sim-llama", scaled(f))
 	}
-	writeRunDir(t, root, "fixture", id(day(24, 4), "f"), day(24, 4), rundir.RunFailed, "sim-llama", scaled(3))
+	writeRunDir(t, root, "fixture", id(novDay(24, 4), "f"), novDay(24, 4), rundir.RunFailed, "sim-llama", scaled(3))
 	m := scaled(0.97)
 	for i := range m {
 		m[i].Stage, m[i].CellID = "bench", strings.Replace(m[i].CellID, "sweep/", "bench/", 1)+"/x"
 	}
 	qwen := scaled(4)[0]
 	qwen.Model, qwen.Stage, qwen.CellID = "qwen", "bench", "bench/qwen/64:32/c1"
-	writeRunDir(t, root, "other", id(day(25, 4), "m"), day(25, 4), rundir.RunOK, "", append([]results.Cell{qwen}, m...))
+	writeRunDir(t, root, "other", id(novDay(25, 4), "m"), novDay(25, 4), rundir.RunOK, "", append([]results.Cell{qwen}, m...))
 	q := scaled(0.99)
 	for i := range q {
 		q[i].Model = "served"
 	}
-	writeRunDir(t, root, "other2", id(day(25, 12), "q"), day(25, 12), rundir.RunOK, "sim-llama", q)
+	writeRunDir(t, root, "other2", id(novDay(25, 12), "q"), novDay(25, 12), rundir.RunOK, "sim-llama", q)
 	x := scaled(2)
 	for i := range x {
 		x[i].Model = "qwen"
 	}
-	writeRunDir(t, root, "unrelated", id(day(26, 4), "x"), day(26, 4), rundir.RunOK, "qwen", x)
-	writeRunDir(t, root, "fixture", id(day(27, 4), "a"), day(27, 4), rundir.RunOK, "sim-llama", scaled(1.1))
+	writeRunDir(t, root, "unrelated", id(novDay(26, 4), "x"), novDay(26, 4), rundir.RunOK, "qwen", x)
+	writeRunDir(t, root, "fixture", id(novDay(27, 4), "a"), novDay(27, 4), rundir.RunOK, "sim-llama", scaled(1.1))
 	a6 := scaled(1.08)
 	a6[0].Status, a6[0].Reason = results.StatusError, "3 of 4 requests failed"
-	writeRunDir(t, root, "fixture", id(day(28, 4), "a"), day(28, 4), rundir.RunOK, "sim-llama", a6)
+	writeRunDir(t, root, "fixture", id(novDay(28, 4), "a"), novDay(28, 4), rundir.RunOK, "sim-llama", a6)
 	writeRunDir(t, root, "fixture", resultstest.RunID, resultstest.T0, rundir.RunOK, "sim-llama", scaled(1))
 	later := resultstest.T0.AddDate(0, 0, 1)
 	writeRunDir(t, root, "fixture", id(later, "z"), later, rundir.RunOK, "sim-llama", scaled(5))
 }
 
-func current() []results.Cell {
+func currentCells() []results.Cell {
 	var cur []results.Cell
 	for _, p := range resultstest.Points() {
 		cur = append(cur, p.Cell)
@@ -118,7 +118,7 @@ func current() []results.Cell {
 	return cur
 }
 
-func runIDs(c *Comparison) []string {
+func comparedIDs(c *Comparison) []string {
 	var out []string
 	for _, r := range c.Runs {
 		out = append(out, r.RunID)
@@ -126,7 +126,7 @@ func runIDs(c *Comparison) []string {
 	return out
 }
 
-func rowOf(t *testing.T, c *Comparison, cell, metric string) ComparisonRow {
+func compRow(t *testing.T, c *Comparison, cell, metric string) ComparisonRow {
 	t.Helper()
 	for _, r := range c.Rows {
 		if r.CellID == cell && r.Metric == metric {
@@ -137,7 +137,7 @@ func rowOf(t *testing.T, c *Comparison, cell, metric string) ComparisonRow {
 	return ComparisonRow{}
 }
 
-func near(p *float64, want float64) bool {
+func nearly(p *float64, want float64) bool {
 	return p != nil && math.Abs(*p-want) < 1e-9*math.Max(1, math.Abs(want))
 }
 
@@ -146,14 +146,14 @@ func near(p *float64, want float64) bool {
 func TestComparisonLoad(t *testing.T) {
 	root := t.TempDir()
 	historyRoot(t, root)
-	cur := current()
+	cur := currentCells()
 
 	c, err := LoadComparison(root, "fixture", cur, resultstest.RunID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "[20261121T040000Z-a 20261122T040000Z-a 20261123T040000Z-a 20261127T040000Z-a 20261128T040000Z-a]"
-	if got := runIDs(c); strings.Join(got, " ") != strings.Trim(want, "[]") {
+	if got := comparedIDs(c); strings.Join(got, " ") != strings.Trim(want, "[]") {
 		t.Fatalf("runs of plan fixture = %v, want %s", got, want)
 	}
 	if c.ByShape || c.Note != "" || len(c.Skipped) > 0 {
@@ -165,18 +165,18 @@ func TestComparisonLoad(t *testing.T) {
 	// 64:32 c=4's throughput: the earlier runs' values as written, the
 	// changes from A6 (1.08×) and from the median (A4, 1.05×).
 	base := *cur[1].OutputTokS
-	r := rowOf(t, c, "sweep/64:32/c4", "output_tok_s")
+	r := compRow(t, c, "sweep/64:32/c4", "output_tok_s")
 	for i, f := range []float64{0.95, 1, 1.05, 1.1, 1.08} {
-		if !near(r.Earlier[i], base*f) {
+		if !nearly(r.Earlier[i], base*f) {
 			t.Errorf("earlier[%d] = %v, want %v", i, r.Earlier[i], base*f)
 		}
 	}
-	if !near(r.VsLast, 1/1.08-1) || !near(r.VsMedian, 1/1.05-1) {
+	if !nearly(r.VsLast, 1/1.08-1) || !nearly(r.VsMedian, 1/1.05-1) {
 		t.Errorf("vs last %v, vs median %v; want %v, %v", *r.VsLast, *r.VsMedian, 1/1.08-1, 1/1.05-1)
 	}
 	// A6's error cell is no value: the last value is A5's, the median of four.
-	r = rowOf(t, c, "sweep/64:32/c1", "ttft_p50_ms")
-	if r.Earlier[4] != nil || !near(r.VsLast, 1.1-1) || !near(r.VsMedian, 1/((1/1.0+1/1.05)/2)-1) {
+	r = compRow(t, c, "sweep/64:32/c1", "ttft_p50_ms")
+	if r.Earlier[4] != nil || !nearly(r.VsLast, 1.1-1) || !nearly(r.VsMedian, 1/((1/1.0+1/1.05)/2)-1) {
 		t.Errorf("row with an errored earlier cell: earlier %v, vs last %v, vs median %v", r.Earlier, *r.VsLast, *r.VsMedian)
 	}
 
@@ -187,14 +187,14 @@ func TestComparisonLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = "20261123T040000Z-a 20261125T040000Z-m 20261125T120000Z-q 20261127T040000Z-a 20261128T040000Z-a"
-	if got := strings.Join(runIDs(c), " "); got != want {
+	if got := strings.Join(comparedIDs(c), " "); got != want {
 		t.Fatalf("runs of model sim-llama = %s, want %s", got, want)
 	}
 	if !c.ByShape {
 		t.Error("M's cells matched without ByShape")
 	}
-	r = rowOf(t, c, "sweep/64:32/c1", "output_tok_s")
-	if !near(r.Earlier[1], *cur[0].OutputTokS*0.97) || !near(r.Earlier[2], *cur[0].OutputTokS*0.99) {
+	r = compRow(t, c, "sweep/64:32/c1", "output_tok_s")
+	if !nearly(r.Earlier[1], *cur[0].OutputTokS*0.97) || !nearly(r.Earlier[2], *cur[0].OutputTokS*0.99) {
 		t.Errorf("M, Q values %v, %v; want %v, %v (the qwen cell of M's shape is not sim-llama's)", *r.Earlier[1], *r.Earlier[2], *cur[0].OutputTokS*0.97, *cur[0].OutputTokS*0.99)
 	}
 
@@ -202,12 +202,12 @@ func TestComparisonLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(runIDs(c), " "); got != "20261127T040000Z-a 20261128T040000Z-a" {
+	if got := strings.Join(comparedIDs(c), " "); got != "20261127T040000Z-a 20261128T040000Z-a" {
 		t.Errorf("last 2 = %s", got)
 	}
 
 	// A cell this run did not finish ok is not compared, and said so.
-	bad := current()
+	bad := currentCells()
 	bad[5].Status = results.StatusError
 	c, err = LoadComparison(root, "fixture", bad, resultstest.RunID, 0)
 	if err != nil {
@@ -222,12 +222,12 @@ func TestComparisonLoad(t *testing.T) {
 func TestComparisonNoEarlierRuns(t *testing.T) {
 	root := t.TempDir()
 	writeRunDir(t, root, "fixture", resultstest.RunID, resultstest.T0, rundir.RunOK, "sim-llama", scaled(1))
-	writeRunDir(t, root, "fixture", "20261130T040000Z-f", day(30, 4), rundir.RunInterrupted, "sim-llama", scaled(1))
+	writeRunDir(t, root, "fixture", "20261130T040000Z-f", novDay(30, 4), rundir.RunInterrupted, "sim-llama", scaled(1))
 	for _, tc := range []struct{ root, want string }{
 		{root, "No earlier runs of fixture under " + root + "."},
 		{filepath.Join(root, "nowhere"), "No earlier runs of fixture under " + filepath.Join(root, "nowhere") + ": the folder does not exist."},
 	} {
-		c, err := LoadComparison(tc.root, "fixture", current(), resultstest.RunID, 0)
+		c, err := LoadComparison(tc.root, "fixture", currentCells(), resultstest.RunID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,17 +235,17 @@ func TestComparisonNoEarlierRuns(t *testing.T) {
 			t.Errorf("note %q (runs %v, %d rows), want %q", c.Note, c.Runs, len(c.Rows), tc.want)
 		}
 		md := Document{Run: resultstest.Run(), Status: "ok", Compare: c}.Markdown()
-		if !strings.Contains(md, "## Compared with earlier runs of fixture\n\n"+text(tc.want)+"\n") {
+		if !strings.Contains(md, "## Compared with earlier runs of fixture\n\n"+mdText(tc.want)+"\n") {
 			t.Errorf("the document does not print the note:\n%s", md)
 		}
 	}
 	// A damaged earlier run is skipped and named, not fatal.
-	writeRunDir(t, root, "fixture", "20261129T040000Z-d", day(29, 4), rundir.RunOK, "sim-llama", scaled(1))
+	writeRunDir(t, root, "fixture", "20261129T040000Z-d", novDay(29, 4), rundir.RunOK, "sim-llama", scaled(1))
 	part := filepath.Join(root, "plan=fixture", "date=2026-11-29", "run=20261129T040000Z-d", "cells", "part-001-00001.parquet")
 	if err := os.WriteFile(part, []byte("not parquet"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadComparison(root, "fixture", current(), resultstest.RunID, 0)
+	c, err := LoadComparison(root, "fixture", currentCells(), resultstest.RunID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (d Document) Markdown() string {
 		for _, c := range d.Charts {
 			// One paragraph per image: SiYuan has no image block, an
 			// image is an inline element of its paragraph.
-			fmt.Fprintf(&b, "![%s](%s)\n\n", text(c.Title), linkDest(c.Path))
+			fmt.Fprintf(&b, "![%s](%s)\n\n", mdText(c.Title), linkDest(c.Path))
 		}
 	}
 	if d.Compare != nil {
@@ -70,9 +70,9 @@ func (d Document) Markdown() string {
 	}
 	b.WriteString("---\n\n")
 	if d.RunDir != "" {
-		fmt.Fprintf(&b, "Run directory: %s\n\n", code(d.RunDir))
+		fmt.Fprintf(&b, "Run directory: %s\n\n", mdCode(d.RunDir))
 	}
-	fmt.Fprintf(&b, "Run %s, plan %s, written by benchrun %s (columns: docs/RESULTS.md).\n", code(orDash(d.Run.RunID)), text(orDash(d.Run.Plan)), text(orDash(d.benchrunVersion())))
+	fmt.Fprintf(&b, "Run %s, plan %s, written by benchrun %s (columns: docs/RESULTS.md).\n", mdCode(dashIfEmpty(d.Run.RunID)), mdText(dashIfEmpty(d.Run.Plan)), mdText(dashIfEmpty(d.benchrunVersion())))
 	return b.String()
 }
 
@@ -93,9 +93,9 @@ func (d Document) writeSummary(b *strings.Builder) {
 				word = "Run status unknown"
 			}
 		}
-		head = "**" + text(word) + "**"
-		if r := firstLine(d.Reason); r != "" {
-			head += ": " + text(r)
+		head = "**" + mdText(word) + "**"
+		if r := firstLineOf(d.Reason); r != "" {
+			head += ": " + mdText(r)
 		}
 	}
 	parts = append(parts, head, checksSummary(d.Verdicts))
@@ -103,13 +103,13 @@ func (d Document) writeSummary(b *strings.Builder) {
 		if q := d.meta("quant"); q != "" {
 			model += " (" + q + ")"
 		}
-		parts = append(parts, "model "+text(model))
+		parts = append(parts, "model "+mdText(model))
 	}
 	if e := d.engines(); e != "" {
-		parts = append(parts, "engine "+text(e))
+		parts = append(parts, "engine "+mdText(e))
 	}
 	if h := d.hardware(); h != "" {
-		parts = append(parts, text(h))
+		parts = append(parts, mdText(h))
 	}
 	if t := d.started(); !t.IsZero() {
 		parts = append(parts, t.UTC().Format("2006-01-02 15:04 UTC"))
@@ -118,9 +118,9 @@ func (d Document) writeSummary(b *strings.Builder) {
 	var bad []string
 	for _, s := range d.Run.Stages {
 		if s.Status != results.StatusOK {
-			line := fmt.Sprintf("- stage %s: %s", text(s.Name), text(s.Status))
-			if r := firstLine(s.Reason); r != "" {
-				line += " (" + text(r) + ")"
+			line := fmt.Sprintf("- stage %s: %s", mdText(s.Name), mdText(s.Status))
+			if r := firstLineOf(s.Reason); r != "" {
+				line += " (" + mdText(r) + ")"
 			}
 			bad = append(bad, line)
 		}
@@ -285,8 +285,8 @@ func stagesOf(cells []results.Cell) []stageCells {
 	return out
 }
 
-// metric is one nullable cell column as the tables show it.
-type metric struct {
+// docMetric is one nullable cell column as the tables show it.
+type docMetric struct {
 	column string // the results column, for WhyNull
 	head   string
 	get    func(results.Cell) *float64
@@ -294,21 +294,21 @@ type metric struct {
 }
 
 var (
-	mTTFTP50  = metric{"ttft_p50_ms", "TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }, short}
-	mTTFTP99  = metric{"ttft_p99_ms", "TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }, short}
-	mPrefill  = metric{"prefill_tok_s", "prefill tok/s", func(c results.Cell) *float64 { return c.PrefillTokS }, short}
-	mDecode   = metric{"decode_tok_s", "decode tok/s", func(c results.Cell) *float64 { return c.DecodeTokS }, short}
-	mITLP50   = metric{"itl_p50_ms", "ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }, short}
-	mITLP99   = metric{"itl_p99_ms", "ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }, short}
-	mTPOTP50  = metric{"tpot_p50_ms", "TPOT p50 ms", func(c results.Cell) *float64 { return c.TPOTP50Ms }, short}
-	mOutput   = metric{"output_tok_s", "output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }, short}
-	mReqS     = metric{"req_s", "req/s", func(c results.Cell) *float64 { return c.ReqS }, short}
-	mSpeedup  = metric{"speedup_vs_c1", "speedup vs c=1", func(c results.Cell) *float64 { return c.SpeedupVsC1 }, func(v float64) string { return short(v) + "×" }}
-	mEff      = metric{"batching_efficiency", "batching efficiency", func(c results.Cell) *float64 { return c.BatchingEfficiency }, percent}
-	mClient   = metric{"client_cpu_util", "benchrun client CPU (cores)", func(c results.Cell) *float64 { return c.ClientCPUUtil }, short}
-	prefillMs = []metric{mTTFTP50, mTTFTP99, mPrefill}
-	genMs     = []metric{mDecode, mITLP50, mITLP99, mTPOTP50}
-	batchMs   = []metric{mOutput, mReqS, mSpeedup, mEff}
+	mTTFTP50  = docMetric{"ttft_p50_ms", "TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }, shortNum}
+	mTTFTP99  = docMetric{"ttft_p99_ms", "TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }, shortNum}
+	mPrefill  = docMetric{"prefill_tok_s", "prefill tok/s", func(c results.Cell) *float64 { return c.PrefillTokS }, shortNum}
+	mDecode   = docMetric{"decode_tok_s", "decode tok/s", func(c results.Cell) *float64 { return c.DecodeTokS }, shortNum}
+	mITLP50   = docMetric{"itl_p50_ms", "ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }, shortNum}
+	mITLP99   = docMetric{"itl_p99_ms", "ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }, shortNum}
+	mTPOTP50  = docMetric{"tpot_p50_ms", "TPOT p50 ms", func(c results.Cell) *float64 { return c.TPOTP50Ms }, shortNum}
+	mOutput   = docMetric{"output_tok_s", "output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }, shortNum}
+	mReqS     = docMetric{"req_s", "req/s", func(c results.Cell) *float64 { return c.ReqS }, shortNum}
+	mSpeedup  = docMetric{"speedup_vs_c1", "speedup vs c=1", func(c results.Cell) *float64 { return c.SpeedupVsC1 }, func(v float64) string { return shortNum(v) + "×" }}
+	mEff      = docMetric{"batching_efficiency", "batching efficiency", func(c results.Cell) *float64 { return c.BatchingEfficiency }, pctOf}
+	mClient   = docMetric{"client_cpu_util", "benchrun client CPU (cores)", func(c results.Cell) *float64 { return c.ClientCPUUtil }, shortNum}
+	prefillMs = []docMetric{mTTFTP50, mTTFTP99, mPrefill}
+	genMs     = []docMetric{mDecode, mITLP50, mITLP99, mTPOTP50}
+	batchMs   = []docMetric{mOutput, mReqS, mSpeedup, mEff}
 )
 
 // writeStage writes one measuring stage's tables. A cell that did not end
@@ -316,16 +316,16 @@ var (
 // a measurement of the point), its reason once, under the stage heading.
 func writeStage(b *strings.Builder, name string, cells []results.Cell, several bool) {
 	if several || name != "" {
-		fmt.Fprintf(b, "## Stage %s\n\n", text(orDash(name)))
+		fmt.Fprintf(b, "## Stage %s\n\n", mdText(dashIfEmpty(name)))
 	} else {
 		b.WriteString("## Results\n\n")
 	}
 	var notOK []string
 	for _, c := range cells {
 		if c.Status != results.StatusOK {
-			line := fmt.Sprintf("- %s: **%s**", text(pointLabel(c)), text(orDash(c.Status)))
-			if r := firstLine(c.Reason); r != "" {
-				line += ": " + text(r)
+			line := fmt.Sprintf("- %s: **%s**", mdText(pointLabel(c)), mdText(dashIfEmpty(c.Status)))
+			if r := firstLineOf(c.Reason); r != "" {
+				line += ": " + mdText(r)
 			}
 			notOK = append(notOK, line)
 		}
@@ -335,7 +335,7 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 	}
 	sections := []struct {
 		title string
-		ms    []metric
+		ms    []docMetric
 	}{
 		{"Prefill", prefillMs},
 		{"Generation", genMs},
@@ -349,7 +349,7 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 			case !slices.ContainsFunc(cells, func(c results.Cell) bool { return c.Rate == 0 }):
 				// Every point is open loop: the speedup columns would be
 				// all dashes.
-				ms = []metric{mOutput, mReqS}
+				ms = []docMetric{mOutput, mReqS}
 				b.WriteString("Speedup and batching efficiency are not shown: they compare a concurrency ladder with its c=1 point, and every point here is an open loop (a request rate).\n\n")
 			case hasLadder(cells):
 				b.WriteString("Speedup and batching efficiency compare each point with the same cell at concurrency 1 (efficiency = speedup / concurrency).\n\n")
@@ -365,7 +365,7 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 		return
 	}
 	b.WriteString(" What the rows do measure is benchrun's own CPU use, in cores: a client using nearly all of the machine's cores limits what it can measure.\n\n")
-	metricTable(cells, []metric{mClient}, "not measured").write(b)
+	metricTable(cells, []docMetric{mClient}, "not measured").write(b)
 }
 
 // hasLadder says whether some closed-loop cell was measured at more than
@@ -381,26 +381,26 @@ func hasLadder(cells []results.Cell) bool {
 
 // idColumns identify a point in every table, repeated in each part of a
 // split one.
-var idColumns = []column{{head: "ISL", num: true}, {head: "OSL", num: true}, {head: "load"}}
+var idColumns = []mdColumn{{head: "ISL", num: true}, {head: "OSL", num: true}, {head: "load"}}
 
 func idValues(c results.Cell) []string {
-	return []string{strconv.FormatInt(c.ISL, 10), strconv.FormatInt(c.OSL, 10), text(loadLabel(c))}
+	return []string{strconv.FormatInt(c.ISL, 10), strconv.FormatInt(c.OSL, 10), mdText(loadLabel(c))}
 }
 
 // metricTable is a table of cells × metrics: null prints null (a dash
 // where a footnote says why, "not measured" where nothing else would), 0
 // prints 0, a cell that did not end ok its status.
-func metricTable(cells []results.Cell, ms []metric, null string) table {
-	t := table{ids: idColumns}
+func metricTable(cells []results.Cell, ms []docMetric, null string) mdTable {
+	t := mdTable{ids: idColumns}
 	for _, m := range ms {
-		t.cols = append(t.cols, column{head: m.head, num: true})
+		t.cols = append(t.cols, mdColumn{head: m.head, num: true})
 	}
 	for _, c := range cells {
 		row := idValues(c)
 		for _, m := range ms {
 			switch p := m.get(c); {
 			case c.Status != results.StatusOK:
-				row = append(row, "*"+text(orDash(c.Status))+"*")
+				row = append(row, "*"+mdText(dashIfEmpty(c.Status))+"*")
 			case p == nil:
 				row = append(row, null)
 			default:
@@ -415,7 +415,7 @@ func metricTable(cells []results.Cell, ms []metric, null string) table {
 // writeNulls says why the dashes of a table's ok rows are there
 // (results.WhyNull): one line per reason and set of points, naming the
 // metrics it left unmeasured.
-func writeNulls(b *strings.Builder, cells []results.Cell, ms []metric) {
+func writeNulls(b *strings.Builder, cells []results.Cell, ms []docMetric) {
 	ok := 0
 	for _, c := range cells {
 		if c.Status == results.StatusOK {
@@ -460,7 +460,7 @@ func writeNulls(b *strings.Builder, cells []results.Cell, ms []metric) {
 		if len(n.points) < ok || ok == 1 {
 			where = strings.Join(n.points, ", ")
 		}
-		fmt.Fprintf(b, "- %s at %s: %s\n", text(strings.Join(heads[keyOf(n)], ", ")), text(where), text(n.why))
+		fmt.Fprintf(b, "- %s at %s: %s\n", mdText(strings.Join(heads[keyOf(n)], ", ")), mdText(where), mdText(n.why))
 	}
 	b.WriteString("\n")
 }
@@ -512,26 +512,26 @@ func (d Document) writeChecks(b *strings.Builder) {
 	if len(asserts) == 0 {
 		b.WriteString("The plan asserts nothing.\n\n")
 	} else {
-		shown, rest := listed(asserts, func(v results.Verdict) bool { return v.Outcome == results.OutcomePass })
-		t := table{ids: []column{{head: "check"}, {head: "cell"}}, cols: []column{{head: "outcome"}, {head: "values"}}}
+		shown, rest := listedFirst(asserts, func(v results.Verdict) bool { return v.Outcome == results.OutcomePass })
+		t := mdTable{ids: []mdColumn{{head: "check"}, {head: "cell"}}, cols: []mdColumn{{head: "outcome"}, {head: "values"}}}
 		for _, v := range shown {
 			vals := formatValues(v.Values)
 			if v.Error != "" {
-				vals = text(firstLine(v.Error))
+				vals = mdText(firstLineOf(v.Error))
 			}
-			t.rows = append(t.rows, []string{checkName(v), text(orDash(v.Cell)), outcomeMark(v), vals})
+			t.rows = append(t.rows, []string{checkName(v), mdText(dashIfEmpty(v.Cell)), outcomeMark(v), vals})
 		}
 		t.write(b)
 		writeRest(b, rest, "passed")
 	}
 	if len(regs) > 0 {
 		b.WriteString("### Regressions against history\n\n")
-		shown, rest := listed(regs, func(v results.Verdict) bool { return v.Outcome == "same" || v.Outcome == "insufficient data" })
-		t := table{ids: []column{{head: "metric"}, {head: "cell"}}, cols: []column{{head: "outcome"}, {head: "old", num: true}, {head: "new", num: true}, {head: "change", num: true}, {head: "confirmed"}, {head: "first", num: true}}}
+		shown, rest := listedFirst(regs, func(v results.Verdict) bool { return v.Outcome == "same" || v.Outcome == "insufficient data" })
+		t := mdTable{ids: []mdColumn{{head: "metric"}, {head: "cell"}}, cols: []mdColumn{{head: "outcome"}, {head: "old", num: true}, {head: "new", num: true}, {head: "change", num: true}, {head: "confirmed"}, {head: "first", num: true}}}
 		for _, v := range shown {
 			vals := v.Values
-			t.rows = append(t.rows, []string{text(cmp.Or(v.Name, strings.TrimPrefix(v.Assertion, "regression of "))), text(orDash(v.Cell)), outcomeMark(v),
-				numText(vals["old"]), numText(vals["new"]), pctText(vals["change_pct"]), text(orDash(confirmWord(vals["confirm"]))), numText(vals["first"])})
+			t.rows = append(t.rows, []string{mdText(cmp.Or(v.Name, strings.TrimPrefix(v.Assertion, "regression of "))), mdText(dashIfEmpty(v.Cell)), outcomeMark(v),
+				numText(vals["old"]), numText(vals["new"]), pctText(vals["change_pct"]), mdText(dashIfEmpty(confirmWord(vals["confirm"]))), numText(vals["first"])})
 		}
 		t.write(b)
 		writeRest(b, rest, "")
@@ -544,9 +544,9 @@ func (d Document) writeChecks(b *strings.Builder) {
 // listed.
 const maxListed = 30
 
-// listed orders verdicts worst first (stable in run order) and splits off
+// listedFirst orders verdicts worst first (stable in run order) and splits off
 // the expected ones when there are more than maxListed.
-func listed(vs []results.Verdict, expected func(results.Verdict) bool) (shown, rest []results.Verdict) {
+func listedFirst(vs []results.Verdict, expected func(results.Verdict) bool) (shown, rest []results.Verdict) {
 	vs = slices.Clone(vs)
 	rank := func(v results.Verdict) int {
 		switch {
@@ -590,7 +590,7 @@ func writeRest(b *strings.Builder, rest []results.Verdict, word string) {
 	}
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %s on %d cells", k.check, text(k.outcome), n[k]))
+		parts = append(parts, fmt.Sprintf("%s %s on %d cells", k.check, mdText(k.outcome), n[k]))
 	}
 	fmt.Fprintf(b, "Not listed: %s.\n\n", strings.Join(parts, "; "))
 }
@@ -599,12 +599,12 @@ func writeRest(b *strings.Builder, rest []results.Verdict, word string) {
 // expression.
 func checkName(v results.Verdict) string {
 	if v.Level == levelRegression {
-		return text(cmp.Or(v.Assertion, "regression of "+v.Name))
+		return mdText(cmp.Or(v.Assertion, "regression of "+v.Name))
 	}
 	if v.Name != "" {
-		return text(v.Name)
+		return mdText(v.Name)
 	}
-	return code(v.Assertion)
+	return mdCode(v.Assertion)
 }
 
 func outcomeMark(v results.Verdict) string {
@@ -614,9 +614,9 @@ func outcomeMark(v results.Verdict) string {
 	case v.Outcome == "same", v.Outcome == "improved":
 		return "✓ " + v.Outcome
 	case failedCheck(v):
-		return "✗ **" + text(orDash(v.Outcome)) + "**"
+		return "✗ **" + mdText(dashIfEmpty(v.Outcome)) + "**"
 	}
-	return "! " + text(orDash(v.Outcome))
+	return "! " + mdText(dashIfEmpty(v.Outcome))
 }
 
 // confirmWord shortens a regression verdict's confirm value
@@ -629,13 +629,13 @@ func confirmWord(s string) string {
 // formatValues writes a verdict's values as k=v, keys in order, numbers short.
 func formatValues(m map[string]string) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, text(k)+"="+numText(m[k]))
+	for _, k := range valueKeys(m) {
+		parts = append(parts, mdText(k)+"="+numText(m[k]))
 	}
 	return strings.Join(parts, " ")
 }
 
-func sortedKeys(m map[string]string) []string {
+func valueKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -651,12 +651,12 @@ func numText(s string) string {
 		return "–"
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-		return short(f)
+		return shortNum(f)
 	}
-	return text(s)
+	return mdText(s)
 }
 
-// pctText writes a change in percent ("-12.5" → "-12.5%").
+// pctText writes a change in pctOf ("-12.5" → "-12.5%").
 func pctText(s string) string {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -665,11 +665,11 @@ func pctText(s string) string {
 	return signedPct(f / 100)
 }
 
-// short formats a measurement for a table: whole numbers from 100 up,
+// shortNum formats a measurement for a table: whole numbers from 100 up,
 // one decimal from 10, two from 1, three significant digits below; 0 is
 // 0. Latencies in ms and rates in tok/s both read well so, and no value
 // loses a digit that matters at its size.
-func short(v float64) string {
+func shortNum(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case v == 0:
@@ -684,8 +684,8 @@ func short(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-// percent writes a ratio as a percentage: 0.711 → "71%".
-func percent(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) + "%" }
+// pctOf writes a ratio as a percentage: 0.711 → "71%".
+func pctOf(v float64) string { return strconv.FormatFloat(100*v, 'f', 0, 64) + "%" }
 
 // signedPct writes a relative change with its sign: 0.052 → "+5.2%".
 func signedPct(f float64) string {
@@ -704,14 +704,14 @@ func signedPct(f float64) string {
 	return s + "%"
 }
 
-func orDash(s string) string {
+func dashIfEmpty(s string) string {
 	if s == "" {
 		return "–"
 	}
 	return s
 }
 
-func firstLine(s string) string {
+func firstLineOf(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return strings.TrimSpace(s[:i]) + " …"
@@ -732,17 +732,17 @@ var escaper = strings.NewReplacer(
 	"\r\n", " ", "\n", " ", "\r", " ",
 )
 
-// text escapes s for running text and table cells.
-func text(s string) string { return escaper.Replace(s) }
+// mdText escapes s for running text and table cells.
+func mdText(s string) string { return escaper.Replace(s) }
 
-// code writes s as a code span (a plan's expression, a path), long
+// mdCode writes s as a code span (a plan's expression, a path), long
 // enough a fence for the backticks it holds; a pipe inside a table cell
 // is escaped even in a code span (GFM), so one with a pipe is written as
 // escaped text instead, which reads the same.
-func code(s string) string {
+func mdCode(s string) string {
 	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 	if strings.Contains(s, "|") || s == "" {
-		return text(s)
+		return mdText(s)
 	}
 	fence := "`"
 	for strings.Contains(s, fence) {
@@ -764,18 +764,18 @@ func linkDest(p string) string {
 	return p
 }
 
-// column is one column of a table.
-type column struct {
+// mdColumn is one column of a table.
+type mdColumn struct {
 	head string
 	num  bool // right-aligned
 }
 
-// table is a markdown table whose rows are already markdown (escaped).
+// mdTable is a markdown table whose rows are already markdown (escaped).
 // ids are the identifying columns, repeated in each part when the table
 // is split.
-type table struct {
-	ids  []column
-	cols []column
+type mdTable struct {
+	ids  []mdColumn
+	cols []mdColumn
 	rows [][]string // len(ids)+len(cols) each
 }
 
@@ -785,7 +785,7 @@ type table struct {
 // width, each repeating the identifying columns.
 const maxColumns = 8
 
-func (t table) write(b *strings.Builder) {
+func (t mdTable) write(b *strings.Builder) {
 	per := max(1, maxColumns-len(t.ids))
 	parts := (len(t.cols) + per - 1) / per
 	if parts == 0 {
@@ -797,7 +797,7 @@ func (t table) write(b *strings.Builder) {
 		cols := append(slices.Clone(t.ids), t.cols[lo:hi]...)
 		b.WriteString("|")
 		for _, c := range cols {
-			fmt.Fprintf(b, " %s |", text(c.head))
+			fmt.Fprintf(b, " %s |", mdText(c.head))
 		}
 		b.WriteString("\n|")
 		for _, c := range cols {
@@ -881,8 +881,8 @@ type knee struct {
 	Before, After float64 // its values
 }
 
-// growth is cur/prev - 1, false when either is null or prev is not > 0.
-func growth(prev, cur *float64) (float64, bool) {
+// relGrowth is cur/prev - 1, false when either is null or prev is not > 0.
+func relGrowth(prev, cur *float64) (float64, bool) {
 	if prev == nil || cur == nil || *prev <= 0 {
 		return 0, false
 	}
@@ -893,14 +893,14 @@ func growth(prev, cur *float64) (float64, bool) {
 func kneeOf(l ladder) (knee, bool) {
 	for i := 1; i < len(l.points); i++ {
 		a, b := l.points[i-1], l.points[i]
-		gain, ok := growth(a.OutputTokS, b.OutputTokS)
+		gain, ok := relGrowth(a.OutputTokS, b.OutputTokS)
 		if !ok || gain >= kneeGain {
 			continue
 		}
 		// The p99 that grew most names the knee.
 		best := knee{From: a, At: b, Gain: gain, Growth: math.Inf(-1)}
-		for _, m := range []metric{mTTFTP99, mITLP99} {
-			if g, ok := growth(m.get(a), m.get(b)); ok && g > kneeLatency && g > best.Growth {
+		for _, m := range []docMetric{mTTFTP99, mITLP99} {
+			if g, ok := relGrowth(m.get(a), m.get(b)); ok && g > kneeLatency && g > best.Growth {
 				best.Metric, best.Growth, best.Before, best.After = strings.TrimSuffix(m.head, " ms"), g, *m.get(a), *m.get(b)
 			}
 		}
@@ -927,21 +927,21 @@ func bestPoint(cells []results.Cell) (results.Cell, bool) {
 	return best, found
 }
 
-// margin says by how much a failed comparison missed, from the values its
+// checkMargin says by how much a failed comparison missed, from the values its
 // verdict recorded, relative to the limit: for `lhs < rhs` (or <=), how
 // far lhs is over rhs; for `lhs > rhs` (or >=), how far under. Each side is a number, a column the
 // values hold, or a product of the two (`2*itl_p50_ms`). Anything else
 // (a conjunction, a function, a column the values lack) gives no margin,
 // and the takeaway states the values without one.
-func margin(v results.Verdict) (lhs, rhs, miss float64, op string, ok bool) {
+func checkMargin(v results.Verdict) (lhs, rhs, miss float64, op string, ok bool) {
 	expr := strings.TrimSpace(v.Assertion)
 	for _, op := range []string{"<=", ">=", "<", ">"} {
 		l, r, found := strings.Cut(expr, op)
 		if !found || strings.ContainsAny(r, "<>=!&|()") {
 			continue
 		}
-		lv, lok := term(l, v.Values)
-		rv, rok := term(r, v.Values)
+		lv, lok := marginTerm(l, v.Values)
+		rv, rok := marginTerm(r, v.Values)
 		if !lok || !rok || rv == 0 {
 			return 0, 0, 0, "", false
 		}
@@ -953,8 +953,8 @@ func margin(v results.Verdict) (lhs, rhs, miss float64, op string, ok bool) {
 	return 0, 0, 0, "", false
 }
 
-// term evaluates a number, a column of values, or a product of them.
-func term(s string, values map[string]string) (float64, bool) {
+// marginTerm evaluates a number, a column of values, or a product of them.
+func marginTerm(s string, values map[string]string) (float64, bool) {
 	p := 1.0
 	for _, f := range strings.Split(s, "*") {
 		f = strings.TrimSpace(f)
@@ -991,11 +991,11 @@ func takeaways(d Document) []string {
 		label = stagePointLabel
 	}
 	if c, ok := bestPoint(d.Cells); ok {
-		s := fmt.Sprintf("Best throughput: %s output tok/s at %s", short(*c.OutputTokS), text(label(c)))
+		s := fmt.Sprintf("Best throughput: %s output tok/s at %s", shortNum(*c.OutputTokS), mdText(label(c)))
 		var lat []string
-		for _, m := range []metric{mTTFTP99, mITLP99} {
+		for _, m := range []docMetric{mTTFTP99, mITLP99} {
 			if p := m.get(c); p != nil {
-				lat = append(lat, fmt.Sprintf("%s %s ms", strings.TrimSuffix(m.head, " ms"), short(*p)))
+				lat = append(lat, fmt.Sprintf("%s %s ms", strings.TrimSuffix(m.head, " ms"), shortNum(*p)))
 			}
 		}
 		if len(lat) > 0 {
@@ -1014,7 +1014,7 @@ func takeaways(d Document) []string {
 		}
 		knees++
 		out = append(out, fmt.Sprintf("Knee at %s: from %s, output tok/s %s while %s grew %s (%s → %s ms); run at %s or below for tail latency.",
-			text(label(k.At)), text(loadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), short(k.Before), short(k.After), text(loadLabel(k.From))))
+			mdText(label(k.At)), mdText(loadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), shortNum(k.Before), shortNum(k.After), mdText(loadLabel(k.From))))
 	}
 	if knees == 0 && flat > 0 {
 		out = append(out, fmt.Sprintf("No knee in the ladders measured: no step gained under %.0f%% throughput while a p99 latency grew over %.0f%%.", 100*kneeGain, 100*kneeLatency))
@@ -1061,7 +1061,7 @@ func takeaways(d Document) []string {
 func measuredSteps(l ladder) int {
 	n := 0
 	for i := 1; i < len(l.points); i++ {
-		if _, ok := growth(l.points[i-1].OutputTokS, l.points[i].OutputTokS); ok {
+		if _, ok := relGrowth(l.points[i-1].OutputTokS, l.points[i].OutputTokS); ok {
 			n++
 		}
 	}
@@ -1071,21 +1071,21 @@ func measuredSteps(l ladder) int {
 // failedTakeaway says which check failed where, and by how much when its
 // values say.
 func failedTakeaway(v results.Verdict) string {
-	where := text(orDash(v.Cell))
+	where := mdText(dashIfEmpty(v.Cell))
 	if v.Outcome == results.OutcomeError {
 		s := fmt.Sprintf("Check %s could not be judged at %s", checkName(v), where)
 		if v.Error != "" {
-			s += ": " + text(firstLine(v.Error))
+			s += ": " + mdText(firstLineOf(v.Error))
 		}
 		return s + "."
 	}
 	s := fmt.Sprintf("Check %s failed at %s", checkName(v), where)
-	if lhs, rhs, miss, op, ok := margin(v); ok && miss >= 0 {
+	if lhs, rhs, miss, op, ok := checkMargin(v); ok && miss >= 0 {
 		dir := "over"
 		if op == ">" || op == ">=" {
 			dir = "under"
 		}
-		return s + fmt.Sprintf(": %s against a limit of %s, %s %s it.", short(lhs), short(rhs), strings.TrimPrefix(signedPct(miss), "+"), dir)
+		return s + fmt.Sprintf(": %s against a limit of %s, %s %s it.", shortNum(lhs), shortNum(rhs), strings.TrimPrefix(signedPct(miss), "+"), dir)
 	}
 	if len(v.Values) > 0 {
 		s += " (" + formatValues(v.Values) + ")"
@@ -1096,7 +1096,7 @@ func failedTakeaway(v results.Verdict) string {
 // regressionTakeaway names a regressed metric with its change.
 func regressionTakeaway(v results.Verdict) string {
 	vals := v.Values
-	s := fmt.Sprintf("%s regressed at %s: %s → %s", text(cmp.Or(v.Name, strings.TrimPrefix(v.Assertion, "regression of "))), text(orDash(v.Cell)), numText(vals["old"]), numText(vals["new"]))
+	s := fmt.Sprintf("%s regressed at %s: %s → %s", mdText(cmp.Or(v.Name, strings.TrimPrefix(v.Assertion, "regression of "))), mdText(dashIfEmpty(v.Cell)), numText(vals["old"]), numText(vals["new"]))
 	if c := vals["change_pct"]; c != "" {
 		s += " (" + pctText(c) + ")"
 	}
@@ -1108,7 +1108,7 @@ func regressionTakeaway(v results.Verdict) string {
 		}
 	case "":
 	default:
-		s += ", " + text(w)
+		s += ", " + mdText(w)
 	}
 	return s + "."
 }

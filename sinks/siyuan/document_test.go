@@ -12,7 +12,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
-var some = results.Some[float64]
+var someF = results.Some[float64]
 
 // quickstartRun is the seed's default sweep (three cells over c = 1, 4,
 // 8; the numbers are the seed's CSV) as an ok run with passing checks.
@@ -45,9 +45,9 @@ func quickstartRun() Document {
 			StartedAt: t0.Add(time.Duration(i) * 20 * time.Second), Model: run.Model, Engine: "vllm", EngineVersion: "0.11.0",
 			Metadata: map[string]string{"quant": "bf16"}, Hardware: run.Hardware, BenchrunVersion: "v0.4.0",
 			ISL: isl, OSL: osl, Concurrency: conc, Requests: 3 * conc, Completed: 3 * conc,
-			TTFTMs: some(r[3]), TTFTP50Ms: some(r[3]), TTFTP99Ms: some(r[3] * 1.4), PrefillTokS: some(r[4]),
-			ITLP50Ms: some(r[5]), ITLP99Ms: some(r[6]), DecodeTokS: some(r[7]), OutputTokS: some(r[7]), ReqS: some(r[7] / r[1]),
-			TPOTP50Ms: some(r[5] * 1.02), SpeedupVsC1: some(r[8]), BatchingEfficiency: some(r[9]), ClientCPUUtil: some(0.05 * r[2]),
+			TTFTMs: someF(r[3]), TTFTP50Ms: someF(r[3]), TTFTP99Ms: someF(r[3] * 1.4), PrefillTokS: someF(r[4]),
+			ITLP50Ms: someF(r[5]), ITLP99Ms: someF(r[6]), DecodeTokS: someF(r[7]), OutputTokS: someF(r[7]), ReqS: someF(r[7] / r[1]),
+			TPOTP50Ms: someF(r[5] * 1.02), SpeedupVsC1: someF(r[8]), BatchingEfficiency: someF(r[9]), ClientCPUUtil: someF(0.05 * r[2]),
 			Status: results.StatusOK,
 		}
 		d.Cells = append(d.Cells, c)
@@ -104,7 +104,7 @@ func interruptedRun() Document {
 	run := resultstest.Run()
 	run.Status, run.Stages[1].Status, run.Stages[1].Reason = "interrupted", "interrupted", "SIGINT after 3 of 6 points"
 	first := pts[0].Cell
-	first.ClientCPUUtil = some(0) // a measured 0 prints 0
+	first.ClientCPUUtil = someF(0) // a measured 0 prints 0
 	d := Document{Run: run, Status: "interrupted", Reason: "interrupted by SIGINT\n(second line)", Cells: []results.Cell{first, un.Cell, one}}
 	d.Verdicts = append(d.Verdicts, pts[0].Verdicts...)
 	d.Verdicts = append(d.Verdicts, un.Verdicts...)
@@ -121,8 +121,8 @@ func rateRun() Document {
 		c := results.Cell{
 			RunID: run.RunID, Plan: "rates", Stage: "load", CellID: fmt.Sprintf("load/512:256/r%g", r[0]), StartedAt: t0.Add(time.Duration(i) * time.Minute),
 			Model: "qwen3-8b", Engine: "sglang", EngineVersion: "unknown", ISL: 512, OSL: 256, Rate: r[0], Arrival: "poisson", Burstiness: 1, Concurrency: 0,
-			Requests: 100, Completed: 100, OutputTokS: some(r[1]), ReqS: some(r[1] / 256), DecodeTokS: some(r[1]), TTFTP50Ms: some(r[2] * 0.6), TTFTP99Ms: some(r[2]),
-			PrefillTokS: some(512 / (r[2] * 0.6) * 1000), ITLP50Ms: some(r[3] * 0.8), ITLP99Ms: some(r[3]), TPOTP50Ms: some(r[3] * 0.82), ClientCPUUtil: some(0.01 * r[0]),
+			Requests: 100, Completed: 100, OutputTokS: someF(r[1]), ReqS: someF(r[1] / 256), DecodeTokS: someF(r[1]), TTFTP50Ms: someF(r[2] * 0.6), TTFTP99Ms: someF(r[2]),
+			PrefillTokS: someF(512 / (r[2] * 0.6) * 1000), ITLP50Ms: someF(r[3] * 0.8), ITLP99Ms: someF(r[3]), TPOTP50Ms: someF(r[3] * 0.82), ClientCPUUtil: someF(0.01 * r[0]),
 			Status: results.StatusOK,
 		}
 		d.Cells = append(d.Cells, c)
@@ -209,14 +209,14 @@ func TestDocumentEscapes(t *testing.T) {
 		"<b>x</b> *y* _z_": `&lt;b&gt;x&lt;/b&gt; \*y\* \_z\_`,
 		"c=4 (rep 1)":      "c=4 (rep 1)",
 	} {
-		if got := text(in); got != want {
-			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		if got := mdText(in); got != want {
+			t.Errorf("mdText(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := code("a`b"); got != "``a`b``" {
+	if got := mdCode("a`b"); got != "``a`b``" {
 		t.Errorf("code = %q", got)
 	}
-	if got := code("x | y"); got != `x \| y` {
+	if got := mdCode("x | y"); got != `x \| y` {
 		t.Errorf("code with a pipe = %q, want escaped text", got)
 	}
 	if got := linkDest("assets/my chart v1-1.svg"); got != "<assets/my chart v1-1.svg>" {
@@ -227,9 +227,9 @@ func TestDocumentEscapes(t *testing.T) {
 // A table wider than maxColumns is split into parts of about equal
 // width, each repeating the identifying columns, every row in each.
 func TestDocumentTableSplit(t *testing.T) {
-	tb := table{ids: []column{{head: "cell"}, {head: "metric"}}}
+	tb := mdTable{ids: []mdColumn{{head: "cell"}, {head: "metric"}}}
 	for i := range 9 {
-		tb.cols = append(tb.cols, column{head: fmt.Sprintf("v%d", i), num: true})
+		tb.cols = append(tb.cols, mdColumn{head: fmt.Sprintf("v%d", i), num: true})
 	}
 	tb.rows = [][]string{{"a", "m", "0", "1", "2", "3", "4", "5", "6", "7", "8"}, {"b", "m", "10", "11", "12", "13", "14", "15", "16", "17", "18"}}
 	var b strings.Builder
@@ -258,8 +258,8 @@ func TestDocumentTableSplit(t *testing.T) {
 
 func TestDocumentNumbers(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 30155.074: "30155", 194.13823: "194", 14.375: "14.4", 4.709812: "4.71", 0.7112905: "0.711", 0.000512: "0.000512", -2.5: "-2.50"} {
-		if got := short(v); got != want {
-			t.Errorf("short(%v) = %q, want %q", v, got, want)
+		if got := shortNum(v); got != want {
+			t.Errorf("shortNum(%v) = %q, want %q", v, got, want)
 		}
 	}
 	for v, want := range map[float64]string{0.052: "+5.2%", -0.186531: "-18.7%", 1.5: "+150%", 0: "0.0%", -0.00001: "0.0%"} {
@@ -276,7 +276,7 @@ func ladderCells(pts ...[4]float64) []results.Cell {
 		if v < 0 {
 			return nil
 		}
-		return some(v)
+		return someF(v)
 	}
 	var out []results.Cell
 	for _, p := range pts {
@@ -331,7 +331,7 @@ func TestTakeawayKnee(t *testing.T) {
 		t.Errorf("takeaways %q lack %q", got, want)
 	}
 	// Ladders of different cells are separate: no step across them.
-	mixed := append(ladderCells([4]float64{1, 100, 20, 5}), results.Cell{Stage: "sweep", ISL: 2048, OSL: 128, Concurrency: 4, OutputTokS: some(101), TTFTP99Ms: some(400), Status: results.StatusOK})
+	mixed := append(ladderCells([4]float64{1, 100, 20, 5}), results.Cell{Stage: "sweep", ISL: 2048, OSL: 128, Concurrency: 4, OutputTokS: someF(101), TTFTP99Ms: someF(400), Status: results.StatusOK})
 	if ls := ladders(mixed); len(ls) != 2 {
 		t.Errorf("%d ladders of two cells, want 2", len(ls))
 	}
@@ -349,7 +349,7 @@ func containsLine(lines []string, want string) bool {
 func TestTakeawayBestPoint(t *testing.T) {
 	cells := ladderCells([4]float64{1, 100, 20, 5}, [4]float64{4, 380, 25, 6}, [4]float64{8, 380, 40, -1})
 	// An error cell's number is no measurement of its point; a null is none.
-	cells = append(cells, results.Cell{Stage: "sweep", ISL: 128, OSL: 128, Concurrency: 16, OutputTokS: some(999), Status: results.StatusError},
+	cells = append(cells, results.Cell{Stage: "sweep", ISL: 128, OSL: 128, Concurrency: 16, OutputTokS: someF(999), Status: results.StatusError},
 		results.Cell{Stage: "sweep", ISL: 128, OSL: 128, Concurrency: 32, Status: results.StatusOK})
 	c, ok := bestPoint(cells)
 	if !ok || c.Concurrency != 4 {
@@ -361,7 +361,7 @@ func TestTakeawayBestPoint(t *testing.T) {
 	}
 	// A measured 0 is a best point; no measurement is none, and no
 	// takeaway is made up.
-	zero := []results.Cell{{ISL: 1, OSL: 1, Concurrency: 1, OutputTokS: some(0), Status: results.StatusOK}}
+	zero := []results.Cell{{ISL: 1, OSL: 1, Concurrency: 1, OutputTokS: someF(0), Status: results.StatusOK}}
 	if c, ok := bestPoint(zero); !ok || *c.OutputTokS != 0 {
 		t.Errorf("a measured 0 is no best point")
 	}
