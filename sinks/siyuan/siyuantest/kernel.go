@@ -214,23 +214,22 @@ func Start(t testing.TB, opts Options) *Kernel {
 }
 
 func (k *Kernel) serve(ln net.Listener) {
+	conns := map[net.Conn]struct{}{} // this generation's connections
 	srv := &http.Server{
-		Handler:  http.HandlerFunc(k.handle),
-		ErrorLog: nil,
+		Handler: http.HandlerFunc(k.handle),
 		ConnState: func(c net.Conn, s http.ConnState) {
 			k.mu.Lock()
 			defer k.mu.Unlock()
 			switch s {
 			case http.StateNew:
-				k.conns[c] = struct{}{}
+				conns[c] = struct{}{}
 			case http.StateClosed, http.StateHijacked:
-				delete(k.conns, c)
+				delete(conns, c)
 			}
 		},
 	}
 	k.mu.Lock()
-	k.ln, k.srv, k.stopped = ln, srv, false
-	k.conns = map[net.Conn]struct{}{}
+	k.ln, k.srv, k.stopped, k.conns = ln, srv, false, conns
 	k.mu.Unlock()
 	go func() { _ = srv.Serve(ln) }()
 }
@@ -250,7 +249,11 @@ func (k *Kernel) stopLocked() {
 	}
 	k.stopped = true
 	_ = k.ln.Close()
-	for c := range k.conns {
+	closeConns(k.conns)
+}
+
+func closeConns(conns map[net.Conn]struct{}) {
+	for c := range conns {
 		_ = c.Close()
 	}
 }
@@ -481,31 +484,34 @@ func (k *Kernel) handle(w http.ResponseWriter, req *http.Request) {
 		fault = &q[0]
 		k.faults[call.Route] = q[1:]
 	}
-	die := false
+	var dying map[net.Conn]struct{}
 	if n, ok := k.dieAfter[call.Route]; ok {
 		n--
 		k.dieAfter[call.Route] = n
 		if n <= 0 {
 			delete(k.dieAfter, call.Route)
-			die = true
-			// No new connection from here on, so the client's next call
-			// is refused even if it comes before this answer is done.
+			// Stopped from here on (no new connection, Restart allowed), so
+			// the client's next call is refused even if it comes before
+			// this answer is done; this answer still goes out whole.
+			k.stopped = true
 			_ = k.ln.Close()
+			dying = k.conns
 		}
 	}
 	k.mu.Unlock()
 
-	if die {
-		// The answer goes out whole, then the kernel is gone: no keep-alive,
-		// so the client's next call dials and is refused.
-		// The body is flushed (with its Content-Length) before the
-		// connections are closed.
+	if dying != nil {
+		// No keep-alive: the client's next call dials and is refused. The
+		// body is flushed (with its Content-Length) before the connections
+		// are closed.
 		w.Header().Set("Connection", "close")
 		defer func() {
 			if fl, ok := w.(http.Flusher); ok {
 				fl.Flush()
 			}
-			k.Stop()
+			k.mu.Lock()
+			closeConns(dying)
+			k.mu.Unlock()
 		}()
 	}
 
