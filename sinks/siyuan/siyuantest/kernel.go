@@ -10,6 +10,16 @@
 // Beyond answering, a Kernel can fail on purpose (Stop, Restart, DieAfter,
 // FailNext) and tells a test what it was asked and what it holds (Calls,
 // Notebooks, Docs, Assets).
+//
+// Not in the record, so guessed: a closed notebook behaves as a missing
+// one for documents ("Query notebook failed", no ids); closeNotebook and
+// removeNotebook of an unknown id succeed; getChildBlocks, exportMdContent,
+// getHPathByID and getBlockAttrs answer "invalid ID argument" for a
+// malformed id; "indexing" (getHPathByID of a just-removed document) lasts
+// until the next flush; the attributes table holds only the attributes set
+// with setBlockAttrs; updateBlock of a child block replaces that block.
+// Databases (/api/av/...) and dataType "dom" are not implemented: such
+// calls answer 404 or a "siyuantest: ... not supported" failure.
 package siyuantest
 
 import (
