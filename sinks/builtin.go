@@ -12,6 +12,7 @@ import (
 	"github.com/benchrun/benchrun/sinks/junit"
 	"github.com/benchrun/benchrun/sinks/parquet"
 	"github.com/benchrun/benchrun/sinks/report"
+	"github.com/benchrun/benchrun/sinks/siyuan"
 	"github.com/benchrun/benchrun/sinks/webhook"
 )
 
@@ -24,4 +25,5 @@ func Builtin(reg *pipeline.Registry) {
 	reg.AddSink(arrow.Kind)
 	reg.AddSink(junit.Kind)
 	reg.AddSink(webhook.Kind)
+	reg.AddSink(siyuan.Kind)
 }
