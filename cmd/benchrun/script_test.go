@@ -2,14 +2,18 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/sinks/siyuan/siyuantest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -48,8 +52,51 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfor":   cmdWaitFor,
 			"dialfails": cmdDialFails,
+			"siyuan":    cmdSiYuan(t),
 		},
 	})
+}
+
+// cmdSiYuan drives a test SiYuan kernel from a script (a real kernel is
+// AGPL-3.0 and cannot be installed here; siyuantest answers as the
+// recorded v3.7.3 one does): `siyuan start` starts one and sets
+// SIYUAN_URL and SIYUAN_TOKEN; `siyuan docs` prints each document as
+// "HPATH key=value..." (its custom-benchrun-* attributes, sorted), one a
+// line; `siyuan stop` stops it (connections refused from then on).
+func cmdSiYuan(t *testing.T) func(ts *testscript.TestScript, neg bool, args []string) {
+	var mu sync.Mutex
+	kernels := map[*testscript.TestScript]*siyuantest.Kernel{}
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: siyuan start|docs|stop")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		k := kernels[ts]
+		if args[0] != "start" && k == nil {
+			ts.Fatalf("siyuan %s: no kernel started", args[0])
+		}
+		switch args[0] {
+		case "start":
+			k = siyuantest.Start(t, siyuantest.Options{})
+			kernels[ts] = k
+			ts.Setenv("SIYUAN_URL", k.URL)
+			ts.Setenv("SIYUAN_TOKEN", siyuantest.DefaultToken)
+		case "docs":
+			for _, d := range k.Docs() {
+				var attrs []string
+				for name, v := range d.Attrs {
+					attrs = append(attrs, strings.TrimPrefix(name, "custom-benchrun-")+"="+v)
+				}
+				sort.Strings(attrs)
+				fmt.Fprintln(ts.Stdout(), strings.TrimSpace(d.HPath+" "+strings.Join(attrs, " ")))
+			}
+		case "stop":
+			k.Stop()
+		default:
+			ts.Fatalf("usage: siyuan start|docs|stop")
+		}
+	}
 }
 
 // cmdWaitFor waits (at most 20 s) until a file matching a glob exists and
