@@ -183,6 +183,18 @@ var table = sync.OnceValue(func() []Metric {
 	one("client_cpu_util", "cores", Lower, 0.10, 0.05)
 	one("cost_usd", "USD", Lower, 0.05, 0.0001)
 	one("tokens_per_dollar", "tokens/USD", Higher, 0.05, 1)
+	// Telemetry: the GPU's power and energy, the server's own queue and
+	// latency as it measured them.
+	one("power_w_mean", "W", Lower, 0.05, 5)
+	one("energy_j", "J", Lower, 0.05, 1)
+	one("energy_j_per_token", "J", Lower, 0.05, 0.001)
+	one("tokens_per_joule", "tok/J", Higher, 0.05, 0.01)
+	one("server_waiting_peak", "requests", Lower, 0.10, 1)
+	one("num_inflight_park_waits", "requests", Lower, 0.10, 1)
+	one("server_preemptions", "count", Lower, 0.10, 1)
+	one("server_ttft_mean_ms", "ms", Lower, 0.05, 1)
+	one("server_itl_mean_ms", "ms", Lower, 0.05, 0.2)
+	one("server_queue_mean_ms", "ms", Lower, 0.05, 1)
 	// The seed's itl_p50_ms and itl_p99_ms, from the itl family, are the
 	// same columns; the send_lag family's p99 is send_lag_p99_ms.
 	for i := range out {

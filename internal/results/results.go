@@ -164,6 +164,57 @@ type Cell struct {
 	AdmittedTok int64 `parquet:"admitted_tok" json:"admitted_tok" expr:"admitted_tok"`
 	Retires     int64 `parquet:"retires" json:"retires" expr:"retires"`
 
+	// GPU telemetry over the cell's timed window, from NVML, for the
+	// devices the server was given (nil: not measured: no NVML, no GPU,
+	// or the device does not report it; docs/RESULTS.md). Utilisation in
+	// percent; memory the peak over devices of used memory (NVML v2
+	// info: reserved separately); power the mean and max of the summed
+	// devices' averaged readings; energy the total-energy counters' delta
+	// over the window, summed over devices.
+	GPUUtilMean         *float64 `parquet:"gpu_util_mean" json:"gpu_util_mean" expr:"gpu_util_mean"`
+	GPUUtilP95          *float64 `parquet:"gpu_util_p95" json:"gpu_util_p95" expr:"gpu_util_p95"`
+	GPUSMUtilMean       *float64 `parquet:"gpu_sm_util_mean" json:"gpu_sm_util_mean" expr:"gpu_sm_util_mean"`
+	GPUMemUtilMean      *float64 `parquet:"gpu_mem_util_mean" json:"gpu_mem_util_mean" expr:"gpu_mem_util_mean"`
+	GPUMemPeakBytes     *int64   `parquet:"gpu_mem_peak_bytes" json:"gpu_mem_peak_bytes" expr:"gpu_mem_peak_bytes"`
+	GPUMemReservedBytes *int64   `parquet:"gpu_mem_reserved_bytes" json:"gpu_mem_reserved_bytes" expr:"gpu_mem_reserved_bytes"`
+	PowerWMean          *float64 `parquet:"power_w_mean" json:"power_w_mean" expr:"power_w_mean"`
+	PowerWMax           *float64 `parquet:"power_w_max" json:"power_w_max" expr:"power_w_max"`
+	EnergyJ             *float64 `parquet:"energy_j" json:"energy_j" expr:"energy_j"`
+	EnergyJPerToken     *float64 `parquet:"energy_j_per_token" json:"energy_j_per_token" expr:"energy_j_per_token"`
+	TokensPerJoule      *float64 `parquet:"tokens_per_joule" json:"tokens_per_joule" expr:"tokens_per_joule"`
+	SMClockMHzMean      *float64 `parquet:"sm_clock_mhz_mean" json:"sm_clock_mhz_mean" expr:"sm_clock_mhz_mean"`
+	GPUTempCMax         *float64 `parquet:"gpu_temp_c_max" json:"gpu_temp_c_max" expr:"gpu_temp_c_max"`
+	// ThrottleReasons names the clock event reasons seen in the window
+	// ("sw_power_cap,hw_slowdown"); GPUs lists the devices measured by
+	// UUID. Both "" when none was seen or nothing was measured: a NULL
+	// gpu_util_mean tells the two apart.
+	ThrottleReasons string `parquet:"throttle_reasons" json:"throttle_reasons" expr:"throttle_reasons"`
+	GPUs            string `parquet:"gpus" json:"gpus" expr:"gpus"`
+
+	// The server's own metrics (Prometheus text), scraped before, during
+	// and after the window: gauge peaks and counter deltas mapped from
+	// the engine's names (docs/RESULTS.md; nil: the server exposes none,
+	// or not that one). ServerParkWaits is the seed's
+	// num_inflight_park_waits: requests that waited for a slot.
+	ServerRunningPeak      *float64 `parquet:"server_running_peak" json:"server_running_peak" expr:"server_running_peak"`
+	ServerWaitingPeak      *float64 `parquet:"server_waiting_peak" json:"server_waiting_peak" expr:"server_waiting_peak"`
+	ServerParkWaits        *float64 `parquet:"num_inflight_park_waits" json:"num_inflight_park_waits" expr:"num_inflight_park_waits"`
+	KVCacheUsagePeak       *float64 `parquet:"kv_cache_usage_peak" json:"kv_cache_usage_peak" expr:"kv_cache_usage_peak"`
+	ServerPreemptions      *float64 `parquet:"server_preemptions" json:"server_preemptions" expr:"server_preemptions"`
+	ServerPromptTokens     *float64 `parquet:"server_prompt_tokens" json:"server_prompt_tokens" expr:"server_prompt_tokens"`
+	ServerGenerationTokens *float64 `parquet:"server_generation_tokens" json:"server_generation_tokens" expr:"server_generation_tokens"`
+	PrefixCacheHitRate     *float64 `parquet:"prefix_cache_hit_rate" json:"prefix_cache_hit_rate" expr:"prefix_cache_hit_rate"`
+	ServerTTFTMeanMs       *float64 `parquet:"server_ttft_mean_ms" json:"server_ttft_mean_ms" expr:"server_ttft_mean_ms"`
+	ServerITLMeanMs        *float64 `parquet:"server_itl_mean_ms" json:"server_itl_mean_ms" expr:"server_itl_mean_ms"`
+	ServerQueueMeanMs      *float64 `parquet:"server_queue_mean_ms" json:"server_queue_mean_ms" expr:"server_queue_mean_ms"`
+
+	// The server's process tree on this host (/proc): CPU seconds over the
+	// window and peak resident memory (nil: not a process benchrun
+	// launched here, or /proc not readable).
+	ServerCPUS         *float64 `parquet:"server_cpu_s" json:"server_cpu_s" expr:"server_cpu_s"`
+	ServerCPUUtil      *float64 `parquet:"server_cpu_util" json:"server_cpu_util" expr:"server_cpu_util"`
+	ServerRSSPeakBytes *int64   `parquet:"server_rss_peak_bytes" json:"server_rss_peak_bytes" expr:"server_rss_peak_bytes"`
+
 	// Cost: a provisioned machine's cost_per_hour over the cell's duration
 	// (nil when the plan gives no price). tokens_per_dollar counts output tokens.
 	CostUSD         *float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`
