@@ -167,6 +167,11 @@ type Outputs struct {
 	// MetricsURL is where the server's Prometheus metrics are; "" when
 	// unknown.
 	MetricsURL string
+	// GPUs are the devices the server was given, by UUID when NVML
+	// resolved them (else by index, as the plan named them); nil when the
+	// server was not restricted to some (GPU telemetry then reads every
+	// device).
+	GPUs []string
 	// CostPerHour is the price of the machine the server runs on, in
 	// dollars per hour (a provision stage's cost_per_hour, passed on by
 	// the launch stage on it); nil when unknown, which is not free.
