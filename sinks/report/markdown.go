@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 
 	b.WriteString("## Cells\n\n")
-	cols := cellColumns()
+	cols := cellColumns(d.Cells)
 	b.WriteString("|")
 	for _, c := range cols {
 		fmt.Fprintf(&b, " %s |", c.Head)
@@ -72,6 +73,8 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	for _, sec := range variantSections(d.Cells, r.Stages) {
 		markdownVariants(&b, sec)
 	}
+
+	markdownTelemetry(&b, telemetryTables(d.Cells))
 
 	if reps := repeatRows(d.Cells); len(reps) > 0 {
 		b.WriteString("\n## Repeats\n\nEach point measured `repeats` times: the mean, its 95% interval (Student t) and the coefficient of variation, over the ok repeats.\n\n")
@@ -110,6 +113,43 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 	fmt.Fprintf(&b, "\n---\nbenchrun %s · regenerate with `benchrun report <run dir>` · columns: docs/RESULTS.md\n", mdText(orDash(r.BenchrunVersion)))
 	return b.Bytes()
+}
+
+// markdownTelemetry writes the "Memory, utilisation and energy" section.
+func markdownTelemetry(b *bytes.Buffer, tables []telemTable) {
+	if len(tables) == 0 {
+		return
+	}
+	b.WriteString("\n## Memory, utilisation and energy\n")
+	for _, t := range tables {
+		fmt.Fprintf(b, "\n### Stage %s\n\n", mdText(orDash(t.Stage)))
+		for _, l := range t.Unmeasured {
+			fmt.Fprintf(b, "- %s\n", mdText(l))
+		}
+		if len(t.Heads) == 0 {
+			continue
+		}
+		if len(t.Unmeasured) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("| isl:osl | load |")
+		for _, h := range t.Heads {
+			fmt.Fprintf(b, " %s |", mdCell(h))
+		}
+		b.WriteString("\n| --- | --- |")
+		b.WriteString(strings.Repeat(" ---: |", len(t.Heads)))
+		b.WriteString("\n")
+		for _, r := range t.Rows {
+			fmt.Fprintf(b, "| %s | %s |", r.Shape, mdCell(r.Load))
+			for _, v := range r.Values {
+				fmt.Fprintf(b, " %s |", mdCell(v))
+			}
+			b.WriteString("\n")
+		}
+		if t.Dash != "" {
+			fmt.Fprintf(b, "\n%s\n", mdText(t.Dash))
+		}
+	}
 }
 
 // markdownVariants writes one "Variants by <key>" section.
@@ -186,7 +226,10 @@ type cellColumn struct {
 // notMeasured explains the "–" of a metric that was not measured (null).
 const notMeasured = "– not measured (null: no sample, e.g. every request of the cell failed, or no c=1 row to compare with)"
 
-func cellColumns() []cellColumn {
+// cellColumns are the cells table's columns; tokens per joule sits beside
+// the output throughput when some row measured it (a run without GPU
+// telemetry keeps the table as it was, not a column of dashes).
+func cellColumns(cells []results.Cell) []cellColumn {
 	// A latency of a row without a completed request is not measured:
 	// null since schema version 3, a 0 in files written before.
 	latency := func(head string, f func(results.Cell) *float64) cellColumn {
@@ -196,7 +239,7 @@ func cellColumns() []cellColumn {
 	metric := func(head string, f func(results.Cell) *float64) cellColumn {
 		return cellColumn{head, true, func(c results.Cell) string { p := f(c); return num(results.ValueOr(p, 0), p != nil) }}
 	}
-	return []cellColumn{
+	cols := []cellColumn{
 		{"stage", false, func(c results.Cell) string { return c.Stage }},
 		{"isl:osl", false, func(c results.Cell) string { return fmt.Sprintf("%d:%d", c.ISL, c.OSL) }},
 		{"load", false, loadLabel},
@@ -218,6 +261,17 @@ func cellColumns() []cellColumn {
 		metric("speedup", func(c results.Cell) *float64 { return c.SpeedupVsC1 }),
 		metric("batch eff.", func(c results.Cell) *float64 { return c.BatchingEfficiency }),
 	}
+	if measuredTPJ(cells) {
+		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == "output tok/s" })
+		tpj := cellColumn{"tok/J", true, func(c results.Cell) string {
+			if c.TokensPerJoule == nil || !finite(*c.TokensPerJoule) {
+				return "–"
+			}
+			return telemNum(*c.TokensPerJoule)
+		}}
+		cols = slices.Insert(cols, i+1, tpj)
+	}
+	return cols
 }
 
 func cellLabel(c results.Cell) string {

@@ -29,6 +29,7 @@ import (
 var (
 	_ pipeline.Sink        = (*Output)(nil)
 	_ pipeline.VerdictSink = (*Output)(nil)
+	_ pipeline.SampleSink  = (*Output)(nil)
 )
 
 //go:embed schema.cue
@@ -58,6 +59,9 @@ type Data struct {
 	Run      results.Run
 	Cells    []results.Cell
 	Verdicts []results.Verdict
+	// Samples are the run's telemetry samples (any attempt, any order):
+	// each cell row's utilisation-and-power chart is drawn from its own.
+	Samples []results.Sample
 }
 
 // Chart is one rendered chart.
@@ -315,6 +319,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	}
 	if prior != nil {
 		o.d.Cells, o.d.Verdicts = results.LatestCells(prior.Cells), results.LatestVerdicts(prior.Verdicts)
+		o.d.Samples = keepSamples(nil, prior.Samples)
 	}
 	return nil
 }
@@ -335,6 +340,15 @@ func (o *Output) Cell(c results.Cell, _ []results.Request) error {
 // Verdicts keeps the rows.
 func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
 	o.d.Verdicts = append(o.d.Verdicts, rows...)
+	return nil
+}
+
+// Samples keeps the samples the usage charts plot. They are matched to
+// their cell row only when the reports are written, so it does not matter
+// whether they come before their cell (live) or after every cell (a
+// replay).
+func (o *Output) Samples(rows []results.Sample) error {
+	o.d.Samples = keepSamples(o.d.Samples, rows)
 	return nil
 }
 
