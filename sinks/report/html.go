@@ -38,8 +38,8 @@ type htmlPage struct {
 	// each stage's usage charts.
 	Telemetry []telemTable
 	Failed    int
-	Checked  int
-	Version  string
+	Checked   int
+	Version   string
 	// NotMeasured explains the "–" cells, when the table has any.
 	NotMeasured string
 }
