@@ -35,6 +35,14 @@ func chromium(t *testing.T) string {
 // in its own process group, killed whole if it overruns.
 func headless(t *testing.T, bin, url string, extra ...string) []byte {
 	t.Helper()
+	out, _ := headlessLog(t, bin, url, extra...)
+	return out
+}
+
+// headlessLog is headless with the browser's log (stderr) too, where
+// --enable-logging=stderr puts the page's console messages.
+func headlessLog(t *testing.T, bin, url string, extra ...string) ([]byte, []byte) {
+	t.Helper()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir(), "--window-size=1200,2000"}, extra...)
@@ -48,7 +56,68 @@ func headless(t *testing.T, bin, url string, extra ...string) []byte {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.Bytes())
 	}
-	return stdout.Bytes()
+	return stdout.Bytes(), stderr.Bytes()
+}
+
+// TestTelemetryRendersInChromium renders a report with telemetry: the
+// page logs no console error, the DOM has the telemetry tables (the GPU
+// stage's with every column, the CPU stage's with the process columns)
+// and the five usage charts with their lines, and the charts' colours
+// show in the screenshot.
+func TestTelemetryRendersInChromium(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	// Without the load charts, so that the series colours in the
+	// screenshot are the usage charts' own.
+	page, err := report.HTML(telemetryFixture(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.html"), page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + filepath.Join(dir, "report.html")
+	dom, log := headlessLog(t, bin, url, "--dump-dom", "--enable-logging=stderr", "--v=0")
+	for _, l := range bytes.Split(log, []byte("\n")) {
+		if bytes.Contains(l, []byte("CONSOLE")) || bytes.Contains(l, []byte("Uncaught")) || bytes.Contains(l, []byte("error on line")) {
+			t.Errorf("console: %s", l)
+		}
+	}
+	count := func(re string) int { return len(regexp.MustCompile(re).FindAll(dom, -1)) }
+	if n := count(`<table class="telemetry" id="telemetry-(gpu|cpu)"`); n != 2 {
+		t.Errorf("rendered DOM has %d telemetry tables, want 2 (gpu, cpu; the bare stage collapses)", n)
+	}
+	if n := count(`<table class="telemetry" id="telemetry-gpu">\s*<thead><tr>(<th[^>]*>[^<]*</th>){22}</tr>`); n != 1 {
+		t.Error("the gpu stage's telemetry table does not have its 22 columns")
+	}
+	if n := count(`<svg class="usage"`); n != 5 {
+		t.Errorf("rendered DOM has %d usage charts, want 5", n)
+	}
+	// Four GPU cells × (2 util + 2 power lines), one CPU cell × 1 line.
+	if n := count(`<path class="usage-line"`); n != 17 {
+		t.Errorf("rendered DOM has %d usage lines, want 17", n)
+	}
+	for _, label := range []string{"Memory, utilisation and energy", "GPU utilisation, %", "power, W", "server CPU, cores", "seconds since the cell's first sample", "benchrun client CPU: not measured"} {
+		if !bytes.Contains(dom, []byte(label)) {
+			t.Errorf("rendered DOM lacks %q", label)
+		}
+	}
+
+	shot := filepath.Join(dir, "shot.png")
+	headless(t, bin, url, "--screenshot="+shot, "--window-size=1200,6000")
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, blue, orange := pixelStats(img)
+	if blue < 500 || orange < 500 {
+		t.Errorf("the usage lines' colours barely appear (%d blue, %d orange pixels): charts not drawn", blue, orange)
+	}
 }
 
 // TestHTMLRendersInChromium renders report.html in headless Chromium: the
