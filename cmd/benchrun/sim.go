@@ -67,6 +67,7 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "chat max_tokens when the request gives none")
 	fs.IntVar(&cfg.EmbeddingDim, "embedding-dim", cfg.EmbeddingDim, "embedding vector length")
 	fs.StringVar(&cfg.Metrics, "metrics", cfg.Metrics, "/metrics names: vllm, llamacpp, both, sglang or none (default: the personality's)")
+	fs.BoolVar(&cfg.MetricsLegacyNames, "metrics-legacy-names", false, "/metrics: older engines' spellings (vllm:gpu_cache_usage_perc, vllm:time_per_output_token_seconds, llamacpp:kv_cache_usage_ratio) instead of the current ones")
 	fs.IntVar(&cfg.MaxRecords, "max-records", cfg.MaxRecords, "request records kept for /debug/requests")
 
 	fs.IntVar(&eng.MaxNumSeqs, "max-num-seqs", eng.MaxNumSeqs, "engine: sequences per step")

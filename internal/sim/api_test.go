@@ -393,7 +393,7 @@ func TestMetrics(t *testing.T) {
 		`vllm:num_requests_running{model_name="a"} 0`,
 		`vllm:num_requests_running{model_name="b"} 0`,
 		`vllm:num_requests_waiting{model_name="a"} 0`,
-		`vllm:gpu_cache_usage_perc{model_name="a"} 0`,
+		`vllm:kv_cache_usage_perc{model_name="a"} 0`,
 		`vllm:prompt_tokens_total{model_name="a"} 6`,
 		`vllm:generation_tokens_total{model_name="a"} 4`,
 		`vllm:time_to_first_token_seconds_count{model_name="a"} 1`,
@@ -403,7 +403,7 @@ func TestMetrics(t *testing.T) {
 		`llamacpp:prompt_tokens_total 6`,
 		`llamacpp:tokens_predicted_total 4`,
 		`llamacpp:requests_processing 0`,
-		`llamacpp:kv_cache_usage_ratio 0`,
+		`llamacpp:requests_deferred 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %q", want)

@@ -71,6 +71,13 @@ type Config struct {
 	EmbeddingDim int
 	// Metrics chooses the /metrics names: "vllm", "llamacpp" or "both".
 	Metrics string
+	// MetricsLegacyNames serves the spellings older engines used instead
+	// of the current ones: vLLM's vllm:gpu_cache_usage_perc,
+	// vllm:gpu_prefix_cache_{queries,hits}_total and
+	// vllm:time_per_output_token_seconds (renamed in 0.10/0.11), and
+	// llama.cpp's llamacpp:kv_cache_usage_ratio / kv_cache_tokens (since
+	// removed), so that a scraper is tested against both generations.
+	MetricsLegacyNames bool
 	// MaxRecords bounds how many request records are kept (oldest dropped).
 	MaxRecords int
 	// Engine configures engine mode.

@@ -33,6 +33,7 @@ type seq struct {
 	inWaiting     bool
 	stepPrefill   int
 	stepDecode    int
+	queuedAt      time.Time // when submitted, for the queue-time histogram
 }
 
 func newSeq(promptTokens int, hashes []uint64, target int) *seq {
@@ -107,6 +108,7 @@ func (e *engine) submit(q *seq) bool {
 		return false
 	}
 	q.inWaiting = true
+	q.queuedAt = time.Now()
 	e.waiting = append(e.waiting, q)
 	e.nWaiting.Store(int64(len(e.waiting)))
 	if !e.loopOn {
@@ -351,6 +353,7 @@ func (e *engine) schedule() time.Duration {
 			q.cached.Store(int64(hit))
 			e.m.prefixQueries.Add(uint64(q.promptTokens))
 			e.m.prefixHits.Add(uint64(hit))
+			e.m.queue.observe(time.Since(q.queuedAt))
 		}
 		q.stepPrefill, q.stepDecode = n, 0
 		budget -= n

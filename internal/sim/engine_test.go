@@ -189,7 +189,7 @@ func TestEngineKVAdmission(t *testing.T) {
 	// Gauges are back to idle, and /metrics shows them.
 	eventually(t, 2*time.Second, "idle engine", func() bool { return s.engine.nRunning.Load() == 0 })
 	_, body := getBody(t, testClient(), url+"/metrics")
-	if !strings.Contains(body, `vllm:num_requests_waiting{model_name="sim-llama"} 0`) || !strings.Contains(body, `vllm:gpu_cache_usage_perc{model_name="sim-llama"} 0`) {
+	if !strings.Contains(body, `vllm:num_requests_waiting{model_name="sim-llama"} 0`) || !strings.Contains(body, `vllm:kv_cache_usage_perc{model_name="sim-llama"} 0`) {
 		t.Fatalf("idle metrics:\n%s", body)
 	}
 }

@@ -42,6 +42,12 @@ var (
 		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
 	e2eBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
 		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	// vLLM gives request_queue_time_seconds its request-latency buckets;
+	// the simulator adds finer ones below 0.3 s because a test engine's
+	// queue waits are milliseconds and a mean is computed from sum/count
+	// anyway.
+	queueBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5,
+		5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 )
 
 // metrics holds the counters behind /metrics. Gauges that describe the engine
@@ -64,13 +70,18 @@ type metrics struct {
 	ttft             *histogram
 	itl              *histogram
 	e2e              *histogram
+	// queue is the time from arrival to first admission by the engine
+	// (vLLM's request_queue_time_seconds); engine mode only, since fixed
+	// mode never queues.
+	queue *histogram
 }
 
 func newMetrics() *metrics {
 	return &metrics{
-		ttft: newHistogram(ttftBuckets),
-		itl:  newHistogram(itlBuckets),
-		e2e:  newHistogram(e2eBuckets),
+		ttft:  newHistogram(ttftBuckets),
+		itl:   newHistogram(itlBuckets),
+		e2e:   newHistogram(e2eBuckets),
+		queue: newHistogram(queueBuckets),
 	}
 }
 
@@ -91,26 +102,9 @@ func (s *Server) writeMetrics(w io.Writer) error {
 	for i, model := range s.cfg.Models {
 		lbls[i] = `model_name="` + model + `"`
 	}
+	legacy := s.cfg.MetricsLegacyNames
 	if flavour == MetricsVLLM || flavour == MetricsBoth {
-		gauge(bw, "vllm:num_requests_running", "Number of requests in model execution batches.", lbls, float64(g.running))
-		gauge(bw, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", lbls, float64(g.waiting))
-		gauge(bw, "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
-		gauge(bw, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
-		counter(bw, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", lbls, float64(m.promptTokens.Load()))
-		counter(bw, "vllm:generation_tokens_total", "Number of generation tokens processed.", lbls, float64(m.generationTokens.Load()))
-		counter(bw, "vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", lbls, float64(m.preemptions.Load()))
-		counter(bw, "vllm:prefix_cache_queries_total", "Prefix cache queries, in tokens.", lbls, float64(m.prefixQueries.Load()))
-		counter(bw, "vllm:prefix_cache_hits_total", "Prefix cache hits, in tokens.", lbls, float64(m.prefixHits.Load()))
-		fmt.Fprintf(bw, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
-		for _, lbl := range lbls {
-			fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"stop\"} %d\n", lbl, m.successStop.Load())
-			fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"length\"} %d\n", lbl, m.successLength.Load())
-			fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"abort\"} %d\n", lbl, m.aborted.Load())
-		}
-		hist(bw, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbls, m.ttft)
-		hist(bw, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbls, m.itl)
-		hist(bw, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds (vLLM V0 name).", lbls, m.itl)
-		hist(bw, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", lbls, m.e2e)
+		writeVLLMMetrics(bw, g, m, lbls, legacy)
 	}
 	if flavour == MetricsLlamaCpp || flavour == MetricsBoth {
 		pt, gt := float64(m.promptTokens.Load()), float64(m.generationTokens.Load())
@@ -128,8 +122,12 @@ func (s *Server) writeMetrics(w io.Writer) error {
 		gauge(bw, "llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", nolbl, busy)
 		gauge(bw, "llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", nolbl, rate(pt, ps))
 		gauge(bw, "llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", nolbl, rate(gt, ds))
-		gauge(bw, "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", nolbl, g.kvUsage)
-		gauge(bw, "llamacpp:kv_cache_tokens", "KV-cache tokens.", nolbl, float64(g.kvTokens))
+		if legacy {
+			// Removed upstream as "too internal" (llama.cpp PRs #13660,
+			// #22879): current builds leave KV usage to /slots.
+			gauge(bw, "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", nolbl, g.kvUsage)
+			gauge(bw, "llamacpp:kv_cache_tokens", "KV-cache tokens.", nolbl, float64(g.kvTokens))
+		}
 		gauge(bw, "llamacpp:requests_processing", "Number of requests processing.", nolbl, float64(g.running))
 		gauge(bw, "llamacpp:requests_deferred", "Number of requests deferred.", nolbl, float64(g.waiting))
 	}
@@ -137,6 +135,43 @@ func (s *Server) writeMetrics(w io.Writer) error {
 		writeSGLangMetrics(bw, g, m, lbls)
 	}
 	return bw.Flush()
+}
+
+// writeVLLMMetrics writes vLLM V1's names, or with legacy the spellings
+// they replaced (gpu_cache_usage_perc, gpu_prefix_cache_*,
+// time_per_output_token_seconds: removed in vLLM 0.11/0.12), never both,
+// so that a scraper is tested against each spelling on its own.
+func writeVLLMMetrics(bw io.Writer, g gauges, m *metrics, lbls []string, legacy bool) {
+	gauge(bw, "vllm:num_requests_running", "Number of requests in model execution batches.", lbls, float64(g.running))
+	gauge(bw, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", lbls, float64(g.waiting))
+	if legacy {
+		gauge(bw, "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
+	} else {
+		gauge(bw, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
+	}
+	counter(bw, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", lbls, float64(m.promptTokens.Load()))
+	counter(bw, "vllm:generation_tokens_total", "Number of generation tokens processed.", lbls, float64(m.generationTokens.Load()))
+	counter(bw, "vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", lbls, float64(m.preemptions.Load()))
+	prefix := "vllm:prefix_cache_"
+	if legacy {
+		prefix = "vllm:gpu_prefix_cache_"
+	}
+	counter(bw, prefix+"queries_total", "Prefix cache queries, in tokens.", lbls, float64(m.prefixQueries.Load()))
+	counter(bw, prefix+"hits_total", "Prefix cache hits, in tokens.", lbls, float64(m.prefixHits.Load()))
+	fmt.Fprintf(bw, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
+	for _, lbl := range lbls {
+		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"stop\"} %d\n", lbl, m.successStop.Load())
+		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"length\"} %d\n", lbl, m.successLength.Load())
+		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"abort\"} %d\n", lbl, m.aborted.Load())
+	}
+	hist(bw, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbls, m.ttft)
+	if legacy {
+		hist(bw, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", lbls, m.itl)
+	} else {
+		hist(bw, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbls, m.itl)
+	}
+	hist(bw, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", lbls, m.queue)
+	hist(bw, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", lbls, m.e2e)
 }
 
 // writeSGLangMetrics writes SGLang's names (python/sglang/srt/metrics).
