@@ -359,6 +359,9 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 		writeNulls(b, cells, ms)
 	}
 	b.WriteString("### Memory and utilisation\n\n")
+	if writeTelemetry(b, cells) {
+		return
+	}
 	b.WriteString("Memory and GPU utilisation were not measured for this run: the cell rows have no GPU or host memory columns.")
 	if !slices.ContainsFunc(cells, func(c results.Cell) bool { return c.Status == results.StatusOK && c.ClientCPUUtil != nil }) {
 		b.WriteString(" benchrun's own CPU use was not measured either.\n\n")
@@ -366,6 +369,130 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 	}
 	b.WriteString(" What the rows do measure is benchrun's own CPU use, in cores: a client using nearly all of the machine's cores limits what it can measure.\n\n")
 	metricTable(cells, []docMetric{mClient}, "not measured").write(b)
+}
+
+// The telemetry columns of the memory section, by the source that fills
+// them: a source is measured or not as a whole (no NVML on the machine, no
+// metrics endpoint, a server benchrun did not launch), so each gets its
+// own table, and one that measured nothing at any point of the stage is a
+// line saying so, with the reason the rows' notes give, instead of a
+// table of "not measured".
+type telemetrySource struct {
+	name  string
+	intro string
+	// why are the prefixes of the notes that say why the source was not
+	// measured (stages/sweep: "<what> not measured: <why>" when it could
+	// not be opened, "<probe>: <note>" when it read nothing).
+	why []string
+	ms  []docMetric
+}
+
+// gib reads a byte count in GiB.
+func gib(p *int64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := float64(*p) / (1 << 30)
+	return &v
+}
+
+var telemetrySources = []telemetrySource{
+	{"GPU", "GPU (NVML) over each point's timed window, summed or peaked over the server's devices:", []string{"GPU telemetry not measured: ", "nvml: "}, []docMetric{
+		{"gpu_mem_peak_bytes", "GPU memory peak GiB", func(c results.Cell) *float64 { return gib(c.GPUMemPeakBytes) }, shortNum},
+		{"gpu_util_mean", "GPU util mean %", func(c results.Cell) *float64 { return c.GPUUtilMean }, shortNum},
+		{"gpu_util_p95", "GPU util p95 %", func(c results.Cell) *float64 { return c.GPUUtilP95 }, shortNum},
+		{"power_w_mean", "power mean W", func(c results.Cell) *float64 { return c.PowerWMean }, shortNum},
+		{"power_w_max", "power max W", func(c results.Cell) *float64 { return c.PowerWMax }, shortNum},
+		{"energy_j", "energy J", func(c results.Cell) *float64 { return c.EnergyJ }, shortNum},
+		{"tokens_per_joule", "tokens per joule", func(c results.Cell) *float64 { return c.TokensPerJoule }, shortNum},
+	}},
+	{"Server metrics", "The server's own metrics: queue and KV-cache peaks over the window, counts during it:", []string{"server metrics not measured: ", "prometheus: "}, []docMetric{
+		{"server_running_peak", "running peak", func(c results.Cell) *float64 { return c.ServerRunningPeak }, countNum},
+		{"server_waiting_peak", "waiting peak", func(c results.Cell) *float64 { return c.ServerWaitingPeak }, countNum},
+		{"num_inflight_park_waits", "park waits", func(c results.Cell) *float64 { return c.ServerParkWaits }, countNum},
+		{"server_queue_mean_ms", "queue mean ms", func(c results.Cell) *float64 { return c.ServerQueueMeanMs }, shortNum},
+		{"kv_cache_usage_peak", "KV cache peak", func(c results.Cell) *float64 { return c.KVCacheUsagePeak }, pctOf},
+		{"server_preemptions", "preemptions", func(c results.Cell) *float64 { return c.ServerPreemptions }, countNum},
+	}},
+	{"Server CPU and memory", "The server's process tree on this host:", []string{"server CPU and memory not measured: ", "proc: "}, []docMetric{
+		{"server_cpu_util", "server CPU (cores)", func(c results.Cell) *float64 { return c.ServerCPUUtil }, shortNum},
+		{"server_rss_peak_bytes", "server RSS peak GiB", func(c results.Cell) *float64 { return gib(c.ServerRSSPeakBytes) }, shortNum},
+	}},
+}
+
+// countNum formats a count or a peak of a count (requests, preemptions):
+// whole numbers without decimals, "8" not "8.00".
+func countNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return shortNum(v)
+}
+
+// writeTelemetry writes the memory section's telemetry tables and says
+// whether it wrote any: false when every telemetry column of every point
+// is NULL (then the section keeps its "not measured" sentence).
+func writeTelemetry(b *strings.Builder, cells []results.Cell) bool {
+	measured := func(src telemetrySource) bool {
+		return slices.ContainsFunc(cells, func(c results.Cell) bool {
+			return slices.ContainsFunc(src.ms, func(m docMetric) bool { return m.get(c) != nil })
+		})
+	}
+	if !slices.ContainsFunc(telemetrySources, measured) {
+		return false
+	}
+	var missing []string
+	for _, src := range telemetrySources {
+		if !measured(src) {
+			line := "- " + mdText(src.name) + ": not measured"
+			if why := telemetryWhy(cells, src); why != "" {
+				line += " (" + mdText(why) + ")"
+			}
+			missing = append(missing, line)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(b, "%s\n\n", strings.Join(missing, "\n"))
+	}
+	for _, src := range telemetrySources {
+		if measured(src) {
+			fmt.Fprintf(b, "%s\n\n", mdText(src.intro))
+			metricTable(cells, src.ms, "not measured").write(b)
+		}
+	}
+	if slices.ContainsFunc(cells, func(c results.Cell) bool { return c.ClientCPUUtil != nil }) {
+		b.WriteString("benchrun's own CPU use, in cores (a client using nearly all of the machine's cores limits what it can measure):\n\n")
+		metricTable(cells, []docMetric{mClient}, "not measured").write(b)
+	}
+	return true
+}
+
+// telemetryWhy is the reason the first row that gives one has in its notes
+// for src not being measured; "" when none says. Notes are joined with
+// "; ", which a reason may itself contain: it runs to the next note of a
+// telemetry source, or to the end.
+func telemetryWhy(cells []results.Cell, src telemetrySource) string {
+	for _, c := range cells {
+		for _, p := range src.why {
+			i := strings.Index(c.Notes, p)
+			if i < 0 || i > 0 && !strings.HasSuffix(c.Notes[:i], "; ") {
+				continue
+			}
+			rest := c.Notes[i+len(p):]
+			end := len(rest)
+			for _, other := range telemetrySources {
+				for _, q := range other.why {
+					if j := strings.Index(rest, "; "+q); j >= 0 && j < end {
+						end = j
+					}
+				}
+			}
+			if why := strings.TrimSpace(rest[:end]); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
 }
 
 // hasLadder says whether some closed-loop cell was measured at more than

@@ -130,12 +130,51 @@ func rateRun() Document {
 	return d
 }
 
+// telemetryRun is the quickstart run measured with telemetry: on the GPU
+// server, GPU and server metrics and the server's process at every point
+// (the last point's energy counter did not answer; no preemption
+// anywhere, a measured 0); then two points of a stage on a CPU-only
+// server that benchrun launched, where only the process was measured and
+// the sweep's notes say why the rest was not.
+func telemetryRun() Document {
+	d := quickstartRun()
+	someI := results.Some[int64]
+	for i := range d.Cells {
+		c := &d.Cells[i]
+		f := float64(c.Concurrency)
+		c.GPUUtilMean, c.GPUUtilP95 = someF(20+8*f), someF(30+8*f)
+		c.GPUMemPeakBytes, c.GPUMemReservedBytes = someI(int64(21<<30)+int64(f)*(256<<20)), someI(int64(512<<20))
+		c.PowerWMean, c.PowerWMax = someF(120+25*f), someF(150+30*f)
+		c.EnergyJ = someF(*c.PowerWMean * 20)
+		c.TokensPerJoule = someF(*c.OutputTokS * 20 / *c.EnergyJ)
+		c.EnergyJPerToken = someF(1 / *c.TokensPerJoule)
+		c.ServerRunningPeak, c.ServerWaitingPeak, c.ServerParkWaits = someF(f), someF(0), someF(0)
+		c.ServerQueueMeanMs, c.KVCacheUsagePeak, c.ServerPreemptions = someF(0.2*f), someF(0.04*f), someF(0)
+		c.ServerCPUUtil, c.ServerRSSPeakBytes = someF(1.1), someI(int64(5<<30))
+		if i == len(d.Cells)-1 {
+			c.EnergyJ, c.TokensPerJoule, c.EnergyJPerToken = nil, nil, nil
+		}
+	}
+	for _, c := range d.Cells[:2] {
+		c.Stage, c.CellID = "cpu", "cpu"+strings.TrimPrefix(c.CellID, "sweep")
+		c.GPUUtilMean, c.GPUUtilP95, c.GPUMemPeakBytes, c.GPUMemReservedBytes, c.PowerWMean, c.PowerWMax = nil, nil, nil, nil, nil, nil
+		c.EnergyJ, c.TokensPerJoule, c.EnergyJPerToken = nil, nil, nil
+		c.ServerRunningPeak, c.ServerWaitingPeak, c.ServerParkWaits, c.ServerQueueMeanMs, c.KVCacheUsagePeak, c.ServerPreemptions = nil, nil, nil, nil, nil, nil
+		c.ServerCPUUtil, c.ServerRSSPeakBytes = someF(3.5), someI(int64(9<<30))
+		c.Notes = "prompts=cold; GPU telemetry not measured: no NVML on this machine (libnvidia-ml.so.1 not found); " +
+			"server metrics not measured: the engine (llama-server) has no metrics endpoint known to benchrun; set telemetry.metrics to its URL"
+		d.Cells = append(d.Cells, c)
+	}
+	return d
+}
+
 func TestDocumentGolden(t *testing.T) {
 	for name, d := range map[string]Document{
 		"quickstart.md":  quickstartRun(),
 		"failed.md":      failedRun(),
 		"interrupted.md": interruptedRun(),
 		"rates.md":       rateRun(),
+		"telemetry.md":   telemetryRun(),
 		"empty.md":       {Run: results.Run{RunID: "20261205T000000Z-eeeeee", Plan: "p", Status: "failed"}, Status: "failed", Reason: "the server did not start: exit status 1"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -195,6 +234,38 @@ func TestDocumentNotMeasured(t *testing.T) {
 		if strings.HasPrefix(line, "| 64 | 32 | c=8 |") && strings.Contains(line, "| 0 ") {
 			t.Errorf("an error cell shows a number: %s", line)
 		}
+	}
+}
+
+// The memory section shows the telemetry columns once any is measured:
+// a table per source, "not measured" for a NULL, 0 for a measured 0, a
+// line with the notes' reason for a source that measured nothing, and no
+// longer the sentence that says nothing was measured.
+func TestDocumentTelemetry(t *testing.T) {
+	md := telemetryRun().Markdown()
+	for _, want := range []string{
+		"| ISL | OSL | load | GPU memory peak GiB | GPU util mean % | GPU util p95 % | power mean W |",
+		"| 128 | 128 | c=4 | 22.0 | 52.0 | 62.0 | 220 |",
+		"| ISL | OSL | load | power max W | energy J | tokens per joule |",
+		"| 128 | 1024 | c=8 | 390 | not measured | not measured |",
+		"| 128 | 128 | c=8 | 8 | 0 | 0 |",
+		"| 128 | 128 | c=8 | 1.60 | 32% | 0 |",
+		"| 128 | 128 | c=1 | 0.05 |",
+		"- GPU: not measured (no NVML on this machine (libnvidia-ml.so.1 not found))\n- Server metrics: not measured (the engine (llama-server) has no metrics endpoint known to benchrun; set telemetry.metrics to its URL)",
+		"| ISL | OSL | load | server CPU (cores) | server RSS peak GiB |",
+		"| 128 | 128 | c=4 | 3.50 | 9.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("document lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "were not measured for this run") {
+		t.Error("the memory section says nothing was measured, though GPU and server telemetry were")
+	}
+	_, cpu, _ := strings.Cut(md, "## Stage cpu")
+	cpu, _, _ = strings.Cut(cpu, "## Checks")
+	if strings.Contains(cpu, "GPU util") || strings.Contains(cpu, "park waits") {
+		t.Errorf("the CPU stage shows a table of a source it measured nothing of:\n%s", cpu)
 	}
 }
 
