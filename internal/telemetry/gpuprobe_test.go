@@ -551,3 +551,28 @@ func TestClockEventReasonNames(t *testing.T) {
 		t.Fatal("no bit, no name")
 	}
 }
+
+// TestCUDADevicesEnvByUUID: the mock's devices, named by UUID for CUDA.
+func TestCUDADevicesEnvByUUID(t *testing.T) {
+	srv, f := mockServer(3)
+	list := func() ([]GPU, error) { return ListGPUsWith(srv) }
+	u, err := GPUUUIDs([]int{2, 0}, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := CUDADevicesEnv(u)
+	want := []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + f[2].d.UUID + "," + f[0].d.UUID}
+	if strings.Join(env, " ") != strings.Join(want, " ") {
+		t.Fatalf("env %q, want %q", env, want)
+	}
+	if _, err := GPUUUIDs([]int{5}, list); !errors.Is(err, ErrNoSuchGPU) {
+		t.Fatalf("err = %v, want ErrNoSuchGPU", err)
+	}
+	if _, err := GPUUUIDs([]int{0}, func() ([]GPU, error) { return nil, ErrNoNVML }); !errors.Is(err, ErrNoNVML) {
+		t.Fatalf("err = %v, want ErrNoNVML", err)
+	}
+	f[1].d.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_NOT_SUPPORTED }
+	if _, err := GPUUUIDs([]int{1}, list); err == nil || errors.Is(err, ErrNoSuchGPU) {
+		t.Fatalf("err = %v, want a fall-back-to-indices error", err)
+	}
+}

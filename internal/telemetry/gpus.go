@@ -82,12 +82,68 @@ func ResolveGPUs(sel []string, list func() ([]GPU, error)) ([]int, error) {
 }
 
 // CUDAEnv is the environment that makes a CUDA program see exactly the
-// given GPUs, numbered as NVML and nvidia-smi number them: without
-// CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA orders devices fastest first.
+// GPUs at the given NVML indices, numbered as NVML and nvidia-smi number
+// them: without CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA orders devices fastest
+// first. Indices are the fallback when NVML cannot name the devices by
+// UUID (CUDADevicesEnv).
 func CUDAEnv(indices []int) []string {
 	s := make([]string, len(indices))
 	for i, n := range indices {
 		s[i] = strconv.Itoa(n)
 	}
-	return []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + strings.Join(s, ",")}
+	return CUDADevicesEnv(s)
+}
+
+// CUDADevicesEnv is the environment that makes a CUDA program see exactly
+// the given devices, by UUID ("GPU-…") or, failing that, NVML index:
+// CUDA_VISIBLE_DEVICES takes either, and a UUID is the same device to
+// nvidia-smi, CUDA and benchrun whatever the enumeration order.
+// CUDA_DEVICE_ORDER=PCI_BUS_ID still matters with UUIDs: it makes the
+// server's "cuda:0" the first of them in PCI bus order, as nvidia-smi
+// lists them.
+func CUDADevicesEnv(devices []string) []string {
+	return []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=" + strings.Join(devices, ",")}
+}
+
+// ErrNoSuchGPU means a selected NVML index is not a device of this
+// machine (NVML listed the machine, and it has fewer).
+var ErrNoSuchGPU = errors.New("no such GPU")
+
+// GPUUUIDs names the GPUs at the given NVML indices by UUID, in the given
+// order, from list (NVML's). An error means they cannot be named so
+// (ErrNoNVML, an NVML failure, a device without a UUID), and the caller
+// falls back to indices; except ErrNoSuchGPU, an index the machine does
+// not have, which CUDA would silently drop.
+func GPUUUIDs(indices []int, list func() ([]GPU, error)) ([]string, error) {
+	gpus, err := list()
+	if err != nil {
+		return nil, err
+	}
+	byIndex := make(map[int]GPU, len(gpus))
+	for _, g := range gpus {
+		byIndex[g.Index] = g
+	}
+	out := make([]string, len(indices))
+	for i, n := range indices {
+		g, ok := byIndex[n]
+		if !ok {
+			return nil, fmt.Errorf("%w: GPU %d (GPUs on this machine: %s)", ErrNoSuchGPU, n, describeGPUs(gpus))
+		}
+		if g.UUID == "" {
+			return nil, fmt.Errorf("NVML reports no UUID for GPU %d (%s)", n, g.Name)
+		}
+		out[i] = g.UUID
+	}
+	return out, nil
+}
+
+func describeGPUs(gpus []GPU) string {
+	var names []string
+	for _, g := range gpus {
+		names = append(names, fmt.Sprintf("%d: %s", g.Index, g.Name))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "; ")
 }

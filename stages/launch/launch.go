@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ type Stage struct {
 	termGrace   time.Duration
 	startWithin time.Duration
 	gpuSel      []string
+	gpus        []string // the devices the server is given: UUIDs, else NVML indices
 
 	// Set by Run, read by restarts.
 	stageVars   map[string]string // ${...} values, without the cell's
@@ -223,13 +225,12 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 
 	// Environment shared by the server and its setup commands.
 	s.baseEnviron = os.Environ()
+	s.gpus = nil
 	if len(s.gpuSel) > 0 {
-		idx, err := telemetry.ResolveGPUs(s.gpuSel, listGPUs)
-		if err != nil {
-			return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
+		if s.gpus, err = s.chooseGPUs(env.Log); err != nil {
+			return nil, err
 		}
-		s.baseEnviron = append(s.baseEnviron, telemetry.CUDAEnv(idx)...)
-		fmt.Fprintf(env.Log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDAEnv(idx), " "))
+		s.baseEnviron = append(s.baseEnviron, telemetry.CUDADevicesEnv(s.gpus)...)
 	}
 	// The first start takes ${cell.KEY} from the first cell that will be
 	// measured (restart: per_cell restarts before it anyway), so the health
@@ -288,6 +289,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		DoneReason:    s.deathReason,
 		LogPath:       s.logPath,
 		MetricsURL:    s.metricsURL(vars),
+		GPUs:          slices.Clone(s.gpus),
 		Values:        map[string]any{},
 	}
 	// Pass on what earlier stages offered (the price of the provisioned
@@ -317,6 +319,42 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		out.PID = 0
 	}
 	return out, nil
+}
+
+// chooseGPUs resolves the plan's GPU selection to the devices the server
+// is given: by UUID when NVML names them, so that "GPU 0" is the same
+// device to nvidia-smi, CUDA and the sweep's GPU probe whatever order each
+// enumerates in; else by NVML index (said in the stage log), which CUDA
+// numbers the same way only with CUDA_DEVICE_ORDER=PCI_BUS_ID.
+func (s *Stage) chooseGPUs(log io.Writer) ([]string, error) {
+	// NVML is listed once for both the names and the UUIDs.
+	var listed bool
+	var gpus []telemetry.GPU
+	var listErr error
+	list := func() ([]telemetry.GPU, error) {
+		if !listed {
+			gpus, listErr = listGPUs()
+			listed = true
+		}
+		return gpus, listErr
+	}
+	idx, err := telemetry.ResolveGPUs(s.gpuSel, list)
+	if err != nil {
+		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
+	}
+	devices, err := telemetry.GPUUUIDs(idx, list)
+	switch {
+	case errors.Is(err, telemetry.ErrNoSuchGPU):
+		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
+	case err != nil:
+		devices = make([]string, len(idx))
+		for i, n := range idx {
+			devices[i] = strconv.Itoa(n)
+		}
+		fmt.Fprintf(log, "benchrun: GPUs %v given by NVML index, not UUID: %v\n", s.gpuSel, err)
+	}
+	fmt.Fprintf(log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDADevicesEnv(devices), " "))
+	return devices, nil
 }
 
 // metricsURL is where the server's Prometheus metrics are: the plan's

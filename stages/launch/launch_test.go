@@ -369,6 +369,11 @@ stages: server: {kind: "launch", cmd: ["sh", "-c", "echo loading weights; echo o
 
 func TestShellAndEnvAndGPUs(t *testing.T) {
 	t.Setenv("LAUNCH_TEST_SECRET", "s3cr3t")
+	// A machine without NVML (whatever this one has): the GPUs go to the
+	// server by index, and the log says they could not go by UUID.
+	saved := listGPUs
+	listGPUs = func() ([]telemetry.GPU, error) { return nil, telemetry.ErrNoNVML }
+	t.Cleanup(func() { listGPUs = saved })
 	_, out, dir, err := launch(t, `name: "p"
 model: {name: "m"}
 stages: server: {kind: "launch", shell: true, gpus: [1, "0"], env: {GREETING: "hi ${model}", SECRET: "${LAUNCH_TEST_SECRET}"},
@@ -378,8 +383,12 @@ stages: server: {kind: "launch", shell: true, gpus: [1, "0"], env: {GREETING: "h
 		t.Fatal(err)
 	}
 	waitLog(t, filepath.Join(dir, "server.log"), "hi m cuda=1,0 order=PCI_BUS_ID secret=s3cr3t")
+	waitLog(t, filepath.Join(dir, "server.log"), "benchrun: GPUs [1 0] given by NVML index, not UUID: NVML is not available")
 	if out.PID == 0 {
 		t.Fatal("no pid")
+	}
+	if !slices.Equal(out.GPUs, []string{"1", "0"}) {
+		t.Fatalf("Outputs.GPUs = %q, want the indices", out.GPUs)
 	}
 }
 
