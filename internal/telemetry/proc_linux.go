@@ -380,10 +380,17 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 	if first {
 		w.begin = now
 	}
+	prevAt, prevTicks := w.last, w.ticks
 	w.last = now
 	w.ticks = ticks
 	w.rssPeak = max(w.rssPeak, rss)
 	dev := "pid:" + strconv.Itoa(p.pid)
+	if !first && now.After(prevAt) {
+		// The tree's CPU use since the last reading, in cores: what the
+		// report's usage chart plots when there is no GPU.
+		cores := float64(ticks-prevTicks) / p.hz / now.Sub(prevAt).Seconds()
+		w.samples = append(w.samples, results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_cores", Unit: "cores", Value: cores})
+	}
 	w.samples = append(w.samples,
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_s", Unit: "s", Value: float64(ticks) / p.hz},
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "rss_bytes", Unit: "bytes", Value: float64(rss)},
