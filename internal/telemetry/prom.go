@@ -1,0 +1,813 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// The Prometheus probe scrapes a server's metrics endpoint (Prometheus
+// text exposition) over each cell's window and maps the engine's names
+// onto the cell's server_* columns:
+//
+//   - Begin scrapes once, synchronously: the counters' baselines.
+//   - A goroutine then scrapes every interval (default 100 ms); a scrape
+//     slower than the interval makes the next tick wait (ticks are
+//     dropped, never queued).
+//   - End stops the goroutine (cancelling a scrape in flight), scrapes
+//     once more, and computes: gauge peaks over every successful scrape of
+//     the window, counter deltas End − Begin, histogram means from the
+//     sum/count deltas.
+//
+// Every scrape (the body read and, for llama.cpp, /slots) runs under one
+// timeout, promScrapeTimeout(interval): the interval, but at least 250 ms
+// (a busy Python server can take a hundred milliseconds to render
+// /metrics) and at most 1 s (so that a slow endpoint delays Begin and End
+// by at most one second). End waits for at most one such timeout.
+//
+// Names are looked up among every engine's spellings whatever the preset,
+// because a plan's "custom" or "sim" server may serve any of them; the
+// preset matters only for Ollama (no endpoint, nothing scraped).
+
+// promSource is the samples' Source.
+const promSource = "prometheus"
+
+// promBodyLimit bounds a metrics body: vLLM with many LoRA adapters
+// writes a few hundred kilobytes; more than this is not a metrics page.
+const promBodyLimit = 32 << 20
+
+// promScrapeTimeout is the bound on one scrape (see above).
+func promScrapeTimeout(interval time.Duration) time.Duration {
+	return min(max(interval, 250*time.Millisecond), time.Second)
+}
+
+// The columns' candidate names, preferred first: the current spelling,
+// then the older one (vLLM renamed its KV and inter-token metrics in
+// 0.10/0.11), then the other engines'.
+var (
+	promRunning = []string{"vllm:num_requests_running", "llamacpp:requests_processing", "sglang:num_running_reqs", "tgi_batch_current_size"}
+	promWaiting = []string{"vllm:num_requests_waiting", "llamacpp:requests_deferred", "sglang:num_queue_reqs", "tgi_queue_size"}
+	// llamacpp:kv_cache_usage_ratio was removed upstream (PRs #13660,
+	// #22879) but older builds serve it; current ones leave it to /slots.
+	promKV = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "llamacpp:kv_cache_usage_ratio"}
+	// Preemptions: counters; SGLang's num_retracted_reqs is a gauge (see
+	// promCols).
+	promPreempt   = []string{"vllm:num_preemptions_total", "sglang:num_retracted_reqs_total"}
+	promPreemptG  = []string{"sglang:num_retracted_reqs"}
+	promPrompt    = []string{"vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total", "sglang:prompt_tokens_total"}
+	promGen       = []string{"vllm:generation_tokens_total", "llamacpp:tokens_predicted_total", "sglang:generation_tokens_total"}
+	promTTFT      = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
+	promITL       = []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "sglang:inter_token_latency_seconds", "tgi_request_mean_time_per_token_duration"}
+	promQueue     = []string{"vllm:request_queue_time_seconds", "tgi_request_queue_duration"}
+	promTGIPrompt = "tgi_request_input_length"     // a histogram of input lengths: its sum counts tokens
+	promTGIGen    = "tgi_request_generated_tokens" // likewise for generated tokens
+	// Prefix cache: hits and queries counters, in tokens.
+	promPrefix = [][2]string{
+		{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"},
+		{"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total"},
+		{"sglang:cached_tokens_total", "sglang:prompt_tokens_total"},
+	}
+	promSGLangHitRate = "sglang:cache_hit_rate"
+	// llama.cpp's prompt_tokens_total excludes cached tokens; newer
+	// builds count those apart.
+	promLlamaCached     = "llamacpp:prompt_tokens_cached_total"
+	promLlamaPrompt     = "llamacpp:prompt_tokens_total"
+	promLlamaPred       = "llamacpp:tokens_predicted_total"
+	promLlamaPredSecs   = "llamacpp:tokens_predicted_seconds_total"
+	promLlamaPromptSecs = "llamacpp:prompt_seconds_total"
+	// promLegacy are the older spellings, said in the note when seen.
+	promLegacy = map[string]bool{
+		"vllm:gpu_cache_usage_perc": true, "vllm:time_per_output_token_seconds": true,
+		"vllm:gpu_prefix_cache_hits_total": true, "vllm:gpu_prefix_cache_queries_total": true,
+		"llamacpp:kv_cache_usage_ratio": true,
+	}
+)
+
+// promHists are the names read as histograms (their _sum and _count).
+var promHists = concat(promTTFT, promITL, promQueue, []string{promTGIPrompt, promTGIGen})
+
+// promScalars are the names read as one value (a counter or gauge).
+var promScalars = concat(promRunning, promWaiting, promKV, promPreempt, promPreemptG, promPrompt, promGen,
+	[]string{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
+		"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total",
+		"sglang:cached_tokens_total", promSGLangHitRate,
+		promLlamaCached, promLlamaPredSecs, promLlamaPromptSecs})
+
+func concat(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// promUnit is the samples' Unit for a name.
+func promUnit(name string) string {
+	switch {
+	case strings.HasSuffix(name, "_seconds_sum"), strings.HasSuffix(name, "_duration_sum"),
+		strings.HasSuffix(name, "_seconds_total"):
+		return "s"
+	case strings.HasSuffix(name, "_count"):
+		return "observations"
+	case strings.Contains(name, "usage") || strings.Contains(name, "hit_rate"):
+		return "fraction"
+	case strings.Contains(name, "tokens") || strings.Contains(name, "input_length"):
+		return "tokens"
+	default:
+		return "requests"
+	}
+}
+
+// promReading is one scrape, reduced to the values of interest: each
+// name's value summed across its series (vLLM labels them by model_name
+// and engine, one series per data-parallel rank), a histogram as
+// name_sum and name_count.
+type promReading struct {
+	at   time.Time
+	err  error
+	vals map[string]float64
+	// kv is the KV usage computed from llama.cpp's /slots (nil: not
+	// read); kvBusy says it counted busy slots' whole context for lack of
+	// per-slot token counts.
+	kv     *float64
+	kvBusy bool
+}
+
+// promProbe implements Probe over a Prometheus text endpoint.
+type promProbe struct {
+	url, engine string
+	interval    time.Duration
+	timeout     time.Duration
+	client      *http.Client
+	parser      expfmt.TextParser
+	slotsURL    string
+
+	mu       sync.Mutex
+	cellID   string
+	open     bool
+	readings []promReading
+	samples  []results.Sample
+	// slotsOff says why /slots is not read (it answered non-200 once):
+	// it stays off for the probe's life, because llama-server's
+	// --no-slots does not change while it runs.
+	slotsOff string
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewPromProbe returns a probe scraping url (the server's metrics URL,
+// e.g. http://127.0.0.1:8000/metrics) every interval (100 ms when 0 or
+// negative) with client (http.DefaultClient when nil; each scrape has its
+// own deadline, so the client's Timeout only matters when shorter).
+// engine is the preset name ("vllm", "llama-server", "sglang", "tgi",
+// "sim", "ollama", "custom" or ""): Ollama has no metrics endpoint, so its
+// probe scrapes nothing and leaves every column NULL. The probe never
+// fails: what it cannot read it leaves NULL and says why in End's note.
+func NewPromProbe(url, engine string, interval time.Duration, client *http.Client) Probe {
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	p := &promProbe{
+		url: url, engine: engine, interval: interval,
+		timeout: promScrapeTimeout(interval), client: client,
+		// UTF-8 validation accepts every name the legacy scheme does
+		// (colons included: vllm:num_requests_running) and the quoted
+		// names of newer exporters; the zero TextParser would reject all.
+		parser: expfmt.NewTextParser(model.UTF8Validation),
+	}
+	// llama-server serves /slots beside /metrics on the same port.
+	if i := strings.LastIndex(url, "/metrics"); i >= 0 {
+		p.slotsURL = url[:i] + "/slots" + url[i+len("/metrics"):]
+	}
+	return p
+}
+
+func (p *promProbe) Name() string { return promSource }
+
+// noEndpoint says why nothing is scraped at all ("" when something is).
+func (p *promProbe) noEndpoint() string {
+	switch {
+	case p.engine == "ollama":
+		return "server metrics not measured: Ollama exposes no metrics endpoint"
+	case p.url == "":
+		return "server metrics not measured: no metrics URL"
+	}
+	return ""
+}
+
+func (p *promProbe) Begin(ctx context.Context, cellID string) {
+	p.stop() // a Begin without End: the earlier window is dropped
+	p.mu.Lock()
+	p.cellID, p.open, p.readings, p.samples = cellID, true, nil, nil
+	p.mu.Unlock()
+	if p.noEndpoint() != "" {
+		return
+	}
+	p.scrapeInto(ctx, cellID)
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.mu.Lock()
+	p.cancel = cancel
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.loop(loopCtx, cellID)
+}
+
+func (p *promProbe) loop(ctx context.Context, cellID string) {
+	defer p.wg.Done()
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.scrapeInto(ctx, cellID)
+		}
+	}
+}
+
+// stop ends the sampling goroutine, cancelling a scrape in flight, and
+// waits for it: the wait is bounded because the scrape's context is
+// cancelled.
+func (p *promProbe) stop() {
+	p.mu.Lock()
+	cancel := p.cancel
+	p.cancel = nil
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	p.wg.Wait()
+}
+
+func (p *promProbe) End(ctx context.Context, row *results.Cell) ([]results.Sample, string) {
+	p.stop()
+	p.mu.Lock()
+	open, cellID := p.open, p.cellID
+	p.mu.Unlock()
+	if !open {
+		return nil, "server metrics not measured: End without Begin"
+	}
+	if why := p.noEndpoint(); why != "" {
+		p.mu.Lock()
+		p.open = false
+		p.mu.Unlock()
+		return nil, why
+	}
+	p.scrapeInto(ctx, cellID)
+	p.mu.Lock()
+	readings, samples, slotsOff := p.readings, p.samples, p.slotsOff
+	p.open, p.readings, p.samples = false, nil, nil
+	p.mu.Unlock()
+	note := fillPromColumns(row, readings, slotsOff)
+	if note != "" {
+		note = "server metrics (" + p.url + "): " + note
+	}
+	return samples, note
+}
+
+func (p *promProbe) Close() error {
+	p.stop()
+	return nil
+}
+
+// scrapeInto takes one reading and keeps it (and its samples) for the
+// window of cellID; a reading that ends after its window closed is
+// dropped.
+func (p *promProbe) scrapeInto(ctx context.Context, cellID string) {
+	r, samples := p.scrape(ctx, cellID)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.open || p.cellID != cellID {
+		return
+	}
+	if r.err != nil && ctx.Err() != nil {
+		return // cut short by End (or the caller): not the server's failure
+	}
+	p.readings = append(p.readings, r)
+	p.samples = append(p.samples, samples...)
+}
+
+// scrape reads the endpoint once, under the scrape timeout.
+func (p *promProbe) scrape(ctx context.Context, cellID string) (promReading, []results.Sample) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	at := time.Now()
+	r := promReading{at: at}
+	fams, err := p.fetch(ctx)
+	if err != nil {
+		r.err = err
+		return r, nil
+	}
+	r.vals = map[string]float64{}
+	var samples []results.Sample
+	sample := func(name string, m *dto.Metric, v float64) {
+		samples = append(samples, results.Sample{
+			CellID: cellID, At: at, Source: promSource, Device: p.url,
+			Metric: name, Unit: promUnit(name), Value: v, Labels: promLabels(m),
+		})
+	}
+	for _, name := range promScalars {
+		f := fams[name]
+		if f == nil {
+			continue
+		}
+		total, n := 0.0, 0
+		for _, m := range f.GetMetric() {
+			v, ok := scalarValue(m)
+			if !ok {
+				continue
+			}
+			total += v
+			n++
+			sample(name, m, v)
+		}
+		if n > 0 {
+			r.vals[name] = total
+		}
+	}
+	for _, name := range promHists {
+		sum, count, n := 0.0, 0.0, 0
+		if f := fams[name]; f != nil {
+			for _, m := range f.GetMetric() {
+				s, c, ok := histValue(m)
+				if !ok {
+					continue
+				}
+				sum += s
+				count += c
+				n++
+				sample(name+"_sum", m, s)
+				sample(name+"_count", m, c)
+			}
+		} else if fs, fc := fams[name+"_sum"], fams[name+"_count"]; fs != nil && fc != nil {
+			// Without a TYPE line the parser sees two untyped families.
+			for _, m := range fs.GetMetric() {
+				if v, ok := scalarValue(m); ok {
+					sum += v
+					n++
+					sample(name+"_sum", m, v)
+				}
+			}
+			for _, m := range fc.GetMetric() {
+				if v, ok := scalarValue(m); ok {
+					count += v
+					sample(name+"_count", m, v)
+				}
+			}
+		}
+		if n > 0 {
+			r.vals[name+"_sum"], r.vals[name+"_count"] = sum, count
+		}
+	}
+	// llama.cpp reports no KV usage in /metrics any more: read /slots
+	// when the server speaks llama.cpp and says nothing of KV itself.
+	if p.wantSlots(r.vals) {
+		kv, busy, err := p.fetchSlots(ctx)
+		if err == nil {
+			r.kv, r.kvBusy = &kv, busy
+			samples = append(samples, results.Sample{
+				CellID: cellID, At: at, Source: promSource, Device: p.slotsURL,
+				Metric: "llamacpp:slots_kv_usage", Unit: "fraction", Value: kv,
+				Labels: map[string]string{"from": "/slots"},
+			})
+		}
+	}
+	return r, samples
+}
+
+// wantSlots reports whether /slots should be read with this reading.
+func (p *promProbe) wantSlots(vals map[string]float64) bool {
+	if p.slotsURL == "" {
+		return false
+	}
+	p.mu.Lock()
+	off := p.slotsOff != ""
+	p.mu.Unlock()
+	if off {
+		return false
+	}
+	_, llama := vals[promLlamaPred]
+	_, llamaKV := vals["llamacpp:kv_cache_usage_ratio"]
+	return (llama || p.engine == "llama-server") && !llamaKV
+}
+
+func (p *promProbe) fetch(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	body, err := p.get(ctx, p.url)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	fams, err := p.parser.TextToMetricFamilies(io.LimitReader(body, promBodyLimit))
+	if err != nil {
+		return nil, fmt.Errorf("not Prometheus text: %w", err)
+	}
+	return fams, nil
+}
+
+// errNotFound marks an endpoint that answered 404.
+var errNotFound = errors.New("404 Not Found: the server exposes no metrics there")
+
+func (p *promProbe) get(ctx context.Context, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("metrics request: %w", err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("no answer within %v: %w", p.timeout, err)
+		}
+		return nil, fmt.Errorf("GET: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close() // the status says all there is
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, errNotFound
+		}
+		return nil, fmt.Errorf("status %s", resp.Status)
+	}
+	return resp.Body, nil
+}
+
+func scalarValue(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
+}
+
+func histValue(m *dto.Metric) (sum, count float64, ok bool) {
+	switch {
+	case m.Histogram != nil:
+		return m.Histogram.GetSampleSum(), float64(m.Histogram.GetSampleCount()), true
+	case m.Summary != nil:
+		return m.Summary.GetSampleSum(), float64(m.Summary.GetSampleCount()), true
+	}
+	return 0, 0, false
+}
+
+func promLabels(m *dto.Metric) map[string]string {
+	if len(m.GetLabel()) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// promWindow is a window's readings, with the lookups the columns need.
+type promWindow struct {
+	all        []promReading
+	ok         []promReading // the successful ones, in time order
+	begin, end *promReading  // the window's first and last scrapes, when they succeeded
+	notes      []string
+}
+
+func newPromWindow(readings []promReading) *promWindow {
+	w := &promWindow{all: readings}
+	for i := range readings {
+		if readings[i].err == nil {
+			w.ok = append(w.ok, readings[i])
+		}
+	}
+	if n := len(readings); n > 0 {
+		if readings[0].err == nil {
+			w.begin = &readings[0]
+		}
+		if n > 1 && readings[n-1].err == nil {
+			w.end = &readings[n-1]
+		}
+	}
+	return w
+}
+
+// pick is the first of names that some successful scrape served.
+func (w *promWindow) pick(names ...string) string {
+	for _, n := range names {
+		for _, r := range w.ok {
+			if _, ok := r.vals[n]; ok {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// peak is the largest value of name over the window's scrapes.
+func (w *promWindow) peak(name string) *float64 {
+	var out *float64
+	for _, r := range w.ok {
+		if v, ok := r.vals[name]; ok && (out == nil || v > *out) {
+			out = &v
+		}
+	}
+	return out
+}
+
+// rises is the sum of name's increases between consecutive scrapes that
+// served it (0 when it never rose; nil with fewer than two such scrapes).
+func (w *promWindow) rises(name string) *float64 {
+	var prev *float64
+	total, n := 0.0, 0
+	for _, r := range w.ok {
+		v, ok := r.vals[name]
+		if !ok {
+			continue
+		}
+		if prev != nil && v > *prev {
+			total += v - *prev
+		}
+		prev = &v
+		n++
+	}
+	if n < 2 {
+		return nil
+	}
+	return &total
+}
+
+// delta is End − Begin of a counter; nil (and a note) when either scrape
+// failed or lacked it, or the counter went backwards (the server
+// restarted, or reset it).
+func (w *promWindow) delta(name string) *float64 {
+	if name == "" || w.begin == nil || w.end == nil {
+		return nil
+	}
+	b, ok1 := w.begin.vals[name]
+	e, ok2 := w.end.vals[name]
+	if !ok1 || !ok2 {
+		return nil
+	}
+	if e < b {
+		w.notes = append(w.notes, fmt.Sprintf("%s went back from %g to %g (a counter reset: the server restarted?): its columns are NULL", name, b, e))
+		return nil
+	}
+	d := e - b
+	return &d
+}
+
+// histMeanMs is a histogram's mean over the window, in milliseconds
+// (nil when it saw no observations).
+func (w *promWindow) histMeanMs(name string) *float64 {
+	if name == "" {
+		return nil
+	}
+	s, c := w.delta(name+"_sum"), w.delta(name+"_count")
+	if s == nil || c == nil || *c == 0 {
+		return nil
+	}
+	v := *s / *c * 1000
+	return &v
+}
+
+// pickHist is the first histogram of names that some scrape served.
+func (w *promWindow) pickHist(names ...string) string {
+	for _, n := range names {
+		if w.pick(n+"_count") != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+func ratio(num, den *float64) *float64 {
+	if num == nil || den == nil || *den == 0 {
+		return nil
+	}
+	v := *num / *den
+	return &v
+}
+
+func add(a, b *float64) *float64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	v := *a + *b
+	return &v
+}
+
+// fillPromColumns sets row's server-metrics columns from the window's
+// readings and returns the note.
+func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string) string {
+	w := newPromWindow(readings)
+	var notes []string
+	if len(w.ok) == 0 {
+		why := "no scrape"
+		for _, r := range readings {
+			if r.err != nil {
+				why = r.err.Error()
+				break
+			}
+		}
+		return "not measured: " + why
+	}
+	if w.begin == nil || w.end == nil {
+		which := "first"
+		r := readings[0]
+		if w.begin != nil {
+			which, r = "last", readings[len(readings)-1]
+		}
+		why := "no scrape"
+		if r.err != nil {
+			why = r.err.Error()
+		}
+		notes = append(notes, fmt.Sprintf("the window's %s scrape failed (%s): counters and histograms NULL", which, why))
+	}
+	if failed := len(w.all) - len(w.ok); failed > 0 && w.begin != nil && w.end != nil {
+		notes = append(notes, fmt.Sprintf("%d of %d scrapes failed", failed, len(w.all)))
+	}
+
+	running, waiting := w.pick(promRunning...), w.pick(promWaiting...)
+	row.ServerRunningPeak = w.peak(running)
+	row.ServerWaitingPeak = w.peak(waiting)
+	// Requests that waited for a slot: no engine among the presets counts
+	// queue entries, so the rises of the waiting gauge between consecutive
+	// scrapes stand for them (a lower bound: a request queued and admitted
+	// between two scrapes is not seen).
+	if waiting != "" {
+		row.ServerParkWaits = w.rises(waiting)
+	}
+
+	if kv := w.pick(promKV...); kv != "" {
+		row.KVCacheUsagePeak = w.peak(kv)
+	} else {
+		var peak *float64
+		busy := false
+		for _, r := range w.ok {
+			if r.kv != nil && (peak == nil || *r.kv > *peak) {
+				v := *r.kv
+				peak = &v
+			}
+			busy = busy || r.kvBusy
+		}
+		row.KVCacheUsagePeak = peak
+		switch {
+		case peak != nil && busy:
+			notes = append(notes, "kv_cache_usage_peak from llama.cpp /slots, counting a busy slot's whole context (no per-slot token counts): an upper bound")
+		case peak != nil:
+			notes = append(notes, "kv_cache_usage_peak from llama.cpp /slots")
+		case slotsOff != "":
+			notes = append(notes, "no KV-cache usage: llama.cpp /slots "+slotsOff)
+		}
+	}
+
+	if n := w.pick(promPreempt...); n != "" {
+		row.ServerPreemptions = w.delta(n)
+	} else if n := w.pick(promPreemptG...); n != "" {
+		// SGLang's retraction gauge: its rises, as for the waiting queue.
+		row.ServerPreemptions = w.rises(n)
+	}
+
+	prompt := w.pick(promPrompt...)
+	switch {
+	case prompt == promLlamaPrompt && w.pick(promLlamaCached) != "":
+		// Newer llama.cpp counts cached prompt tokens apart; the client's
+		// usage.prompt_tokens includes them.
+		row.ServerPromptTokens = add(w.delta(prompt), w.delta(promLlamaCached))
+	case prompt != "":
+		row.ServerPromptTokens = w.delta(prompt)
+	case w.pickHist(promTGIPrompt) != "":
+		row.ServerPromptTokens = w.delta(promTGIPrompt + "_sum")
+	}
+	if gen := w.pick(promGen...); gen != "" {
+		row.ServerGenerationTokens = w.delta(gen)
+	} else if w.pickHist(promTGIGen) != "" {
+		row.ServerGenerationTokens = w.delta(promTGIGen + "_sum")
+	}
+
+	row.PrefixCacheHitRate = prefixHitRate(w)
+
+	row.ServerTTFTMeanMs = w.histMeanMs(w.pickHist(promTTFT...))
+	if itl := w.pickHist(promITL...); itl != "" {
+		row.ServerITLMeanMs = w.histMeanMs(itl)
+	} else if w.pick(promLlamaPredSecs) != "" {
+		// llama.cpp: decode seconds per predicted token, from the
+		// counters (its *_seconds gauges are reset by scrapes).
+		if v := ratio(w.delta(promLlamaPredSecs), w.delta(promLlamaPred)); v != nil {
+			ms := *v * 1000
+			row.ServerITLMeanMs = &ms
+		}
+	}
+	row.ServerQueueMeanMs = w.histMeanMs(w.pickHist(promQueue...))
+
+	// Which older spellings were read, so a reader knows the version.
+	var legacy []string
+	for _, r := range w.ok {
+		for n := range r.vals {
+			base := strings.TrimSuffix(strings.TrimSuffix(n, "_sum"), "_count")
+			if promLegacy[base] && !contains(legacy, base) {
+				legacy = append(legacy, base)
+			}
+		}
+	}
+	if len(legacy) > 0 {
+		sort.Strings(legacy)
+		notes = append(notes, "older metric names read: "+strings.Join(legacy, ", "))
+	}
+	var missing []string
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{
+		{"server_running_peak", running != ""}, {"server_waiting_peak", waiting != ""},
+		{"server_prompt_tokens", row.ServerPromptTokens != nil || prompt != "" || w.pickHist(promTGIPrompt) != ""},
+		{"server_generation_tokens", row.ServerGenerationTokens != nil || w.pick(promGen...) != "" || w.pickHist(promTGIGen) != ""},
+	} {
+		if !c.set {
+			missing = append(missing, c.name)
+		}
+	}
+	if len(missing) > 0 {
+		notes = append(notes, "not served: "+strings.Join(missing, ", "))
+	}
+	notes = append(notes, w.notes...)
+
+	if sp := row.ServerPromptTokens; sp != nil {
+		adm := float64(row.AdmittedTok)
+		if d := math.Abs(*sp - adm); (adm == 0 && *sp != 0) || (adm > 0 && d/adm > 0.01) {
+			notes = append(notes, fmt.Sprintf("the server counted %.0f prompt tokens, the client %d admitted (%s)", *sp, row.AdmittedTok, pctApart(*sp, adm)))
+		}
+	}
+	return strings.Join(dedupe(notes), "; ")
+}
+
+// prefixHitRate is Δhits/Δqueries of the first pair of prefix-cache
+// counters served (nil when no query was made), else llama.cpp's cached
+// share of its prompt tokens, else SGLang's hit-rate gauge, averaged.
+func prefixHitRate(w *promWindow) *float64 {
+	for _, pair := range promPrefix {
+		if w.pick(pair[0]) != "" && w.pick(pair[1]) != "" {
+			return ratio(w.delta(pair[0]), w.delta(pair[1]))
+		}
+	}
+	if w.pick(promLlamaCached) != "" {
+		cached := w.delta(promLlamaCached)
+		return ratio(cached, add(cached, w.delta(promLlamaPrompt)))
+	}
+	if w.pick(promSGLangHitRate) == "" {
+		return nil
+	}
+	// Only the gauge (a rate over SGLang's own logging interval): its
+	// mean over the window's scrapes.
+	sum, n := 0.0, 0
+	for _, r := range w.ok {
+		if v, ok := r.vals[promSGLangHitRate]; ok {
+			sum += v
+			n++
+		}
+	}
+	v := sum / float64(n)
+	return &v
+}
+
+func pctApart(server, client float64) string {
+	if client == 0 {
+		return "none admitted"
+	}
+	return fmt.Sprintf("%+.1f%%", (server-client)/client*100)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

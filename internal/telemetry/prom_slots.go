@@ -1,0 +1,116 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// llama.cpp dropped its KV-cache gauges from /metrics (PRs #13660,
+// #22879); its /slots endpoint (on unless --no-slots) lists each slot's
+// context size and whether it is processing. KV usage is the slots' used
+// context over their total context: a busy slot's used tokens are its n_past
+// where the build reports it, else its prompt tokens (n_prompt_tokens or
+// n_prompt_tokens_processed) plus next_token.n_decoded; a busy slot that
+// reports neither counts its whole n_ctx (the most it can hold), and the
+// note says the result is an upper bound.
+
+// llamaSlot is the part of a /slots entry read.
+type llamaSlot struct {
+	NCtx         float64  `json:"n_ctx"`
+	IsProcessing bool     `json:"is_processing"`
+	NPast        *float64 `json:"n_past"`
+	NPrompt      *float64 `json:"n_prompt_tokens"`
+	NPromptDone  *float64 `json:"n_prompt_tokens_processed"`
+	NextToken    *struct {
+		NDecoded *float64 `json:"n_decoded"`
+	} `json:"next_token"`
+}
+
+// errSlotsShape marks a /slots answer that is not a list of slots.
+var errSlotsShape = errors.New("not a list of slots")
+
+// fetchSlots reads /slots and returns the KV usage (0..1) and whether it
+// counted busy slots whole. A non-200 answer or an unreadable body turns
+// /slots off for the probe's life (slotsOff); a timeout does not.
+func (p *promProbe) fetchSlots(ctx context.Context) (kv float64, busyWhole bool, err error) {
+	body, err := p.get(ctx, p.slotsURL)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.setSlotsOff(fmt.Sprintf("not readable (%v; llama-server --no-slots?)", err))
+		}
+		return 0, false, fmt.Errorf("/slots: %w", err)
+	}
+	defer body.Close()
+	var slots []llamaSlot
+	if err := json.NewDecoder(io.LimitReader(body, promBodyLimit)).Decode(&slots); err != nil {
+		if ctx.Err() == nil {
+			p.setSlotsOff(fmt.Sprintf("not readable (%v)", err))
+		}
+		return 0, false, fmt.Errorf("/slots: %w: %w", errSlotsShape, err)
+	}
+	kv, busyWhole, ok := slotsUsage(slots)
+	if !ok {
+		p.setSlotsOff("reports no context sizes")
+		return 0, false, fmt.Errorf("/slots: %w: no n_ctx", errSlotsShape)
+	}
+	return kv, busyWhole, nil
+}
+
+func (p *promProbe) setSlotsOff(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.slotsOff == "" {
+		p.slotsOff = why
+	}
+}
+
+// slotsUsage is used/total context over the slots (ok false when no slot
+// reports a context size).
+func slotsUsage(slots []llamaSlot) (kv float64, busyWhole, ok bool) {
+	var used, total float64
+	for _, s := range slots {
+		if s.NCtx <= 0 {
+			continue
+		}
+		total += s.NCtx
+		n, known := slotTokens(s)
+		switch {
+		case known:
+			used += min(n, s.NCtx)
+		case s.IsProcessing:
+			used += s.NCtx
+			busyWhole = true
+		}
+	}
+	if total == 0 {
+		return 0, false, false
+	}
+	return used / total, busyWhole, true
+}
+
+// slotTokens is a slot's used context when the slot reports it.
+func slotTokens(s llamaSlot) (float64, bool) {
+	// An idle slot may keep its last prompt for reuse, but no sequence
+	// holds it: it is free for the next request, so it is not counted.
+	if !s.IsProcessing {
+		return 0, true
+	}
+	if s.NPast != nil {
+		return *s.NPast, true
+	}
+	prompt := s.NPrompt
+	if prompt == nil {
+		prompt = s.NPromptDone
+	}
+	if prompt == nil {
+		return 0, false
+	}
+	n := *prompt
+	if s.NextToken != nil && s.NextToken.NDecoded != nil {
+		n += *s.NextToken.NDecoded
+	}
+	return n, true
+}
