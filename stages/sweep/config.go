@@ -91,6 +91,15 @@ type Config struct {
 	APIKeyEnv          string            `json:"api_key_env"`
 	Headers            map[string]string `json:"headers"`
 	Body               map[string]any    `json:"body"`
+	Telemetry          TelemetryConfig   `json:"telemetry"`
+}
+
+// TelemetryConfig says what is measured beside the load (schema.cue).
+type TelemetryConfig struct {
+	Interval string `json:"interval"`
+	GPU      string `json:"gpu"`
+	Metrics  string `json:"metrics"`
+	Host     string `json:"host"`
 }
 
 // New decodes the configuration.
@@ -139,6 +148,14 @@ func (s *Stage) setDefaults() {
 	}
 	if c.SendLagThresholdMs == 0 {
 		c.SendLagThresholdMs = 5
+	}
+	if c.Telemetry.Interval == "" {
+		c.Telemetry.Interval = "100ms"
+	}
+	for _, f := range []*string{&c.Telemetry.GPU, &c.Telemetry.Metrics, &c.Telemetry.Host} {
+		if *f == "" {
+			*f = "auto"
+		}
 	}
 	if c.StallTimeout == "" {
 		c.StallTimeout = "2m"

@@ -311,6 +311,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	discovered := false
 	c1 := map[string]float64{} // decode_tok_s at concurrency 1, per cell key and repeat
 	var stopErr error
+	var probes *probeSet
+	defer func() { probes.close() }()
 	for i, p := range points {
 		id := cellID(env.Stage.Name, p)
 		if env.CellDone(id) {
@@ -362,6 +364,14 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		if !discovered || target.Restart != nil {
 			info = loadgen.Discover(ctx, t, target.Engine)
 			discovered = true
+			// The probes follow the server: a restarted one is a new
+			// process, maybe on other metrics.
+			probes.close()
+			engine := target.Engine
+			if engine == "" || engine == "custom" {
+				engine = info.Engine
+			}
+			probes = s.openProbes(env, target, engine, t.Headers, t.APIKey)
 		}
 		if (base.Engine == "" || base.Engine == "custom") && info.Engine != "" {
 			// A launch without a preset says "custom"; the server said more.
@@ -394,12 +404,13 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		measurePoint := func(measurement int64) (results.Cell, error) {
 			var row results.Cell
 			var reqs []results.Request
+			var samples []results.Sample
 			if vocab == nil {
 				row = base
 				row.StartedAt = time.Now().UTC()
 				row.Status, row.Reason = results.StatusError, calibNote
 			} else {
-				row, reqs = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()))
+				row, reqs, samples = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()), probes)
 				if calibNote != "" {
 					row.Notes = joinNotes(row.Notes, calibNote)
 				}
@@ -432,6 +443,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			applyCost(&row, target)
 			if err := emit(row, reqs); err != nil {
 				return row, err
+			}
+			if len(samples) > 0 && env.EmitSamples != nil {
+				if err := env.EmitSamples(samples); err != nil {
+					return row, err
+				}
 			}
 			line := fmt.Sprintf("%s %s: %s ttft %s ms, itl p50 %s ms p99 %s ms, %s tok/s, %s req/s %s",
 				env.Stage.Name, p.label(), row.Status, opt(row.TTFTMs, 1), opt(row.ITLP50Ms, 2), opt(row.ITLP99Ms, 2), opt(row.DecodeTokS, 0), opt(row.ReqS, 1), row.Reason)
@@ -520,7 +536,7 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 }
 
 // measure runs the warm-up passes, then the timed ones, and builds the row.
-func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline.Outputs, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView) (results.Cell, []results.Request) {
+func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline.Outputs, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView, probes *probeSet) (results.Cell, []results.Request, []results.Sample) {
 	row.StartedAt = time.Now().UTC()
 	t = s.bounded(t, p)
 	// Sending stops the moment the server is known dead, instead of
@@ -622,6 +638,9 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	var window time.Duration
 	var sends sendSpan
 	cpu0, cpuOK := processCPU()
+	// Telemetry over the timed window only: the warm-up's load is not
+	// the point's.
+	probes.begin(ctx, row.CellID)
 	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
 		rs, w, sp := runPass(pass+it, true)
 		sends.intervals += sp.intervals
@@ -640,18 +659,21 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	}
 	if firstErr != nil {
 		row.Status, row.Reason = results.StatusError, firstErr.Error()
-		return row, nil
+		return row, nil, probes.end(context.WithoutCancel(ctx), &row)
 	}
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		// The server died mid-point: its death is the reason.
 		row.Requests = int64(len(timed))
 		fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
+		samples := probes.end(context.WithoutCancel(ctx), &row)
 		row.Status, row.Reason = results.StatusError, c.Error()
-		return row, requestRows(row, timed)
+		return row, requestRows(row, timed), samples
 	}
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
-	return row, requestRows(row, timed)
+	// After the row is filled: energy per token reads its output tokens.
+	samples := probes.end(ctx, &row)
+	return row, requestRows(row, timed), samples
 }
 
 // sentResult is a result with its request's index in the pass.
