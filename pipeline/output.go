@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -187,17 +188,26 @@ func (r *runner) joinDigest(ctx context.Context, n *Node) {
 	}
 }
 
-type host struct{ hostname, hardware string }
+type host struct {
+	hostname, hardware string
+	gpus               telemetry.Fingerprint
+}
+
+// gpuFingerprint reads the GPUs through NVML (tests replace it).
+var gpuFingerprint = telemetry.NVMLFingerprint
 
 var hostIdentity = sync.OnceValue(func() host {
 	name, _ := os.Hostname()
-	return host{hostname: name, hardware: describeHardware()}
+	fp, _ := gpuFingerprint() // without NVML: the driver's /proc listing
+	return host{hostname: name, hardware: describeHardware(fp), gpus: fp}
 })
 
 // describeHardware names the machine in one line: "linux/amd64, 16 CPUs
-// (AMD EPYC 9654), 125 GiB RAM, 1× NVIDIA H200". It reads only local files
-// and never fails; what it cannot learn it leaves out.
-func describeHardware() string {
+// (AMD EPYC 9654), 125 GiB RAM, 1× NVIDIA H200 (141 GiB), driver
+// 550.54.15, CUDA 12.4". The GPUs come from NVML's fingerprint when there
+// is one, else from the driver's /proc listing (names only). It never
+// fails; what it cannot learn it leaves out.
+func describeHardware(fp telemetry.Fingerprint) string {
 	parts := []string{runtime.GOOS + "/" + runtime.GOARCH}
 	cpu := fmt.Sprintf("%d CPUs", runtime.NumCPU())
 	if m := firstField("/proc/cpuinfo", "model name"); m != "" {
@@ -209,6 +219,9 @@ func describeHardware() string {
 		if _, err := fmt.Sscanf(kb, "%d kB", &n); err == nil && n > 0 {
 			parts = append(parts, fmt.Sprintf("%d GiB RAM", (n+512*1024)/(1024*1024)))
 		}
+	}
+	if len(fp.GPUs) > 0 {
+		return strings.Join(append(parts, fp.String()), ", ")
 	}
 	// GPUs as the NVIDIA driver lists them (no NVML needed).
 	files, _ := filepath.Glob("/proc/driver/nvidia/gpus/*/information")

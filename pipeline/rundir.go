@@ -18,6 +18,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -194,6 +195,7 @@ func newManifest(ri *RunInfo) *Manifest {
 		Benchrun: id.BenchrunVersion, GoVersion: runtime.Version(),
 		Host:        Host{Hostname: id.Hostname, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
 		ModelDigest: id.ModelDigest, Hardware: id.Hardware,
+		GPUs: gpuRecords(hostIdentity().gpus), DriverVersion: hostIdentity().gpus.DriverVersion, CUDAVersion: hostIdentity().gpus.CUDADriverVersion,
 		Status:   RunRunning,
 		Attempts: []AttemptRecord{this},
 	}}
@@ -385,4 +387,13 @@ func removeTemporaries(dir string) []string {
 		return nil
 	})
 	return removed
+}
+
+// gpuRecords are the fingerprint's GPUs as the manifest records them.
+func gpuRecords(fp telemetry.Fingerprint) []rundir.GPURecord {
+	var out []rundir.GPURecord
+	for _, g := range fp.GPUs {
+		out = append(out, rundir.GPURecord{Index: g.Index, Name: g.Name, UUID: g.UUID, PCIBusID: g.PCIBusID, MemoryBytes: g.MemoryBytes})
+	}
+	return out
 }

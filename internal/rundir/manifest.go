@@ -47,8 +47,15 @@ type Manifest struct {
 	Host       Host              `json:"host"`
 	// ModelDigest is the sha256 of the plan's model.file, when it names one.
 	ModelDigest string `json:"model_digest,omitempty"`
-	// Hardware describes the machine in one line (CPUs, memory, GPUs).
+	// Hardware describes the machine in one line (CPUs, memory, GPUs
+	// with their memory, the NVIDIA driver and CUDA versions): the
+	// regression key's hardware fingerprint.
 	Hardware string `json:"hardware,omitempty"`
+	// GPUs are this machine's GPUs as NVML lists them (empty without
+	// NVML), with the driver's and CUDA's versions.
+	GPUs          []GPURecord `json:"gpus,omitempty"`
+	DriverVersion string      `json:"driver_version,omitempty"`
+	CUDAVersion   string      `json:"cuda_version,omitempty"`
 	// Status is how the latest attempt ended: running, ok, failed,
 	// interrupted (crashed is an attempt's status, found on resume).
 	Status string `json:"status"`
@@ -98,6 +105,17 @@ type VerdictRecord struct {
 	Passed    bool              `json:"passed"`
 	Values    map[string]string `json:"values"`
 	Error     string            `json:"error,omitempty"`
+}
+
+// GPURecord is one GPU of the machine: identified by UUID and PCI bus
+// id, never by index alone (NVML's index follows PCI order, CUDA's its
+// own unless CUDA_DEVICE_ORDER=PCI_BUS_ID).
+type GPURecord struct {
+	Index       int    `json:"index"`
+	Name        string `json:"name"`
+	UUID        string `json:"uuid"`
+	PCIBusID    string `json:"pci_bus_id,omitempty"`
+	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
 }
 
 // SinkRecord is one sink's account in manifest.json.
