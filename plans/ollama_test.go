@@ -254,6 +254,29 @@ func TestOllamaStories(t *testing.T) {
 			t.Errorf("cell %s: ttft %.1f ms, %.1f tok/s, isl+osl %d", c.CellID, results.ValueOr(c.TTFTMs, 0), results.ValueOr(c.DecodeTokS, 0), c.ISL+c.OSL)
 		}
 		byEndpoint[c.Endpoint] = append(byEndpoint[c.Endpoint], c.Concurrency)
+		// The server on the CPU: its process tree (ollama serve and the
+		// runner it forks) measured from /proc; Ollama has no metrics
+		// endpoint, and this machine no NVML: NULL, with the reasons.
+		if results.ValueOr(c.ServerCPUS, 0) <= 0 || results.ValueOr(c.ServerRSSPeakBytes, 0) < 1<<20 {
+			t.Errorf("cell %s: server_cpu_s %v, server_rss_peak_bytes %v; want the runner's CPU and memory", c.CellID, results.ValueOr(c.ServerCPUS, -1), results.ValueOr(c.ServerRSSPeakBytes, -1))
+		}
+		if c.ServerRunningPeak != nil || !strings.Contains(c.Notes, "Ollama exposes no metrics endpoint") {
+			t.Errorf("cell %s: server running peak %v, notes %q; want NULL and why", c.CellID, results.ValueOr(c.ServerRunningPeak, -1), c.Notes)
+		}
+		t.Logf("cell %s: server CPU %.2f s (%.2f cores), RSS peak %.0f MiB", c.CellID, results.ValueOr(c.ServerCPUS, 0), results.ValueOr(c.ServerCPUUtil, 0), float64(results.ValueOr(c.ServerRSSPeakBytes, 0))/(1<<20))
+	}
+	samples, err := parquetsink.ReadTable[results.Sample](run, "samples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procSamples := 0
+	for _, s := range samples {
+		if s.Source == "proc" {
+			procSamples++
+		}
+	}
+	if procSamples == 0 {
+		t.Errorf("no proc samples among %d samples", len(samples))
 	}
 	if fmt.Sprint(byEndpoint["completions"]) != "[1 2 4]" || fmt.Sprint(byEndpoint["chat"]) != "[1 2 4]" {
 		t.Errorf("ladders: %v", byEndpoint)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -70,9 +71,12 @@ func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine s
 				url = strings.TrimRight(target.URL, "/") + path
 			}
 		}
-		if url == "" {
+		switch {
+		case url == "" && engine == loadgen.EngineOllama:
+			ps.unavailable = append(ps.unavailable, "server metrics not measured: Ollama exposes no metrics endpoint")
+		case url == "":
 			ps.unavailable = append(ps.unavailable, "server metrics not measured: the engine ("+orUnknown(engine)+") has no metrics endpoint known to benchrun; set telemetry.metrics to its URL")
-		} else {
+		default:
 			// The scrapes carry the requests' headers and key: a gateway or
 			// a server with --api-key guards /metrics like the API.
 			client := &http.Client{Timeout: 2 * time.Second, Transport: headerTransport{headers: headers, apiKey: apiKey}}
