@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 )
@@ -127,8 +126,8 @@ func engineSim(t *testing.T, edits ...func(*sim.Config)) (*sim.Server, string) {
 		c.Engine.StepBase = 2 * time.Millisecond
 		c.Engine.PerSeq, c.Engine.PerPrefillToken = 0, 0
 	}}, edits...)
-	s := kit.NewSim(t, edits...)
-	return s, kit.Serve(t, s)
+	s := newTestSim(t, edits...)
+	return s, serveTest(t, s)
 }
 
 // noLoop fails when a probe's sampling goroutine is still running. The
@@ -233,8 +232,8 @@ func TestPromQueue(t *testing.T) {
 // responses reported, the histograms' means are the fixed simulator's
 // TTFT and ITL, and a client count more than 1% off is noted.
 func TestPromCounts(t *testing.T) {
-	s := kit.NewSim(t, func(c *sim.Config) { c.PromptCache = true })
-	url := kit.Serve(t, s)
+	s := newTestSim(t, func(c *sim.Config) { c.PromptCache = true })
+	url := serveTest(t, s)
 	// Traffic before the window must not count.
 	complete(t, url, "before the window", 7)
 	settle(t, s, 1)
@@ -293,8 +292,8 @@ func TestPromCounts(t *testing.T) {
 		t.Errorf("note %q", note2)
 	}
 	// No prompt cache: no queries, so no hit rate.
-	s3 := kit.NewSim(t)
-	url3 := kit.Serve(t, s3)
+	s3 := newTestSim(t)
+	url3 := serveTest(t, s3)
 	p3 := NewPromProbe(url3+"/metrics", "vllm", promInterval, nil)
 	defer p3.Close()
 	row3, _, _, _ := cell(t, p3, s3, url3, 2, 3)
@@ -390,7 +389,7 @@ func TestPromAbsent(t *testing.T) {
 	}
 	refused := "http://" + ln.Addr().String() + "/metrics"
 	ln.Close()
-	ollama := kit.Sim(t, func(c *sim.Config) { _ = sim.ApplyPersonality(c, sim.PersonaOllama) })
+	ollama := serveTest(t, newTestSim(t, func(c *sim.Config) { _ = sim.ApplyPersonality(c, sim.PersonaOllama) }))
 
 	for _, tt := range []struct {
 		name, url, engine, want string
@@ -562,4 +561,29 @@ func TestPromSlotsUsage(t *testing.T) {
 	if _, _, ok := slotsUsage([]llamaSlot{{IsProcessing: true}}); ok {
 		t.Error("no n_ctx")
 	}
+}
+
+// newTestSim and serveTest are internal/kit's NewSim and Serve, which this
+// package cannot import (kit imports pipeline, which imports telemetry):
+// the simulator made quick and exact, served on loopback over real HTTP.
+func newTestSim(t testing.TB, edits ...func(*sim.Config)) *sim.Server {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.EOSProb = 5*time.Millisecond, time.Millisecond, 0
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("simulator configuration: %v", err)
+	}
+	s := sim.New(cfg)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func serveTest(t testing.TB, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
+	return hs.URL
 }
