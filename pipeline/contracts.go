@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"slices"
+
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -155,6 +158,29 @@ func (e *Env) Dependents() []Peer {
 		return nil
 	}
 	return e.graph().dependents(e.Stage.Name)
+}
+
+// StageRows returns the current row of each cell the named stage has
+// emitted in this run so far (the latest measurement of each cell, the
+// rows its stage-level assertions read; a resumed run's earlier attempts'
+// rows included), in the order they were first emitted. A stage that
+// compares itself with another's measurement (validate: real documents
+// against a sweep's synthetic cell) reads it here, measured in this run,
+// instead of re-measuring it or reading the run directory. Nil outside a
+// run or when the stage emitted nothing; the rows are copies.
+func (e *Env) StageRows(name string) []results.Cell {
+	if e == nil || e.rows == nil {
+		return nil
+	}
+	return e.rows(name)
+}
+
+// stageRows is Env.StageRows' answer: the kept rows (keepRow), copied
+// under emitMu, since the stage that emitted them may still be emitting.
+func (r *runner) stageRows(name string) []results.Cell {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	return slices.Clone(r.rows[name])
 }
 
 // graph is the whole plan's graph: Env.Graph's (the graph being run, maybe

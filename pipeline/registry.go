@@ -91,6 +91,8 @@ type Env struct {
 	confirm func(results.Cell) bool
 	// post is Post's work (the runner's); nil outside a run.
 	post func(ctx context.Context, sinks []string) error
+	// rows is StageRows' answer (the runner's kept rows); nil outside a run.
+	rows func(stage string) []results.Cell
 }
 
 // Post drives the plan's sinks named sinks (a post stage's) from the run

@@ -742,7 +742,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
-		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post,
+		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post, rows: r.stageRows,
 	}
 
 	attempts := 1
