@@ -10,8 +10,9 @@
 # npm package apache-arrow 21.2.0 into .cache/node (npm, and Node.js with
 # it, from Debian when missing; the Arrow sink's independent-reader test),
 # xmllint (Debian package libxml2-utils; the junit sink's schema test, which
-# fails without it under CI=true), the staticcheck linter (with
-# BENCHRUN_LINT=1).
+# fails without it under CI=true), sshd (Debian package openssh-server; the
+# SSH runner's tests start their own on a loopback port, never the
+# machine's), the staticcheck linter (with BENCHRUN_LINT=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -36,6 +37,11 @@ fi
 if ! command -v xmllint >/dev/null 2>&1; then
 	echo "== installing xmllint (Debian package libxml2-utils)"
 	apt_install libxml2-utils
+fi
+
+if [ ! -x /usr/sbin/sshd ] && ! command -v sshd >/dev/null 2>&1; then
+	echo "== installing sshd (Debian package openssh-server)"
+	apt_install openssh-server
 fi
 
 bash .ci/install-ollama.sh
