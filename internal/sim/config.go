@@ -69,6 +69,21 @@ type Config struct {
 	DefaultMaxTokens int
 	// EmbeddingDim is the length of /v1/embeddings vectors.
 	EmbeddingDim int
+	// Embeddings is llama-server's --embeddings: without it the
+	// llama-server personality refuses /v1/embeddings with llama.cpp's
+	// 501 ("Start it with `--embeddings`"), as the real server does. Other
+	// personalities always embed. Pooling is its --pooling: "none" makes
+	// /v1/embeddings a 400 (unpooled vectors are not OpenAI-shaped);
+	// anything else ("" = the model's default) embeds.
+	Embeddings bool
+	Pooling    string
+	// MediaTokenTime is what one media token adds to a chat request's TTFT
+	// in fixed mode (engine mode prefills media tokens like text ones). An
+	// image costs ceil(W/28) × ceil(H/28) tokens (docs/SIM.md, "Media").
+	MediaTokenTime time.Duration
+	// AudioSecondTime is what one second of audio costs a transcription,
+	// after TTFT: processing = TTFT + seconds × AudioSecondTime.
+	AudioSecondTime time.Duration
 	// Metrics chooses the /metrics names: "vllm", "llamacpp" or "both".
 	Metrics string
 	// MetricsLegacyNames serves the spellings older engines used instead
@@ -175,6 +190,9 @@ func DefaultConfig() Config {
 		EOSProb:          0.002,
 		DefaultMaxTokens: 256,
 		EmbeddingDim:     384,
+		Embeddings:       true,
+		MediaTokenTime:   20 * time.Microsecond,
+		AudioSecondTime:  10 * time.Millisecond,
 		Metrics:          MetricsVLLM,
 		MaxRecords:       10000,
 		Engine:           DefaultEngine(),

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,30 +20,59 @@ type embeddingsRequest struct {
 	Dimensions     *int            `json:"dimensions"`
 }
 
+// embInput is one embeddings input: its token ids (what it costs) and
+// its text ("" for token ids), which its vector is derived from.
+type embInput struct {
+	ids  []int
+	text string
+}
+
 // parseInputs accepts a string, a list of strings, token ids, or a list of
-// token-id lists, and returns each input's token ids.
-func (s *Server) parseInputs(raw json.RawMessage) ([][]int, error) {
+// token-id lists.
+func (s *Server) parseInputs(raw json.RawMessage) ([]embInput, error) {
 	var str string
 	if err := json.Unmarshal(raw, &str); err == nil {
-		return [][]int{s.inputTokens(str)}, nil
+		return []embInput{{s.inputTokens(str), str}}, nil
 	}
 	var strs []string
 	if err := json.Unmarshal(raw, &strs); err == nil {
-		out := make([][]int, len(strs))
+		out := make([]embInput, len(strs))
 		for i, str := range strs {
-			out[i] = s.inputTokens(str)
+			out[i] = embInput{s.inputTokens(str), str}
 		}
 		return out, nil
 	}
 	var ids []int
 	if err := json.Unmarshal(raw, &ids); err == nil {
-		return [][]int{ids}, nil
+		return []embInput{{ids: ids}}, nil
 	}
 	var idss [][]int
 	if err := json.Unmarshal(raw, &idss); err == nil {
-		return idss, nil
+		out := make([]embInput, len(idss))
+		for i, ids := range idss {
+			out[i] = embInput{ids: ids}
+		}
+		return out, nil
 	}
 	return nil, errors.New("input must be a string, a list of strings, token ids, or lists of token ids")
+}
+
+// llamaEmbeddingsRefusal is what llama-server answers on /v1/embeddings
+// when it cannot embed: started without --embeddings (501, its
+// ERROR_TYPE_NOT_SUPPORTED) or with --pooling none (400: an unpooled
+// model has one vector per token, which OpenAI's shape cannot carry).
+// The messages are llama.cpp's own.
+func (s *Server) llamaEmbeddingsRefusal() (int, string) {
+	if s.persona != PersonaLlamaServer {
+		return 0, ""
+	}
+	if !s.cfg.Embeddings {
+		return http.StatusNotImplemented, "This server does not support embeddings. Start it with `--embeddings`"
+	}
+	if s.cfg.Pooling == "none" {
+		return http.StatusBadRequest, "Pooling type 'none' is not OAI compatible. Please use a different pooling type"
+	}
+	return 0, ""
 }
 
 // inputTokens tokenizes one embeddings input (no tokens for a blank one,
@@ -69,6 +99,10 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		s.metrics.errors.Add(1)
 		rec.update(func(r *RequestRecord) { r.Status, r.Error, r.Finished = status, msg, time.Now() })
 		s.writeErr(w, status, typ, msg)
+	}
+	if code, msg := s.llamaEmbeddingsRefusal(); code != 0 {
+		fail(code, "", msg)
+		return
 	}
 	var req embeddingsRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
@@ -102,7 +136,8 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	total := 0
-	for i, in := range inputs {
+	for i, inp := range inputs {
+		in := inp.ids
 		if len(in) == 0 {
 			fail(http.StatusBadRequest, "BadRequestError", "input["+strconv.Itoa(i)+"] is empty")
 			return
@@ -153,7 +188,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if s.engine != nil {
 		srcs := make([]*engineSource, len(inputs))
 		for i, in := range inputs {
-			q := newSeq(len(in), s.hashesFor(in), 0)
+			q := newSeq(len(in.ids), s.hashesFor(in.ids), 0)
 			srcs[i] = &engineSource{s: s, q: q, stopAfter: context.AfterFunc(ctx, q.signal)}
 			srcs[i].closed = !s.engine.submit(q)
 		}
@@ -186,8 +221,13 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 
 	data := make([]map[string]any, len(inputs))
 	for i, in := range inputs {
-		vec := embed(s.seedHash, in, dim)
-		var v any = vec
+		vec := embed(in, dim)
+		if i == len(inputs)-1 {
+			// The last vector of the batch: a check that reads only the
+			// first would miss it.
+			vec = f.badVector(vec)
+		}
+		var v any = floatArray(vec)
 		if req.EncodingFormat == "base64" {
 			buf := make([]byte, 4*len(vec))
 			for j, x := range vec {
@@ -223,23 +263,84 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// embed derives a unit vector from the tokens and the seed: the same input
-// always gets the same vector, and different inputs get unrelated ones.
-func embed(seedHash uint64, ids []int, dim int) []float32 {
-	h := seedHash
-	for _, id := range ids {
-		h = mix(h ^ uint64(id))
+// embed derives a unit vector from the input's words: the sum of one
+// pseudo-random vector per word (lower-cased), normalised. It depends on
+// the text alone, not on the seed, the personality or its tokenizer, so
+// reference vectors recorded from one simulator hold for every other; the
+// same text always gets the same vector, texts sharing words get similar
+// ones, and unrelated texts nearly orthogonal ones. Token-id inputs use
+// their ids as the words. A shorter `dimensions` is the full vector
+// truncated and renormalised (Matryoshka style), as the elements are
+// independent.
+func embed(in embInput, dim int) []float32 {
+	var keys []uint64
+	if in.text != "" {
+		for _, w := range strings.Fields(strings.ToLower(in.text)) {
+			h := uint64(0xcbf29ce484222325)
+			for k := 0; k < len(w); k++ {
+				h = (h ^ uint64(w[k])) * 1099511628211
+			}
+			keys = append(keys, h)
+		}
 	}
-	vec := make([]float32, dim)
+	if len(keys) == 0 {
+		for _, id := range in.ids {
+			keys = append(keys, mix(uint64(id)^0x1d1d))
+		}
+	}
+	acc := make([]float64, dim)
+	for _, k := range keys {
+		for i := range acc {
+			acc[i] += unitFloat(mix(k+uint64(i)))*2 - 1
+		}
+	}
 	var norm float64
-	for i := range vec {
-		x := unitFloat(mix(h+uint64(i)))*2 - 1
-		vec[i] = float32(x)
+	for _, x := range acc {
 		norm += x * x
 	}
 	norm = math.Sqrt(norm)
-	for i := range vec {
-		vec[i] = float32(float64(vec[i]) / norm)
+	vec := make([]float32, dim)
+	for i, x := range acc {
+		vec[i] = float32(x / norm)
+	}
+	return vec
+}
+
+// floatArray is a vector in the float encoding, written the way
+// llama.cpp (nlohmann::json) and TEI (serde_json) write one: a NaN or an
+// infinity becomes null, since JSON has no number for it.
+type floatArray []float32
+
+// MarshalJSON implements json.Marshaler.
+func (v floatArray) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 12*len(v)+2)
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendFloat(b, float64(x), 'g', -1, 32)
+	}
+	return append(b, ']'), nil
+}
+
+// badVector applies the request's vector fault, if any: all zeros (a
+// broken pooling), a NaN (an overflow in a quantized model) or a vector
+// of the wrong length.
+func (f faults) badVector(vec []float32) []float32 {
+	switch {
+	case f.embedZero:
+		return make([]float32, len(vec))
+	case f.embedNaN:
+		vec[len(vec)/2] = float32(math.NaN())
+	case f.embedDim > 0:
+		out := make([]float32, f.embedDim)
+		copy(out, vec)
+		return out
 	}
 	return vec
 }

@@ -21,6 +21,7 @@ func (s *Server) personaRoutes() {
 	m.HandleFunc("POST /v1/completions", gen(epCompletions))
 	m.HandleFunc("POST /v1/chat/completions", gen(epChat))
 	m.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
+	m.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
 	if s.cfg.Metrics != MetricsNone {
 		m.HandleFunc("GET /metrics", s.handleMetrics)
 	}

@@ -21,6 +21,9 @@ import (
 //	                  no finish_reason, no usage, no [DONE] (Ollama's way
 //	                  when its runner dies; under the ollama personality
 //	                  drop-after does this too)
+//	embed-zero        /v1/embeddings: the batch's last vector is all zeros
+//	embed-nan         ... has a NaN (null in the float encoding)
+//	embed-dim=N       ... has N elements instead of the dimension
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -33,6 +36,9 @@ type faults struct {
 	malformed   bool
 	slowHeaders time.Duration
 	cutAfter    int // -1: never
+	// Embeddings: what is wrong with the batch's last vector.
+	embedZero, embedNaN bool
+	embedDim            int
 }
 
 func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
@@ -56,6 +62,15 @@ func (f faults) String() string {
 	}
 	if f.cutAfter >= 0 {
 		parts = append(parts, "cut-after="+strconv.Itoa(f.cutAfter))
+	}
+	if f.embedZero {
+		parts = append(parts, "embed-zero")
+	}
+	if f.embedNaN {
+		parts = append(parts, "embed-nan")
+	}
+	if f.embedDim > 0 {
+		parts = append(parts, "embed-dim="+strconv.Itoa(f.embedDim))
 	}
 	return strings.Join(parts, ",")
 }
@@ -89,11 +104,18 @@ func parseFaults(v string) (faults, error) {
 			if err == nil && f.stallAt < 0 {
 				err = fmt.Errorf("must not be negative")
 			}
-		case "malformed":
+		case "malformed", "embed-zero", "embed-nan":
 			if hasVal {
 				err = fmt.Errorf("takes no value")
 			}
-			f.malformed = true
+			f.malformed = f.malformed || key == "malformed"
+			f.embedZero = f.embedZero || key == "embed-zero"
+			f.embedNaN = f.embedNaN || key == "embed-nan"
+		case "embed-dim":
+			f.embedDim, err = strconv.Atoi(val)
+			if err == nil && f.embedDim < 1 {
+				err = fmt.Errorf("must be at least 1")
+			}
 		case "slow-headers":
 			f.slowHeaders, err = time.ParseDuration(val)
 		case "cut-after":
@@ -104,7 +126,7 @@ func parseFaults(v string) (faults, error) {
 		default:
 			err = fmt.Errorf("unknown fault")
 		}
-		if err == nil && !hasVal && key != "malformed" {
+		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" {
 			err = fmt.Errorf("needs a value")
 		}
 		if err != nil {

@@ -126,6 +126,7 @@ type genPlan struct {
 	ttft, itl       time.Duration
 	tpc             int // tokens per chunk
 	cached          int // prompt tokens found in fixed mode's prompt cache
+	media           int // prompt tokens that stand for images (media.go)
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -258,6 +259,12 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 		}
 		text = renderChat(msgs)
 		p.promptIDs = s.promptTokens(text)
+		media, err := chatMedia(req.Messages)
+		if err != nil {
+			return p, http.StatusBadRequest, err
+		}
+		p.promptIDs = append(p.promptIDs, media...)
+		p.media = len(media)
 	default:
 		ids, t, isText, err := parsePrompt(req.Prompt)
 		if err != nil {
@@ -306,6 +313,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	}
 	p.maxTokens = maxTokens
 	p.ttft, p.itl, p.tpc = s.cfg.TTFT, s.cfg.ITL, s.cfg.TokensPerChunk
+	p.ttft += time.Duration(p.media) * s.cfg.MediaTokenTime
 	if s.cfg.SlowFirst > 0 && s.generated.Add(1) <= int64(s.cfg.SlowFirst) {
 		p.ttft = time.Duration(float64(p.ttft) * s.cfg.SlowFactor)
 		p.itl = time.Duration(float64(p.itl) * s.cfg.SlowFactor)

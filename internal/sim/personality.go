@@ -73,6 +73,8 @@ func ApplyPersonality(cfg *Config, name string) error {
 	cfg.Personality = name
 	cfg.CloseAfterStream = false
 	cfg.PromptCache = name != PersonaGeneric
+	// llama-server embeds only when started with --embeddings.
+	cfg.Embeddings = name != PersonaLlamaServer
 	switch name {
 	case PersonaGeneric, PersonaVLLM:
 		cfg.Metrics = MetricsVLLM

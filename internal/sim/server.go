@@ -117,6 +117,7 @@ func (s *Server) routes() {
 		s.handleGenerate(w, r, epChat)
 	}))
 	s.mux.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
+	s.mux.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
 	s.mux.HandleFunc("POST /tokenize", s.ready(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.ready(s.handleDetokenize))
 	s.debugRoutes()
