@@ -215,6 +215,69 @@ type Cell struct {
 	ServerCPUUtil      *float64 `parquet:"server_cpu_util" json:"server_cpu_util" expr:"server_cpu_util"`
 	ServerRSSPeakBytes *int64   `parquet:"server_rss_peak_bytes" json:"server_rss_peak_bytes" expr:"server_rss_peak_bytes"`
 
+	// exec rows (llama-bench, mlx-lm, generic programs)
+	// An exec stage runs a benchmark program and maps what the program
+	// means the same way onto the common columns above (a llama-bench pp
+	// test's avg_ts is prefill_tok_s, n_prompt is isl); these hold the rest,
+	// under the program's own names so that a llama-bench user finds them.
+	// Strings are "" and pointers nil on rows the program did not report
+	// them for (every sweep row).
+	Program   string   `parquet:"program" json:"program" expr:"program"`          // the parser that read the row: llama-bench, mlx-lm, json, jsonl, csv
+	BenchTest string   `parquet:"bench_test" json:"bench_test" expr:"bench_test"` // the program's test name: pp512, tg128, pp512+tg128, tg128@d4096
+	TestKind  string   `parquet:"test_kind" json:"test_kind" expr:"test_kind"`    // pp (prompt only), tg (generation only), pg (both)
+	NDepth    *int64   `parquet:"n_depth" json:"n_depth" expr:"n_depth"`
+	AvgTS     *float64 `parquet:"avg_ts" json:"avg_ts" expr:"avg_ts"`
+	StddevTS  *float64 `parquet:"stddev_ts" json:"stddev_ts" expr:"stddev_ts"`
+	AvgNs     *int64   `parquet:"avg_ns" json:"avg_ns" expr:"avg_ns"`
+	StddevNs  *int64   `parquet:"stddev_ns" json:"stddev_ns" expr:"stddev_ns"`
+	// The model as the program describes it.
+	ModelType      string `parquet:"model_type" json:"model_type" expr:"model_type"`
+	ModelSizeBytes *int64 `parquet:"model_size_bytes" json:"model_size_bytes" expr:"model_size_bytes"`
+	ModelNParams   *int64 `parquet:"model_n_params" json:"model_n_params" expr:"model_n_params"`
+	// The program's settings: they decide what a test measured.
+	Backends   string `parquet:"backends" json:"backends" expr:"backends"`
+	NGPULayers *int64 `parquet:"n_gpu_layers" json:"n_gpu_layers" expr:"n_gpu_layers"`
+	NThreads   *int64 `parquet:"n_threads" json:"n_threads" expr:"n_threads"`
+	NBatch     *int64 `parquet:"n_batch" json:"n_batch" expr:"n_batch"`
+	NUBatch    *int64 `parquet:"n_ubatch" json:"n_ubatch" expr:"n_ubatch"`
+	// FlashAttn is "on", "off" or "auto" whatever form the release wrote
+	// (a bool in older llama-bench, -1/0/1 or a word in newer ones).
+	FlashAttn string `parquet:"flash_attn" json:"flash_attn" expr:"flash_attn"`
+	TypeK     string `parquet:"type_k" json:"type_k" expr:"type_k"`
+	TypeV     string `parquet:"type_v" json:"type_v" expr:"type_v"`
+	SplitMode string `parquet:"split_mode" json:"split_mode" expr:"split_mode"`
+	Devices   string `parquet:"devices" json:"devices" expr:"devices"`
+	// The program's build and the hardware it saw.
+	BuildCommit string `parquet:"build_commit" json:"build_commit" expr:"build_commit"`
+	BuildNumber *int64 `parquet:"build_number" json:"build_number" expr:"build_number"`
+	CPUInfo     string `parquet:"cpu_info" json:"cpu_info" expr:"cpu_info"`
+	GPUInfo     string `parquet:"gpu_info" json:"gpu_info" expr:"gpu_info"`
+	// PeakMemoryBytes is the program's own peak memory figure (mlx-lm's
+	// peak_memory, GB × 1e9), not NVML's (gpu_mem_peak_bytes).
+	PeakMemoryBytes *int64 `parquet:"peak_memory_bytes" json:"peak_memory_bytes" expr:"peak_memory_bytes"`
+	// ExecExtra is every field of the program's record that no column
+	// took, as one JSON object: the field set grows with each release, and
+	// nothing the program said is dropped.
+	ExecExtra string `parquet:"exec_extra" json:"exec_extra" expr:"exec_extra"`
+
+	// validate rows: real documents against a synthetic cell. A validate
+	// stage's row is a normal cell row measured on documents, plus the
+	// synthetic cell it was compared with and each metric's real/synthetic
+	// ratio (nil on every other row, and when either side was not measured:
+	// a ratio against nothing is no ratio).
+	AgainstCellID         string   `parquet:"against_cell_id" json:"against_cell_id" expr:"against_cell_id"`
+	Documents             int64    `parquet:"documents" json:"documents" expr:"documents"`
+	SyntheticEffectiveISL *float64 `parquet:"synthetic_effective_isl" json:"synthetic_effective_isl" expr:"synthetic_effective_isl"`
+	DecodeTokSRatio       *float64 `parquet:"decode_tok_s_ratio" json:"decode_tok_s_ratio" expr:"decode_tok_s_ratio"`
+	OutputTokSRatio       *float64 `parquet:"output_tok_s_ratio" json:"output_tok_s_ratio" expr:"output_tok_s_ratio"`
+	PrefillTokSRatio      *float64 `parquet:"prefill_tok_s_ratio" json:"prefill_tok_s_ratio" expr:"prefill_tok_s_ratio"`
+	TotalTokSRatio        *float64 `parquet:"total_tok_s_ratio" json:"total_tok_s_ratio" expr:"total_tok_s_ratio"`
+	ReqSRatio             *float64 `parquet:"req_s_ratio" json:"req_s_ratio" expr:"req_s_ratio"`
+	TTFTRatio             *float64 `parquet:"ttft_ratio" json:"ttft_ratio" expr:"ttft_ratio"`
+	TPOTRatio             *float64 `parquet:"tpot_ratio" json:"tpot_ratio" expr:"tpot_ratio"`
+	ITLRatio              *float64 `parquet:"itl_ratio" json:"itl_ratio" expr:"itl_ratio"`
+	E2ELRatio             *float64 `parquet:"e2el_ratio" json:"e2el_ratio" expr:"e2el_ratio"`
+
 	// Cost: a provisioned machine's cost_per_hour over the cell's duration
 	// (nil when the plan gives no price). tokens_per_dollar counts output tokens.
 	CostUSD         *float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`
