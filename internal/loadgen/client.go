@@ -30,7 +30,14 @@ const (
 	Completions Endpoint = "completions"
 	Chat        Endpoint = "chat"
 	Embeddings  Endpoint = "embeddings"
+	// Transcriptions is OpenAI's speech-to-text API: a multipart upload
+	// of Request.Audio, answered with the text in one body.
+	Transcriptions Endpoint = "transcriptions"
 )
+
+// oneBody reports whether the endpoint answers in one body whatever
+// Target.Stream says (no token events to time).
+func (e Endpoint) oneBody() bool { return e == Embeddings || e == Transcriptions }
 
 // Path returns the endpoint's URL path.
 func (e Endpoint) Path() string {
@@ -39,6 +46,8 @@ func (e Endpoint) Path() string {
 		return "/v1/chat/completions"
 	case Embeddings:
 		return "/v1/embeddings"
+	case Transcriptions:
+		return "/v1/audio/transcriptions"
 	default:
 		return "/v1/completions"
 	}
@@ -76,6 +85,9 @@ type Target struct {
 	// comments such as ": ping", role-only chunks) do not reset it: they
 	// keep a connection alive but are not progress.
 	FirstTokenTimeout time.Duration
+	// Dimension, for embeddings, is the vector length every answer must
+	// have (nil: any, as long as each vector is finite and not all zeros).
+	Dimension *Dimension
 }
 
 // String describes the target without its secrets.
@@ -114,6 +126,20 @@ type Request struct {
 	// (ignore_eos/min_tokens): a response with fewer tokens was cut short,
 	// whatever the stream's end looked like.
 	ExpectTokens int
+	// Inputs, for embeddings, is the batch: several texts in one request
+	// (input as a list); without it Prompt is the one input.
+	Inputs []string
+	// References are the expected vectors of Inputs (nil entries: none):
+	// the cosine similarity of each answer to its reference is reported
+	// in Result.Cosines.
+	References [][]float32
+	// Images are data URIs (data:image/png;base64,...) sent with the chat
+	// prompt as OpenAI's image_url content parts.
+	Images []string
+	// Audio is the file a transcription request uploads (a WAV), of
+	// AudioSeconds.
+	Audio        []byte
+	AudioSeconds float64
 }
 
 // Result is one request's measurements. Every time carries Go's monotonic
@@ -146,6 +172,13 @@ type Result struct {
 	// connection with its send time restamped.
 	ConnRetries int
 	Err         error
+	// Embeddings: the vectors the answer carried, their length, and the
+	// cosine similarity of each to its reference (Request.References).
+	Vectors    int
+	Dimensions int
+	Cosines    []float64
+	// AudioSeconds is the request's audio length (transcriptions).
+	AudioSeconds float64
 }
 
 // TokenEvent is one token-bearing event.
@@ -319,13 +352,29 @@ func staleConn(err error) bool {
 		strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "broken pipe")
 }
 
-func (t *Target) body(req Request) ([]byte, error) {
+// body is the request's body and its Content-Type.
+func (t *Target) body(req Request) ([]byte, string, error) {
+	if t.Endpoint == Transcriptions {
+		return t.multipartBody(req)
+	}
 	b := map[string]any{"model": t.Model}
 	switch t.Endpoint {
 	case Chat:
-		b["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+		if len(req.Images) > 0 {
+			parts := []map[string]any{{"type": "text", "text": req.Prompt}}
+			for _, u := range req.Images {
+				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": u}})
+			}
+			b["messages"] = []map[string]any{{"role": "user", "content": parts}}
+		} else {
+			b["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
+		}
 	case Embeddings:
-		b["input"] = req.Prompt
+		if req.Inputs != nil {
+			b["input"] = req.Inputs
+		} else {
+			b["input"] = req.Prompt
+		}
 	default:
 		b["prompt"] = req.Prompt
 	}
@@ -348,14 +397,16 @@ func (t *Target) body(req Request) ([]byte, error) {
 	for k, v := range req.Body {
 		b[k] = v
 	}
-	return json.Marshal(b)
+	out, err := json.Marshal(b)
+	return out, "application/json", err
 }
 
 // Do sends one request and measures it. It never panics on bad input from
 // the server: every failure ends up in Result.Err.
 func (t *Target) Do(ctx context.Context, req Request) Result {
 	res := Result{Scheduled: req.Scheduled}
-	body, err := t.body(req)
+	res.AudioSeconds = req.AudioSeconds
+	body, contentType, err := t.body(req)
 	if err != nil {
 		res.Err = fmt.Errorf("building request: %w", err)
 		return res
@@ -387,7 +438,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		}
 	}
 	var firstToken *time.Timer // stopped by the first token event
-	if t.FirstTokenTimeout > 0 && t.Endpoint != Embeddings {
+	if t.FirstTokenTimeout > 0 && !t.Endpoint.oneBody() {
 		if wd == nil {
 			wd = &watchdog{}
 			var cancel context.CancelCauseFunc
@@ -414,8 +465,8 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			res.Err = fmt.Errorf("building request: %w", err)
 			return res
 		}
-		hreq.Header.Set("Content-Type", "application/json")
-		if t.Stream {
+		hreq.Header.Set("Content-Type", contentType)
+		if t.Stream && !t.Endpoint.oneBody() {
 			hreq.Header.Set("Accept", "text/event-stream")
 		}
 		t.setAuth(hreq)
@@ -460,7 +511,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		res.Finished = time.Now()
 		return res
 	}
-	streamed := t.Stream && t.Endpoint != Embeddings
+	streamed := t.Stream && !t.Endpoint.oneBody()
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") {
 		// A proxy's or gateway's error page with a 200: say what arrived
 		// rather than fail later with "unexpected EOF" or "malformed".
@@ -474,7 +525,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		// Asked to stream, the server sent one JSON body: an error object
 		// (reported as such) or a server that ignores "stream". Timing one
 		// body as a stream would make ttft = e2el without saying so.
-		if err := wd.explain(ctx, readWhole(rbody, t.Endpoint, &res)); err != nil {
+		if err := wd.explain(ctx, t.readWhole(rbody, req, &res)); err != nil {
 			res.Err = err
 		} else {
 			res.Err = errors.New("the server answered with one JSON body instead of an SSE stream; set stream: false for it")
@@ -496,10 +547,10 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			stop.Stop()
 		}
 	} else {
-		res.Err = wd.explain(ctx, readWhole(rbody, t.Endpoint, &res))
+		res.Err = wd.explain(ctx, t.readWhole(rbody, req, &res))
 		res.Finished = time.Now()
 	}
-	if res.Err == nil && len(res.Tokens) == 0 && t.Endpoint != Embeddings {
+	if res.Err == nil && len(res.Tokens) == 0 && !t.Endpoint.oneBody() {
 		res.Err = ErrNoTokens
 	}
 	if res.Err == nil && res.UsageReported {
@@ -683,11 +734,15 @@ func tokensFromUsage(events []TokenEvent, cum []int, final int) bool {
 	return true
 }
 
-func readWhole(r io.Reader, ep Endpoint, res *Result) error {
+func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
+	ep := t.Endpoint
 	b, err := io.ReadAll(r)
 	at := time.Now()
 	if err != nil {
 		return fmt.Errorf("reading response: %w", err)
+	}
+	if ep == Transcriptions {
+		return readTranscription(b, at, res)
 	}
 	var c chunk
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -703,6 +758,9 @@ func readWhole(r io.Reader, ep Endpoint, res *Result) error {
 	}
 	if ep == Embeddings || c.hasText() {
 		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1)})
+	}
+	if ep == Embeddings {
+		return t.checkVectors(b, req, res)
 	}
 	return nil
 }
