@@ -68,7 +68,10 @@ stages: {
 	if c, found := rec.Cell(bad.CellID); !found || c.Reason != bad.Reason {
 		t.Errorf("Cell(%s): %v %v", bad.CellID, found, c.Reason)
 	}
-	want := []string{"start", "cell " + ok.CellID, "verdicts " + ok.CellID, "cell " + bad.CellID, "verdicts " + bad.CellID, "stop"}
+	// The measured cell's telemetry samples (the simulator's metrics,
+	// scraped over its window) come right after its row and verdicts; the
+	// refused cell measured nothing and has none.
+	want := []string{"start", "cell " + ok.CellID, "verdicts " + ok.CellID, "samples", "cell " + bad.CellID, "verdicts " + bad.CellID, "stop"}
 	if !slices.Equal(rec.Calls, want) {
 		t.Errorf("calls %v, want %v", rec.Calls, want)
 	}

@@ -2,9 +2,11 @@ package regress
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
@@ -59,15 +61,19 @@ var baseVals = map[string]float64{
 func history(seed uint64, n int, sigma float64, shift map[string]float64) ([]*Run, *Run) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var runs []*Run
+	// Keys in sorted order: ranging over the map would hand the same
+	// draws to other metrics on every run (the test was flaky).
+	keys := slices.Sorted(maps.Keys(baseVals))
 	for i := range n {
 		vals := map[string]float64{}
-		for k, b := range baseVals {
-			vals[k] = noisy(rng, b, sigma)
+		for _, k := range keys {
+			vals[k] = noisy(rng, baseVals[k], sigma)
 		}
 		runs = append(runs, mkRun(i, mkCell("sweep/128:128/c4", vals)))
 	}
 	vals := map[string]float64{}
-	for k, b := range baseVals {
+	for _, k := range keys {
+		b := baseVals[k]
 		f := 1.0
 		if s, ok := shift[k]; ok {
 			f = s
