@@ -195,6 +195,14 @@ var table = sync.OnceValue(func() []Metric {
 	one("server_ttft_mean_ms", "ms", Lower, 0.05, 1)
 	one("server_itl_mean_ms", "ms", Lower, 0.05, 0.2)
 	one("server_queue_mean_ms", "ms", Lower, 0.05, 1)
+	// Embeddings and media: input and vector throughput, the quality of
+	// the vectors against references, and speech-to-text speed.
+	one("input_tok_s", "tok/s", Higher, 0.05, 1)
+	one("embeddings_s", "vectors/s", Higher, 0.05, 0.1)
+	one("cosine_min", "cosine", Higher, 0.001, 0.0005)
+	one("cosine_mean", "cosine", Higher, 0.001, 0.0005)
+	one("real_time_factor", "ratio", Lower, 0.05, 0.001)
+	one("audio_s_per_s", "s/s", Higher, 0.05, 0.1)
 	// The seed's itl_p50_ms and itl_p99_ms, from the itl family, are the
 	// same columns; the send_lag family's p99 is send_lag_p99_ms.
 	for i := range out {

@@ -278,6 +278,22 @@ type Cell struct {
 	ITLRatio              *float64 `parquet:"itl_ratio" json:"itl_ratio" expr:"itl_ratio"`
 	E2ELRatio             *float64 `parquet:"e2el_ratio" json:"e2el_ratio" expr:"e2el_ratio"`
 
+	// embeddings and media: the embeddings batch, the images per chat
+	// request and their size, the audio length of a transcription (0 and
+	// "" when the sweep sends none), and what those sweeps measure (nil:
+	// not that kind of sweep, or nothing completed; docs/METRICS.md).
+	Batch           int64    `parquet:"batch" json:"batch" expr:"batch"`
+	Images          int64    `parquet:"images" json:"images" expr:"images"`
+	ImageResolution string   `parquet:"image_resolution" json:"image_resolution" expr:"image_resolution"`
+	AudioSeconds    float64  `parquet:"audio_seconds" json:"audio_seconds" expr:"audio_seconds"`
+	InputTokS       *float64 `parquet:"input_tok_s" json:"input_tok_s" expr:"input_tok_s"`
+	EmbeddingsS     *float64 `parquet:"embeddings_s" json:"embeddings_s" expr:"embeddings_s"`
+	Dimensions      *int64   `parquet:"dimensions" json:"dimensions" expr:"dimensions"`
+	CosineMin       *float64 `parquet:"cosine_min" json:"cosine_min" expr:"cosine_min"`
+	CosineMean      *float64 `parquet:"cosine_mean" json:"cosine_mean" expr:"cosine_mean"`
+	RealTimeFactor  *float64 `parquet:"real_time_factor" json:"real_time_factor" expr:"real_time_factor"`
+	AudioSPerS      *float64 `parquet:"audio_s_per_s" json:"audio_s_per_s" expr:"audio_s_per_s"`
+
 	// Cost: a provisioned machine's cost_per_hour over the cell's duration
 	// (nil when the plan gives no price). tokens_per_dollar counts output tokens.
 	CostUSD         *float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`
