@@ -1,0 +1,338 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/remote"
+	"github.com/benchrun/benchrun/internal/remote/sshdtest"
+)
+
+// These run against a real OpenSSH server on loopback (sshdtest), so the
+// "machine" is this one: a remote pid is checked with a second SSH
+// session and, being local too, through /proc.
+
+func machine(s *sshdtest.Server) remote.Machine {
+	return remote.Machine{Host: "127.0.0.1", Port: s.Port, User: s.User, KeyFile: s.KeyFile, KeySource: "$TEST_KEY", HostKey: s.HostKey, Within: 10 * time.Second}
+}
+
+func dial(t *testing.T, m remote.Machine, known string) *remote.Client {
+	t.Helper()
+	c, err := remote.Dial(context.Background(), m, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// syncBuffer is written by the session's copying goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gone reports whether pid is no longer running here (dead, or a zombie
+// waiting for its parent).
+func gone(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+func TestRunStreamsOutput(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, machine(s), filepath.Join(t.TempDir(), "known_hosts"))
+	dir := t.TempDir()
+	var stdout, stderr syncBuffer
+	// The first line must arrive while the program still runs: the output
+	// is streamed, not collected at the end.
+	p, err := c.Start(context.Background(), []string{"sh", "-c", `echo "first $GREETING in $(pwd)"; echo oops >&2; read -r _ <&0 || true; sleep 2; echo last; exit 3`},
+		map[string]string{"GREETING": "hello 'quoted' world"}, dir, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Pid() <= 0 {
+		t.Fatalf("pid = %d", p.Pid())
+	}
+	want := "first hello 'quoted' world in " + dir + "\n"
+	waitFor(t, 5*time.Second, "the first line streamed back", func() bool { return stdout.String() == want })
+	select {
+	case <-p.Done():
+		t.Fatal("the program ended before its last line: the first was not streamed")
+	default:
+	}
+	err = p.Wait()
+	var ee interface{ ExitStatus() int }
+	if !errors.As(err, &ee) || ee.ExitStatus() != 3 || p.ExitStatus() != "exit status 3" {
+		t.Fatalf("Wait = %v (%s), want exit status 3", err, p.ExitStatus())
+	}
+	if stdout.String() != want+"last\n" || stderr.String() != "oops\n" {
+		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+	if strings.Contains(stdout.String(), "benchrun-remote-pid") {
+		t.Fatal("the pid line reached the program's output")
+	}
+}
+
+func TestProviderHostKeyMismatchIsRefused(t *testing.T) {
+	s := sshdtest.Start(t)
+	m := machine(s)
+	m.HostKey = sshdtest.WriteKey(t, filepath.Join(t.TempDir(), "other"))
+	start := time.Now()
+	_, err := remote.Dial(context.Background(), m, filepath.Join(t.TempDir(), "known_hosts"))
+	if !errors.Is(err, remote.ErrHostKey) || !strings.Contains(err.Error(), "the provider returned ssh-ed25519 SHA256:") {
+		t.Fatalf("Dial = %v, want a host key mismatch with the provider's key", err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("a mismatch was retried for %s: it is final", time.Since(start))
+	}
+}
+
+func TestTrustOnFirstUseIsRecordedThenEnforced(t *testing.T) {
+	s := sshdtest.Start(t)
+	m := machine(s)
+	m.HostKey = ""
+	known := filepath.Join(t.TempDir(), "run", "known_hosts")
+	c := dial(t, m, known)
+	c.Close()
+	b, err := os.ReadFile(known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(s.HostKey)
+	if want := fmt.Sprintf("[127.0.0.1]:%d %s %s\n", s.Port, fields[0], fields[1]); string(b) != want {
+		t.Fatalf("known_hosts = %q, want %q", b, want)
+	}
+	// The same key again: accepted, not recorded twice.
+	dial(t, m, known).Close()
+	if b2, _ := os.ReadFile(known); !bytes.Equal(b, b2) {
+		t.Fatalf("known_hosts grew on a second connection: %q", b2)
+	}
+	// The machine re-created with a new key on the same address.
+	s.Stop()
+	s.NewHostKey()
+	s.Start()
+	_, err = remote.Dial(context.Background(), m, known)
+	if !errors.Is(err, remote.ErrHostKey) || !strings.Contains(err.Error(), "delete line 1 of "+known) {
+		t.Fatalf("Dial = %v, want a changed host key naming %s", err, known)
+	}
+}
+
+func TestWrongUserKeyIsRefused(t *testing.T) {
+	s := sshdtest.Start(t)
+	m := machine(s)
+	m.KeyFile = filepath.Join(t.TempDir(), "stranger")
+	sshdtest.WriteKey(t, m.KeyFile)
+	start := time.Now()
+	_, err := remote.Dial(context.Background(), m, "")
+	if !errors.Is(err, remote.ErrAuth) || !strings.Contains(err.Error(), "from $TEST_KEY") || !strings.Contains(err.Error(), "authorized_keys") {
+		t.Fatalf("Dial = %v, want the refused key named by its source", err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("a refused key was retried for %s: it is final", time.Since(start))
+	}
+}
+
+func TestKeyMaterialStaysOutOfErrors(t *testing.T) {
+	s := sshdtest.Start(t)
+	key, err := os.ReadFile(s.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The key itself in the variable works like its path.
+	m := machine(s)
+	m.KeyFile = string(key)
+	dial(t, m, "").Close()
+	// A broken key, and one that is neither a path nor a key: the errors
+	// say so without showing it.
+	for _, v := range []string{string(key[:len(key)/2]), strings.Repeat("c2VjcmV0", 200)} {
+		m.KeyFile = v
+		_, err := remote.Dial(context.Background(), m, "")
+		if err == nil || !strings.Contains(err.Error(), "$TEST_KEY") {
+			t.Fatalf("Dial with a broken key = %v", err)
+		}
+		if strings.Contains(err.Error(), v[40:80]) {
+			t.Fatalf("the error shows the key: %v", err)
+		}
+	}
+}
+
+func TestDialWaitsForSSH(t *testing.T) {
+	s := sshdtest.New(t) // prepared, not listening yet: a pod still booting
+	m := machine(s)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		s.Start()
+	}()
+	start := time.Now()
+	c, err := remote.Dial(context.Background(), m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("connected after %s, before sshd started", d)
+	}
+	// And one that never comes up gives up at Within, with the last error.
+	m.Port = sshdtest.FreePort(t)
+	m.Within = time.Second
+	_, err = remote.Dial(context.Background(), m, "")
+	if err == nil || !strings.Contains(err.Error(), "not up after") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Dial to nothing = %v", err)
+	}
+}
+
+// startTree starts a remote shell with a child and returns both pids.
+func startTree(t *testing.T, c *remote.Client, ctx context.Context) (*remote.Process, int) {
+	t.Helper()
+	var out syncBuffer
+	p, err := c.Start(ctx, []string{"sh", "-c", `trap '' INT; sleep 300 & echo child=$!; wait`}, nil, "", &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	waitFor(t, 5*time.Second, "the child's pid", func() bool {
+		v, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "child=")
+		child, _ = strconv.Atoi(v)
+		return ok && child > 0
+	})
+	return p, child
+}
+
+func TestCancelKillsTheRemoteProcessGroup(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, machine(s), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	p, child := startTree(t, c, ctx)
+	// A second session sees it running.
+	if alive, err := c.Alive(context.Background(), p.Pid()); err != nil || !alive {
+		t.Fatalf("Alive before the cancel = %v, %v", alive, err)
+	}
+	cancel()
+	waitFor(t, 10*time.Second, "the session ending after the cancel", func() bool {
+		select {
+		case <-p.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	if alive, err := c.Alive(context.Background(), p.Pid()); err != nil || alive {
+		t.Fatalf("Alive after the cancel = %v, %v: the remote program survived", alive, err)
+	}
+	waitFor(t, 5*time.Second, "the remote child gone (/proc)", func() bool { return gone(child) && gone(p.Pid()) })
+	if !strings.HasPrefix(p.ExitStatus(), "signal: TERM") && p.ExitStatus() != "exit status 143" {
+		t.Logf("exit status after the cancel: %s", p.ExitStatus())
+	}
+}
+
+func TestStopEscalatesToKill(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, machine(s), "")
+	var out syncBuffer
+	// Ignores INT and TERM: only KILL ends it.
+	p, err := c.Start(context.Background(), []string{"sh", "-c", `trap '' INT TERM; echo up; while :; do sleep 0.1; done`}, nil, "", &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "up", func() bool { return out.String() == "up\n" })
+	start := time.Now()
+	if err := p.Stop(context.Background(), remote.Graces{Int: 200 * time.Millisecond, Term: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stop took %s", d)
+	}
+	if p.ExitStatus() != "signal: KILL" {
+		t.Errorf("exit status %q, want signal: KILL", p.ExitStatus())
+	}
+	waitFor(t, 5*time.Second, "the program gone", func() bool { return gone(p.Pid()) })
+}
+
+// TestLostConnectionKillsTheRemoteProcess is benchrun SIGKILLed (or the
+// network gone): nobody sends a signal, and the watcher on the machine
+// takes the program down when the session's stdin ends.
+func TestLostConnectionKillsTheRemoteProcess(t *testing.T) {
+	s := sshdtest.Start(t)
+	c, err := remote.Dial(context.Background(), machine(s), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, child := startTree(t, c, context.Background())
+	c.Close() // the connection dropped, no stop sent
+	waitFor(t, 15*time.Second, "the remote program and its child gone after the connection dropped", func() bool { return gone(p.Pid()) && gone(child) })
+}
+
+func TestMachineFrom(t *testing.T) {
+	env := map[string]string{"POD_KEY": "/keys/pod"}
+	m, err := remote.MachineFrom(map[string]any{"ssh_host": "10.0.0.9", "ssh_port": int64(2222), "ssh_user": "ubuntu", "ssh_key_env": "POD_KEY", "ssh_host_key": "ssh-ed25519 AAAA"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.String() != "ubuntu@10.0.0.9:2222" || m.KeyFile != "/keys/pod" || m.KeySource != "$POD_KEY" || m.HostKey != "ssh-ed25519 AAAA" {
+		t.Fatalf("machine = %+v", m)
+	}
+	for _, tt := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"ssh_key_env": "POD_KEY"}, "no ssh_host output"},
+		{map[string]any{"ssh_host": "h", "ssh_port": "x", "ssh_key_env": "POD_KEY"}, `ssh_port output "x" is not a port`},
+		{map[string]any{"ssh_host": "h"}, "no ssh_key_env output"},
+		{map[string]any{"ssh_host": "h", "ssh_key_env": "UNSET"}, "$UNSET is not set"},
+	} {
+		if _, err := remote.MachineFrom(tt.values, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("MachineFrom(%v) = %v, want %q", tt.values, err, tt.want)
+		}
+	}
+}
+
+func TestFreePort(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, machine(s), "")
+	port, err := c.FreePort()
+	if err != nil || port <= 0 {
+		t.Fatalf("FreePort = %d, %v", port, err)
+	}
+}
