@@ -29,6 +29,15 @@ type Config struct {
 	CostPerHour *float64          `json:"cost_per_hour"`
 	Keep        bool              `json:"keep"`
 	Env         map[string]string `json:"env"`
+	SSH         *SSH              `json:"ssh"`
+}
+
+// SSH is how stages with on: reach the machine (see schema.cue).
+type SSH struct {
+	KeyEnv  string `json:"key_env"`
+	User    string `json:"user"`
+	Port    int    `json:"port"`
+	HostKey string `json:"host_key"`
 }
 
 // New decodes the configuration.

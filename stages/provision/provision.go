@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -31,6 +32,7 @@ import (
 var (
 	_ pipeline.Stage   = (*Stage)(nil)
 	_ pipeline.Cleaner = (*Stage)(nil)
+	_ remote.Provider  = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -103,6 +105,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		out.Values["cost_per_hour"] = *s.cfg.CostPerHour
 	}
 	out.CostPerHour = price(out.Values["cost_per_hour"])
+	s.sshOutputs(out.Values)
 	if u, ok := s.values["url"].(string); ok && u != "" {
 		out.URL = u
 	} else if h, ok := s.values["host"]; ok {
@@ -112,6 +115,37 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	s.logf("benchrun: provisioned; outputs: %s\n", redact(s.values))
 	return out, nil
+}
+
+// ProvidesSSH reports whether the outputs carry the ssh_* values stages
+// with on: read (remote.Provider): the stage has an ssh: block.
+func (s *Stage) ProvidesSSH() bool { return s.cfg.SSH != nil }
+
+// sshOutputs fills the ssh_* outputs (remote.MachineFrom reads them) from
+// what create and wait printed, falling back on the ssh: block: a cloud
+// CLI knows the SSH port and host key of the pod it made, the plan only
+// a default. The private key is not among them, only the name of the
+// variable holding it.
+//
+// TODO(contract): a typed pipeline.Outputs field (SSH) rather than Values.
+func (s *Stage) sshOutputs(values map[string]any) {
+	c := s.cfg.SSH
+	if c == nil {
+		return
+	}
+	set := func(key string, fallback any) {
+		if v, ok := values[key]; ok && fmt.Sprint(v) != "" {
+			return
+		}
+		if fallback != nil && fmt.Sprint(fallback) != "" {
+			values[key] = fallback
+		}
+	}
+	set(remote.OutHost, values["host"])
+	set(remote.OutPort, int64(c.Port))
+	set(remote.OutUser, c.User)
+	set(remote.OutHostKey, c.HostKey)
+	values[remote.OutKeyEnv] = c.KeyEnv
 }
 
 // price is a machine's price per hour from the stage's outputs: the

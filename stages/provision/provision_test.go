@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -255,3 +256,40 @@ func TestPrice(t *testing.T) {
 }
 
 func ptr(f float64) *float64 { return &f }
+
+func TestSSHOutputs(t *testing.T) {
+	s, env, _ := stage(t, `create: {cmd: ["sh", "-c", "echo host=10.9.8.7; echo ssh_port=2222"]}
+	teardown: {cmd: ["true"]}
+	ssh: {key_env: "POD_KEY", user: "ubuntu"}`)
+	if !s.ProvidesSSH() {
+		t.Fatal("a provision stage with ssh: provides no machine")
+	}
+	out, err := s.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Cleanup(context.Background())
+	m, err := remote.MachineFrom(out.Values, func(k string) string {
+		if k == "POD_KEY" {
+			return "/keys/pod"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The printed port wins over the block's default; the host is the host output.
+	if m.String() != "ubuntu@10.9.8.7:2222" || m.KeyFile != "/keys/pod" || m.HostKey != "" {
+		t.Fatalf("machine = %+v (outputs %v)", m, out.Values)
+	}
+	s2, env2, _ := stage(t, `create: {cmd: ["sh", "-c", "echo host=h"]}
+	teardown: {cmd: ["true"]}`)
+	out2, err := s2.Run(context.Background(), env2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Cleanup(context.Background())
+	if s2.ProvidesSSH() || out2.Values[remote.OutKeyEnv] != nil {
+		t.Fatalf("without ssh: the stage claims a machine: %v", out2.Values)
+	}
+}
