@@ -5,11 +5,13 @@ package stages
 
 import (
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/stages/exec"
 	"github.com/benchrun/benchrun/stages/health"
 	"github.com/benchrun/benchrun/stages/launch"
 	"github.com/benchrun/benchrun/stages/post"
 	"github.com/benchrun/benchrun/stages/provision"
 	"github.com/benchrun/benchrun/stages/sweep"
+	"github.com/benchrun/benchrun/stages/validate"
 	"github.com/benchrun/benchrun/stages/warmup"
 )
 
@@ -20,5 +22,7 @@ func Builtin(reg *pipeline.Registry) {
 	reg.AddKind(health.Kind)
 	reg.AddKind(warmup.Kind)
 	reg.AddKind(sweep.Kind)
+	reg.AddKind(exec.Kind)
+	reg.AddKind(validate.Kind)
 	reg.AddKind(post.Kind)
 }
