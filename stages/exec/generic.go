@@ -1,0 +1,292 @@
+package exec
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/schema"
+)
+
+// The generic parsers read records (a JSON array or object, JSON lines,
+// CSV with a header) and put each field in the benchrun column the plan's
+// `fields` maps it to, or in the column of its own name; the rest go to
+// exec_extra. A value that does not fit its column's type is kept in
+// exec_extra too, with a note, so a row is never dropped for one field.
+
+// reservedColumns are the columns benchrun itself stamps on every row:
+// a program's value would be overwritten, so vet refuses mapping to them.
+var reservedColumns = map[string]string{
+	"run_id": "the run's id", "plan": "the plan's name", "stage": "the stage's name",
+	"attempt": "the run's attempt", "measurement": "the cell's measurement", "metadata": "the plan's metadata",
+	"model_digest": "the model file's digest", "hostname": "this host's name", "hardware": "this host's hardware",
+	"benchrun_version": "benchrun's version", "started_at": "the program's start", "program": "the parser's name",
+	"exec_extra": "the unmapped fields",
+}
+
+// cellColumn is one column of results.Cell a program's field may fill.
+type cellColumn struct {
+	index int
+	kind  reflect.Kind // of the value: Float64, Int64 or String
+	ptr   bool
+}
+
+var cellColumns = func() map[string]cellColumn {
+	out := map[string]cellColumn{}
+	t := reflect.TypeOf(results.Cell{})
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+		ft, ptr := f.Type, false
+		if ft.Kind() == reflect.Pointer {
+			ft, ptr = ft.Elem(), true
+		}
+		switch ft.Kind() {
+		case reflect.Float64, reflect.Int64, reflect.String:
+			out[name] = cellColumn{index: i, kind: ft.Kind(), ptr: ptr}
+		}
+	}
+	return out
+}()
+
+// columnNames lists every column of a cell row (for a did-you-mean).
+func columnNames() []string {
+	t := reflect.TypeOf(results.Cell{})
+	out := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("parquet"), ",")
+		out = append(out, name)
+	}
+	return out
+}
+
+// checkColumn says why a program's field cannot go to column ("": it can).
+func checkColumn(column string) string {
+	if why, ok := reservedColumns[column]; ok {
+		return fmt.Sprintf("%s is benchrun's own column (%s): a program's value would be overwritten", column, why)
+	}
+	if _, ok := cellColumns[column]; ok {
+		return ""
+	}
+	for _, c := range columnNames() {
+		if c == column {
+			return fmt.Sprintf("%s is not a number or string column", column)
+		}
+	}
+	hint := ""
+	if s := closestColumn(column); s != "" {
+		hint = fmt.Sprintf("; did you mean %q?", s)
+	}
+	return fmt.Sprintf("%q is not a column of benchrun's rows (docs/RESULTS.md lists them)%s", column, hint)
+}
+
+// closestColumn suggests the column a mistyped name most likely meant: one
+// that only adds the unit suffix the name forgot (decode_tok -> decode_tok_s),
+// else the nearest by edit distance, within a third of the name's length
+// (the csv sink's rule for its columns).
+func closestColumn(name string) string {
+	best, bestD := "", max(2, len(name)/3)+1
+	for _, c := range columnNames() {
+		if strings.HasPrefix(c, name+"_") && len(c)-len(name) <= 6 {
+			return c
+		}
+		if d := schema.EditDistance(strings.ToLower(name), c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// parseGeneric reads format (json, jsonl, csv) records from out with the
+// mapping fields (program name → column).
+func parseGeneric(format string, out []byte, fields map[string]string) ([]record, error) {
+	var rows []map[string]any
+	var perr error
+	trimmed := bytes.TrimSpace(out)
+	if len(trimmed) == 0 {
+		return nil, errors.New("no output on stdout")
+	}
+	switch format {
+	case parserJSON:
+		if start, isArray := arrayStart(trimmed); isArray {
+			rows, perr = jsonArray(trimmed[start:], "JSON")
+		} else {
+			dec := json.NewDecoder(bytes.NewReader(trimmed[start:]))
+			dec.UseNumber()
+			var m map[string]any
+			if err := dec.Decode(&m); err != nil {
+				perr = fmt.Errorf("JSON: want an object or an array of objects: %w", err)
+			} else {
+				rows = []map[string]any{m}
+			}
+		}
+	case parserJSONL:
+		rows, perr = jsonLines(trimmed, "JSON lines")
+	case parserCSV:
+		rows, perr = csvRecords(trimmed)
+	default:
+		return nil, fmt.Errorf("unknown parser %q", format)
+	}
+	var recs []record
+	for _, m := range rows {
+		recs = append(recs, genericRecord(format, flatten(m), fields))
+	}
+	disambiguate(recs, nil)
+	if len(recs) == 0 && perr == nil {
+		perr = fmt.Errorf("no %s records on stdout", format)
+	}
+	return recs, perr
+}
+
+// csvRecords reads a header line and the records after it (as strings:
+// each column's type decides how a value is read).
+func csvRecords(b []byte) ([]map[string]any, error) {
+	r := csv.NewReader(bytes.NewReader(b))
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("CSV header: %w", err)
+	}
+	for i := range header {
+		header[i] = strings.TrimSpace(header[i])
+	}
+	var out []map[string]any
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("CSV: after %d records: %w", len(out), err)
+		}
+		m := map[string]any{}
+		for i, v := range rec {
+			if i < len(header) {
+				m[header[i]] = v
+			} else {
+				m[fmt.Sprintf("field_%d", i+1)] = v
+			}
+		}
+		out = append(out, m)
+	}
+}
+
+// flatten names a nested JSON object's fields a.b (the form `fields`
+// uses); arrays stay values of their own field.
+func flatten(m map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(prefix+k+".", sub)
+				continue
+			}
+			out[prefix+k] = v
+		}
+	}
+	walk("", m)
+	return out
+}
+
+// genericRecord maps one record onto a row.
+func genericRecord(format string, m map[string]any, fields map[string]string) record {
+	c := results.Cell{Program: format}
+	rv := reflect.ValueOf(&c).Elem()
+	extra := map[string]any{}
+	var notes []string
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the same notes, in the same order, every time
+	for _, k := range keys {
+		v := m[k]
+		col, mapped := fields[k]
+		if !mapped {
+			col = k
+		}
+		cc, ok := cellColumns[col]
+		if !ok || reservedColumns[col] != "" {
+			extra[k] = v
+			continue
+		}
+		if !setColumn(rv.Field(cc.index), cc, v) {
+			extra[k] = v
+			if mapped {
+				notes = append(notes, fmt.Sprintf("%s: %s is not a %s for %s", k, shortJSON(v), kindName(cc.kind), col))
+			}
+		}
+	}
+	c.ExecExtra = extraJSON(extra)
+	c.Notes = strings.Join(notes, "; ")
+	id := c.CellID
+	if id == "" {
+		id = c.BenchTest
+	}
+	if id == "" {
+		id = "row"
+	}
+	c.CellID = ""
+	return record{id: id, cell: c}
+}
+
+func kindName(k reflect.Kind) string {
+	if k == reflect.String {
+		return "string"
+	}
+	return "number"
+}
+
+func shortJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
+}
+
+// setColumn puts v in the field, reading it as the column's type; false
+// when it is not one (a null leaves a nullable column NULL).
+func setColumn(f reflect.Value, cc cellColumn, v any) bool {
+	if v == nil || v == "" && cc.kind != reflect.String {
+		return cc.ptr // NULL, or not a number for a required one
+	}
+	var val reflect.Value
+	switch cc.kind {
+	case reflect.Float64:
+		x, ok := asFloat(v)
+		if !ok {
+			return false
+		}
+		val = reflect.ValueOf(x)
+	case reflect.Int64:
+		x, ok := asInt(v)
+		if !ok {
+			return false
+		}
+		val = reflect.ValueOf(x)
+	case reflect.String:
+		s, ok := asString(v)
+		if !ok {
+			return false
+		}
+		val = reflect.ValueOf(s)
+	}
+	if cc.ptr {
+		p := reflect.New(val.Type())
+		p.Elem().Set(val)
+		f.Set(p)
+	} else {
+		f.Set(val)
+	}
+	return true
+}
