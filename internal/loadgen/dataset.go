@@ -176,3 +176,38 @@ func loadText(path string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// LoadReferenceVectors reads a JSONL file's reference embeddings: for each
+// line with both fields, the text in field and its vector (an array of
+// numbers) in vectorField, keyed by the text. Lines without a vector are
+// skipped; none at all gives nil.
+func LoadReferenceVectors(path, field, vectorField string) (map[string][]float32, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reference vectors: %w", err)
+	}
+	var out map[string][]float32
+	for n, line := range bytes.Split(b, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(line, &obj); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+		}
+		var text string
+		var vec []float32
+		if json.Unmarshal(obj[field], &text) != nil || len(obj[vectorField]) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(obj[vectorField], &vec); err != nil {
+			return nil, fmt.Errorf("%s:%d: field %s: %w", path, n+1, vectorField, err)
+		}
+		if out == nil {
+			out = map[string][]float32{}
+		}
+		out[text] = vec
+	}
+	return out, nil
+}

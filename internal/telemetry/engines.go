@@ -21,17 +21,22 @@ type Engine struct {
 	// DefaultTag is appended to a served name without a tag when the
 	// engine lists models with one (Ollama lists "stories" as "stories:latest").
 	DefaultTag string
+	// EmbeddingsArgs are the server flags without which the engine
+	// refuses /v1/embeddings: llama-server answers 501 unless started
+	// with --embeddings, and 400 when its pooling is none.
+	EmbeddingsArgs []string
 }
 
 // Engines are the presets a plan names with `engine:`. "custom" is the
 // default for a server benchrun has no preset for; its paths are the
 // common ones and a plan overrides them on the health stage.
 var Engines = map[string]Engine{
-	"custom":       {Name: "custom", HealthPath: "/health", ModelsPath: "/v1/models"},
-	"sim":          {Name: "sim", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
-	"llama-server": {Name: "llama-server", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
-	"vllm":         {Name: "vllm", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
-	"sglang":       {Name: "sglang", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
+	"custom": {Name: "custom", HealthPath: "/health", ModelsPath: "/v1/models"},
+	"sim":    {Name: "sim", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
+	"llama-server": {Name: "llama-server", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics",
+		EmbeddingsArgs: []string{"--embeddings", "--pooling", "mean"}},
+	"vllm":   {Name: "vllm", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
+	"sglang": {Name: "sglang", HealthPath: "/health", ModelsPath: "/v1/models", MetricsPath: "/metrics"},
 	// Ollama has no /health: GET / answers 200 "Ollama is running".
 	"ollama": {Name: "ollama", HealthPath: "/", ModelsPath: "/v1/models", DefaultTag: "latest"},
 	// MAX answers readiness on /v1/health (what Modular's own examples

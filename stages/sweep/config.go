@@ -55,6 +55,8 @@ type DatasetConfig struct {
 	Format string `json:"format"`
 	Field  string `json:"field"`
 	Limit  int    `json:"limit"`
+	// Vector is the JSONL field holding each text's reference embedding.
+	Vector string `json:"vector"`
 }
 
 // Config is the stage's configuration (see schema.cue).
@@ -92,6 +94,12 @@ type Config struct {
 	Headers            map[string]string `json:"headers"`
 	Body               map[string]any    `json:"body"`
 	Telemetry          TelemetryConfig   `json:"telemetry"`
+	// Embeddings and media (media.go).
+	Batch           []int     `json:"batch"`
+	Dimensions      int       `json:"dimensions"`
+	Images          []int     `json:"images"`
+	ImageResolution []string  `json:"image_resolution"`
+	AudioSeconds    []float64 `json:"audio_seconds"`
 }
 
 // TelemetryConfig says what is measured beside the load (schema.cue).

@@ -54,6 +54,8 @@ type Stage struct {
 	duration, minDuration, rampDuration time.Duration
 	stallTimeout, requestTimeout        time.Duration
 	firstTokenTimeout                   time.Duration
+	// refs are the dataset's reference vectors by text (embeddings).
+	refs map[string][]float32
 }
 
 // Validate checks the configuration against the plan without side effects.
@@ -106,6 +108,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 		}
 	}
 	s.validateServerVars(c, bad)
+	s.validateMedia(bad)
 	s.validateLimits(bad)
 	s.validateDuplicates(bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
@@ -182,13 +185,19 @@ type point struct {
 	concurrency int     // closed loop
 	rate        float64 // open loop (> 0)
 	repeat      int     // 1..repeats when the sweep repeats; 0 when it does not
+	v           variant // batch, images, audio (media.go)
 }
 
 func (p point) label() string {
-	l := fmt.Sprintf("%d:%d c=%d", p.cell.ISL, p.cell.OSL, p.concurrency)
-	if p.rate > 0 {
-		l = fmt.Sprintf("%d:%d rate=%g/s", p.cell.ISL, p.cell.OSL, p.rate)
+	shape := fmt.Sprintf("%d:%d", p.cell.ISL, p.cell.OSL)
+	if p.v.audio > 0 {
+		shape = audioLabel(p.v.audio)
 	}
+	l := fmt.Sprintf("%s c=%d", shape, p.concurrency)
+	if p.rate > 0 {
+		l = fmt.Sprintf("%s rate=%g/s", shape, p.rate)
+	}
+	l += p.v.label()
 	if len(p.cell.Server) > 0 {
 		l += " " + p.cell.serverVars(" ")
 	}
@@ -200,16 +209,23 @@ func (p point) label() string {
 
 // c1Key names the c=1 row a point's speedup is measured against: the same
 // cell in the same repeat.
-func (p point) c1Key() string { return fmt.Sprintf("%s#%d", p.cell.key(), p.repeat) }
+func (p point) c1Key() string {
+	return fmt.Sprintf("%s%s%s#%d", p.cell.key(), p.v.idSuffix(), audioLabel(p.v.audio), p.repeat)
+}
 
 // cellID is deterministic, so --resume can recognise finished cells; a
 // cell's server variables follow, sorted by key (sweep/128:128/c4/np=4),
 // so cells that differ only in them stay apart.
 func cellID(stage string, p point) string {
-	id := fmt.Sprintf("%s/%d:%d/c%d", stage, p.cell.ISL, p.cell.OSL, p.concurrency)
-	if p.rate > 0 {
-		id = fmt.Sprintf("%s/%d:%d/r%g", stage, p.cell.ISL, p.cell.OSL, p.rate)
+	shape := fmt.Sprintf("%d:%d", p.cell.ISL, p.cell.OSL)
+	if p.v.audio > 0 {
+		shape = audioLabel(p.v.audio)
 	}
+	id := fmt.Sprintf("%s/%s/c%d", stage, shape, p.concurrency)
+	if p.rate > 0 {
+		id = fmt.Sprintf("%s/%s/r%g", stage, shape, p.rate)
+	}
+	id += p.v.idSuffix()
 	if len(p.cell.Server) > 0 {
 		id += "/" + p.cell.serverVars("/")
 	}
@@ -221,15 +237,21 @@ func cellID(stage string, p point) string {
 
 func (s *Stage) points() []point {
 	var ladder []point
-	for _, c := range s.cfg.Cells {
-		if len(s.cfg.Rates) > 0 {
-			for _, r := range s.cfg.Rates {
-				ladder = append(ladder, point{cell: c, rate: r, concurrency: s.cfg.MaxInflight})
+	cells := s.cfg.Cells
+	if s.cfg.Endpoint == "transcriptions" {
+		cells = []Cell{{}} // the audio is the input; cells do not apply
+	}
+	for _, c := range cells {
+		for _, v := range s.variants() {
+			if len(s.cfg.Rates) > 0 {
+				for _, r := range s.cfg.Rates {
+					ladder = append(ladder, point{cell: c, rate: r, concurrency: s.cfg.MaxInflight, v: v})
+				}
+				continue
 			}
-			continue
-		}
-		for _, conc := range s.cfg.Concurrency {
-			ladder = append(ladder, point{cell: c, concurrency: conc})
+			for _, conc := range s.cfg.Concurrency {
+				ladder = append(ladder, point{cell: c, concurrency: conc, v: v})
+			}
 		}
 	}
 	if s.cfg.Repeats <= 1 {
@@ -275,6 +297,17 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		StallTimeout:    s.stallTimeout,
 		Timeout:         s.requestTimeout,
 	}
+	if s.cfg.Endpoint == "embeddings" {
+		// Every vector of the sweep must have one length: the plan's,
+		// else the first answer's.
+		t.Dimension = loadgen.NewDimension(s.cfg.Dimensions)
+		if s.cfg.Dimensions > 0 {
+			t.ExtraBody["dimensions"] = s.cfg.Dimensions
+		}
+	}
+	if s.cfg.Endpoint == "transcriptions" {
+		t.Stream = false
+	}
 	defer t.HTTP.CloseIdleConnections()
 	headers, err := pipeline.ExpandHeaders(env.Stage.Name, s.cfg.Headers)
 	if err != nil {
@@ -303,6 +336,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			return nil, fmt.Errorf("stages.%s.dataset: %w", env.Stage.Name, err)
 		}
 	}
+	refs, err := s.loadReferences(env)
+	if err != nil {
+		return nil, fmt.Errorf("stages.%s.dataset.vector: %w", env.Stage.Name, err)
+	}
+	s.refs = refs
 
 	prog := newProgress(env.Progress)
 	var vocab *loadgen.Vocab
@@ -322,6 +360,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			Stage: env.Stage.Name, CellID: id, Model: model, Engine: target.Engine,
 			Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
 			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target), Repeat: int64(p.repeat),
+			Batch: int64(p.v.batch), Images: int64(p.v.images), ImageResolution: p.v.res, AudioSeconds: p.v.audio,
 		}
 		if p.rate > 0 {
 			base.Arrival = s.cfg.Arrival
@@ -396,6 +435,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		}
 		// Calibrate once, lazily (after any restart), unless prompts come
 		// from a dataset or calibration is off.
+		if vocab == nil && s.cfg.Endpoint == "transcriptions" {
+			vocab = loadgen.AssumedVocab() // no prompts to size
+		}
 		if vocab == nil {
 			vocab, calibNote = s.calibrate(ctx, t, dataset != nil, info)
 		}
@@ -559,8 +601,13 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/"), p.concurrency, p.rate),
 	}
 	src.Prepare()
+	kit, err := s.newMediaKit(p, s.refs)
+	if err != nil {
+		row.Status, row.Reason = results.StatusError, err.Error()
+		return row, nil, nil
+	}
 	var body map[string]any
-	if s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings {
+	if s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings && t.Endpoint != loadgen.Transcriptions {
 		body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
 	}
 	maxTokens := p.cell.OSL
@@ -568,7 +615,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	if body != nil {
 		expect = maxTokens // forced: fewer tokens is a stream cut short
 	}
-	if t.Endpoint == loadgen.Embeddings {
+	if t.Endpoint == loadgen.Embeddings || t.Endpoint == loadgen.Transcriptions {
 		maxTokens = 0
 	}
 	var mu sync.Mutex
@@ -584,11 +631,14 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		if l.Duration == 0 && l.MinDuration == 0 {
 			exact = expected // the pass sends exactly this many
 		}
+		if p.v.batch > 1 && exact > 0 {
+			exact *= p.v.batch // each request takes batch prompts
+		}
 		prompts := newPromptFeed(src, pass, exact)
 		var sent []sentResult
 		pv.pass(pass, timed, expected, counters, s.duration)
 		st, err := loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
-			return loadgen.Request{Prompt: prompts.prompt(i), MaxTokens: maxTokens, Body: body, ExpectTokens: expect}
+			return kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect})
 		}, func(i int, r loadgen.Result) {
 			mu.Lock()
 			sent = append(sent, sentResult{i, r})
@@ -665,12 +715,14 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		// The server died mid-point: its death is the reason.
 		row.Requests = int64(len(timed))
 		fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
+		fillMedia(&row, timed, window, s.refs != nil)
 		samples := probes.end(context.WithoutCancel(ctx), &row)
 		row.Status, row.Reason = results.StatusError, c.Error()
 		return row, requestRows(row, timed), samples
 	}
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
+	fillMedia(&row, timed, window, s.refs != nil)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
 	return row, requestRows(row, timed), samples
