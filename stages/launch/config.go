@@ -17,6 +17,7 @@ import (
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
 	Engine      string            `json:"engine"`
+	On          string            `json:"on"`
 	Cmd         []string          `json:"cmd"`
 	Shell       bool              `json:"shell"`
 	Env         map[string]string `json:"env"`

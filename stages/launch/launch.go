@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -76,6 +77,11 @@ type Stage struct {
 
 	progress io.Writer // stderr: a death is shown with its log tail
 
+	// With on: the connection to the machine the server runs on, and its
+	// address (where the server is reached); nil and "" otherwise.
+	remote     *remote.Client
+	remoteHost string
+
 	mu       sync.Mutex
 	up       bool // Run returned: a death from now on is shown by the watcher
 	proc     *process
@@ -85,8 +91,17 @@ type Stage struct {
 
 // process is one start of the server.
 type process struct {
-	*procrun.Process
+	serverProc
 	stopped bool // benchrun asked it to stop (a restart or cleanup)
+}
+
+// serverProc is a started server: a local process (procrun) or one on the
+// machine of on: (remote.go).
+type serverProc interface {
+	Pid() int
+	Done() <-chan struct{}
+	ExitStatus() string
+	Stop(ctx context.Context, g procrun.Graces) error
 }
 
 // Validate checks the configuration without side effects.
@@ -141,6 +156,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 			errs = append(errs, schema.Error{Pos: s.spec.PosOf(o.field), Msg: fmt.Sprintf("stages.%s.%s: ${cell.%s} expands only in cmd and env (they are expanded again at each restart; %s is used once)", s.spec.Name, o.field, refs[0], o.field)})
 		}
 	}
+	errs = append(errs, s.validateOn(c)...)
 	for name := range s.cfg.Files {
 		if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsRune(name, os.PathSeparator) {
 			errs = append(errs, schema.Error{Pos: s.spec.PosOf("files"), Msg: fmt.Sprintf("stages.%s.files: %q: a file name inside the run directory, without a path", s.spec.Name, name)})
@@ -203,10 +219,15 @@ func (s *Stage) Warnings(c *pipeline.Check) []schema.Error {
 func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outputs, err error) {
 	s.progress = env.Progress
 	defer func() { showDetails(env.Progress, err) }()
+	if s.cfg.On != "" {
+		if err := s.connect(ctx, env); err != nil {
+			return nil, err
+		}
+	}
 	if s.port, err = s.pickPort(); err != nil {
 		return nil, err
 	}
-	if _, auto := s.cfg.Port.(string); !auto {
+	if _, auto := s.cfg.Port.(string); !auto && s.remote == nil {
 		// A fixed port someone else serves would be benchmarked in the
 		// launched server's place (it may still be loading): refuse it
 		// before anything starts.
@@ -226,7 +247,16 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	// Environment shared by the server and its setup commands.
 	s.baseEnviron = os.Environ()
 	s.gpus = nil
-	if len(s.gpuSel) > 0 {
+	if s.remote != nil {
+		// The machine's own environment, not benchrun's: benchrun's
+		// variables (its credentials) reach it only through env. GPUs are
+		// the machine's, by index: NVML here knows none of them.
+		s.baseEnviron = nil
+		if len(s.gpuSel) > 0 {
+			s.gpus = slices.Clone(s.gpuSel)
+			s.baseEnviron = telemetry.CUDADevicesEnv(s.gpus)
+		}
+	} else if len(s.gpuSel) > 0 {
 		if s.gpus, err = s.chooseGPUs(env.Log); err != nil {
 			return nil, err
 		}
@@ -253,7 +283,14 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	}
 
 	s.dir = resolveDir(s.cfg.Dir, env, vars, "")
-	version := s.engineVersion(ctx, env.Log)
+	version := ""
+	if s.remote != nil {
+		// A directory on the machine, as written (relative: to the login
+		// directory); the engine's version is the server's to say.
+		s.dir = expand(s.cfg.Dir, vars)
+	} else {
+		version = s.engineVersion(ctx, env.Log)
+	}
 	s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
 	s.mu.Lock()
 	s.up = false
@@ -280,7 +317,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	s.mu.Unlock()
 
 	out = &pipeline.Outputs{
-		URL:           "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port)),
+		URL:           "http://" + net.JoinHostPort(s.clientHost(), strconv.Itoa(s.port)),
 		Model:         s.model,
 		Engine:        s.cfg.Engine,
 		EngineVersion: version,
@@ -308,6 +345,14 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	}
 	out.Values["port"] = s.port
 	out.Values["host"] = s.cfg.Host
+	if s.remote != nil {
+		// The PID and GPUs are the machine's: a PID here would name
+		// another process, and telemetry reads this machine's GPUs.
+		out.Values["host"] = s.remoteHost
+		out.Values["remote_pid"] = out.PID
+		out.PID = 0
+		out.GPUs = nil
+	}
 	out.Values["log"] = s.logPath
 	if out.MetricsURL != "" {
 		out.Values["metrics_url"] = out.MetricsURL
@@ -371,7 +416,7 @@ func (s *Stage) metricsURL(vars map[string]string) string {
 	if s.engine.MetricsPort != 0 {
 		port = s.engine.MetricsPort
 	}
-	return "http://" + net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(port)) + s.engine.MetricsPath
+	return "http://" + net.JoinHostPort(s.clientHost(), strconv.Itoa(port)) + s.engine.MetricsPath
 }
 
 // showDetails prints what follows the first line of a failure (a log
@@ -446,11 +491,17 @@ func (s *Stage) procSpec(argv, environ []string, dir, logPath, noun string) proc
 // start starts one server process (procrun.Start: under the guard, its
 // output appended to the stage log) and watches it.
 func (s *Stage) start() error {
-	pp, err := procrun.Start(s.procSpec(s.argv, s.environ, s.dir, s.logPath, "server"))
+	var pp serverProc
+	var err error
+	if s.remote != nil {
+		pp, err = s.startRemote()
+	} else {
+		pp, err = procrun.Start(s.procSpec(s.argv, s.environ, s.dir, s.logPath, "server"))
+	}
 	if err != nil {
 		return err
 	}
-	p := &process{Process: pp}
+	p := &process{serverProc: pp}
 	s.mu.Lock()
 	s.proc = p
 	died, once := s.died, s.diedOnce
@@ -533,7 +584,7 @@ func (s *Stage) deathDetails() string {
 // answered by another process is not this server being up. It is bounded
 // by start_within and by the stage's context (its timeout, an interrupt).
 func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
-	addr := net.JoinHostPort(urlHost(s.cfg.Host), strconv.Itoa(s.port))
+	addr := net.JoinHostPort(s.clientHost(), strconv.Itoa(s.port))
 	start := time.Now()
 	deadline := start.Add(s.startWithin)
 	s.mu.Lock()
@@ -548,6 +599,10 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 		if err == nil {
 			c.Close()
 			owned, known, holder := portOwnership(p.Pid(), s.port)
+			if s.remote != nil {
+				// This machine's /proc knows nothing of the machine's sockets.
+				owned, known, holder = false, false, ""
+			}
 			if owned || !known {
 				if log != nil {
 					fmt.Fprintf(log, "benchrun: listening on %s after %s\n", addr, time.Since(start).Round(time.Millisecond))
@@ -639,6 +694,9 @@ func portFree(host string, port int) error {
 // each with its own timeout and log file (<stage>.<phase>-<i>.log); a
 // failure carries the log's tail.
 func (s *Stage) runCommands(ctx context.Context, env *pipeline.Env, phase string, cmds []Command, vars map[string]string) error {
+	if s.remote != nil {
+		return s.runRemoteCommands(ctx, env, phase, cmds, vars)
+	}
 	for i, c := range cmds {
 		argv := commandLine(c.Cmd, c.Shell, vars)
 		logPath := filepath.Join(env.Dir, fmt.Sprintf("%s.%s-%d.log", s.spec.Name, phase, i))
@@ -744,6 +802,9 @@ func (s *Stage) configure(cell map[string]string) error {
 	}
 	s.environ = environ
 	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+	if s.remote != nil {
+		s.argv = remoteCommandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+	}
 	return nil
 }
 
@@ -832,7 +893,15 @@ func sortedKeys[V any](m map[string]V) []string {
 // Cleanup stops the server. It is idempotent (the pipeline calls it after
 // every failed attempt and once at the end): a server already stopped is
 // not signalled again.
-func (s *Stage) Cleanup(ctx context.Context) error { return s.stop(ctx) }
+func (s *Stage) Cleanup(ctx context.Context) error {
+	err := s.stop(ctx)
+	if s.remote != nil && err == nil {
+		// Kept after a failed stop: a second Cleanup tries again through it.
+		s.remote.Close()
+		s.remote = nil
+	}
+	return err
+}
 
 // stop stops the server (procrun's Stop): SIGINT, then SIGTERM, then
 // SIGKILL to the process group, waiting stop_grace and term_grace between
@@ -871,6 +940,9 @@ func (s *Stage) logLine(line string) {
 func (s *Stage) pickPort() (int, error) {
 	switch p := s.cfg.Port.(type) {
 	case string:
+		if s.remote != nil {
+			return s.remote.FreePort()
+		}
 		return freePort(s.cfg.Host)
 	case float64:
 		return int(p), nil
