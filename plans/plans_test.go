@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/telemetry"
@@ -28,7 +29,7 @@ func TestExamplePlansVet(t *testing.T) {
 	plans, _ := filepath.Glob("*.cue")
 	testdata, _ := filepath.Glob("testdata/*.cue")
 	plans = append(plans, testdata...)
-	for _, want := range []string{"ollama-stories.cue", "llama-q4.cue", "vllm.cue", "sglang.cue", "max.cue", "tgi.cue", "cloud-vllm.cue"} {
+	for _, want := range []string{"ollama-stories.cue", "llama-q4.cue", "vllm.cue", "sglang.cue", "max.cue", "tgi.cue", "cloud-vllm.cue", "llama-bench.cue", "mlx-lm.cue"} {
 		found := false
 		for _, p := range plans {
 			found = found || p == want
@@ -94,6 +95,37 @@ func TestExamplePlansShape(t *testing.T) {
 				tt.check(t, plan)
 			}
 		})
+	}
+}
+
+// TestExecPlansShape checks what the exec plans promise: the seed's
+// llama-bench prefill (-p 512,1024,2048 -n 0 -r 3) and generation (-p 0 -n
+// 128,256 -r 3) tests on one GPU, the --split-mode layer variant on two,
+// each read as JSON; mlx-lm's benchmark and generate through its parser.
+func TestExecPlansShape(t *testing.T) {
+	plan := resolved(t, "llama-bench.cue")
+	for name, want := range map[string]string{
+		"prefill":    "-p 512,1024,2048 -n 0 -r 3 -o jsonl",
+		"generation": "-p 0 -n 128,256 -r 3 -o jsonl",
+		"split":      "--split-mode layer -p 512,1024,2048,4096,8192 -n 0 -r 3 -o jsonl",
+	} {
+		st := stage(plan, name)
+		cmd := fmt.Sprint(st["cmd"])
+		if st["kind"] != "exec" || st["parser"] != "llama-bench" || !strings.Contains(cmd, want) {
+			t.Errorf("%s: kind %v parser %v cmd %s; want %q", name, st["kind"], st["parser"], cmd, want)
+		}
+	}
+	if g := fmt.Sprint(stage(plan, "prefill")["gpus"]); g != "[0]" {
+		t.Errorf("prefill gpus %s, want one GPU", g)
+	}
+	if g := fmt.Sprint(stage(plan, "split")["gpus"]); g != "[0 1]" {
+		t.Errorf("split gpus %s, want two", g)
+	}
+	mlx := resolved(t, "mlx-lm.cue")
+	for _, name := range []string{"benchmark", "batch", "spot"} {
+		if st := stage(mlx, name); st["kind"] != "exec" || st["parser"] != "mlx-lm" {
+			t.Errorf("mlx-lm %s: %v", name, st)
+		}
 	}
 }
 
