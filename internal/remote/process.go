@@ -331,3 +331,25 @@ func (c *Client) Alive(ctx context.Context, pid int) (bool, error) {
 	}
 	return strings.TrimSpace(string(out)) == "alive", nil
 }
+
+// Run runs argv on the machine to its end (Start, then Wait), as an exec
+// stage runs a benchmark: when ctx ends (the stage's timeout, an
+// interrupt) the program is stopped there with g, and Run returns ctx's
+// cause wrapped; otherwise Wait's error.
+func (c *Client) Run(ctx context.Context, argv []string, env map[string]string, dir string, stdout, stderr io.Writer, g Graces) error {
+	// Its own stop, with g, rather than Start's (DefaultGraces).
+	p, err := c.Start(context.WithoutCancel(ctx), argv, env, dir, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-p.Done():
+		return p.Wait()
+	case <-ctx.Done():
+		stopErr := p.Stop(context.WithoutCancel(ctx), g)
+		if stopErr != nil {
+			return fmt.Errorf("%s on %s: %w (and stopping it: %w)", argv[0], c.m.Host, context.Cause(ctx), stopErr)
+		}
+		return fmt.Errorf("%s on %s: stopped (%s): %w", argv[0], c.m.Host, p.ExitStatus(), context.Cause(ctx))
+	}
+}

@@ -336,3 +336,22 @@ func TestFreePort(t *testing.T) {
 		t.Fatalf("FreePort = %d, %v", port, err)
 	}
 }
+
+func TestRunStopsAtTheContextsEnd(t *testing.T) {
+	s := sshdtest.Start(t)
+	c := dial(t, machine(s), "")
+	var out syncBuffer
+	if err := c.Run(context.Background(), []string{"echo", "done"}, nil, "", &out, nil, remote.DefaultGraces); err != nil || out.String() != "done\n" {
+		t.Fatalf("Run = %v, output %q", err, out.String())
+	}
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 700*time.Millisecond, errors.New("the stage's timeout"))
+	defer cancel()
+	out = syncBuffer{}
+	start := time.Now()
+	err := c.Run(ctx, []string{"sh", "-c", "echo $$; exec sleep 300"}, nil, "", &out, nil, remote.Graces{Term: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "the stage's timeout") || time.Since(start) > 10*time.Second {
+		t.Fatalf("Run past its context = %v after %s", err, time.Since(start))
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(out.String()))
+	waitFor(t, 5*time.Second, "the program gone", func() bool { return pid > 0 && gone(pid) })
+}
