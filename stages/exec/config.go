@@ -23,7 +23,6 @@ type Config struct {
 	Dir       string            `json:"dir"`
 	GPUs      []any             `json:"gpus"`
 	Model     string            `json:"model"`
-	Engine    string            `json:"engine"`
 	StopGrace string            `json:"stop_grace"`
 }
 

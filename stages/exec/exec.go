@@ -377,11 +377,11 @@ func (s *Stage) modelName(env *pipeline.Env) string {
 	return env.Plan.Model.Name
 }
 
-// engineName is the engine column: the plan's, else the program family's.
+// engineName is the engine column: the program family's (llama.cpp,
+// mlx-lm), else the program's name; a generic program's own engine field
+// mapped to the column wins.
 func (s *Stage) engineName(argv []string) string {
 	switch {
-	case s.cfg.Engine != "":
-		return s.cfg.Engine
 	case s.cfg.Parser == parserLlamaBench:
 		return "llama.cpp"
 	case s.cfg.Parser == parserMLX:
