@@ -379,3 +379,18 @@ func TestWarnsWithoutJSONOutput(t *testing.T) {
 		t.Errorf("warnings %v", ws)
 	}
 }
+
+// A program that finished some tests and then failed keeps them: their
+// rows, then the error row.
+func TestFailsAfterSomeTests(t *testing.T) {
+	rec, reason := errorRow(t, context.Background(), plan(fmt.Sprintf(`bench: {kind: "exec", parser: "llama-bench", cmd: ["/bin/sh", "-c", "head -1 %s; echo 'ggml_cuda: out of memory' >&2; exit 2"]}`, fixture(t, "llama-bench-cpu.jsonl"))))
+	if c, ok := rec.Cell("bench/pp64"); !ok || c.Status != "ok" {
+		t.Errorf("the finished test's row: %+v", rec.Cells)
+	}
+	if !strings.Contains(reason, "exit status 2") || !strings.Contains(reason, "out of memory") {
+		t.Errorf("reason %q", reason)
+	}
+	if st := rec.Stage("bench"); st.Status != pipeline.StatusError || !strings.Contains(st.Reason, "1 of 2 cells error") {
+		t.Errorf("stage %s %q", st.Status, st.Reason)
+	}
+}
