@@ -9,7 +9,7 @@ package results
 // Version 2 added `attempt`; version 3 made the metrics that can lack
 // samples nullable (NullableColumns) where earlier files wrote 0; version 4
 // added the assertions table's `name`, `severity` and `level`.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (
