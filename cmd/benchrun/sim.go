@@ -96,6 +96,10 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.IntVar(&flt.CutAfter, "cut-after", flt.CutAfter, "fault: token events written before a cut")
 	fs.DurationVar(&cfg.ExitAfter, "exit-after", 0, "fault: exit the process this long after listening")
 	fs.IntVar(&cfg.ExitCode, "exit-code", cfg.ExitCode, "fault: exit status for --exit-after")
+	fs.BoolVar(&cfg.Embeddings, "embeddings", false, "llama-server personality: serve /v1/embeddings (llama-server's --embeddings; without it embeddings answer 501)")
+	fs.StringVar(&cfg.Pooling, "pooling", "", "llama-server personality: its --pooling (none answers embeddings 400)")
+	fs.DurationVar(&cfg.MediaTokenTime, "media-token-time", cfg.MediaTokenTime, "fixed mode: TTFT added per image token of a chat request")
+	fs.DurationVar(&cfg.AudioSecondTime, "audio-second-time", cfg.AudioSecondTime, "transcriptions: processing time per second of audio, after TTFT")
 	fs.IntVar(&cfg.SlowFirst, "slow-first", 0, "fault: fixed mode serves the first N generation requests slower (a passing disturbance)")
 	fs.Float64Var(&cfg.SlowFactor, "slow-factor", 1.5, "fault: how much slower --slow-first serves (TTFT and ITL multiplied)")
 
@@ -170,6 +174,8 @@ func overrideSet(cfg, explicit *sim.Config, set map[string]bool) {
 		"per-prefill-token":  func() { e.PerPrefillToken = x.PerPrefillToken },
 		"per-context-token":  func() { e.PerContextToken = x.PerContextToken },
 		"jitter":             func() { e.Jitter = x.Jitter },
+		"embeddings":         func() { cfg.Embeddings = explicit.Embeddings },
+		"pooling":            func() { cfg.Pooling = explicit.Pooling },
 	}
 	for name, apply := range pairs {
 		if set[name] {

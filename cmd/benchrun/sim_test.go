@@ -210,6 +210,15 @@ func TestParseSimFlagsPersonality(t *testing.T) {
 		cfg.Faults.CutRate != 0.5 || cfg.Faults.CutAfter != 3 || cfg.TrainContextLen != 65536 {
 		t.Fatalf("explicit flags: %+v", cfg)
 	}
+	// llama-server embeds only when started so, as llama-server does;
+	// media and audio costs are the simulator's knobs.
+	cfg, _, _ = parseSimFlags([]string{"--embeddings", "--pooling", "mean", "--as", "llama-server", "--media-token-time", "50us", "--audio-second-time", "20ms"}, io.Discard)
+	if !cfg.Embeddings || cfg.Pooling != "mean" || cfg.MediaTokenTime != 50*time.Microsecond || cfg.AudioSecondTime != 20*time.Millisecond {
+		t.Fatalf("embeddings and media flags: %+v", cfg)
+	}
+	if cfg, _, _ = parseSimFlags([]string{"--as", "llama-server"}, io.Discard); cfg.Embeddings {
+		t.Fatalf("llama-server embeds without --embeddings")
+	}
 	// With a preset: both apply.
 	cfg, _, _ = parseSimFlags([]string{"--as", "sglang", "--preset", "h100-llama3-8b"}, io.Discard)
 	if cfg.Personality != "sglang" || cfg.Metrics != "sglang" || cfg.Mode != "engine" || cfg.Engine.MaxNumSeqs != 256 {
