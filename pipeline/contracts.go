@@ -84,6 +84,16 @@ type SinkPoster interface {
 	PostsTo() []string
 }
 
+// SSHProvider is implemented by stage kinds whose outputs give a machine
+// that other stages run on (on: "<stage>"): a provision stage with an
+// ssh: block. A stage with on: checks its peer against it at vet time, and
+// reads the machine from the peer's Outputs.SSH at run time.
+type SSHProvider interface {
+	// ProvidesSSH reports whether the stage's outputs will carry
+	// Outputs.SSH.
+	ProvidesSSH() bool
+}
+
 // Peer is another stage of the plan as a stage sees it at vet or run
 // time: its spec and, when it decoded, the kind's Stage, which a caller
 // asks for contracts by type assertion.

@@ -178,11 +178,37 @@ type Outputs struct {
 	// dollars per hour (a provision stage's cost_per_hour, passed on by
 	// the launch stage on it); nil when unknown, which is not free.
 	CostPerHour *float64
+	// SSH is the machine the stage gives for other stages to run on (on:
+	// "<stage>"): a provision stage with an ssh: block fills it, launch and
+	// exec stages with on: connect to it. Nil when the stage gives no
+	// machine (an SSHProvider says at vet time whether it will).
+	SSH *SSHMachine
 	// Values are free outputs for plan authors: `when` expressions read
 	// them as stages.NAME.outputs.KEY, a launch stage's strings as
 	// ${NAME.KEY}. A kind does not learn facts from another kind's Values:
 	// what one kind needs from another is a typed field above.
 	Values map[string]any
+}
+
+// SSHMachine is where a stage with on: connects and how it logs in, as the
+// providing stage learned it (its create or wait output, else its plan).
+// None of it is a secret: the private key stays in benchrun's environment,
+// and KeyEnv only names the variable holding it, so that outputs can be
+// logged and stored without leaking it.
+type SSHMachine struct {
+	// Host is the machine's address (a name or an IP).
+	Host string
+	// Port is its SSH port; 0 is 22.
+	Port int
+	// User logs in; "" is root (what GPU clouds give).
+	User string
+	// HostKey is the machine's public host key as the provider returned
+	// it (authorized_keys format); "" is trust-on-first-use, recorded in
+	// the run directory's known_hosts.
+	HostKey string
+	// KeyEnv names the environment variable of benchrun's that holds the
+	// private key (its path, or the key itself).
+	KeyEnv string
 }
 
 // Output receives rows as they are produced (CSV, Parquet, ...). Methods

@@ -16,8 +16,9 @@
 //     the same when the SSH connection drops, so the program also dies
 //     when benchrun itself is SIGKILLed.
 //
-// The package imports nothing of the pipeline: launch, exec and any other
-// kind use it alike. No key material reaches an error or a log: errors
+// Of the pipeline the package imports only its SSH contract
+// (pipeline.SSHMachine, which MachineFrom reads), so that launch, exec and
+// any other kind use it alike. No key material reaches an error or a log: errors
 // name the key's source (an environment variable) and its public
 // fingerprint only.
 package remote

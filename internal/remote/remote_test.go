@@ -16,6 +16,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
+	"github.com/benchrun/benchrun/pipeline"
 )
 
 // These run against a real OpenSSH server on loopback (sshdtest), so the
@@ -306,7 +307,7 @@ func TestLostConnectionKillsTheRemoteProcess(t *testing.T) {
 
 func TestMachineFrom(t *testing.T) {
 	env := map[string]string{"POD_KEY": "/keys/pod"}
-	m, err := remote.MachineFrom(map[string]any{"ssh_host": "10.0.0.9", "ssh_port": int64(2222), "ssh_user": "ubuntu", "ssh_key_env": "POD_KEY", "ssh_host_key": "ssh-ed25519 AAAA"}, func(k string) string { return env[k] })
+	m, err := remote.MachineFrom(&pipeline.SSHMachine{Host: "10.0.0.9", Port: 2222, User: "ubuntu", KeyEnv: "POD_KEY", HostKey: "ssh-ed25519 AAAA"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,16 +315,17 @@ func TestMachineFrom(t *testing.T) {
 		t.Fatalf("machine = %+v", m)
 	}
 	for _, tt := range []struct {
-		values map[string]any
-		want   string
+		ssh  *pipeline.SSHMachine
+		want string
 	}{
-		{map[string]any{"ssh_key_env": "POD_KEY"}, "no ssh_host output"},
-		{map[string]any{"ssh_host": "h", "ssh_port": "x", "ssh_key_env": "POD_KEY"}, `ssh_port output "x" is not a port`},
-		{map[string]any{"ssh_host": "h"}, "no ssh_key_env output"},
-		{map[string]any{"ssh_host": "h", "ssh_key_env": "UNSET"}, "$UNSET is not set"},
+		{nil, "gives no machine"},
+		{&pipeline.SSHMachine{KeyEnv: "POD_KEY"}, "no SSH host"},
+		{&pipeline.SSHMachine{Host: "h", Port: 70000, KeyEnv: "POD_KEY"}, "SSH port 70000 is not a port"},
+		{&pipeline.SSHMachine{Host: "h"}, "no SSH key variable"},
+		{&pipeline.SSHMachine{Host: "h", KeyEnv: "UNSET"}, "$UNSET is not set"},
 	} {
-		if _, err := remote.MachineFrom(tt.values, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("MachineFrom(%v) = %v, want %q", tt.values, err, tt.want)
+		if _, err := remote.MachineFrom(tt.ssh, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("MachineFrom(%+v) = %v, want %q", tt.ssh, err, tt.want)
 		}
 	}
 }

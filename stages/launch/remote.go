@@ -24,7 +24,7 @@ import (
 // local server.
 
 // validateOn checks on: against the plan: a stage that provides a machine
-// (remote.Provider), listed in needs so that it is up first, and only the
+// (pipeline.SSHProvider), listed in needs so that it is up first, and only the
 // fields that mean something on another machine.
 func (s *Stage) validateOn(c *pipeline.Check) schema.Errors {
 	on := s.cfg.On
@@ -36,7 +36,7 @@ func (s *Stage) validateOn(c *pipeline.Check) schema.Errors {
 		errs = append(errs, schema.Error{Pos: s.spec.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: ", s.spec.Name, field) + fmt.Sprintf(format, args...)})
 	}
 	peer, ok := c.Peer(on)
-	switch p, provider := peer.(remote.Provider); {
+	switch p, provider := peer.(pipeline.SSHProvider); {
 	case c.Plan.Stage(on) == nil:
 		var names []string
 		for _, st := range c.Plan.Stages {
@@ -83,8 +83,7 @@ func (s *Stage) connect(ctx context.Context, env *pipeline.Env) error {
 	if dep == nil {
 		return fmt.Errorf("stages.%s.on: stages.%s has no outputs (it is not among the stages this one needs)", s.spec.Name, s.cfg.On)
 	}
-	// TODO(contract): from a typed pipeline.Outputs.SSH once there is one.
-	m, err := remote.MachineFrom(dep.Values, os.Getenv)
+	m, err := remote.MachineFrom(dep.SSH, os.Getenv)
 	if err != nil {
 		return fmt.Errorf("stages.%s.on: the machine of stages.%s: %w", s.spec.Name, s.cfg.On, err)
 	}

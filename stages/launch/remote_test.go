@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -69,10 +68,8 @@ func remoteSimPlan(extra string) string {
 // podOutputs are what the provision stage gives for the test's sshd.
 func podOutputs(s *sshdtest.Server, hostKey string) *pipeline.Outputs {
 	price := 1.25
-	return &pipeline.Outputs{CostPerHour: &price, Values: map[string]any{
-		remote.OutHost: "127.0.0.1", remote.OutPort: int64(s.Port), remote.OutUser: s.User,
-		remote.OutKeyEnv: sshKeyEnv, remote.OutHostKey: hostKey, "cost_per_hour": price,
-	}}
+	return &pipeline.Outputs{CostPerHour: &price, Values: map[string]any{"host": "127.0.0.1", "cost_per_hour": price},
+		SSH: &pipeline.SSHMachine{Host: "127.0.0.1", Port: s.Port, User: s.User, KeyEnv: sshKeyEnv, HostKey: hostKey}}
 }
 
 func TestLaunchOnAMachineOverSSH(t *testing.T) {

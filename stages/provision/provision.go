@@ -16,12 +16,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/procrun"
-	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -30,9 +30,9 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Stage   = (*Stage)(nil)
-	_ pipeline.Cleaner = (*Stage)(nil)
-	_ remote.Provider  = (*Stage)(nil)
+	_ pipeline.Stage       = (*Stage)(nil)
+	_ pipeline.Cleaner     = (*Stage)(nil)
+	_ pipeline.SSHProvider = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -105,7 +105,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		out.Values["cost_per_hour"] = *s.cfg.CostPerHour
 	}
 	out.CostPerHour = price(out.Values["cost_per_hour"])
-	s.sshOutputs(out.Values)
+	ssh, err := s.sshOutputs(s.values)
+	if err != nil {
+		return nil, fmt.Errorf("stages.%s: %w", s.spec.Name, err)
+	}
+	out.SSH = ssh
 	if u, ok := s.values["url"].(string); ok && u != "" {
 		out.URL = u
 	} else if h, ok := s.values["host"]; ok {
@@ -117,35 +121,57 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	return out, nil
 }
 
-// ProvidesSSH reports whether the outputs carry the ssh_* values stages
-// with on: read (remote.Provider): the stage has an ssh: block.
+// ProvidesSSH reports whether the outputs carry Outputs.SSH
+// (pipeline.SSHProvider): the stage has an ssh: block.
 func (s *Stage) ProvidesSSH() bool { return s.cfg.SSH != nil }
 
-// sshOutputs fills the ssh_* outputs (remote.MachineFrom reads them) from
-// what create and wait printed, falling back on the ssh: block: a cloud
-// CLI knows the SSH port and host key of the pod it made, the plan only
-// a default. The private key is not among them, only the name of the
-// variable holding it.
-//
-// TODO(contract): a typed pipeline.Outputs field (SSH) rather than Values.
-func (s *Stage) sshOutputs(values map[string]any) {
+// SSH outputs create or wait may print, which win over the ssh: block: a
+// cloud CLI knows the SSH port and host key of the pod it made, the plan
+// only a default.
+const (
+	outSSHHost    = "ssh_host"     // the machine's address (default: the host output)
+	outSSHPort    = "ssh_port"     // its SSH port
+	outSSHUser    = "ssh_user"     // the user to log in as
+	outSSHHostKey = "ssh_host_key" // its host key ("" is trust-on-first-use)
+)
+
+// sshOutputs is the machine stages with on: connect to (Outputs.SSH), from
+// what create and wait printed, falling back on the ssh: block; nil
+// without one. The private key is not in it, only the name of the
+// variable holding it. A printed port that is not a port is an error here,
+// where the output that is wrong is known.
+func (s *Stage) sshOutputs(values map[string]any) (*pipeline.SSHMachine, error) {
 	c := s.cfg.SSH
 	if c == nil {
-		return
+		return nil, nil
 	}
-	set := func(key string, fallback any) {
-		if v, ok := values[key]; ok && fmt.Sprint(v) != "" {
-			return
+	str := func(key string, fallback string) string {
+		if v, ok := values[key]; ok && v != nil {
+			if t := strings.TrimSpace(fmt.Sprint(v)); t != "" {
+				return t
+			}
 		}
-		if fallback != nil && fmt.Sprint(fallback) != "" {
-			values[key] = fallback
-		}
+		return fallback
 	}
-	set(remote.OutHost, values["host"])
-	set(remote.OutPort, int64(c.Port))
-	set(remote.OutUser, c.User)
-	set(remote.OutHostKey, c.HostKey)
-	values[remote.OutKeyEnv] = c.KeyEnv
+	host := ""
+	if h, ok := values["host"]; ok && h != nil {
+		host = strings.TrimSpace(fmt.Sprint(h))
+	}
+	m := &pipeline.SSHMachine{
+		Host:    str(outSSHHost, host),
+		Port:    c.Port,
+		User:    str(outSSHUser, c.User),
+		HostKey: str(outSSHHostKey, c.HostKey),
+		KeyEnv:  c.KeyEnv,
+	}
+	if p := str(outSSHPort, ""); p != "" {
+		port, err := strconv.Atoi(p)
+		if err != nil || port <= 0 || port > 65535 {
+			return nil, fmt.Errorf("the %s output %q is not a port", outSSHPort, p)
+		}
+		m.Port = port
+	}
+	return m, nil
 }
 
 // price is a machine's price per hour from the stage's outputs: the

@@ -269,7 +269,7 @@ func TestSSHOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Cleanup(context.Background())
-	m, err := remote.MachineFrom(out.Values, func(k string) string {
+	m, err := remote.MachineFrom(out.SSH, func(k string) string {
 		if k == "POD_KEY" {
 			return "/keys/pod"
 		}
@@ -282,6 +282,13 @@ func TestSSHOutputs(t *testing.T) {
 	if m.String() != "ubuntu@10.9.8.7:2222" || m.KeyFile != "/keys/pod" || m.HostKey != "" {
 		t.Fatalf("machine = %+v (outputs %v)", m, out.Values)
 	}
+	s3, env3, _ := stage(t, `create: {cmd: ["sh", "-c", "echo host=h; echo ssh_port=twenty"]}
+	teardown: {cmd: ["true"]}
+	ssh: {key_env: "POD_KEY"}`)
+	defer s3.Cleanup(context.Background())
+	if _, err := s3.Run(context.Background(), env3); err == nil || !strings.Contains(err.Error(), `ssh_port output "twenty" is not a port`) {
+		t.Fatalf("a printed port that is not one: %v", err)
+	}
 	s2, env2, _ := stage(t, `create: {cmd: ["sh", "-c", "echo host=h"]}
 	teardown: {cmd: ["true"]}`)
 	out2, err := s2.Run(context.Background(), env2)
@@ -289,7 +296,7 @@ func TestSSHOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Cleanup(context.Background())
-	if s2.ProvidesSSH() || out2.Values[remote.OutKeyEnv] != nil {
-		t.Fatalf("without ssh: the stage claims a machine: %v", out2.Values)
+	if s2.ProvidesSSH() || out2.SSH != nil {
+		t.Fatalf("without ssh: the stage claims a machine: %+v", out2.SSH)
 	}
 }
