@@ -353,3 +353,15 @@ func (c *Client) Run(ctx context.Context, argv []string, env map[string]string, 
 		return fmt.Errorf("%s on %s: stopped (%s): %w", argv[0], c.m.Host, p.ExitStatus(), context.Cause(ctx))
 	}
 }
+
+// ExitCode is the exit status of the remote program in err (Run's or
+// Wait's), or -1 when err carries none (a signal, a lost connection, a
+// stop). 127 is the shell's "command not found": the program is not
+// installed on the machine.
+func ExitCode(err error) int {
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) && ee.Signal() == "" {
+		return ee.ExitStatus()
+	}
+	return -1
+}

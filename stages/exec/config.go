@@ -15,6 +15,7 @@ import (
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
+	On        string            `json:"on"`
 	Cmd       []string          `json:"cmd"`
 	Shell     bool              `json:"shell"`
 	Parser    string            `json:"parser"`

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -111,6 +113,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 			by[col] = k
 		}
 	}
+	errs = append(errs, s.validateOn(c)...)
 	if len(errs) > 0 {
 		return errs
 	}
@@ -149,9 +152,22 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	for i, a := range s.cfg.Cmd {
 		argv[i] = pipeline.Expand(a, vars)
 	}
-	argv = procrun.CommandLine(argv, s.cfg.Shell)
-	environ := os.Environ()
-	if len(s.gpuSel) > 0 {
+	onMachine := s.cfg.On != ""
+	if onMachine {
+		// "benchrun" stays the machine's: this binary's path means nothing there.
+		argv = remoteCommandLine(argv, s.cfg.Shell)
+	} else {
+		argv = procrun.CommandLine(argv, s.cfg.Shell)
+	}
+	// environ is the plan's part of the environment (gpus, env): all a
+	// program on the machine gets added to its login environment, since
+	// benchrun's own (its keys, tokens) is no business of the machine's.
+	var environ []string
+	switch {
+	case len(s.gpuSel) > 0 && onMachine:
+		// By index only (vet): NVML here does not know the machine's GPUs.
+		environ = append(environ, telemetry.CUDADevicesEnv(s.gpuSel)...)
+	case len(s.gpuSel) > 0:
 		devices, err := s.chooseGPUs(env.Log)
 		if err != nil {
 			return nil, err
@@ -171,7 +187,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		environ = append(environ, k+"="+v)
 	}
 	dir := env.Dir
-	if s.cfg.Dir != "" {
+	switch {
+	case onMachine:
+		// On the machine, relative to the login directory (the default).
+		dir = pipeline.Expand(s.cfg.Dir, vars)
+	case s.cfg.Dir != "":
 		dir = pipeline.Expand(s.cfg.Dir, vars)
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(vars["plan_dir"], dir)
@@ -186,19 +206,42 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	defer logf.Close()
 	stdout := &capped{max: maxStdout}
-	spec := procrun.Spec{
-		Argv: argv, Env: environ, Dir: dir, LogPath: logPath,
-		Stdout: io.MultiWriter(stdout, logf),
-		Name:   name, Noun: "program", Progress: env.Progress,
-		Graces: procrun.Graces{Int: s.stopGrace, Term: s.stopGrace, IntName: "stop_grace", TermName: "stop_grace"},
+	var runErr error
+	var machine string // where it ran, with on:
+	var started time.Time
+	if onMachine {
+		c, err := s.connect(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		machine = c.Machine().String()
+		started = time.Now().UTC()
+		fmt.Fprintf(env.Progress, "%s: running %s on %s\n", name, redact.String(strings.Join(argv, " ")), machine)
+		runErr = s.runOn(ctx, c, argv, remoteEnv(environ), dir, io.MultiWriter(stdout, logf), logf)
+	} else {
+		spec := procrun.Spec{
+			Argv: argv, Env: append(os.Environ(), environ...), Dir: dir, LogPath: logPath,
+			Stdout: io.MultiWriter(stdout, logf),
+			Name:   name, Noun: "program", Progress: env.Progress,
+			Graces: procrun.Graces{Int: s.stopGrace, Term: s.stopGrace, IntName: "stop_grace", TermName: "stop_grace"},
+		}
+		started = time.Now().UTC()
+		fmt.Fprintf(env.Progress, "%s: running %s\n", name, strings.Join(argv, " "))
+		runErr = procrun.Run(ctx, spec, 0)
 	}
-	started := time.Now().UTC()
-	fmt.Fprintf(env.Progress, "%s: running %s\n", name, strings.Join(argv, " "))
-	runErr := procrun.Run(ctx, spec, 0)
 	out := stdout.Bytes()
 
 	base := results.Cell{Stage: name, Program: s.cfg.Parser, StartedAt: started, Model: s.modelName(env), Engine: s.engineName(argv), EngineVersion: "unknown"}
 	price := costPerHour(env)
+	if onMachine {
+		// The machine it ran on is what it cost, whatever else it needs.
+		price = nil
+		if d := env.Deps[s.cfg.On]; d != nil && d.CostPerHour != nil {
+			p := *d.CostPerHour
+			price = &p
+		}
+	}
 	fail := func(reason string) error {
 		row := base
 		row.CellID = name + "/run"
@@ -208,7 +251,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	var timeout *pipeline.TimeoutError
 	switch {
 	case runErr == nil:
-	case notStarted(runErr) && ctx.Err() == nil:
+	case onMachine && remote.ExitCode(runErr) == 127 && ctx.Err() == nil:
+		// The shell on the machine found no such program.
+		return &pipeline.Outputs{}, fail(procrun.Failed(fmt.Errorf("%s is not installed on %s (exit status 127: not found in PATH there)", argv[0], machine), logPath).Error())
+	case !onMachine && notStarted(runErr) && ctx.Err() == nil:
 		if _, err := osexec.LookPath(argv[0]); err != nil {
 			return &pipeline.Outputs{}, fail(fmt.Sprintf("%s is not installed (not found in PATH): %v", argv[0], runErr))
 		}
@@ -217,7 +263,12 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		// Killed at the stage's timeout: say so in a row, then fail the
 		// stage as a timeout does. What it finished before is kept.
 		s.emitRows(env, base, price, out)
-		if err := fail(fmt.Sprintf("%s: %v", argv[0], runErr)); err != nil {
+		reason := fmt.Sprintf("%s: %v", argv[0], runErr)
+		if onMachine {
+			// procrun's errors carry the log's tail; the machine's do not.
+			reason = procrun.Failed(runErr, logPath).Error()
+		}
+		if err := fail(reason); err != nil {
 			return nil, err
 		}
 		return nil, runErr
@@ -229,6 +280,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, perr // a sink could not store a row
 	}
 	switch {
+	case runErr != nil && onMachine:
+		// procrun's errors carry the log's tail; the machine's do not.
+		return &pipeline.Outputs{}, fail(fmt.Sprintf("%s failed: %v", argv[0], procrun.Failed(runErr, logPath)))
 	case runErr != nil:
 		return &pipeline.Outputs{}, fail(fmt.Sprintf("%s failed: %v", argv[0], runErr))
 	case perr != nil:
