@@ -314,8 +314,10 @@ func TestOutputPrefixAndMetadata(t *testing.T) {
 			t.Errorf("out/x.html contains %q: report.html must not reference anything outside itself", bad)
 		}
 	}
-	if n := strings.Count(string(page), "<svg"); n != 4 {
-		t.Errorf("out/x.html has %d inline charts, want 4", n)
+	// The four load charts, and a usage chart per cell whose telemetry
+	// (the simulator's metrics) has samples.
+	if n := strings.Count(string(page), "<svg"); n < 4 {
+		t.Errorf("out/x.html has %d inline charts, want at least the 4 load charts", n)
 	}
 	rows := query(t, duck(t), `SELECT count(*) FROM read_parquet(`+sqlPath(filepath.Join(work, "runs", "**", "cells", "*.parquet"))+`, hive_partitioning = true, union_by_name = true)
 		WHERE metadata['gpu'] = 'none' AND metadata['mode'] = 'kill-test'`)
