@@ -29,11 +29,9 @@ type telemColumn struct {
 // telemSource is one group of columns that one probe fills.
 type telemSource struct {
 	name string
-	// why are the prefixes of the notes segments that say why the source
-	// was not measured: the sweep's "<what> not measured: <why>" when the
-	// probe could not open, the probe's "<source>: <note>" when it could
-	// but read nothing.
-	why  []string
+	// src names the source in the rows' notes (results.TelemetryWhy);
+	// nil for the client's CPU, which has no probe.
+	src  *results.TelemetrySource
 	cols []telemColumn
 }
 
@@ -84,7 +82,7 @@ func wholeNum(v float64) string {
 func pct(v float64) string { return fmt.Sprintf("%.0f", 100*v) }
 
 var telemSources = []telemSource{
-	{"GPU telemetry", []string{"GPU telemetry not measured: ", "nvml: "}, []telemColumn{
+	{"GPU telemetry", &results.GPUTelemetry, []telemColumn{
 		{"GPU util mean %", fPtr(func(c results.Cell) *float64 { return c.GPUUtilMean }, telemNum)},
 		{"GPU util p95 %", fPtr(func(c results.Cell) *float64 { return c.GPUUtilP95 }, telemNum)},
 		{"GPU mem peak GiB", bytesGiB(func(c results.Cell) *int64 { return c.GPUMemPeakBytes })},
@@ -108,14 +106,14 @@ var telemSources = []telemSource{
 			return strings.ReplaceAll(c.ThrottleReasons, ",", ", "), true
 		}},
 	}},
-	{"server metrics", []string{"server metrics not measured: ", "prometheus: "}, []telemColumn{
+	{"server metrics", &results.ServerMetrics, []telemColumn{
 		{"running peak", fPtr(func(c results.Cell) *float64 { return c.ServerRunningPeak }, wholeNum)},
 		{"waiting peak", fPtr(func(c results.Cell) *float64 { return c.ServerWaitingPeak }, wholeNum)},
 		{"num_inflight_park_waits", fPtr(func(c results.Cell) *float64 { return c.ServerParkWaits }, wholeNum)},
 		{"KV cache peak %", fPtr(func(c results.Cell) *float64 { return c.KVCacheUsagePeak }, pct)},
 		{"preemptions", fPtr(func(c results.Cell) *float64 { return c.ServerPreemptions }, wholeNum)},
 	}},
-	{"server CPU and memory", []string{"server CPU and memory not measured: ", "proc: "}, []telemColumn{
+	{"server CPU and memory", &results.ServerProcess, []telemColumn{
 		{"server CPU cores", fPtr(func(c results.Cell) *float64 { return c.ServerCPUUtil }, telemNum)},
 		{"server RSS peak GiB", bytesGiB(func(c results.Cell) *int64 { return c.ServerRSSPeakBytes })},
 	}},
@@ -200,7 +198,7 @@ func telemetryTables(cells []results.Cell) []telemTable {
 // notes for src not being measured; "" when none says. The client CPU has
 // no probe note: results.WhyNull says why.
 func unmeasuredWhy(rows []results.Cell, src telemSource) string {
-	if src.why == nil {
+	if src.src == nil {
 		for _, c := range rows {
 			if c.Status == results.StatusOK {
 				return results.WhyNull(c, "client_cpu_util")
@@ -208,30 +206,7 @@ func unmeasuredWhy(rows []results.Cell, src telemSource) string {
 		}
 		return ""
 	}
-	// Notes are joined with "; ", which a reason may itself contain
-	// ("...known to benchrun; set telemetry.metrics to its URL"): the
-	// reason runs to the next note of a telemetry source, or to the end.
-	for _, c := range rows {
-		for _, p := range src.why {
-			i := strings.Index(c.Notes, p)
-			if i < 0 || i > 0 && !strings.HasSuffix(c.Notes[:i], "; ") {
-				continue
-			}
-			rest := c.Notes[i+len(p):]
-			end := len(rest)
-			for _, other := range telemSources {
-				for _, q := range other.why {
-					if j := strings.Index(rest, "; "+q); j >= 0 && j < end {
-						end = j
-					}
-				}
-			}
-			if why := strings.TrimSpace(rest[:end]); why != "" {
-				return why
-			}
-		}
-	}
-	return ""
+	return results.TelemetryWhy(rows, *src.src)
 }
 
 // measuredTPJ says whether some row measured tokens per joule: the cells

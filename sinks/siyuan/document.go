@@ -380,10 +380,8 @@ func writeStage(b *strings.Builder, name string, cells []results.Cell, several b
 type telemetrySource struct {
 	name  string
 	intro string
-	// why are the prefixes of the notes that say why the source was not
-	// measured (stages/sweep: "<what> not measured: <why>" when it could
-	// not be opened, "<probe>: <note>" when it read nothing).
-	why []string
+	// src names the source in the rows' notes (results.TelemetryWhy).
+	src results.TelemetrySource
 	ms  []docMetric
 }
 
@@ -397,7 +395,7 @@ func gib(p *int64) *float64 {
 }
 
 var telemetrySources = []telemetrySource{
-	{"GPU", "GPU (NVML) over each point's timed window, summed or peaked over the server's devices:", []string{"GPU telemetry not measured: ", "nvml: "}, []docMetric{
+	{"GPU", "GPU (NVML) over each point's timed window, summed or peaked over the server's devices:", results.GPUTelemetry, []docMetric{
 		{"gpu_mem_peak_bytes", "GPU memory peak GiB", func(c results.Cell) *float64 { return gib(c.GPUMemPeakBytes) }, shortNum},
 		{"gpu_util_mean", "GPU util mean %", func(c results.Cell) *float64 { return c.GPUUtilMean }, shortNum},
 		{"gpu_util_p95", "GPU util p95 %", func(c results.Cell) *float64 { return c.GPUUtilP95 }, shortNum},
@@ -406,7 +404,7 @@ var telemetrySources = []telemetrySource{
 		{"energy_j", "energy J", func(c results.Cell) *float64 { return c.EnergyJ }, shortNum},
 		{"tokens_per_joule", "tokens per joule", func(c results.Cell) *float64 { return c.TokensPerJoule }, shortNum},
 	}},
-	{"Server metrics", "The server's own metrics: queue and KV-cache peaks over the window, counts during it:", []string{"server metrics not measured: ", "prometheus: "}, []docMetric{
+	{"Server metrics", "The server's own metrics: queue and KV-cache peaks over the window, counts during it:", results.ServerMetrics, []docMetric{
 		{"server_running_peak", "running peak", func(c results.Cell) *float64 { return c.ServerRunningPeak }, countNum},
 		{"server_waiting_peak", "waiting peak", func(c results.Cell) *float64 { return c.ServerWaitingPeak }, countNum},
 		{"num_inflight_park_waits", "park waits", func(c results.Cell) *float64 { return c.ServerParkWaits }, countNum},
@@ -414,7 +412,7 @@ var telemetrySources = []telemetrySource{
 		{"kv_cache_usage_peak", "KV cache peak", func(c results.Cell) *float64 { return c.KVCacheUsagePeak }, pctOf},
 		{"server_preemptions", "preemptions", func(c results.Cell) *float64 { return c.ServerPreemptions }, countNum},
 	}},
-	{"Server CPU and memory", "The server's process tree on this host:", []string{"server CPU and memory not measured: ", "proc: "}, []docMetric{
+	{"Server CPU and memory", "The server's process tree on this host:", results.ServerProcess, []docMetric{
 		{"server_cpu_util", "server CPU (cores)", func(c results.Cell) *float64 { return c.ServerCPUUtil }, shortNum},
 		{"server_rss_peak_bytes", "server RSS peak GiB", func(c results.Cell) *float64 { return gib(c.ServerRSSPeakBytes) }, shortNum},
 	}},
@@ -467,32 +465,10 @@ func writeTelemetry(b *strings.Builder, cells []results.Cell) bool {
 	return true
 }
 
-// telemetryWhy is the reason the first row that gives one has in its notes
-// for src not being measured; "" when none says. Notes are joined with
-// "; ", which a reason may itself contain: it runs to the next note of a
-// telemetry source, or to the end.
+// telemetryWhy is the reason the rows' notes give for src not being
+// measured (results.TelemetryWhy).
 func telemetryWhy(cells []results.Cell, src telemetrySource) string {
-	for _, c := range cells {
-		for _, p := range src.why {
-			i := strings.Index(c.Notes, p)
-			if i < 0 || i > 0 && !strings.HasSuffix(c.Notes[:i], "; ") {
-				continue
-			}
-			rest := c.Notes[i+len(p):]
-			end := len(rest)
-			for _, other := range telemetrySources {
-				for _, q := range other.why {
-					if j := strings.Index(rest, "; "+q); j >= 0 && j < end {
-						end = j
-					}
-				}
-			}
-			if why := strings.TrimSpace(rest[:end]); why != "" {
-				return why
-			}
-		}
-	}
-	return ""
+	return results.TelemetryWhy(cells, src.src)
 }
 
 // hasLadder says whether some closed-loop cell was measured at more than

@@ -54,9 +54,9 @@ func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine s
 		p, err := newGPUProbe(target.GPUs, interval)
 		switch {
 		case errors.Is(err, telemetry.ErrNoNVML):
-			ps.unavailable = append(ps.unavailable, "GPU telemetry not measured: "+err.Error())
+			ps.unavailable = append(ps.unavailable, results.GPUTelemetry.Unavailable+err.Error())
 		case err != nil:
-			ps.unavailable = append(ps.unavailable, "GPU telemetry not measured: "+err.Error())
+			ps.unavailable = append(ps.unavailable, results.GPUTelemetry.Unavailable+err.Error())
 		default:
 			ps.probes = append(ps.probes, p)
 		}
@@ -73,9 +73,9 @@ func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine s
 		}
 		switch {
 		case url == "" && engine == loadgen.EngineOllama:
-			ps.unavailable = append(ps.unavailable, "server metrics not measured: Ollama exposes no metrics endpoint")
+			ps.unavailable = append(ps.unavailable, results.ServerMetrics.Unavailable+"Ollama exposes no metrics endpoint")
 		case url == "":
-			ps.unavailable = append(ps.unavailable, "server metrics not measured: the engine ("+orUnknown(engine)+") has no metrics endpoint known to benchrun; set telemetry.metrics to its URL")
+			ps.unavailable = append(ps.unavailable, results.ServerMetrics.Unavailable+"the engine ("+orUnknown(engine)+") has no metrics endpoint known to benchrun; set telemetry.metrics to its URL")
 		default:
 			// The scrapes carry the requests' headers and key: a gateway or
 			// a server with --api-key guards /metrics like the API.
@@ -86,7 +86,7 @@ func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine s
 	if cfg.Host != "off" && target.PID > 0 {
 		p, err := newProcProbe(target.PID, interval)
 		if err != nil {
-			ps.unavailable = append(ps.unavailable, "server CPU and memory not measured: "+err.Error())
+			ps.unavailable = append(ps.unavailable, results.ServerProcess.Unavailable+err.Error())
 		} else {
 			ps.probes = append(ps.probes, p)
 		}
