@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
@@ -92,6 +94,33 @@ type SSHProvider interface {
 	// ProvidesSSH reports whether the stage's outputs will carry
 	// Outputs.SSH.
 	ProvidesSSH() bool
+}
+
+// MachineProblem checks a stage's on: against the plan, for every kind
+// that runs something on a provided machine (launch, exec): the stage
+// exists, provides a machine (SSHProvider), and is in the checking
+// stage's needs so that it is up first. what names what runs there ("the
+// server", "the program"). It returns what is wrong, "" when nothing is
+// (or when the named stage did not decode: vet reports that itself).
+func (c *Check) MachineProblem(on, what string) string {
+	if c.Plan.Stage(on) == nil {
+		var names []string
+		for _, st := range c.Plan.Stages {
+			names = append(names, st.Name)
+		}
+		return fmt.Sprintf("unknown stage %q (stages: %s)", on, strings.Join(names, ", "))
+	}
+	peer, ok := c.Peer(on)
+	if !ok {
+		return ""
+	}
+	if p, provider := peer.(SSHProvider); !provider || !p.ProvidesSSH() {
+		return fmt.Sprintf("stages.%s gives no machine to run on: on: names a provision stage with an ssh: block (ssh: {key_env: \"BENCHRUN_SSH_KEY\"})", on)
+	}
+	if c.Self == nil || !slices.Contains(c.Self.Needs, on) {
+		return fmt.Sprintf("%s runs on stages.%s's machine, which must be up first: add needs: [%q]", what, on, on)
+	}
+	return ""
 }
 
 // Peer is another stage of the plan as a stage sees it at vet or run

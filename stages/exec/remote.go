@@ -36,20 +36,8 @@ func (s *Stage) validateOn(c *pipeline.Check) schema.Errors {
 	bad := func(pos []string, format string, args ...any) {
 		errs = append(errs, schema.Error{Pos: s.spec.PosOf(pos...), Msg: fmt.Sprintf("stages.%s.%s: ", s.spec.Name, strings.Join(pos, ".")) + fmt.Sprintf(format, args...)})
 	}
-	peer, ok := c.Peer(on)
-	switch p, provider := peer.(pipeline.SSHProvider); {
-	case c.Plan.Stage(on) == nil:
-		var names []string
-		for _, st := range c.Plan.Stages {
-			names = append(names, st.Name)
-		}
-		bad([]string{"on"}, "unknown stage %q (stages: %s)", on, strings.Join(names, ", "))
-	case !ok:
-		// The stage did not decode: vet reports that on its own.
-	case !provider || !p.ProvidesSSH():
-		bad([]string{"on"}, "stages.%s gives no machine to run on: on: names a provision stage with an ssh: block (ssh: {key_env: \"BENCHRUN_SSH_KEY\"})", on)
-	case !slices.Contains(s.spec.Needs, on):
-		bad([]string{"on"}, "the program runs on stages.%s's machine, which must be up first: add needs: [%q]", on, on)
+	if why := c.MachineProblem(on, "the program"); why != "" {
+		bad([]string{"on"}, "%s", why)
 	}
 	for _, g := range s.gpuSel {
 		if !isIndex(g) {
