@@ -85,6 +85,10 @@ type Env struct {
 	// for Stage.
 	Graph *Graph
 
+	// shard, shards and startAt are Options' (Shard).
+	shard, shards int
+	startAt       time.Time
+
 	// doneCells are the cells already finished in a resumed run (CellDone).
 	doneCells map[string]bool
 	// confirm is Confirm's answer (the runner's); nil: never re-measure.
@@ -318,4 +322,13 @@ func CellVarRefs(s string) []string {
 		return ""
 	})
 	return out
+}
+
+// Shard is this process's shard of the load, i of n (0 of 1 when the run
+// is not sharded), and the instant the shards start at (zero: now).
+func (e *Env) Shard() (i, n int, startAt time.Time) {
+	if e.shards <= 1 {
+		return 0, 1, e.startAt
+	}
+	return e.shard, e.shards, e.startAt
 }

@@ -53,6 +53,12 @@ type Options struct {
 	// Keep leaves provisioned machines running (--keep): provision stages
 	// skip their teardown and say how to run it by hand.
 	Keep bool
+	// Shard and Shards are --shard i/n: this process sends shard i's part
+	// of every cell's load (Shards 0 or 1: all of it).
+	Shard, Shards int
+	// StartAt is --start-at: measuring stages wait for this instant
+	// before their first cell, so the shards start together (zero: now).
+	StartAt time.Time
 }
 
 // StageResult is one stage's outcome, for the summary and the manifest.
@@ -743,6 +749,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
 		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post, rows: r.stageRows,
+		shard: r.opts.Shard, shards: r.opts.Shards, startAt: r.opts.StartAt,
 	}
 
 	attempts := 1

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	resume := onceString(fs, "resume", "", "continue the run in this run directory, skipping cells already finished ok")
 	keep := fs.Bool("keep", false, "leave provisioned machines running: skip provision stages' teardown")
 	baseline := onceString(fs, "baseline", "", "check every cell against its history in this runs folder (over the plan's baseline.runs; turns the check on)")
+	shardFlag := onceString(fs, "shard", "", "send shard i/n (0-based) of every cell's load: ⌊C/n⌋ sessions (+1 for i < C mod n), rate λ/n on its own seed; merge the shards' run directories with benchrun merge")
+	startAtFlag := onceString(fs, "start-at", "", "wait until this instant (RFC 3339, or @UNIX seconds) before the first cell, so that shards start together")
 	plan, rest, err := splitPlanArg(fs, args)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
@@ -38,6 +41,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", fs.Args())
+		return pipeline.ExitInvalid
+	}
+	shard, shards, err := parseShard(*shardFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun: --shard:", err)
+		return pipeline.ExitInvalid
+	}
+	startAt, err := parseStartAt(*startAtFlag)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrun: --start-at:", err)
 		return pipeline.ExitInvalid
 	}
 	if *resume == "" {
@@ -121,6 +134,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Progress: progress,
 		Keep:     *keep,
 		Baseline: *baseline,
+		Shard:    shard,
+		Shards:   shards,
+		StartAt:  startAt,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
@@ -169,4 +185,39 @@ func flagTakesValue(fs *flag.FlagSet, f string) bool {
 	}
 	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
 	return !ok || !b.IsBoolFlag()
+}
+
+// parseShard reads --shard i/n (0 <= i < n); "" is 0 of 1, unsharded.
+func parseShard(v string) (int, int, error) {
+	if v == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(v, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("%q: want i/n with 0 <= i < n (0-based, e.g. 0/2 and 1/2)", v)
+	}
+	return i, n, nil
+}
+
+// parseStartAt reads --start-at: RFC 3339 or @ and Unix seconds
+// (fractions allowed); "" is the zero time, start now.
+func parseStartAt(v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if rest, ok := strings.CutPrefix(v, "@"); ok {
+		f, err := strconv.ParseFloat(rest, 64)
+		if err != nil || f <= 0 {
+			return time.Time{}, fmt.Errorf("%q: want @ and Unix seconds, e.g. @1767225600", v)
+		}
+		sec := int64(f)
+		return time.Unix(sec, int64((f-float64(sec))*1e9)), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-01-01T00:00:00Z) or @UNIX: %w", v, err)
+	}
+	return t, nil
 }

@@ -160,7 +160,8 @@ func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onRes
 loop:
 	for ; ctx.Err() == nil; n++ {
 		off := gen.Next()
-		if l.done(n, off) {
+		// A phased shard's bound is on its own time, not the phase's.
+		if l.done(n, off-l.Schedule.Phase) {
 			break
 		}
 		due := start.Add(off)

@@ -40,6 +40,48 @@ type Schedule struct {
 	Ramp Ramp
 	// Seed makes the draws reproducible.
 	Seed uint64
+	// Phase delays every offset (the first request is sent at Phase): a
+	// shard of a constant schedule interleaves its sends with the other
+	// shards' instead of sending at the same instants (Split).
+	Phase time.Duration
+}
+
+// Split is shard i's part of the schedule when n processes share it
+// (0 <= i < n): rate λ/n (a ramp's start rate too) and its own seed, so
+// the shards draw independent streams. Independent Poisson streams of
+// λ/n sum to a Poisson stream of λ, exactly. Constant arrivals are
+// phased: shard i starts i/λ after shard 0, so the n streams of gap n/λ
+// interleave into one of gap 1/λ (exact while no ramp is set). A gamma
+// stream is phased likewise, but a sum of independent gamma renewal
+// streams is not a gamma renewal stream: the mean rate λ holds, the
+// burstiness of the sum drifts toward Poisson's as n grows
+// (docs/METRICS.md, Shards).
+func (s Schedule) Split(i, n int) Schedule {
+	if n <= 1 {
+		return s
+	}
+	out := s
+	out.Rate = s.Rate / float64(n)
+	out.Ramp.From = s.Ramp.From / float64(n)
+	out.Seed = s.Seed + uint64(i)
+	if s.Arrival == ArrivalConstant || s.Arrival == ArrivalGamma {
+		out.Phase = s.Phase + time.Duration(math.Round(float64(i)/s.Rate*float64(time.Second)))
+	}
+	return out
+}
+
+// SplitCount is shard i's share of a count c split over n shards:
+// ⌊c/n⌋, plus one of the remainder for the first c mod n shards, so the
+// shares sum to c.
+func SplitCount(c, i, n int) int {
+	if n <= 1 {
+		return c
+	}
+	share := c / n
+	if i < c%n {
+		share++
+	}
+	return share
 }
 
 // Ramp is an optional warm ramp of the arrival rate.
@@ -126,7 +168,9 @@ func (g *Generator) Next() time.Duration {
 		g.t = time.Duration(math.Round(g.ts * float64(time.Second)))
 	}
 	g.n++
-	return g.t
+	// The ramp follows the shard's own time (g.t); only the send is
+	// phased.
+	return g.t + g.s.Phase
 }
 
 // Offsets returns the first n offsets, or (n <= 0) every offset before d.

@@ -294,6 +294,12 @@ type Cell struct {
 	RealTimeFactor  *float64 `parquet:"real_time_factor" json:"real_time_factor" expr:"real_time_factor"`
 	AudioSPerS      *float64 `parquet:"audio_s_per_s" json:"audio_s_per_s" expr:"audio_s_per_s"`
 
+	// Shards: the row is shard Shard (0-based) of Shards processes that
+	// split the cell's load (--shard i/n; 0 of 1 unsharded, and 0 of n
+	// for a merged row, which holds every shard's requests).
+	Shard  int64 `parquet:"shard" json:"shard" expr:"shard"`
+	Shards int64 `parquet:"shards" json:"shards" expr:"shards"`
+
 	// Cost: a provisioned machine's cost_per_hour over the cell's duration
 	// (nil when the plan gives no price). tokens_per_dollar counts output tokens.
 	CostUSD         *float64 `parquet:"cost_usd" json:"cost_usd" expr:"cost_usd"`

@@ -56,6 +56,9 @@ type Stage struct {
 	firstTokenTimeout                   time.Duration
 	// refs are the dataset's reference vectors by text (embeddings).
 	refs map[string][]float32
+	// shard of shards is this process's part of every cell's load
+	// (--shard; 0 of 1 unsharded): set by Run from the Env.
+	shard, shards int
 }
 
 // Validate checks the configuration against the plan without side effects.
@@ -280,6 +283,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, err
 	}
 	model := env.ModelName(s.cfg.Model)
+	var startAt time.Time
+	s.shard, s.shards, startAt = env.Shard()
+	waited := startAt.IsZero()
 	points := s.points()
 	maxConns := s.cfg.MaxInflight
 	for _, p := range points {
@@ -361,6 +367,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
 			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target), Repeat: int64(p.repeat),
 			Batch: int64(p.v.batch), Images: int64(p.v.images), ImageResolution: p.v.res, AudioSeconds: p.v.audio,
+			Shard: int64(s.shard), Shards: int64(s.shards),
 		}
 		if p.rate > 0 {
 			base.Arrival = s.cfg.Arrival
@@ -376,6 +383,17 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				row.Notes = joinNotes(note, row.Notes)
 				return env.Emit(row, reqs)
 			}
+		}
+		if p.rate == 0 && loadgen.SplitCount(p.concurrency, s.shard, s.shards) == 0 {
+			// Fewer sessions than shards: this shard has none of the
+			// cell's; the others' rows hold it (benchrun merge).
+			row := base
+			row.StartedAt = time.Now().UTC()
+			row.Status, row.Reason = results.StatusSkipped, fmt.Sprintf("shard %d/%d: no session of the cell's %d", s.shard, s.shards, p.concurrency)
+			if err := emit(row, nil); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if stopErr != nil {
 			row := base
@@ -452,9 +470,24 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				row.StartedAt = time.Now().UTC()
 				row.Status, row.Reason = results.StatusError, calibNote
 			} else {
+				var lateNote string
+				if !waited {
+					// --start-at: every shard's first cell starts at one
+					// instant; from here on time is the monotonic clock's.
+					waited = true
+					if late, err := waitUntil(ctx, startAt); err != nil {
+						return row, err
+					} else if late > 5*time.Millisecond {
+						// More than a timer's slack.
+						lateNote = fmt.Sprintf("shard %d/%d started %.1f ms after --start-at", s.shard, s.shards, ms(late))
+					}
+				}
 				row, reqs, samples = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()), probes)
 				if calibNote != "" {
 					row.Notes = joinNotes(row.Notes, calibNote)
+				}
+				if lateNote != "" {
+					row.Notes = joinNotes(row.Notes, lateNote)
 				}
 				if s.cfg.Calibrate != loadgen.CalibrateOff && dataset == nil {
 					// Calibration was asked for: a prompt off by more than a
@@ -542,11 +575,13 @@ func (s *Stage) calibrate(ctx context.Context, t *loadgen.Target, fromDataset bo
 
 // load is the point's load for one pass.
 func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Load, int) {
+	// A shard sends its share of the sessions, the rate and any request
+	// counts (loadgen.SplitCount, Schedule.Split); durations stay whole.
 	l := loadgen.Load{
-		Concurrency: p.concurrency,
-		Requests:    s.cfg.Requests,
+		Concurrency: loadgen.SplitCount(p.concurrency, s.shard, s.shards),
+		Requests:    loadgen.SplitCount(s.cfg.Requests, s.shard, s.shards),
 		Duration:    s.duration,
-		MinRequests: s.cfg.MinRequests,
+		MinRequests: loadgen.SplitCount(s.cfg.MinRequests, s.shard, s.shards),
 		MinDuration: s.minDuration,
 		MaxInFlight: s.cfg.MaxInflight,
 		Counters:    counters,
@@ -558,18 +593,19 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 		if s.cfg.Ramp != nil && s.rampDuration > 0 {
 			sch.Ramp = loadgen.Ramp{Kind: s.cfg.Ramp.Kind, From: s.cfg.Ramp.From, Duration: s.rampDuration}
 		}
+		*sch = sch.Split(s.shard, s.shards)
 		l.Schedule = sch
 		if l.Requests == 0 && l.Duration == 0 {
-			l.Requests = max(32, int(math.Ceil(p.rate*10)))
+			l.Requests = loadgen.SplitCount(max(32, int(math.Ceil(p.rate*10))), s.shard, s.shards)
 			expected = l.Requests
 		}
 		if expected == 0 {
-			expected = int(math.Ceil(p.rate * s.duration.Seconds()))
+			expected = int(math.Ceil(sch.Rate * s.duration.Seconds()))
 		}
 	} else {
 		l.MaxInFlight = 0
 		if l.Requests == 0 && l.Duration == 0 {
-			l.Requests = max(8, 2*p.concurrency)
+			l.Requests = loadgen.SplitCount(max(8, 2*p.concurrency), s.shard, s.shards)
 			expected = l.Requests
 		}
 	}
@@ -774,4 +810,20 @@ func warmSetSize(expected int) int {
 		return expected
 	}
 	return 1024
+}
+
+// waitUntil sleeps until t by the wall clock (--start-at names an
+// instant, which only the wall clock knows) and says how late it woke:
+// a shard started after t by more than the sleep's own slack was late.
+func waitUntil(ctx context.Context, t time.Time) (time.Duration, error) {
+	if d := time.Until(t); d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
+	}
+	return time.Since(t), nil
 }
