@@ -6,8 +6,10 @@ package telemetry
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // GPU is one device as NVML numbers it (by PCI bus ID, like nvidia-smi).
@@ -146,4 +148,38 @@ func describeGPUs(gpus []GPU) string {
 		return "none"
 	}
 	return strings.Join(names, "; ")
+}
+
+// ChooseDevices resolves a stage's GPU selection (ResolveGPUs) to the
+// devices to hand a process: by UUID when NVML names them (what
+// CUDADevicesEnv puts in CUDA_VISIBLE_DEVICES), else by NVML index, which
+// it says in log (CUDA numbers devices the same way only with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID). NVML is listed once, for the names and
+// the UUIDs; an index the machine does not have is ErrNoSuchGPU. launch
+// and exec choose GPUs with it.
+func ChooseDevices(sel []string, list func() ([]GPU, error), log io.Writer) ([]string, error) {
+	var once sync.Once
+	var gpus []GPU
+	var listErr error
+	listOnce := func() ([]GPU, error) {
+		once.Do(func() { gpus, listErr = list() })
+		return gpus, listErr
+	}
+	idx, err := ResolveGPUs(sel, listOnce)
+	if err != nil {
+		return nil, err
+	}
+	devices, err := GPUUUIDs(idx, listOnce)
+	switch {
+	case errors.Is(err, ErrNoSuchGPU):
+		return nil, err
+	case err != nil:
+		devices = make([]string, len(idx))
+		for i, n := range idx {
+			devices[i] = strconv.Itoa(n)
+		}
+		fmt.Fprintf(log, "benchrun: GPUs %v given by NVML index, not UUID: %v\n", sel, err)
+	}
+	fmt.Fprintf(log, "benchrun: GPUs %v -> %s\n", sel, strings.Join(CUDADevicesEnv(devices), " "))
+	return devices, nil
 }

@@ -17,7 +17,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -475,29 +474,10 @@ func (s *Stage) vars(env *pipeline.Env) map[string]string {
 // chooseGPUs resolves the plan's GPU selection as launch does: by UUID
 // when NVML names them, else by NVML index (said in the stage log).
 func (s *Stage) chooseGPUs(log io.Writer) ([]string, error) {
-	var once sync.Once
-	var gpus []telemetry.GPU
-	var listErr error
-	list := func() ([]telemetry.GPU, error) {
-		once.Do(func() { gpus, listErr = listGPUs() })
-		return gpus, listErr
-	}
-	idx, err := telemetry.ResolveGPUs(s.gpuSel, list)
+	devices, err := telemetry.ChooseDevices(s.gpuSel, listGPUs, log)
 	if err != nil {
 		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
 	}
-	devices, err := telemetry.GPUUUIDs(idx, list)
-	switch {
-	case errors.Is(err, telemetry.ErrNoSuchGPU):
-		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
-	case err != nil:
-		devices = make([]string, len(idx))
-		for i, n := range idx {
-			devices[i] = strconv.Itoa(n)
-		}
-		fmt.Fprintf(log, "benchrun: GPUs %v given by NVML index, not UUID: %v\n", s.gpuSel, err)
-	}
-	fmt.Fprintf(log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDADevicesEnv(devices), " "))
 	return devices, nil
 }
 

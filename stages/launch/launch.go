@@ -372,33 +372,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 // enumerates in; else by NVML index (said in the stage log), which CUDA
 // numbers the same way only with CUDA_DEVICE_ORDER=PCI_BUS_ID.
 func (s *Stage) chooseGPUs(log io.Writer) ([]string, error) {
-	// NVML is listed once for both the names and the UUIDs.
-	var listed bool
-	var gpus []telemetry.GPU
-	var listErr error
-	list := func() ([]telemetry.GPU, error) {
-		if !listed {
-			gpus, listErr = listGPUs()
-			listed = true
-		}
-		return gpus, listErr
-	}
-	idx, err := telemetry.ResolveGPUs(s.gpuSel, list)
+	devices, err := telemetry.ChooseDevices(s.gpuSel, listGPUs, log)
 	if err != nil {
 		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
 	}
-	devices, err := telemetry.GPUUUIDs(idx, list)
-	switch {
-	case errors.Is(err, telemetry.ErrNoSuchGPU):
-		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
-	case err != nil:
-		devices = make([]string, len(idx))
-		for i, n := range idx {
-			devices[i] = strconv.Itoa(n)
-		}
-		fmt.Fprintf(log, "benchrun: GPUs %v given by NVML index, not UUID: %v\n", s.gpuSel, err)
-	}
-	fmt.Fprintf(log, "benchrun: GPUs %v -> %s\n", s.gpuSel, strings.Join(telemetry.CUDADevicesEnv(devices), " "))
 	return devices, nil
 }
 
