@@ -41,6 +41,7 @@ func commands() []command {
 		{"post", "post RUN_DIR [flags]      send a run's results to its remote sinks again (SiYuan, webhooks); --dry-run prints them", runPost},
 		{"compare", "compare OLD NEW [flags]   compare runs cell by cell (regressed, improved, same, unknown; exit 1 on a regression)", runCompare},
 		{"history", "history RUNS [flags]      each cell's metrics over the runs under a folder, with change points (--html FILE)", runHistory},
+		{"k8s", "k8s render PLAN [flags]   Kubernetes manifests that run a plan as N shards and merge them (docs/SCALE.md)", runK8s},
 		{"help", "help                      this text", nil},
 	}
 }

@@ -1,0 +1,495 @@
+// Package k8s renders the Kubernetes manifests that run a resolved plan
+// in a cluster: the shards as an Indexed Job, the merge after them, and
+// the plan's launch stages as Deployments. Every object is built from the
+// official API types (k8s.io/api), never from hand-written YAML, so that
+// a field the API does not know cannot be rendered (docs/SCALE.md).
+//
+// The package works on the resolved plan's JSON (plan.json as the run
+// writes it) and imports nothing of benchrun's schema: what it needs of a
+// launch stage it reads from that JSON.
+package k8s
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/telemetry"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+)
+
+// Options are what the command line decides about the rendering.
+type Options struct {
+	// Shards is the number of shard processes (the Indexed Job's completions).
+	Shards int
+	// Image is the container image with benchrun (and /bin/sh) in it.
+	Image string
+	// Namespace is set on every object; empty leaves it to kubectl's context.
+	Namespace string
+	// StartAt is the common start instant the shards are given
+	// (`--start-at`); it is kept in the ConfigMap so it can be changed
+	// there before the Job is applied.
+	StartAt string
+	// ServerImage overrides the image of every rendered launch Deployment
+	// (default: the engine's own image, see engineImages).
+	ServerImage string
+}
+
+// DefaultImage is the benchrun image the shards and the merge run.
+const DefaultImage = "ghcr.io/benchrun/benchrun:latest"
+
+// RunsClaim is the PersistentVolumeClaim the shards write their parts to
+// and the merge reads them from: ReadWriteMany, since the shards' pods
+// land on different nodes.
+const RunsClaim = "benchrun-runs"
+
+// DefaultPort is the port a launch stage with port "auto" listens on in
+// its pod: a pod has its own network namespace, so any fixed port is free.
+const DefaultPort = 8000
+
+// engineImages are the images that ship each engine's server binary, for
+// a launch Deployment (argv[0] of the stage's cmd must be in it).
+// benchrun's own simulator and a custom command run in the benchrun image.
+var engineImages = map[string]string{
+	"vllm":         "vllm/vllm-openai:latest",
+	"sglang":       "lmsysorg/sglang:latest",
+	"tgi":          "ghcr.io/huggingface/text-generation-inference:latest",
+	"ollama":       "ollama/ollama:latest",
+	"llama-server": "ghcr.io/ggml-org/llama.cpp:server",
+	"max":          "modular/max-nvidia-full:latest",
+}
+
+// Object is one rendered manifest and the file it is written to.
+type Object struct {
+	File   string
+	Object runtime.Object
+}
+
+// Launch is what a rendered Deployment needs of a launch stage.
+type Launch struct {
+	Stage  string
+	Engine string
+	Cmd    []string
+	Shell  bool
+	Env    map[string]string
+	Port   int
+	Model  string
+	GPUs   int
+}
+
+// Result is a rendering: the objects, and the plan the shards run (the
+// resolved plan with its launch stages replaced by their Services' URLs).
+type Result struct {
+	Objects  []Object
+	PlanJSON []byte
+	Launches []Launch
+	// Warnings are what may not work in a pod and was rendered anyway.
+	Warnings []string
+}
+
+// EnvSecret is the Secret a launch Deployment takes ${NAME} values from
+// (kubectl create secret generic benchrun-env --from-literal=NAME=...).
+const EnvSecret = "benchrun-env"
+
+var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// dnsName turns s into a DNS-1035 label fragment (lower case, digits and
+// dashes, starting with a letter), the strictest of the name rules the
+// rendered kinds have (a Service's), so one prefix serves them all.
+func dnsName(s string) string {
+	s = strings.Trim(nonName.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		s = "p-" + s
+	}
+	return strings.TrimRight(s, "-")
+}
+
+// Render builds the manifests for the resolved plan planJSON.
+func Render(planJSON []byte, o Options) (*Result, error) {
+	if o.Shards < 1 {
+		return nil, fmt.Errorf("--shards %d: want at least 1", o.Shards)
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.StartAt == "" {
+		return nil, fmt.Errorf("no start time: the shards need a common --start-at")
+	}
+	var plan map[string]any
+	if err := json.Unmarshal(planJSON, &plan); err != nil {
+		return nil, fmt.Errorf("the resolved plan: %w", err)
+	}
+	planName, _ := plan["name"].(string)
+	modelName := ""
+	if m, ok := plan["model"].(map[string]any); ok {
+		modelName, _ = m["name"].(string)
+	}
+	prefix := "benchrun-" + dnsName(planName)
+	// 63 is a label's limit; the longest suffix added is "-shards" or a
+	// stage's name, which is checked by Validate on the result.
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	r := &Result{}
+	launches, err := rewriteLaunches(plan, prefix, o.Namespace, modelName)
+	if err != nil {
+		return nil, err
+	}
+	r.Launches = launches
+	for _, l := range launches {
+		for _, a := range l.Cmd {
+			// ${host} becomes 0.0.0.0; a loopback address written out
+			// is unreachable from the shards' pods.
+			if strings.Contains(a, "127.0.0.1") || strings.Contains(a, "localhost") {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("stages.%s.cmd: %q listens on loopback, which the shards' pods cannot reach: write ${host} instead", l.Stage, a))
+			}
+		}
+	}
+	shardPlan, err := json.MarshalIndent(plan, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	r.PlanJSON = shardPlan
+
+	labels := func(role string) map[string]string {
+		return map[string]string{
+			"app.kubernetes.io/name":      "benchrun",
+			"app.kubernetes.io/instance":  prefix,
+			"app.kubernetes.io/component": role,
+		}
+	}
+	meta := func(name, role string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels(role)}
+	}
+	add := func(file string, obj runtime.Object) {
+		r.Objects = append(r.Objects, Object{File: fmt.Sprintf("%02d-%s.yaml", len(r.Objects), file), Object: obj})
+	}
+
+	cmName := prefix + "-plan"
+	add("configmap-plan", &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta(cmName, "plan"),
+		Data:       map[string]string{"plan.json": string(shardPlan) + "\n", "start-at": o.StartAt},
+	})
+	add("pvc-runs", &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+		ObjectMeta: meta(RunsClaim, "runs"),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			},
+		},
+	})
+
+	for _, l := range launches {
+		dep, svc := launchObjects(l, prefix, o, labels)
+		add("deployment-"+dnsName(l.Stage), dep)
+		add("service-"+dnsName(l.Stage), svc)
+	}
+
+	shardJob := prefix + "-shards"
+	// The headless Service gives every shard pod a stable DNS name,
+	// <job>-<index>.<service>: an Indexed Job sets each pod's hostname to
+	// <job>-<index>, and the pod's subdomain names this Service.
+	add("service-shards", &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(shardJob, "shard"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  labels("shard"),
+			// A shard is addressed before it is ready (a coordinator
+			// waits for the others), so not-ready pods are published too.
+			PublishNotReadyAddresses: true,
+			Ports:                    []corev1.ServicePort{{Name: "coordinate", Port: 7777, TargetPort: intstr.FromInt32(7777)}},
+		},
+	})
+
+	volumes := []corev1.Volume{
+		{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cmName},
+			// benchrun loads a plan by CUE's rules, which take a .json
+			// file as data rather than as a plan: JSON is CUE, so the
+			// resolved plan is mounted under a .cue name.
+			Items: []corev1.KeyToPath{{Key: "plan.json", Path: "plan.cue"}},
+		}}},
+		{Name: "runs", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: RunsClaim}}},
+	}
+	mounts := []corev1.VolumeMount{{Name: "plan", MountPath: "/plan", ReadOnly: true}, {Name: "runs", MountPath: "/runs"}}
+	n := strconv.Itoa(o.Shards)
+	// Each shard writes its run under /runs/shard-<i> and, whatever its
+	// exit, a done marker holding its exit status: the merge Job waits
+	// for the N markers (Kubernetes has no "after that Job" for a Job).
+	shardScript := "benchrun /plan/plan.cue --shard $(JOB_COMPLETION_INDEX)/" + n +
+		" --start-at $(START_AT) --out /runs/shard-$(JOB_COMPLETION_INDEX)" +
+		"; rc=$?; mkdir -p /runs/done && echo $rc > /runs/done/$(JOB_COMPLETION_INDEX); exit $rc"
+	completions := int32(o.Shards)
+	indexed := batchv1.IndexedCompletion
+	// A retried shard would start after the common instant and measure a
+	// different load than its peers: fail instead, and rerun the set.
+	noRetry := int32(0)
+	add("job-shards", &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: meta(shardJob, "shard"),
+		Spec: batchv1.JobSpec{
+			CompletionMode: &indexed,
+			Completions:    &completions,
+			Parallelism:    &completions,
+			BackoffLimit:   &noRetry,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels("shard")},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Subdomain:     shardJob,
+					Containers: []corev1.Container{{
+						Name:    "shard",
+						Image:   o.Image,
+						Command: []string{"/bin/sh", "-c", shardScript},
+						Env: []corev1.EnvVar{
+							// Kubernetes sets JOB_COMPLETION_INDEX itself in an
+							// Indexed Job; declaring it from the annotation makes
+							// $(JOB_COMPLETION_INDEX) in the command expand by
+							// the API's own rule rather than by the shell's.
+							{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+								FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+							{Name: "START_AT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+								LocalObjectReference: corev1.LocalObjectReference{Name: cmName}, Key: "start-at"}}},
+						},
+						VolumeMounts: mounts,
+					}},
+					Volumes: volumes,
+				},
+			},
+		},
+	})
+
+	mergeScript := "n=" + n + "; while [ \"$(ls /runs/done 2>/dev/null | wc -l)\" -lt $n ]; do sleep 5; done" +
+		"; if [ -n \"$(grep -Lx 0 /runs/done/*)\" ]; then echo 'a shard failed:' $(grep -Lx 0 /runs/done/*) >&2; exit 1; fi" +
+		"; exec benchrun merge /runs/shard-*/* --out /runs/merged"
+	add("job-merge", &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: meta(prefix+"-merge", "merge"),
+		Spec: batchv1.JobSpec{
+			BackoffLimit: &noRetry,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels("merge")},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name:         "merge",
+						Image:        o.Image,
+						Command:      []string{"/bin/sh", "-c", mergeScript},
+						VolumeMounts: []corev1.VolumeMount{{Name: "runs", MountPath: "/runs"}},
+					}},
+					Volumes: volumes[1:],
+				},
+			},
+		},
+	})
+	return r, nil
+}
+
+// rewriteLaunches takes the launch stages out of plan: each becomes a
+// Deployment + Service, and the stages that targeted it target the
+// Service's URL instead (a URL target is an existing server to benchrun,
+// so a shard starts nothing). A stage already targeting a URL is left as
+// it is: that server exists and nothing is rendered for it.
+func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) ([]Launch, error) {
+	st, _ := plan["stages"].(map[string]any)
+	names := make([]string, 0, len(st))
+	for k := range st {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var launches []Launch
+	urls := map[string]string{}
+	engines := map[string]string{}
+	for _, name := range names {
+		s, _ := st[name].(map[string]any)
+		if s["kind"] != "launch" {
+			continue
+		}
+		var c struct {
+			Engine string            `json:"engine"`
+			On     string            `json:"on"`
+			Cmd    []string          `json:"cmd"`
+			Shell  bool              `json:"shell"`
+			Env    map[string]string `json:"env"`
+			Port   any               `json:"port"`
+			Model  string            `json:"model"`
+			GPUs   []any             `json:"gpus"`
+			Setup  []any             `json:"setup"`
+			After  []any             `json:"after_start"`
+			Files  map[string]any    `json:"files"`
+		}
+		b, _ := json.Marshal(s)
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("stages.%s: %w", name, err)
+		}
+		// What a pod cannot do the way a local launch does is refused
+		// rather than rendered wrong.
+		switch {
+		case c.On != "":
+			return nil, fmt.Errorf("stages.%s: on: a provisioned machine is not rendered for Kubernetes (give its server a URL target)", name)
+		case len(c.Setup) > 0 || len(c.After) > 0 || len(c.Files) > 0:
+			return nil, fmt.Errorf("stages.%s: setup, after_start and files are not rendered for Kubernetes (bake them into the server image)", name)
+		}
+		l := Launch{Stage: name, Engine: c.Engine, Shell: c.Shell, Env: c.Env, Port: DefaultPort, Model: c.Model, GPUs: len(c.GPUs)}
+		if p, ok := c.Port.(float64); ok {
+			l.Port = int(p)
+		}
+		if l.Model == "" {
+			l.Model = modelName
+		}
+		// A GPU server gets at least one GPU; benchrun's simulator none.
+		if l.GPUs == 0 && l.Engine != "sim" {
+			l.GPUs = 1
+		}
+		rep := strings.NewReplacer("${port}", strconv.Itoa(l.Port), "${host}", "0.0.0.0", "${model}", l.Model)
+		for _, a := range c.Cmd {
+			l.Cmd = append(l.Cmd, rep.Replace(a))
+		}
+		svc := prefix + "-" + dnsName(name)
+		host := svc
+		if namespace != "" {
+			host += "." + namespace + ".svc"
+		}
+		urls[name] = "http://" + host + ":" + strconv.Itoa(l.Port)
+		engines[name] = c.Engine
+		launches = append(launches, l)
+		delete(st, name)
+	}
+	for _, name := range names {
+		s, ok := st[name].(map[string]any)
+		if !ok {
+			continue
+		}
+		if t, _ := s["target"].(string); urls[t] != "" {
+			s["target"] = urls[t]
+			// A health stage on a URL takes its paths from its own engine.
+			if s["kind"] == "health" && s["engine"] == nil {
+				s["engine"] = engines[t]
+			}
+		}
+		if needs, ok := s["needs"].([]any); ok {
+			kept := []any{}
+			for _, n := range needs {
+				if ns, _ := n.(string); urls[ns] == "" {
+					kept = append(kept, n)
+				}
+			}
+			s["needs"] = kept
+		}
+	}
+	return launches, nil
+}
+
+// launchObjects is a launch stage's Deployment and Service.
+func launchObjects(l Launch, prefix string, o Options, labels func(string) map[string]string) (*appsv1.Deployment, *corev1.Service) {
+	name := prefix + "-" + dnsName(l.Stage)
+	sel := labels("server")
+	sel["benchrun.dev/stage"] = dnsName(l.Stage)
+	image := o.ServerImage
+	if image == "" {
+		image = engineImages[l.Engine]
+	}
+	if image == "" {
+		image = o.Image
+	}
+	cmd := l.Cmd
+	if l.Shell {
+		cmd = []string{"/bin/sh", "-c", strings.Join(l.Cmd, " ")}
+	}
+	var env []corev1.EnvVar
+	for k, v := range l.Env {
+		// A value that is wholly ${NAME} is benchrun's own environment
+		// (a token, typically): in a pod it comes from the Secret
+		// EnvSecret, so that it is never written into a manifest.
+		if m := envRef.FindStringSubmatch(v); m != nil {
+			env = append(env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: EnvSecret}, Key: m[1]}}})
+			continue
+		}
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	var res corev1.ResourceRequirements
+	if l.GPUs > 0 {
+		q := *resource.NewQuantity(int64(l.GPUs), resource.DecimalSI)
+		// Extended resources are requested through limits (requests
+		// default to them and may not differ).
+		res.Limits = corev1.ResourceList{"nvidia.com/gpu": q}
+	}
+	health := telemetry.EngineFor(l.Engine).HealthPath
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: sel},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:      "server",
+					Image:     image,
+					Command:   cmd,
+					Env:       env,
+					Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: int32(l.Port)}},
+					Resources: res,
+					ReadinessProbe: &corev1.Probe{
+						ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+							Path: health, Port: intstr.FromInt32(int32(l.Port))}},
+						PeriodSeconds: 5,
+						// Loading a model takes minutes: readiness, not
+						// liveness, so a slow load is waited for, not killed.
+						FailureThreshold: 3,
+					},
+				}}},
+			},
+		},
+	}
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: sel},
+		Spec: corev1.ServiceSpec{
+			Selector: sel,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: int32(l.Port), TargetPort: intstr.FromInt32(int32(l.Port))}},
+		},
+	}
+	return dep, svc
+}
+
+// Marshal is one object as YAML.
+func Marshal(obj runtime.Object) ([]byte, error) {
+	return yaml.Marshal(obj)
+}
+
+// MarshalAll is the objects as one multi-document YAML stream.
+func MarshalAll(objs []Object) ([]byte, error) {
+	var buf bytes.Buffer
+	for i, o := range objs {
+		b, err := Marshal(o.Object)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,227 @@
+package k8s
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/benchrun/benchrun/internal/golden"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The resolved plans are what schema's Plan.JSON gives for
+// plans/quickstart.cue and plans/vllm.cue (the command's testscript
+// renders from the .cue plans themselves); kept here as JSON so that this
+// package's tests do not load CUE.
+const quickstartJSON = `{
+  "name": "quickstart",
+  "model": {"name": "sim-llama"},
+  "stages": {
+    "server": {"kind": "launch", "engine": "sim", "port": "auto", "host": "127.0.0.1", "shell": false,
+      "cmd": ["benchrun", "sim", "--addr", "${host}:${port}", "--model", "sim-llama"]},
+    "health": {"kind": "health", "target": "server"},
+    "sweep": {"kind": "sweep", "target": "server", "needs": ["health"], "concurrency": [1, 4]}
+  }
+}`
+
+const vllmJSON = `{
+  "name": "vllm",
+  "model": {"name": "llama-3.2-1b"},
+  "stages": {
+    "server": {"kind": "launch", "engine": "vllm", "port": 8080, "shell": false, "gpus": [0, 1],
+      "env": {"HF_TOKEN": "${HF_TOKEN}", "VLLM_LOGGING_LEVEL": "INFO"},
+      "cmd": ["vllm", "serve", "meta-llama/Llama-3.2-1B-Instruct", "--served-model-name", "${model}",
+        "--host", "${host}", "--port", "${port}", "--tensor-parallel-size", "2"]},
+    "health": {"kind": "health", "target": "server"},
+    "warmup": {"kind": "warmup", "target": "server", "needs": ["health", "server"]},
+    "sweep": {"kind": "sweep", "target": "server", "needs": ["warmup"]},
+    "remote": {"kind": "sweep", "target": "http://existing.example:8000", "needs": ["sweep"]}
+  }
+}`
+
+func render(t *testing.T, plan string, o Options) *Result {
+	t.Helper()
+	r, err := Render([]byte(plan), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGolden(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		plan string
+		o    Options
+	}{
+		{"quickstart", quickstartJSON, Options{Shards: 3, StartAt: "2026-12-01T17:00:00Z"}},
+		{"vllm", vllmJSON, Options{Shards: 4, StartAt: "@1796000000", Namespace: "bench", Image: "registry.example/benchrun:v1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := render(t, c.plan, c.o)
+			b, err := MarshalAll(r.Objects)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, c.name+".yaml", b)
+			for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+				obj, err := DecodeStrict(doc)
+				if err != nil {
+					t.Fatalf("strict decode: %v\n%s", err, doc)
+				}
+				if errs := Validate(obj); len(errs) > 0 {
+					t.Errorf("validation: %s", strings.Join(errs, "; "))
+				}
+			}
+			kubectlDryRun(t, r)
+		})
+	}
+}
+
+// TestShardJob checks the fields the shards' coordination rests on.
+func TestShardJob(t *testing.T) {
+	r := render(t, vllmJSON, Options{Shards: 4, StartAt: "@1"})
+	var job *batchv1.Job
+	var svcs []*corev1.Service
+	for _, o := range r.Objects {
+		switch v := o.Object.(type) {
+		case *batchv1.Job:
+			if v.Name == "benchrun-vllm-shards" {
+				job = v
+			}
+		case *corev1.Service:
+			svcs = append(svcs, v)
+		}
+	}
+	if job == nil {
+		t.Fatal("no shard Job")
+	}
+	s := job.Spec
+	if *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 4 || *s.Parallelism != 4 {
+		t.Errorf("shard Job: mode %v completions %d parallelism %d", *s.CompletionMode, *s.Completions, *s.Parallelism)
+	}
+	c := s.Template.Spec.Containers[0]
+	if !strings.Contains(c.Command[2], "--shard $(JOB_COMPLETION_INDEX)/4 --start-at $(START_AT)") {
+		t.Errorf("shard command: %q", c.Command)
+	}
+	if c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+		t.Errorf("JOB_COMPLETION_INDEX from %v", c.Env[0].ValueFrom)
+	}
+	headless := false
+	for _, svc := range svcs {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone && svc.Name == s.Template.Spec.Subdomain {
+			headless = true
+			for k, v := range svc.Spec.Selector {
+				if s.Template.Labels[k] != v {
+					t.Errorf("headless Service selects %s=%s, the shard pods have %q", k, v, s.Template.Labels[k])
+				}
+			}
+		}
+	}
+	if !headless {
+		t.Error("no headless Service named as the shard pods' subdomain")
+	}
+	// The shards' plan: the launch stage is gone, its users target its Service.
+	var plan struct {
+		Stages map[string]map[string]any `json:"stages"`
+	}
+	if err := json.Unmarshal(r.PlanJSON, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plan.Stages["server"]; ok {
+		t.Error("the launch stage is still in the shards' plan")
+	}
+	if got := plan.Stages["sweep"]["target"]; got != "http://benchrun-vllm-server:8080" {
+		t.Errorf("sweep target %v", got)
+	}
+	if got := plan.Stages["remote"]["target"]; got != "http://existing.example:8000" {
+		t.Errorf("a URL target was rewritten: %v", got)
+	}
+	if got := plan.Stages["warmup"]["needs"]; len(got.([]any)) != 1 {
+		t.Errorf("warmup needs %v, want [health]", got)
+	}
+	if len(r.Launches) != 1 || r.Launches[0].GPUs != 2 {
+		t.Errorf("launches %+v, want one with 2 GPUs", r.Launches)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	for _, c := range []struct{ plan, want string }{
+		{`{"name":"x","stages":{"s":{"kind":"launch","on":"pod","cmd":["x"]}}}`, "provisioned machine"},
+		{`{"name":"x","stages":{"s":{"kind":"launch","cmd":["x"],"setup":[{"cmd":["y"]}]}}}`, "setup"},
+	} {
+		if _, err := Render([]byte(c.plan), Options{Shards: 1, StartAt: "@1"}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.plan, err, c.want)
+		}
+	}
+	if _, err := Render([]byte(quickstartJSON), Options{Shards: 0, StartAt: "@1"}); err == nil {
+		t.Error("0 shards rendered")
+	}
+}
+
+// TestStrictDecodeCatches shows the strict decoder is strict: a field the
+// API does not know is refused.
+func TestStrictDecodeCatches(t *testing.T) {
+	_, err := DecodeStrict([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndatta: {}\n"))
+	if err == nil || !strings.Contains(err.Error(), "datta") {
+		t.Fatalf("unknown field: %v", err)
+	}
+}
+
+// kubectlDryRun runs kubectl's client-side dry run on the rendered set
+// when kubectl is installed. kubectl's client dry run still asks a server
+// for discovery (the resource mapping), so with no cluster reachable the
+// check is skipped, saying why.
+func kubectlDryRun(t *testing.T, r *Result) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("kubectl not installed: client dry run skipped")
+		return
+	}
+	dir := t.TempDir()
+	for _, o := range r.Objects {
+		b, err := Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, o.File), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(kubectl, "create", "--dry-run=client", "--validate=false", "-o", "name", "-f", dir)
+	// No kubeconfig of the user's: kubectl then tries localhost:8080, a
+	// quick refusal rather than a real cluster's answer.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "none"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if bytes.Contains(out, []byte("connection refused")) || bytes.Contains(out, []byte("unable to recognize")) {
+			t.Logf("kubectl dry run skipped: it needs an API server for discovery and none is reachable here: %s", firstLine(out))
+			return
+		}
+		t.Fatalf("kubectl create --dry-run=client: %v\n%s", err, out)
+	}
+	if n := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; n != len(r.Objects) {
+		t.Errorf("kubectl dry run named %d objects, want %d:\n%s", n, len(r.Objects), out)
+	}
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return s
+}
+
+func TestLoopbackWarned(t *testing.T) {
+	plan := strings.Replace(quickstartJSON, "${host}:${port}", "127.0.0.1:${port}", 1)
+	r := render(t, plan, Options{Shards: 1, StartAt: "@1"})
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "loopback") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+	if r := render(t, quickstartJSON, Options{Shards: 1, StartAt: "@1"}); len(r.Warnings) != 0 {
+		t.Errorf("warnings on ${host}: %q", r.Warnings)
+	}
+}
