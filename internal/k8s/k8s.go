@@ -144,11 +144,11 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 		prefix = strings.TrimRight(prefix[:40], "-")
 	}
 	r := &Result{}
-	launches, err := rewriteLaunches(plan, prefix, o.Namespace, modelName)
+	launches, warnings, err := rewriteLaunches(plan, prefix, o.Namespace, modelName)
 	if err != nil {
 		return nil, err
 	}
-	r.Launches = launches
+	r.Launches, r.Warnings = launches, warnings
 	for _, l := range launches {
 		for _, a := range l.Cmd {
 			// ${host} becomes 0.0.0.0; a loopback address written out
@@ -307,14 +307,13 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 // Service's URL instead (a URL target is an existing server to benchrun,
 // so a shard starts nothing). A stage already targeting a URL is left as
 // it is: that server exists and nothing is rendered for it.
-func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) ([]Launch, error) {
+func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (launches []Launch, warnings []string, err error) {
 	st, _ := plan["stages"].(map[string]any)
 	names := make([]string, 0, len(st))
 	for k := range st {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var launches []Launch
 	urls := map[string]string{}
 	engines := map[string]string{}
 	for _, name := range names {
@@ -323,29 +322,35 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 			continue
 		}
 		var c struct {
-			Engine string            `json:"engine"`
-			On     string            `json:"on"`
-			Cmd    []string          `json:"cmd"`
-			Shell  bool              `json:"shell"`
-			Env    map[string]string `json:"env"`
-			Port   any               `json:"port"`
-			Model  string            `json:"model"`
-			GPUs   []any             `json:"gpus"`
-			Setup  []any             `json:"setup"`
-			After  []any             `json:"after_start"`
-			Files  map[string]any    `json:"files"`
+			Engine  string            `json:"engine"`
+			On      string            `json:"on"`
+			Cmd     []string          `json:"cmd"`
+			Shell   bool              `json:"shell"`
+			Env     map[string]string `json:"env"`
+			Port    any               `json:"port"`
+			Model   string            `json:"model"`
+			GPUs    []any             `json:"gpus"`
+			Setup   []any             `json:"setup"`
+			After   []any             `json:"after_start"`
+			Files   map[string]any    `json:"files"`
+			Restart string            `json:"restart"`
 		}
 		b, _ := json.Marshal(s)
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("stages.%s: %w", name, err)
+			return nil, nil, fmt.Errorf("stages.%s: %w", name, err)
 		}
 		// What a pod cannot do the way a local launch does is refused
 		// rather than rendered wrong.
 		switch {
 		case c.On != "":
-			return nil, fmt.Errorf("stages.%s: on: a provisioned machine is not rendered for Kubernetes (give its server a URL target)", name)
+			return nil, nil, fmt.Errorf("stages.%s: on: a provisioned machine is not rendered for Kubernetes (give its server a URL target)", name)
 		case len(c.Setup) > 0 || len(c.After) > 0 || len(c.Files) > 0:
-			return nil, fmt.Errorf("stages.%s: setup, after_start and files are not rendered for Kubernetes (bake them into the server image)", name)
+			return nil, nil, fmt.Errorf("stages.%s: setup, after_start and files are not rendered for Kubernetes (bake them into the server image)", name)
+		}
+		if c.Restart == "per_cell" {
+			// A Deployment keeps one server up: restarting it per cell
+			// would take the shards' coordination, which is not rendered.
+			warnings = append(warnings, fmt.Sprintf("stages.%s.restart: per_cell is not honoured in a cluster: the Deployment's server is started once", name))
 		}
 		l := Launch{Stage: name, Engine: c.Engine, Shell: c.Shell, Env: c.Env, Port: DefaultPort, Model: c.Model, GPUs: len(c.GPUs)}
 		if p, ok := c.Port.(float64); ok {
@@ -394,7 +399,7 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 			s["needs"] = kept
 		}
 	}
-	return launches, nil
+	return launches, warnings, nil
 }
 
 // launchObjects is a launch stage's Deployment and Service.

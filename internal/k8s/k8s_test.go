@@ -225,3 +225,11 @@ func TestLoopbackWarned(t *testing.T) {
 		t.Errorf("warnings on ${host}: %q", r.Warnings)
 	}
 }
+
+func TestPerCellWarned(t *testing.T) {
+	plan := strings.Replace(quickstartJSON, `"engine": "sim",`, `"engine": "sim", "restart": "per_cell",`, 1)
+	r := render(t, plan, Options{Shards: 1, StartAt: "@1"})
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "per_cell") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}
