@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/merge"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
+)
+
+// shardSimPlan is a closed loop and an open loop against one simulator
+// at a load one process sustains easily (the simulator sleeps; 8
+// sessions, 100 req/s of 16 tokens), constant and Poisson.
+const shardSimPlan = `name: "shardsim"
+model: {name: "sim"}
+_url: string @tag(url)
+stages: {
+	closed: {
+		kind: "sweep", target: _url, cells: [{isl: 16, osl: 16}]
+		concurrency: [8], requests: 96, warmup: 1, calibrate: "off"
+	}
+	constant: {
+		kind: "sweep", target: _url, needs: ["closed"], cells: [{isl: 16, osl: 16}]
+		rates: [100], arrival: "constant", requests: 300, warmup: 0, calibrate: "off"
+	}
+	poisson: {
+		kind: "sweep", target: _url, needs: ["constant"], cells: [{isl: 16, osl: 16}]
+		rates: [100], arrival: "poisson", requests: 600, warmup: 0, calibrate: "off"
+		assert: ["failed == 0"]
+	}
+}
+`
+
+// TestShardsMatchOneProcess: two shard processes against one simulator,
+// merged, measure what one process sending the whole load measures.
+func TestShardsMatchOneProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator and three benchrun processes")
+	}
+	dir := t.TempDir()
+	url := startSim(t, dir)
+	plan := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(plan, []byte(shardSimPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(out string, extra ...string) (*exec.Cmd, error) {
+		args := append([]string{plan, "--quiet", "--out", filepath.Join(dir, out), "-t", "url=" + url}, extra...)
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+		return cmd, nil
+	}
+	single, _ := run("single")
+	if b, err := single.CombinedOutput(); err != nil {
+		t.Fatalf("single: %v\n%s", err, b)
+	}
+	startAt := time.Now().Add(3 * time.Second)
+	var shards []*exec.Cmd
+	outs := make([][]byte, 2)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		c, _ := run(fmt.Sprintf("shard%d", i), "--shard", fmt.Sprintf("%d/2", i), "--start-at", "@"+strconv.FormatFloat(float64(startAt.UnixNano())/1e9, 'f', 3, 64))
+		shards = append(shards, c)
+		go func(i int) {
+			b, err := c.CombinedOutput()
+			outs[i] = b
+			errs <- err
+		}(i)
+	}
+	for range shards {
+		if err := <-errs; err != nil {
+			t.Fatalf("shard: %v\n%s\n%s", err, outs[0], outs[1])
+		}
+	}
+	runDir := func(out string) string {
+		ds, err := filepath.Glob(filepath.Join(dir, out, "*", "*", "*"))
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("run directories under %s: %v %v", out, ds, err)
+		}
+		return ds[0]
+	}
+	merged := filepath.Join(dir, "merged")
+	mc := exec.Command(os.Args[0], "merge", runDir("shard0"), runDir("shard1"), "--out", merged)
+	mc.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+	if b, err := mc.CombinedOutput(); err != nil {
+		t.Fatalf("merge: %v\n%s", err, b)
+	} else {
+		t.Logf("merge: %s", b)
+	}
+	// The merged directory is a run the other commands read.
+	rc := exec.Command(os.Args[0], "report", merged)
+	rc.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+	if b, err := rc.CombinedOutput(); err != nil {
+		t.Errorf("report on the merged run: %v\n%s", err, b)
+	}
+
+	cells := func(d string) map[string]results.Cell {
+		r, err := rundir.Open(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := r.LatestCells()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]results.Cell{}
+		for _, c := range cs {
+			m[c.CellID] = c
+		}
+		return m
+	}
+	one, all := cells(runDir("single")), cells(merged)
+	if len(all) != 3 || len(one) != 3 {
+		t.Fatalf("cells: merged %d, single %d; want 3", len(all), len(one))
+	}
+	for id, s := range one {
+		m, ok := all[id]
+		if !ok {
+			t.Fatalf("merged run lacks cell %s (cell ids must not depend on the shard)", id)
+		}
+		if m.Shards != 2 || m.Requests != s.Requests || m.Status != results.StatusOK {
+			t.Errorf("%s: merged shards %d requests %d status %s (%s), single requests %d", id, m.Shards, m.Requests, m.Status, m.Reason, s.Requests)
+		}
+		// A Poisson sample's realized rate is the draws' (600 arrivals
+		// at 100/s: ±4% from one seed to the next), so its throughput is
+		// held to the rate it was sent at; the others' to the single
+		// process's.
+		tputTol, normTol := 0.10, 0.0
+		if m.Arrival == "poisson" {
+			tputTol, normTol = 0, 0.10
+		}
+		if m.ReqS != nil && m.SentReqS != nil && s.ReqS != nil && s.SentReqS != nil {
+			a, b := *m.ReqS / *m.SentReqS, *s.ReqS / *s.SentReqS
+			t.Logf("%s req_s/sent_req_s: merged %.3f (sent %.1f/s) single %.3f (sent %.1f/s)", id, a, *m.SentReqS, b, *s.SentReqS)
+			if normTol > 0 && (a/b-1 > normTol || a/b-1 < -normTol) {
+				t.Errorf("%s: served/sent merged %.3f vs single %.3f, want within %.0f%%", id, a, b, 100*normTol)
+			}
+		}
+		for _, x := range []struct {
+			name string
+			a, b *float64
+			tol  float64 // relative; 0: logged only
+		}{
+			{"ttft_p50_ms", m.TTFTP50Ms, s.TTFTP50Ms, 0.10},
+			{"ttft_p99_ms", m.TTFTP99Ms, s.TTFTP99Ms, 0},
+			{"itl_p50_ms", m.ITLP50Ms, s.ITLP50Ms, 0.10},
+			{"itl_p99_ms", m.ITLP99Ms, s.ITLP99Ms, 0},
+			{"e2el_p50_ms", m.E2ELP50Ms, s.E2ELP50Ms, 0},
+			{"e2el_p99_ms", m.E2ELP99Ms, s.E2ELP99Ms, 0},
+			{"total_tok_s", m.TotalTokS, s.TotalTokS, tputTol},
+			{"req_s", m.ReqS, s.ReqS, 0},
+			{"send_lag_p99_ms", m.SendLagP99, s.SendLagP99, 0},
+		} {
+			if x.a == nil || x.b == nil {
+				t.Errorf("%s %s: merged %v single %v: want both measured", id, x.name, x.a, x.b)
+				continue
+			}
+			d := (*x.a - *x.b) / *x.b
+			t.Logf("%s %s: merged %.3f single %.3f (%+.1f%%)", id, x.name, *x.a, *x.b, 100*d)
+			if x.tol > 0 && (d > x.tol || d < -x.tol) {
+				t.Errorf("%s %s: merged %.3f vs single %.3f: %+.1f%%, want within %.0f%%", id, x.name, *x.a, *x.b, 100*d, 100*x.tol)
+			}
+		}
+	}
+	info, err := os.ReadFile(filepath.Join(merged, merge.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mi merge.Info
+	if err := json.Unmarshal(info, &mi); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range mi.Cells {
+		if c.Flagged {
+			t.Errorf("%s flagged at a load each shard sustains: %+v", c.CellID, c.Shards)
+		}
+		for _, sh := range c.Shards {
+			t.Logf("%s shard %d/%d: %d requests, send_lag p99 %s ms, start offset %.2f ms", c.CellID, sh.Shard, sh.Shards, sh.Requests, fmtOpt(sh.SendLagP99Ms), sh.StartOffsetMs)
+		}
+	}
+}
+
+// startSim starts `benchrun sim` (this test binary) on a free loopback
+// port in fixed mode and returns its URL once it answers.
+func startSim(t *testing.T, dir string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, os.Args[0], "sim", "--addr", addr, "--model", "sim", "--mode", "fixed", "--ttft", "20ms", "--itl", "5ms", "--eos-prob", "0")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	url := "http://" + addr
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r, err := http.Get(url + "/v1/models"); err == nil {
+			r.Body.Close()
+			return url
+		}
+	}
+	t.Fatalf("the simulator at %s never answered", url)
+	return ""
+}
+
+func fmtOpt(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*p, 'f', 2, 64)
+}

@@ -1,0 +1,442 @@
+// Package merge joins the run directories of the shards of one sharded
+// run (benchrun PLAN --shard i/n) into one run directory whose cell rows
+// are recomputed from the shards' pooled request rows: a percentile of
+// the merged cell is the percentile of every request's samples, never an
+// average of the shards' percentiles (docs/METRICS.md, Shards).
+package merge
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/sinks/parquet"
+)
+
+// InfoFile is the merged run directory's record of its shards.
+const InfoFile = "merge.json"
+
+// Options are the thresholds a shard is flagged beyond.
+type Options struct {
+	// SendLagThresholdMs flags a cell where a shard's send lag p99 was
+	// above it: that shard could not keep its schedule (default 5, the
+	// sweep's send_lag_threshold_ms default).
+	SendLagThresholdMs float64
+	// StartThresholdMs flags a cell where a shard's first send came this
+	// much later than its planned instant relative to the earliest shard
+	// (default 100).
+	StartThresholdMs float64
+	// Now stamps the merged run (zero: time.Now).
+	Now time.Time
+}
+
+// Shard is one shard's part of one cell, as the merged run records it.
+type Shard struct {
+	RunID         string   `json:"run_id"`
+	Dir           string   `json:"dir"`
+	Shard         int64    `json:"shard"`
+	Shards        int64    `json:"shards"`
+	Requests      int      `json:"requests"`
+	SendLagP99Ms  *float64 `json:"send_lag_p99_ms"`
+	StartOffsetMs float64  `json:"start_offset_ms"`
+	Flag          string   `json:"flag,omitempty"`
+}
+
+// Cell is one merged cell's record in merge.json.
+type Cell struct {
+	Stage   string  `json:"stage"`
+	CellID  string  `json:"cell_id"`
+	Shards  []Shard `json:"shards"`
+	Flagged bool    `json:"flagged"`
+}
+
+// Info is merge.json.
+type Info struct {
+	RunID  string   `json:"run_id"`
+	From   []string `json:"from"`
+	Shards []string `json:"shard_run_ids"`
+	Cells  []Cell   `json:"cells"`
+}
+
+// Result is what Merge wrote.
+type Result struct {
+	Dir      string
+	Cells    []results.Cell
+	Requests map[string][]results.Request // by stage + "\x00" + cell id
+	Info     Info
+}
+
+type shardRun struct {
+	dir  string
+	run  *rundir.Run
+	rows *rundir.Rows
+}
+
+// Merge reads the shards' run directories and writes the merged run
+// directory out (which must not exist yet, or be empty).
+func Merge(dirs []string, out string, o Options) (*Result, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("no run directory to merge")
+	}
+	if o.SendLagThresholdMs <= 0 {
+		o.SendLagThresholdMs = 5
+	}
+	if o.StartThresholdMs <= 0 {
+		o.StartThresholdMs = 100
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	var shards []shardRun
+	seen := map[int64]string{}
+	for _, d := range dirs {
+		run, err := rundir.Open(d)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", d, err)
+		}
+		rows, err := run.Rows()
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", d, err)
+		}
+		sr := shardRun{dir: d, run: run, rows: rows}
+		for _, c := range results.LatestCells(rows.Cells) {
+			// Two directories of one shard would count its requests twice.
+			if prev, ok := seen[c.Shard]; ok && prev != d && c.Shards > 1 {
+				return nil, fmt.Errorf("%s and %s are both shard %d", prev, d, c.Shard)
+			}
+			seen[c.Shard] = d
+		}
+		shards = append(shards, sr)
+	}
+	m0 := shards[0].run.Manifest
+	if m0 == nil {
+		return nil, fmt.Errorf("shard %s has no manifest.json (it did not finish)", dirs[0])
+	}
+	for _, s := range shards[1:] {
+		if s.run.Manifest == nil || s.run.Manifest.Plan != m0.Plan {
+			return nil, fmt.Errorf("%s is not a shard of plan %s", s.dir, m0.Plan)
+		}
+	}
+	if err := prepareOut(out); err != nil {
+		return nil, err
+	}
+	runID := "merge-" + o.Now.UTC().Format("20060102T150405Z")
+	res := &Result{Dir: out, Requests: map[string][]results.Request{}, Info: Info{RunID: runID, From: dirs}}
+	for _, s := range shards {
+		res.Info.Shards = append(res.Info.Shards, s.run.ID())
+	}
+
+	// The cells in shard 0's order, then any only later shards have.
+	type key struct{ stage, id string }
+	var order []key
+	parts := map[key][]part{}
+	for _, s := range shards {
+		for _, c := range results.LatestCells(s.rows.Cells) {
+			k := key{c.Stage, c.CellID}
+			if _, ok := parts[k]; !ok {
+				order = append(order, k)
+			}
+			var reqs []results.Request
+			for _, r := range s.rows.Requests {
+				if r.Stage == c.Stage && r.CellID == c.CellID && r.Attempt == c.Attempt && r.Measurement == c.Measurement {
+					reqs = append(reqs, r)
+				}
+			}
+			parts[k] = append(parts[k], part{dir: s.dir, runID: s.run.ID(), row: c, reqs: reqs})
+		}
+	}
+	for n, k := range order {
+		row, reqs, info := mergeCell(parts[k], o)
+		row.RunID = runID
+		row.Attempt = 1
+		for i := range reqs {
+			reqs[i].RunID, reqs[i].Attempt, reqs[i].Seq = runID, 1, int64(i)
+		}
+		name := parquet.PartName(1, n+1)
+		if len(reqs) > 0 {
+			if err := parquet.WriteFile(filepath.Join(out, results.TableRequests, name), reqs); err != nil {
+				return nil, err
+			}
+		}
+		if err := parquet.WriteFile(filepath.Join(out, results.TableCells, name), []results.Cell{row}); err != nil {
+			return nil, err
+		}
+		res.Cells = append(res.Cells, row)
+		res.Requests[k.stage+"\x00"+k.id] = reqs
+		res.Info.Cells = append(res.Info.Cells, info)
+	}
+	if err := writeRunFiles(shards, out, runID, res, o.Now); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// part is one shard's row of a cell and its request rows.
+type part struct {
+	dir, runID string
+	row        results.Cell
+	reqs       []results.Request
+}
+
+func prepareOut(out string) error {
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		return fmt.Errorf("--out %s exists and is not empty: give a new directory", out)
+	}
+	for _, t := range []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples} {
+		if err := os.MkdirAll(filepath.Join(out, t), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// mergeCell recomputes a cell's row from its shards' requests.
+func mergeCell(ps []part, o Options) (results.Cell, []results.Request, Cell) {
+	// The identity of the cell (stage, ladder point, server, model) is
+	// every shard's; shard 0's row (or the first) carries it.
+	slices.SortFunc(ps, func(a, b part) int { return cmp.Compare(a.row.Shard, b.row.Shard) })
+	base := ps[0].row
+	info := Cell{Stage: base.Stage, CellID: base.CellID}
+	var reqs []results.Request
+	var firsts []time.Time
+	measured := 0
+	var notes []string
+	var cpu *float64
+	status, reason := results.StatusOK, ""
+	for _, p := range ps {
+		reqs = append(reqs, p.reqs...)
+		var first time.Time
+		for _, r := range p.reqs {
+			if first.IsZero() || r.SentAt.Before(first) {
+				first = r.SentAt
+			}
+		}
+		firsts = append(firsts, first)
+		if len(p.reqs) > 0 {
+			measured++
+		}
+		if p.row.ClientCPUUtil != nil && (cpu == nil || *p.row.ClientCPUUtil > *cpu) {
+			cpu = p.row.ClientCPUUtil
+		}
+		if p.row.Status == results.StatusError && status == results.StatusOK {
+			status, reason = results.StatusError, fmt.Sprintf("shard %d/%d: %s", p.row.Shard, p.row.Shards, p.row.Reason)
+		}
+	}
+	var origin time.Time
+	for _, f := range firsts {
+		if !f.IsZero() && (origin.IsZero() || f.Before(origin)) {
+			origin = f
+		}
+	}
+	for i, p := range ps {
+		sh := Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs), SendLagP99Ms: p.row.SendLagP99}
+		if !firsts[i].IsZero() {
+			// A constant or gamma shard is planned to start i/λ late
+			// (loadgen.Schedule.Split): only the rest is lateness.
+			planned := 0.0
+			if p.row.Rate > 0 && (p.row.Arrival == "constant" || p.row.Arrival == "gamma") {
+				planned = float64(p.row.Shard) / p.row.Rate * 1000
+			}
+			sh.StartOffsetMs = float64(firsts[i].Sub(origin))/float64(time.Millisecond) - planned
+		}
+		var why []string
+		if p.row.SendLagP99 != nil && *p.row.SendLagP99 > o.SendLagThresholdMs {
+			why = append(why, fmt.Sprintf("send_lag p99 %.2f ms over %.2g ms", *p.row.SendLagP99, o.SendLagThresholdMs))
+		}
+		if sh.StartOffsetMs > o.StartThresholdMs {
+			why = append(why, fmt.Sprintf("started %.1f ms after the earliest shard (over %.0f ms)", sh.StartOffsetMs, o.StartThresholdMs))
+		}
+		if len(why) > 0 {
+			sh.Flag = strings.Join(why, ", ")
+			info.Flagged = true
+			notes = append(notes, fmt.Sprintf("client-bound: shard %d/%d %s (read the merged cell as a lower bound of the server)", p.row.Shard, p.row.Shards, sh.Flag))
+		}
+		info.Shards = append(info.Shards, sh)
+	}
+	slices.SortStableFunc(reqs, func(a, b results.Request) int { return a.SentAt.Compare(b.SentAt) })
+
+	row := base
+	row.Shard, row.Shards = 0, int64(len(ps))
+	if base.Shards > 0 {
+		row.Shards = base.Shards
+	}
+	row.ClientCPUUtil = cpu // the busiest shard's: each shard is its own client
+	fill(&row, reqs)
+	row.Status, row.Reason = status, reason
+	if len(reqs) == 0 && status == results.StatusOK {
+		row.Status, row.Reason = results.StatusError, "no shard sent a request"
+	} else if row.Failed > 0 && status == results.StatusOK {
+		row.Status, row.Reason = results.StatusError, fmt.Sprintf("%d of %d requests failed (across %d shards)", row.Failed, row.Requests, measured)
+	}
+	var ids []string
+	for _, s := range info.Shards {
+		ids = append(ids, fmt.Sprintf("%d=%s (send_lag p99 %s ms, start +%.1f ms)", s.Shard, s.RunID, fmtOpt(s.SendLagP99Ms), s.StartOffsetMs))
+	}
+	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics recomputed from the pooled requests; goodput, telemetry and cost columns are shard %d's", len(ps), strings.Join(ids, ", "), base.Shard)}, notes...)
+	row.Notes = strings.Join(notes, "; ")
+	return row, reqs, info
+}
+
+func fmtOpt(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", *p)
+}
+
+// fill recomputes the request-derived metrics as the sweep's fillRow does
+// (docs/METRICS.md), from request rows instead of live results, over the
+// union window: the earliest send to the latest finish of any shard.
+func fill(row *results.Cell, rs []results.Request) {
+	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
+	var inTok, outTok, ttftSum float64
+	var first, last time.Time
+	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(len(rs)), 0, 0, 0
+	for _, r := range rs {
+		row.ConnRetries += r.ConnRetries
+		lag = append(lag, r.SendLagMs)
+		if first.IsZero() || r.SentAt.Before(first) {
+			first = r.SentAt
+		}
+		if r.Status != results.StatusOK || r.TTFTMs == nil || r.E2ELMs == nil {
+			row.Failed++
+			continue
+		}
+		row.Completed++
+		t, e := *r.TTFTMs, *r.E2ELMs
+		ttft = append(ttft, t)
+		ttftSum += t
+		e2el = append(e2el, e)
+		ttftSched = append(ttftSched, t+r.SendLagMs)
+		e2elSched = append(e2elSched, e+r.SendLagMs)
+		if r.OutputTokens > 1 {
+			tpot = append(tpot, (e-t)/float64(r.OutputTokens-1))
+		}
+		if r.OutputTokens > 0 {
+			ntpot = append(ntpot, e/float64(r.OutputTokens))
+		}
+		for k, g := range r.ChunkGapsMs {
+			itl = append(itl, g)
+			tok := int64(1)
+			if k+1 < len(r.ChunkTokens) {
+				tok = max(r.ChunkTokens[k+1], 1)
+			}
+			itlTok = append(itlTok, g/float64(tok))
+		}
+		inTok += float64(r.InputTokens)
+		outTok += float64(r.OutputTokens)
+		if end := r.SentAt.Add(time.Duration(e * float64(time.Millisecond))); end.After(last) {
+			last = end
+		}
+	}
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = dist(ttft)
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = dist(ttftSched)
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = dist(itl)
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = dist(itlTok)
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = dist(tpot)
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = dist(e2el)
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = dist(e2elSched)
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = dist(lag)
+	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
+	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.SentReqS = nil, nil, nil, nil, nil
+	row.PrefillTokS, row.EffectiveISL, row.EffectiveOSL = nil, nil, nil
+	row.DurationS = 0
+	if !last.IsZero() && last.After(first) {
+		w := last.Sub(first).Seconds()
+		row.DurationS = w
+		row.ReqS = results.Some(float64(row.Completed) / w)
+		row.OutputTokS = results.Some(outTok / w)
+		row.TotalTokS = results.Some((inTok + outTok) / w)
+		row.DecodeTokS = results.Some(outTok / w)
+	}
+	if len(rs) > 1 {
+		if span := rs[len(rs)-1].SentAt.Sub(first).Seconds(); span > 0 {
+			// Sends over the send window, as the sweep's sent_req_s.
+			row.SentReqS = results.Some(float64(len(rs)-1) / span)
+		}
+	}
+	if ttftSum > 0 {
+		row.PrefillTokS = results.Some(inTok / (ttftSum / 1000))
+	}
+	if row.Completed > 0 {
+		row.EffectiveISL = results.Some(inTok / float64(row.Completed))
+		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
+	}
+	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
+	if !first.IsZero() {
+		row.StartedAt = first.UTC()
+	}
+	if math.IsNaN(row.DurationS) {
+		row.DurationS = 0
+	}
+}
+
+func dist(xs []float64) (mean, p50, p90, p95, p99, worst *float64) {
+	s := stats.Summarize(xs)
+	if s.N == 0 {
+		return
+	}
+	return results.Some(s.Mean), results.Some(s.P50), results.Some(s.P90), results.Some(s.P95), results.Some(s.P99), results.Some(s.Max)
+}
+
+// writeRunFiles writes the merged run's manifest (shard 0's, as a new
+// run of one attempt), the plan files and merge.json.
+func writeRunFiles(shards []shardRun, out, runID string, res *Result, now time.Time) error {
+	m := *shards[0].run.Manifest
+	m.RunID = runID
+	m.Status, m.Reason, m.ExitCode = rundir.RunOK, "", nil
+	m.Verdicts, m.ResumedAt, m.Attempts, m.Sinks = nil, nil, nil, nil
+	fin := now.UTC()
+	for _, s := range shards {
+		if sm := s.run.Manifest; sm != nil {
+			if sm.StartedAt.Before(m.StartedAt) {
+				m.StartedAt = sm.StartedAt
+			}
+			if sm.Status != rundir.RunOK && m.Status == rundir.RunOK {
+				m.Status, m.Reason = sm.Status, fmt.Sprintf("shard %s: %s", s.dir, sm.Reason)
+			}
+		}
+	}
+	m.FinishedAt = &fin
+	if m.Metadata == nil {
+		m.Metadata = map[string]string{}
+	}
+	m.Metadata["merged_from"] = strings.Join(res.Info.Shards, ",")
+	if err := writeJSON(filepath.Join(out, rundir.ManifestFile), m); err != nil {
+		return err
+	}
+	for _, f := range []string{rundir.PlanFile, rundir.ResolvedFile} {
+		b, err := os.ReadFile(filepath.Join(shards[0].dir, f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		if err := os.WriteFile(filepath.Join(out, f), b, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", f, err)
+		}
+	}
+	return writeJSON(filepath.Join(out, InfoFile), res.Info)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
