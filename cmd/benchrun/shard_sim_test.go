@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,4 +225,99 @@ func fmtOpt(p *float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(*p, 'f', 2, 64)
+}
+
+// overloadPlan: an open loop one client cannot keep because of its own
+// in-flight cap (max_inflight is each process's, as GuideLLM caps each
+// worker): 120 req/s of ~100 ms requests need ~12 in flight, one process
+// may hold 8, each of two shards 8 for its 60 req/s.
+const overloadPlan = `name: "overload"
+model: {name: "sim"}
+_url: string @tag(url)
+stages: sweep: {
+	kind: "sweep", target: _url, cells: [{isl: 16, osl: 16}]
+	rates: [120], arrival: "constant", requests: 240, max_inflight: 8, warmup: 0, calibrate: "off"
+}
+`
+
+// TestShardsCarryWhatOneProcessCannot: at a load one process cannot keep,
+// its cell is flagged client-bound by send lag; two shards keep it, and
+// the merged cell is not flagged.
+func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator and three benchrun processes")
+	}
+	dir := t.TempDir()
+	url := startSim(t, dir)
+	plan := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(plan, []byte(overloadPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bench := func(args ...string) *exec.Cmd {
+		c := exec.Command(os.Args[0], args...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+		return c
+	}
+	if b, err := bench(plan, "--quiet", "--out", "single", "-t", "url="+url).CombinedOutput(); err != nil {
+		t.Fatalf("single: %v\n%s", err, b)
+	}
+	at := "@" + strconv.FormatFloat(float64(time.Now().Add(3*time.Second).UnixNano())/1e9, 'f', 3, 64)
+	errs := make(chan error, 2)
+	for i := range 2 {
+		c := bench(plan, "--quiet", "--out", fmt.Sprintf("shard%d", i), "-t", "url="+url, "--shard", fmt.Sprintf("%d/2", i), "--start-at", at)
+		go func() {
+			b, err := c.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%w\n%s", err, b)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("shard: %v", err)
+		}
+	}
+	runDir := func(out string) string {
+		ds, err := filepath.Glob(filepath.Join(dir, out, "*", "*", "*"))
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("run directories under %s: %v %v", out, ds, err)
+		}
+		return ds[0]
+	}
+	if b, err := bench("merge", runDir("shard0"), runDir("shard1"), "--out", "merged").CombinedOutput(); err != nil {
+		t.Fatalf("merge: %v\n%s", err, b)
+	}
+	row := func(d string) results.Cell {
+		r, err := rundir.Open(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := r.LatestCells()
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("%s: %d cells, %v", d, len(cs), err)
+		}
+		return cs[0]
+	}
+	one, all := row(runDir("single")), row(filepath.Join(dir, "merged"))
+	t.Logf("single: send_lag p99 %s ms, ttft_sched p50 %s ms, req_s %s; notes: %s", fmtOpt(one.SendLagP99), fmtOpt(one.TTFTSchedP50Ms), fmtOpt(one.ReqS), one.Notes)
+	t.Logf("merged: send_lag p99 %s ms, ttft_sched p50 %s ms, req_s %s; notes: %s", fmtOpt(all.SendLagP99), fmtOpt(all.TTFTSchedP50Ms), fmtOpt(all.ReqS), all.Notes)
+	if one.SendLagP99 == nil || *one.SendLagP99 <= 5 || !strings.Contains(one.Notes, "client-bound: send_lag p99") {
+		t.Errorf("single process: send_lag p99 %s ms, notes %q: want it flagged client-bound", fmtOpt(one.SendLagP99), one.Notes)
+	}
+	info, err := os.ReadFile(filepath.Join(dir, "merged", merge.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mi merge.Info
+	if err := json.Unmarshal(info, &mi); err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range mi.Cells[0].Shards {
+		t.Logf("shard %d/%d: %d requests, send_lag p99 %s ms, start offset %.2f ms %s", sh.Shard, sh.Shards, sh.Requests, fmtOpt(sh.SendLagP99Ms), sh.StartOffsetMs, sh.Flag)
+	}
+	if mi.Cells[0].Flagged || strings.Contains(all.Notes, "client-bound") {
+		t.Errorf("the shards kept the load, yet the merged cell is flagged: %s", all.Notes)
+	}
 }
