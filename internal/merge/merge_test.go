@@ -1,0 +1,85 @@
+package merge
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/sinks/parquet"
+)
+
+// writeShard writes a run directory of one cell whose requests have the
+// given ttfts, sent a second apart from start, each taking e2el 100 ms.
+func writeShard(t *testing.T, dir string, shard int64, start time.Time, ttfts []float64, lagP99 float64) {
+	t.Helper()
+	for _, d := range []string{results.TableCells, results.TableRequests} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := "run" + string(rune('a'+shard))
+	m := rundir.Manifest{RunID: id, Plan: "p", StartedAt: start, Status: rundir.RunOK}
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, rundir.ManifestFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cell := results.Cell{RunID: id, Plan: "p", Stage: "s", CellID: "s/1:1/c2", Attempt: 1, Measurement: 1,
+		Concurrency: 2, Shard: shard, Shards: 2, Status: results.StatusOK, SendLagP99: results.Some(lagP99)}
+	var reqs []results.Request
+	for i, v := range ttfts {
+		reqs = append(reqs, results.Request{RunID: id, Stage: "s", CellID: cell.CellID, Attempt: 1, Measurement: 1, Seq: int64(i),
+			SentAt: start.Add(time.Duration(i) * time.Second), TTFTMs: results.Some(v), E2ELMs: results.Some(100.0),
+			InputTokens: 10, OutputTokens: 5, ChunkGapsMs: []float64{1, 2}, ChunkTokens: []int64{1, 1, 1}, Status: results.StatusOK})
+	}
+	if err := parquet.WriteFile(filepath.Join(dir, results.TableRequests, parquet.PartName(1, 1)), reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, parquet.PartName(1, 1)), []results.Cell{cell}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The merged p50 is the pooled requests' median, not the mean of the
+// shards' medians; tokens sum; throughput is over the union window.
+func TestMergePoolsRequests(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	writeShard(t, a, 0, t0, []float64{1, 2, 3}, 1)
+	writeShard(t, b, 1, t0.Add(500*time.Millisecond), []float64{100}, 9) // late by 500 ms, lagging
+	res, err := Merge([]string{a, b}, filepath.Join(dir, "out"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cells[0]
+	// Pooled {1, 2, 3, 100}: median 2.5; averaging the shards' medians
+	// (2 and 100) would say 51.
+	if c.TTFTP50Ms == nil || *c.TTFTP50Ms != 2.5 {
+		t.Errorf("ttft p50 %v, want 2.5 (the pooled median)", c.TTFTP50Ms)
+	}
+	if c.Requests != 4 || c.Completed != 4 || c.AdmittedTok != 40 || c.Shards != 2 {
+		t.Errorf("requests %d completed %d admitted %d shards %d", c.Requests, c.Completed, c.AdmittedTok, c.Shards)
+	}
+	// The union window: t0 to the last finish, t0 + 2 s + 100 ms.
+	if c.DurationS < 2.099 || c.DurationS > 2.101 || c.OutputTokS == nil || *c.OutputTokS < 20/2.101 || *c.OutputTokS > 20/2.099 {
+		t.Errorf("window %v s, output_tok_s %v", c.DurationS, c.OutputTokS)
+	}
+	if !res.Info.Cells[0].Flagged || res.Info.Cells[0].Shards[1].Flag == "" || res.Info.Cells[0].Shards[0].Flag != "" {
+		t.Errorf("flags %+v: want shard 1 flagged (send lag 9 ms, 500 ms late), shard 0 not", res.Info.Cells[0].Shards)
+	}
+	// The merged directory is a run directory the reader opens.
+	r, err := rundir.Open(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := r.LatestCells(); err != nil || len(cs) != 1 || cs[0].RunID != res.Info.RunID {
+		t.Errorf("read back %v %v", cs, err)
+	}
+	if _, err := Merge([]string{a, b}, filepath.Join(dir, "out"), Options{}); err == nil {
+		t.Error("merging into a non-empty --out succeeded")
+	}
+}
