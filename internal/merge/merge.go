@@ -280,9 +280,17 @@ func mergeCell(ps []part, o Options) (results.Cell, []results.Request, Cell) {
 	}
 	var ids []string
 	for _, s := range info.Shards {
-		ids = append(ids, fmt.Sprintf("%d=%s (send_lag p99 %s ms, start +%.1f ms)", s.Shard, s.RunID, fmtOpt(s.SendLagP99Ms), s.StartOffsetMs))
+		ids = append(ids, fmt.Sprintf("%d=%s (send_lag p99 %s ms, start %+.1f ms)", s.Shard, s.RunID, fmtOpt(s.SendLagP99Ms), s.StartOffsetMs))
 	}
 	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics recomputed from the pooled requests; goodput, telemetry and cost columns are shard %d's", len(ps), strings.Join(ids, ", "), base.Shard)}, notes...)
+	// Shard 0's own notes about the cell's shape (prompts, token source,
+	// server) still hold; its verdicts on its own send lag or start do
+	// not, the flags above replace them.
+	for _, n := range strings.Split(base.Notes, "; ") {
+		if n != "" && !strings.HasPrefix(n, "client-bound") && !strings.HasPrefix(n, "shard ") {
+			notes = append(notes, n)
+		}
+	}
 	row.Notes = strings.Join(notes, "; ")
 	return row, reqs, info
 }
