@@ -54,22 +54,7 @@ func TestBaselineConfirm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulator 7 times")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(self, filepath.Join(bin, "benchrun")); err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(plan, []byte(confirmPlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, plan := simPlanDir(t, confirmPlan)
 	runs := filepath.Join(dir, "runs")
 	run := func(tags ...string) (code int, stderr string, rd *rundir.Run) {
 		t.Helper()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,23 +61,7 @@ func TestRegressAgainstSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the simulator 46 times")
 	}
-	dir := t.TempDir()
-	// The plan launches `benchrun sim`: this test binary, by PATH.
-	bin := filepath.Join(dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(self, filepath.Join(bin, "benchrun")); err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(plan, []byte(regressSimPlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, plan := simPlanDir(t, regressSimPlan)
 
 	const pairs = 20
 	base := simSetting{"base", 20 * time.Millisecond, 5 * time.Millisecond}
@@ -207,7 +192,7 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		rep := compare("base00", s.name, uint64(100+i))
 		for _, v := range rep.Verdicts {
 			switch {
-			case contains(s.flagged, v.Metric):
+			case slices.Contains(s.flagged, v.Metric):
 				if v.Outcome != regress.Regressed || !v.Better.Worse(v.Change) {
 					t.Errorf("%s: %s", s.name, v)
 				} else {
@@ -215,7 +200,7 @@ func TestRegressAgainstSimulator(t *testing.T) {
 				}
 			case v.Metric == "itl_p50_ms":
 				t.Logf("%s: %s", s.name, v)
-			case contains(s.clean, v.Metric) && v.Outcome == regress.Regressed:
+			case slices.Contains(s.clean, v.Metric) && v.Outcome == regress.Regressed:
 				t.Errorf("%s: %s regressed, but was not slowed: %s", s.name, v.Metric, v)
 			}
 		}
@@ -236,15 +221,6 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		t.Logf("%s: %d regressed, %d improved, %d same, %d unknown", s.name,
 			rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), rep.Count(regress.Unknown))
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // simRun runs the plan once, as benchrun, against a simulator with
@@ -268,4 +244,29 @@ func simRun(dir, bin, plan, out string, s simSetting) (*regress.Run, error) {
 		return nil, fmt.Errorf("%d cell rows (%v), want 2 cells × 3 repeats", len(r.Cells), r.Cells)
 	}
 	return r, nil
+}
+
+// simPlanDir writes src as plan.cue into a new temporary directory with a
+// bin/ folder holding `benchrun`: this test binary, which a plan's
+// launch stage finds by PATH (put bin first in the runs' PATH) to run
+// `benchrun sim`.
+func simPlanDir(t *testing.T, src string) (dir, bin, plan string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "benchrun")); err != nil {
+		t.Fatal(err)
+	}
+	plan = filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(plan, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin, plan
 }
