@@ -209,33 +209,3 @@ func meetsSLO(slo schema.SLO, ttft, tpot, maxGap, e2el float64) bool {
 		(slo.ITLMs == 0 || maxGap <= slo.ITLMs) &&
 		(slo.E2ELMs == 0 || e2el <= slo.E2ELMs)
 }
-
-// requestRows turns results into raw request rows.
-func requestRows(cell results.Cell, rs []loadgen.Result) []results.Request {
-	out := make([]results.Request, 0, len(rs))
-	for i, r := range rs {
-		q := results.Request{
-			Stage: cell.Stage, CellID: cell.CellID, Seq: int64(i), ResponseID: r.ResponseID,
-			SentAt: r.Sent.UTC(), SendLagMs: ms(r.SendLag()),
-			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
-			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
-		}
-		if r.OK() {
-			// A failed request has no ttft or e2el: nil, not 0.
-			q.TTFTMs, q.E2ELMs = results.Some(ms(r.TTFT())), results.Some(ms(r.E2EL()))
-			q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)
-			q.ChunkGapsMs = make([]float64, 0, max(len(r.Tokens)-1, 0))
-			q.ChunkTokens = make([]int64, len(r.Tokens))
-			for k := range r.Tokens {
-				q.ChunkTokens[k] = int64(r.Tokens[k].Tokens)
-				if k > 0 {
-					q.ChunkGapsMs = append(q.ChunkGapsMs, ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
-				}
-			}
-		} else {
-			q.Status, q.Error = results.StatusError, r.Err.Error()
-		}
-		out = append(out, q)
-	}
-	return out
-}

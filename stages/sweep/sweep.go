@@ -754,14 +754,14 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		fillMedia(&row, timed, window, s.refs != nil)
 		samples := probes.end(context.WithoutCancel(ctx), &row)
 		row.Status, row.Reason = results.StatusError, c.Error()
-		return row, requestRows(row, timed), samples
+		return row, loadgen.RequestRows(row, timed), samples
 	}
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
 	fillMedia(&row, timed, window, s.refs != nil)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
-	return row, requestRows(row, timed), samples
+	return row, loadgen.RequestRows(row, timed), samples
 }
 
 // sentResult is a result with its request's index in the pass.

@@ -104,32 +104,4 @@ func dist(xs []float64) (mean, p50, p90, p95, p99, worst *float64) {
 	return results.Some(s.Mean), results.Some(s.P50), results.Some(s.P90), results.Some(s.P95), results.Some(s.P99), results.Some(s.Max)
 }
 
-// requestRows are the documents' request rows, in send order.
-func requestRows(cell results.Cell, rs []loadgen.Result) []results.Request {
-	out := make([]results.Request, 0, len(rs))
-	for i, r := range rs {
-		q := results.Request{
-			Stage: cell.Stage, CellID: cell.CellID, Seq: int64(i), ResponseID: r.ResponseID,
-			SentAt: r.Sent.UTC(), SendLagMs: ms(r.SendLag()),
-			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
-			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
-		}
-		if r.OK() {
-			q.TTFTMs, q.E2ELMs = results.Some(ms(r.TTFT())), results.Some(ms(r.E2EL()))
-			q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)
-			q.ChunkTokens = make([]int64, len(r.Tokens))
-			for k := range r.Tokens {
-				q.ChunkTokens[k] = int64(r.Tokens[k].Tokens)
-				if k > 0 {
-					q.ChunkGapsMs = append(q.ChunkGapsMs, ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
-				}
-			}
-		} else {
-			q.Status, q.Error = results.StatusError, r.Err.Error()
-		}
-		out = append(out, q)
-	}
-	return out
-}
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

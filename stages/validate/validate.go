@@ -386,7 +386,7 @@ func (s *Stage) measure(ctx context.Context, env *pipeline.Env, t *loadgen.Targe
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		row.Status, row.Reason = results.StatusError, c.Error()
 	}
-	return requestRows(*row, rs)
+	return loadgen.RequestRows(*row, rs)
 }
 
 type sentResult struct {

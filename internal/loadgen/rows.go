@@ -1,0 +1,41 @@
+package loadgen
+
+import (
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// RequestRows turns a cell's results into its raw request rows, in send
+// order (seq is the index in rs): every stage that measures with the load
+// generator (sweep, validate) stores its requests this way. A failed
+// request has no ttft or e2el: nil, not 0.
+func RequestRows(cell results.Cell, rs []Result) []results.Request {
+	out := make([]results.Request, 0, len(rs))
+	for i, r := range rs {
+		q := results.Request{
+			Stage: cell.Stage, CellID: cell.CellID, Seq: int64(i), ResponseID: r.ResponseID,
+			SentAt: r.Sent.UTC(), SendLagMs: millis(r.SendLag()),
+			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
+			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
+		}
+		if r.OK() {
+			q.TTFTMs, q.E2ELMs = results.Some(millis(r.TTFT())), results.Some(millis(r.E2EL()))
+			q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)
+			q.ChunkGapsMs = make([]float64, 0, max(len(r.Tokens)-1, 0))
+			q.ChunkTokens = make([]int64, len(r.Tokens))
+			for k := range r.Tokens {
+				q.ChunkTokens[k] = int64(r.Tokens[k].Tokens)
+				if k > 0 {
+					q.ChunkGapsMs = append(q.ChunkGapsMs, millis(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
+				}
+			}
+		} else {
+			q.Status, q.Error = results.StatusError, r.Err.Error()
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
