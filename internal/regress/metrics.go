@@ -195,6 +195,14 @@ var table = sync.OnceValue(func() []Metric {
 	one("server_ttft_mean_ms", "ms", Lower, 0.05, 1)
 	one("server_itl_mean_ms", "ms", Lower, 0.05, 0.2)
 	one("server_queue_mean_ms", "ms", Lower, 0.05, 1)
+	// Conversations, SLO search, start-up and the client's stamp delay.
+	one("ttft_turn1_p50_ms", "ms", Lower, 0.05, 1)
+	one("ttft_later_turns_p50_ms", "ms", Lower, 0.05, 1)
+	one("max_rate_within_slo", "req/s", Higher, 0.05, 0.1)
+	one("max_concurrency_within_slo", "sessions", Higher, 0.05, 1)
+	one("startup_s", "s", Lower, 0.10, 1)
+	one("stamp_delay_p50_ms", "ms", Lower, 0.10, 0.05)
+	one("stamp_delay_p99_ms", "ms", Lower, 0.10, 0.1)
 	// Embeddings and media: input and vector throughput, the quality of
 	// the vectors against references, and speech-to-text speed.
 	one("input_tok_s", "tok/s", Higher, 0.05, 1)

@@ -294,6 +294,41 @@ type Cell struct {
 	RealTimeFactor  *float64 `parquet:"real_time_factor" json:"real_time_factor" expr:"real_time_factor"`
 	AudioSPerS      *float64 `parquet:"audio_s_per_s" json:"audio_s_per_s" expr:"audio_s_per_s"`
 
+	// Multi-turn conversations (the sweep's `turns`): sessions send turn k
+	// with every earlier turn's prompt and answer as history (nil: not a
+	// conversation cell). TTFT of the first turn and of the later turns is
+	// the number that shows whether a prefix cache serves the history.
+	Turns               *int64   `parquet:"turns" json:"turns" expr:"turns"`
+	ThinkTimeMs         *float64 `parquet:"think_time_ms" json:"think_time_ms" expr:"think_time_ms"`
+	TTFTTurn1P50Ms      *float64 `parquet:"ttft_turn1_p50_ms" json:"ttft_turn1_p50_ms" expr:"ttft_turn1_p50_ms"`
+	TTFTLaterTurnsP50Ms *float64 `parquet:"ttft_later_turns_p50_ms" json:"ttft_later_turns_p50_ms" expr:"ttft_later_turns_p50_ms"`
+	// Prefix-cache accounting from the answers themselves: Σ
+	// usage.prompt_tokens_details.cached_tokens (nil: no request's usage
+	// said), beside the server's own counters (ServerPrefixCacheHitRate;
+	// PrefixCacheHitRate is the usage figure where there is one).
+	CachedTokens             *int64   `parquet:"cached_tokens" json:"cached_tokens" expr:"cached_tokens"`
+	ServerPrefixCacheHitRate *float64 `parquet:"server_prefix_cache_hit_rate" json:"server_prefix_cache_hit_rate" expr:"server_prefix_cache_hit_rate"`
+	// TimeScale is a trace replay's speed-up (2: twice as fast as
+	// recorded; nil: not a trace replay).
+	TimeScale *float64 `parquet:"time_scale" json:"time_scale" expr:"time_scale"`
+	// SLO search (the sweep's `search`): "probe" rows are the points the
+	// search measured, the "knee" row the highest load found within the
+	// SLO ("" for every other row); the max_* columns are set on the knee.
+	Search                  string   `parquet:"search" json:"search" expr:"search"`
+	MaxRateWithinSLO        *float64 `parquet:"max_rate_within_slo" json:"max_rate_within_slo" expr:"max_rate_within_slo"`
+	MaxConcurrencyWithinSLO *float64 `parquet:"max_concurrency_within_slo" json:"max_concurrency_within_slo" expr:"max_concurrency_within_slo"`
+	// StartupS: process start to healthy of the server benchrun started
+	// for the row (nil: none was started for it); a launch stage's own
+	// start-up rows carry it with first_call_ms, its first request.
+	StartupS *float64 `parquet:"startup_s" json:"startup_s" expr:"startup_s"`
+	// The client's own stamping delay: how much later than the kernel's
+	// receive timestamp benchrun's user-space clock read saw each event
+	// (nil: no kernel timestamps); StampSource is "kernel" or "user",
+	// the clock the row's latencies were measured with.
+	StampDelayP50Ms *float64 `parquet:"stamp_delay_p50_ms" json:"stamp_delay_p50_ms" expr:"stamp_delay_p50_ms"`
+	StampDelayP99Ms *float64 `parquet:"stamp_delay_p99_ms" json:"stamp_delay_p99_ms" expr:"stamp_delay_p99_ms"`
+	StampSource     string   `parquet:"stamp_source" json:"stamp_source" expr:"stamp_source"`
+
 	// Shards: the row is shard Shard (0-based) of Shards processes that
 	// split the cell's load (--shard i/n; 0 of 1 unsharded, and 0 of n
 	// for a merged row, which holds every shard's requests).
@@ -343,4 +378,16 @@ type Request struct {
 	// ConnRetries: times this request was resent because a pooled
 	// keep-alive connection was found closed before any response byte.
 	ConnRetries int64 `parquet:"conn_retries" json:"conn_retries"`
+	// Conversations: the session (0-based within the cell) and its turn
+	// (1-based), the history tokens the prompt carried (nil: not a
+	// conversation cell). CachedTokens is the answer's
+	// usage.prompt_tokens_details.cached_tokens (nil: the server did not
+	// say; 0 is a reported miss).
+	Session       *int64 `parquet:"session" json:"session"`
+	Turn          *int64 `parquet:"turn" json:"turn"`
+	HistoryTokens *int64 `parquet:"history_tokens" json:"history_tokens"`
+	CachedTokens  *int64 `parquet:"cached_tokens" json:"cached_tokens"`
+	// StampDelaysMs: per token-bearing event, user-space stamp − kernel
+	// receive timestamp (empty without kernel timestamps).
+	StampDelaysMs []float64 `parquet:"stamp_delays_ms,list" json:"stamp_delays_ms"`
 }

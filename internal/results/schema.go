@@ -8,8 +8,10 @@ package results
 // (sinks/parquet/testdata/v1 holds files of version 1, read by a test).
 // Version 2 added `attempt`; version 3 made the metrics that can lack
 // samples nullable (NullableColumns) where earlier files wrote 0; version 4
-// added the assertions table's `name`, `severity` and `level`.
-const SchemaVersion = 7
+// added the assertions table's `name`, `severity` and `level`; version 8
+// added conversations, trace replay, SLO search, start-up, prefix-cache
+// accounting and kernel-stamp columns.
+const SchemaVersion = 8
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (
