@@ -85,9 +85,11 @@ type Env struct {
 	// for Stage.
 	Graph *Graph
 
-	// shard, shards and startAt are Options' (Shard).
+	// shard, shards and startAt are Options' (Shard); sync keeps the
+	// cells in step with the other shards (CellStart).
 	shard, shards int
 	startAt       time.Time
+	sync          *shardSync
 
 	// doneCells are the cells already finished in a resumed run (CellDone).
 	doneCells map[string]bool

@@ -56,9 +56,13 @@ type Options struct {
 	// Shard and Shards are --shard i/n: this process sends shard i's part
 	// of every cell's load (Shards 0 or 1: all of it).
 	Shard, Shards int
-	// StartAt is --start-at: measuring stages wait for this instant
-	// before their first cell, so the shards start together (zero: now).
+	// StartAt is --start-at: the run's first cell waits for this
+	// instant, so the shards start together (zero: now).
 	StartAt time.Time
+	// Coordinator is --coordinator HOST:PORT: the shards join it and
+	// start every cell together (Env.CellStart); Coordinate is
+	// --coordinate ADDR: shard 0 serves it there itself.
+	Coordinator, Coordinate string
 }
 
 // StageResult is one stage's outcome, for the summary and the manifest.
@@ -173,6 +177,8 @@ type runner struct {
 	// postRecords are the accounts of the sinks post stages drove.
 	postMu      sync.Mutex
 	postRecords []SinkRecord
+	// sync is the run's link to its sibling shards (nil: not sharded).
+	sync *shardSync
 	emitErr     error
 	tally       cellTallies // each stage's cell rows and error rows
 	manifest    *Manifest
@@ -286,7 +292,14 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		}
 		r.seedRows(prior)
 	}
+	var err error
+	if r.sync, err = openShards(runCtx, opts, ri.ID, func(f string, a ...any) { fmt.Fprintf(opts.Progress, f+"\n", a...) }); err != nil {
+		return fail(ExitInvalid, err)
+	}
+	r.manifest.Shard = r.sync.Record()
 	r.schedule(ctx, runCtx)
+	r.sync.close(r.leaveReason())
+	r.manifest.Shard = r.sync.Record()
 	r.judgeEnd(ctx) // done by the scheduler already when a post stage ran after it
 
 	sum := r.summary(ctx)
@@ -749,7 +762,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
 		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post, rows: r.stageRows,
-		shard: r.opts.Shard, shards: r.opts.Shards, startAt: r.opts.StartAt,
+		shard: r.opts.Shard, shards: r.opts.Shards, startAt: r.opts.StartAt, sync: r.sync,
 	}
 
 	attempts := 1

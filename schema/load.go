@@ -63,6 +63,8 @@ type Plan struct {
 	Timeout     time.Duration
 	// Baseline is the plan's regression check against history (nil: none).
 	Baseline *Baseline
+	// Shard is the plan's `shard` (nil: none; flags override it).
+	Shard *Shard
 	Stages   []*Stage // in source order
 	// Sinks are the plan-level outputs (`sinks: [{kind: ...}]`), in order.
 	Sinks []*Sink
@@ -84,6 +86,16 @@ type Baseline struct {
 	// second; both rows are kept.
 	Confirm bool `json:"confirm"`
 	Pos     Pos  `json:"-"`
+}
+
+// Shard is the plan's `shard`: this process's part of a sharded run.
+type Shard struct {
+	Index       int    `json:"index"`
+	Count       int    `json:"count"`
+	StartAt     string `json:"start_at"`
+	Coordinator string `json:"coordinator"`
+	Coordinate  string `json:"coordinate"`
+	Pos         Pos    `json:"-"`
 }
 
 // Model is the model under test.
@@ -742,6 +754,12 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 	if field(v, "baseline", &bl) && bl != nil {
 		bl.Pos = fixPos(posOf(v.LookupPath(cue.ParsePath("baseline")).Pos()), path)
 		p.Baseline = bl
+	}
+
+	var sh *Shard
+	if field(v, "shard", &sh) && sh != nil {
+		sh.Pos = fixPos(posOf(v.LookupPath(cue.ParsePath("shard")).Pos()), path)
+		p.Shard = sh
 	}
 
 	// The entries as written: one that does not check is kept, marked

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
 )
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -31,6 +33,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	baseline := onceString(fs, "baseline", "", "check every cell against its history in this runs folder (over the plan's baseline.runs; turns the check on)")
 	shardFlag := onceString(fs, "shard", "", "send shard i/n (0-based) of every cell's load: ⌊C/n⌋ sessions (+1 for i < C mod n), rate λ/n on its own seed; merge the shards' run directories with benchrun merge")
 	startAtFlag := onceString(fs, "start-at", "", "wait until this instant (RFC 3339, or @UNIX seconds) before the first cell, so that shards start together")
+	coordinator := onceString(fs, "coordinator", "", "with --shard: join the coordinator at HOST:PORT, which starts every cell on all shards at one instant (lockstep) and measures each shard's clock offset")
+	coordinate := onceString(fs, "coordinate", "", "with --shard 0/N: serve the coordinator on this address (\":7070\") for the other shards, and join it")
 	plan, rest, err := splitPlanArg(fs, args)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
@@ -74,6 +78,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			printPlanError(stderr, err)
 			return pipeline.ExitInvalid
 		}
+	}
+	if shard, shards, startAt, err = shardOptions(stderr, g.Plan, *shardFlag, *startAtFlag, shard, shards, startAt, coordinator, coordinate); err != nil {
+		fmt.Fprintln(stderr, "benchrun:", err)
+		return pipeline.ExitInvalid
 	}
 	if *dryRun {
 		var done func(string) bool
@@ -137,6 +145,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Shard:    shard,
 		Shards:   shards,
 		StartAt:  startAt,
+		// The plan's shard block fills what the flags leave unset.
+		Coordinator: *coordinator,
+		Coordinate:  *coordinate,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)
@@ -220,4 +231,39 @@ func parseStartAt(v string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-01-01T00:00:00Z) or @UNIX: %w", v, err)
 	}
 	return t, nil
+}
+
+// shardOptions fills the shard settings the flags left unset from the
+// plan's `shard` block (flags win), and checks that they fit together.
+func shardOptions(warn io.Writer, p *schema.Plan, shardFlag, startAtFlag string, shard, shards int, startAt time.Time, coordinator, coordinate *string) (int, int, time.Time, error) {
+	if ps := p.Shard; ps != nil {
+		if shardFlag == "" {
+			shard, shards = ps.Index, ps.Count
+		}
+		if startAtFlag == "" && ps.StartAt != "" {
+			t, err := parseStartAt(ps.StartAt)
+			if err != nil {
+				return 0, 0, time.Time{}, fmt.Errorf("%s: shard.start_at: %w", ps.Pos, err)
+			}
+			startAt = t
+		}
+		if *coordinator == "" {
+			*coordinator = ps.Coordinator
+		}
+		if *coordinate == "" {
+			*coordinate = ps.Coordinate
+		}
+	}
+	if shards <= 1 && (*coordinator != "" || *coordinate != "") {
+		return 0, 0, time.Time{}, errors.New("--coordinator and --coordinate keep the shards of a sharded run in step: give --shard i/N (N > 1) too")
+	}
+	if *coordinate != "" && shard != 0 {
+		return 0, 0, time.Time{}, fmt.Errorf("--coordinate: only shard 0 serves the coordinator (this is shard %d/%d): give the others --coordinator HOST:PORT", shard, shards)
+	}
+	if shards > 1 && *coordinator == "" && *coordinate == "" && startAt.IsZero() {
+		// Allowed (each shard starts when it is ready), but the shards'
+		// cells then overlap only by luck.
+		fmt.Fprintf(warn, "benchrun: warning: shard %d/%d without --start-at or --coordinator: the shards start when each is ready, not together\n", shard, shards)
+	}
+	return shard, shards, startAt, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -65,12 +66,18 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	if b, err := single.CombinedOutput(); err != nil {
 		t.Fatalf("single: %v\n%s", err, b)
 	}
-	startAt := time.Now().Add(3 * time.Second)
+	// Shard 0 serves the coordinator; every cell of the three stages
+	// starts on both shards at one instant.
+	addr := freeAddr(t)
 	var shards []*exec.Cmd
 	outs := make([][]byte, 2)
 	errs := make(chan error, 2)
 	for i := range 2 {
-		c, _ := run(fmt.Sprintf("shard%d", i), "--shard", fmt.Sprintf("%d/2", i), "--start-at", "@"+strconv.FormatFloat(float64(startAt.UnixNano())/1e9, 'f', 3, 64))
+		sync := []string{"--coordinator", addr}
+		if i == 0 {
+			sync = []string{"--coordinate", addr}
+		}
+		c, _ := run(fmt.Sprintf("shard%d", i), append([]string{"--shard", fmt.Sprintf("%d/2", i)}, sync...)...)
 		shards = append(shards, c)
 		go func(i int) {
 			b, err := c.CombinedOutput()
@@ -319,5 +326,241 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 	}
 	if mi.Cells[0].Flagged || strings.Contains(all.Notes, "client-bound") {
 		t.Errorf("the shards kept the load, yet the merged cell is flagged: %s", all.Notes)
+	}
+}
+
+// lockstepPlan: two closed-loop cells whose shards take unequal time (3
+// sessions over 2 shards: shard 0 sends its 6 requests over 2 sessions,
+// shard 1 over 1, so it needs twice as long). Without lockstep shard 0
+// would start the second cell while shard 1 is still in the first.
+const lockstepPlan = `name: "lockstep"
+model: {name: "sim"}
+_url: string @tag(url)
+_i: int @tag(shard,type=int)
+_coord: string @tag(coord)
+shard: {count: 2, index: _i, coordinator: _coord}
+stages: {
+	first: {
+		kind: "sweep", target: _url, cells: [{isl: 16, osl: 16}]
+		concurrency: [3, 5], requests: 12, warmup: 0, calibrate: "off"
+	}
+	second: {
+		kind: "sweep", target: _url, needs: ["first"], cells: [{isl: 16, osl: 16}]
+		concurrency: [3], requests: 12, warmup: 0, calibrate: "off"
+	}
+}
+`
+
+// freeAddr is a loopback address nothing listens on (yet).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestShardsInLockstep: two shards joined to `benchrun coordinate` (the
+// plan's shard block, its index from a tag) start every cell together,
+// and cell k+1 starts on both only after cell k ended on both; each
+// shard records its clock offset and barriers, and the merge carries them.
+func TestShardsInLockstep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator, a coordinator and two shard processes")
+	}
+	dir := t.TempDir()
+	url := startSim(t, dir)
+	plan := filepath.Join(dir, "plan.cue")
+	if err := os.WriteFile(plan, []byte(lockstepPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bench := func(args ...string) *exec.Cmd {
+		c := exec.Command(os.Args[0], args...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+		return c
+	}
+	addr := freeAddr(t)
+	co := bench("coordinate", "--shards", "2", "--listen", addr)
+	var coOut, coErr strings.Builder
+	co.Stdout, co.Stderr = &coOut, &coErr
+	if err := co.Start(); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for i := range 2 {
+		c := bench(plan, "--quiet", "--out", fmt.Sprintf("shard%d", i), "-t", "url="+url, "-t", fmt.Sprintf("shard=%d", i), "-t", "coord="+addr)
+		go func() {
+			b, err := c.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("shard %d: %w\n%s", i, err, b)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := co.Wait(); err != nil {
+		t.Fatalf("coordinate: %v\n%s", err, coErr.String())
+	}
+	t.Logf("coordinate: %s", coErr.String())
+	runDir := func(out string) string {
+		ds, err := filepath.Glob(filepath.Join(dir, out, "*", "*", "*"))
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("run directories under %s: %v %v", out, ds, err)
+		}
+		return ds[0]
+	}
+	// Each shard's requests, by cell, in run order.
+	type span struct{ first, last time.Time }
+	spans := map[string][2]span{}
+	var order []string
+	for i := range 2 {
+		r, err := rundir.Open(runDir(fmt.Sprintf("shard%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := r.Manifest
+		if m.Shard == nil || m.Shard.ClockOffsetMs == nil || m.Shard.Barriers != 3 || m.Shard.Coordinator != addr {
+			t.Fatalf("shard %d manifest record: %+v, want a clock offset, 3 barriers, coordinator %s", i, m.Shard, addr)
+		}
+		t.Logf("shard %d: clock offset %.3f ms (rtt %.3f ms), %d barriers, longest wait %.1f ms", i, *m.Shard.ClockOffsetMs, *m.Shard.ClockRTTMs, m.Shard.Barriers, m.Shard.BarrierWaitMaxMs)
+		rows, err := r.Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range rows.Requests {
+			k := q.Stage + "/" + q.CellID
+			sp := spans[k]
+			if i == 0 && sp[0].first.IsZero() && sp[1].first.IsZero() {
+				order = append(order, k)
+			}
+			end := q.SentAt
+			if q.E2ELMs != nil {
+				end = end.Add(time.Duration(*q.E2ELMs * float64(time.Millisecond)))
+			}
+			if sp[i].first.IsZero() || q.SentAt.Before(sp[i].first) {
+				sp[i].first = q.SentAt
+			}
+			if end.After(sp[i].last) {
+				sp[i].last = end
+			}
+			spans[k] = sp
+		}
+	}
+	if len(order) != 3 {
+		t.Fatalf("cells %v, want 3", order)
+	}
+	for k, id := range order {
+		sp := spans[id]
+		d := sp[1].first.Sub(sp[0].first)
+		t.Logf("%s: shard 0 %s–%s, shard 1 %s–%s: start apart %v", id, sp[0].first.Format("15:04:05.000"), sp[0].last.Format("15:04:05.000"), sp[1].first.Format("15:04:05.000"), sp[1].last.Format("15:04:05.000"), d)
+		if d > 20*time.Millisecond || d < -20*time.Millisecond {
+			t.Errorf("%s: the shards started %v apart, want together", id, d)
+		}
+		if k == 0 {
+			continue
+		}
+		prev := spans[order[k-1]]
+		ended := prev[0].last
+		if prev[1].last.After(ended) {
+			ended = prev[1].last
+		}
+		for i := range 2 {
+			if sp[i].first.Before(ended) {
+				t.Errorf("%s: shard %d started at %s, before %s ended on every shard (%s): not in lockstep", id, i, sp[i].first.Format("15:04:05.000"), order[k-1], ended.Format("15:04:05.000"))
+			}
+		}
+	}
+	var st struct {
+		Joined   []json.RawMessage `json:"joined"`
+		Barriers []string          `json:"barriers"`
+	}
+	if err := json.Unmarshal([]byte(coOut.String()), &st); err != nil || len(st.Joined) != 2 || len(st.Barriers) != 3 {
+		t.Errorf("coordinate's record: %v %s", err, coOut.String())
+	}
+	merged := filepath.Join(dir, "merged")
+	if b, err := bench("merge", runDir("shard0"), runDir("shard1"), "--out", merged).CombinedOutput(); err != nil {
+		t.Fatalf("merge: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(merged, merge.InfoFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mi merge.Info
+	if err := json.Unmarshal(b, &mi); err != nil {
+		t.Fatal(err)
+	}
+	if len(mi.Processes) != 2 || mi.Processes[0].ClockOffsetMs == nil || mi.Processes[1].Barriers != 3 {
+		t.Errorf("merge.json shards: %+v", mi.Processes)
+	}
+	for _, c := range mi.Cells {
+		if c.Flagged {
+			t.Errorf("%s flagged: %+v", c.CellID, c.Shards)
+		}
+	}
+}
+
+// TestShardGoneStopsPeers: shard 0 serves the coordinator (--coordinate);
+// shard 1 is killed mid-run (SIGKILL: no goodbye). Shard 0 notices from
+// the missing heartbeats, marks its next cell an error naming the shard,
+// skips the rest and exits non-zero; nothing is left waiting.
+func TestShardGoneStopsPeers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator and two shard processes")
+	}
+	dir := t.TempDir()
+	url := startSim(t, dir)
+	plan := filepath.Join(dir, "plan.cue")
+	// Long cells: shard 1 is killed during the first.
+	p := strings.Replace(lockstepPlan, `shard: {count: 2, index: _i, coordinator: _coord}`, `shard: {count: 2, index: _i}`, 1)
+	p = strings.Replace(p, `concurrency: [3, 5], requests: 12`, `concurrency: [3, 5], requests: 60`, 1)
+	if err := os.WriteFile(plan, []byte(p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bench := func(args ...string) *exec.Cmd {
+		c := exec.Command(os.Args[0], args...)
+		c.Dir = dir
+		c.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
+		return c
+	}
+	addr := freeAddr(t)
+	s0 := bench(plan, "--out", "shard0", "-t", "url="+url, "-t", "shard=0", "--coordinate", addr)
+	var out0 strings.Builder
+	s0.Stdout, s0.Stderr = io.Discard, &out0
+	if err := s0.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s1 := bench(plan, "--quiet", "--out", "shard1", "-t", "url="+url, "-t", "shard=1", "--coordinator", addr)
+	if err := s1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // both joined, in the first cell
+	_ = s1.Process.Kill()
+	_ = s1.Wait()
+	began := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- s0.Wait() }()
+	select {
+	case err := <-done:
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		t.Logf("shard 0 exited %d, %v after the kill", code, time.Since(began).Round(time.Millisecond))
+		if err == nil {
+			t.Errorf("shard 0 exited 0 with its peer gone:\n%s", out0.String())
+		}
+	case <-time.After(60 * time.Second):
+		_ = s0.Process.Kill()
+		t.Fatalf("shard 0 still running 60s after its peer died:\n%s", out0.String())
+	}
+	if !strings.Contains(out0.String(), "shard 1/2 stopped answering") {
+		t.Errorf("shard 0's output does not name the gone shard:\n%s", out0.String())
 	}
 }

@@ -52,6 +52,15 @@ type Shard struct {
 	Flag          string   `json:"flag,omitempty"`
 }
 
+// ShardInfo is one shard process's record (its manifest's `shard`): how
+// its start was agreed and its clock's offset from the coordinator's,
+// which the merge adds to its sent_at times.
+type ShardInfo struct {
+	RunID string `json:"run_id"`
+	Dir   string `json:"dir"`
+	rundir.ShardRecord
+}
+
 // Cell is one merged cell's record in merge.json.
 type Cell struct {
 	Stage   string  `json:"stage"`
@@ -65,7 +74,10 @@ type Info struct {
 	RunID  string   `json:"run_id"`
 	From   []string `json:"from"`
 	Shards []string `json:"shard_run_ids"`
-	Cells  []Cell   `json:"cells"`
+	// Processes are the shards' own records, in the order given (nil
+	// entries for shards that wrote none: older runs).
+	Processes []ShardInfo `json:"shards,omitempty"`
+	Cells     []Cell      `json:"cells"`
 }
 
 // Result is what Merge wrote.
@@ -132,8 +144,15 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 	}
 	runID := "merge-" + o.Now.UTC().Format("20060102T150405Z")
 	res := &Result{Dir: out, Requests: map[string][]results.Request{}, Info: Info{RunID: runID, From: dirs}}
+	offsets := map[string]time.Duration{} // by shard dir: coordinator clock − shard clock
 	for _, s := range shards {
 		res.Info.Shards = append(res.Info.Shards, s.run.ID())
+		if rec := s.run.Manifest.Shard; rec != nil {
+			res.Info.Processes = append(res.Info.Processes, ShardInfo{RunID: s.run.ID(), Dir: s.dir, ShardRecord: *rec})
+			if rec.ClockOffsetMs != nil {
+				offsets[s.dir] = time.Duration(*rec.ClockOffsetMs * float64(time.Millisecond))
+			}
+		}
 	}
 
 	// The cells in shard 0's order, then any only later shards have.
@@ -149,6 +168,9 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 			var reqs []results.Request
 			for _, r := range s.rows.Requests {
 				if r.Stage == c.Stage && r.CellID == c.CellID && r.Attempt == c.Attempt && r.Measurement == c.Measurement {
+					// On the coordinator's clock, so that the shards'
+					// times are comparable (zero offset without one).
+					r.SentAt = r.SentAt.Add(offsets[s.dir])
 					reqs = append(reqs, r)
 				}
 			}
@@ -404,6 +426,7 @@ func writeRunFiles(shards []shardRun, out, runID string, res *Result, now time.T
 	m.RunID = runID
 	m.Status, m.Reason, m.ExitCode = rundir.RunOK, "", nil
 	m.Verdicts, m.ResumedAt, m.Attempts, m.Sinks = nil, nil, nil, nil
+	m.Shard = nil // every shard's record is in merge.json
 	fin := now.UTC()
 	for _, s := range shards {
 		if sm := s.run.Manifest; sm != nil {

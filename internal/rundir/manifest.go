@@ -77,6 +77,32 @@ type Manifest struct {
 	// how many calls it took, the retries transient failures cost, and
 	// the last error (secrets masked).
 	Sinks []SinkRecord `json:"sinks,omitempty"`
+	// Shard is this process's part of a sharded run (--shard i/n): how
+	// its start was agreed and its clock's measured offset (nil: not
+	// sharded). benchrun merge reads it from every shard.
+	Shard *ShardRecord `json:"shard,omitempty"`
+}
+
+// ShardRecord is one shard process's account of a sharded run.
+type ShardRecord struct {
+	Shard  int `json:"shard"`
+	Shards int `json:"shards"`
+	// StartAt is --start-at (nil: none was given).
+	StartAt *time.Time `json:"start_at,omitempty"`
+	// Coordinator is the address the shard joined ("" with --start-at
+	// alone); Served says this process served it (--coordinate).
+	Coordinator string `json:"coordinator,omitempty"`
+	Served      bool   `json:"served_coordinator,omitempty"`
+	// ClockOffsetMs is the coordinator's clock minus this machine's, by
+	// the exchange with the smallest round trip (ClockRTTMs; the offset's
+	// error is at most half of it). nil without a coordinator.
+	ClockOffsetMs *float64 `json:"clock_offset_ms,omitempty"`
+	ClockRTTMs    *float64 `json:"clock_rtt_ms,omitempty"`
+	// Barriers counts the cells started in step with the other shards;
+	// BarrierWaitMaxMs is the longest this shard waited at one for its
+	// peers (a shard that waits long is the fast one).
+	Barriers         int     `json:"barriers"`
+	BarrierWaitMaxMs float64 `json:"barrier_wait_max_ms"`
 }
 
 // StageRecord is one stage's outcome as manifest.json keeps it (the

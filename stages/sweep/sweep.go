@@ -283,9 +283,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, err
 	}
 	model := env.ModelName(s.cfg.Model)
-	var startAt time.Time
-	s.shard, s.shards, startAt = env.Shard()
-	waited := startAt.IsZero()
+	s.shard, s.shards, _ = env.Shard()
 	points := s.points()
 	maxConns := s.cfg.MaxInflight
 	for _, p := range points {
@@ -357,8 +355,24 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	var stopErr error
 	var probes *probeSet
 	defer func() { probes.close() }()
+	// pending is the cell whose start the other shards of a sharded run
+	// have not been told of yet: a shard arrives at every cell's start
+	// (Env.CellStart), measuring it or not, so that cells go in lockstep
+	// and no peer waits for a cell this shard skipped.
+	pending := ""
+	arriveSkipped := func() {
+		if pending == "" {
+			return
+		}
+		if _, err := env.CellStart(ctx, pending); err != nil && stopErr == nil {
+			stopErr = err
+		}
+		pending = ""
+	}
 	for i, p := range points {
+		arriveSkipped()
 		id := cellID(env.Stage.Name, p)
+		pending = id
 		if env.CellDone(id) {
 			continue // finished in the run being resumed
 		}
@@ -469,19 +483,16 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				row = base
 				row.StartedAt = time.Now().UTC()
 				row.Status, row.Reason = results.StatusError, calibNote
-			} else {
-				var lateNote string
-				if !waited {
-					// --start-at: every shard's first cell starts at one
-					// instant; from here on time is the monotonic clock's.
-					waited = true
-					if late, err := waitUntil(ctx, startAt); err != nil {
-						return row, err
-					} else if late > 5*time.Millisecond {
-						// More than a timer's slack.
-						lateNote = fmt.Sprintf("shard %d/%d started %.1f ms after --start-at", s.shard, s.shards, ms(late))
-					}
+			} else if lateNote, err := s.startCell(ctx, env, id, &pending); err != nil {
+				// A peer shard is gone: this cell can no longer start in
+				// step with the others, nor can the rest.
+				row = base
+				row.StartedAt = time.Now().UTC()
+				row.Status, row.Reason = results.StatusError, "not started: "+err.Error()
+				if stopErr == nil {
+					stopErr = err
 				}
+			} else {
 				row, reqs, samples = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()), probes)
 				if calibNote != "" {
 					row.Notes = joinNotes(row.Notes, calibNote)
@@ -547,10 +558,33 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			}
 		}
 	}
+	arriveSkipped()
 	if stopErr != nil {
 		return nil, stopErr
 	}
 	return &pipeline.Outputs{}, nil
+}
+
+// startCell waits for the instant the cell starts on every shard
+// (Env.CellStart; now when not sharded) and says in a note when this
+// shard started it late. From there on, time is the monotonic clock's.
+func (s *Stage) startCell(ctx context.Context, env *pipeline.Env, id string, pending *string) (string, error) {
+	if *pending != id {
+		return "", nil
+	}
+	*pending = ""
+	at, err := env.CellStart(ctx, id)
+	if err != nil || at.IsZero() {
+		return "", err
+	}
+	late, err := waitUntil(ctx, at)
+	if err != nil {
+		return "", err
+	}
+	if late > 5*time.Millisecond { // more than a timer's slack
+		return fmt.Sprintf("shard %d/%d started %.1f ms after the shards' common start instant", s.shard, s.shards, ms(late)), nil
+	}
+	return "", nil
 }
 
 // calibrate sizes prompts for the target. On failure with calibrate=auto
