@@ -108,6 +108,13 @@ func (s *shardSync) cellStart(ctx context.Context, barrier string) (time.Time, e
 		return time.Time{}, err
 	}
 	s.mu.Lock()
+	if !s.usedAt {
+		// --start-at with a coordinator: the first cell's "not before".
+		s.usedAt = true
+		if s.startAt.After(at) {
+			at = s.startAt
+		}
+	}
 	s.record.Barriers++
 	s.record.BarrierWaitMaxMs = max(s.record.BarrierWaitMaxMs, msOf(time.Since(began)))
 	s.mu.Unlock()

@@ -98,6 +98,9 @@ type Result struct {
 	Warnings []string
 }
 
+// CoordinatorPort is where shard 0 serves the shards' coordinator.
+const CoordinatorPort = 7777
+
 // EnvSecret is the Secret a launch Deployment takes ${NAME} values from
 // (kubectl create secret generic benchrun-env --from-literal=NAME=...).
 const EnvSecret = "benchrun-env"
@@ -214,7 +217,7 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 			// A shard is addressed before it is ready (a coordinator
 			// waits for the others), so not-ready pods are published too.
 			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "coordinate", Port: 7777, TargetPort: intstr.FromInt32(7777)}},
+			Ports:                    []corev1.ServicePort{{Name: "coordinate", Port: CoordinatorPort, TargetPort: intstr.FromInt32(CoordinatorPort)}},
 		},
 	})
 
@@ -233,8 +236,13 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 	// Each shard writes its run under /runs/shard-<i> and, whatever its
 	// exit, a done marker holding its exit status: the merge Job waits
 	// for the N markers (Kubernetes has no "after that Job" for a Job).
-	shardScript := "benchrun /plan/plan.cue --shard $(JOB_COMPLETION_INDEX)/" + n +
-		" --start-at $(START_AT) --out /runs/shard-$(JOB_COMPLETION_INDEX)" +
+	// Shard 0 serves the coordinator (--coordinate) that every shard
+	// joins by shard 0's stable name, so that every cell starts on all
+	// shards together; --start-at is the first cell's "not before".
+	coordAddr := fmt.Sprintf("%s-0.%s:%d", shardJob, shardJob, CoordinatorPort)
+	shardScript := fmt.Sprintf("sync='--coordinator %s'; if [ \"$(JOB_COMPLETION_INDEX)\" = 0 ]; then sync='--coordinate :%d'; fi; ", coordAddr, CoordinatorPort) +
+		"benchrun /plan/plan.cue --shard $(JOB_COMPLETION_INDEX)/" + n +
+		" --start-at $(START_AT) $sync --out /runs/shard-$(JOB_COMPLETION_INDEX)" +
 		"; rc=$?; mkdir -p /runs/done && echo $rc > /runs/done/$(JOB_COMPLETION_INDEX); exit $rc"
 	completions := int32(o.Shards)
 	indexed := batchv1.IndexedCompletion
@@ -268,6 +276,7 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 							{Name: "START_AT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 								LocalObjectReference: corev1.LocalObjectReference{Name: cmName}, Key: "start-at"}}},
 						},
+						Ports:        []corev1.ContainerPort{{Name: "coordinate", ContainerPort: CoordinatorPort}},
 						VolumeMounts: mounts,
 					}},
 					Volumes: volumes,

@@ -109,6 +109,34 @@ func TestShardJob(t *testing.T) {
 	if !strings.Contains(c.Command[2], "--shard $(JOB_COMPLETION_INDEX)/4 --start-at $(START_AT)") {
 		t.Errorf("shard command: %q", c.Command)
 	}
+	// The script as a pod runs it: Kubernetes expands $(VAR) from the
+	// container's env, then /bin/sh runs it; a stub benchrun on PATH
+	// prints its arguments. Shard 0 serves the coordinator, the others
+	// join it by shard 0's stable name, and each writes its done marker.
+	stub := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stub, "benchrun"), []byte("#!/bin/sh\necho \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	for _, idx := range []string{"0", "3"} {
+		script := strings.NewReplacer("$(JOB_COMPLETION_INDEX)", idx, "$(START_AT)", "@1767225600", "/runs", runs).Replace(c.Command[2])
+		sh := exec.Command("/bin/sh", "-c", script)
+		sh.Env = append(os.Environ(), "PATH="+stub+":"+os.Getenv("PATH"))
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("shard %s script: %v\n%s", idx, err, out)
+		}
+		want := "--coordinator " + s.Template.Spec.Subdomain + "-0." + s.Template.Spec.Subdomain + ":7777"
+		if idx == "0" {
+			want = "--coordinate :7777"
+		}
+		if !strings.Contains(string(out), "--shard "+idx+"/4 --start-at @1767225600 "+want+" --out "+runs+"/shard-"+idx) {
+			t.Errorf("shard %s runs %q, want %q in it", idx, out, want)
+		}
+		if b, err := os.ReadFile(filepath.Join(runs, "done", idx)); err != nil || strings.TrimSpace(string(b)) != "0" {
+			t.Errorf("shard %s done marker: %q %v", idx, b, err)
+		}
+	}
 	if c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
 		t.Errorf("JOB_COMPLETION_INDEX from %v", c.Env[0].ValueFrom)
 	}
