@@ -178,10 +178,10 @@ type runner struct {
 	postMu      sync.Mutex
 	postRecords []SinkRecord
 	// sync is the run's link to its sibling shards (nil: not sharded).
-	sync *shardSync
-	emitErr     error
-	tally       cellTallies // each stage's cell rows and error rows
-	manifest    *Manifest
+	sync     *shardSync
+	emitErr  error
+	tally    cellTallies // each stage's cell rows and error rows
+	manifest *Manifest
 	// sinks receive the rows, durable ones first.
 	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).

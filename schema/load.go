@@ -64,8 +64,8 @@ type Plan struct {
 	// Baseline is the plan's regression check against history (nil: none).
 	Baseline *Baseline
 	// Shard is the plan's `shard` (nil: none; flags override it).
-	Shard *Shard
-	Stages   []*Stage // in source order
+	Shard  *Shard
+	Stages []*Stage // in source order
 	// Sinks are the plan-level outputs (`sinks: [{kind: ...}]`), in order.
 	Sinks []*Sink
 	// Tags are the plan's @tag() fields, and Given the -t values applied.
