@@ -20,6 +20,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/parquet"
 )
 
@@ -177,8 +178,19 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 			parts[k] = append(parts[k], part{dir: s.dir, runID: s.run.ID(), row: c, reqs: reqs})
 		}
 	}
+	// Goodput counts the requests meeting the plan's SLO, so it is
+	// recomputed from the pooled requests too, with the plan the shards
+	// ran (shard 0's plan.json).
+	var plan struct {
+		SLO schema.SLO `json:"slo"`
+	}
+	if len(shards[0].run.PlanJSON) > 0 {
+		if err := json.Unmarshal(shards[0].run.PlanJSON, &plan); err != nil {
+			return nil, fmt.Errorf("shard %s: reading its plan.json: %w", dirs[0], err)
+		}
+	}
 	for n, k := range order {
-		row, reqs, info := mergeCell(parts[k], o)
+		row, reqs, info := mergeCell(parts[k], plan.SLO, o)
 		row.RunID = runID
 		row.Attempt = 1
 		for i := range reqs {
@@ -223,7 +235,7 @@ func prepareOut(out string) error {
 }
 
 // mergeCell recomputes a cell's row from its shards' requests.
-func mergeCell(ps []part, o Options) (results.Cell, []results.Request, Cell) {
+func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Request, Cell) {
 	// The identity of the cell (stage, ladder point, server, model) is
 	// every shard's; shard 0's row (or the first) carries it.
 	slices.SortFunc(ps, func(a, b part) int { return cmp.Compare(a.row.Shard, b.row.Shard) })
@@ -293,7 +305,7 @@ func mergeCell(ps []part, o Options) (results.Cell, []results.Request, Cell) {
 		row.Shards = base.Shards
 	}
 	row.ClientCPUUtil = cpu // the busiest shard's: each shard is its own client
-	fill(&row, reqs)
+	fill(&row, reqs, slo)
 	row.Status, row.Reason = status, reason
 	if len(reqs) == 0 && status == results.StatusOK {
 		row.Status, row.Reason = results.StatusError, "no shard sent a request"
@@ -304,7 +316,7 @@ func mergeCell(ps []part, o Options) (results.Cell, []results.Request, Cell) {
 	for _, s := range info.Shards {
 		ids = append(ids, fmt.Sprintf("%d=%s (send_lag p99 %s ms, start %+.1f ms)", s.Shard, s.RunID, fmtOpt(s.SendLagP99Ms), s.StartOffsetMs))
 	}
-	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics recomputed from the pooled requests; goodput, telemetry and cost columns are shard %d's", len(ps), strings.Join(ids, ", "), base.Shard)}, notes...)
+	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics and goodput recomputed from the pooled requests; telemetry and cost columns are shard %d's", len(ps), strings.Join(ids, ", "), base.Shard)}, notes...)
 	// Shard 0's own notes about the cell's shape (prompts, token source,
 	// server) still hold; its verdicts on its own send lag or start do
 	// not, the flags above replace them.
@@ -327,9 +339,10 @@ func fmtOpt(p *float64) string {
 // fill recomputes the request-derived metrics as the sweep's fillRow does
 // (docs/METRICS.md), from request rows instead of live results, over the
 // union window: the earliest send to the latest finish of any shard.
-func fill(row *results.Cell, rs []results.Request) {
+func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
 	var inTok, outTok, ttftSum float64
+	good := 0
 	var first, last time.Time
 	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(len(rs)), 0, 0, 0
 	for _, r := range rs {
@@ -349,19 +362,28 @@ func fill(row *results.Cell, rs []results.Request) {
 		e2el = append(e2el, e)
 		ttftSched = append(ttftSched, t+r.SendLagMs)
 		e2elSched = append(e2elSched, e+r.SendLagMs)
+		var reqTPOT, maxGap float64
 		if r.OutputTokens > 1 {
-			tpot = append(tpot, (e-t)/float64(r.OutputTokens-1))
+			reqTPOT = (e - t) / float64(r.OutputTokens-1)
+			tpot = append(tpot, reqTPOT)
 		}
 		if r.OutputTokens > 0 {
 			ntpot = append(ntpot, e/float64(r.OutputTokens))
 		}
 		for k, g := range r.ChunkGapsMs {
+			maxGap = max(maxGap, g)
 			itl = append(itl, g)
 			tok := int64(1)
 			if k+1 < len(r.ChunkTokens) {
 				tok = max(r.ChunkTokens[k+1], 1)
 			}
 			itlTok = append(itlTok, g/float64(tok))
+		}
+		// The sweep's rule (stages/sweep meetsSLO): every limit the
+		// plan sets, a request's worst gap against the ITL limit.
+		if (slo.TTFTMs == 0 || t <= slo.TTFTMs) && (slo.TPOTMs == 0 || reqTPOT <= slo.TPOTMs) &&
+			(slo.ITLMs == 0 || maxGap <= slo.ITLMs) && (slo.E2ELMs == 0 || e <= slo.E2ELMs) {
+			good++
 		}
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
@@ -380,6 +402,10 @@ func fill(row *results.Cell, rs []results.Request) {
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
 	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.SentReqS = nil, nil, nil, nil, nil
 	row.PrefillTokS, row.EffectiveISL, row.EffectiveOSL = nil, nil, nil
+	row.Goodput, row.GoodputRatio = nil, nil
+	if len(rs) > 0 {
+		row.GoodputRatio = results.Some(float64(good) / float64(len(rs)))
+	}
 	row.DurationS = 0
 	if !last.IsZero() && last.After(first) {
 		w := last.Sub(first).Seconds()
@@ -388,6 +414,7 @@ func fill(row *results.Cell, rs []results.Request) {
 		row.OutputTokS = results.Some(outTok / w)
 		row.TotalTokS = results.Some((inTok + outTok) / w)
 		row.DecodeTokS = results.Some(outTok / w)
+		row.Goodput = results.Some(float64(good) / w)
 	}
 	if len(rs) > 1 {
 		if span := rs[len(rs)-1].SentAt.Sub(first).Seconds(); span > 0 {

@@ -83,3 +83,46 @@ func TestMergePoolsRequests(t *testing.T) {
 		t.Error("merging into a non-empty --out succeeded")
 	}
 }
+
+// Goodput is recomputed from the pooled requests with the plan's SLO,
+// and a shard's sent_at moves to the coordinator's clock by its offset.
+func TestMergeGoodputAndClockOffsets(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	writeShard(t, a, 0, t0, []float64{1, 2, 3}, 1)
+	// Shard 1's clock runs 400 ms ahead of the coordinator's: its sends
+	// look 400 ms late, but on the coordinator's clock they are on time.
+	writeShard(t, b, 1, t0.Add(400*time.Millisecond), []float64{100}, 1)
+	if err := os.WriteFile(filepath.Join(a, rundir.ResolvedFile), []byte(`{"name":"p","slo":{"ttft_ms":50}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []string{a, b} {
+		off, rtt := 0.0, 0.1
+		if i == 1 {
+			off = -400
+		}
+		m := rundir.Manifest{RunID: "run" + string(rune('a'+i)), Plan: "p", StartedAt: t0, Status: rundir.RunOK,
+			Shard: &rundir.ShardRecord{Shard: i, Shards: 2, Coordinator: "h:7777", ClockOffsetMs: &off, ClockRTTMs: &rtt, Barriers: 1}}
+		buf, _ := json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(d, rundir.ManifestFile), buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Merge([]string{a, b}, filepath.Join(dir, "out"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Cells[0]
+	// ttfts 1, 2, 3 meet ttft_ms 50, 100 does not: 3 of 4.
+	if c.GoodputRatio == nil || *c.GoodputRatio != 0.75 || c.Goodput == nil {
+		t.Errorf("goodput_ratio %v goodput %v, want 0.75 from the pooled requests", c.GoodputRatio, c.Goodput)
+	}
+	sh := res.Info.Cells[0].Shards
+	if sh[1].StartOffsetMs > 1 || sh[1].StartOffsetMs < -1 || res.Info.Cells[0].Flagged {
+		t.Errorf("shard 1 start offset %.1f ms flagged %v: its clock offset was not applied", sh[1].StartOffsetMs, res.Info.Cells[0].Flagged)
+	}
+	if len(res.Info.Processes) != 2 || *res.Info.Processes[1].ClockOffsetMs != -400 {
+		t.Errorf("merge.json shards %+v", res.Info.Processes)
+	}
+}
