@@ -12,7 +12,8 @@
 # xmllint (Debian package libxml2-utils; the junit sink's schema test, which
 # fails without it under CI=true), sshd (Debian package openssh-server; the
 # SSH runner's tests start their own on a loopback port, never the
-# machine's), the staticcheck linter (with BENCHRUN_LINT=1).
+# machine's), kubectl (Debian package; the client dry run of the rendered
+# Kubernetes manifests), the staticcheck linter (with BENCHRUN_LINT=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -42,6 +43,11 @@ fi
 if [ ! -x /usr/sbin/sshd ] && ! command -v sshd >/dev/null 2>&1; then
 	echo "== installing sshd (Debian package openssh-server)"
 	apt_install openssh-server
+fi
+
+if ! command -v kubectl >/dev/null 2>&1; then
+	echo "== installing kubectl (Debian package)"
+	apt_install kubectl
 fi
 
 bash .ci/install-ollama.sh
