@@ -188,6 +188,16 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	if err := json.Unmarshal(info, &mi); err != nil {
 		t.Fatal(err)
 	}
+	if len(mi.Processes) != 2 {
+		t.Errorf("merge.json has %d shard records, want 2", len(mi.Processes))
+	}
+	for _, p := range mi.Processes {
+		if p.ClockOffsetMs == nil || p.Barriers != 3 {
+			t.Errorf("shard %d record: %+v, want a clock offset and 3 barriers", p.Shard, p.ShardRecord)
+			continue
+		}
+		t.Logf("shard %d/%d: clock offset %+.3f ms (rtt %.3f ms), %d cells in lockstep, longest barrier wait %.1f ms", p.Shard, p.Shards, *p.ClockOffsetMs, *p.ClockRTTMs, p.Barriers, p.BarrierWaitMaxMs)
+	}
 	for _, c := range mi.Cells {
 		if c.Flagged {
 			t.Errorf("%s flagged at a load each shard sustains: %+v", c.CellID, c.Shards)
