@@ -90,13 +90,7 @@ func TestShardsMatchOneProcess(t *testing.T) {
 			t.Fatalf("shard: %v\n%s\n%s", err, outs[0], outs[1])
 		}
 	}
-	runDir := func(out string) string {
-		ds, err := filepath.Glob(filepath.Join(dir, out, "*", "*", "*"))
-		if err != nil || len(ds) != 1 {
-			t.Fatalf("run directories under %s: %v %v", out, ds, err)
-		}
-		return ds[0]
-	}
+	runDir := func(out string) string { return onlyRunDir(t, filepath.Join(dir, out)) }
 	merged := filepath.Join(dir, "merged")
 	mc := exec.Command(os.Args[0], "merge", runDir("shard0"), runDir("shard1"), "--out", merged)
 	mc.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
@@ -270,12 +264,7 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(overloadPlan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bench := func(args ...string) *exec.Cmd {
-		c := exec.Command(os.Args[0], args...)
-		c.Dir = dir
-		c.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
-		return c
-	}
+	bench := func(args ...string) *exec.Cmd { return benchrunCmd(dir, args...) }
 	if b, err := bench(plan, "--quiet", "--out", "single", "-t", "url="+url).CombinedOutput(); err != nil {
 		t.Fatalf("single: %v\n%s", err, b)
 	}
@@ -296,13 +285,7 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 			t.Fatalf("shard: %v", err)
 		}
 	}
-	runDir := func(out string) string {
-		ds, err := filepath.Glob(filepath.Join(dir, out, "*", "*", "*"))
-		if err != nil || len(ds) != 1 {
-			t.Fatalf("run directories under %s: %v %v", out, ds, err)
-		}
-		return ds[0]
-	}
+	runDir := func(out string) string { return onlyRunDir(t, filepath.Join(dir, out)) }
 	if b, err := bench("merge", runDir("shard0"), runDir("shard1"), "--out", "merged").CombinedOutput(); err != nil {
 		t.Fatalf("merge: %v\n%s", err, b)
 	}
@@ -386,12 +369,7 @@ func TestShardsInLockstep(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(lockstepPlan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bench := func(args ...string) *exec.Cmd {
-		c := exec.Command(os.Args[0], args...)
-		c.Dir = dir
-		c.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
-		return c
-	}
+	bench := func(args ...string) *exec.Cmd { return benchrunCmd(dir, args...) }
 	addr := freeAddr(t)
 	co := bench("coordinate", "--shards", "2", "--listen", addr)
 	var coOut, coErr strings.Builder
@@ -419,13 +397,7 @@ func TestShardsInLockstep(t *testing.T) {
 		t.Fatalf("coordinate: %v\n%s", err, coErr.String())
 	}
 	t.Logf("coordinate: %s", coErr.String())
-	runDir := func(out string) string {
-		ds, err := filepath.Glob(filepath.Join(dir, out, "*", "*", "*"))
-		if err != nil || len(ds) != 1 {
-			t.Fatalf("run directories under %s: %v %v", out, ds, err)
-		}
-		return ds[0]
-	}
+	runDir := func(out string) string { return onlyRunDir(t, filepath.Join(dir, out)) }
 	// Each shard's requests, by cell, in run order.
 	type span struct{ first, last time.Time }
 	spans := map[string][2]span{}
@@ -533,12 +505,7 @@ func TestShardGoneStopsPeers(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(p), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bench := func(args ...string) *exec.Cmd {
-		c := exec.Command(os.Args[0], args...)
-		c.Dir = dir
-		c.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
-		return c
-	}
+	bench := func(args ...string) *exec.Cmd { return benchrunCmd(dir, args...) }
 	addr := freeAddr(t)
 	s0 := bench(plan, "--out", "shard0", "-t", "url="+url, "-t", "shard=0", "--coordinate", addr)
 	var out0 strings.Builder
@@ -573,4 +540,14 @@ func TestShardGoneStopsPeers(t *testing.T) {
 	if !strings.Contains(out0.String(), "shard 1/2 stopped answering") {
 		t.Errorf("shard 0's output does not name the gone shard:\n%s", out0.String())
 	}
+}
+
+// onlyRunDir is the one run directory under a --out folder.
+func onlyRunDir(t *testing.T, out string) string {
+	t.Helper()
+	ds, err := filepath.Glob(filepath.Join(out, "*", "*", "*"))
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("run directories under %s: %v %v", out, ds, err)
+	}
+	return ds[0]
 }

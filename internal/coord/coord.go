@@ -117,9 +117,9 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, timeReply{Recv: recv.UnixNano(), Send: s.Now().UnixNano()})
 	})
 	mux.HandleFunc("POST /v1/join", s.join)
-	mux.HandleFunc("POST /v1/heartbeat", s.heartbeat)
+	mux.HandleFunc("POST /v1/heartbeat", s.update(func(*ShardState, shardRequest) {}))
 	mux.HandleFunc("POST /v1/barrier", s.barrier)
-	mux.HandleFunc("POST /v1/leave", s.leave)
+	mux.HandleFunc("POST /v1/leave", s.update(func(sh *ShardState, q shardRequest) { sh.Left = cmpOr(q.Reason, "left") }))
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Status())
 	})
@@ -234,34 +234,23 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
-func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) {
-	var q shardRequest
-	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorReply{err.Error()})
-		return
+// update applies a shard's heartbeat or goodbye to its state.
+func (s *Server) update(apply func(*ShardState, shardRequest)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var q shardRequest
+		if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
+			writeJSON(w, http.StatusBadRequest, errorReply{err.Error()})
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if sh, ok := s.shards[q.Shard]; ok {
+			sh.LastSeen = s.Now()
+			apply(sh, q)
+		}
+		s.wake()
+		writeJSON(w, http.StatusOK, struct{}{})
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sh, ok := s.shards[q.Shard]; ok {
-		sh.LastSeen = s.Now()
-	}
-	writeJSON(w, http.StatusOK, struct{}{})
-}
-
-func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
-	var q shardRequest
-	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorReply{err.Error()})
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sh, ok := s.shards[q.Shard]; ok {
-		sh.Left = cmpOr(q.Reason, "left")
-		sh.LastSeen = s.Now()
-	}
-	s.wake()
-	writeJSON(w, http.StatusOK, struct{}{})
 }
 
 // barrier answers once every shard arrived at the named barrier (with
