@@ -140,6 +140,28 @@ type Request struct {
 	// AudioSeconds.
 	Audio        []byte
 	AudioSeconds float64
+	// Messages, for chat, is the whole conversation sent (earlier turns'
+	// user and assistant messages, then the new user message) in place
+	// of Prompt (RunSessions builds it).
+	Messages []Message
+	// KeepText asks for the answer's text in Result.Text (a conversation
+	// sends it back as the next turn's history).
+	KeepText bool
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// promptBytes is the length of the text the request sends as its prompt.
+func (r *Request) promptBytes() int {
+	n := len(r.Prompt)
+	for _, m := range r.Messages {
+		n += len(m.Content)
+	}
+	return n
 }
 
 // Result is one request's measurements. Every time carries Go's monotonic
@@ -179,6 +201,22 @@ type Result struct {
 	Cosines    []float64
 	// AudioSeconds is the request's audio length (transcriptions).
 	AudioSeconds float64
+	// CachedTokens is the answer's usage.prompt_tokens_details.cached_tokens
+	// (the prompt tokens the server's prefix cache served), when
+	// CachedReported: servers that do not say leave it unreported, and 0
+	// reported is a miss.
+	CachedTokens   int
+	CachedReported bool
+	// Text is the answer's text (only when Request.KeepText).
+	Text string
+	// Conversations (RunSessions): the session (0-based) and its turn
+	// (1-based; 0: not a conversation), and the tokens of the earlier
+	// turns the prompt carried (the turn before's usage prompt_tokens +
+	// completion_tokens, 0 on a first turn) when HistoryKnown: unknown
+	// when the turn before reported no usage.
+	Session, Turn int
+	HistoryTokens int
+	HistoryKnown  bool
 }
 
 // TokenEvent is one token-bearing event.
@@ -310,10 +348,12 @@ func impossibleUsage(res *Result, req Request, streamed bool) error {
 		return &UsageError{fmt.Sprintf("completion_tokens %d for max_tokens %d", out, req.MaxTokens)}
 	case streamed && len(res.Tokens) > 0 && out > maxTokensPerEvent*len(res.Tokens):
 		return &UsageError{fmt.Sprintf("completion_tokens %d over %d streamed token events", out, len(res.Tokens))}
-	case req.Prompt != "" && in > len(req.Prompt)+4096:
+	case req.promptBytes() > 0 && in > req.promptBytes()+4096*max(len(req.Messages), 1):
 		// A token covers at least a byte of text; a chat template adds
-		// far fewer than 4096.
-		return &UsageError{fmt.Sprintf("prompt_tokens %d for a prompt of %d bytes", in, len(req.Prompt))}
+		// far fewer than 4096 per message.
+		return &UsageError{fmt.Sprintf("prompt_tokens %d for a prompt of %d bytes", in, req.promptBytes())}
+	case res.CachedReported && (res.CachedTokens < 0 || res.CachedTokens > in):
+		return &UsageError{fmt.Sprintf("cached_tokens %d of prompt_tokens %d", res.CachedTokens, in)}
 	}
 	return nil
 }
@@ -366,6 +406,8 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 				parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": u}})
 			}
 			b["messages"] = []map[string]any{{"role": "user", "content": parts}}
+		} else if req.Messages != nil {
+			b["messages"] = req.Messages
 		} else {
 			b["messages"] = []map[string]string{{"role": "user", "content": req.Prompt}}
 		}
@@ -535,7 +577,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	if streamed {
-		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens))
+		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens, req.KeepText))
 		res.Finished = time.Now()
 		if res.Err == nil {
 			// Read the rest (the chunked terminator after [DONE]) so the
@@ -598,8 +640,11 @@ type chunk struct {
 		} `json:"message"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens *float64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -621,8 +666,14 @@ const streamBufferSize = 2 << 10
 // readStream reads an SSE response, stamping every token-bearing event.
 // The per-event path scans the JSON instead of decoding it (scan.go), so
 // the client adds no allocation per event beyond the stamp it appends.
-func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int) error {
+func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int, keepText bool) error {
 	sr := sse.NewReaderSize(r, streamBufferSize)
+	var text []byte // the answer's text, when kept
+	defer func() {
+		if keepText {
+			res.Text = string(text)
+		}
+	}()
 	counted := 0
 	// usageAt[k] is the cumulative completion_tokens the k-th token event
 	// carried (-1: none); when every token event carries a rising count the
@@ -674,6 +725,19 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int)
 			// last: only a non-zero usage counts.
 			res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
 			res.UsageReported = true
+			// The cached share comes with the usage it belongs to.
+			res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
+		}
+		if keepText && len(c.Text) > 0 {
+			if c.TextEscaped {
+				t, err := unquoteJSON(c.Text)
+				if err != nil {
+					return fmt.Errorf("malformed text after %d token events: %w", counted, err)
+				}
+				text = append(text, t...)
+			} else {
+				text = append(text, c.Text...)
+			}
 		}
 		if c.HasText {
 			if counted == 0 && firstToken != nil {
@@ -755,6 +819,15 @@ func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
 	if c.Usage != nil {
 		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		res.UsageReported = true
+		if d := c.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+			res.CachedTokens, res.CachedReported = int(*d.CachedTokens), true
+		}
+	}
+	if req.KeepText && len(c.Choices) > 0 {
+		res.Text = c.Choices[0].Text
+		if res.Text == "" {
+			res.Text = c.Choices[0].Message.Content
+		}
 	}
 	if ep == Embeddings || c.hasText() {
 		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1)})

@@ -374,3 +374,36 @@ func TestImpossibleUsageIsRefused(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 }
+
+// TestCachedTokensRead: every request reads the answer's
+// usage.prompt_tokens_details.cached_tokens, streamed or not, on both
+// endpoints, equal to what the simulator's cache served; a server that
+// does not send the field leaves it unreported (not a reported 0).
+func TestCachedTokensRead(t *testing.T) {
+	cached, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL, c.PromptCache = time.Millisecond, 0, true })
+	_, plainURL := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL = time.Millisecond, 0 })
+	prompt := strings.Repeat("one two three four ", 20)
+	for _, ep := range []Endpoint{Completions, Chat} {
+		for _, stream := range []bool{true, false} {
+			tg := newTarget(url, 1)
+			tg.Endpoint, tg.Stream = ep, stream
+			// A fresh prompt per case: the first request is a reported miss,
+			// the second finds the prompt cached.
+			p := fmt.Sprintf("%s %v %s", ep, stream, prompt)
+			for k := range 2 {
+				r := tg.Do(context.Background(), Request{Prompt: p, MaxTokens: 2})
+				rec, ok := cached.Record(r.ResponseID)
+				if r.Err != nil || !ok {
+					t.Fatalf("%s stream=%v: %v", ep, stream, r.Err)
+				}
+				if !r.CachedReported || r.CachedTokens != rec.CachedTokens || (k == 1) != (r.CachedTokens > 0) {
+					t.Fatalf("%s stream=%v request %d: cached %d (reported %v), the simulator served %d", ep, stream, k+1, r.CachedTokens, r.CachedReported, rec.CachedTokens)
+				}
+			}
+			tg.BaseURL = plainURL
+			if r := tg.Do(context.Background(), Request{Prompt: p, MaxTokens: 2}); r.Err != nil || r.CachedReported || r.CachedTokens != 0 {
+				t.Fatalf("%s stream=%v without the field: cached %d reported %v (%v)", ep, stream, r.CachedTokens, r.CachedReported, r.Err)
+			}
+		}
+	}
+}

@@ -80,6 +80,8 @@ func (l Load) done(i int, off time.Duration) bool {
 type RunStats struct {
 	Start time.Time // the schedule's origin (monotonic)
 	Sent  int
+	// Sessions is how many sessions RunSessions started.
+	Sessions int
 }
 
 // Run sends the load and waits for every request it sent. next(i) builds

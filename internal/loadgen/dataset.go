@@ -17,6 +17,13 @@ const (
 	FormatShareGPT = "sharegpt" // a JSON array of {"conversations":[{"from":"human","value":...},...]}
 	FormatJSONL    = "jsonl"    // one JSON object per line; Field names the prompt
 	FormatText     = "text"     // a folder or glob of text documents, one prompt each
+	// FormatConversations is multi-turn conversations, one JSON object per
+	// line (or a JSON array of them, as a ShareGPT file): ShareGPT's
+	// {"conversations":[{"from":"human","value":...},{"from":"gpt",...},...]}
+	// or OpenAI's {"messages":[{"role":"user","content":...},...]}. A
+	// session sends the human (user) turns in order; the dataset's answers
+	// are not sent, the server's own are (Conversation).
+	FormatConversations = "conversations"
 )
 
 // DatasetSpec names prompts on disk.
@@ -59,8 +66,10 @@ func LoadDataset(spec DatasetSpec) ([]string, error) {
 		prompts, err = loadJSONL(spec.Path, field)
 	case FormatText:
 		prompts, err = loadText(spec.Path)
+	case FormatConversations:
+		return nil, fmt.Errorf("dataset %s: a conversations dataset is read by LoadConversations", spec.Path)
 	default:
-		return nil, fmt.Errorf("dataset %s: format %q: want sharegpt, jsonl or text", spec.Path, format)
+		return nil, fmt.Errorf("dataset %s: format %q: want sharegpt, jsonl, text or conversations", spec.Path, format)
 	}
 	if err != nil {
 		return nil, err
@@ -208,6 +217,78 @@ func LoadReferenceVectors(path, field, vectorField string) (map[string][]float32
 			out = map[string][]float32{}
 		}
 		out[text] = vec
+	}
+	return out, nil
+}
+
+// LoadConversations reads a conversations dataset (FormatConversations):
+// the human turns of each conversation that has any. Errors say which file
+// and line is wrong.
+func LoadConversations(spec DatasetSpec) ([][]string, error) {
+	b, err := os.ReadFile(spec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	type turn struct {
+		From    string `json:"from"`
+		Value   string `json:"value"`
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type conversation struct {
+		Conversations []turn `json:"conversations"`
+		Messages      []turn `json:"messages"`
+	}
+	var convs []conversation
+	var lines []int // the line of each conversation (JSONL)
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(t, &convs); err != nil {
+			return nil, fmt.Errorf("dataset %s: not a JSON array of conversations: %w", spec.Path, err)
+		}
+	} else {
+		for n, line := range bytes.Split(b, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			var c conversation
+			if err := json.Unmarshal(line, &c); err != nil {
+				return nil, fmt.Errorf("dataset %s:%d: not a JSON object: %w", spec.Path, n+1, err)
+			}
+			convs = append(convs, c)
+			lines = append(lines, n+1)
+		}
+	}
+	var out [][]string
+	for i, c := range convs {
+		turns := c.Conversations
+		if len(turns) == 0 {
+			turns = c.Messages
+		}
+		if len(turns) == 0 && lines != nil {
+			return nil, fmt.Errorf("dataset %s:%d: no \"conversations\" or \"messages\" list", spec.Path, lines[i])
+		}
+		var human []string
+		for _, t := range turns {
+			who, text := t.From, t.Value
+			if who == "" {
+				who, text = t.Role, t.Content
+			}
+			if (who == "human" || who == "user") && strings.TrimSpace(text) != "" {
+				human = append(human, text)
+			}
+		}
+		if len(human) > 0 {
+			out = append(out, human)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("dataset %s: no conversation with a human turn (format conversations)", spec.Path)
+	}
+	if spec.Limit > 0 && spec.Limit < len(out) {
+		rng := rand.New(rand.NewPCG(spec.Seed, 0xda7a))
+		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		out = out[:spec.Limit]
 	}
 	return out, nil
 }

@@ -71,6 +71,14 @@ type PromptSource struct {
 	// Dataset, when set, replaces synthetic prompts: request i of pass p
 	// takes a dataset entry chosen by a seeded permutation.
 	Dataset []string
+	// Turns is the most turns of a conversation's session (Turn); each
+	// turn's new text is a prompt of its own, the shared prefix opening
+	// the first turn only.
+	Turns int
+	// Conversations, when set, give the sessions their user turns: a
+	// session takes a conversation chosen as Dataset prompts are, and
+	// sends its human turns in order.
+	Conversations [][]string
 
 	prefix string
 	perm   []int
@@ -93,6 +101,10 @@ func (p *PromptSource) init() {
 		rng := rand.New(rand.NewPCG(p.Seed, p.CellKey))
 		p.perm = rng.Perm(len(p.Dataset))
 	}
+	if len(p.Conversations) > 0 {
+		rng := rand.New(rand.NewPCG(p.Seed, p.CellKey))
+		p.perm = rng.Perm(len(p.Conversations))
+	}
 }
 
 // Prepare builds what later calls share; call it once before using the
@@ -102,6 +114,48 @@ func (p *PromptSource) Prepare() { p.init() }
 // Prompt returns request i's prompt in pass pass. It is safe for
 // concurrent use after Prepare.
 func (p *PromptSource) Prompt(pass, i int) string {
+	return p.prompt(pass, i, true)
+}
+
+// conversation is the conversation session takes in pass.
+func (p *PromptSource) conversation(pass, session int) []string {
+	point := p.PointKey
+	if p.Warm {
+		pass, point = 0, 0
+	}
+	k := mix64(point)*0x9e3779b9 + uint64(pass)*1_000_003 + uint64(session)
+	return p.Conversations[p.perm[k%uint64(len(p.perm))]]
+}
+
+// TurnsOf is how many turns session plans in pass: its conversation's
+// human turns (at most Turns when it is set), else Turns.
+func (p *PromptSource) TurnsOf(pass, session int) int {
+	p.init()
+	if len(p.Conversations) == 0 {
+		return max(p.Turns, 1)
+	}
+	n := len(p.conversation(pass, session))
+	if p.Turns > 0 {
+		n = min(n, p.Turns)
+	}
+	return n
+}
+
+// Turn is the new user text of turn (1-based) of session in pass: the
+// conversation's turn-th human message, else a prompt of its own (the
+// dataset's or an isl-token synthetic one; the shared prefix opens turn 1
+// only, as a system prompt opens a chat). Texts never repeat across
+// sessions, turns or passes (cold) unless Warm.
+func (p *PromptSource) Turn(pass, session, turn int) string {
+	p.init()
+	if len(p.Conversations) > 0 {
+		c := p.conversation(pass, session)
+		return c[min(turn, len(c))-1]
+	}
+	return p.prompt(pass, session*max(p.Turns, 1)+turn-1, turn == 1)
+}
+
+func (p *PromptSource) prompt(pass, i int, withPrefix bool) string {
 	p.init()
 	if p.Warm {
 		pass = 0
@@ -119,7 +173,7 @@ func (p *PromptSource) Prompt(pass, i int) string {
 	}
 	rng := rand.New(rand.NewPCG(p.Seed^p.CellKey, mix64(point)^uint64(pass)<<40^uint64(i)))
 	n := p.Vocab.WordsFor(p.ISL)
-	if p.prefix == "" {
+	if p.prefix == "" || !withPrefix {
 		return p.Vocab.withLead(p.Vocab.Text(rng, n))
 	}
 	rest := n - p.SharedPrefix

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,11 +130,81 @@ func TestLoadDataset(t *testing.T) {
 		{DatasetSpec{Path: bad}, "bad.jsonl:2: no field \"prompt\""},
 		{DatasetSpec{Path: bad, Field: "other"}, "bad.jsonl:1: no field \"other\""},
 		{DatasetSpec{Path: filepath.Join(dir, "none", "*.md")}, "no such file"},
-		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: "csv"}, "want sharegpt, jsonl or text"},
+		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: "csv"}, "want sharegpt, jsonl, text or conversations"},
 		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: FormatShareGPT}, "not a ShareGPT JSON array"},
 	} {
 		if _, err := LoadDataset(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}
+
+func TestLoadConversations(t *testing.T) {
+	convs, err := LoadConversations(DatasetSpec{Path: "testdata/conversations.jsonl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int
+	for _, c := range convs {
+		lens = append(lens, len(c))
+	}
+	// Human turns only: the system message and the answers are not sent.
+	if fmt.Sprint(lens) != "[3 2 4 2 1 3]" || convs[3][0] != "Translate 'good morning' to French." || convs[0][1] != "Why does it help a chat?" {
+		t.Fatalf("conversations %v: %q", lens, convs)
+	}
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ body, want string }{
+		"openai.jsonl": {`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`, "[[a c]]"},
+		"array.json":   {`[{"conversations":[{"from":"human","value":"x"}]},{"conversations":[{"from":"gpt","value":"only an answer"}]}]`, "[[x]]"},
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(tc.body), 0o644)
+		got, err := LoadConversations(DatasetSpec{Path: p})
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("%s: %q, %v; want %s", name, got, err, tc.want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"conversations":[{"from":"human","value":"x"}]}`+"\n"+`{"prompt":"y"}`+"\n"), 0o644)
+	if _, err := LoadConversations(DatasetSpec{Path: bad}); err == nil || !strings.Contains(err.Error(), `bad.jsonl:2: no "conversations" or "messages" list`) {
+		t.Errorf("bad line: %v", err)
+	}
+}
+
+// TestPromptSourceTurns: a session's turns are distinct texts of isl
+// tokens (the shared prefix opens the first only), the same for the same
+// pass, session and turn; a conversations dataset gives a session its
+// conversation's human turns in order.
+func TestPromptSourceTurns(t *testing.T) {
+	src := &PromptSource{ISL: 20, SharedPrefix: 8, Seed: 1, CellKey: 3, PointKey: 5, Turns: 3}
+	src.Prepare()
+	seen := map[string]bool{}
+	for s := range 4 {
+		for k := 1; k <= 3; k++ {
+			u := src.Turn(0, s, k)
+			if seen[u] || len(strings.Fields(u)) != 20 || u != src.Turn(0, s, k) {
+				t.Fatalf("session %d turn %d: %q", s, k, u)
+			}
+			seen[u] = true
+			if opens := strings.HasPrefix(u, strings.Join(strings.Fields(src.Turn(0, 0, 1))[:8], " ")); opens != (k == 1) {
+				t.Fatalf("session %d turn %d: shared prefix %v", s, k, opens)
+			}
+		}
+		if src.TurnsOf(0, s) != 3 {
+			t.Fatal("turns")
+		}
+	}
+	if src.Turn(1, 0, 1) == src.Turn(0, 0, 1) {
+		t.Fatal("cold: a later pass repeated a conversation")
+	}
+	convs, _ := LoadConversations(DatasetSpec{Path: "testdata/conversations.jsonl"})
+	ds := &PromptSource{Conversations: convs, Turns: 2, Seed: 1, CellKey: 3, PointKey: 5}
+	ds.Prepare()
+	for s := range 12 {
+		n := ds.TurnsOf(0, s)
+		c := ds.conversation(0, s)
+		if n != min(len(c), 2) || ds.Turn(0, s, 1) != c[0] || n == 2 && ds.Turn(0, s, 2) != c[1] {
+			t.Fatalf("session %d: %d turns of %q", s, n, c)
 		}
 	}
 }

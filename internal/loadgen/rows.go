@@ -19,6 +19,13 @@ func RequestRows(cell results.Cell, rs []Result) []results.Request {
 			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
 			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
 		}
+		if r.Turn > 0 {
+			q.Session, q.Turn = results.Some(int64(r.Session)), results.Some(int64(r.Turn))
+			q.HistoryTokens = results.SomeIf(r.HistoryKnown, int64(r.HistoryTokens))
+		}
+		if r.OK() && r.CachedReported {
+			q.CachedTokens = results.Some(int64(r.CachedTokens))
+		}
 		if r.OK() {
 			q.TTFTMs, q.E2ELMs = results.Some(millis(r.TTFT())), results.Some(millis(r.E2EL()))
 			q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)

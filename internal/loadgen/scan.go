@@ -19,6 +19,17 @@ type chunkInfo struct {
 	HasUsage         bool
 	PromptTokens     int
 	CompletionTokens int
+	// HasCached: usage.prompt_tokens_details.cached_tokens is a number
+	// (CachedTokens; 0 is a reported miss). Absent, null or any other
+	// value: the server did not say.
+	HasCached    bool
+	CachedTokens int
+	// Text is the raw (still JSON-escaped) answer text of the first choice
+	// that carries one: its text, else its delta.content, else its
+	// message.content (reasoning is no part of the answer a conversation
+	// sends back). TextEscaped says it needs unquoting.
+	Text        []byte
+	TextEscaped bool
 	// ID is the raw (still JSON-escaped) bytes of the top-level id string;
 	// IDEscaped says it contains a backslash and needs unquoting.
 	ID        []byte
@@ -63,6 +74,7 @@ func scanChunk(data []byte) (chunkInfo, error) {
 			return err
 		case "usage":
 			info.HasUsage, info.PromptTokens, info.CompletionTokens = false, 0, 0
+			info.HasCached, info.CachedTokens = false, 0
 			if s.peek() != '{' {
 				return s.skip()
 			}
@@ -78,11 +90,26 @@ func scanChunk(data []byte) (chunkInfo, error) {
 					n, err := s.intOrNull()
 					info.CompletionTokens = n
 					return err
+				case "prompt_tokens_details":
+					info.HasCached, info.CachedTokens = false, 0
+					if s.peek() != '{' {
+						return s.skip()
+					}
+					s.i++
+					return s.object(func(k2 []byte) error {
+						if string(k2) != "cached_tokens" {
+							return s.skip()
+						}
+						n, isNum, err := s.intIfNumber()
+						info.HasCached, info.CachedTokens = isNum, n
+						return err
+					})
 				}
 				return s.skip()
 			})
 		case "choices":
 			info.HasText, info.HasFinish = false, false
+			info.Text, info.TextEscaped = nil, false
 			if s.peek() != '[' {
 				return s.skip()
 			}
@@ -93,6 +120,10 @@ func scanChunk(data []byte) (chunkInfo, error) {
 				}
 				s.i++
 				var text, content, rc, reasoning, msg, finish bool
+				// The raw strings of text, delta.content and message.content
+				// (the last of duplicate keys, as for the flags).
+				var textRaw, contentRaw, msgRaw []byte
+				var textEsc, contentEsc, msgEsc bool
 				err := s.object(func(k []byte) error {
 					switch string(k) {
 					case "finish_reason":
@@ -101,10 +132,12 @@ func scanChunk(data []byte) (chunkInfo, error) {
 						return err
 					case "text":
 						var err error
-						text, err = s.nonEmptyString()
+						textRaw, textEsc, err = s.stringOrSkip()
+						text = len(textRaw) > 0
 						return err
 					case "delta":
 						content, rc, reasoning = false, false, false
+						contentRaw, contentEsc = nil, false
 						if s.peek() != '{' {
 							return s.skip()
 						}
@@ -113,7 +146,8 @@ func scanChunk(data []byte) (chunkInfo, error) {
 							var err error
 							switch string(k2) {
 							case "content":
-								content, err = s.nonEmptyString()
+								contentRaw, contentEsc, err = s.stringOrSkip()
+								content = len(contentRaw) > 0
 							case "reasoning_content":
 								rc, err = s.nonEmptyString()
 							case "reasoning":
@@ -125,6 +159,7 @@ func scanChunk(data []byte) (chunkInfo, error) {
 						})
 					case "message":
 						msg = false
+						msgRaw, msgEsc = nil, false
 						if s.peek() != '{' {
 							return s.skip()
 						}
@@ -132,7 +167,8 @@ func scanChunk(data []byte) (chunkInfo, error) {
 						return s.object(func(k2 []byte) error {
 							if string(k2) == "content" {
 								var err error
-								msg, err = s.nonEmptyString()
+								msgRaw, msgEsc, err = s.stringOrSkip()
+								msg = len(msgRaw) > 0
 								return err
 							}
 							return s.skip()
@@ -145,6 +181,16 @@ func scanChunk(data []byte) (chunkInfo, error) {
 				}
 				if finish {
 					info.HasFinish = true
+				}
+				if info.Text == nil {
+					switch {
+					case text:
+						info.Text, info.TextEscaped = textRaw, textEsc
+					case content:
+						info.Text, info.TextEscaped = contentRaw, contentEsc
+					case msg:
+						info.Text, info.TextEscaped = msgRaw, msgEsc
+					}
 				}
 				return err
 			})
@@ -333,6 +379,15 @@ func (s *scanner) nonEmptyString() (bool, error) {
 	return len(raw) > 0, err
 }
 
+// stringOrSkip reads any value: a string's raw contents and whether they
+// need unquoting (str), nil for anything else.
+func (s *scanner) stringOrSkip() ([]byte, bool, error) {
+	if s.peek() != '"' {
+		return nil, false, s.skip()
+	}
+	return s.str()
+}
+
 // isNullThenSkip reports whether the value is the literal null, consuming it.
 func (s *scanner) isNullThenSkip() (bool, error) {
 	s.ws()
@@ -375,6 +430,17 @@ func (s *scanner) intOrNull() (int, error) {
 		return 0, nil // nonsense counts; treat as unknown
 	}
 	return int(f), nil
+}
+
+// intIfNumber reads a value and reports whether it is a number (read as
+// intOrNull reads one); any other value is skipped.
+func (s *scanner) intIfNumber() (int, bool, error) {
+	c := s.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, false, s.skip()
+	}
+	n, err := s.intOrNull()
+	return n, err == nil, err
 }
 
 func (s *scanner) number() error {

@@ -32,6 +32,14 @@ func refScan(data []byte) (chunkInfo, bool) {
 			return 0
 		}
 		info.PromptTokens, info.CompletionTokens = num("prompt_tokens"), num("completion_tokens")
+		if d, ok := u["prompt_tokens_details"].(map[string]any); ok {
+			if f, ok := d["cached_tokens"].(float64); ok {
+				info.HasCached = true
+				if f <= 1<<53 && f >= -(1<<53) {
+					info.CachedTokens = int(f)
+				}
+			}
+		}
 	}
 	nonEmpty := func(m map[string]any, k string) bool {
 		s, ok := m[k].(string)
@@ -45,6 +53,21 @@ func refScan(data []byte) (chunkInfo, bool) {
 			}
 			if nonEmpty(ch, "text") {
 				info.HasText = true
+			}
+			// The answer text: the first choice's text, delta.content or
+			// message.content that is not empty.
+			var text string
+			if d, ok := ch["delta"].(map[string]any); ok && nonEmpty(d, "content") {
+				text = d["content"].(string)
+			}
+			if m, ok := ch["message"].(map[string]any); ok && nonEmpty(m, "content") && text == "" {
+				text = m["content"].(string)
+			}
+			if nonEmpty(ch, "text") {
+				text = ch["text"].(string)
+			}
+			if info.Text == nil && text != "" {
+				info.Text = []byte(text)
 			}
 			if nonEmpty(ch, "finish_reason") {
 				info.HasFinish = true
@@ -70,9 +93,18 @@ func sameInfo(t *testing.T, data []byte, got, want chunkInfo) {
 			t.Fatalf("%q: id %q does not unquote: %v", data, got.ID, err)
 		}
 	}
+	text := string(got.Text)
+	if got.TextEscaped {
+		var err error
+		text, err = unquoteJSON(got.Text)
+		if err != nil {
+			t.Fatalf("%q: text %q does not unquote: %v", data, got.Text, err)
+		}
+	}
 	if id != string(want.ID) || got.HasText != want.HasText || got.HasUsage != want.HasUsage ||
-		got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens || got.HasError != want.HasError || got.HasFinish != want.HasFinish {
-		t.Fatalf("%q:\n got  %+v (id %q)\n want %+v (id %q)", data, got, id, want, want.ID)
+		got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens || got.HasError != want.HasError || got.HasFinish != want.HasFinish ||
+		got.HasCached != want.HasCached || got.CachedTokens != want.CachedTokens || text != string(want.Text) || (got.Text == nil) != (want.Text == nil) {
+		t.Fatalf("%q:\n got  %+v (id %q, text %q)\n want %+v (id %q, text %q)", data, got, id, text, want, want.ID, want.Text)
 	}
 }
 
@@ -103,6 +135,17 @@ var scanCases = []struct {
 	{"nested noise", `{"x":[1,2,{"y":[true,false,null,"s\n"]}],"choices":[{"logprobs":{"content":[{"token":"a"}]},"text":"b"}]}`, true},
 	{"unicode text", `{"choices":[{"text":"\ud83d\ude00"}]}`, true},
 	{"whitespace", " {\n\"choices\" : [ { \"text\" : \"a\" } ] } \n", true},
+	{"cached tokens", `{"choices":[],"usage":{"prompt_tokens":80,"completion_tokens":16,"prompt_tokens_details":{"cached_tokens":32}}}`, false},
+	{"cached tokens zero", `{"usage":{"prompt_tokens":8,"prompt_tokens_details":{"cached_tokens":0}}}`, false},
+	{"cached tokens null", `{"usage":{"prompt_tokens":8,"prompt_tokens_details":{"cached_tokens":null}}}`, false},
+	{"details null", `{"usage":{"prompt_tokens":8,"prompt_tokens_details":null}}`, false},
+	{"details before counts", `{"usage":{"prompt_tokens_details":{"audio_tokens":0,"cached_tokens":7},"prompt_tokens":8}}`, false},
+	{"duplicate details, last empty", `{"usage":{"prompt_tokens_details":{"cached_tokens":7},"prompt_tokens_details":{}}}`, false},
+	{"second choice text", `{"choices":[{"text":""},{"text":"b"}]}`, true},
+	{"escaped text", `{"choices":[{"delta":{"content":" a\"b\u00e9\n"}}]}`, true},
+	{"text wins over delta", `{"choices":[{"delta":{"content":"d"},"text":"t"}]}`, true},
+	{"message text", `{"choices":[{"message":{"content":"m"},"delta":{"content":""}}]}`, true},
+	{"reasoning is no text", `{"choices":[{"delta":{"reasoning_content":"r"}}]}`, true},
 }
 
 func TestScanChunkMatchesReference(t *testing.T) {

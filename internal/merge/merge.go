@@ -20,6 +20,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -306,6 +307,12 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	}
 	row.ClientCPUUtil = cpu // the busiest shard's: each shard is its own client
 	fill(&row, reqs, slo)
+	// Shard 0's notes on the cell's shape tell whether its cache should
+	// engage; the conversation and cache notes come from the pooled rows.
+	expect := turns.ExpectOf(base)
+	row.Notes = ""
+	turns.Fill(&row, reqs, expect)
+	poolNotes := row.Notes
 	row.Status, row.Reason = status, reason
 	if len(reqs) == 0 && status == results.StatusOK {
 		row.Status, row.Reason = results.StatusError, "no shard sent a request"
@@ -321,9 +328,12 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	// server) still hold; its verdicts on its own send lag or start do
 	// not, the flags above replace them.
 	for _, n := range strings.Split(base.Notes, "; ") {
-		if n != "" && !strings.HasPrefix(n, "client-bound") && !strings.HasPrefix(n, "shard ") {
+		if n != "" && !strings.HasPrefix(n, "client-bound") && !strings.HasPrefix(n, "shard ") && !turns.IsNote(n) {
 			notes = append(notes, n)
 		}
+	}
+	if poolNotes != "" {
+		notes = append(notes, poolNotes)
 	}
 	row.Notes = strings.Join(notes, "; ")
 	return row, reqs, info

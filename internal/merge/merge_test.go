@@ -2,13 +2,16 @@ package merge
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/sinks/parquet"
 )
 
@@ -124,5 +127,73 @@ func TestMergeGoodputAndClockOffsets(t *testing.T) {
 	}
 	if len(res.Info.Processes) != 2 || *res.Info.Processes[1].ClockOffsetMs != -400 {
 		t.Errorf("merge.json shards %+v", res.Info.Processes)
+	}
+}
+
+// TestMergeConversations: a merged conversation cell's turn and cache
+// columns are what one process computes from the pooled requests (the
+// sweep's turns.Fill): the turn-1 and later-turn medians over every
+// shard's sessions, Σ cached tokens, the usage hit rate, and one set of
+// notes about them (the shards' own are replaced).
+func TestMergeConversations(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var pooled []results.Request
+	var dirs []string
+	for shard := int64(0); shard < 2; shard++ {
+		d := filepath.Join(dir, fmt.Sprint(shard))
+		dirs = append(dirs, d)
+		for _, sub := range []string{results.TableCells, results.TableRequests} {
+			os.MkdirAll(filepath.Join(d, sub), 0o755)
+		}
+		id := fmt.Sprintf("run%d", shard)
+		b, _ := json.Marshal(rundir.Manifest{RunID: id, Plan: "p", StartedAt: t0, Status: rundir.RunOK})
+		os.WriteFile(filepath.Join(d, rundir.ManifestFile), b, 0o644)
+		var reqs []results.Request
+		for s := range 2 {
+			session := int64(s*2) + shard // interleaved, as the sweep numbers them
+			history := int64(0)
+			for turn := int64(1); turn <= 3; turn++ {
+				in := history + 20
+				cached := max(history-history%16, 0)
+				ttft := 40.0 - 10*float64(turn) + float64(shard) + float64(s)
+				reqs = append(reqs, results.Request{RunID: id, Stage: "s", CellID: "s/20:8/c4", Attempt: 1, Measurement: 1, Seq: int64(len(reqs)),
+					SentAt: t0.Add(time.Duration(len(reqs)) * 100 * time.Millisecond), TTFTMs: results.Some(ttft), E2ELMs: results.Some(ttft + 7),
+					InputTokens: in, OutputTokens: 8, ChunkGapsMs: []float64{1}, ChunkTokens: []int64{1, 7}, Status: results.StatusOK,
+					Session: results.Some(session), Turn: results.Some(turn), HistoryTokens: results.Some(history), CachedTokens: results.Some(cached)})
+				history = in + 8
+			}
+		}
+		pooled = append(pooled, reqs...)
+		cell := results.Cell{RunID: id, Plan: "p", Stage: "s", CellID: "s/20:8/c4", Attempt: 1, Measurement: 1, Concurrency: 4,
+			Shard: shard, Shards: 2, Status: results.StatusOK, Turns: results.Some(int64(3)), ThinkTimeMs: results.Some(0.0),
+			ServerPrefixCacheHitRate: results.Some(0.1 * float64(shard+1)), Notes: "prompts=cold (fresh conversations every pass)"}
+		turns.Fill(&cell, reqs, turns.ExpectOf(cell))
+		parquet.WriteFile(filepath.Join(d, results.TableRequests, parquet.PartName(1, 1)), reqs)
+		parquet.WriteFile(filepath.Join(d, results.TableCells, parquet.PartName(1, 1)), []results.Cell{cell})
+	}
+	res, err := Merge(dirs, filepath.Join(dir, "out"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Cells[0]
+	// One process over the pooled requests, with shard 0's server figure.
+	want := results.Cell{Turns: results.Some(int64(3)), ServerPrefixCacheHitRate: results.Some(0.1)}
+	turns.Fill(&want, pooled, turns.ExpectHistory)
+	for name, p := range map[string][2]*float64{
+		"ttft_turn1_p50_ms":       {got.TTFTTurn1P50Ms, want.TTFTTurn1P50Ms},
+		"ttft_later_turns_p50_ms": {got.TTFTLaterTurnsP50Ms, want.TTFTLaterTurnsP50Ms},
+		"prefix_cache_hit_rate":   {got.PrefixCacheHitRate, want.PrefixCacheHitRate},
+	} {
+		if p[0] == nil || p[1] == nil || *p[0] != *p[1] {
+			t.Errorf("%s: merged %v, pooled %v", name, results.ValueOr(p[0], -1), results.ValueOr(p[1], -1))
+		}
+	}
+	if *got.TTFTTurn1P50Ms != 30.5+0.5 || got.CachedTokens == nil || *got.CachedTokens != *want.CachedTokens || *got.Turns != 3 {
+		t.Errorf("turn 1 p50 %v, cached %v (want %v), turns %v", *got.TTFTTurn1P50Ms, got.CachedTokens, *want.CachedTokens, *got.Turns)
+	}
+	if n := strings.Count(got.Notes, "conversations: "); n != 1 || !strings.Contains(got.Notes, "conversations: 4 sessions sent 12 turns") ||
+		strings.Count(got.Notes, "prefix_cache_hit_rate from usage") != 1 || !strings.Contains(got.Notes, "prompts=cold") {
+		t.Errorf("notes: %s", got.Notes)
 	}
 }

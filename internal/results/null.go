@@ -111,6 +111,28 @@ func WhyNull(c Cell, column string) string {
 		if c.Requests == 0 {
 			return base()
 		}
+	case column == "turns" || column == "think_time_ms" || column == "ttft_turn1_p50_ms" || column == "ttft_later_turns_p50_ms":
+		if c.Turns == nil {
+			return "the cell is not a conversation (the sweep gives no turns)"
+		}
+		if why := base(); why != "" {
+			return why
+		}
+		if column == "ttft_later_turns_p50_ms" {
+			return "no turn after a session's first completed"
+		}
+		return "no first turn completed"
+	case column == "cached_tokens" || column == "prefix_cache_hit_rate" || column == "server_prefix_cache_hit_rate":
+		if why := base(); why != "" {
+			return why
+		}
+		switch column {
+		case "cached_tokens":
+			return "no answer carried usage.prompt_tokens_details.cached_tokens (the server does not say)"
+		case "server_prefix_cache_hit_rate":
+			return "the server's metrics have no prefix-cache counters (or were not read)"
+		}
+		return "no answer carried usage.prompt_tokens_details.cached_tokens and the server's metrics have no prefix-cache counters"
 	}
 	if why := base(); why != "" {
 		return why

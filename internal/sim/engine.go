@@ -15,6 +15,7 @@ import (
 type seq struct {
 	promptTokens int
 	blockHashes  []uint64 // chain hashes of the prompt's full KV blocks
+	doneHashes   []uint64 // ... and of the prompt and output once finished (nil: none beyond the prompt's)
 	target       int      // tokens to generate; 0 for embeddings
 
 	avail   atomic.Int64  // tokens generated so far, published after each step
@@ -422,6 +423,12 @@ func (e *engine) apply() {
 		q.stepPrefill, q.stepDecode = 0, 0
 		q.avail.Store(int64(q.generated))
 		if q.generated >= q.target {
+			if e.prefix != nil && q.doneHashes != nil {
+				// The output's KV stays cached with the prompt's, as
+				// vLLM's filled blocks do: a conversation's next turn
+				// finds its history computed.
+				e.prefix.insert(q.doneHashes)
+			}
 			q.done.Store(true)
 			q.inRunning = false
 			e.freeBlocks(q)

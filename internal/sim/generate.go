@@ -124,9 +124,10 @@ type genPlan struct {
 	target          int
 	finish          string // finish_reason when target is reached
 	ttft, itl       time.Duration
-	tpc             int // tokens per chunk
-	cached          int // prompt tokens found in fixed mode's prompt cache
-	media           int // prompt tokens that stand for images (media.go)
+	tpc             int   // tokens per chunk
+	cached          int   // prompt tokens found in fixed mode's prompt cache
+	cacheEntry      []int // the prompt cache's entry for this prompt (promptCache.keep)
+	media           int   // prompt tokens that stand for images (media.go)
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -212,7 +213,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		start = at
 	}
 	if s.pcache != nil {
-		plan.cached = s.pcache.use(plan.promptIDs)
+		plan.cached, plan.cacheEntry = s.pcache.use(plan.promptIDs)
 		plan.ttft = cachedTTFT(plan.ttft, len(plan.promptIDs), plan.cached)
 		s.metrics.prefixQueries.Add(uint64(len(plan.promptIDs)))
 		s.metrics.prefixHits.Add(uint64(plan.cached))
@@ -385,7 +386,23 @@ func (s *Server) outputLength(promptHash uint64, maxTokens, minTokens int, ignor
 
 // word returns the k-th generated word of a request.
 func (s *Server) word(promptHash uint64, k int) string {
-	return vocab[mix(s.seedHash^promptHash^uint64(k)*0x9e3779b97f4a7c15)%VocabSize]
+	return vocab[s.wordID(promptHash, k)]
+}
+
+// wordID is the token id of the k-th generated word: its vocabulary index,
+// which is also what every personality's tokenizer makes of the word when
+// a conversation sends it back.
+func (s *Server) wordID(promptHash uint64, k int) int {
+	return int(mix(s.seedHash^promptHash^uint64(k)*0x9e3779b97f4a7c15) % VocabSize)
+}
+
+// outputIDs are the token ids of a request's first n generated words.
+func (s *Server) outputIDs(promptHash uint64, n int) []int {
+	ids := make([]int, n)
+	for k := range ids {
+		ids[k] = s.wordID(promptHash, k)
+	}
+	return ids
 }
 
 // source yields a request's tokens as they become writable.
@@ -407,6 +424,12 @@ func (s *Server) startSource(ctx context.Context, p genPlan, received time.Time)
 		}
 	}
 	q := newSeq(len(p.promptIDs), s.hashesFor(p.promptIDs), p.target)
+	if s.cfg.Engine.PrefixCache && p.target > 1 {
+		// The KV a finished sequence leaves: its prompt and its output
+		// but the last token (engine.apply caches it).
+		full := append(append(make([]int, 0, len(p.promptIDs)+p.target-1), p.promptIDs...), s.outputIDs(p.promptHash, p.target-1)...)
+		q.doneHashes = s.hashesFor(full)
+	}
 	es := &engineSource{s: s, q: q}
 	// Cancellation reaches the handler through the sequence's own notify
 	// channel, so waiting for a token is a plain channel receive, not a
@@ -829,6 +852,9 @@ func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, l
 		m.decodeNs.Add(int64(last.Sub(first)))
 	}
 	m.e2e.observe(now.Sub(rec.r.Received))
+	if s.pcache != nil {
+		s.pcache.keep(p.cacheEntry, p.promptIDs, s.outputIDs(p.promptHash, sent))
+	}
 	if p.finish == "stop" {
 		m.successStop.Add(1)
 	} else {

@@ -735,33 +735,37 @@ func TestPromptCacheStyles(t *testing.T) {
 		}
 		return out
 	}
+	use := func(c *promptCache, ids []int) int {
+		hit, _ := c.use(ids)
+		return hit
+	}
 	cfg := DefaultConfigFor(PersonaLlamaServer)
 	cfg.Slots = 2
 	c := newPromptCache(cfg, PersonaLlamaServer)
 	a, b, d := ids(40, 0), ids(40, 1000), ids(40, 2000)
-	if c.use(a) != 0 || c.use(b) != 0 || c.use(a) != 39 {
+	if use(c, a) != 0 || use(c, b) != 0 || use(c, a) != 39 {
 		t.Fatal("two slots keep two prompts")
 	}
-	c.use(d) // evicts b, the least recently used
-	if c.use(a) != 39 || c.use(b) != 0 {
+	use(c, d) // evicts b, the least recently used
+	if use(c, a) != 39 || use(c, b) != 0 {
 		t.Fatal("d should have evicted b, not a")
 	}
 	// A prompt sharing more than half reuses the slot's prefix.
 	ext := append(append([]int(nil), a...), ids(10, 5000)...)
-	if got := c.use(ext); got != 40 {
+	if got := use(c, ext); got != 40 {
 		t.Fatalf("extension of a: %d cached", got)
 	}
 	rc := newPromptCache(DefaultConfigFor(PersonaSGLang), PersonaSGLang)
-	rc.use(a)
-	if got := rc.use(append(a[:20:20], ids(5, 9000)...)); got != 20 {
+	use(rc, a)
+	if got := use(rc, append(a[:20:20], ids(5, 9000)...)); got != 20 {
 		t.Fatalf("radix: %d", got)
 	}
 	bc := newPromptCache(DefaultConfigFor(PersonaVLLM), PersonaVLLM)
-	bc.use(a)
-	if got := bc.use(append(a[:37:37], ids(5, 9000)...)); got != 32 {
+	use(bc, a)
+	if got := use(bc, append(a[:37:37], ids(5, 9000)...)); got != 32 {
 		t.Fatalf("blocks: %d", got)
 	}
-	if got := bc.use(a[:32]); got != 16 { // the last token is always computed
+	if got := use(bc, a[:32]); got != 16 { // the last token is always computed
 		t.Fatalf("blocks, whole prompt cached: %d", got)
 	}
 	if cachedTTFT(40*time.Millisecond, 100, 50) != 20*time.Millisecond || cachedTTFT(40*time.Millisecond, 100, 99) != time.Millisecond ||
@@ -770,6 +774,39 @@ func TestPromptCacheStyles(t *testing.T) {
 	}
 	if newPromptCache(DefaultConfig(), PersonaGeneric) != nil {
 		t.Fatal("generic has no prompt cache by default")
+	}
+}
+
+// TestPromptCacheKeepsAnswers: a finished request leaves its prompt and
+// its output but the last token in every style's cache, so a
+// conversation's next turn (prompt, answer, new text) finds its whole
+// history cached: to the block in vLLM's style, to the token in the slot
+// and radix styles.
+func TestPromptCacheKeepsAnswers(t *testing.T) {
+	ids := func(n, from int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = from + i
+		}
+		return out
+	}
+	prompt, answer, next := ids(40, 0), ids(20, 1000), ids(30, 2000)
+	turn2 := append(append(append([]int(nil), prompt...), answer...), next...)
+	for _, tc := range []struct {
+		persona string
+		want    int
+	}{
+		{PersonaVLLM, (40 + 20 - 1) / 16 * 16},
+		{PersonaLlamaServer, 40 + 20 - 1},
+		{PersonaOllama, 40 + 20 - 1},
+		{PersonaSGLang, 40 + 20 - 1},
+	} {
+		c := newPromptCache(DefaultConfigFor(tc.persona), tc.persona)
+		_, entry := c.use(prompt)
+		c.keep(entry, prompt, answer)
+		if got, _ := c.use(turn2); got != tc.want {
+			t.Errorf("%s: turn 2 found %d tokens cached, want %d", tc.persona, got, tc.want)
+		}
 	}
 }
 
@@ -818,5 +855,61 @@ func TestPersonaConfig(t *testing.T) {
 	}
 	if DefaultVersion("") != "benchrun-sim" || DefaultVersion(PersonaSGLang) != "0.5.2" {
 		t.Fatal("DefaultVersion")
+	}
+}
+
+// TestConversationHitsCache: over HTTP, in fixed mode (each personality's
+// cache style) and in engine mode, a second turn that sends the first
+// turn's prompt and answer back finds all of it cached but the answer's
+// last token (in whole blocks for the block styles); TTFT follows.
+func TestConversationHitsCache(t *testing.T) {
+	c := testClient()
+	for _, tc := range []struct {
+		name    string
+		persona string
+		engine  bool
+		blocks  bool
+	}{
+		{"vllm fixed", PersonaVLLM, false, true},
+		{"sglang fixed", PersonaSGLang, false, false},
+		{"vllm engine", PersonaVLLM, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, url := personaSim(t, tc.persona, func(cfg *Config) {
+				cfg.TTFT = 40 * time.Millisecond
+				if tc.engine {
+					cfg.Mode = ModeEngine
+				}
+			})
+			turn1 := vocabWords(40)
+			_, u1, data := completionUsage(t, c, url, map[string]any{"prompt": turn1, "max_tokens": 10, "ignore_eos": true})
+			var r1 struct {
+				Choices []struct{ Text string }
+			}
+			decodeJSON(t, data, &r1)
+			turn2 := turn1 + r1.Choices[0].Text + "\n\n" + vocabWords(20)
+			_, u2, _ := completionUsage(t, c, url, map[string]any{"prompt": turn2, "max_tokens": 10, "ignore_eos": true})
+			history := u1.PromptTokens + u1.CompletionTokens
+			want := history - 1
+			if tc.blocks {
+				want = want / 16 * 16
+			}
+			if u2.PromptTokensDetails == nil || u2.PromptTokensDetails.CachedTokens != want || u2.PromptTokens <= history {
+				t.Fatalf("turn 2: %+v (details %+v), want %d of the %d history tokens cached", u2, u2.PromptTokensDetails, want, history)
+			}
+			recs := s.Records()
+			if recs[1].CachedTokens != want {
+				t.Fatalf("record: %d cached", recs[1].CachedTokens)
+			}
+			if !tc.engine {
+				ttft := func(r RequestRecord) time.Duration { return r.Events[0].Time.Sub(r.Received) }
+				// Non-streamed: the body comes with the last token, 9 ITL
+				// (1 ms) after the first.
+				wantTTFT := time.Duration(float64(40*time.Millisecond)*float64(u2.PromptTokens-want)/float64(u2.PromptTokens)) + 9*time.Millisecond
+				if d := ttft(recs[1]) - wantTTFT; d < 0 || d > 10*time.Millisecond {
+					t.Errorf("turn 2 answered %v after it arrived, want %v", ttft(recs[1]), wantTTFT)
+				}
+			}
+		})
 	}
 }

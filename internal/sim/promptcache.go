@@ -74,10 +74,11 @@ func commonPrefix(a, b []int) int {
 }
 
 // use returns how many leading tokens of ids are cached and records ids as
-// computed (a request's prompt is in the cache from its start on).
-func (c *promptCache) use(ids []int) int {
+// computed (a request's prompt is in the cache from its start on). The
+// entry it returns is what keep extends once the answer is generated.
+func (c *promptCache) use(ids []int) (int, []int) {
 	if len(ids) == 0 {
-		return 0
+		return 0, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -85,7 +86,7 @@ func (c *promptCache) use(ids []int) int {
 	case cacheBlocks:
 		hit := c.blocks.lookup(blockHashes(ids[:len(ids)-1], c.bs)) * c.bs
 		c.blocks.insert(blockHashes(ids, c.bs))
-		return hit
+		return hit, nil
 	case cacheSlots:
 		// llama-server's slot choice: the slot whose prompt shares more than
 		// half of this one (slot_prompt_similarity 0.5), else a free slot,
@@ -113,29 +114,69 @@ func (c *promptCache) use(ids []int) int {
 			copy(c.entries[1:], c.entries[:len(c.entries)-1])
 		}
 		c.entries[0] = append([]int(nil), ids...)
-		return min(hit, len(ids)-1)
+		return min(hit, len(ids)-1), c.entries[0]
 	default: // radix
 		hit := 0
-		kept := c.entries[:0]
 		for _, e := range c.entries {
-			n := commonPrefix(e, ids)
-			hit = max(hit, n)
-			if n == len(e) { // a prefix of ids: the new entry covers it
-				c.tok -= len(e)
-				continue
+			hit = max(hit, commonPrefix(e, ids))
+		}
+		entry := append([]int(nil), ids...)
+		c.radixInsert(entry)
+		return min(hit, len(ids)-1), entry
+	}
+}
+
+// radixInsert puts entry first, dropping the entries it extends and the
+// oldest beyond the token budget.
+func (c *promptCache) radixInsert(entry []int) {
+	kept := c.entries[:0]
+	for _, e := range c.entries {
+		if commonPrefix(e, entry) == len(e) { // a prefix of entry: entry covers it
+			c.tok -= len(e)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(c.entries[len(kept):])
+	c.entries = append([][]int{entry}, kept...)
+	c.tok += len(entry)
+	for len(c.entries) > 1 && c.tok > c.maxTok {
+		last := len(c.entries) - 1
+		c.tok -= len(c.entries[last])
+		c.entries[last] = nil
+		c.entries = c.entries[:last]
+	}
+}
+
+// keep records a finished request's KV: its prompt and every generated
+// token but the last (which is sampled, never fed back), as the engines
+// keep them: vLLM's blocks fill with the output too, a llama-server slot
+// holds the conversation it served, SGLang's radix tree caches a finished
+// request's input and output. A conversation's next turn, whose prompt
+// starts with this prompt and answer, then finds all of it cached.
+// entry is what use returned for the prompt.
+func (c *promptCache) keep(entry []int, prompt, output []int) {
+	if len(output) < 2 {
+		return // nothing beyond the prompt was computed
+	}
+	full := make([]int, 0, len(prompt)+len(output)-1)
+	full = append(append(full, prompt...), output[:len(output)-1]...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.style {
+	case cacheBlocks:
+		c.blocks.insert(blockHashes(full, c.bs))
+	case cacheSlots:
+		// The slot still holding this prompt holds the answer too; one
+		// another request took meanwhile is that request's now.
+		for i, e := range c.entries {
+			if len(e) > 0 && len(entry) > 0 && &e[0] == &entry[0] {
+				c.entries[i] = full
+				return
 			}
-			kept = append(kept, e)
 		}
-		clear(c.entries[len(kept):])
-		c.entries = append([][]int{append([]int(nil), ids...)}, kept...)
-		c.tok += len(ids)
-		for len(c.entries) > 1 && c.tok > c.maxTok {
-			last := len(c.entries) - 1
-			c.tok -= len(c.entries[last])
-			c.entries[last] = nil
-			c.entries = c.entries[:last]
-		}
-		return min(hit, len(ids)-1)
+	default:
+		c.radixInsert(full)
 	}
 }
 

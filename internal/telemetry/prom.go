@@ -701,7 +701,7 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 		row.ServerGenerationTokens = w.delta(promTGIGen + "_sum")
 	}
 
-	row.PrefixCacheHitRate = prefixHitRate(w)
+	row.ServerPrefixCacheHitRate = prefixHitRate(w)
 
 	row.ServerTTFTMeanMs = w.histMeanMs(w.pickHist(promTTFT...))
 	if itl := w.pickHist(promITL...); itl != "" {

@@ -262,7 +262,7 @@ func TestPromCounts(t *testing.T) {
 	}
 	// The prompt cache's hits over its queries, in tokens: the cached
 	// tokens the responses reported over their prompts.
-	if r := row.PrefixCacheHitRate; r == nil || *r != float64(u.cached)/float64(u.prompt) {
+	if r := row.ServerPrefixCacheHitRate; r == nil || *r != float64(u.cached)/float64(u.prompt) {
 		t.Errorf("prefix hit rate %s, want %d/%d", f(r), u.cached, u.prompt)
 	}
 	if note != "" {
@@ -297,8 +297,8 @@ func TestPromCounts(t *testing.T) {
 	p3 := NewPromProbe(url3+"/metrics", "vllm", promInterval, nil)
 	defer p3.Close()
 	row3, _, _, _ := cell(t, p3, s3, url3, 2, 3)
-	if row3.PrefixCacheHitRate != nil {
-		t.Errorf("hit rate %s without queries", f(row3.PrefixCacheHitRate))
+	if row3.ServerPrefixCacheHitRate != nil {
+		t.Errorf("hit rate %s without queries", f(row3.ServerPrefixCacheHitRate))
 	}
 }
 
@@ -425,7 +425,7 @@ func assertPromNULL(t *testing.T, row *results.Cell) {
 	for name, v := range map[string]*float64{
 		"running": row.ServerRunningPeak, "waiting": row.ServerWaitingPeak, "park": row.ServerParkWaits,
 		"kv": row.KVCacheUsagePeak, "preempt": row.ServerPreemptions, "prompt": row.ServerPromptTokens,
-		"gen": row.ServerGenerationTokens, "prefix": row.PrefixCacheHitRate, "ttft": row.ServerTTFTMeanMs,
+		"gen": row.ServerGenerationTokens, "prefix": row.ServerPrefixCacheHitRate, "ttft": row.ServerTTFTMeanMs,
 		"itl": row.ServerITLMeanMs, "queue": row.ServerQueueMeanMs,
 	} {
 		if v != nil {

@@ -37,6 +37,9 @@ type htmlPage struct {
 	// Telemetry is the "Memory, utilisation and energy" section, with
 	// each stage's usage charts.
 	Telemetry []telemTable
+	// Turns are the "TTFT by turn" tables of conversation cells.
+	Turns     []turnTable
+	TurnIntro string
 	Failed    int
 	Checked   int
 	Version   string
@@ -81,6 +84,7 @@ func HTML(d Data, charts []Chart) ([]byte, error) {
 		}
 		p.Variants = append(p.Variants, hv)
 	}
+	p.Turns, p.TurnIntro = turnTables(d), turnIntro
 	p.Telemetry = telemetryTables(d.Cells)
 	for i := range p.Telemetry {
 		for _, c := range d.Cells {
@@ -191,6 +195,14 @@ footer { margin-top:32px; color:var(--muted); font-size:12px; }
 <tbody>{{range .Rows}}<tr><td>{{.Shape}}</td><td>{{.Load}}</td>{{range .Others}}<td>{{.}}</td>{{end}}{{range .Groups}}{{range $i, $v := .}}<td class="n{{if eq $i 0}} first{{end}}">{{$v}}</td>{{end}}{{end}}</tr>
 {{end}}</tbody></table></div>
 {{with .PairedNote}}<p class="desc">{{.}}</p>{{end}}{{end}}
+{{if .Turns}}
+<h2>TTFT by turn</h2>
+<p class="desc">{{.TurnIntro}}</p>
+{{range .Turns}}<h3>{{.Label}}</h3>
+<div class="scroll"><table class="turns">
+<thead><tr><th class="n">turn</th><th class="n">requests</th><th class="n">prompt</th><th class="n">history</th><th class="n">cached</th><th class="n">TTFT p50</th><th class="n">TTFT p99</th></tr></thead>
+<tbody>{{range .Rows}}<tr><td class="n">{{.Turn}}</td><td class="n">{{.Requests}}</td><td class="n">{{.Prompt}}</td><td class="n">{{.History}}</td><td class="n">{{.Cached}}</td><td class="n">{{.P50}}</td><td class="n">{{.P99}}</td></tr>
+{{end}}</tbody></table></div>{{end}}{{end}}
 {{if .Telemetry}}
 <h2>Memory, utilisation and energy</h2>
 {{range .Telemetry}}<h3>Stage {{.Stage}}</h3>

@@ -74,6 +74,16 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 		markdownVariants(&b, sec)
 	}
 
+	if tables := turnTables(d); len(tables) > 0 {
+		fmt.Fprintf(&b, "\n## TTFT by turn\n\n%s\n", mdText(turnIntro))
+		for _, t := range tables {
+			fmt.Fprintf(&b, "\n### %s\n\n| turn | requests | prompt | history | cached | TTFT p50 | TTFT p99 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", mdText(t.Label))
+			for _, r := range t.Rows {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Turn, r.Requests, r.Prompt, r.History, r.Cached, r.P50, r.P99)
+			}
+		}
+	}
+
 	markdownTelemetry(&b, telemetryTables(d.Cells))
 
 	if reps := repeatRows(d.Cells); len(reps) > 0 {
@@ -270,6 +280,11 @@ func cellColumns(cells []results.Cell) []cellColumn {
 			return telemNum(*c.TokensPerJoule)
 		}}
 		cols = slices.Insert(cols, i+1, tpj)
+	}
+	if slices.ContainsFunc(cells, func(c results.Cell) bool { return c.PrefixCacheHitRate != nil }) {
+		// Beside the TTFT it explains, when some row measured it.
+		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == "TTFT p99 ms" })
+		cols = slices.Insert(cols, i+1, metric("prefix hit", func(c results.Cell) *float64 { return c.PrefixCacheHitRate }))
 	}
 	return cols
 }

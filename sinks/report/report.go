@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -62,6 +63,9 @@ type Data struct {
 	// Samples are the run's telemetry samples (any attempt, any order):
 	// each cell row's utilisation-and-power chart is drawn from its own.
 	Samples []results.Sample
+	// Turns are the conversation cells' TTFT by turn, by cell id, from
+	// their request rows (the "TTFT by turn" section).
+	Turns map[string][]turns.TurnTTFT
 }
 
 // Chart is one rendered chart.
@@ -320,12 +324,26 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	if prior != nil {
 		o.d.Cells, o.d.Verdicts = results.LatestCells(prior.Cells), results.LatestVerdicts(prior.Verdicts)
 		o.d.Samples = keepSamples(nil, prior.Samples)
+		for _, c := range o.d.Cells {
+			if c.Turns == nil {
+				continue
+			}
+			var reqs []results.Request
+			for _, r := range prior.Requests {
+				if r.CellID == c.CellID && results.AttemptOf(r.Attempt) == results.AttemptOf(c.Attempt) && results.MeasurementOf(r.Measurement) == results.MeasurementOf(c.Measurement) {
+					reqs = append(reqs, r)
+				}
+			}
+			o.d.keepTurns(c, reqs)
+		}
 	}
 	return nil
 }
 
-// Cell keeps the row (replacing an earlier row of the same cell).
-func (o *Output) Cell(c results.Cell, _ []results.Request) error {
+// Cell keeps the row (replacing an earlier row of the same cell), and a
+// conversation cell's TTFT by turn from its requests.
+func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
+	o.d.keepTurns(c, reqs)
 	for i := range o.d.Cells {
 		if o.d.Cells[i].CellID == c.CellID && c.CellID != "" {
 			o.d.Cells[i] = c

@@ -83,7 +83,7 @@ func telemetryFixture() report.Data {
 		}
 		c.ServerRunningPeak, c.ServerWaitingPeak = some(f), some(f/4)
 		c.ServerParkWaits, c.KVCacheUsagePeak, c.ServerPreemptions = some(f/2), some(0.05*f), some(0)
-		c.ServerQueueMeanMs, c.PrefixCacheHitRate = some(0.5*f), some(0)
+		c.ServerQueueMeanMs, c.ServerPrefixCacheHitRate = some(0.5*f), some(0)
 		c.ServerCPUS, c.ServerCPUUtil, c.ServerRSSPeakBytes = some(c.DurationS*1.2), some(1.2), somei(int64(3<<30))
 		c.ClientCPUUtil = some(0.05 * f)
 		if c.Concurrency == 1 {

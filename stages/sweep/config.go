@@ -42,6 +42,12 @@ func (c Cell) serverVars(sep string) string {
 // key tells cells apart, server variables included.
 func (c Cell) key() string { return fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/")) }
 
+// conversation reports whether the stage's cells are conversations: turns
+// given, or a conversations dataset.
+func (c *Config) conversation() bool {
+	return c.Turns > 0 || c.Dataset != nil && c.Dataset.Format == loadgen.FormatConversations
+}
+
 // RampConfig is the open loop's optional ramp.
 type RampConfig struct {
 	Kind     string  `json:"kind"`
@@ -81,6 +87,9 @@ type Config struct {
 	Repeats            int               `json:"repeats"`
 	Prompts            string            `json:"prompts"`
 	SharedPrefix       int               `json:"shared_prefix"`
+	Turns              int               `json:"turns"`
+	ThinkTime          string            `json:"think_time"`
+	ThinkTimeDist      string            `json:"think_time_dist"`
 	Seed               int64             `json:"seed"`
 	Calibrate          string            `json:"calibrate"`
 	Dataset            *DatasetConfig    `json:"dataset"`
@@ -123,6 +132,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout)
 	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
 	st.firstTokenTimeout, _ = time.ParseDuration(st.cfg.FirstTokenTimeout)
+	st.thinkTime, _ = time.ParseDuration(st.cfg.ThinkTime)
 	if st.cfg.Ramp != nil {
 		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
 	}
@@ -150,6 +160,9 @@ func (s *Stage) setDefaults() {
 	}
 	if c.Prompts == "" {
 		c.Prompts = "cold"
+	}
+	if c.ThinkTimeDist == "" {
+		c.ThinkTimeDist = loadgen.ThinkFixed
 	}
 	if c.Calibrate == "" {
 		c.Calibrate = loadgen.CalibrateAuto

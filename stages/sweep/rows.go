@@ -11,6 +11,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -20,6 +21,8 @@ import (
 func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo schema.SLO) {
 	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
 	var inTok, outTok, ttftSum float64
+	var firstIn float64 // a conversation's first turns: their prompts and count
+	firstN := 0
 	var firstErr error
 	var good int64
 	counted, estimated, continuous := 0, 0, 0
@@ -68,6 +71,10 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 		}
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
+		if r.Turn == 1 {
+			firstIn += float64(r.InputTokens)
+			firstN++
+		}
 		if meetsSLO(slo, t, reqTPOT, maxGap, e) {
 			good++
 		}
@@ -117,13 +124,28 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 
 	var notes []string
 	switch {
+	case cfg.Prompts == "warm" && cfg.conversation():
+		notes = append(notes, "prompts=warm (one set of conversations reused every pass; a prefix cache may serve repeated first turns)")
 	case cfg.Prompts == "warm":
 		notes = append(notes, "prompts=warm (one prompt set reused every pass; a prefix cache may serve repeats)")
+	case cfg.conversation():
+		notes = append(notes, "prompts=cold (fresh conversations every pass)")
 	default:
 		notes = append(notes, "prompts=cold (a fresh prompt every request)")
 	}
 	if cfg.SharedPrefix > 0 {
-		notes = append(notes, fmt.Sprintf("shared_prefix=%d tokens", cfg.SharedPrefix))
+		notes = append(notes, turns.SharedPrefixNote(cfg.SharedPrefix))
+	}
+	if cfg.conversation() {
+		how := "history as one text: each prompt and answer, then \"\\n\\n\" and the next turn's text"
+		if row.Endpoint == "chat" {
+			how = "history as chat messages (the server's answers as assistant messages)"
+		}
+		think := ""
+		if row.ThinkTimeMs != nil && *row.ThinkTimeMs > 0 {
+			think = fmt.Sprintf(", think_time %s %s", time.Duration(*row.ThinkTimeMs*float64(time.Millisecond)), cfg.ThinkTimeDist)
+		}
+		notes = append(notes, "multi-turn: "+how+think)
 	}
 	switch {
 	case row.Completed == 0:
@@ -144,11 +166,14 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
 		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", *row.EffectiveOSL, row.OSL))
 	}
-	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && row.Images == 0 && row.Batch <= 1 && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
+	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && row.Images == 0 && row.Batch <= 1 && !cfg.conversation() && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
 		// Synthetic prompts are built to the exact length; a difference
 		// means the calibration did not hold (or isl is below the chat
 		// template's own tokens), and the cell is not the shape asked for.
 		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", *row.EffectiveISL, row.ISL))
+	}
+	if firstN > 0 && row.ISL > 0 && cfg.Dataset == nil && cfg.conversation() && math.Abs(firstIn/float64(firstN)-float64(row.ISL)) >= 0.5 {
+		notes = append(notes, fmt.Sprintf("first turns' isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", firstIn/float64(firstN), row.ISL))
 	}
 	if row.ConnRetries > 0 && float64(row.ConnRetries) >= 0.01*float64(len(rs)) {
 		notes = append(notes, fmt.Sprintf("%d sends met a keep-alive connection the server had closed and went again on a fresh one (the server closes connections it advertises as kept alive; see conn_retries)", row.ConnRetries))

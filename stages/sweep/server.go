@@ -39,20 +39,73 @@ func contextLimit(info loadgen.ServerInfo, plan *schema.Plan) int {
 
 // doesNotFit says why a cell cannot run on this server ("" when it can or
 // nobody knows): its prompt and output do not fit one request's context.
-func doesNotFit(c Cell, endpoint string, info loadgen.ServerInfo, plan *schema.Plan) string {
+func doesNotFit(c Cell, endpoint string, turns int, info loadgen.ServerInfo, plan *schema.Plan) string {
 	limit := contextLimit(info, plan)
 	if limit <= 0 {
 		return ""
 	}
 	need := c.contextNeed(endpoint)
+	what := "isl+osl"
+	if turns > 1 {
+		// The last turn carries every earlier turn's prompt and answer.
+		need *= turns
+		what = fmt.Sprintf("turns × (isl+osl) = %d ×", turns)
+		if need > limit {
+			return fmt.Sprintf("%s %d = %d does not fit the server's context of %d tokens per request (%s): the last turn's history would not fit; not sent", what, c.contextNeed(endpoint), need, limit, contextFrom(info))
+		}
+		return ""
+	}
 	if need <= limit {
 		return ""
 	}
-	from := info.ContextFrom
+	return fmt.Sprintf("%s = %d does not fit the server's context of %d tokens per request (%s); not sent", what, need, limit, contextFrom(info))
+}
+
+// contextFrom says where the context limit came from.
+func contextFrom(info loadgen.ServerInfo) string {
 	if info.MaxModelLen <= 0 {
-		from = "model.max_model_len in the plan"
+		return "model.max_model_len in the plan"
 	}
-	return fmt.Sprintf("isl+osl = %d does not fit the server's context of %d tokens per request (%s); not sent", need, limit, from)
+	return info.ContextFrom
+}
+
+// contextTurns is how many turns' prompts and answers the last request of
+// a session holds, for the context check: turns with synthetic prompts,
+// else 1 (a dataset's lengths are its own).
+func (s *Stage) contextTurns() int {
+	if s.cfg.Turns > 1 && s.synthetic() {
+		return s.cfg.Turns
+	}
+	return 1
+}
+
+// maxTurns is the most turns a session sends: turns, or the longest
+// conversation of the dataset (at most turns when both are given).
+func (s *Stage) maxTurns() int {
+	if len(s.convs) == 0 {
+		return max(s.cfg.Turns, 1)
+	}
+	n := 0
+	for _, c := range s.convs {
+		n = max(n, len(c))
+	}
+	if s.cfg.Turns > 0 {
+		n = min(n, s.cfg.Turns)
+	}
+	return n
+}
+
+// meanTurns is the turns a session sends on average (the pass's default
+// request count).
+func (s *Stage) meanTurns() float64 {
+	if len(s.convs) == 0 {
+		return float64(max(s.cfg.Turns, 1))
+	}
+	sum := 0
+	for _, c := range s.convs {
+		sum += min(len(c), s.maxTurns())
+	}
+	return float64(sum) / float64(len(s.convs))
 }
 
 // serverDied reports the target's death. When the point had failures the
@@ -92,15 +145,36 @@ func deathOf(target *pipeline.Outputs) error {
 // checkPromptLength turns a cell whose prompts did not come out at isl
 // (within a token) into an error: the cell is not the shape asked for, and
 // saying so only in the notes let 375-token prompts pass as "128".
-func (s *Stage) checkPromptLength(row *results.Cell) {
-	if row.Status != results.StatusOK || row.EffectiveISL == nil || row.ISL <= 0 || row.Endpoint == "embeddings" || row.Images > 0 {
+func (s *Stage) checkPromptLength(row *results.Cell, reqs []results.Request) {
+	isl := promptISL(*row, reqs)
+	if row.Status != results.StatusOK || isl == nil || row.ISL <= 0 || row.Endpoint == "embeddings" || row.Images > 0 {
 		// Embeddings: per input (fillMedia); images: media tokens on top.
 		return
 	}
-	if d := math.Abs(*row.EffectiveISL - float64(row.ISL)); d > 1 {
+	if d := math.Abs(*isl - float64(row.ISL)); d > 1 {
+		what := "prompts"
+		if row.Turns != nil {
+			what = "first turns"
+		}
 		row.Status = results.StatusError
-		row.Reason = fmt.Sprintf("prompts came out at %.1f tokens for isl %d (off by %.1f): the calibration did not hold for this server", *row.EffectiveISL, row.ISL, d)
+		row.Reason = fmt.Sprintf("%s came out at %.1f tokens for isl %d (off by %.1f): the calibration did not hold for this server", what, *isl, row.ISL, d)
 	}
+}
+
+// promptISL is the mean prompt the calibration sized: effective_isl, or
+// in a conversation the first turns' (later turns add the history).
+func promptISL(row results.Cell, reqs []results.Request) *float64 {
+	if row.Turns == nil {
+		return row.EffectiveISL
+	}
+	sum, n := 0.0, 0
+	for _, r := range reqs {
+		if r.Turn != nil && *r.Turn == 1 && r.Status == results.StatusOK {
+			sum += float64(r.InputTokens)
+			n++
+		}
+	}
+	return results.SomeIf(n > 0, sum/float64(max(n, 1)))
 }
 
 func calibrationNote(v *loadgen.Vocab) string {
@@ -135,7 +209,7 @@ func spanOf(rs []loadgen.Result) sendSpan {
 func (s *Stage) ContextWarnings(p *schema.Plan, contextLength int, source string) []schema.Error {
 	var ws []schema.Error
 	for i, c := range s.cfg.Cells {
-		need := c.contextNeed(s.cfg.Endpoint)
+		need := c.contextNeed(s.cfg.Endpoint) * s.contextTurns()
 		if need > contextLength {
 			ws = append(ws, schema.Error{Pos: s.spec.PosOf("cells", fmt.Sprint(i)),
 				Msg: fmt.Sprintf("stages.%s.cells.%d: isl+osl = %d cannot fit %s (%d tokens); the cell will be refused before any request unless the server extends the context", s.spec.Name, i, need, source, contextLength)})

@@ -20,6 +20,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -54,6 +55,9 @@ type Stage struct {
 	duration, minDuration, rampDuration time.Duration
 	stallTimeout, requestTimeout        time.Duration
 	firstTokenTimeout                   time.Duration
+	thinkTime                           time.Duration
+	// convs are a conversations dataset's human turns (nil: none).
+	convs [][]string
 	// refs are the dataset's reference vectors by text (embeddings).
 	refs map[string][]float32
 	// shard of shards is this process's part of every cell's load
@@ -78,6 +82,8 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 		for i, c := range s.cfg.Cells {
 			if c.ISL+c.OSL > max {
 				bad([]string{"cells", fmt.Sprint(i)}, "isl+osl = %d exceeds model.max_model_len %d", c.ISL+c.OSL, max)
+			} else if n := s.cfg.Turns; n > 1 && s.synthetic() && n*(c.ISL+c.OSL) > max {
+				bad([]string{"cells", fmt.Sprint(i)}, "turns × (isl+osl) = %d × %d exceeds model.max_model_len %d: the last turn's history would not fit", n, c.ISL+c.OSL, max)
 			}
 		}
 	}
@@ -110,6 +116,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 			}
 		}
 	}
+	s.validateConversation(bad)
 	s.validateServerVars(c, bad)
 	s.validateMedia(bad)
 	s.validateLimits(bad)
@@ -125,6 +132,38 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	}
 	return nil
 }
+
+// validateConversation checks the conversation fields: a conversation
+// needs a text endpoint and no media, think_time a conversation.
+func (s *Stage) validateConversation(bad func([]string, string, ...any)) {
+	c := s.cfg
+	if c.ThinkTime != "" {
+		d, err := time.ParseDuration(c.ThinkTime)
+		if err != nil || d < 0 {
+			bad([]string{"think_time"}, "%q is not a duration (write it as \"2s\" or \"500ms\")", c.ThinkTime)
+		}
+		s.thinkTime = d
+		if !c.conversation() {
+			bad([]string{"think_time"}, "think_time is the pause between a conversation's turns: give turns (or a conversations dataset)")
+		}
+	}
+	if !c.conversation() {
+		return
+	}
+	field := []string{"turns"}
+	if c.Turns == 0 {
+		field = []string{"dataset", "format"}
+	}
+	if c.Endpoint != "completions" && c.Endpoint != "chat" {
+		bad(field, "conversations need endpoint \"completions\" or \"chat\", not %q", c.Endpoint)
+	}
+	if len(c.Images) > 0 {
+		bad(field, "conversations send text only: drop images")
+	}
+}
+
+// synthetic reports whether prompts are generated (no dataset).
+func (s *Stage) synthetic() bool { return s.cfg.Dataset == nil }
 
 // validateServerVars checks the cells' server variables against the
 // target: one that restarts per cell (pipeline.CellRestarter, a launch
@@ -335,7 +374,13 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			// Relative to the plan file, so a plan runs from any directory.
 			path = filepath.Join(filepath.Dir(env.Plan.Path), path)
 		}
-		dataset, err = loadgen.LoadDataset(loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)})
+		spec := loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)}
+		if d.Format == loadgen.FormatConversations {
+			s.convs, err = loadgen.LoadConversations(spec)
+			dataset = []string{} // prompts from a dataset: not calibrated
+		} else {
+			dataset, err = loadgen.LoadDataset(spec)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("stages.%s.dataset: %w", env.Stage.Name, err)
 		}
@@ -382,6 +427,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target), Repeat: int64(p.repeat),
 			Batch: int64(p.v.batch), Images: int64(p.v.images), ImageResolution: p.v.res, AudioSeconds: p.v.audio,
 			Shard: int64(s.shard), Shards: int64(s.shards),
+		}
+		if s.cfg.conversation() {
+			base.Turns = results.Some(int64(s.maxTurns()))
+			base.ThinkTimeMs = results.Some(ms(s.thinkTime))
 		}
 		if p.rate > 0 {
 			base.Arrival = s.cfg.Arrival
@@ -454,7 +503,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		// A cell that cannot fit the context is refused before any request
 		// is sent: every request would come back HTTP 400 (or, on Ollama,
 		// be silently truncated).
-		if why := doesNotFit(p.cell, s.cfg.Endpoint, info, env.Plan); why != "" {
+		if why := doesNotFit(p.cell, s.cfg.Endpoint, s.contextTurns(), info, env.Plan); why != "" {
 			row := base
 			row.StartedAt = time.Now().UTC()
 			row.Status, row.Reason = results.StatusError, why
@@ -503,7 +552,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				if s.cfg.Calibrate != loadgen.CalibrateOff && dataset == nil {
 					// Calibration was asked for: a prompt off by more than a
 					// token is an error, also when calibration fell back.
-					s.checkPromptLength(&row)
+					s.checkPromptLength(&row, reqs)
 				}
 			}
 			row.Measurement = measurement
@@ -621,6 +670,12 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 		Counters:    counters,
 	}
 	expected := l.Requests
+	// A conversation's rate and sessions count sessions; its requests
+	// count turns.
+	perSession := 1.0
+	if s.cfg.conversation() {
+		perSession = s.meanTurns()
+	}
 	if p.rate > 0 {
 		sch := &loadgen.Schedule{Rate: p.rate, Arrival: s.cfg.Arrival, Burstiness: s.cfg.Burstiness,
 			Seed: uint64(s.cfg.Seed) ^ uint64(pass)<<48 ^ uint64(p.cell.ISL)<<24 ^ uint64(p.cell.OSL)}
@@ -630,16 +685,23 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 		*sch = sch.Split(s.shard, s.shards)
 		l.Schedule = sch
 		if l.Requests == 0 && l.Duration == 0 {
-			l.Requests = loadgen.SplitCount(max(32, int(math.Ceil(p.rate*10))), s.shard, s.shards)
+			// 10 s of arrivals, at least 32 requests.
+			arrivals := max(math.Ceil(32/perSession), math.Ceil(p.rate*10))
+			l.Requests = loadgen.SplitCount(int(math.Ceil(arrivals*perSession)), s.shard, s.shards)
 			expected = l.Requests
 		}
 		if expected == 0 {
-			expected = int(math.Ceil(sch.Rate * s.duration.Seconds()))
+			expected = int(math.Ceil(sch.Rate * s.duration.Seconds() * perSession))
 		}
 	} else {
 		l.MaxInFlight = 0
 		if l.Requests == 0 && l.Duration == 0 {
-			l.Requests = loadgen.SplitCount(max(8, 2*p.concurrency), s.shard, s.shards)
+			n := max(8, 2*p.concurrency)
+			if s.cfg.conversation() {
+				// Two sessions per slot.
+				n = max(8, int(math.Ceil(2*float64(p.concurrency)*perSession)))
+			}
+			l.Requests = loadgen.SplitCount(n, s.shard, s.shards)
 			expected = l.Requests
 		}
 	}
@@ -670,6 +732,9 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
 		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/"), p.concurrency, p.rate),
 	}
+	if s.cfg.conversation() {
+		src.Turns, src.Conversations = s.maxTurns(), s.convs
+	}
 	src.Prepare()
 	kit, err := s.newMediaKit(p, s.refs)
 	if err != nil {
@@ -690,6 +755,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	}
 	var mu sync.Mutex
 	var firstErr error
+	sessionBase := 0 // sessions of the cell's earlier timed passes
 	runPass := func(pass int, timed bool) ([]loadgen.Result, time.Duration, sendSpan) {
 		counters := &loadgen.Counters{}
 		l, expected := s.load(p, counters, pass)
@@ -704,17 +770,31 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		if p.v.batch > 1 && exact > 0 {
 			exact *= p.v.batch // each request takes batch prompts
 		}
-		prompts := newPromptFeed(src, pass, exact)
+		var prompts *promptFeed
+		if !s.cfg.conversation() {
+			// A conversation builds each turn from the answer before it.
+			prompts = newPromptFeed(src, pass, exact)
+		}
 		var sent []sentResult
-		pv.pass(pass, timed, expected, counters, s.duration)
-		st, err := loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
-			return kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect})
-		}, func(i int, r loadgen.Result) {
+		onResult := func(i int, r loadgen.Result) {
 			mu.Lock()
 			sent = append(sent, sentResult{i, r})
 			mu.Unlock()
-		})
-		prompts.stop()
+		}
+		pv.pass(pass, timed, expected, counters, s.duration)
+		var st loadgen.RunStats
+		var err error
+		if prompts == nil {
+			st, err = loadgen.RunSessions(ctx, t, l, s.conversation(src, pass, sessionBase, maxTokens, body, expect), onResult)
+			if timed {
+				sessionBase += st.Sessions
+			}
+		} else {
+			st, err = loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
+				return kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect})
+			}, onResult)
+			prompts.stop()
+		}
 		pv.endPass()
 		// Results arrive in completion order; request rows are in send
 		// order (their seq is the request's index, docs/RESULTS.md).
@@ -787,15 +867,37 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
 		fillMedia(&row, timed, window, s.refs != nil)
 		samples := probes.end(context.WithoutCancel(ctx), &row)
+		reqs := loadgen.RequestRows(row, timed)
+		turns.Fill(&row, reqs, turns.ExpectOf(row))
 		row.Status, row.Reason = results.StatusError, c.Error()
-		return row, loadgen.RequestRows(row, timed), samples
+		return row, reqs, samples
 	}
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
 	fillMedia(&row, timed, window, s.refs != nil)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
-	return row, loadgen.RequestRows(row, timed), samples
+	// After telemetry: the hit rate falls back on the server's counters.
+	reqs := loadgen.RequestRows(row, timed)
+	turns.Fill(&row, reqs, turns.ExpectOf(row))
+	return row, reqs, samples
+}
+
+// conversation is a pass's conversation load: each session's turns from
+// the prompt source, its rows' session ids unique within the cell (after
+// the earlier timed passes' base sessions, interleaved across shards).
+func (s *Stage) conversation(src *loadgen.PromptSource, pass, base, maxTokens int, body map[string]any, expect int) loadgen.Conversation {
+	shard, shards := s.shard, max(s.shards, 1)
+	return loadgen.Conversation{
+		Turns:     s.maxTurns(),
+		TurnsOf:   func(id int) int { return src.TurnsOf(pass, id) },
+		User:      func(id, turn int) string { return src.Turn(pass, id, turn) },
+		ID:        func(n int) int { return (base+n)*shards + shard },
+		Think:     s.thinkTime,
+		ThinkDist: s.cfg.ThinkTimeDist,
+		Seed:      uint64(s.cfg.Seed) ^ uint64(pass)<<40,
+		Request:   loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect},
+	}
 }
 
 // sentResult is a result with its request's index in the pass.

@@ -1,0 +1,59 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/turns"
+)
+
+// turnTable is one conversation cell's TTFT turn by turn, from its
+// request rows: the table that shows whether a prefix cache serves the
+// history (later turns carry more prompt yet start no later).
+type turnTable struct {
+	Label string
+	Rows  []turnRow
+}
+
+type turnRow struct {
+	Turn, Requests, Prompt, History, Cached, P50, P99 string
+}
+
+// turnIntro says what the "TTFT by turn" tables show.
+const turnIntro = "Conversation cells: each turn resends the session's earlier prompts and answers. Prompt, history and cached are mean tokens per request of the turn (cached: usage cached_tokens, – where the server does not say); TTFT in ms over the turn's completed requests."
+
+// keepTurns records a conversation cell's turn summary (nil requests
+// leave what an earlier feed recorded).
+func (d *Data) keepTurns(c results.Cell, reqs []results.Request) {
+	if c.Turns == nil || reqs == nil {
+		return
+	}
+	if d.Turns == nil {
+		d.Turns = map[string][]turns.TurnTTFT{}
+	}
+	d.Turns[c.CellID] = turns.ByTurn(reqs)
+}
+
+// turnTables builds the section's tables, in cell order.
+func turnTables(d Data) []turnTable {
+	var out []turnTable
+	for _, c := range d.Cells {
+		by := d.Turns[c.CellID]
+		if c.Turns == nil || len(by) == 0 {
+			continue
+		}
+		t := turnTable{Label: cellLabel(c)}
+		for _, r := range by {
+			opt := func(p *float64) string {
+				if p == nil {
+					return "–"
+				}
+				return fmt.Sprintf("%.1f", *p)
+			}
+			t.Rows = append(t.Rows, turnRow{Turn: fmt.Sprint(r.Turn), Requests: fmt.Sprint(r.Requests), Prompt: fmt.Sprintf("%.1f", r.PromptMean),
+				History: opt(r.HistoryMean), Cached: opt(r.CachedMean), P50: num(r.P50Ms, true), P99: num(r.P99Ms, true)})
+		}
+		out = append(out, t)
+	}
+	return out
+}
