@@ -22,21 +22,23 @@ import (
 
 // shardSimPlan is a closed loop and an open loop against one simulator
 // at a load one process sustains easily (the simulator sleeps; 8
-// sessions, 100 req/s of 16 tokens), constant and Poisson.
+// sessions, 100 req/s of 16 tokens), constant and Poisson. Prompts of 48
+// tokens span whole cache blocks (16), so a prompt two shards both sent
+// would be found cached.
 const shardSimPlan = `name: "shardsim"
 model: {name: "sim"}
 _url: string @tag(url)
 stages: {
 	closed: {
-		kind: "sweep", target: _url, cells: [{isl: 16, osl: 16}]
+		kind: "sweep", target: _url, cells: [{isl: 48, osl: 16}]
 		concurrency: [8], requests: 96, warmup: 1, calibrate: "off"
 	}
 	constant: {
-		kind: "sweep", target: _url, needs: ["closed"], cells: [{isl: 16, osl: 16}]
+		kind: "sweep", target: _url, needs: ["closed"], cells: [{isl: 48, osl: 16}]
 		rates: [100], arrival: "constant", requests: 300, warmup: 0, calibrate: "off"
 	}
 	poisson: {
-		kind: "sweep", target: _url, needs: ["constant"], cells: [{isl: 16, osl: 16}]
+		kind: "sweep", target: _url, needs: ["constant"], cells: [{isl: 48, osl: 16}]
 		rates: [100], arrival: "poisson", requests: 600, warmup: 0, calibrate: "off"
 		assert: ["failed == 0"]
 	}
@@ -50,13 +52,22 @@ func TestShardsMatchOneProcess(t *testing.T) {
 		t.Skip("runs the simulator and three benchrun processes")
 	}
 	dir := t.TempDir()
-	url := startSim(t, dir)
+	// With a prompt cache: cold prompts must stay cold across shards
+	// (each shard draws its own), or the second shard's hits would
+	// lower its TTFT.
+	// The single process and the shards each measure a simulator of
+	// their own (the same flags), so neither finds the other's prompts.
+	url, shardURL := startSim(t, dir, "--prompt-cache"), startSim(t, dir, "--prompt-cache")
 	plan := filepath.Join(dir, "plan.cue")
 	if err := os.WriteFile(plan, []byte(shardSimPlan), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run := func(out string, extra ...string) (*exec.Cmd, error) {
-		args := append([]string{plan, "--quiet", "--out", filepath.Join(dir, out), "-t", "url=" + url}, extra...)
+		target := url
+		if out != "single" {
+			target = shardURL
+		}
+		args := append([]string{plan, "--quiet", "--out", filepath.Join(dir, out), "-t", "url=" + target}, extra...)
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
@@ -129,6 +140,9 @@ func TestShardsMatchOneProcess(t *testing.T) {
 		m, ok := all[id]
 		if !ok {
 			t.Fatalf("merged run lacks cell %s (cell ids must not depend on the shard)", id)
+		}
+		if m.CachedTokens != nil && *m.CachedTokens > 0 {
+			t.Errorf("%s: the merged cell found %d prompt tokens cached: the shards sent each other's cold prompts", id, *m.CachedTokens)
 		}
 		if m.Shards != 2 || m.Requests != s.Requests || m.Status != results.StatusOK {
 			t.Errorf("%s: merged shards %d requests %d status %s (%s), single requests %d", id, m.Shards, m.Requests, m.Status, m.Reason, s.Requests)
@@ -204,7 +218,7 @@ func TestShardsMatchOneProcess(t *testing.T) {
 
 // startSim starts `benchrun sim` (this test binary) on a free loopback
 // port in fixed mode and returns its URL once it answers.
-func startSim(t *testing.T, dir string) string {
+func startSim(t *testing.T, dir string, extra ...string) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -213,7 +227,8 @@ func startSim(t *testing.T, dir string) string {
 	addr := l.Addr().String()
 	l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, os.Args[0], "sim", "--addr", addr, "--model", "sim", "--mode", "fixed", "--ttft", "20ms", "--itl", "5ms", "--eos-prob", "0")
+	args := append([]string{"sim", "--addr", addr, "--model", "sim", "--mode", "fixed", "--ttft", "20ms", "--itl", "5ms", "--eos-prob", "0"}, extra...)
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1")
 	if err := cmd.Start(); err != nil {

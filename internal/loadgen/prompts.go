@@ -66,6 +66,12 @@ type PromptSource struct {
 	// warm-up stage uses its own keys), so cold prompts never repeat
 	// across points. Warm prompts ignore it.
 	PointKey uint64
+	// Shard separates the shards of a sharded run (--shard i/n): each
+	// draws cold prompts of its own, else the shards would send the same
+	// "cold" prompts and the second to arrive would find them cached.
+	// Warm prompts and the shared prefix are every shard's. Shard 0
+	// draws what an unsharded run draws.
+	Shard int
 	// Vocab is the calibrated vocabulary; nil means AssumedVocab.
 	Vocab *Vocab
 	// Dataset, when set, replaces synthetic prompts: request i of pass p
@@ -119,7 +125,7 @@ func (p *PromptSource) Prompt(pass, i int) string {
 
 // conversation is the conversation session takes in pass.
 func (p *PromptSource) conversation(pass, session int) []string {
-	point := p.PointKey
+	point := p.pointKey()
 	if p.Warm {
 		pass, point = 0, 0
 	}
@@ -163,7 +169,7 @@ func (p *PromptSource) prompt(pass, i int, withPrefix bool) string {
 			i %= p.WarmSet
 		}
 	}
-	point := p.PointKey
+	point := p.pointKey()
 	if p.Warm {
 		point = 0
 	}
@@ -181,6 +187,14 @@ func (p *PromptSource) prompt(pass, i int, withPrefix bool) string {
 		return p.Vocab.withLead(p.prefix)
 	}
 	return p.Vocab.withLead(p.prefix + " " + p.Vocab.Text(rng, rest))
+}
+
+// pointKey is PointKey, made the shard's own for shards after the first.
+func (p *PromptSource) pointKey() uint64 {
+	if p.Shard == 0 {
+		return p.PointKey
+	}
+	return p.PointKey ^ mix64(uint64(p.Shard)<<32|0x5eed)
 }
 
 // mix64 is splitmix64's finalizer: distinct keys give unrelated seeds.

@@ -208,3 +208,65 @@ func TestPromptSourceTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptSourceShards: the shards of a sharded run draw cold prompts
+// of their own (the same "cold" prompt sent by two shards is warm for the
+// second), shard 0 draws what an unsharded run draws, and warm prompts,
+// the shared prefix and dataset-less turns follow the same rule.
+func TestPromptSourceShards(t *testing.T) {
+	base := PromptSource{ISL: 32, SharedPrefix: 8, Seed: 7, CellKey: 32<<32 | 16, PointKey: PointKey("s", 8, 0)}
+	for _, tc := range []struct {
+		name string
+		mod  func(*PromptSource)
+	}{
+		{"synthetic", func(*PromptSource) {}},
+		{"dataset", func(p *PromptSource) {
+			for i := range 500 {
+				p.Dataset = append(p.Dataset, fmt.Sprintf("document %d", i))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := func(shard int) *PromptSource {
+				p := base
+				p.Shard = shard
+				tc.mod(&p)
+				p.Prepare()
+				return &p
+			}
+			unsharded, s0, s1 := src(0), src(0), src(1)
+			seen := map[string]bool{}
+			same := 0
+			for i := range 40 {
+				if a, b := unsharded.Prompt(0, i), s0.Prompt(0, i); a != b {
+					t.Fatalf("shard 0 prompt %d differs from the unsharded run's", i)
+				}
+				seen[s0.Prompt(0, i)] = true
+			}
+			for i := range 40 {
+				if seen[s1.Prompt(0, i)] {
+					same++
+				}
+			}
+			// Synthetic prompts never repeat; 40 of 500 documents drawn
+			// twice meet by chance about 3 times.
+			limit := 0
+			if tc.name == "dataset" {
+				limit = 10
+			}
+			if same > limit {
+				t.Errorf("shard 1 sent %d of shard 0's 40 cold prompts", same)
+			}
+		})
+	}
+	w0, w1 := base, base
+	w0.Warm, w1.Warm, w1.Shard = true, true, 1
+	if w0.Prompt(1, 3) != w1.Prompt(1, 3) {
+		t.Error("warm prompts differ between shards: a warm cell measures the cache every shard shares")
+	}
+	p1 := base
+	p1.Shard = 1
+	if !strings.HasPrefix(p1.Prompt(0, 0), base.Prompt(0, 0)[:20]) {
+		t.Error("the shared prefix differs between shards")
+	}
+}

@@ -730,7 +730,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	src := &loadgen.PromptSource{
 		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
 		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
-		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/"), p.concurrency, p.rate),
+		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/"), p.concurrency, p.rate), Shard: s.shard,
 	}
 	if s.cfg.conversation() {
 		src.Turns, src.Conversations = s.maxTurns(), s.convs
