@@ -503,8 +503,12 @@ func (a *Assertion) nullColumn(c results.Cell) *results.NullError {
 	return nil
 }
 
-// CellLabel names a cell for people: "sweep 128:128 c=4".
+// CellLabel names a cell for people: "sweep 128:128 c=4"; a row of no
+// load shape (a launch stage's start-up) by its cell id.
 func CellLabel(c results.Cell) string {
+	if c.ISL == 0 && c.OSL == 0 && c.Concurrency == 0 && c.Rate == 0 && c.CellID != "" {
+		return c.CellID
+	}
 	load := fmt.Sprintf("c=%d", c.Concurrency)
 	if c.Rate > 0 {
 		load = fmt.Sprintf("rate=%g", c.Rate)

@@ -63,3 +63,25 @@ func (t *cellTallies) errorReason(stage string) string {
 	}
 	return fmt.Sprintf("%d of %d cells error; first: %s", n.errors, n.rows, n.first)
 }
+
+// currentErrors says why a service whose rows (a launch stage's
+// start-ups) include errors is not ok, from the current row of each of
+// its cells: an error a retried start replaced does not count. "" when
+// none is an error.
+func (r *runner) currentErrors(stage string) string {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	rows := r.rows[stage]
+	n, first := 0, ""
+	for _, c := range rows {
+		if c.Status == results.StatusError {
+			if n++; first == "" {
+				first = fmt.Sprintf("%s: %s", CellLabel(c), c.Reason)
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d cells error; first: %s", n, len(rows), first)
+}

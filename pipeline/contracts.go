@@ -86,6 +86,26 @@ type SinkPoster interface {
 	PostsTo() []string
 }
 
+// RowWriter is implemented by stages of a kind that is not measuring but
+// may write cell rows of its own (a launch stage with startup: {...}
+// writes a row per start): a stage whose WritesRows is true has rows, so
+// its stage-level assertions may read `rows` and run-level ones
+// `stages.NAME.rows`, as a measuring stage's do. (The plan's assertions
+// still apply to measuring stages only.)
+type RowWriter interface {
+	WritesRows() bool
+}
+
+// hasRows reports whether a stage writes cell rows: a measuring one, or
+// a RowWriter that says so.
+func (n *Node) hasRows() bool {
+	if n.Kind.Measuring {
+		return true
+	}
+	w, ok := n.Stage.(RowWriter)
+	return ok && w.WritesRows()
+}
+
 // SSHProvider is implemented by stage kinds whose outputs give a machine
 // that other stages run on (on: "<stage>"): a provision stage with an
 // ssh: block. A stage with on: checks its peer against it at vet time, and

@@ -131,7 +131,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 				if ca.ReadsBaseline && p.Baseline == nil {
 					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads baseline, but the plan has no baseline: add baseline: {} (the earlier runs of this plan under the runs folder; baseline.runs names another)", a.Expr)})
 				}
-				if ca.Level == LevelStage && !k.Measuring {
+				if ca.Level == LevelStage && !n.hasRows() {
 					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads `rows`, but stage %s (kind %s) measures nothing, so it has no rows", a.Expr, s.Name, k.Name)})
 				}
 			}
@@ -461,9 +461,9 @@ func (g *Graph) rateLadder() bool {
 // stages is a map), with the assertion's position.
 func (g *Graph) checkRunAssertions() schema.Errors {
 	var errs schema.Errors
-	var measuring []string
+	var measuring []string // the stages with rows
 	for _, n := range g.Nodes {
-		if n.Kind.Measuring {
+		if n.hasRows() {
 			measuring = append(measuring, n.Spec.Name)
 		}
 	}

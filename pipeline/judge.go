@@ -40,6 +40,13 @@ func (r *runner) seedRows(prior *Rows) {
 func (r *runner) judgeStage(stage string) {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
+	if r.stageJudged[stage] {
+		return
+	}
+	if r.stageJudged == nil {
+		r.stageJudged = map[string]bool{}
+	}
+	r.stageJudged[stage] = true
 	var rows []results.Verdict
 	now := time.Now().UTC()
 	for _, a := range r.asserts[stage] {
@@ -50,6 +57,18 @@ func (r *runner) judgeStage(stage string) {
 		rows = append(rows, r.record(r.levelCell(stage), a, v, now))
 	}
 	r.emitVerdicts(stage, rows)
+}
+
+// judgeServices judges the stage-level assertions of the services still
+// up (a launch stage's start-up rows): every stage that could use them has
+// ended, so their rows are all there. A service released earlier was
+// judged then (release).
+func (r *runner) judgeServices() {
+	for _, n := range r.g.Nodes {
+		if r.states[n.Spec.Name].status == StatusUp {
+			r.judgeStage(n.Spec.Name)
+		}
+	}
 }
 
 // judgeRun judges the run-level assertions once every stage has ended.

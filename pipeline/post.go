@@ -82,6 +82,7 @@ func (r *runner) judgeEnd(ctx context.Context) {
 		return
 	}
 	r.judged = true
+	r.judgeServices()
 	r.judgeRun()
 	if ctx.Err() == nil {
 		r.judgeBaseline()

@@ -168,6 +168,12 @@ type Outputs struct {
 	// missing from vars is an error naming the variable, and the server is
 	// left as it was. Restart returns once the new server is ready.
 	Restart func(ctx context.Context, vars map[string]string) error
+	// StartupS, when set, is the start-up of the service's latest start,
+	// in seconds: from its process's start to its first passing readiness
+	// check (a launch stage measures every start). It returns nil while
+	// that is not known. A measuring stage that called Restart stamps it
+	// on the rows of the cell it measures right after (startup_s).
+	StartupS func() *float64
 	// LogPath is the server's own log (a launch stage's <stage>.log),
 	// whose tail a stage waiting for the server shows when it gives up;
 	// "" when there is none.

@@ -156,6 +156,9 @@ type runner struct {
 	runAsserts []*Assertion
 	// rows are each stage's current cell rows, for stage- and run-level assertions.
 	rows map[string][]results.Cell
+	// stageJudged are the stages whose stage-level assertions were judged
+	// (once each; under emitMu).
+	stageJudged map[string]bool
 	// baseCells are the baseline history's newest ok row of each cell
 	// (for `baseline.COLUMN`).
 	baseCells map[regress.Key]results.Cell
@@ -638,9 +641,14 @@ func (r *runner) release(ctx context.Context, st *nodeState) {
 		if died, reason := serviceDied(st.outputs); died {
 			st.status = StatusFailed
 			st.reason = "died while in use: " + reason
+		} else if why := r.currentErrors(st.node.Spec.Name); why != "" {
+			st.status, st.reason = StatusError, why // a start-up that failed
 		} else {
 			st.status = StatusOK
 		}
+		// Its rows (a launch stage's start-ups) are all in once the
+		// stages using it have ended.
+		r.judgeStage(st.node.Spec.Name)
 	}
 	if c, ok := st.node.Stage.(Cleaner); ok {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.FinallyTimeout)

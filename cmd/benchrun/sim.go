@@ -59,6 +59,7 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.DurationVar(&cfg.TTFT, "ttft", cfg.TTFT, "fixed mode: time to first token")
 	fs.DurationVar(&cfg.ITL, "itl", cfg.ITL, "fixed mode: gap between token events")
 	fs.DurationVar(&cfg.LoadTime, "load-time", 0, "answer 503 (loading) for this long after start")
+	fs.DurationVar(&cfg.ListenAfter, "listen-after", 0, "listen only this long after start (connection refused until then, as vLLM while it loads)")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed for jitter, early EOS, faults and output text")
 	fs.BoolVar(&cfg.Debug, "debug", false, "serve /debug/requests and /debug/engine")
 	fs.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "maximum prompt+output tokens")

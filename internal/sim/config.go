@@ -50,6 +50,10 @@ type Config struct {
 	// LoadTime is how long after New the server pretends to load the model:
 	// /health answers 503 and the API answers 503 until it has passed.
 	LoadTime time.Duration
+	// ListenAfter delays listening by this long after the process starts
+	// (Serve only), as vLLM and SGLang do: they listen once the model is
+	// loaded, so a client sees connection refused, not 503, until then.
+	ListenAfter time.Duration
 	// Seed makes every random choice (jitter, early EOS, faults, output text)
 	// reproducible.
 	Seed int64
@@ -328,8 +332,8 @@ func (c Config) Validate() error {
 	if c.Mode != ModeFixed && c.Mode != ModeEngine {
 		errs = append(errs, fmt.Errorf("mode %q: want fixed or engine", c.Mode))
 	}
-	if c.TTFT < 0 || c.ITL < 0 || c.LoadTime < 0 {
-		errs = append(errs, errors.New("ttft, itl and load-time must not be negative"))
+	if c.TTFT < 0 || c.ITL < 0 || c.LoadTime < 0 || c.ListenAfter < 0 {
+		errs = append(errs, errors.New("ttft, itl, load-time and listen-after must not be negative"))
 	}
 	if c.MaxModelLen <= 0 {
 		errs = append(errs, errors.New("max-model-len must be positive"))

@@ -28,6 +28,17 @@ func Serve(ctx context.Context, cfg Config, addr string, opt ServeOptions) error
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
+	if cfg.ListenAfter > 0 {
+		// Not listening yet, as an engine loading its model before it
+		// opens its port: connection refused until then.
+		select {
+		case <-time.After(cfg.ListenAfter):
+		case <-ctx.Done():
+			return nil
+		}
+		// The load is timed from the start, not from the listen.
+		cfg.LoadTime = max(cfg.LoadTime-cfg.ListenAfter, 0)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("sim: listen: %w", err)

@@ -148,7 +148,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				out.Model = model
 			}
 			// Health is not a service itself: do not forward Done or Restart.
-			out.Done, out.DoneReason, out.Restart = nil, nil, nil
+			out.Done, out.DoneReason, out.Restart, out.StartupS = nil, nil, nil, nil
 			return &out, nil
 		}
 		if why != last {

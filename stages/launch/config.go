@@ -34,6 +34,13 @@ type Config struct {
 	Files       map[string]string `json:"files"`
 	Setup       []Command         `json:"setup"`
 	AfterStart  []Command         `json:"after_start"`
+	Startup     *Startup          `json:"startup"`
+}
+
+// Startup is the start-up measurement (startup: {...}).
+type Startup struct {
+	Repeats int    `json:"repeats"`
+	Probe   string `json:"probe"`
 }
 
 // Command is a setup or after_start command.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/remote"
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -38,6 +39,7 @@ var (
 	_ pipeline.Cleaner       = (*Stage)(nil)
 	_ pipeline.Warner        = (*Stage)(nil)
 	_ pipeline.CellRestarter = (*Stage)(nil)
+	_ pipeline.RowWriter     = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -76,6 +78,15 @@ type Stage struct {
 	engine      telemetry.Engine
 
 	progress io.Writer // stderr: a death is shown with its log tail
+
+	// The start-up measurement (startup.go): the rows go out through emit
+	// (Env.Emit of Run), restarts counts the per-cell restarts, version is
+	// the engine's as Run learned it, and latest is the latest start's
+	// start-up in seconds (nil: not measured), under mu.
+	emit     func(results.Cell, []results.Request) error
+	restarts int
+	version  string
+	latest   *float64
 
 	// With on: the connection to the machine the server runs on, and its
 	// address (where the server is reached); nil and "" otherwise.
@@ -175,8 +186,8 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 // (503 while loading), and the first requests would fail. A restart:
 // per_cell server is waited for before every cell anyway.
 func (s *Stage) Warnings(c *pipeline.Check) []schema.Error {
-	if s.cfg.Restart == "per_cell" {
-		return nil
+	if s.cfg.Restart == "per_cell" || s.cfg.Startup != nil {
+		return nil // waited for until ready, before every cell or before Run returns
 	}
 	// gate reports whether the stage named name waits for this server.
 	gate := func(name string) bool {
@@ -293,8 +304,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	}
 	s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
 	s.mu.Lock()
-	s.up = false
+	s.up, s.latest = false, nil
 	s.mu.Unlock()
+	s.emit, s.restarts, s.version = env.Emit, 0, version
+	started := time.Now()
 	if err := s.start(); err != nil {
 		return nil, err
 	}
@@ -312,12 +325,18 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 			return nil, err
 		}
 	}
+	base := "http://" + net.JoinHostPort(s.clientHost(), strconv.Itoa(s.port))
+	if s.cfg.Startup != nil {
+		if err := s.measureStartups(ctx, env, base, started); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	s.up = true // from now on a death is the watchdog's to report
 	s.mu.Unlock()
 
 	out = &pipeline.Outputs{
-		URL:           "http://" + net.JoinHostPort(s.clientHost(), strconv.Itoa(s.port)),
+		URL:           base,
 		Model:         s.model,
 		Engine:        s.cfg.Engine,
 		EngineVersion: version,
@@ -325,6 +344,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		Done:          s.died,
 		DoneReason:    s.deathReason,
 		LogPath:       s.logPath,
+		StartupS:      s.latestStartup,
 		MetricsURL:    s.metricsURL(vars),
 		GPUs:          slices.Clone(s.gpus),
 		Values:        map[string]any{},
@@ -609,7 +629,9 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathDetails())
 		case <-ctx.Done():
 			return fmt.Errorf("server not listening on %s after %s: %w", addr, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(min(max(time.Since(start)/50, 10*time.Millisecond), 100*time.Millisecond)):
+			// Often at first (a start-up is measured through this wait),
+			// every 100 ms once it has lasted seconds.
 		}
 		if time.Now().After(deadline) {
 			why := "not listening"
@@ -716,36 +738,77 @@ func (s *Stage) restart(ctx context.Context, url string, cell map[string]string)
 		msg = fmt.Sprintf("benchrun: restarting the server (restart: per_cell, %s)", joinVars(cell))
 	}
 	s.logLine(msg)
+	s.mu.Lock()
+	s.latest = nil
+	s.mu.Unlock()
+	s.restarts++
+	started, err := s.startCold(ctx)
+	var readyAt time.Time
+	if err == nil {
+		readyAt, err = s.waitReady(ctx, url, started, "restarting")
+	}
+	if err == nil {
+		s.setLatest(readyAt.Sub(started))
+	}
+	if s.cfg.Startup != nil {
+		// Every restart's start-up is a row of this stage; its first call
+		// is the cell's own first request (the cell's first_call_ms).
+		row := s.startupRow(fmt.Sprintf("%s/startup/restart%d", s.spec.Name, s.restarts), started, readyAt, err)
+		if len(cell) > 0 {
+			row.Notes = joinNotes("server: "+joinVars(cell), row.Notes)
+		}
+		if eerr := s.emitStartup(row, nil); eerr != nil && err == nil {
+			err = eerr
+		}
+	}
+	return err
+}
+
+// startCold starts the server process and, when it is told its port,
+// waits until it listens on it; it returns when the process was started.
+func (s *Stage) startCold(ctx context.Context) (time.Time, error) {
+	started := time.Now()
 	if err := s.start(); err != nil {
-		return err
+		return started, err
 	}
 	if s.toldPort() {
 		// Its own socket first: the old server's port may be answered by
 		// another process meanwhile.
-		lctx, cancel := context.WithTimeout(ctx, s.startWithin)
+		lctx, cancel := context.WithDeadline(ctx, started.Add(s.startWithin))
 		err := s.waitListening(lctx, nil)
 		cancel()
 		if err != nil {
-			return err
+			return started, err
 		}
 	}
-	return s.waitReady(ctx, url)
+	return started, nil
 }
 
-func (s *Stage) waitReady(ctx context.Context, base string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.startWithin)
+// waitReady polls the server until it is ready (ready: the health path
+// answers 200, the model is listed), at most start_within after started,
+// and returns when the first passing check's answer came. It polls at a
+// fiftieth of the time waited so far, between 10 ms and 500 ms: a start-up
+// is resolved to about 2% (10 ms for a short one) without polling a
+// server that loads for minutes more than twice a second. doing names
+// what the server is doing, for the errors ("restarting", "starting").
+func (s *Stage) waitReady(ctx context.Context, base string, started time.Time, doing string) (time.Time, error) {
+	ctx, cancel := context.WithDeadline(ctx, started.Add(s.startWithin))
 	defer cancel()
 	client := &http.Client{Timeout: 5 * time.Second}
 	for {
 		if ok := ready(ctx, client, base, s.engine, s.model); ok {
-			return nil
+			return time.Now(), nil
 		}
+		wait := min(max(time.Since(started)/50, 10*time.Millisecond), 500*time.Millisecond)
 		select {
 		case <-s.died:
-			return fmt.Errorf("server died while restarting: %s", s.deathDetails())
+			return time.Time{}, fmt.Errorf("server died while %s: %s", doing, s.deathDetails())
 		case <-ctx.Done():
-			return fmt.Errorf("server not ready within %s after a restart; last lines of its log:\n%s", s.startWithin, procrun.Tail(s.logPath, procrun.TailLines))
-		case <-time.After(200 * time.Millisecond):
+			if context.Cause(ctx) != context.DeadlineExceeded {
+				return time.Time{}, fmt.Errorf("server not ready after %s: %w", time.Since(started).Round(time.Millisecond), context.Cause(ctx))
+			}
+			return time.Time{}, fmt.Errorf("server not ready within %s (start_within) after %s; last lines of its log:\n%s", s.startWithin, map[string]string{"restarting": "a restart", "starting": "it started"}[doing], procrun.Tail(s.logPath, procrun.TailLines))
+		case <-time.After(wait):
 		}
 	}
 }

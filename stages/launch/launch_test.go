@@ -42,6 +42,15 @@ func TestMain(m *testing.M) {
 		defer stop()
 		cfg := sim.DefaultConfig()
 		cfg.Models = []string{os.Getenv("LAUNCH_TEST_SIM_MODEL")}
+		if d, err := time.ParseDuration(os.Getenv("LAUNCH_TEST_SIM_LOAD")); err == nil {
+			cfg.LoadTime = d // answers 503 this long after it starts
+		}
+		if d, err := time.ParseDuration(os.Getenv("LAUNCH_TEST_SIM_LISTEN")); err == nil {
+			cfg.ListenAfter = d // connection refused this long after it starts
+		}
+		if os.Getenv("LAUNCH_TEST_SIM_ERRORS") != "" {
+			cfg.Faults.ErrorRate = 1 // every request an error
+		}
 		if err := sim.Serve(ctx, cfg, addr, sim.ServeOptions{Log: os.Stderr}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -478,6 +478,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				}
 				continue
 			}
+			if target.StartupS != nil {
+				// The fresh server's start-up belongs to the cell measured on it.
+				base.StartupS = target.StartupS()
+			}
 		}
 		// Learn what the server is and how long a request may be (after
 		// every restart: a cell's server flags may change the context).

@@ -355,7 +355,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	fmt.Fprintf(env.Log, "benchrun: warm-up: %s\n", summary)
 	out := *target
-	out.Done, out.DoneReason, out.Restart = nil, nil, nil
+	out.Done, out.DoneReason, out.Restart, out.StartupS = nil, nil, nil, nil
 	out.Values = values
 	return &out, nil
 }
