@@ -31,6 +31,9 @@ func (r *runner) baselineRoot(b *schema.Baseline) string {
 		root = r.opts.Baseline
 	}
 	if root == "" {
+		if r.historyRoot != "" {
+			return r.historyRoot // a merged run's: where its shards were filed
+		}
 		// runs/plan=NAME/date=D/run=ID: the runs folder is three up.
 		return filepath.Dir(filepath.Dir(filepath.Dir(r.ri.Dir)))
 	}
@@ -70,10 +73,33 @@ func (r *runner) loadHistory() {
 	}
 	h := &history{baseline: b, root: r.baselineRoot(b)}
 	h.runs, h.err = regress.LoadHistory(h.root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2)*2)
+	leaveOutShards(h.runs)
 	if pj, err := resolvedPlanText(r.g.Plan); err == nil {
 		h.sendLag = regress.SendLagThresholds(pj)
 	}
 	r.history = h
+}
+
+// runShard is the status a history run that is one shard of a sharded
+// run (--shard i/n, not merged) is left out of the baseline with: its
+// rows carry a part of each cell's load, so they are not the cell's
+// measurements; the merged run (benchrun merge) is. The check counts it
+// as "run shard".
+const runShard = "shard"
+
+// leaveOutShards marks the history runs that are shards of a sharded
+// run: an ok run with a row split over shards (shards > 1) whose
+// manifest does not say it was merged (metadata merged_from).
+func leaveOutShards(runs []*regress.Run) {
+	for _, h := range runs {
+		if h.Status != rundir.RunOK || !slices.ContainsFunc(h.Cells, func(c results.Cell) bool { return c.Shards > 1 }) {
+			continue
+		}
+		if m, err := rundir.ReadManifest(h.Dir); err == nil && m.Metadata["merged_from"] != "" {
+			continue
+		}
+		h.Status, h.Cells = runShard, nil
+	}
 }
 
 // regressOptions are the plan's baseline settings as the history check

@@ -162,13 +162,17 @@ type runner struct {
 	// baseCells are the baseline history's newest ok row of each cell
 	// (for `baseline.COLUMN`).
 	baseCells map[regress.Key]results.Cell
-	// history is the baseline history (nil: no baseline).
-	history  *history
-	locks    lockTable
-	emitMu   sync.Mutex
-	verdicts []Verdict
-	failed   []Verdict
-	cells    int
+	// history is the baseline history (nil: no baseline); historyRoot,
+	// when set, is where it is without baseline.runs or --baseline (a
+	// judged run directory's, JudgeDir), instead of the runs folder the
+	// run is filed under.
+	history     *history
+	historyRoot string
+	locks       lockTable
+	emitMu      sync.Mutex
+	verdicts    []Verdict
+	failed      []Verdict
+	cells       int
 	// confirmations are the cells re-measured for baseline.confirm, by
 	// cell id, with what their first measurement read (under emitMu).
 	confirmations map[string]confirmation

@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/benchrun/benchrun/internal/merge"
 	"github.com/benchrun/benchrun/internal/results"
@@ -19,15 +18,19 @@ import (
 
 // runMerge joins the run directories of a sharded run (--shard i/n) into
 // one, recomputing every cell from the shards' pooled request rows, and
-// judges the plan's row assertions on the merged rows.
+// judges the merged run as a run is judged (pipeline.JudgeDir): the plan's
+// row, stage and run assertions and its baseline, with the verdicts in
+// the assertions table, the outcome in the manifest, and a run's exit
+// code (1: a check failed).
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := onceString(fs, "out", "", "the merged run directory to write (new, or empty)")
 	lag := fs.Float64("send-lag-threshold-ms", 5, "flag a cell where a shard's send_lag p99 exceeds this")
 	late := fs.Float64("start-threshold-ms", 100, "flag a cell where a shard's first send came this much after the earliest shard's (beyond its planned phase)")
+	baseline := onceString(fs, "baseline", "", "check every merged cell against its history in this runs folder (over the plan's baseline.runs; turns the check on)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: benchrun merge RUN_DIR... --out DIR")
+		fmt.Fprintln(stderr, "usage: benchrun merge RUN_DIR... --out DIR [--baseline RUNS]")
 		fs.PrintDefaults()
 	}
 	var dirs, rest []string
@@ -59,7 +62,6 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "benchrun merge:", err)
 		return pipeline.ExitInvalid
 	}
-	code := pipeline.ExitOK
 	for _, c := range res.Info.Cells {
 		for _, s := range c.Shards {
 			if s.Flag != "" {
@@ -67,89 +69,91 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	}
-	failed, err := judgeMerged(ctx, res, stderr)
-	if err != nil {
-		// The rows are written; only the judging could not run.
-		fmt.Fprintln(stderr, "benchrun merge: assertions not judged:", err)
-	} else if failed > 0 {
-		code = pipeline.ExitAssertion
-	}
 	fmt.Fprintf(stderr, "benchrun merge: %d cells from %d shards into %s\n", len(res.Cells), len(dirs), res.Dir)
+	sum, err := judgeMerged(ctx, res, dirs, *baseline, stderr)
+	if err != nil {
+		// The rows are written; the run could not be judged, which is
+		// not a pass.
+		fmt.Fprintln(stderr, "benchrun merge: the merged run is not judged:", err)
+		fmt.Fprintln(stdout, res.Dir)
+		return pipeline.ExitInfra
+	}
+	pipeline.PrintSummary(stderr, sum)
+	if sum.ExitCode != pipeline.ExitOK && sum.Reason != "" {
+		fmt.Fprintf(stderr, "benchrun merge: %s\n", sum.Reason)
+	}
 	fmt.Fprintln(stdout, res.Dir)
-	return code
+	return sum.ExitCode
 }
 
-// judgeMerged runs the plan's row assertions (the plan the shards ran, as
-// shard 0 stored it) on the merged rows and writes their verdicts.
-func judgeMerged(ctx context.Context, res *merge.Result, stderr io.Writer) (int, error) {
+// judgeMerged judges the merged run with the plan the shards ran (as
+// shard 0 stored it, loaded with its tags), as the pipeline judges a run
+// at its end; the verdicts go to the merged run's assertions table.
+func judgeMerged(ctx context.Context, res *merge.Result, dirs []string, baseline string, stderr io.Writer) (*pipeline.Summary, error) {
+	shard0 := dirs[0]
 	run, err := rundir.Open(res.Dir)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if len(run.PlanCUE) == 0 || run.Manifest == nil {
-		return 0, errors.New("the shards stored no plan.cue")
+		return nil, errors.New("the shards stored no plan.cue")
 	}
 	g, err := loadGraphContext(ctx, filepath.Join(res.Dir, rundir.PlanFile), run.Manifest.Tags, registry())
 	if err != nil {
-		return 0, fmt.Errorf("loading the stored plan: %w", err)
+		return nil, fmt.Errorf("loading the stored plan: %w", err)
 	}
-	asserts := map[string][]*pipeline.Assertion{}
-	for _, n := range g.Nodes {
-		for _, a := range n.Spec.Assert {
-			ca, err := pipeline.CompileAssertion(a, n.Spec.Name)
-			if err != nil {
-				return 0, err
+	return pipeline.JudgeDir(ctx, g, res.Dir, pipeline.JudgeOptions{
+		Baseline:    baseline,
+		HistoryRoot: mergedHistoryRoot(res.Dir, shard0),
+		Failure:     shardsFailure(dirs),
+		Progress:    stderr,
+		Store: func(rows []results.Verdict) error {
+			if len(rows) == 0 {
+				return nil
 			}
-			asserts[n.Spec.Name] = append(asserts[n.Spec.Name], ca)
-		}
-		if n.Kind.Measuring {
-			for _, a := range g.Plan.Assert {
-				ca, err := pipeline.CompileAssertion(a, "")
-				if err != nil {
-					return 0, err
-				}
-				asserts[n.Spec.Name] = append(asserts[n.Spec.Name], ca)
-			}
-		}
+			return parquet.WriteFile(filepath.Join(res.Dir, results.TableAssertions, parquet.PartName(1, 1)), rows)
+		},
+	})
+}
+
+// mergedHistoryRoot is where a merged run's baseline history is when
+// neither the plan's baseline.runs nor --baseline says: the runs folder
+// the merged run is filed under when --out is one of its run=ID folders
+// ("", a run's own rule); else the runs folder its shards were filed
+// under (where their earlier runs and merges are: shard runs themselves
+// are left out of a history); else the folder --out is in.
+func mergedHistoryRoot(out, shard0 string) string {
+	hive := func(dir string) bool { return strings.HasPrefix(filepath.Base(filepath.Clean(dir)), "run=") }
+	switch {
+	case hive(out):
+		return ""
+	case hive(shard0):
+		return filepath.Dir(filepath.Dir(filepath.Dir(filepath.Clean(shard0))))
+	default:
+		return filepath.Dir(filepath.Clean(out))
 	}
-	now := time.Now().UTC()
-	var rows []results.Verdict
-	failed := 0
-	for _, c := range res.Cells {
-		for _, a := range asserts[c.Stage] {
-			if a.Level != pipeline.LevelRow {
-				continue // stage and run levels: not judged on merged rows yet
-			}
-			v := a.JudgeRow(c, res.Requests[c.Stage+"\x00"+c.CellID], nil)
-			row := results.Verdict{
-				RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, Cell: v.Cell,
-				JudgedAt: now, Assertion: v.Assertion, Name: v.Name, Severity: v.Severity, Level: v.Level,
-				Pos: v.Pos, Scope: "stage", Passed: v.Passed, Values: v.Values, Error: v.Error,
-			}
-			if a.Stage == "" {
-				row.Scope = "plan"
-			}
-			switch {
-			case !v.Passed && v.Severity == pipeline.SeverityWarn:
-				row.Outcome = results.OutcomeWarn
-			case v.Error != "":
-				row.Outcome = results.OutcomeError
-			case v.Passed:
-				row.Outcome = results.OutcomePass
-			default:
-				row.Outcome = results.OutcomeFail
-			}
-			if v.Fails() {
-				failed++
-				fmt.Fprintf(stderr, "benchrun merge: ✗ %s %s: %s %s\n", c.Stage, c.CellID, v.Assertion, v.FormatValues())
-			}
-			rows = append(rows, row)
+}
+
+// shardsFailure says why the merged run failed because a shard did: a
+// shard run that did not end ok, other than by its own checks failing
+// (exit 1: its assertions judged its part of the load, which the merged
+// run judges again on the whole). "" when none did.
+func shardsFailure(dirs []string) string {
+	var why []string
+	for _, d := range dirs {
+		m, err := rundir.ReadManifest(d)
+		if err != nil {
+			why = append(why, fmt.Sprintf("shard %s: %v", d, err))
+			continue
 		}
-	}
-	if len(rows) > 0 {
-		if err := parquet.WriteFile(filepath.Join(res.Dir, results.TableAssertions, parquet.PartName(1, 1)), rows); err != nil {
-			return failed, err
+		if m.Status == rundir.RunOK || m.Status == rundir.RunFailed && m.ExitCode != nil && *m.ExitCode == pipeline.ExitAssertion {
+			continue
 		}
+		reason := m.Reason
+		if reason == "" {
+			reason = m.Status
+		}
+		why = append(why, fmt.Sprintf("shard %s %s: %s", d, m.Status, reason))
 	}
-	return failed, nil
+	return strings.Join(why, "; ")
 }
