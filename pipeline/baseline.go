@@ -89,14 +89,15 @@ const runShard = "shard"
 
 // leaveOutShards marks the history runs that are shards of a sharded
 // run: an ok run with a row split over shards (shards > 1) whose
-// manifest does not say it was merged (metadata merged_from).
+// manifest does not say it was merged (metadata merged_from, no shard
+// record of its own).
 func leaveOutShards(runs []*regress.Run) {
 	for _, h := range runs {
 		if h.Status != rundir.RunOK || !slices.ContainsFunc(h.Cells, func(c results.Cell) bool { return c.Shards > 1 }) {
 			continue
 		}
-		if m, err := rundir.ReadManifest(h.Dir); err == nil && m.Metadata["merged_from"] != "" {
-			continue
+		if m, err := rundir.ReadManifest(h.Dir); err == nil && m.Shard == nil && m.Metadata["merged_from"] != "" {
+			continue // a merged run: the cells' whole load
 		}
 		h.Status, h.Cells = runShard, nil
 	}
