@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,6 +136,36 @@ func TestShardJob(t *testing.T) {
 		}
 		if b, err := os.ReadFile(filepath.Join(runs, "done", idx)); err != nil || strings.TrimSpace(string(b)) != "0" {
 			t.Errorf("shard %s done marker: %q %v", idx, b, err)
+		}
+	}
+	// The merge Job's script: it waits for the 4 markers, merges when
+	// every shard exited 0 or 1 (a shard's own checks on its part), and
+	// refuses a shard that failed otherwise.
+	var merge *batchv1.Job
+	for _, o := range r.Objects {
+		if j, ok := o.Object.(*batchv1.Job); ok && j.Name != job.Name {
+			merge = j
+		}
+	}
+	for _, tc := range []struct {
+		codes []string
+		ok    bool
+	}{{[]string{"0", "1", "0", "0"}, true}, {[]string{"0", "3", "0", "0"}, false}} {
+		runs := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(runs, "done"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, code := range tc.codes {
+			if err := os.WriteFile(filepath.Join(runs, "done", strconv.Itoa(i)), []byte(code+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := strings.ReplaceAll(merge.Spec.Template.Spec.Containers[0].Command[2], "/runs", runs)
+		sh := exec.Command("/bin/sh", "-c", script)
+		sh.Env = append(os.Environ(), "PATH="+stub+":"+os.Getenv("PATH"))
+		out, err := sh.CombinedOutput()
+		if (err == nil) != tc.ok || tc.ok && !strings.Contains(string(out), "merge ") {
+			t.Errorf("merge script with shard statuses %v: %v\n%s", tc.codes, err, out)
 		}
 	}
 	if c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" {

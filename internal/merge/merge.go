@@ -242,6 +242,19 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	slices.SortFunc(ps, func(a, b part) int { return cmp.Compare(a.row.Shard, b.row.Shard) })
 	base := ps[0].row
 	info := Cell{Stage: base.Stage, CellID: base.CellID}
+	if base.Concurrency == 0 && base.Rate == 0 {
+		// Not a split load (a launch stage's start-up, an exec program's
+		// output): every shard measured the whole thing on its own, so
+		// there is nothing to pool; shard 0's row stands for them.
+		for _, p := range ps {
+			info.Shards = append(info.Shards, Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs)})
+		}
+		row := base
+		row.Shard = 0
+		row.Notes = strings.TrimPrefix(fmt.Sprintf("shard %d/%d's row: a row without a load to split is not merged; %s", base.Shard, base.Shards, base.Notes), "; ")
+		row.Notes = strings.TrimSuffix(row.Notes, "; ")
+		return row, slices.Clone(ps[0].reqs), info
+	}
 	var reqs []results.Request
 	var firsts []time.Time
 	measured := 0

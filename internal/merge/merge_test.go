@@ -197,3 +197,36 @@ func TestMergeConversations(t *testing.T) {
 		t.Errorf("notes: %s", got.Notes)
 	}
 }
+
+// A row without a load to split (a launch stage's start-up, an exec
+// program's output) is every shard's whole measurement: shard 0's row is
+// kept as it is, never "no shard sent a request".
+func TestMergeRowWithoutLoad(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var dirs []string
+	for i := range 2 {
+		d := filepath.Join(dir, string(rune('a'+i)))
+		writeShard(t, d, int64(i), t0, []float64{1}, 1)
+		row := results.Cell{RunID: "run" + string(rune('a'+i)), Plan: "p", Stage: "server", CellID: "server/startup/r1", Attempt: 1, Measurement: 1,
+			Shard: int64(i), Shards: 2, Status: results.StatusOK, StartupS: results.Some(1.5 + float64(i))}
+		if err := parquet.WriteFile(filepath.Join(d, results.TableCells, parquet.PartName(1, 2)), []results.Cell{row}); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	res, err := Merge(dirs, filepath.Join(dir, "out"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Cells {
+		if c.CellID != "server/startup/r1" {
+			continue
+		}
+		if c.Status != results.StatusOK || c.StartupS == nil || *c.StartupS != 1.5 {
+			t.Errorf("start-up row merged to %s (%s), startup_s %v; want shard 0's row", c.Status, c.Reason, c.StartupS)
+		}
+		return
+	}
+	t.Error("the start-up row is missing from the merged run")
+}
