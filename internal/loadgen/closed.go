@@ -53,7 +53,10 @@ func (l Load) Validate() error {
 	} else if l.Concurrency < 1 {
 		return fmt.Errorf("concurrency %d: want at least 1", l.Concurrency)
 	}
-	if l.Requests <= 0 && l.Duration <= 0 && l.MinRequests <= 0 && l.MinDuration <= 0 {
+	if l.Schedule != nil && l.Schedule.Trace != nil && l.MinRequests > len(l.Schedule.Trace) {
+		return fmt.Errorf("min_requests %d: the trace has %d requests", l.MinRequests, len(l.Schedule.Trace))
+	}
+	if l.Requests <= 0 && l.Duration <= 0 && l.MinRequests <= 0 && l.MinDuration <= 0 && (l.Schedule == nil || l.Schedule.Trace == nil) {
 		return fmt.Errorf("the load has no stop: give requests or a duration")
 	}
 	if l.Requests < 0 || l.Duration < 0 || l.MinRequests < 0 || l.MinDuration < 0 || l.MaxInFlight < 0 {
@@ -161,6 +164,9 @@ func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onRes
 	n := 0
 loop:
 	for ; ctx.Err() == nil; n++ {
+		if l.Schedule.Trace != nil && n >= len(l.Schedule.Trace) {
+			break // the trace's last request was sent
+		}
 		off := gen.Next()
 		// A phased shard's bound is on its own time, not the phase's.
 		if l.done(n, off-l.Schedule.Phase) {

@@ -44,14 +44,7 @@ type DatasetSpec struct {
 func LoadDataset(spec DatasetSpec) ([]string, error) {
 	format := spec.Format
 	if format == "" {
-		switch {
-		case strings.HasSuffix(spec.Path, ".jsonl"):
-			format = FormatJSONL
-		case strings.HasSuffix(spec.Path, ".json"):
-			format = FormatShareGPT
-		default:
-			format = FormatText
-		}
+		format = InferFormat(spec.Path)
 	}
 	var prompts []string
 	var err error
@@ -291,4 +284,18 @@ func LoadConversations(spec DatasetSpec) ([][]string, error) {
 		out = out[:spec.Limit]
 	}
 	return out, nil
+}
+
+// InferFormat is the dataset format a path without one is read as:
+// .jsonl is jsonl, .json sharegpt, anything else text (a trace is never
+// inferred: its format is always given).
+func InferFormat(path string) string {
+	switch {
+	case strings.HasSuffix(path, ".jsonl"):
+		return FormatJSONL
+	case strings.HasSuffix(path, ".json"):
+		return FormatShareGPT
+	default:
+		return FormatText
+	}
 }

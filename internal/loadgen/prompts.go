@@ -85,6 +85,10 @@ type PromptSource struct {
 	// session takes a conversation chosen as Dataset prompts are, and
 	// sends its human turns in order.
 	Conversations [][]string
+	// Trace, when set, replaces them too: request i is the trace's
+	// request i (Trace.TracePrompt), salted by the point and the pass
+	// unless Warm.
+	Trace *Trace
 
 	prefix string
 	perm   []int
@@ -163,6 +167,9 @@ func (p *PromptSource) Turn(pass, session, turn int) string {
 
 func (p *PromptSource) prompt(pass, i int, withPrefix bool) string {
 	p.init()
+	if p.Trace != nil {
+		return p.tracePrompt(pass, i)
+	}
 	if p.Warm {
 		pass = 0
 		if p.WarmSet > 0 {
@@ -218,4 +225,15 @@ func PointKey(stage string, concurrency int, rate float64) uint64 {
 	h = (h ^ uint64(concurrency)) * 1099511628211
 	h = (h ^ math.Float64bits(rate)) * 1099511628211
 	return h | 1 // never 0, the warm key
+}
+
+// tracePrompt is request i's prompt of a trace replay: cold prompts are
+// salted by the point and the pass, so no replay (a warm-up pass, another
+// ladder point) warms the prefix cache for another; warm ones are not.
+func (p *PromptSource) tracePrompt(pass, i int) string {
+	salt := uint64(0)
+	if !p.Warm {
+		salt = mix64(mix64(p.PointKey) ^ uint64(pass+1))
+	}
+	return p.Trace.TracePrompt(p.Vocab, p.Seed, salt, i%p.Trace.Len())
 }

@@ -44,6 +44,11 @@ type Schedule struct {
 	// shard of a constant schedule interleaves its sends with the other
 	// shards' instead of sending at the same instants (Split).
 	Phase time.Duration
+	// Trace, when set, is a trace replay's send offsets in order (non-
+	// decreasing): request i is due at Trace[i], and there are no more
+	// requests than offsets. Rate, Arrival, Burstiness and Ramp are then
+	// unused (trace.go).
+	Trace []time.Duration
 }
 
 // Split is shard i's part of the schedule when n processes share it
@@ -59,6 +64,9 @@ type Schedule struct {
 func (s Schedule) Split(i, n int) Schedule {
 	if n <= 1 {
 		return s
+	}
+	if s.Trace != nil {
+		return s.splitTrace(i, n)
 	}
 	out := s
 	out.Rate = s.Rate / float64(n)
@@ -93,6 +101,9 @@ type Ramp struct {
 
 // Validate reports a schedule that cannot run.
 func (s Schedule) Validate() error {
+	if s.Trace != nil {
+		return s.validateTrace()
+	}
 	if !(s.Rate > 0) || math.IsInf(s.Rate, 0) {
 		return fmt.Errorf("rate %v: want a positive number of requests per second", s.Rate)
 	}
@@ -152,6 +163,9 @@ func (s Schedule) NewGenerator() *Generator {
 // Next returns the offset of the next request. The first request is sent
 // at offset 0; each later one after one drawn gap at the rate in force.
 func (g *Generator) Next() time.Duration {
+	if g.s.Trace != nil {
+		return g.nextTrace()
+	}
 	if g.n > 0 {
 		lambda := g.s.rateAt(g.t)
 		var gap float64 // seconds

@@ -302,6 +302,14 @@ func loadLabel(c results.Cell) string {
 	if c.Rate > 0 {
 		l = fmt.Sprintf("%g req/s", c.Rate)
 	}
+	if c.TimeScale != nil {
+		// A trace replay: its speed-up and the mean rate it made.
+		l = fmt.Sprintf("trace x%g (%.3g req/s)", *c.TimeScale, c.Rate)
+	}
+	if c.Search == "knee" {
+		// An SLO search's knee: a copy of the probe it names.
+		l = "knee: " + l
+	}
 	if c.Repeat > 0 {
 		l += fmt.Sprintf(" rep %d", c.Repeat)
 	}

@@ -114,8 +114,8 @@ func groups(cells []results.Cell, l load) []group {
 	byName := map[string]*group{}
 	var order []string
 	for _, c := range cells {
-		if c.Status != results.StatusOK || !l.has(c) {
-			continue
+		if c.Status != results.StatusOK || !l.has(c) || c.Search == "knee" {
+			continue // a knee row repeats one of its search's probes
 		}
 		name := fmt.Sprintf("%d:%d", c.ISL, c.OSL)
 		if len(stages) > 1 {

@@ -63,6 +63,9 @@ type DatasetConfig struct {
 	Limit  int    `json:"limit"`
 	// Vector is the JSONL field holding each text's reference embedding.
 	Vector string `json:"vector"`
+	// A trace replay's speed-up and tokens per hash id (trace.go).
+	TimeScale   float64 `json:"time_scale"`
+	BlockTokens int     `json:"block_tokens"`
 }
 
 // Config is the stage's configuration (see schema.cue).
@@ -103,6 +106,7 @@ type Config struct {
 	Headers            map[string]string `json:"headers"`
 	Body               map[string]any    `json:"body"`
 	Telemetry          TelemetryConfig   `json:"telemetry"`
+	Search             *SearchConfig     `json:"search"`
 	// Embeddings and media (media.go).
 	Batch           []int     `json:"batch"`
 	Dimensions      int       `json:"dimensions"`

@@ -25,10 +25,18 @@ const (
 // duration (pipeline.Planner, for --dry-run). It reads only the
 // configuration.
 func (s *Stage) Plan() []pipeline.PlannedStep {
+	if s.cfg.Search != nil {
+		return s.planSearch()
+	}
 	passes := max(s.cfg.Warmup, 0) + max(s.cfg.Iterations, 1)
 	perPass, _ := time.ParseDuration(s.cfg.Duration)
 	var steps []pipeline.PlannedStep
 	for _, p := range s.points() {
+		if p.trace {
+			// The trace's length is in its file, which a plan does not read.
+			steps = append(steps, pipeline.PlannedStep{ID: cellID(s.spec.Name, p), Label: p.label()})
+			continue
+		}
 		// Seconds, in floating point: a product of counts and latencies
 		// must not wrap around (an int64 of nanoseconds holds 292 years).
 		latency := float64(p.cell.ISL)/assumedPrefillTokS + float64(p.cell.OSL)/assumedDecodeTokS

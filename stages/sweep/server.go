@@ -207,6 +207,9 @@ func spanOf(rs []loadgen.Result) sendSpan {
 // ContextWarnings implements pipeline.ContextUser: the cells whose prompt
 // and output cannot fit contextLength (the model file's own context).
 func (s *Stage) ContextWarnings(p *schema.Plan, contextLength int, source string) []schema.Error {
+	if s.isTrace() {
+		return nil // the cells are not measured; the trace's lengths are checked when it is read
+	}
 	var ws []schema.Error
 	for i, c := range s.cfg.Cells {
 		need := c.contextNeed(s.cfg.Endpoint) * s.contextTurns()
@@ -233,7 +236,7 @@ func (s *Stage) bounded(t *loadgen.Target, p point) *loadgen.Target {
 		b.FirstTokenTimeout = s.stallTimeout
 	}
 	if b.Timeout == 0 && b.FirstTokenTimeout > 0 {
-		b.Timeout = b.FirstTokenTimeout + time.Duration(max(p.cell.OSL, 1))*perTokenBound
+		b.Timeout = b.FirstTokenTimeout + time.Duration(max(p.cell.OSL, s.traceMaxOutput(p), 1))*perTokenBound
 	}
 	return &b
 }

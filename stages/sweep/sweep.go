@@ -63,6 +63,8 @@ type Stage struct {
 	// shard of shards is this process's part of every cell's load
 	// (--shard; 0 of 1 unsharded): set by Run from the Env.
 	shard, shards int
+	// trace is the dataset's trace when it is one (trace.go; Run).
+	trace *loadgen.Trace
 }
 
 // Validate checks the configuration against the plan without side effects.
@@ -78,7 +80,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	if len(s.cfg.Concurrency) == 0 && len(s.cfg.Rates) == 0 {
 		bad([]string{"concurrency"}, "empty ladder: give concurrency or rates")
 	}
-	if max := p.Model.MaxModelLen; max > 0 {
+	if max := p.Model.MaxModelLen; max > 0 && !s.isTrace() {
 		for i, c := range s.cfg.Cells {
 			if c.ISL+c.OSL > max {
 				bad([]string{"cells", fmt.Sprint(i)}, "isl+osl = %d exceeds model.max_model_len %d", c.ISL+c.OSL, max)
@@ -105,7 +107,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	parse("first_token_timeout", s.cfg.FirstTokenTimeout, &s.firstTokenTimeout)
 	if s.cfg.Ramp != nil {
 		parse("ramp", s.cfg.Ramp.Duration, &s.rampDuration)
-		if len(s.cfg.Rates) == 0 {
+		if len(s.cfg.Rates) == 0 && !s.searchesRate() && !s.isTrace() {
 			bad([]string{"ramp"}, "a ramp needs an open loop: give rates")
 		}
 	}
@@ -121,6 +123,8 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	s.validateMedia(bad)
 	s.validateLimits(bad)
 	s.validateDuplicates(bad)
+	s.validateTrace(bad)
+	s.validateSearch(c, bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
 		bad([]string{"dataset", "path"}, "empty path")
 	}
@@ -210,7 +214,7 @@ func (s *Stage) LoadShape() pipeline.LoadShape {
 	for i, c := range s.cfg.Cells {
 		cells[i] = pipeline.ShapeCell{ISL: c.ISL, OSL: c.OSL, Server: maps.Clone(c.Server)}
 	}
-	return pipeline.LoadShape{
+	shape := pipeline.LoadShape{
 		Endpoint:    s.cfg.Endpoint,
 		Concurrency: slices.Clone(s.cfg.Concurrency),
 		Rates:       slices.Clone(s.cfg.Rates),
@@ -219,6 +223,8 @@ func (s *Stage) LoadShape() pipeline.LoadShape {
 		Calibrate:   s.cfg.Calibrate,
 		Seed:        s.cfg.Seed,
 	}
+	s.searchShape(&shape)
+	return shape
 }
 
 // point is one cell at one ladder point.
@@ -228,9 +234,16 @@ type point struct {
 	rate        float64 // open loop (> 0)
 	repeat      int     // 1..repeats when the sweep repeats; 0 when it does not
 	v           variant // batch, images, audio (media.go)
+	// trace: the point replays the dataset's trace at timeScale (or, a
+	// search probe, at the scale that makes its mean rate rate; trace.go).
+	trace     bool
+	timeScale float64
 }
 
 func (p point) label() string {
+	if p.trace {
+		return p.traceLabel()
+	}
 	shape := fmt.Sprintf("%d:%d", p.cell.ISL, p.cell.OSL)
 	if p.v.audio > 0 {
 		shape = audioLabel(p.v.audio)
@@ -259,6 +272,9 @@ func (p point) c1Key() string {
 // cell's server variables follow, sorted by key (sweep/128:128/c4/np=4),
 // so cells that differ only in them stay apart.
 func cellID(stage string, p point) string {
+	if p.trace {
+		return traceCellID(stage, p)
+	}
 	shape := fmt.Sprintf("%d:%d", p.cell.ISL, p.cell.OSL)
 	if p.v.audio > 0 {
 		shape = audioLabel(p.v.audio)
@@ -278,6 +294,12 @@ func cellID(stage string, p point) string {
 }
 
 func (s *Stage) points() []point {
+	if s.cfg.Search != nil {
+		return s.searchBounds()
+	}
+	if s.isTrace() {
+		return s.tracePoints()
+	}
 	var ladder []point
 	cells := s.cfg.Cells
 	if s.cfg.Endpoint == "transcriptions" {
@@ -323,6 +345,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	model := env.ModelName(s.cfg.Model)
 	s.shard, s.shards, _ = env.Shard()
+	if err := s.refuseShardedSearch(env); err != nil {
+		return nil, err
+	}
 	points := s.points()
 	maxConns := s.cfg.MaxInflight
 	for _, p := range points {
@@ -367,8 +392,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			return nil, fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", env.Stage.Name, s.cfg.APIKeyEnv)
 		}
 	}
+	if err := s.loadTrace(env); err != nil {
+		return nil, err
+	}
 	var dataset []string
-	if d := s.cfg.Dataset; d != nil {
+	if d := s.cfg.Dataset; d != nil && !s.isTrace() {
 		path := d.Path
 		if !filepath.IsAbs(path) && env.Plan != nil && env.Plan.Path != "" {
 			// Relative to the plan file, so a plan runs from any directory.
@@ -414,7 +442,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		}
 		pending = ""
 	}
-	for i, p := range points {
+	// A search decides each probe from the rows before it (search.go).
+	env, searched := s.withRowLog(env)
+	for i, p := range s.sequence(env, searched, points) {
 		arriveSkipped()
 		id := cellID(env.Stage.Name, p)
 		pending = id
@@ -438,6 +468,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				base.Burstiness = s.cfg.Burstiness
 			}
 		}
+		s.stampPoint(&base, p)
 		emit := env.Emit
 		if len(p.cell.Server) > 0 {
 			// Every row of the cell says which server it measured.
@@ -447,7 +478,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				return env.Emit(row, reqs)
 			}
 		}
-		if p.rate == 0 && loadgen.SplitCount(p.concurrency, s.shard, s.shards) == 0 {
+		if p.rate == 0 && !p.trace && loadgen.SplitCount(p.concurrency, s.shard, s.shards) == 0 {
 			// Fewer sessions than shards: this shard has none of the
 			// cell's; the others' rows hold it (benchrun merge).
 			row := base
@@ -570,7 +601,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 				stopErr = died
 				row.Status, row.Reason = results.StatusError, died.Error()
 			}
-			if p.rate == 0 && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
+			if p.rate == 0 && !p.trace && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
 				c1[p.c1Key()] = *row.DecodeTokS
 			}
 			// Without a measured c=1 row of the cell there is nothing to compare
@@ -612,6 +643,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		}
 	}
 	arriveSkipped()
+	if err := searched.err; err != nil {
+		return nil, err
+	}
 	if stopErr != nil {
 		return nil, stopErr
 	}
@@ -662,6 +696,9 @@ func (s *Stage) calibrate(ctx context.Context, t *loadgen.Target, fromDataset bo
 
 // load is the point's load for one pass.
 func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Load, int) {
+	if p.trace {
+		return s.traceLoad(p, counters, pass)
+	}
 	// A shard sends its share of the sessions, the rate and any request
 	// counts (loadgen.SplitCount, Schedule.Split); durations stay whole.
 	l := loadgen.Load{
@@ -734,12 +771,18 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	src := &loadgen.PromptSource{
 		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
 		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
-		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/"), p.concurrency, p.rate), Shard: s.shard,
+		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/")+repeatKey(p), p.concurrency, p.rate), Shard: s.shard,
 	}
 	if s.cfg.conversation() {
 		src.Turns, src.Conversations = s.maxTurns(), s.convs
 	}
+	view := s.traceView(p)
+	src.Trace = view
 	src.Prepare()
+	if why := s.traceFits(row, view); why != "" {
+		row.Status, row.Reason = results.StatusError, why
+		return row, nil, nil
+	}
 	kit, err := s.newMediaKit(p, s.refs)
 	if err != nil {
 		row.Status, row.Reason = results.StatusError, err.Error()
@@ -795,7 +838,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 			}
 		} else {
 			st, err = loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
-				return kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect})
+				return s.traceRequest(p, view, i, kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect}))
 			}, onResult)
 			prompts.stop()
 		}
@@ -879,6 +922,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
 	fillMedia(&row, timed, window, s.refs != nil)
+	s.judgeTrace(&row, p, view, timed)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
 	// After telemetry: the hit rate falls back on the server's counters.
