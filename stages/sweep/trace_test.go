@@ -31,8 +31,21 @@ func syntheticTrace(t *testing.T) string {
 // finds exactly the prompt blocks the trace says repeat (512 tokens per
 // shared leading hash id; all but the last token for an exact repeat),
 // nothing where no id repeats, and its /metrics counters agree.
+//
+// Against the generic simulator the answers do not say what was cached
+// (the row's and the requests' cached_tokens are NULL, the hit rate is the
+// server's counters'); against the vLLM personality they carry
+// usage.prompt_tokens_details.cached_tokens, and every request row and the
+// row's sums agree with the simulator.
 func TestTraceReplayAgainstSimulator(t *testing.T) {
-	srv, url := startSim(t, func(c *sim.Config) { c.Mode = sim.ModeEngine })
+	for _, persona := range []string{sim.PersonaGeneric, sim.PersonaVLLM} {
+		t.Run(persona, func(t *testing.T) { testTraceReplay(t, persona) })
+	}
+}
+
+func testTraceReplay(t *testing.T, persona string) {
+	srv, url := startPersona(t, persona, func(c *sim.Config) { c.Mode = sim.ModeEngine })
+	usage := persona == sim.PersonaVLLM // the answers say what was cached
 	path := syntheticTrace(t)
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, warmup: 0
 		dataset: {path: %q, format: "mooncake", time_scale: 2}
@@ -92,6 +105,11 @@ func TestTraceReplayAgainstSimulator(t *testing.T) {
 		if rec.CachedTokens != wantCached[i] {
 			t.Errorf("request %d (line %d, hash ids %v): %d prompt tokens cached, want %d", i, line.Line, line.HashIDs, rec.CachedTokens, wantCached[i])
 		}
+		// The answer's usage said so too, and the request row keeps it
+		// (NULL where the server does not say).
+		if usage && (q.CachedTokens == nil || int(*q.CachedTokens) != rec.CachedTokens) || !usage && q.CachedTokens != nil {
+			t.Errorf("request %d: cached_tokens %v in its row, the simulator's %d (usage carries it: %v)", i, v(q.CachedTokens), rec.CachedTokens, usage)
+		}
 		prompt += rec.PromptTokens
 		cached += rec.CachedTokens
 	}
@@ -108,13 +126,18 @@ func TestTraceReplayAgainstSimulator(t *testing.T) {
 			t.Errorf("request %d (line %d) received %v off the trace's time over 2 (send lag %v)", i, tr.Requests[i].Line, d, lag)
 		}
 	}
-	// The server's own counters over the window say the same.
-	rate := row.ServerPrefixCacheHitRate
-	if rate == nil {
-		rate = row.PrefixCacheHitRate
+	// The server's own counters over the window say the same, and so do
+	// the row's sums of the answers' usage.
+	want := float64(cached) / float64(prompt)
+	if r := row.ServerPrefixCacheHitRate; r == nil || math.Abs(*r-want) > 0.005 {
+		t.Errorf("prefix-cache hit rate from /metrics %v, want %.4f (%d of %d prompt tokens)", v(r), want, cached, prompt)
 	}
-	if want := float64(cached) / float64(prompt); rate == nil || math.Abs(*rate-want) > 0.005 {
-		t.Errorf("prefix-cache hit rate from /metrics %v, want %.4f (%d of %d prompt tokens)", v(rate), want, cached, prompt)
+	tol, wantSum := 0.005, int64(-1) // without usage: the counters', NULL
+	if usage {
+		tol, wantSum = 1e-9, int64(cached)
+	}
+	if r := row.PrefixCacheHitRate; r == nil || math.Abs(*r-want) > tol || v(row.CachedTokens) != wantSum {
+		t.Errorf("row: prefix_cache_hit_rate %v cached_tokens %v, want %.4f and %d", v(r), v(row.CachedTokens), want, wantSum)
 	}
 }
 
