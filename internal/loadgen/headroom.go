@@ -1,0 +1,55 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+)
+
+// SearchMax finds the largest n in [lo, hi] for which ok(n) holds, where ok
+// holds up to some point and fails above it (a load the client sustains,
+// then one it does not): it doubles from lo until ok fails or hi is
+// reached, then bisects the bracket until its ends are within tol of each
+// other (a fraction: 0.05 stops at 5 %). It returns 0 when ok(lo) fails,
+// and what it had when ok returns an error or ctx ends.
+func SearchMax(ctx context.Context, lo, hi int, tol float64, ok func(n int) (bool, error)) (int, error) {
+	if lo < 1 || hi < lo {
+		return 0, fmt.Errorf("search bounds [%d, %d]: want 1 <= lo <= hi", lo, hi)
+	}
+	good, bad := 0, hi+1
+	for n := lo; ; n = min(2*n, hi) {
+		if err := ctx.Err(); err != nil {
+			return good, err
+		}
+		pass, err := ok(n)
+		if err != nil {
+			return good, err
+		}
+		if !pass {
+			bad = n
+			break
+		}
+		good = n
+		if n == hi {
+			return good, nil
+		}
+	}
+	if good == 0 {
+		return 0, nil
+	}
+	for bad-good > 1 && float64(bad-good) > tol*float64(good) {
+		if err := ctx.Err(); err != nil {
+			return good, err
+		}
+		mid := good + (bad-good)/2
+		pass, err := ok(mid)
+		if err != nil {
+			return good, err
+		}
+		if pass {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good, nil
+}

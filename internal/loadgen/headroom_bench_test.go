@@ -1,0 +1,169 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/stats"
+)
+
+// The headroom benchmarks measure what benchrun's client can carry on this
+// machine against a simulator process on the same cores: numbers, printed,
+// never pass/fail. Each reports the client's CPU per unit of work
+// (events/client-cpu-s: events per second per core), allocations per
+// unit, the GC's share of the client's CPU, and the cores each process
+// used, and logs the load average (the machine may be shared).
+//
+//	go test -run '^$' -bench Headroom -benchtime 1x ./internal/loadgen
+
+// BenchmarkHeadroomStreams holds N concurrent streams open against a
+// simulator process, sent on an open-loop schedule, and reports the send
+// lag (the client keeping its schedule) and the client's memory per
+// in-flight stream.
+func BenchmarkHeadroomStreams(b *testing.B) {
+	for _, n := range benchSizes("BENCHRUN_HEADROOM_STREAMS", []int{1024, 2048, 4096}) {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			// Each stream lasts ~4 s (40 events, 100 ms apart); sending n
+			// over 2 s keeps all n in flight at the peak.
+			sp := startSimChild(b, 0, 100*time.Millisecond)
+			tg := newTarget(sp.URL, n)
+			defer tg.HTTP.CloseIdleConnections()
+			// Memory is counted from before the warm-up, so a stream's
+			// connection (buffers, transport goroutines) is part of its cost.
+			base := memNow()
+			// A warm-up pass opens the connections, as the sweep's warm-up
+			// does; the timed pass then measures streams, not TCP dials.
+			warm := func(int) Request {
+				return Request{Prompt: "w", MaxTokens: 40, Body: map[string]any{"ignore_eos": true}}
+			}
+			if _, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: float64(n) / 2, Arrival: ArrivalConstant}, Requests: n}, warm, func(int, Result) {}); err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < b.N; i++ {
+				var inflight, peak atomic.Int64
+				var peakMem atomic.Uint64
+				stop := make(chan struct{})
+				var sampler sync.WaitGroup
+				sampler.Add(1)
+				go func() {
+					defer sampler.Done()
+					t := time.NewTicker(200 * time.Millisecond)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-t.C:
+							if f := inflight.Load(); f >= peak.Load() {
+								peak.Store(f)
+								var m runtime.MemStats
+								runtime.ReadMemStats(&m)
+								peakMem.Store(m.HeapInuse + m.StackInuse)
+							}
+						}
+					}
+				}()
+				var mu sync.Mutex
+				var lags []float64
+				var failed, events atomic.Int64
+				rate := float64(n) / 2
+				m := startMeter(sp.Pid)
+				_, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 1}, Requests: n},
+					func(i int) Request {
+						inflight.Add(1)
+						return Request{Prompt: "one two three four", MaxTokens: 40, Body: map[string]any{"ignore_eos": true}}
+					}, func(i int, r Result) {
+						inflight.Add(-1)
+						if r.Err != nil {
+							failed.Add(1)
+						}
+						events.Add(int64(len(r.Tokens)))
+						mu.Lock()
+						lags = append(lags, msf(r.SendLag()))
+						mu.Unlock()
+					})
+				c := m.since()
+				close(stop)
+				sampler.Wait()
+				if err != nil {
+					b.Fatal(err)
+				}
+				l := stats.Summarize(lags)
+				perStream := float64(peakMem.Load()-min(base, peakMem.Load())) / float64(max(peak.Load(), 1))
+				b.ReportMetric(float64(peak.Load()), "peak-streams")
+				b.ReportMetric(perStream/1024, "KiB/stream")
+				b.ReportMetric(l.P99, "send-lag-p99-ms")
+				b.ReportMetric(float64(failed.Load()), "failed")
+				c.report(b, float64(events.Load()), "events")
+			}
+		})
+	}
+}
+
+// BenchmarkHeadroomRate sends short non-streamed requests at rising
+// rates for 2 s each and reports the achieved rate and send-lag p99; the
+// highest rate with p99 under 5 ms is the client's request-rate headroom
+// on this machine (the simulator process shares the cores).
+func BenchmarkHeadroomRate(b *testing.B) {
+	sp := startSimChild(b, 0, 0)
+	for _, rate := range benchSizes("BENCHRUN_HEADROOM_RATES", []int{1000, 2000, 4000, 8000}) {
+		b.Run(fmt.Sprint(rate), func(b *testing.B) {
+			tg := newTarget(sp.URL, 512)
+			tg.Stream = false
+			defer tg.HTTP.CloseIdleConnections()
+			for i := 0; i < b.N; i++ {
+				var mu sync.Mutex
+				var lags []float64
+				var failed atomic.Int64
+				m := startMeter(sp.Pid)
+				st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: float64(rate), Arrival: ArrivalConstant}, Duration: 2 * time.Second},
+					func(int) Request { return Request{Prompt: "a b c", MaxTokens: 1} },
+					func(i int, r Result) {
+						if r.Err != nil {
+							failed.Add(1)
+						}
+						mu.Lock()
+						lags = append(lags, msf(r.SendLag()))
+						mu.Unlock()
+					})
+				c := m.since()
+				if err != nil {
+					b.Fatal(err)
+				}
+				el := time.Since(st.Start).Seconds()
+				l := stats.Summarize(lags)
+				b.ReportMetric(float64(st.Sent)/el, "achieved-req/s")
+				b.ReportMetric(l.P99, "send-lag-p99-ms")
+				b.ReportMetric(float64(failed.Load()), "failed")
+				c.report(b, float64(st.Sent), "reqs")
+			}
+		})
+	}
+}
+
+// benchSizes is the list in the environment variable env (comma-separated
+// integers), or def.
+func benchSizes(env string, def []int) []int {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return def
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package loadgen
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
+)
+
+// The headroom benchmarks run the simulator in a child process (this test
+// binary re-executed), so the client's memory and CPU are measured alone.
+const simChildEnv = "BENCHRUN_LOADGEN_SIM_CHILD"
+
+// simProfileEnv names a file the child simulator writes its CPU profile
+// to when it exits (to see what the server side costs on shared cores).
+const simProfileEnv = "BENCHRUN_LOADGEN_SIM_CPUPROFILE"
+
+// simChild serves the simulator with "ttft,itl" from spec on a free port,
+// prints the address, and exits when stdin closes (the parent is gone).
+// The simulator keeps no request records (nothing reads them here) and
+// serves no /metrics scrape: on two shared cores every microsecond it
+// spends is taken from the client being measured.
+func simChild(spec string) int {
+	cfg := sim.DefaultConfig()
+	cfg.EOSProb = 0
+	cfg.MaxRecords = 0
+	var ttft, itl string
+	fmt.Sscanf(strings.ReplaceAll(spec, ",", " "), "%s %s", &ttft, &itl)
+	cfg.TTFT, _ = time.ParseDuration(ttft)
+	cfg.ITL, _ = time.ParseDuration(itl)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stopProfile := func() {}
+	if p := os.Getenv(simProfileEnv); p != "" {
+		if f, err := os.Create(p); err == nil && pprof.StartCPUProfile(f) == nil {
+			stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		}
+	}
+	fmt.Println(ln.Addr().String())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		stopProfile()
+		os.Exit(0)
+	}()
+	srv := &http.Server{Handler: sim.New(cfg)}
+	_ = srv.Serve(ln)
+	return 0
+}
+
+// simProcess is a child simulator.
+type simProcess struct {
+	URL string
+	Pid int
+}
+
+// startSimProcess starts the child simulator and returns its base URL.
+func startSimProcess(tb testing.TB, ttft, itl time.Duration) string {
+	return startSimChild(tb, ttft, itl).URL
+}
+
+// startSimChild starts the child simulator.
+func startSimChild(tb testing.TB, ttft, itl time.Duration) simProcess {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), simChildEnv+"="+ttft.String()+","+itl.String())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("child simulator: %v", err)
+	}
+	return simProcess{URL: "http://" + strings.TrimSpace(addr), Pid: cmd.Process.Pid}
+}
+
+// meter measures what a stretch of load cost: this process's CPU (the
+// client's), the child simulator's, the Go runtime's GC CPU and the
+// allocations. Read it with since.
+type meter struct {
+	wall         time.Time
+	self, child  time.Duration
+	gc, mallocs  float64
+	childPid     int
+	loadAvgStart string
+}
+
+func startMeter(childPid int) *meter {
+	m := &meter{childPid: childPid, loadAvgStart: loadAvg()}
+	m.self, m.child = selfCPU(), pidCPU(childPid)
+	m.gc, m.mallocs = runtimeCounters()
+	m.wall = time.Now()
+	return m
+}
+
+// cost is what happened since startMeter.
+type cost struct {
+	Wall, Client, Sim time.Duration
+	GCShare           float64 // GC CPU over the client's CPU
+	Mallocs           float64
+	LoadAvg           string // uptime's load averages at the start and the end
+}
+
+func (m *meter) since() cost {
+	wall := time.Since(m.wall)
+	self, child := selfCPU()-m.self, pidCPU(m.childPid)-m.child
+	gc, mallocs := runtimeCounters()
+	c := cost{Wall: wall, Client: self, Sim: child, Mallocs: mallocs - m.mallocs,
+		LoadAvg: m.loadAvgStart + " → " + loadAvg()}
+	if self > 0 {
+		c.GCShare = (gc - m.gc) / self.Seconds()
+	}
+	return c
+}
+
+// report adds the cost per unit (events or requests) to b's metrics.
+func (c cost) report(b *testing.B, units float64, unit string) {
+	if units <= 0 {
+		return
+	}
+	b.ReportMetric(units/c.Client.Seconds(), unit+"/client-cpu-s")
+	b.ReportMetric(c.Mallocs/units, "allocs/"+unit)
+	b.ReportMetric(100*c.GCShare, "gc-%")
+	b.ReportMetric(c.Client.Seconds()/c.Wall.Seconds(), "client-cores")
+	b.ReportMetric(c.Sim.Seconds()/c.Wall.Seconds(), "sim-cores")
+	b.Logf("load average %s", c.LoadAvg)
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pidCPU is a process's user+system CPU from /proc (0 where there is none).
+func pidCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	// Fields 14 and 15 of stat (utime, stime), in clock ticks of 1/100 s.
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+var runtimeSamples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/heap/allocs:objects"}}
+
+func runtimeCounters() (gcSeconds, mallocs float64) {
+	metrics.Read(runtimeSamples)
+	if runtimeSamples[0].Value.Kind() == metrics.KindFloat64 {
+		gcSeconds = runtimeSamples[0].Value.Float64()
+	}
+	if runtimeSamples[1].Value.Kind() == metrics.KindUint64 {
+		mallocs = float64(runtimeSamples[1].Value.Uint64())
+	}
+	return
+}
+
+// loadAvg is /proc/loadavg's three averages (the machine is shared: a
+// number means little without them).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// memNow is the process's heap and stack in use.
+func memNow() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
