@@ -85,6 +85,13 @@ type RunStats struct {
 	Sent  int
 	// Sessions is how many sessions RunSessions started.
 	Sessions int
+	// InFlightLimit is the ceiling an open loop kept on requests
+	// outstanding when the load set no MaxInFlight: the client's own
+	// (InFlightLimit). Held counts the requests that waited for it: the
+	// client, not the server, was the limit for them (they left late,
+	// which their send lag shows).
+	InFlightLimit int
+	Held          int
 }
 
 // Run sends the load and waits for every request it sent. next(i) builds
@@ -131,10 +138,14 @@ func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onRes
 		return RunStats{Start: start, Sent: int(sent.Load())}, nil
 	}
 
-	var sem chan struct{}
-	if l.MaxInFlight > 0 {
-		sem = make(chan struct{}, l.MaxInFlight)
+	// Without a cap of the plan's, the client's own keeps an overload
+	// from failing on file descriptors or ports (limits.go).
+	limit, auto := l.MaxInFlight, l.MaxInFlight == 0
+	if auto {
+		limit = InFlightLimit()
 	}
+	sem := make(chan struct{}, limit)
+	held := 0
 	// Requests go to a pool of workers that is grown on demand and reused,
 	// as vegeta does: a fresh goroutine per request would grow a fresh
 	// stack through the HTTP round trip every time (about a tenth of the
@@ -148,9 +159,7 @@ func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onRes
 		defer wg.Done()
 		for {
 			r := t.Do(ctx, j.req)
-			if sem != nil {
-				<-sem
-			}
+			<-sem
 			finish(j.i, r)
 			var ok bool
 			if j, ok = <-work; !ok {
@@ -181,7 +190,12 @@ loop:
 				break loop
 			}
 		}
-		if sem != nil {
+		select {
+		case sem <- struct{}{}:
+		default:
+			if auto {
+				held++
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -200,5 +214,9 @@ loop:
 	}
 	close(work)
 	wg.Wait()
-	return RunStats{Start: start, Sent: n}, nil
+	st := RunStats{Start: start, Sent: n, Held: held}
+	if auto {
+		st.InFlightLimit = limit
+	}
+	return st, nil
 }

@@ -148,7 +148,7 @@ func (g *vegetaRig) vegetaRun(rate int, dur time.Duration) (rateRun, error) {
 // HTTP client a sweep builds for this rate (NewHTTPClient sized as
 // stages/sweep sizes it).
 func (g *vegetaRig) benchrunRun(rate int, dur time.Duration) (rateRun, error) {
-	tg := newTarget(g.sim.URL, min(rate, 4096))
+	tg := newTarget(g.sim.URL, max(min(rate, 4096), InFlightLimit()))
 	tg.Stream = false
 	defer tg.HTTP.CloseIdleConnections()
 	var mu sync.Mutex

@@ -186,6 +186,9 @@ func calibrationNote(v *loadgen.Vocab) string {
 type sendSpan struct {
 	intervals int
 	span      time.Duration
+	// held requests waited for the client's own in-flight limit (limit,
+	// loadgen.InFlightLimit) before they were sent.
+	held, limit int
 }
 
 func spanOf(rs []loadgen.Result) sendSpan {

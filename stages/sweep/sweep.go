@@ -352,6 +352,13 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	maxConns := s.cfg.MaxInflight
 	for _, p := range points {
 		maxConns = max(maxConns, p.concurrency, int(math.Min(p.rate, 4096)))
+		if p.rate > 0 && s.cfg.MaxInflight == 0 {
+			// An open loop keeps up to the client's in-flight limit
+			// outstanding when the server falls behind: every connection
+			// it opened goes back to the pool, instead of being closed
+			// for a fresh dial (and a port in TIME_WAIT) per request.
+			maxConns = max(maxConns, loadgen.InFlightLimit())
+		}
 	}
 	t := &loadgen.Target{
 		BaseURL:         target.URL,
@@ -865,7 +872,9 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		if !last.IsZero() {
 			window = last.Sub(st.Start)
 		}
-		return rs, window, spanOf(rs)
+		sp := spanOf(rs)
+		sp.held, sp.limit = st.Held, st.InFlightLimit
+		return rs, window, sp
 	}
 	var warmTTFT []float64
 	pass := 0
@@ -892,6 +901,8 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		rs, w, sp := runPass(pass+it, true)
 		sends.intervals += sp.intervals
 		sends.span += sp.span
+		sends.held += sp.held
+		sends.limit = max(sends.limit, sp.limit)
 		if s.cfg.Warmup == 0 && it == 0 && len(rs) > 0 {
 			row.FirstCallMs = firstCallMs(rs)
 		}

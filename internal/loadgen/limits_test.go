@@ -1,0 +1,87 @@
+package loadgen
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
+)
+
+// TestOpenLoopOverloadWaitsInsteadOfFailing: an open loop offered far
+// more than the server carries keeps no more requests in flight than the
+// client's own limit; the rest wait, keeping their scheduled time (send
+// lag), and RunStats says how many did, instead of failing on file
+// descriptors. The limit is lowered to 3 here; the simulator takes
+// 100 ms a request.
+func TestOpenLoopOverloadWaitsInsteadOfFailing(t *testing.T) {
+	old := inflightLimit
+	inflightLimit = func() int { return 3 }
+	defer func() { inflightLimit = old }()
+	_, url := startSim(t, func(c *sim.Config) {
+		c.TTFT = 100 * time.Millisecond
+		c.ITL = 0
+	})
+	tg := newTarget(url, 8)
+	tg.Stream = false
+	defer tg.HTTP.CloseIdleConnections()
+	var mu sync.Mutex
+	var lags []float64
+	var inflight, peak atomic.Int64
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 200, Arrival: ArrivalConstant}, Requests: 15}, func(i int) Request {
+		if n := inflight.Add(1); n > peak.Load() {
+			peak.Store(n)
+		}
+		return Request{Prompt: "x", MaxTokens: 1}
+	}, func(i int, r Result) {
+		inflight.Add(-1)
+		if r.Err != nil {
+			t.Error(r.Err)
+		}
+		mu.Lock()
+		lags = append(lags, msf(r.SendLag()))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InFlightLimit != 3 {
+		t.Errorf("InFlightLimit %d, want 3 (no MaxInFlight was set)", st.InFlightLimit)
+	}
+	if p := peak.Load(); p > 3 {
+		t.Errorf("%d requests were in flight at once past the limit of 3", p)
+	}
+	// 15 requests due within 70 ms, 3 at a time for 100 ms each: 12 wait.
+	if st.Held < 10 || st.Held > 12 {
+		t.Errorf("Held %d, want about 12", st.Held)
+	}
+	// The last waits about 4 rounds of 100 ms less its 70 ms offset.
+	if m := slices.Max(lags); m < 250 {
+		t.Errorf("max send lag %.1f ms: the wait is hidden", m)
+	}
+
+	// A cap of the plan's own is not the client's: nothing is counted.
+	st, err = Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 200, Arrival: ArrivalConstant}, Requests: 6, MaxInFlight: 2},
+		func(int) Request { return Request{Prompt: "x", MaxTokens: 1} }, func(int, Result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held != 0 || st.InFlightLimit != 0 {
+		t.Errorf("with max_inflight 2: Held %d, InFlightLimit %d, want 0 and 0", st.Held, st.InFlightLimit)
+	}
+}
+
+// TestInFlightLimitLeavesRoom: the limit stays under the open-file limit
+// with room for the rest of the process.
+func TestInFlightLimitLeavesRoom(t *testing.T) {
+	n, fds := InFlightLimit(), openFileLimit()
+	if n < 64 || n > fds-fdReserve(fds) && n != 64 {
+		t.Fatalf("InFlightLimit %d with an open-file limit of %d", n, fds)
+	}
+	if p := localPorts(); p > 0 && n > p {
+		t.Fatalf("InFlightLimit %d exceeds the %d local ports", n, p)
+	}
+}
