@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -147,6 +148,8 @@ type Request struct {
 	// KeepText asks for the answer's text in Result.Text (a conversation
 	// sends it back as the next turn's history).
 	KeepText bool
+
+	encoded *encodedBody // built ahead of the send (prepare.go)
 }
 
 // Message is one chat message.
@@ -448,7 +451,7 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 func (t *Target) Do(ctx context.Context, req Request) Result {
 	res := Result{Scheduled: req.Scheduled}
 	res.AudioSeconds = req.AudioSeconds
-	body, contentType, err := t.body(req)
+	body, contentType, err := req.bodyFor(t)
 	if err != nil {
 		res.Err = fmt.Errorf("building request: %w", err)
 		return res
@@ -475,8 +478,8 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			defer total.Stop()
 		}
 		if t.StallTimeout > 0 {
-			wd.timer = time.AfterFunc(t.StallTimeout, wd.fire)
-			defer wd.timer.Stop()
+			wd.start()
+			defer wd.stop()
 		}
 	}
 	var firstToken *time.Timer // stopped by the first token event
@@ -577,6 +580,9 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	if streamed {
+		if n := tokenCapacity(req); n > 0 {
+			res.Tokens = make([]TokenEvent, 0, n)
+		}
 		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens, req.KeepText))
 		res.Finished = time.Now()
 		if res.Err == nil {
@@ -847,22 +853,57 @@ func truncate(b []byte, n int) string {
 
 // watchdog ends a request that goes quiet (no byte for stall) by
 // cancelling its context with a StallError.
+//
+// Bytes arriving only record the time (kick); the timer is not reset per
+// read, which cost a lock on the runtime's timer heap for every event of
+// every stream. When it fires it looks at the last arrival and sleeps the
+// rest of the stall if bytes came meanwhile, so it wakes about once per
+// stall timeout instead of being touched thousands of times a second.
 type watchdog struct {
 	stall   time.Duration
 	timer   *time.Timer
 	cancel  context.CancelCauseFunc
 	res     *Result
 	headers atomic.Bool
+	base    time.Time    // monotonic origin of last
+	last    atomic.Int64 // when bytes last arrived, since base
+	mu      sync.Mutex   // orders fire's re-arming against stop
+	stopped bool
+}
+
+// start arms the stall clock from now.
+func (w *watchdog) start() {
+	w.base = time.Now()
+	w.timer = time.AfterFunc(w.stall, w.fire)
+}
+
+// stop disarms it for good: a fire running at the same moment does not
+// re-arm it (a timer left armed would hold the request for a stall
+// timeout after it ended).
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.timer.Stop()
+	w.mu.Unlock()
 }
 
 func (w *watchdog) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if quiet := time.Since(w.base) - time.Duration(w.last.Load()); quiet < w.stall {
+		w.timer.Reset(w.stall - quiet)
+		return
+	}
 	w.cancel(&StallError{Timeout: w.stall, Headers: w.headers.Load()})
 }
 
 // kick restarts the stall clock (bytes arrived).
 func (w *watchdog) kick() {
 	if w.timer != nil {
-		w.timer.Reset(w.stall)
+		w.last.Store(int64(time.Since(w.base)))
 	}
 }
 

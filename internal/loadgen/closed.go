@@ -182,6 +182,12 @@ loop:
 			break
 		}
 		due := start.Add(off)
+		// The request is built, body and all, before its time comes, so
+		// only the hand-off to a worker separates the schedule from the
+		// send.
+		req := next(n)
+		req.Scheduled = due
+		t.prepare(&req)
 		if wait := time.Until(due); wait > 0 {
 			timer.Reset(wait)
 			select {
@@ -202,8 +208,6 @@ loop:
 				break loop
 			}
 		}
-		req := next(n)
-		req.Scheduled = due
 		c.Sent.Add(1)
 		select {
 		case work <- job{n, req}:
