@@ -79,7 +79,8 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				_, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 1}, Requests: n},
 					func(i int) Request {
 						inflight.Add(1)
-						return Request{Prompt: "one two three four", MaxTokens: 40, Body: map[string]any{"ignore_eos": true}}
+						// Forced output length, as a sweep with force_osl sends.
+						return Request{Prompt: "one two three four", MaxTokens: 40, ExpectTokens: 40, Body: map[string]any{"ignore_eos": true, "min_tokens": 40}}
 					}, func(i int, r Result) {
 						inflight.Add(-1)
 						if r.Err != nil {

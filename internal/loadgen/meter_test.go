@@ -115,7 +115,9 @@ func startSimChild(tb testing.TB, ttft, itl time.Duration) simProcess {
 type meter struct {
 	wall         time.Time
 	self, child  time.Duration
-	gc, mallocs  float64
+	gc, user     float64
+	mallocs      float64
+	cycles       float64
 	childPid     int
 	loadAvgStart string
 }
@@ -123,7 +125,7 @@ type meter struct {
 func startMeter(childPid int) *meter {
 	m := &meter{childPid: childPid, loadAvgStart: loadAvg()}
 	m.self, m.child = selfCPU(), pidCPU(childPid)
-	m.gc, m.mallocs = runtimeCounters()
+	m.gc, m.user, m.mallocs, m.cycles = runtimeCounters()
 	m.wall = time.Now()
 	return m
 }
@@ -131,7 +133,8 @@ func startMeter(childPid int) *meter {
 // cost is what happened since startMeter.
 type cost struct {
 	Wall, Client, Sim time.Duration
-	GCShare           float64 // GC CPU over the client's CPU
+	GCShare           float64 // the GC's share of the Go code's CPU, by the runtime's estimate
+	GCCycles          float64
 	Mallocs           float64
 	LoadAvg           string // uptime's load averages at the start and the end
 }
@@ -139,11 +142,11 @@ type cost struct {
 func (m *meter) since() cost {
 	wall := time.Since(m.wall)
 	self, child := selfCPU()-m.self, pidCPU(m.childPid)-m.child
-	gc, mallocs := runtimeCounters()
-	c := cost{Wall: wall, Client: self, Sim: child, Mallocs: mallocs - m.mallocs,
+	gc, user, mallocs, cycles := runtimeCounters()
+	c := cost{Wall: wall, Client: self, Sim: child, Mallocs: mallocs - m.mallocs, GCCycles: cycles - m.cycles,
 		LoadAvg: m.loadAvgStart + " → " + loadAvg()}
-	if self > 0 {
-		c.GCShare = (gc - m.gc) / self.Seconds()
+	if g, u := gc-m.gc, user-m.user; g+u > 0 {
+		c.GCShare = g / (g + u)
 	}
 	return c
 }
@@ -156,6 +159,7 @@ func (c cost) report(b *testing.B, units float64, unit string) {
 	b.ReportMetric(units/c.Client.Seconds(), unit+"/client-cpu-s")
 	b.ReportMetric(c.Mallocs/units, "allocs/"+unit)
 	b.ReportMetric(100*c.GCShare, "gc-%")
+	b.ReportMetric(c.GCCycles, "gc-cycles")
 	b.ReportMetric(c.Client.Seconds()/c.Wall.Seconds(), "client-cores")
 	b.ReportMetric(c.Sim.Seconds()/c.Wall.Seconds(), "sim-cores")
 	b.Logf("load average %s", c.LoadAvg)
@@ -192,17 +196,25 @@ func pidCPU(pid int) time.Duration {
 	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
-var runtimeSamples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/heap/allocs:objects"}}
+var runtimeSamples = []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/user:cpu-seconds"},
+	{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/cycles/total:gc-cycles"}}
 
-func runtimeCounters() (gcSeconds, mallocs float64) {
+// runtimeCounters reads the runtime's CPU estimates (GC and user code)
+// and its allocation and GC cycle counts. The CPU classes are the
+// runtime's own estimates from the time its Ps spend in each (not the
+// kernel's CPU time), so only their ratio is used.
+func runtimeCounters() (gcSeconds, userSeconds, mallocs, cycles float64) {
 	metrics.Read(runtimeSamples)
-	if runtimeSamples[0].Value.Kind() == metrics.KindFloat64 {
-		gcSeconds = runtimeSamples[0].Value.Float64()
+	f := func(i int) float64 {
+		switch v := runtimeSamples[i].Value; v.Kind() {
+		case metrics.KindFloat64:
+			return v.Float64()
+		case metrics.KindUint64:
+			return float64(v.Uint64())
+		}
+		return 0
 	}
-	if runtimeSamples[1].Value.Kind() == metrics.KindUint64 {
-		mallocs = float64(runtimeSamples[1].Value.Uint64())
-	}
-	return
+	return f(0), f(1), f(2), f(3)
 }
 
 // loadAvg is /proc/loadavg's three averages (the machine is shared: a
