@@ -301,6 +301,12 @@ type PlannedStep struct {
 	Requests int
 	// Estimate is a rough duration; 0 when the stage cannot tell.
 	Estimate time.Duration
+	// Concurrency and Rate are the step's load (a closed loop's sessions,
+	// an open loop's requests per second; 0 when not that kind), which
+	// the dry run holds against what this machine's client was measured
+	// to carry (benchrun self-bench).
+	Concurrency int
+	Rate        float64
 }
 
 // Planner is implemented by stages that can list their work in advance

@@ -106,6 +106,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "benchrun:", err)
 			return pipeline.ExitInfra
 		}
+		warnCapacity(stderr, g, shards)
 		return pipeline.ExitOK
 	}
 	if err := applyMetadata(g.Plan, metadata); err != nil {

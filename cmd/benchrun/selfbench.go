@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,37 +22,50 @@ import (
 // runSelfBench is `benchrun self-bench`: the load generator's own ceiling on
 // this machine, measured against the built-in simulator in this process
 // (so the simulator's CPU counts against the client: a floor, not a peak).
-// It prints one CSV row per measurement on stdout.
+// It prints one CSV row per measurement on stdout, and saves the two
+// ceilings (streams, request rate) where the dry run finds them
+// (selfbench_cache.go).
 func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("benchrun self-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	conc := fs.Int("concurrency", 64, "streams for the measurement-error check")
 	streams := fs.Int("streams", 1024, "streams held in flight for the memory check")
-	lagMs := fs.Float64("max-send-lag-ms", 5, "send-lag p99 a sustained rate must stay under")
-	step := fs.Duration("step", time.Second, "how long each request rate is held")
+	lagMs := fs.Float64("max-send-lag-ms", 5, "send-lag p99 a sustained load must stay under")
+	step := fs.Duration("step", time.Second, "how long each request rate is held, and each stream count sent over")
+	maxStreams := fs.Int("max-streams", 16384, "the most concurrent streams the search tries")
+	maxRate := fs.Int("max-rate", 64000, "the highest request rate (req/s) the search tries")
+	save := fs.Bool("save", true, "save the ceilings for the dry run's check (in the user cache directory)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
 	}
-	if *conc < 1 || *streams < 1 || *step <= 0 {
-		fmt.Fprintln(stderr, "benchrun self-bench: --concurrency, --streams and --step must be positive")
+	if *conc < 1 || *streams < 1 || *step <= 0 || *maxStreams < 1 || *maxRate < 1 || !(*lagMs > 0) {
+		fmt.Fprintln(stderr, "benchrun self-bench: --concurrency, --streams, --step, --max-streams, --max-rate and --max-send-lag-ms must be positive")
 		return 2
 	}
 	cfg := sim.DefaultConfig()
 	cfg.EOSProb, cfg.MaxRecords = 0, 100000
 	cfg.TTFT, cfg.ITL = 5*time.Millisecond, 20*time.Millisecond
-	srv := sim.New(cfg)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, url, stop, err := serveSim(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "benchrun self-bench: listening on loopback: %v\n", err)
+		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
 		return 3
 	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(ln)
-	defer func() { srv.Close(); hs.Close() }()
-	url := "http://" + ln.Addr().String()
+	defer stop()
+	// The searches run against a lighter simulator: it keeps no records
+	// (only the measurement-error check reads them), so it takes less of
+	// the cores the client is measured on.
+	light := cfg
+	light.MaxRecords, light.Metrics = 0, sim.MetricsNone
+	light.TTFT, light.ITL = 5*time.Millisecond, streamITL
+	_, lightURL, stopLight, err := serveSim(light)
+	if err != nil {
+		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
+		return 3
+	}
+	defer stopLight()
 
 	fmt.Fprintln(stdout, "measurement,value,unit,detail")
 	row := func(name string, v float64, unit, detail string) {
@@ -97,37 +111,46 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	row("event_error_p50_ms", es.P50, "ms", fmt.Sprintf("|client stamp - simulator write|, %d events at concurrency %d", es.N, *conc))
 	row("event_error_p99_ms", es.P99, "ms", "")
 
-	// Request rate: constant arrivals, non-streamed, rising until the
-	// send lag p99 passes the bound.
-	nt := *tg
-	nt.Stream = false
-	best := 0.0
-	for rate := 500.0; rate <= 64000 && ctx.Err() == nil; rate *= 2 {
-		var lags []float64
-		var failed atomic.Int64
-		st, err := loadgen.Run(ctx, &nt, loadgen.Load{Schedule: &loadgen.Schedule{Rate: rate, Arrival: loadgen.ArrivalConstant}, Duration: *step},
-			func(int) loadgen.Request { return loadgen.Request{Prompt: "a", MaxTokens: 1} },
-			func(_ int, r loadgen.Result) {
-				if r.Err != nil {
-					failed.Add(1)
-				}
-				mu.Lock()
-				lags = append(lags, float64(r.SendLag())/1e6)
-				mu.Unlock()
-			})
+	// Request rate: constant arrivals, non-streamed, searched (doubling
+	// from 500 req/s, then bisection to 5 %) for the highest rate whose
+	// send lag p99 stays under the bound with every request answered.
+	nt := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions,
+		HTTP: loadgen.NewHTTPClient(4096), StallTimeout: 2 * time.Minute}
+	defer nt.HTTP.CloseIdleConnections()
+	bestRate, err := loadgen.SearchMax(ctx, min(500, *maxRate), *maxRate, 0.05, func(rate int) (bool, error) {
+		st, err := rateStep(ctx, nt, float64(rate), *step)
 		if err != nil {
-			fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
-			return 3
+			return false, err
 		}
-		l := stats.Summarize(lags)
-		achieved := float64(st.Sent) / time.Since(st.Start).Seconds()
-		row(fmt.Sprintf("send_lag_p99_ms_at_%g_req_s", rate), l.P99, "ms", fmt.Sprintf("achieved %.0f req/s, %d failed", achieved, failed.Load()))
-		if l.P99 > *lagMs || failed.Load() > 0 {
-			break
-		}
-		best = rate
+		row(fmt.Sprintf("send_lag_p99_ms_at_%d_req_s", rate), st.lagP99, "ms", fmt.Sprintf("achieved %.0f req/s, %d failed", st.achieved, st.failed))
+		return st.lagP99 <= *lagMs && st.failed == 0, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
+		return 3
 	}
-	row("max_rate_req_s", best, "req/s", fmt.Sprintf("non-streamed, send lag p99 under %g ms, simulator in-process", *lagMs))
+	row("max_rate_req_s", float64(bestRate), "req/s", fmt.Sprintf("non-streamed, send lag p99 under %g ms, every request ok, simulator in-process", *lagMs))
+
+	// Streams: n streamed requests sent over one step, each then open for
+	// streamEvents events streamITL apart, so all n are in flight at once;
+	// searched the same way (from 256) for the most whose send lag p99
+	// stays under the bound with every stream complete.
+	st := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true,
+		HTTP: loadgen.NewHTTPClient(*maxStreams), StallTimeout: 2 * time.Minute}
+	defer st.HTTP.CloseIdleConnections()
+	bestStreams, err := loadgen.SearchMax(ctx, min(256, *maxStreams), *maxStreams, 0.05, func(n int) (bool, error) {
+		s, err := streamStep(ctx, st, n, *step)
+		if err != nil {
+			return false, err
+		}
+		row(fmt.Sprintf("send_lag_p99_ms_at_%d_streams", n), s.lagP99, "ms", fmt.Sprintf("%d in flight at the peak, %d failed", s.peak, s.failed))
+		return s.lagP99 <= *lagMs && s.failed == 0 && s.peak >= int64(n)*9/10, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
+		return 3
+	}
+	row("max_streams", float64(bestStreams), "streams", fmt.Sprintf("concurrent streams, an event every %s each, send lag p99 under %g ms, every stream complete, simulator in-process", streamITL, *lagMs))
 
 	// Memory per in-flight stream.
 	runtime.GC()
@@ -166,5 +189,121 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	grown := peakBytes.Load() - min(base, peakBytes.Load())
 	// Client and simulator share this process: this is an upper bound.
 	row("bytes_per_stream", float64(grown)/float64(p), "bytes", fmt.Sprintf("%d streams in flight; client and in-process simulator together (an upper bound)", peak.Load()))
+
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "benchrun self-bench: interrupted; nothing saved")
+		return 130
+	}
+	if *save {
+		c := capacity{Fingerprint: machineFingerprint(), MeasuredAt: time.Now().UTC(), SendLagMs: *lagMs,
+			MaxStreams: bestStreams, MaxRate: float64(bestRate), StreamsCapped: bestStreams == *maxStreams, RateCapped: bestRate == *maxRate}
+		path, err := saveCapacity(c)
+		if err != nil {
+			fmt.Fprintf(stderr, "benchrun self-bench: saving the ceilings: %v\n", err)
+			return 3
+		}
+		fmt.Fprintf(stderr, "benchrun self-bench: saved max_streams %d and max_rate_req_s %d to %s; a dry run warns of plans that ask more\n", bestStreams, bestRate, path)
+	}
 	return 0
+}
+
+// streamITL and streamEvents shape the streams search's requests: an event
+// every 100 ms for 2 s (a decode speed of 10 tokens/s per stream, that of
+// a busy server).
+const (
+	streamITL    = 100 * time.Millisecond
+	streamEvents = 20
+)
+
+// serveSim serves a simulator on a loopback port in this process.
+func serveSim(cfg sim.Config) (*sim.Server, string, func(), error) {
+	srv := sim.New(cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("listening on loopback: %w", err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	return srv, "http://" + ln.Addr().String(), func() { srv.Close(); hs.Close() }, nil
+}
+
+// stepResult is one search step's outcome.
+type stepResult struct {
+	lagP99   float64 // ms
+	achieved float64 // req/s (rate steps)
+	failed   int64
+	peak     int64 // streams in flight at once (stream steps)
+}
+
+// rateStep sends non-streamed one-token requests at rate for d.
+func rateStep(ctx context.Context, t *loadgen.Target, rate float64, d time.Duration) (stepResult, error) {
+	var mu sync.Mutex
+	var lags []float64
+	var failed atomic.Int64
+	st, err := loadgen.Run(ctx, t, loadgen.Load{Schedule: &loadgen.Schedule{Rate: rate, Arrival: loadgen.ArrivalConstant}, Duration: d},
+		func(int) loadgen.Request { return loadgen.Request{Prompt: "a", MaxTokens: 1} },
+		func(_ int, r loadgen.Result) {
+			if r.Err != nil {
+				failed.Add(1)
+			}
+			mu.Lock()
+			lags = append(lags, float64(r.SendLag())/1e6)
+			mu.Unlock()
+		})
+	if err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{lagP99: stats.Summarize(lags).P99, achieved: float64(st.Sent) / time.Since(st.Start).Seconds(), failed: failed.Load()}, nil
+}
+
+// streamStep sends n streams over d (constant arrivals), each lasting
+// streamEvents events, and waits for them all.
+func streamStep(ctx context.Context, t *loadgen.Target, n int, d time.Duration) (stepResult, error) {
+	var mu sync.Mutex
+	var lags []float64
+	var spans [][2]time.Time
+	var failed int64
+	_, err := loadgen.Run(ctx, t, loadgen.Load{Schedule: &loadgen.Schedule{Rate: float64(n) / d.Seconds(), Arrival: loadgen.ArrivalConstant}, Requests: n},
+		func(int) loadgen.Request {
+			return loadgen.Request{Prompt: "one two three", MaxTokens: streamEvents, ExpectTokens: streamEvents,
+				Body: map[string]any{"ignore_eos": true, "min_tokens": streamEvents}}
+		},
+		func(_ int, r loadgen.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Err != nil {
+				failed++
+			}
+			lags = append(lags, float64(r.SendLag())/1e6)
+			spans = append(spans, [2]time.Time{r.Sent, r.Finished})
+		},
+	)
+	if err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{lagP99: stats.Summarize(lags).P99, failed: failed, peak: int64(peakOverlap(spans))}, nil
+}
+
+// peakOverlap is the most [start, end] spans open at one instant.
+func peakOverlap(spans [][2]time.Time) int {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, s := range spans {
+		edges = append(edges, edge{s[0], 1}, edge{s[1], -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.d - b.d // an end before a start at the same instant
+	})
+	cur, peak := 0, 0
+	for _, e := range edges {
+		cur += e.d
+		peak = max(peak, cur)
+	}
+	return peak
 }

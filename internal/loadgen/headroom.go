@@ -15,7 +15,7 @@ func SearchMax(ctx context.Context, lo, hi int, tol float64, ok func(n int) (boo
 	if lo < 1 || hi < lo {
 		return 0, fmt.Errorf("search bounds [%d, %d]: want 1 <= lo <= hi", lo, hi)
 	}
-	good, bad := 0, hi+1
+	good, bad := 0, 0
 	for n := lo; ; n = min(2*n, hi) {
 		if err := ctx.Err(); err != nil {
 			return good, err

@@ -69,11 +69,6 @@ type simProcess struct {
 	Pid int
 }
 
-// startSimProcess starts the child simulator and returns its base URL.
-func startSimProcess(tb testing.TB, ttft, itl time.Duration) string {
-	return startSimChild(tb, ttft, itl).URL
-}
-
 // startSimChild starts the child simulator.
 func startSimChild(tb testing.TB, ttft, itl time.Duration) simProcess {
 	tb.Helper()

@@ -68,8 +68,10 @@ func (s *Stage) Plan() []pipeline.PlannedStep {
 		steps = append(steps, pipeline.PlannedStep{
 			ID:       cellID(s.spec.Name, p),
 			Label:    p.label(),
-			Requests: n * passes,
-			Estimate: seconds(float64(passes) * pass),
+			Requests:    n * passes,
+			Estimate:    seconds(float64(passes) * pass),
+			Concurrency: p.concurrency,
+			Rate:        p.rate,
 		})
 	}
 	return steps

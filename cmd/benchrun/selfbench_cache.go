@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/pipeline"
+)
+
+// The ceilings `benchrun self-bench` measured are kept per machine in the
+// user cache directory ($XDG_CACHE_HOME/benchrun/self-bench/, else
+// ~/.cache/benchrun/self-bench/ on Linux), one JSON file per machine
+// fingerprint (host name, OS and architecture, CPU model, the cores Go
+// uses): a plan's dry run reads the one of the machine it runs on, so a
+// cache shared over NFS or a home directory copied to another machine
+// never answers for the wrong hardware. A machine that has none gets no
+// warning; the file says when it was measured, and with what bound.
+
+// capacity is one machine's self-bench ceilings.
+type capacity struct {
+	Fingerprint string    `json:"fingerprint"`
+	MeasuredAt  time.Time `json:"measured_at"`
+	// SendLagMs is the send-lag p99 bound the ceilings were found under.
+	SendLagMs float64 `json:"send_lag_threshold_ms"`
+	// MaxStreams is the most concurrent streams, MaxRate the highest
+	// non-streamed request rate, sustained under it. *Capped: the search
+	// stopped at its own upper bound, so the ceiling is at least that.
+	MaxStreams    int     `json:"max_streams"`
+	MaxRate       float64 `json:"max_rate_req_s"`
+	StreamsCapped bool    `json:"max_streams_is_search_bound,omitempty"`
+	RateCapped    bool    `json:"max_rate_is_search_bound,omitempty"`
+}
+
+// machineFingerprint names this machine as far as the client's ceiling
+// depends on it.
+func machineFingerprint() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("host=%s os=%s/%s cpu=%q cores=%d", host, runtime.GOOS, runtime.GOARCH, cpuModel(), runtime.GOMAXPROCS(0))
+}
+
+// cpuModel is /proc/cpuinfo's first "model name" ("" where there is none).
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// capacityPath is where this fingerprint's ceilings live.
+func capacityPath(fingerprint string) (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(fingerprint))
+	return filepath.Join(dir, "benchrun", "self-bench", hex.EncodeToString(sum[:8])+".json"), nil
+}
+
+func saveCapacity(c capacity) (string, error) {
+	path, err := capacityPath(c.Fingerprint)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	// Written aside and renamed, so a dry run never reads half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// loadCapacity reads this machine's ceilings; ok is false when there are
+// none (never measured, or unreadable: the dry run then has nothing to
+// say).
+func loadCapacity() (capacity, string, bool) {
+	fp := machineFingerprint()
+	path, err := capacityPath(fp)
+	if err != nil {
+		return capacity{}, "", false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return capacity{}, path, false
+	}
+	var c capacity
+	if json.Unmarshal(b, &c) != nil || c.Fingerprint != fp {
+		return capacity{}, path, false
+	}
+	return c, path, true
+}
+
+// warnCapacity tells the dry run's reader (on stderr) which planned steps
+// ask more of this machine's client than its last self-bench measured it
+// to carry: such a step would measure the client, and its rows would come
+// out client-bound. A shard (--shard i/n) sends about 1/n of each step.
+func warnCapacity(w io.Writer, g *pipeline.Graph, shards int) {
+	c, path, ok := loadCapacity()
+	if !ok {
+		return
+	}
+	when := c.MeasuredAt.Format("2006-01-02")
+	for _, n := range g.Order() {
+		pl, ok := n.Stage.(pipeline.Planner)
+		if !ok {
+			continue
+		}
+		var conc, rate []string
+		worstC, worstR := 0, 0.0
+		for _, st := range pl.Plan() {
+			if shards > 1 {
+				st.Concurrency = (st.Concurrency + shards - 1) / shards
+				st.Rate /= float64(shards)
+			}
+			if st.Concurrency > c.MaxStreams && !c.StreamsCapped {
+				conc = append(conc, st.Label)
+				worstC = max(worstC, st.Concurrency)
+			}
+			if st.Rate > c.MaxRate && !c.RateCapped {
+				rate = append(rate, st.Label)
+				worstR = max(worstR, st.Rate)
+			}
+		}
+		if len(conc) > 0 {
+			fmt.Fprintf(w, "benchrun: warning: stage %s: %d steps ask this client for up to %d concurrent requests, more than the %d streams this machine's client sustained with send lag p99 under %g ms (self-bench of %s, %s): they would measure the client, not the server (%s); shard the load over more machines (--shard) or lower it\n",
+				n.Spec.Name, len(conc), worstC, c.MaxStreams, c.SendLagMs, when, path, abbreviate(conc, 4))
+		}
+		if len(rate) > 0 {
+			fmt.Fprintf(w, "benchrun: warning: stage %s: %d steps ask this client for up to %g req/s, more than the %g req/s this machine's client sustained with send lag p99 under %g ms (self-bench of %s, %s): they would measure the client, not the server (%s); shard the load over more machines (--shard) or lower it\n",
+				n.Spec.Name, len(rate), worstR, c.MaxRate, c.SendLagMs, when, path, abbreviate(rate, 4))
+		}
+	}
+}
+
+// abbreviate joins the first n labels and counts the rest.
+func abbreviate(labels []string, n int) string {
+	if len(labels) <= n {
+		return strings.Join(labels, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(labels[:n], ", "), len(labels)-n)
+}
