@@ -66,8 +66,8 @@ func (s *Stage) Plan() []pipeline.PlannedStep {
 			pass = math.Max(pass, perPass.Seconds())
 		}
 		steps = append(steps, pipeline.PlannedStep{
-			ID:       cellID(s.spec.Name, p),
-			Label:    p.label(),
+			ID:          cellID(s.spec.Name, p),
+			Label:       p.label(),
 			Requests:    n * passes,
 			Estimate:    seconds(float64(passes) * pass),
 			Concurrency: p.concurrency,
