@@ -5,12 +5,13 @@ import (
 	"fmt"
 )
 
-// SearchMax finds the largest n in [lo, hi] for which ok(n) holds, where ok
+// SearchMax finds the largest n in [1, hi] for which ok(n) holds, where ok
 // holds up to some point and fails above it (a load the client sustains,
 // then one it does not): it doubles from lo until ok fails or hi is
-// reached, then bisects the bracket until its ends are within tol of each
-// other (a fraction: 0.05 stops at 5 %). It returns 0 when ok(lo) fails,
-// and what it had when ok returns an error or ctx ends.
+// reached (or, when ok(lo) already fails, halves until it holds), then
+// bisects the bracket until its ends are within tol of each other (a
+// fraction: 0.05 stops at 5 %). It returns 0 when even ok(1) fails, and
+// what it had when ok returns an error or ctx ends.
 func SearchMax(ctx context.Context, lo, hi int, tol float64, ok func(n int) (bool, error)) (int, error) {
 	if lo < 1 || hi < lo {
 		return 0, fmt.Errorf("search bounds [%d, %d]: want 1 <= lo <= hi", lo, hi)
@@ -33,8 +34,23 @@ func SearchMax(ctx context.Context, lo, hi int, tol float64, ok func(n int) (boo
 			return good, nil
 		}
 	}
-	if good == 0 {
-		return 0, nil
+	for good == 0 {
+		if bad == 1 {
+			return 0, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		n := bad / 2
+		pass, err := ok(n)
+		if err != nil {
+			return 0, err
+		}
+		if pass {
+			good = n
+		} else {
+			bad = n
+		}
 	}
 	for bad-good > 1 && float64(bad-good) > tol*float64(good) {
 		if err := ctx.Err(); err != nil {
