@@ -400,6 +400,9 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 	if t.Endpoint == Transcriptions {
 		return t.multipartBody(req)
 	}
+	if out, ok := t.fastBody(req); ok && !mapBodyOnly {
+		return out, "application/json", nil
+	}
 	b := map[string]any{"model": t.Model}
 	switch t.Endpoint {
 	case Chat:
