@@ -117,14 +117,14 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	nt := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions,
 		HTTP: loadgen.NewHTTPClient(4096), StallTimeout: 2 * time.Minute}
 	defer nt.HTTP.CloseIdleConnections()
-	bestRate, err := loadgen.SearchMax(ctx, min(500, *maxRate), *maxRate, 0.05, func(rate int) (bool, error) {
+	bestRate, err := loadgen.SearchMax(ctx, min(500, *maxRate), *maxRate, 0.05, twice(func(rate int, try int) (bool, error) {
 		st, err := rateStep(ctx, nt, float64(rate), *step)
 		if err != nil {
 			return false, err
 		}
-		row(fmt.Sprintf("send_lag_p99_ms_at_%d_req_s", rate), st.lagP99, "ms", fmt.Sprintf("achieved %.0f req/s, %d failed", st.achieved, st.failed))
+		row(fmt.Sprintf("send_lag_p99_ms_at_%d_req_s%s", rate, retryName(try)), st.lagP99, "ms", fmt.Sprintf("achieved %.0f req/s, %d failed", st.achieved, st.failed))
 		return st.lagP99 <= *lagMs && st.failed == 0, nil
-	})
+	}))
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
 		return 3
@@ -138,14 +138,14 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	st := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true,
 		HTTP: loadgen.NewHTTPClient(*maxStreams), StallTimeout: 2 * time.Minute}
 	defer st.HTTP.CloseIdleConnections()
-	bestStreams, err := loadgen.SearchMax(ctx, min(256, *maxStreams), *maxStreams, 0.05, func(n int) (bool, error) {
+	bestStreams, err := loadgen.SearchMax(ctx, min(256, *maxStreams), *maxStreams, 0.05, twice(func(n int, try int) (bool, error) {
 		s, err := streamStep(ctx, st, n, *step)
 		if err != nil {
 			return false, err
 		}
-		row(fmt.Sprintf("send_lag_p99_ms_at_%d_streams", n), s.lagP99, "ms", fmt.Sprintf("%d in flight at the peak, %d failed", s.peak, s.failed))
+		row(fmt.Sprintf("send_lag_p99_ms_at_%d_streams%s", n, retryName(try)), s.lagP99, "ms", fmt.Sprintf("%d in flight at the peak, %d failed", s.peak, s.failed))
 		return s.lagP99 <= *lagMs && s.failed == 0 && s.peak >= int64(n)*9/10, nil
-	})
+	}))
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
 		return 3
@@ -225,6 +225,28 @@ func serveSim(cfg sim.Config) (*sim.Server, string, func(), error) {
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(ln)
 	return srv, "http://" + ln.Addr().String(), func() { srv.Close(); hs.Close() }, nil
+}
+
+// twice runs a search step again when it fails and fails it only when
+// the second try fails too: on a shared machine one step can lose its
+// cores to a neighbour for a moment, and a search that takes that for the
+// client's ceiling stops far below it.
+func twice(step func(n, try int) (bool, error)) func(int) (bool, error) {
+	return func(n int) (bool, error) {
+		ok, err := step(n, 1)
+		if ok || err != nil {
+			return ok, err
+		}
+		return step(n, 2)
+	}
+}
+
+// retryName marks a second try's row.
+func retryName(try int) string {
+	if try > 1 {
+		return "_retry"
+	}
+	return ""
 }
 
 // stepResult is one search step's outcome.
