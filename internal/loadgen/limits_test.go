@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,5 +98,42 @@ func TestInFlightLimitLeavesRoom(t *testing.T) {
 	}
 	if p := localPorts(); p > 0 && n > p {
 		t.Fatalf("InFlightLimit %d exceeds the %d local ports", n, p)
+	}
+}
+
+// TestOpenLoopBehindScheduleHoldsInFlight: a client that has fallen
+// behind its schedule with many requests in flight sends one per request
+// that ends instead of all the overdue ones at once, counts them as held
+// (the client is the limit), and still sends and completes every one.
+func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.TTFT = 200 * time.Millisecond
+		c.ITL = 0
+	})
+	tg := newTarget(url, 512)
+	tg.Stream = false
+	defer tg.HTTP.CloseIdleConnections()
+	var failed, done atomic.Int64
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 1000, Arrival: ArrivalConstant}, Requests: 300}, func(i int) Request {
+		if i == 120 {
+			// A stall of the client's own: about 120 requests are in
+			// flight (200 ms each) and the rest are now 60 ms late.
+			time.Sleep(60 * time.Millisecond)
+		}
+		return Request{Prompt: "x", MaxTokens: 1}
+	}, func(i int, r Result) {
+		done.Add(1)
+		if r.Err != nil {
+			failed.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sent != 300 || done.Load() != 300 || failed.Load() != 0 {
+		t.Fatalf("sent %d, done %d, failed %d; want 300, 300, 0", st.Sent, done.Load(), failed.Load())
+	}
+	if st.Held == 0 {
+		t.Errorf("no request was held while the client was behind its schedule")
 	}
 }

@@ -182,7 +182,7 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 		notes = append(notes, fmt.Sprintf("client-bound: benchrun itself used %.2f of %.0f cores over the timed window, so its stamps lag the bytes (read the cell as a lower bound of the server)", *row.ClientCPUUtil, n))
 	}
 	if sends.held > 0 {
-		notes = append(notes, fmt.Sprintf("client-bound: %d requests waited for one of the %d connections the client can hold open (its open-file and local-port limits) and left late: the client, not the server, capped the load offered; read ttft_sched/e2el_sched (raise ulimit -n to offer more)", sends.held, sends.limit))
+		notes = append(notes, fmt.Sprintf("client-bound: %d requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most %d connections, its open-file and local-port limits): the client, not the server, capped the load offered; read ttft_sched/e2el_sched", sends.held, sends.limit))
 	}
 	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))

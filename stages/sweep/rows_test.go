@@ -134,8 +134,8 @@ func TestClientCPUSaturationIsNoted(t *testing.T) {
 	}
 }
 
-// Requests that waited for the client's own in-flight limit (an open loop
-// the server fell behind) are the client's limit, and the notes say so.
+// Requests the client held back (behind its schedule, or at its own
+// in-flight limit) are the client's limit, and the notes say so.
 func TestClientInFlightLimitIsNoted(t *testing.T) {
 	t0 := time.Now()
 	rs := []loadgen.Result{{Scheduled: t0, Sent: t0, Tokens: []loadgen.TokenEvent{{At: t0.Add(time.Millisecond), Tokens: 1}}, Finished: t0.Add(2 * time.Millisecond), OutputTokens: 1}}
@@ -144,7 +144,7 @@ func TestClientInFlightLimitIsNoted(t *testing.T) {
 		sp := spanOf(rs)
 		sp.held, sp.limit = held, 18750
 		fillRow(&row, rs, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, schema.SLO{})
-		want := "client-bound: 7 requests waited for one of the 18750 connections the client can hold open"
+		want := "client-bound: 7 requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most 18750 connections"
 		if got := strings.Contains(row.Notes, want); got != (held > 0) {
 			t.Errorf("held %d: notes %q", held, row.Notes)
 		}
