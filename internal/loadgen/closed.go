@@ -81,9 +81,9 @@ func (l Load) done(i int, off time.Duration) bool {
 
 // behind is how late an open loop's send may be before the client counts
 // as behind its schedule (five times the sweep's default send-lag
-// threshold: a GC pause or a neighbour's burst does not trip it), and
-// behindWindow the fewest requests in flight for which it then waits for
-// one to end rather than send at once.
+// threshold: a GC pause does not trip it), and behindWindow how many
+// requests in flight it may add to those it had then before it waits for
+// one to end.
 const (
 	behind       = 25 * time.Millisecond
 	behindWindow = 64
@@ -160,6 +160,7 @@ func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onRes
 	// freed says a request in flight ended (one token: a send waiting
 	// for it takes it; completions while none waits collapse into one).
 	freed := make(chan struct{}, 1)
+	window := 0 // while behind: the in-flight count it may grow to (0: on schedule)
 	// Requests go to a pool of workers that is grown on demand and reused,
 	// as vegeta does: a fresh goroutine per request would grow a fresh
 	// stack through the HTTP round trip every time (about a tenth of the
@@ -214,15 +215,22 @@ loop:
 				break loop
 			}
 		}
-		if time.Since(due) > behind && len(sem) >= behindWindow {
-			// The client has fallen behind its schedule with requests in
-			// flight: it is the limit. Sending the overdue requests all at
-			// once would open a connection (and a goroutine on both sides)
-			// for each, and the pile-up slows the client further: at
-			// 16,000 req/s offered on two shared cores it delivered a
-			// third of what it did with the in-flight count held. So while
-			// behind it sends one request per request that ends; on
-			// schedule again, in-flight grows as the load needs.
+		// Far behind its schedule, the client is the limit. Sending every
+		// overdue request at once would open a connection (and a
+		// goroutine on both sides) for each, and the pile-up slows the
+		// client further: at 16,000 req/s offered on two shared cores it
+		// delivered less than half of what it did with the in-flight
+		// count held. So once behind, it lets in-flight grow by
+		// behindWindow over what it was (a passing stall's backlog goes
+		// at once), and past that sends one request per request that
+		// ends; on schedule again, in-flight grows as the load needs.
+		switch late := time.Since(due); {
+		case late <= behind:
+			window = 0
+		case window == 0:
+			window = len(sem) + behindWindow
+		}
+		if window > 0 && len(sem) >= window {
 			held++
 			select {
 			case <-freed:
