@@ -14,10 +14,11 @@ import (
 // client's whole per-request count. The bytes are exactly those of
 // json.Marshal of the map body builds (keys sorted, HTML-safe escaping;
 // TestFastBodyMatchesMarshal holds it to that), so servers, logs and
-// recorded requests see no difference. Images, embeddings and
-// transcriptions take the general path (ok false).
+// recorded requests see no difference. Images, a conversation's
+// Messages, embeddings and transcriptions take the general path (ok
+// false).
 func (t *Target) fastBody(req Request) ([]byte, bool) {
-	if t.Endpoint != Completions && t.Endpoint != Chat && t.Endpoint != "" || len(req.Images) > 0 {
+	if t.Endpoint != Completions && t.Endpoint != Chat && t.Endpoint != "" || len(req.Images) > 0 || req.Messages != nil {
 		return nil, false
 	}
 	var kv [24]field

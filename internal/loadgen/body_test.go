@@ -83,6 +83,9 @@ func TestFastBodyMatchesMarshal(t *testing.T) {
 	if _, ok := (&Target{Endpoint: Chat}).fastBody(Request{Prompt: "x", Images: []string{"data:image/png;base64,AA=="}}); ok {
 		t.Error("images: fastBody took it")
 	}
+	if _, ok := (&Target{Endpoint: Chat}).fastBody(Request{Messages: []Message{{Role: "user", Content: "x"}}}); ok {
+		t.Error("messages: fastBody took it")
+	}
 	if _, ok := (&Target{}).fastBody(Request{Body: map[string]any{"bad": make(chan int)}}); ok {
 		t.Error("an unencodable value: fastBody took it")
 	}
