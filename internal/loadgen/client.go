@@ -98,14 +98,16 @@ func (t *Target) String() string {
 
 // NewHTTPClient returns a client whose connection pool holds maxConns idle
 // connections per host, so a closed loop of that concurrency reuses
-// connections instead of paying a TCP handshake per request.
+// connections instead of paying a TCP handshake per request. On Linux its
+// connections ask the kernel to timestamp the data they receive, and
+// streamed events are timed by those stamps (kstamp.go).
 func NewHTTPClient(maxConns int) *http.Client {
 	if maxConns < 16 {
 		maxConns = 16
 	}
 	return &http.Client{Transport: &http.Transport{
 		Proxy:               nil, // benchmarks talk to the server, never through a proxy
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         stampDial((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        maxConns,
 		MaxIdleConnsPerHost: maxConns,
 		IdleConnTimeout:     90 * time.Second,
@@ -220,6 +222,22 @@ type Result struct {
 	Session, Turn int
 	HistoryTokens int
 	HistoryKnown  bool
+
+	// StampSource is the clock of the token events' times: StampKernel
+	// (the kernel's receive timestamps), StampUser (StampNote says why),
+	// "" for a request that was not streamed.
+	StampSource string
+	StampNote   string
+	// StampDelays[k], with kernel stamps, is how much later the client's
+	// own clock read token event k than the kernel stamped its bytes:
+	// Tokens[k].At + StampDelays[k] is the user-space stamp. It is 0 for
+	// an event whose read carried no usable kernel stamp (StampMissing
+	// counts them), which keeps its user stamp.
+	StampDelays  []time.Duration
+	StampMissing int
+	// StampShared counts token events that came in one socket read with
+	// the next one, so carry the later bytes' arrival (kstamp.go).
+	StampShared int
 }
 
 // TokenEvent is one token-bearing event.
@@ -507,6 +525,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		defer firstToken.Stop()
 	}
 	var resp *http.Response
+	var conn atomic.Pointer[connStamp] // the connection's kernel stamps
 	for {
 		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
@@ -524,7 +543,11 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		// while its headers promise keep-alive: llama-server, proxies).
 		var reused atomic.Bool
 		hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+			GotConn: func(i httptrace.GotConnInfo) {
+				reused.Store(i.Reused)
+				s, why := connStamps(i.Conn)
+				conn.Store(&connStamp{s, why})
+			},
 		}))
 		res.Sent = time.Now()
 		resp, err = client.Do(hreq)
@@ -583,10 +606,26 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	if streamed {
-		if n := tokenCapacity(req); n > 0 {
+		n := tokenCapacity(req)
+		if n > 0 {
 			res.Tokens = make([]TokenEvent, 0, n)
 		}
+		var st *stampReader
+		if cs := conn.Load(); cs != nil && cs.s != nil {
+			st = &stampReader{r: rbody, c: cs.s}
+			rbody = st
+			if n > 0 {
+				res.StampDelays = make([]time.Duration, 0, n)
+			}
+		} else if cs != nil {
+			res.StampSource, res.StampNote = StampUser, cs.why
+		} else {
+			res.StampSource, res.StampNote = StampUser, "the HTTP client reported no connection (httptrace)"
+		}
 		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens, req.KeepText))
+		if st != nil {
+			st.finish(&res)
+		}
 		res.Finished = time.Now()
 		if res.Err == nil {
 			// Read the rest (the chunked terminator after [DONE]) so the
@@ -677,7 +716,8 @@ const streamBufferSize = 2 << 10
 // the client adds no allocation per event beyond the stamp it appends.
 func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int, keepText bool) error {
 	sr := sse.NewReaderSize(r, streamBufferSize)
-	var text []byte // the answer's text, when kept
+	st, _ := r.(*stampReader) // kernel receive stamps (kstamp.go)
+	var text []byte           // the answer's text, when kept
 	defer func() {
 		if keepText {
 			res.Text = string(text)
@@ -751,6 +791,11 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 		if c.HasText {
 			if counted == 0 && firstToken != nil {
 				firstToken.Stop()
+			}
+			if st != nil {
+				var d time.Duration
+				at, d = st.stamp(at)
+				res.StampDelays = append(res.StampDelays, d)
 			}
 			res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
 			counted++

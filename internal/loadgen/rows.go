@@ -37,6 +37,12 @@ func RequestRows(cell results.Cell, rs []Result) []results.Request {
 					q.ChunkGapsMs = append(q.ChunkGapsMs, millis(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
 				}
 			}
+			if len(r.StampDelays) > 0 {
+				q.StampDelaysMs = make([]float64, len(r.StampDelays))
+				for k, d := range r.StampDelays {
+					q.StampDelaysMs[k] = millis(d)
+				}
+			}
 		} else {
 			q.Status, q.Error = results.StatusError, r.Err.Error()
 		}

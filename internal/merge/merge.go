@@ -319,6 +319,26 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 		row.Shards = base.Shards
 	}
 	row.ClientCPUUtil = cpu // the busiest shard's: each shard is its own client
+	// One clock for the merged cell's events: kernel stamps only when
+	// every shard that streamed had them.
+	var kernel, user []string
+	for _, p := range ps {
+		switch p.row.StampSource {
+		case "kernel":
+			kernel = append(kernel, fmt.Sprint(p.row.Shard))
+		case "user":
+			user = append(user, fmt.Sprint(p.row.Shard))
+		}
+	}
+	if len(kernel) > 0 && len(user) > 0 {
+		row.StampSource = "user"
+		for i := range reqs {
+			userStamps(&reqs[i])
+		}
+		notes = append(notes, fmt.Sprintf("shards %s timed events with kernel receive stamps, shards %s with user-space stamps: the merged cell uses the user-space ones of all (stamp_source user)", strings.Join(kernel, ","), strings.Join(user, ",")))
+	} else if len(kernel) > 0 {
+		row.StampSource = "kernel"
+	}
 	fill(&row, reqs, slo)
 	// Shard 0's notes on the cell's shape tell whether its cache should
 	// engage; the conversation and cache notes come from the pooled rows.
@@ -359,11 +379,39 @@ func fmtOpt(p *float64) string {
 	return fmt.Sprintf("%.2f", *p)
 }
 
+// userStamps turns a request row timed by kernel receive stamps into the
+// one its user-space stamps give: each event's stamp moves later by its
+// stamp delay (loadgen.Result.StampDelays), so ttft and e2el grow by the
+// first and last event's delay and every gap by the difference.
+func userStamps(r *results.Request) {
+	d := r.StampDelaysMs
+	if len(d) == 0 {
+		return
+	}
+	last := d[len(d)-1]
+	for _, p := range []*float64{r.TTFTMs, r.TTFTSchedMs} {
+		if p != nil {
+			*p += d[0]
+		}
+	}
+	for _, p := range []*float64{r.E2ELMs, r.E2ELSchedMs} {
+		if p != nil {
+			*p += last
+		}
+	}
+	for k := range r.ChunkGapsMs {
+		if k+1 < len(d) {
+			r.ChunkGapsMs[k] += d[k+1] - d[k]
+		}
+	}
+	r.StampDelaysMs = nil
+}
+
 // fill recomputes the request-derived metrics as the sweep's fillRow does
 // (docs/METRICS.md), from request rows instead of live results, over the
 // union window: the earliest send to the latest finish of any shard.
 func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
-	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
+	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag, stampDelay []float64
 	var inTok, outTok, ttftSum float64
 	good := 0
 	var first, last time.Time
@@ -408,6 +456,7 @@ func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 			(slo.ITLMs == 0 || maxGap <= slo.ITLMs) && (slo.E2ELMs == 0 || e <= slo.E2ELMs) {
 			good++
 		}
+		stampDelay = append(stampDelay, r.StampDelaysMs...)
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
 		if end := r.SentAt.Add(time.Duration(e * float64(time.Millisecond))); end.After(last) {
@@ -423,6 +472,12 @@ func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = dist(e2elSched)
 	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = dist(lag)
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
+	// Kernel stamps' delays: NULL unless the cell's events were timed by
+	// kernel stamps (a row measured with user stamps has none).
+	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
+	if s := stats.Summarize(stampDelay); s.N > 0 && row.StampSource == "kernel" {
+		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
+	}
 	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.SentReqS = nil, nil, nil, nil, nil
 	row.PrefillTokS, row.EffectiveISL, row.EffectiveOSL = nil, nil, nil
 	row.Goodput, row.GoodputRatio = nil, nil

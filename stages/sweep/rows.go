@@ -26,6 +26,8 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	var firstErr error
 	var good int64
 	counted, estimated, continuous := 0, 0, 0
+	// First: it may set a mixed cell's kernel stamps back to user ones.
+	stampNote := loadgen.CellStamps(row, rs)
 	for _, r := range rs {
 		row.ConnRetries += int64(r.ConnRetries)
 		// Send lag is the client's own delay and counts for every request
@@ -183,6 +185,9 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	}
 	if sends.held > 0 {
 		notes = append(notes, fmt.Sprintf("client-bound: %d requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most %d connections, its open-file and local-port limits): the client, not the server, capped the load offered; read ttft_sched/e2el_sched", sends.held, sends.limit))
+	}
+	if stampNote != "" {
+		notes = append(notes, stampNote)
 	}
 	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))

@@ -153,6 +153,10 @@ func TestSweepClosedLoopRows(t *testing.T) {
 				t.Errorf("%s: notes %q lack %q", r.CellID, r.Notes, want)
 			}
 		}
+		// On Linux the events are timed by the kernel's receive stamps.
+		if runtime.GOOS == "linux" && (r.StampSource != "kernel" || r.StampDelayP50Ms == nil || v(r.StampDelayP99Ms) < v(r.StampDelayP50Ms)) {
+			t.Errorf("%s: stamp_source %q, stamp delay p50 %v p99 %v (notes %q)", r.CellID, r.StampSource, r.StampDelayP50Ms, r.StampDelayP99Ms, r.Notes)
+		}
 	}
 	if v(c.cells[1].SpeedupVsC1) < 2 {
 		t.Errorf("speedup at c=4 is %.2f; a fixed-latency server should scale", v(c.cells[1].SpeedupVsC1))
@@ -160,6 +164,9 @@ func TestSweepClosedLoopRows(t *testing.T) {
 	for _, q := range c.reqs {
 		if q.Status != results.StatusOK || len(q.ChunkTokens) != 8 || len(q.ChunkGapsMs) != 7 || q.ResponseID == "" {
 			t.Fatalf("request row %+v", q)
+		}
+		if runtime.GOOS == "linux" && len(q.StampDelaysMs) != 8 {
+			t.Errorf("request row stamp delays %v, want one per event", q.StampDelaysMs)
 		}
 	}
 }

@@ -20,6 +20,8 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, slo s
 	var inTok, outTok, ttftSum float64
 	var good int64
 	var firstErr error
+	// First: it may set a mixed cell's kernel stamps back to user ones.
+	stampNote := loadgen.CellStamps(row, rs)
 	for _, r := range rs {
 		row.ConnRetries += int64(r.ConnRetries)
 		lag = append(lag, ms(r.SendLag()))
@@ -84,6 +86,9 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, slo s
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
 	row.Notes = fmt.Sprintf("prompts from %d real documents (isl is the synthetic cell's; see effective_isl and synthetic_effective_isl)", row.Documents)
+	if stampNote != "" {
+		row.Notes += "; " + stampNote
+	}
 	switch {
 	case len(rs) == 0:
 		row.Status, row.Reason = results.StatusError, "no request was sent"
