@@ -12,8 +12,8 @@
 # xmllint (Debian package libxml2-utils; the junit sink's schema test, which
 # fails without it under CI=true), sshd (Debian package openssh-server; the
 # SSH runner's tests start their own on a loopback port, never the
-# machine's), kubectl (Debian package; the client dry run of the rendered
-# Kubernetes manifests), the staticcheck linter (with BENCHRUN_LINT=1).
+# machine's), kubectl (the client dry run of the rendered Kubernetes
+# manifests; skipped with a note where no registry has it), the staticcheck linter (with BENCHRUN_LINT=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -45,9 +45,12 @@ if [ ! -x /usr/sbin/sshd ] && ! command -v sshd >/dev/null 2>&1; then
 	apt_install openssh-server
 fi
 
+# kubectl ships with this machine image (a package outside Debian's
+# archive); where it is missing and no registry has it, the kubectl check
+# is skipped (internal/k8s says so) rather than failing the whole run.
 if ! command -v kubectl >/dev/null 2>&1; then
-	echo "== installing kubectl (Debian package)"
-	apt_install kubectl
+	echo "== installing kubectl (package kubectl)"
+	apt_install kubectl || echo "== kubectl is not in the package registry: the manifests' kubectl dry run is skipped"
 fi
 
 bash .ci/install-ollama.sh
