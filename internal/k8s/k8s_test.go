@@ -233,7 +233,8 @@ func TestStrictDecodeCatches(t *testing.T) {
 }
 
 // kubectlDryRun runs kubectl's client-side dry run on the rendered set
-// when kubectl is installed (Debian's kubectl; test.sh installs it).
+// when kubectl is installed (the machine image's; test.sh installs it
+// where a registry has it).
 // kubectl maps kinds to resources through discovery first, so it is
 // pointed at a discovery stand-in (discoveryServer: no API server can run
 // here); everything else it checks is its own.
