@@ -450,10 +450,7 @@ func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 			}
 			itlTok = append(itlTok, g/float64(tok))
 		}
-		// The sweep's rule (stages/sweep meetsSLO): every limit the
-		// plan sets, a request's worst gap against the ITL limit.
-		if (slo.TTFTMs == 0 || t <= slo.TTFTMs) && (slo.TPOTMs == 0 || reqTPOT <= slo.TPOTMs) &&
-			(slo.ITLMs == 0 || maxGap <= slo.ITLMs) && (slo.E2ELMs == 0 || e <= slo.E2ELMs) {
+		if slo.Met(t, reqTPOT, maxGap, e) {
 			good++
 		}
 		stampDelay = append(stampDelay, r.StampDelaysMs...)
@@ -463,14 +460,14 @@ func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 			last = end
 		}
 	}
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = dist(ttft)
-	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = dist(ttftSched)
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = dist(itl)
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = dist(itlTok)
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = dist(tpot)
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = dist(e2el)
-	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = dist(e2elSched)
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = dist(lag)
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.Summarize(ttft).Dist()
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.Summarize(ttftSched).Dist()
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.Summarize(lag).Dist()
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
 	// Kernel stamps' delays: NULL unless the cell's events were timed by
 	// kernel stamps (a row measured with user stamps has none).
@@ -514,14 +511,6 @@ func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 	if math.IsNaN(row.DurationS) {
 		row.DurationS = 0
 	}
-}
-
-func dist(xs []float64) (mean, p50, p90, p95, p99, worst *float64) {
-	s := stats.Summarize(xs)
-	if s.N == 0 {
-		return
-	}
-	return results.Some(s.Mean), results.Some(s.P50), results.Some(s.P90), results.Some(s.P95), results.Some(s.P99), results.Some(s.Max)
 }
 
 // writeRunFiles writes the merged run's manifest (shard 0's, as a new

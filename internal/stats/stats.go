@@ -119,3 +119,13 @@ func MeanCI(xs []float64) Interval {
 	}
 	return iv
 }
+
+// Dist is the summary as a row's nullable mean, p50, p90, p95, p99 and
+// max: all nil without samples (not measured, never 0).
+func (s Summary) Dist() (mean, p50, p90, p95, p99, worst *float64) {
+	if s.N == 0 {
+		return
+	}
+	v := func(x float64) *float64 { return &x }
+	return v(s.Mean), v(s.P50), v(s.P90), v(s.P95), v(s.P99), v(s.Max)
+}

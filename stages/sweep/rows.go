@@ -77,7 +77,7 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 			firstIn += float64(r.InputTokens)
 			firstN++
 		}
-		if meetsSLO(slo, t, reqTPOT, maxGap, e) {
+		if slo.Met(t, reqTPOT, maxGap, e) {
 			good++
 		}
 	}
@@ -87,15 +87,15 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	// A statistic without samples is nil (not measured), never 0: a cell
 	// whose every request failed has no latency (docs/METRICS.md).
 	ts := stats.Summarize(ttft)
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = dist(ts)
-	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = dist(stats.Summarize(ttftSched))
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = dist(stats.Summarize(itl))
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = dist(stats.Summarize(itlTok))
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = dist(stats.Summarize(tpot))
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = dist(stats.Summarize(e2el))
-	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = dist(stats.Summarize(e2elSched))
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = ts.Dist()
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.Summarize(ttftSched).Dist()
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
 	ls := stats.Summarize(lag)
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = dist(ls)
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = ls.Dist()
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
 
 	// Throughputs over a window are measured whenever there is a window:
@@ -216,15 +216,6 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	}
 }
 
-// dist is a sample set's mean, p50, p90, p95, p99 and max: all nil when
-// it has no samples.
-func dist(s stats.Summary) (mean, p50, p90, p95, p99, worst *float64) {
-	if s.N == 0 {
-		return
-	}
-	return results.Some(s.Mean), results.Some(s.P50), results.Some(s.P90), results.Some(s.P95), results.Some(s.P99), results.Some(s.Max)
-}
-
 // opt formats a nullable metric for a progress line: "–" when it was not
 // measured.
 func opt(p *float64, prec int) string {
@@ -232,13 +223,4 @@ func opt(p *float64, prec int) string {
 		return "–"
 	}
 	return strconv.FormatFloat(*p, 'f', prec, 64)
-}
-
-// meetsSLO: every objective the plan sets holds for the request. The itl
-// objective bounds the request's longest gap (the stall a reader sees).
-func meetsSLO(slo schema.SLO, ttft, tpot, maxGap, e2el float64) bool {
-	return (slo.TTFTMs == 0 || ttft <= slo.TTFTMs) &&
-		(slo.TPOTMs == 0 || tpot <= slo.TPOTMs) &&
-		(slo.ITLMs == 0 || maxGap <= slo.ITLMs) &&
-		(slo.E2ELMs == 0 || e2el <= slo.E2ELMs)
 }

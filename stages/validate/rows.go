@@ -52,19 +52,18 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, slo s
 		}
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
-		if (slo.TTFTMs == 0 || t <= slo.TTFTMs) && (slo.TPOTMs == 0 || reqTPOT <= slo.TPOTMs) &&
-			(slo.ITLMs == 0 || maxGap <= slo.ITLMs) && (slo.E2ELMs == 0 || e <= slo.E2ELMs) {
+		if slo.Met(t, reqTPOT, maxGap, e) {
 			good++
 		}
 	}
 	w := window.Seconds()
 	row.DurationS = w
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = dist(ttft)
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = dist(itl)
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = dist(itlTok)
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = dist(tpot)
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = dist(e2el)
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = dist(lag)
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.Summarize(ttft).Dist()
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.Summarize(lag).Dist()
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
 	if w > 0 {
 		row.ReqS = results.Some(float64(row.Completed) / w)
@@ -97,16 +96,6 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, slo s
 	default:
 		row.Status = results.StatusOK
 	}
-}
-
-// dist is a sample set's mean, p50, p90, p95, p99 and max: all nil
-// without samples (not measured, never 0).
-func dist(xs []float64) (mean, p50, p90, p95, p99, worst *float64) {
-	s := stats.Summarize(xs)
-	if s.N == 0 {
-		return
-	}
-	return results.Some(s.Mean), results.Some(s.P50), results.Some(s.P90), results.Some(s.P95), results.Some(s.P99), results.Some(s.Max)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
