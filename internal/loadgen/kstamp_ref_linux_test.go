@@ -1,14 +1,12 @@
 package loadgen
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,36 +120,8 @@ func refChild(spec string) int {
 // startRefServer starts the reference server and returns its base URL.
 func startRefServer(tb testing.TB, ttft, itl time.Duration) string {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKstampRefChild$")
-	cmd.Env = append(os.Environ(), refChildEnv+"="+ttft.String()+","+itl.String())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		tb.Fatalf("reference server: %v", err)
-	}
-	return "http://" + strings.TrimSpace(addr)
+	addr, _ := startChild(tb, "^TestKstampRefChild$", refChildEnv+"="+ttft.String()+","+itl.String(), "reference server")
+	return "http://" + addr
 }
 
 // refRecords fetches (and clears) the reference server's write records.

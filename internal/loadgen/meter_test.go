@@ -72,8 +72,18 @@ type simProcess struct {
 // startSimChild starts the child simulator.
 func startSimChild(tb testing.TB, ttft, itl time.Duration) simProcess {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), simChildEnv+"="+ttft.String()+","+itl.String())
+	addr, pid := startChild(tb, "^$", simChildEnv+"="+ttft.String()+","+itl.String(), "child simulator")
+	return simProcess{URL: "http://" + addr, Pid: pid}
+}
+
+// startChild runs this test binary as a child server (the test run
+// pattern and the environment entry choose which): it prints its address
+// on its first line and serves until its stdin closes, which the cleanup
+// does, killing it after 3 s.
+func startChild(tb testing.TB, run, env, what string) (addr string, pid int) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run="+run)
+	cmd.Env = append(os.Environ(), env)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -97,11 +107,11 @@ func startSimChild(tb testing.TB, ttft, itl time.Duration) simProcess {
 			<-done
 		}
 	})
-	addr, err := bufio.NewReader(out).ReadString('\n')
+	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		tb.Fatalf("child simulator: %v", err)
+		tb.Fatalf("%s: %v", what, err)
 	}
-	return simProcess{URL: "http://" + strings.TrimSpace(addr), Pid: cmd.Process.Pid}
+	return strings.TrimSpace(line), cmd.Process.Pid
 }
 
 // meter measures what a stretch of load cost: this process's CPU (the
