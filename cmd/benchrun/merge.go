@@ -33,19 +33,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: benchrun merge RUN_DIR... --out DIR [--baseline RUNS]")
 		fs.PrintDefaults()
 	}
-	var dirs, rest []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case strings.HasPrefix(a, "-"):
-			rest = append(rest, a)
-			if !strings.Contains(a, "=") && flagTakesValue(fs, a) && i+1 < len(args) && a != "-h" && a != "--help" && a != "-help" {
-				rest = append(rest, args[i+1])
-				i++
-			}
-		default:
-			dirs = append(dirs, a)
-		}
-	}
+	dirs, rest := splitArgs(fs, args)
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return pipeline.ExitOK

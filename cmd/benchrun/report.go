@@ -41,21 +41,10 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: benchrun report RUN_DIR [--output PREFIX]")
 		fset.PrintDefaults()
 	}
+	pos, rest := splitArgs(fset, args)
 	var dir string
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case strings.HasPrefix(a, "-"):
-			rest = append(rest, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && a != "-h" && a != "--help" && a != "-help" {
-				rest = append(rest, args[i+1])
-				i++
-			}
-		case dir == "":
-			dir = a
-		default:
-			rest = append(rest, a)
-		}
+	if len(pos) > 0 {
+		dir, rest = pos[0], append(rest, pos[1:]...)
 	}
 	if err := fset.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -159,31 +159,34 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // splitPlanArg takes the plan path from anywhere in args, so both
-// `benchrun plan.cue -t a=b` and `benchrun -t a=b plan.cue` work. A flag
-// written without "=" takes the next argument as its value unless fs
-// says it is boolean.
+// `benchrun plan.cue -t a=b` and `benchrun -t a=b plan.cue` work.
 func splitPlanArg(fs *flag.FlagSet, args []string) (string, []string, error) {
-	var plan string
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case strings.HasPrefix(a, "-"):
-			rest = append(rest, a)
-			if !strings.Contains(a, "=") && flagTakesValue(fs, a) && i+1 < len(args) {
-				rest = append(rest, args[i+1])
-				i++
-			}
-		case plan == "":
-			plan = a
-		default:
-			rest = append(rest, a)
-		}
-	}
-	if plan == "" {
+	pos, rest := splitArgs(fs, args)
+	if len(pos) == 0 {
 		return "", nil, fmt.Errorf("no plan file given (usage: benchrun PLAN.cue [flags])")
 	}
-	return plan, rest, nil
+	// Arguments past the plan stay for fs.Parse, which leaves them in
+	// fs.Args() for the caller to refuse.
+	return pos[0], append(rest, pos[1:]...), nil
+}
+
+// splitArgs separates the positional arguments from the flags (with
+// their values) wherever they stand in args. A flag written without "="
+// takes the next argument as its value unless fs says it is boolean.
+func splitArgs(fs *flag.FlagSet, args []string) (pos, flags []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		if !strings.Contains(a, "=") && flagTakesValue(fs, a) && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return pos, flags
 }
 
 // flagTakesValue asks fs whether the flag f ("-x", "--x") takes a value:
@@ -191,9 +194,10 @@ func splitPlanArg(fs *flag.FlagSet, args []string) (string, []string, error) {
 // flag.Bool's has). A flag fs does not know is taken to have a value;
 // fs.Parse refuses it anyway.
 func flagTakesValue(fs *flag.FlagSet, f string) bool {
-	fl := fs.Lookup(strings.TrimLeft(f, "-"))
+	name := strings.TrimLeft(f, "-")
+	fl := fs.Lookup(name)
 	if fl == nil {
-		return true
+		return name != "h" && name != "help" // flag's own help flags take none
 	}
 	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
 	return !ok || !b.IsBoolFlag()
