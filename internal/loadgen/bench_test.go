@@ -42,7 +42,7 @@ func BenchmarkClientStreamPath(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		rd.Reset(data)
 		res = Result{Tokens: res.Tokens[:0]}
-		if err := readStream(rd, &res, nil, 0, false); err != nil || len(res.Tokens) != events {
+		if err := readStream(rd, &res, nil, 0, false, nil); err != nil || len(res.Tokens) != events {
 			b.Fatalf("%v, %d events", err, len(res.Tokens))
 		}
 	}

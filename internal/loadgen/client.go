@@ -622,7 +622,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		} else {
 			res.StampSource, res.StampNote = StampUser, "the HTTP client reported no connection (httptrace)"
 		}
-		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens, req.KeepText))
+		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens, req.KeepText, boardOf(ctx)))
 		if st != nil {
 			st.finish(&res)
 		}
@@ -714,7 +714,10 @@ const streamBufferSize = 2 << 10
 // readStream reads an SSE response, stamping every token-bearing event.
 // The per-event path scans the JSON instead of decoding it (scan.go), so
 // the client adds no allocation per event beyond the stamp it appends.
-func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int, keepText bool) error {
+// b, when the request came from an open loop, is that loop's board of
+// requests waiting for their time: the reader hands over any that are
+// due after each event (see board).
+func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int, keepText bool, b *board) error {
 	sr := sse.NewReaderSize(r, streamBufferSize)
 	st, _ := r.(*stampReader) // kernel receive stamps (kstamp.go)
 	var text []byte           // the answer's text, when kept
@@ -746,6 +749,7 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 			return fmt.Errorf("reading stream after %d token events: %w", counted, err)
 		}
 		at := time.Now()
+		b.poll(at)
 		if sse.IsDone(ev.Data) {
 			break
 		}

@@ -117,8 +117,9 @@ func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
 	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 1000, Arrival: ArrivalConstant}, Requests: 300}, func(i int) Request {
 		if i == 120 {
 			// A stall of the client's own: about 120 requests are in
-			// flight (200 ms each) and the next 100 are now late.
-			time.Sleep(100 * time.Millisecond)
+			// flight (200 ms each) and the next 100 are now late (the
+			// request is built dispatchLead before its time).
+			time.Sleep(100*time.Millisecond + dispatchLead)
 		}
 		return Request{Prompt: "x", MaxTokens: 1}
 	}, func(i int, r Result) {

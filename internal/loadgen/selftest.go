@@ -33,7 +33,7 @@ func MeasureParse(d time.Duration) (ParseStats, error) {
 	for time.Since(start) < d {
 		rd.Reset(data)
 		res = Result{Tokens: res.Tokens[:0]}
-		if err := readStream(rd, &res, nil, 0, false); err != nil {
+		if err := readStream(rd, &res, nil, 0, false, nil); err != nil {
 			return ParseStats{}, err
 		}
 		n++

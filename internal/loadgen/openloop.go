@@ -1,0 +1,305 @@
+package loadgen
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// dispatchLead is how long before its time a request is built and put on
+// the open loop's board (see board): the sender's own timer fires late
+// when the machine is busy (p99 7–15 ms at 4,096 streams on two cores
+// shared with the server), so it works this far ahead and the send itself
+// is left to whoever runs first once it is due.
+const dispatchLead = 20 * time.Millisecond
+
+// board holds an open loop's requests that are built but not yet due, in
+// due order. Whoever runs when one is due hands it to a worker: the
+// sender, woken by its timer, but also every goroutine reading a stream
+// (after each event) and every worker that finished a request. On a
+// saturated machine the readers are what runs: a timer fires only when
+// its own P schedules, and a goroutine it readies can wait behind
+// thousands of readers the poller woke, so a send that waited for the
+// sender alone left 10–60 ms late at 4,096 streams; a reader that hands
+// it over puts the worker next in line on its own P.
+type board struct {
+	start time.Time
+	// next is when the first request on the board is due, in ns since
+	// start (math.MaxInt64: none); a poll before it costs one load.
+	next atomic.Int64
+
+	mu     sync.Mutex
+	q      []job
+	head   int
+	closed bool
+	// dispatch hands a due request to a worker, and leave counts every
+	// request that leaves the board to be sent (both called with mu held).
+	dispatch func(job)
+	leave    func()
+}
+
+type job struct {
+	i   int
+	req Request
+}
+
+type boardKey struct{}
+
+// boardOf returns the board of the open loop that sent the request whose
+// context this is, or nil.
+func boardOf(ctx context.Context) *board {
+	b, _ := ctx.Value(boardKey{}).(*board)
+	return b
+}
+
+func newBoard(start time.Time, dispatch func(job), leave func()) *board {
+	b := &board{start: start, dispatch: dispatch, leave: leave}
+	b.next.Store(math.MaxInt64)
+	return b
+}
+
+// due reports whether a request on the board is due at now.
+func (b *board) due(now time.Time) bool {
+	return b != nil && int64(now.Sub(b.start)) >= b.next.Load()
+}
+
+// poll hands every request due at now to a worker.
+func (b *board) poll(now time.Time) {
+	if !b.due(now) {
+		return
+	}
+	b.mu.Lock()
+	for b.head < len(b.q) && !b.q[b.head].req.Scheduled.After(now) {
+		j := b.q[b.head]
+		b.q[b.head] = job{}
+		b.head++
+		b.leave()
+		b.dispatch(j)
+	}
+	b.setNext()
+	b.mu.Unlock()
+}
+
+// take is poll for a worker that is free: it keeps the first due request
+// for itself (false: none due).
+func (b *board) take(now time.Time) (job, bool) {
+	if !b.due(now) {
+		return job{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.head == len(b.q) || b.q[b.head].req.Scheduled.After(now) {
+		return job{}, false
+	}
+	j := b.q[b.head]
+	b.q[b.head] = job{}
+	b.head++
+	b.leave()
+	for b.head < len(b.q) && !b.q[b.head].req.Scheduled.After(now) {
+		d := b.q[b.head]
+		b.q[b.head] = job{}
+		b.head++
+		b.leave()
+		b.dispatch(d)
+	}
+	b.setNext()
+	return j, true
+}
+
+func (b *board) setNext() {
+	if b.head == len(b.q) {
+		b.q, b.head = b.q[:0], 0
+		b.next.Store(math.MaxInt64)
+		return
+	}
+	b.next.Store(int64(b.q[b.head].req.Scheduled.Sub(b.start)))
+}
+
+func (b *board) push(j job) {
+	b.mu.Lock()
+	b.q = append(b.q, j)
+	b.setNext()
+	b.mu.Unlock()
+}
+
+// nextDue is when the first request on the board is due (ok false: the
+// board is empty).
+func (b *board) nextDue() (time.Time, bool) {
+	n := b.next.Load()
+	if n == math.MaxInt64 {
+		return time.Time{}, false
+	}
+	return b.start.Add(time.Duration(n)), true
+}
+
+// close empties the board for good (the requests left on it are not
+// sent) and runs last under its lock, so no poll dispatches after it.
+func (b *board) close(last func()) {
+	b.mu.Lock()
+	b.closed = true
+	b.q, b.head = nil, 0
+	b.next.Store(math.MaxInt64)
+	last()
+	b.mu.Unlock()
+}
+
+// runOpen is Run's open loop: requests sent on the schedule, whatever the
+// server's pace.
+func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(i int) Request, finish func(i int, r Result)) (RunStats, error) {
+	c := l.Counters
+	// Without a cap of the plan's, the client's own keeps an overload
+	// from failing on file descriptors or ports (limits.go).
+	limit, auto := l.MaxInFlight, l.MaxInFlight == 0
+	if auto {
+		limit = InFlightLimit()
+	}
+	sem := make(chan struct{}, limit)
+	held := 0
+	// freed says a request in flight ended (one token: a send waiting
+	// for it takes it; completions while none waits collapse into one).
+	freed := make(chan struct{}, 1)
+	window := 0 // while behind: the in-flight count it may grow to (0: on schedule)
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	// Requests go to a pool of workers that is grown on demand and reused,
+	// as vegeta does: a fresh goroutine per request would grow a fresh
+	// stack through the HTTP round trip every time (about a tenth of the
+	// client's CPU at a few thousand requests per second).
+	work := make(chan job)
+	var b *board
+	var dctx context.Context
+	var worker func(j job)
+	b = newBoard(start, func(j job) {
+		select {
+		case work <- j:
+		default:
+			wg.Add(1)
+			go worker(j)
+		}
+	}, func() {
+		sent.Add(1)
+		c.Sent.Add(1)
+	})
+	dctx = context.WithValue(ctx, boardKey{}, b)
+	worker = func(j job) {
+		defer wg.Done()
+		for {
+			r := t.Do(dctx, j.req)
+			<-sem
+			select {
+			case freed <- struct{}{}:
+			default:
+			}
+			finish(j.i, r)
+			if d, ok := b.take(time.Now()); ok {
+				j = d
+				continue
+			}
+			var ok bool
+			if j, ok = <-work; !ok {
+				return
+			}
+		}
+	}
+
+	gen := l.Schedule.NewGenerator()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	n := 0
+	var pend job // built, not yet on the board
+	havePend, exhausted := false, false
+loop:
+	for ctx.Err() == nil {
+		if !havePend && !exhausted {
+			if l.Schedule.Trace != nil && n >= len(l.Schedule.Trace) {
+				exhausted = true // the trace's last request was built
+			} else if off := gen.Next(); l.done(n, off-l.Schedule.Phase) {
+				// A phased shard's bound is on its own time, not the phase's.
+				exhausted = true
+			} else {
+				// The request is built, body and all, before its time
+				// comes, so only the hand-off to a worker separates the
+				// schedule from the send.
+				req := next(n)
+				req.Scheduled = start.Add(off)
+				t.prepare(&req)
+				pend, havePend = job{n, req}, true
+				n++
+			}
+		}
+		headDue, boardBusy := b.nextDue()
+		if !havePend && !boardBusy {
+			break
+		}
+		// One wake per request: at the first request's due time (to hand
+		// it over, unless a reader did), pushing then every request due
+		// within dispatchLead; a request waits for its own wake only when
+		// no due time comes before half the lead is left.
+		wake := headDue
+		if havePend {
+			if at := pend.req.Scheduled.Add(-dispatchLead / 2); !boardBusy || at.Before(wake) {
+				wake = at
+			}
+		}
+		if wait := time.Until(wake); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				break loop
+			}
+		}
+		now := time.Now()
+		b.poll(now)
+		if !havePend || pend.req.Scheduled.After(now.Add(dispatchLead)) {
+			continue
+		}
+		// Far behind its schedule, the client is the limit. Sending every
+		// overdue request at once would open a connection (and a
+		// goroutine on both sides) for each, and the pile-up slows the
+		// client further: at 16,000 req/s offered on two shared cores it
+		// delivered less than half of what it did with the in-flight
+		// count held. So once behind, it lets in-flight grow by
+		// behindWindow over what it was (a passing stall's backlog goes
+		// at once), and past that sends one request per request that
+		// ends; on schedule again, in-flight grows as the load needs.
+		switch late := now.Sub(pend.req.Scheduled); {
+		case late <= behind:
+			window = 0
+		case window == 0:
+			window = len(sem) + behindWindow
+		}
+		if window > 0 && len(sem) >= window {
+			held++
+			select {
+			case <-freed:
+			case <-ctx.Done():
+				break loop
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			if auto {
+				held++
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				break loop
+			}
+		}
+		b.push(pend)
+		havePend = false
+		b.poll(time.Now())
+	}
+	b.close(func() { close(work) })
+	wg.Wait()
+	st := RunStats{Start: start, Sent: int(sent.Load()), Held: held}
+	if auto {
+		st.InFlightLimit = limit
+	}
+	return st, nil
+}

@@ -1,0 +1,60 @@
+package loadgen
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestBoard: requests leave the board in due order, only once due, to
+// whoever polls first (the sender, a reader after an event, a worker
+// that is free: take keeps the first for itself); every one that leaves
+// is counted, and after close nothing leaves.
+func TestBoard(t *testing.T) {
+	start := time.Now()
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	var dispatched []int
+	left := 0
+	b := newBoard(start, func(j job) { dispatched = append(dispatched, j.i) }, func() { left++ })
+	if _, ok := b.nextDue(); ok {
+		t.Fatal("an empty board has a next due time")
+	}
+	for i, ms := range []int{10, 10, 20, 30, 40} {
+		b.push(job{i: i, req: Request{Scheduled: at(ms)}})
+	}
+	if d, ok := b.nextDue(); !ok || !d.Equal(at(10)) {
+		t.Fatalf("next due %v, %v; want %v", d, ok, at(10))
+	}
+	b.poll(at(9))
+	if len(dispatched) != 0 || left != 0 {
+		t.Fatalf("polled before anything was due: dispatched %v", dispatched)
+	}
+	b.poll(at(10))
+	if !reflect.DeepEqual(dispatched, []int{0, 1}) {
+		t.Fatalf("at 10 ms dispatched %v; want [0 1]", dispatched)
+	}
+	if j, ok := b.take(at(19)); ok {
+		t.Fatalf("took %d before it was due", j.i)
+	}
+	j, ok := b.take(at(35))
+	if !ok || j.i != 2 {
+		t.Fatalf("take at 35 ms: %d, %v; want 2", j.i, ok)
+	}
+	if !reflect.DeepEqual(dispatched, []int{0, 1, 3}) {
+		t.Fatalf("take did not hand the other due request on: dispatched %v", dispatched)
+	}
+	if left != 4 {
+		t.Fatalf("%d requests counted as leaving; want 4", left)
+	}
+	if d, ok := b.nextDue(); !ok || !d.Equal(at(40)) {
+		t.Fatalf("next due %v, %v; want %v", d, ok, at(40))
+	}
+	closed := false
+	b.close(func() { closed = true })
+	b.poll(at(100))
+	if _, ok := b.take(at(100)); ok || !closed || len(dispatched) != 3 || left != 4 {
+		t.Fatalf("after close: dispatched %v, %d left, last ran %v", dispatched, left, closed)
+	}
+	var nilBoard *board
+	nilBoard.poll(at(100)) // a request not sent by an open loop has none
+}
