@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/stats"
 )
 
 // TestOpenLoopOverloadWaitsInsteadOfFailing: an open loop offered far
@@ -136,5 +137,52 @@ func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
 	}
 	if st.Held == 0 {
 		t.Errorf("no request was held while the client was behind its schedule")
+	}
+}
+
+// TestOpenLoopBehindScheduleLongRequests: the same pause of the client's
+// own with requests that last 2 s. No request ends for seconds, so a
+// hold that waited for one held the backlog that long (send lag ~1.8 s
+// here, 2.5 s at 4,096 streams after a collection); the backlog must go
+// within a few of the client's behind periods instead.
+func TestOpenLoopBehindScheduleLongRequests(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.TTFT = 2 * time.Second
+		c.ITL = 0
+	})
+	tg := newTarget(url, 512)
+	tg.Stream = false
+	defer tg.HTTP.CloseIdleConnections()
+	var mu sync.Mutex
+	var lags []float64
+	var failed atomic.Int64
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 500, Arrival: ArrivalConstant}, Requests: 300}, func(i int) Request {
+		if i == 100 {
+			// About 100 requests in flight (none ends before 2 s) and
+			// the next 100 are late once this returns.
+			time.Sleep(200*time.Millisecond + dispatchLead)
+		}
+		return Request{Prompt: "x", MaxTokens: 1}
+	}, func(i int, r Result) {
+		if r.Err != nil {
+			failed.Add(1)
+		}
+		mu.Lock()
+		lags = append(lags, msf(r.SendLag()))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sent != 300 || len(lags) != 300 || failed.Load() != 0 {
+		t.Fatalf("sent %d, done %d, failed %d; want 300, 300, 0", st.Sent, len(lags), failed.Load())
+	}
+	l := stats.Summarize(lags)
+	t.Logf("send lag ms p50 %.2f p99 %.2f max %.2f; %d sends held", l.P50, l.P99, l.Max, st.Held)
+	if st.Held == 0 {
+		t.Errorf("no send was held: the test no longer puts the client behind")
+	}
+	if l.Max > 400 {
+		t.Errorf("send lag max %.0f ms after a 200 ms pause: the backlog waited for a request to end", l.Max)
 	}
 }

@@ -207,7 +207,20 @@ func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(
 	gen := l.Schedule.NewGenerator()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	holdTimer := time.NewTimer(time.Hour)
+	defer holdTimer.Stop()
 	n := 0
+	// rateNear is the schedule's rate at offset off (a trace's: its mean
+	// so far).
+	rateNear := func(off time.Duration) float64 {
+		if r := l.Schedule.rateAt(off - l.Schedule.Phase); r > 0 {
+			return r
+		}
+		if off > 0 {
+			return float64(n) / off.Seconds()
+		}
+		return 0
+	}
 	var pend job // built, not yet on the board
 	havePend, exhausted := false, false
 loop:
@@ -272,9 +285,20 @@ loop:
 			window = len(sem) + behindWindow
 		}
 		if window > 0 && len(sem) >= window {
+			// A hold waits for a request to end, but not longer than
+			// behind: with requests that last seconds (streams) the
+			// first one to end may be seconds away, and a 100 ms pause of
+			// the client (a collection) then held its backlog until
+			// then (send lag 2.5 s at 4,096 streams). With none ended,
+			// the window grows by what the schedule asks for in that
+			// time and then some, so the backlog drains; an overload of
+			// short requests ends one well within it and stays paced.
 			held++
+			holdTimer.Reset(behind)
 			select {
 			case <-freed:
+			case <-holdTimer.C:
+				window = len(sem) + behindWindow + int(rateNear(pend.req.Scheduled.Sub(start))*behind.Seconds())
 			case <-ctx.Done():
 				break loop
 			}
