@@ -14,10 +14,14 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
 func main() {
+	// A load generator's collector trades memory for the schedule
+	// (loadgen.GCPercent); GOGC and GOMEMLIMIT still win.
+	loadgen.TuneGC()
 	os.Exit(benchrunMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

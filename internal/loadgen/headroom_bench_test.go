@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ import (
 // lag (the client keeping its schedule) and the client's memory per
 // in-flight stream.
 func BenchmarkHeadroomStreams(b *testing.B) {
+	// The collector as the benchrun command sets it (GOGC overrides).
+	gogc := TuneGC()
+	defer debug.SetGCPercent(debug.SetGCPercent(gogc))
 	for _, n := range benchSizes("BENCHRUN_HEADROOM_STREAMS", []int{1024, 2048, 4096}) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			// Each stream lasts ~4 s (40 events, 100 ms apart); sending n
@@ -100,6 +104,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				l := stats.Summarize(lags)
 				perStream := float64(peakMem.Load()-min(base, peakMem.Load())) / float64(max(peak.Load(), 1))
 				b.ReportMetric(float64(peak.Load()), "peak-streams")
+				b.ReportMetric(float64(gogc), "gogc")
 				b.ReportMetric(perStream/1024, "KiB/stream")
 				b.ReportMetric(l.P99, "send-lag-p99-ms")
 				b.ReportMetric(float64(failed.Load()), "failed")
