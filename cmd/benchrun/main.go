@@ -19,9 +19,9 @@ import (
 )
 
 func main() {
-	// A load generator's collector trades memory for the schedule
-	// (loadgen.GCPercent); GOGC and GOMEMLIMIT still win.
-	loadgen.TuneGC()
+	// A load generator trades memory and a spare P for its schedule
+	// (loadgen.TuneRuntime); GOGC, GOMEMLIMIT and GOMAXPROCS still win.
+	loadgen.TuneRuntime()
 	os.Exit(benchrunMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -30,9 +30,7 @@ import (
 // lag (the client keeping its schedule) and the client's memory per
 // in-flight stream.
 func BenchmarkHeadroomStreams(b *testing.B) {
-	// The collector as the benchrun command sets it (GOGC overrides).
-	gogc := TuneGC()
-	defer debug.SetGCPercent(debug.SetGCPercent(gogc))
+	gogc, procs := tuneLikeCLI(b)
 	for _, n := range benchSizes("BENCHRUN_HEADROOM_STREAMS", []int{1024, 2048, 4096}) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			// Each stream lasts ~4 s (40 events, 100 ms apart); sending n
@@ -105,6 +103,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				perStream := float64(peakMem.Load()-min(base, peakMem.Load())) / float64(max(peak.Load(), 1))
 				b.ReportMetric(float64(peak.Load()), "peak-streams")
 				b.ReportMetric(float64(gogc), "gogc")
+				b.ReportMetric(float64(procs), "procs")
 				b.ReportMetric(perStream/1024, "KiB/stream")
 				b.ReportMetric(l.P99, "send-lag-p99-ms")
 				b.ReportMetric(float64(failed.Load()), "failed")
@@ -119,6 +118,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 // highest rate with p99 under 5 ms is the client's request-rate headroom
 // on this machine (the simulator process shares the cores).
 func BenchmarkHeadroomRate(b *testing.B) {
+	tuneLikeCLI(b)
 	sp := startSimChild(b, 0, 0)
 	for _, rate := range benchSizes("BENCHRUN_HEADROOM_RATES", []int{1000, 2000, 4000, 8000}) {
 		b.Run(fmt.Sprint(rate), func(b *testing.B) {
@@ -180,6 +180,7 @@ func benchSizes(env string, def []int) []int {
 // requests per second of client CPU (per core) and allocations per
 // request, streamed (16 events) and not.
 func BenchmarkHeadroomRequests(b *testing.B) {
+	tuneLikeCLI(b)
 	sp := startSimChild(b, 0, 0)
 	for _, stream := range []bool{false, true} {
 		b.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(b *testing.B) {
@@ -206,4 +207,18 @@ func BenchmarkHeadroomRequests(b *testing.B) {
 			}
 		})
 	}
+}
+
+// tuneLikeCLI sets the runtime as the benchrun command does
+// (TuneRuntime: GOGC, GOMEMLIMIT and GOMAXPROCS override) for the
+// benchmark, and puts it back after.
+func tuneLikeCLI(b *testing.B) (gcPercent, procs int) {
+	gc, limit, p := debug.SetGCPercent(100), debug.SetMemoryLimit(-1), runtime.GOMAXPROCS(0)
+	debug.SetGCPercent(gc)
+	b.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+		runtime.GOMAXPROCS(p)
+	})
+	return TuneRuntime()
 }

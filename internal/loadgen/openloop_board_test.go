@@ -8,8 +8,8 @@ import (
 
 // TestBoard: requests leave the board in due order, only once due, to
 // whoever polls first (the sender, a reader after an event, a worker
-// that is free: take keeps the first for itself); every one that leaves
-// is counted, and after close nothing leaves.
+// that finished); every one that leaves is counted, and after close
+// nothing leaves.
 func TestBoard(t *testing.T) {
 	start := time.Now()
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
@@ -33,15 +33,13 @@ func TestBoard(t *testing.T) {
 	if !reflect.DeepEqual(dispatched, []int{0, 1}) {
 		t.Fatalf("at 10 ms dispatched %v; want [0 1]", dispatched)
 	}
-	if j, ok := b.take(at(19)); ok {
-		t.Fatalf("took %d before it was due", j.i)
+	b.poll(at(19))
+	if len(dispatched) != 2 {
+		t.Fatalf("dispatched %v before 20 ms", dispatched)
 	}
-	j, ok := b.take(at(35))
-	if !ok || j.i != 2 {
-		t.Fatalf("take at 35 ms: %d, %v; want 2", j.i, ok)
-	}
-	if !reflect.DeepEqual(dispatched, []int{0, 1, 3}) {
-		t.Fatalf("take did not hand the other due request on: dispatched %v", dispatched)
+	b.poll(at(35))
+	if !reflect.DeepEqual(dispatched, []int{0, 1, 2, 3}) {
+		t.Fatalf("at 35 ms dispatched %v; want [0 1 2 3]", dispatched)
 	}
 	if left != 4 {
 		t.Fatalf("%d requests counted as leaving; want 4", left)
@@ -52,7 +50,7 @@ func TestBoard(t *testing.T) {
 	closed := false
 	b.close(func() { closed = true })
 	b.poll(at(100))
-	if _, ok := b.take(at(100)); ok || !closed || len(dispatched) != 3 || left != 4 {
+	if !closed || len(dispatched) != 4 || left != 4 {
 		t.Fatalf("after close: dispatched %v, %d left, last ran %v", dispatched, left, closed)
 	}
 	var nilBoard *board

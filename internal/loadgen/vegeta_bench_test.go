@@ -224,6 +224,7 @@ func printRateRuns(title string, runs []rateRun) {
 // default) and prints both maxima. It skips when vegeta is not installed
 // (go install github.com/tsenart/vegeta/v12@v12.13.0) unless CI is set.
 func BenchmarkVersusVegeta(b *testing.B) {
+	tuneLikeCLI(b)
 	g := newVegetaRig(b)
 	dur := benchSeconds("BENCHRUN_VEGETA_SECONDS", 5*time.Second)
 	for _, rate := range benchSizes("BENCHRUN_VEGETA_RATES", []int{1000, 4000, 8000, 12000, 16000}) {
