@@ -115,12 +115,13 @@ func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
 	tg.Stream = false
 	defer tg.HTTP.CloseIdleConnections()
 	var failed, done atomic.Int64
-	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 1000, Arrival: ArrivalConstant}, Requests: 300}, func(i int) Request {
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 1000, Arrival: ArrivalConstant}, Requests: 500}, func(i int) Request {
 		if i == 120 {
-			// A stall of the client's own: about 120 requests are in
-			// flight (200 ms each) and the next 100 are now late (the
-			// request is built dispatchLead before its time).
-			time.Sleep(100*time.Millisecond + dispatchLead)
+			// A stall of the client's own: the 120 requests in flight
+			// (200 ms each) end during it, and the next 250 are late
+			// once it returns, more than the window lets go at once
+			// over the 120 that were in flight on schedule.
+			time.Sleep(250 * time.Millisecond)
 		}
 		return Request{Prompt: "x", MaxTokens: 1}
 	}, func(i int, r Result) {
@@ -132,8 +133,8 @@ func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Sent != 300 || done.Load() != 300 || failed.Load() != 0 {
-		t.Fatalf("sent %d, done %d, failed %d; want 300, 300, 0", st.Sent, done.Load(), failed.Load())
+	if st.Sent != 500 || done.Load() != 500 || failed.Load() != 0 {
+		t.Fatalf("sent %d, done %d, failed %d; want 500, 500, 0", st.Sent, done.Load(), failed.Load())
 	}
 	if st.Held == 0 {
 		t.Errorf("no request was held while the client was behind its schedule")
@@ -184,5 +185,50 @@ func TestOpenLoopBehindScheduleLongRequests(t *testing.T) {
 	}
 	if l.Max > 400 {
 		t.Errorf("send lag max %.0f ms after a 200 ms pause: the backlog waited for a request to end", l.Max)
+	}
+}
+
+// TestOpenLoopBehindScheduleSteadyState: the sender alone stalls for
+// 300 ms in the middle of a steady load of 500 ms requests, while
+// requests keep ending. The window past which sends wait for one to end
+// must grow from what was in flight on schedule: grown from what was left
+// after the stall's completions, the backlog went one send per request
+// that ended, at the schedule's own rate, and every later request left
+// ~140 ms late to the end of the load.
+func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.TTFT = 500 * time.Millisecond
+		c.ITL = 0
+	})
+	tg := newTarget(url, 512)
+	tg.Stream = false
+	defer tg.HTTP.CloseIdleConnections()
+	const n, stallAt = 1200, 600
+	lags := make([]float64, n)
+	var failed atomic.Int64
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 400, Arrival: ArrivalConstant}, Requests: n}, func(i int) Request {
+		if i == stallAt {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return Request{Prompt: "x", MaxTokens: 1}
+	}, func(i int, r Result) {
+		if r.Err != nil {
+			failed.Add(1)
+		}
+		lags[i] = msf(r.SendLag())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sent != n || failed.Load() != 0 {
+		t.Fatalf("sent %d, failed %d; want %d, 0", st.Sent, failed.Load(), n)
+	}
+	// Requests due from 200 ms after the stall ended: the backlog has
+	// had time to go.
+	after := stats.Summarize(lags[stallAt+120+80:])
+	t.Logf("stall backlog: send lag ms max %.1f; due 200 ms after it: p50 %.2f p99 %.2f max %.2f; %d sends held",
+		stats.Summarize(lags[stallAt:stallAt+120]).Max, after.P50, after.P99, after.Max, st.Held)
+	if after.P99 > 50 {
+		t.Errorf("send lag p99 %.0f ms for requests due 200 ms after a 300 ms stall of the sender: the backlog never drained", after.P99)
 	}
 }
