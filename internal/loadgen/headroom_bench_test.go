@@ -30,7 +30,7 @@ import (
 // lag (the client keeping its schedule) and the client's memory per
 // in-flight stream.
 func BenchmarkHeadroomStreams(b *testing.B) {
-	gogc, procs := tuneLikeCLI(b)
+	gogc := tuneLikeCLI(b)
 	for _, n := range benchSizes("BENCHRUN_HEADROOM_STREAMS", []int{1024, 2048, 4096}) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			// Each stream lasts ~4 s (40 events, 100 ms apart); sending n
@@ -103,7 +103,6 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				perStream := float64(peakMem.Load()-min(base, peakMem.Load())) / float64(max(peak.Load(), 1))
 				b.ReportMetric(float64(peak.Load()), "peak-streams")
 				b.ReportMetric(float64(gogc), "gogc")
-				b.ReportMetric(float64(procs), "procs")
 				b.ReportMetric(perStream/1024, "KiB/stream")
 				b.ReportMetric(l.P99, "send-lag-p99-ms")
 				b.ReportMetric(float64(failed.Load()), "failed")
@@ -209,16 +208,15 @@ func BenchmarkHeadroomRequests(b *testing.B) {
 	}
 }
 
-// tuneLikeCLI sets the runtime as the benchrun command does
-// (TuneRuntime: GOGC, GOMEMLIMIT and GOMAXPROCS override) for the
-// benchmark, and puts it back after.
-func tuneLikeCLI(b *testing.B) (gcPercent, procs int) {
-	gc, limit, p := debug.SetGCPercent(100), debug.SetMemoryLimit(-1), runtime.GOMAXPROCS(0)
+// tuneLikeCLI sets the collector as the benchrun command does (TuneGC:
+// GOGC and GOMEMLIMIT override) for the benchmark, and puts it back
+// after.
+func tuneLikeCLI(b *testing.B) int {
+	gc, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
 	debug.SetGCPercent(gc)
 	b.Cleanup(func() {
 		debug.SetGCPercent(gc)
 		debug.SetMemoryLimit(limit)
-		runtime.GOMAXPROCS(p)
 	})
-	return TuneRuntime()
+	return TuneGC()
 }
