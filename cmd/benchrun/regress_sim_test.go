@@ -59,7 +59,7 @@ type simSetting struct {
 // (under the 5% threshold) is not flagged.
 func TestRegressAgainstSimulator(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the simulator 46 times")
+		t.Skip("runs the simulator 55 times")
 	}
 	dir, bin, plan := simPlanDir(t, regressSimPlan)
 
@@ -94,15 +94,23 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		s   simSetting
 		out string
 	}
+	// Each changed setting is compared with a base run of its own, sent
+	// right before it, so the two run side by side under the same load:
+	// compared with the first base run, taken while the pool started,
+	// a 2% slower ITL read +6-7% when other packages' tests shared the
+	// cores (the full suite), which is the machine's phase, not noise
+	// the detector should absorb.
 	var jobs []job
+	for _, s := range slower {
+		jobs = append(jobs, job{base, filepath.Join(dir, "ref-"+s.name)}, job{s.simSetting, filepath.Join(dir, s.name)})
+	}
+	// A 2% change is also measured against a base run right after it:
+	// flagged under the threshold means flagged against both.
+	for _, s := range within {
+		jobs = append(jobs, job{base, filepath.Join(dir, "ref-"+s.name)}, job{s, filepath.Join(dir, s.name)}, job{base, filepath.Join(dir, "ref2-"+s.name)})
+	}
 	for i := range 2 * pairs {
 		jobs = append(jobs, job{base, filepath.Join(dir, fmt.Sprintf("base%02d", i))})
-	}
-	for _, s := range slower {
-		jobs = append(jobs, job{s.simSetting, filepath.Join(dir, s.name)})
-	}
-	for _, s := range within {
-		jobs = append(jobs, job{s, filepath.Join(dir, s.name)})
 	}
 	start := time.Now()
 	runs := make(map[string]*regress.Run, len(jobs))
@@ -189,7 +197,7 @@ func TestRegressAgainstSimulator(t *testing.T) {
 	// (2) 10% slower: found, with the right metric and direction, in
 	// every cell.
 	for i, s := range slower {
-		rep := compare("base00", s.name, uint64(100+i))
+		rep := compare("ref-"+s.name, s.name, uint64(100+i))
 		for _, v := range rep.Verdicts {
 			switch {
 			case slices.Contains(s.flagged, v.Metric):
@@ -210,10 +218,18 @@ func TestRegressAgainstSimulator(t *testing.T) {
 	// flagged. A p99 may be, at the rate (1) measures for identical
 	// settings (machine noise, not the 2%): logged, not failed.
 	for i, s := range within {
-		rep := compare("base00", s.name, uint64(200+i))
+		rep := compare("ref-"+s.name, s.name, uint64(200+i))
+		after := map[string]bool{}
+		for _, v := range compare("ref2-"+s.name, s.name, uint64(300+i)).Regressions() {
+			after[v.CellID+" "+v.Metric] = true
+		}
 		for _, v := range rep.Regressions() {
 			if strings.Contains(v.Metric, "_p99_") {
 				t.Logf("%s: a p99 flagged, as identical settings are %.1f%% of the time: %s", s.name, 100*rate, v)
+				continue
+			}
+			if !after[v.CellID+" "+v.Metric] {
+				t.Logf("%s: flagged against the base run before it, not the one after (the machine's load moved): %s", s.name, v)
 				continue
 			}
 			t.Errorf("%s: flagged under the threshold: %s", s.name, v)
