@@ -18,8 +18,7 @@ import (
 //
 // The number of Ps is left as Go sets it: a spare P lowered the send-lag
 // p99 median at 4,096 streams from 8 to 5.9 ms, but on a machine shared
-// with the server it takes the server's CPU, and the server's own timing
-// (the simulator's inter-token gaps in the regression tests) got noisier.
+// with the server it is CPU taken from the server under test.
 const GCPercent = 300
 
 // TuneGC sets the collector for a process whose work is generating load:
