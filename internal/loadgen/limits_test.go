@@ -102,20 +102,43 @@ func TestInFlightLimitLeavesRoom(t *testing.T) {
 	}
 }
 
-// TestOpenLoopBehindScheduleHoldsInFlight: a client that has fallen
-// behind its schedule with many requests in flight sends one per request
-// that ends instead of all the overdue ones at once, counts them as held
-// (the client is the limit), and still sends and completes every one.
-func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
+// behindRun sends n non-streamed requests of ttft each at rate req/s
+// (constant arrivals), calling stall(i) before building request i, and
+// returns the run's stats, each request's send lag (ms, by index), how
+// many results came back and how many of them failed.
+func behindRun(t *testing.T, ttft time.Duration, rate float64, n int, stall func(i int)) (st RunStats, lags []float64, done, failed int64) {
+	t.Helper()
 	_, url := startSim(t, func(c *sim.Config) {
-		c.TTFT = 200 * time.Millisecond
+		c.TTFT = ttft
 		c.ITL = 0
 	})
 	tg := newTarget(url, 512)
 	tg.Stream = false
 	defer tg.HTTP.CloseIdleConnections()
-	var failed, done atomic.Int64
-	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 1000, Arrival: ArrivalConstant}, Requests: 500}, func(i int) Request {
+	lags = make([]float64, n)
+	var nDone, nFailed atomic.Int64
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalConstant}, Requests: n}, func(i int) Request {
+		stall(i)
+		return Request{Prompt: "x", MaxTokens: 1}
+	}, func(i int, r Result) {
+		nDone.Add(1)
+		if r.Err != nil {
+			nFailed.Add(1)
+		}
+		lags[i] = msf(r.SendLag())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, lags, nDone.Load(), nFailed.Load()
+}
+
+// TestOpenLoopBehindScheduleHoldsInFlight: a client that has fallen
+// behind its schedule with many requests in flight sends one per request
+// that ends instead of all the overdue ones at once, counts them as held
+// (the client is the limit), and still sends and completes every one.
+func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
+	st, _, done, failed := behindRun(t, 200*time.Millisecond, 1000, 500, func(i int) {
 		if i == 120 {
 			// A stall of the client's own: the 120 requests in flight
 			// (200 ms each) end during it, and the next 250 are late
@@ -123,18 +146,9 @@ func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
 			// over the 120 that were in flight on schedule.
 			time.Sleep(250 * time.Millisecond)
 		}
-		return Request{Prompt: "x", MaxTokens: 1}
-	}, func(i int, r Result) {
-		done.Add(1)
-		if r.Err != nil {
-			failed.Add(1)
-		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Sent != 500 || done.Load() != 500 || failed.Load() != 0 {
-		t.Fatalf("sent %d, done %d, failed %d; want 500, 500, 0", st.Sent, done.Load(), failed.Load())
+	if st.Sent != 500 || done != 500 || failed != 0 {
+		t.Fatalf("sent %d, done %d, failed %d; want 500, 500, 0", st.Sent, done, failed)
 	}
 	if st.Held == 0 {
 		t.Errorf("no request was held while the client was behind its schedule")
@@ -147,36 +161,15 @@ func TestOpenLoopBehindScheduleHoldsInFlight(t *testing.T) {
 // here, 2.5 s at 4,096 streams after a collection); the backlog must go
 // within a few of the client's behind periods instead.
 func TestOpenLoopBehindScheduleLongRequests(t *testing.T) {
-	_, url := startSim(t, func(c *sim.Config) {
-		c.TTFT = 2 * time.Second
-		c.ITL = 0
-	})
-	tg := newTarget(url, 512)
-	tg.Stream = false
-	defer tg.HTTP.CloseIdleConnections()
-	var mu sync.Mutex
-	var lags []float64
-	var failed atomic.Int64
-	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 500, Arrival: ArrivalConstant}, Requests: 300}, func(i int) Request {
+	st, lags, done, failed := behindRun(t, 2*time.Second, 500, 300, func(i int) {
 		if i == 100 {
 			// About 100 requests in flight (none ends before 2 s) and
 			// the next 100 are late once this returns.
 			time.Sleep(200*time.Millisecond + dispatchLead)
 		}
-		return Request{Prompt: "x", MaxTokens: 1}
-	}, func(i int, r Result) {
-		if r.Err != nil {
-			failed.Add(1)
-		}
-		mu.Lock()
-		lags = append(lags, msf(r.SendLag()))
-		mu.Unlock()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Sent != 300 || len(lags) != 300 || failed.Load() != 0 {
-		t.Fatalf("sent %d, done %d, failed %d; want 300, 300, 0", st.Sent, len(lags), failed.Load())
+	if st.Sent != 300 || done != 300 || failed != 0 {
+		t.Fatalf("sent %d, done %d, failed %d; want 300, 300, 0", st.Sent, done, failed)
 	}
 	l := stats.Summarize(lags)
 	t.Logf("send lag ms p50 %.2f p99 %.2f max %.2f; %d sends held", l.P50, l.P99, l.Max, st.Held)
@@ -196,32 +189,14 @@ func TestOpenLoopBehindScheduleLongRequests(t *testing.T) {
 // that ended, at the schedule's own rate, and every later request left
 // ~140 ms late to the end of the load.
 func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
-	_, url := startSim(t, func(c *sim.Config) {
-		c.TTFT = 500 * time.Millisecond
-		c.ITL = 0
-	})
-	tg := newTarget(url, 512)
-	tg.Stream = false
-	defer tg.HTTP.CloseIdleConnections()
 	const n, stallAt = 1200, 600
-	lags := make([]float64, n)
-	var failed atomic.Int64
-	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: 400, Arrival: ArrivalConstant}, Requests: n}, func(i int) Request {
+	st, lags, _, failed := behindRun(t, 500*time.Millisecond, 400, n, func(i int) {
 		if i == stallAt {
 			time.Sleep(300 * time.Millisecond)
 		}
-		return Request{Prompt: "x", MaxTokens: 1}
-	}, func(i int, r Result) {
-		if r.Err != nil {
-			failed.Add(1)
-		}
-		lags[i] = msf(r.SendLag())
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Sent != n || failed.Load() != 0 {
-		t.Fatalf("sent %d, failed %d; want %d, 0", st.Sent, failed.Load(), n)
+	if st.Sent != n || failed != 0 {
+		t.Fatalf("sent %d, failed %d; want %d, 0", st.Sent, failed, n)
 	}
 	// Requests due from 200 ms after the stall ended: the backlog has
 	// had time to go.

@@ -37,10 +37,8 @@ type board struct {
 	mu   sync.Mutex
 	q    []job
 	head int
-	// dispatch hands a due request to a worker, and leave counts every
-	// request that leaves the board to be sent (both called with mu held).
+	// dispatch hands a due request to a worker (called with mu held).
 	dispatch func(job)
-	leave    func()
 }
 
 type job struct {
@@ -57,8 +55,8 @@ func boardOf(ctx context.Context) *board {
 	return b
 }
 
-func newBoard(start time.Time, dispatch func(job), leave func()) *board {
-	b := &board{start: start, dispatch: dispatch, leave: leave}
+func newBoard(start time.Time, dispatch func(job)) *board {
+	b := &board{start: start, dispatch: dispatch}
 	b.next.Store(math.MaxInt64)
 	return b
 }
@@ -78,7 +76,6 @@ func (b *board) poll(now time.Time) {
 		j := b.q[b.head]
 		b.q[b.head] = job{}
 		b.head++
-		b.leave()
 		b.dispatch(j)
 	}
 	b.setNext()
@@ -153,15 +150,14 @@ func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(
 	var dctx context.Context
 	var worker func(j job)
 	b = newBoard(start, func(j job) {
+		sent.Add(1)
+		c.Sent.Add(1)
 		select {
 		case work <- j:
 		default:
 			wg.Add(1)
 			go worker(j)
 		}
-	}, func() {
-		sent.Add(1)
-		c.Sent.Add(1)
 	})
 	dctx = context.WithValue(ctx, boardKey{}, b)
 	worker = func(j job) {
