@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -303,29 +302,5 @@ func streamStep(ctx context.Context, t *loadgen.Target, n int, d time.Duration) 
 	if err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{lagP99: stats.Summarize(lags).P99, failed: failed, peak: int64(peakOverlap(spans))}, nil
-}
-
-// peakOverlap is the most [start, end] spans open at one instant.
-func peakOverlap(spans [][2]time.Time) int {
-	type edge struct {
-		at time.Time
-		d  int
-	}
-	edges := make([]edge, 0, 2*len(spans))
-	for _, s := range spans {
-		edges = append(edges, edge{s[0], 1}, edge{s[1], -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.d - b.d // an end before a start at the same instant
-	})
-	cur, peak := 0, 0
-	for _, e := range edges {
-		cur += e.d
-		peak = max(peak, cur)
-	}
-	return peak
+	return stepResult{lagP99: stats.Summarize(lags).P99, failed: failed, peak: int64(loadgen.PeakOverlap(spans))}, nil
 }

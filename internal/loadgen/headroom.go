@@ -3,6 +3,8 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 )
 
 // SearchMax finds the largest n in [1, hi] for which ok(n) holds, where ok
@@ -68,4 +70,29 @@ func SearchMax(ctx context.Context, lo, hi int, tol float64, ok func(n int) (boo
 		}
 	}
 	return good, nil
+}
+
+// PeakOverlap is the most [start, end] spans open at one instant (an end
+// and a start at the same instant do not overlap).
+func PeakOverlap(spans [][2]time.Time) int {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	edges := make([]edge, 0, 2*len(spans))
+	for _, s := range spans {
+		edges = append(edges, edge{s[0], 1}, edge{s[1], -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.d - b.d // an end before a start at the same instant
+	})
+	cur, peak := 0, 0
+	for _, e := range edges {
+		cur += e.d
+		peak = max(peak, cur)
+	}
+	return peak
 }
