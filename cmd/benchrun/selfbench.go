@@ -153,7 +153,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	// Memory per in-flight stream.
 	runtime.GC()
-	var m0, m1 runtime.MemStats
+	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	var inflight, peak atomic.Int64
 	var peakBytes atomic.Uint64
@@ -171,8 +171,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			case <-t.C:
 				if f := inflight.Load(); f >= peak.Load() {
 					peak.Store(f)
-					runtime.ReadMemStats(&m1)
-					peakBytes.Store(m1.HeapInuse + m1.StackInuse)
+					peakBytes.Store(loadgen.InUseMemory())
 				}
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -66,9 +65,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 						case <-t.C:
 							if f := inflight.Load(); f >= peak.Load() {
 								peak.Store(f)
-								var m runtime.MemStats
-								runtime.ReadMemStats(&m)
-								peakMem.Store(m.HeapInuse + m.StackInuse)
+								peakMem.Store(InUseMemory())
 							}
 						}
 					}

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,20 +67,28 @@ func (b *board) due(now time.Time) bool {
 	return b != nil && int64(now.Sub(b.start)) >= b.next.Load()
 }
 
-// poll hands every request due at now to a worker.
-func (b *board) poll(now time.Time) {
+// poll hands the first request due at now, if any, to a worker, and
+// reports whether it did. One per call: the worker it readies (or
+// starts) takes its P's one next-in-line slot, so it runs as soon as the
+// caller parks; a second one readied before that takes the slot and
+// pushes the first behind every goroutine already runnable on that P
+// (hundreds of readers at 4,096 streams: p90 6 ms). The rest are handed
+// over by the next poll, from whoever runs next.
+func (b *board) poll(now time.Time) bool {
 	if !b.due(now) {
-		return
+		return false
 	}
 	b.mu.Lock()
-	for b.head < len(b.q) && !b.q[b.head].req.Scheduled.After(now) {
-		j := b.q[b.head]
-		b.q[b.head] = job{}
-		b.head++
-		b.dispatch(j)
+	defer b.mu.Unlock()
+	if b.head == len(b.q) || b.q[b.head].req.Scheduled.After(now) {
+		return false
 	}
+	j := b.q[b.head]
+	b.q[b.head] = job{}
+	b.head++
+	b.dispatch(j)
 	b.setNext()
-	b.mu.Unlock()
+	return true
 }
 
 func (b *board) setNext() {
@@ -253,7 +262,7 @@ loop:
 			}
 		}
 		now := time.Now()
-		b.poll(now)
+		handOver(b, now)
 		if !havePend || pend.req.Scheduled.After(now.Add(lead)) {
 			continue
 		}
@@ -326,7 +335,7 @@ loop:
 		b.push(pend)
 		lastPush = time.Now()
 		havePend = false
-		b.poll(time.Now())
+		handOver(b, time.Now())
 	}
 	b.close(func() { close(work) })
 	wg.Wait()
@@ -335,6 +344,16 @@ loop:
 		st.InFlightLimit = limit
 	}
 	return st, nil
+}
+
+// handOver is the sender's poll of the board: when more requests are due
+// than the one it handed over, it yields, so the worker it readied runs
+// (and sends) before the next is handed over (see board.poll); the
+// readers and workers that run meanwhile hand over the rest.
+func handOver(b *board, now time.Time) {
+	if b.poll(now) && b.due(now) {
+		runtime.Gosched()
+	}
 }
 
 // holdC is the hold's timer channel, or nil (never ready) once a request

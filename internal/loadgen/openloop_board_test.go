@@ -6,10 +6,11 @@ import (
 	"time"
 )
 
-// TestBoard: requests leave the board in due order, only once due, to
-// whoever polls first (the sender, a reader after an event, a worker
-// that finished); every one that leaves is counted, and after close
-// nothing leaves.
+// TestBoard: requests leave the board in due order, only once due, one
+// per poll (a goroutine that readied two workers before it parks would
+// put the first behind every runnable goroutine), to whoever polls first
+// (the sender, a reader after an event, a worker that finished); every
+// one that leaves is counted, and after close nothing leaves.
 func TestBoard(t *testing.T) {
 	start := time.Now()
 	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
@@ -24,19 +25,19 @@ func TestBoard(t *testing.T) {
 	if d, ok := b.nextDue(); !ok || !d.Equal(at(10)) {
 		t.Fatalf("next due %v, %v; want %v", d, ok, at(10))
 	}
-	b.poll(at(9))
-	if len(dispatched) != 0 {
+	if b.poll(at(9)) || len(dispatched) != 0 {
 		t.Fatalf("polled before anything was due: dispatched %v", dispatched)
 	}
-	b.poll(at(10))
-	if !reflect.DeepEqual(dispatched, []int{0, 1}) {
-		t.Fatalf("at 10 ms dispatched %v; want [0 1]", dispatched)
+	for k, want := range [][]int{{0}, {0, 1}} {
+		if !b.poll(at(10)) || !reflect.DeepEqual(dispatched, want) {
+			t.Fatalf("poll %d at 10 ms: dispatched %v; want %v, one per poll", k+1, dispatched, want)
+		}
 	}
-	b.poll(at(19))
-	if len(dispatched) != 2 {
+	if b.poll(at(19)) || len(dispatched) != 2 {
 		t.Fatalf("dispatched %v before 20 ms", dispatched)
 	}
-	b.poll(at(35))
+	for b.poll(at(35)) {
+	}
 	if !reflect.DeepEqual(dispatched, []int{0, 1, 2, 3}) {
 		t.Fatalf("at 35 ms dispatched %v; want [0 1 2 3]", dispatched)
 	}
