@@ -749,7 +749,7 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 			return fmt.Errorf("reading stream after %d token events: %w", counted, err)
 		}
 		at := time.Now()
-		b.poll(at)
+		b.readerPoll(at)
 		if sse.IsDone(ev.Data) {
 			break
 		}

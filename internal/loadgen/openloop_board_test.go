@@ -56,3 +56,42 @@ func TestBoard(t *testing.T) {
 	var nilBoard *board
 	nilBoard.poll(at(100)) // a request not sent by an open loop has none
 }
+
+// TestReaderPace: the sender leaves due requests to the readers only
+// while they poll the board at least minPolls times per backstop span,
+// judged over spans no shorter than backstop (a shorter one keeps the
+// last verdict), and only readers' polls count (the sender's own polls
+// would make it trust readers that are not there).
+func TestReaderPace(t *testing.T) {
+	start := time.Now()
+	b := newBoard(start, func(job) {})
+	var p readerPace
+	p.since = start
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	steps := []struct {
+		readerPolls, otherPolls int
+		at                      time.Duration
+		want                    bool
+	}{
+		{0, 0, backstop / 2, false},                   // too short a span to judge: the default
+		{minPolls, 0, backstop, true},                 // minPolls in one span
+		{minPolls - 1, 0, 2 * backstop, false},        // one short
+		{minPolls, 0, 2*backstop + backstop/2, false}, // shorter than a span: verdict kept
+		{3 * minPolls, 0, 4 * backstop, true},         // judged over the two spans since the last verdict
+		{0, 10 * minPolls, 5 * backstop, false},       // the sender's and workers' polls do not count
+		{2 * minPolls, 0, 7 * backstop, true},         // two spans, twice minPolls
+	}
+	for i, s := range steps {
+		for range s.readerPolls {
+			b.readerPoll(at(s.at))
+		}
+		for range s.otherPolls {
+			b.poll(at(s.at))
+		}
+		if got := p.busy(b, at(s.at)); got != s.want {
+			t.Fatalf("step %d (%d reader polls, %d others, at %v): busy %v; want %v", i, s.readerPolls, s.otherPolls, s.at, got, s.want)
+		}
+	}
+	var nilBoard *board
+	nilBoard.readerPoll(at(0)) // a stream not sent by an open loop has no board
+}
