@@ -207,3 +207,55 @@ func TestSlowFirst(t *testing.T) {
 		t.Error("slow-first without a slow factor validated")
 	}
 }
+
+// TestFixedModeWaitInterrupted: a fixed-mode stream waiting for its next
+// event (a 10 s inter-token gap here) stops at once when its client goes
+// away or the server closes, not at the next event: the wait is one
+// receive on the stream's timer, which both of those fire.
+func TestFixedModeWaitInterrupted(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TTFT = 0
+	cfg.ITL = 10 * time.Second
+	t.Run("client gone", func(t *testing.T) {
+		s, url := startSim(t, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan streamResult, 1)
+		go func() { done <- readStream(ctx, testClient(), url+"/v1/completions", streamBody(5)) }()
+		eventually(t, 2*time.Second, "first event written", func() bool {
+			recs := s.Records()
+			return len(recs) == 1 && len(recs[0].Events) >= 1
+		})
+		start := time.Now()
+		cancel()
+		<-done
+		eventually(t, 2*time.Second, "aborted record", func() bool {
+			recs := s.Records()
+			return len(recs) == 1 && recs[0].FinishReason == "abort"
+		})
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("the stream noticed its client had gone after %v", d)
+		}
+	})
+	t.Run("server closed", func(t *testing.T) {
+		s, url := startSim(t, cfg)
+		done := make(chan streamResult, 1)
+		go func() { done <- readStream(context.Background(), testClient(), url+"/v1/completions", streamBody(5)) }()
+		eventually(t, 2*time.Second, "first event written", func() bool {
+			recs := s.Records()
+			return len(recs) == 1 && len(recs[0].Events) >= 1
+		})
+		start := time.Now()
+		s.Close()
+		select {
+		case r := <-done:
+			if r.done {
+				t.Fatal("a stream cut by Close ended cleanly")
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the stream went on waiting after Close")
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("the stream ended %v after Close", d)
+		}
+	})
+}

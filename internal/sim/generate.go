@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -461,6 +462,29 @@ type fixedSource struct {
 	sent   int
 	cached int
 	timer  *time.Timer
+	// woken is set when the request's context ends or the server closes;
+	// either also fires the timer, so a wait is one receive on the timer's
+	// channel, not a select that also enqueues on the request's and the
+	// server-wide closing channels at every event.
+	woken    atomic.Bool
+	unwatch  [2]func() bool
+	watching bool
+}
+
+func (f *fixedSource) wake() {
+	f.woken.Store(true)
+	f.timer.Reset(0)
+}
+
+// interrupted is why the stream must stop (nil: it need not).
+func (f *fixedSource) interrupted(ctx context.Context) error {
+	if !f.woken.Load() {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return errShutdown
 }
 
 func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
@@ -469,13 +493,18 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 	}
 	deadline := f.start.Add(f.ttft + time.Duration(f.k)*f.itl)
 	if d := time.Until(deadline); d > 0 {
+		if !f.watching {
+			f.watching = true
+			f.unwatch = [2]func() bool{context.AfterFunc(ctx, f.wake), context.AfterFunc(f.s.closed, f.wake)}
+		}
 		f.timer.Reset(d)
-		select {
-		case <-f.timer.C:
-		case <-ctx.Done():
-			return 0, false, context.Cause(ctx)
-		case <-f.s.closing:
-			return 0, false, errShutdown
+		// A wake before this Reset was undone by it, but set woken first.
+		if err := f.interrupted(ctx); err != nil {
+			return 0, false, err
+		}
+		<-f.timer.C
+		if err := f.interrupted(ctx); err != nil {
+			return 0, false, err
 		}
 	}
 	n := min(f.tpc, f.target-f.sent)
@@ -491,7 +520,13 @@ func (f *fixedSource) finalDeadline() time.Time {
 }
 
 func (f *fixedSource) cachedTokens() int { return f.cached }
-func (f *fixedSource) close()            { f.timer.Stop() }
+func (f *fixedSource) close() {
+	if f.watching {
+		f.unwatch[0]()
+		f.unwatch[1]()
+	}
+	f.timer.Stop()
+}
 
 type engineSource struct {
 	s         *Server

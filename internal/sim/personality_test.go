@@ -816,11 +816,15 @@ func TestPersonaEngineMode(t *testing.T) {
 	prompt := vocabWords(64)
 	for range 2 {
 		res := readStream(context.Background(), c, url+"/v1/completions", map[string]any{"prompt": prompt, "max_tokens": 4, "ignore_eos": true, "stream": true})
-		if res.err != nil || len(res.events) != 4 {
-			t.Fatalf("engine stream: %v %d", res.err, len(res.events))
+		// Up to one event per token: a handler that runs late (a loaded
+		// machine) sends the tokens the engine made meanwhile in one event,
+		// as a real server's detokenizer does (22 of 100 runs under two
+		// busy loops had 3 events).
+		if res.err != nil || len(res.events) < 1 || len(res.events) > 4 {
+			t.Fatalf("engine stream: %v %d events for 4 tokens", res.err, len(res.events))
 		}
-		if !strings.Contains(res.events[3].data, `"timings":{"cache_n":`) {
-			t.Fatalf("final chunk: %s", res.events[3].data)
+		if last := res.events[len(res.events)-1].data; !strings.Contains(last, `"timings":{"cache_n":`) {
+			t.Fatalf("final chunk: %s", last)
 		}
 	}
 	if recs := s.Records(); recs[0].PromptTokens != 65 || recs[1].CachedTokens != 64 {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -32,6 +33,8 @@ type Server struct {
 	inflight  atomic.Int64
 	inflightT atomic.Int64 // tokens held by in-flight requests (fixed mode's cache usage)
 	closing   chan struct{}
+	closed    context.Context // done once closing is closed (for context.AfterFunc)
+	endClosed context.CancelFunc
 	closeOnce sync.Once
 	models    map[string]bool
 	persona   string       // normalised Config.Personality
@@ -61,6 +64,7 @@ func New(cfg Config) *Server {
 		models:   make(map[string]bool),
 		persona:  normPersona(cfg.Personality),
 	}
+	s.closed, s.endClosed = context.WithCancel(context.Background())
 	s.srvHeader = serverHeader(s.persona)
 	s.pcache = newPromptCache(cfg, s.persona)
 	for _, m := range cfg.Models {
@@ -81,6 +85,7 @@ func (s *Server) Config() Config { return s.cfg }
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closing)
+		s.endClosed()
 		if s.engine != nil {
 			s.engine.close()
 		}
