@@ -125,10 +125,11 @@ type meter struct {
 	cycles       float64
 	childPid     int
 	loadAvgStart string
+	cpu          cpuTicks
 }
 
 func startMeter(childPid int) *meter {
-	m := &meter{childPid: childPid, loadAvgStart: loadAvg()}
+	m := &meter{childPid: childPid, loadAvgStart: loadAvg(), cpu: machineTicks()}
 	m.self, m.child = selfCPU(), pidCPU(childPid)
 	m.gc, m.user, m.mallocs, m.cycles = runtimeCounters()
 	m.wall = time.Now()
@@ -142,6 +143,10 @@ type cost struct {
 	GCCycles          float64
 	Mallocs           float64
 	LoadAvg           string // uptime's load averages at the start and the end
+	// Steal is the share of the machine's CPU time its hypervisor gave to
+	// others (/proc/stat): on a VM a few percent of it comes in stalls
+	// of milliseconds that a send-lag p99 shows and no client can avoid.
+	Steal float64
 }
 
 func (m *meter) since() cost {
@@ -150,6 +155,9 @@ func (m *meter) since() cost {
 	gc, user, mallocs, cycles := runtimeCounters()
 	c := cost{Wall: wall, Client: self, Sim: child, Mallocs: mallocs - m.mallocs, GCCycles: cycles - m.cycles,
 		LoadAvg: m.loadAvgStart + " → " + loadAvg()}
+	if now := machineTicks(); now.total > m.cpu.total {
+		c.Steal = float64(now.steal-m.cpu.steal) / float64(now.total-m.cpu.total)
+	}
 	if g, u := gc-m.gc, user-m.user; g+u > 0 {
 		c.GCShare = g / (g + u)
 	}
@@ -167,6 +175,7 @@ func (c cost) report(b *testing.B, units float64, unit string) {
 	b.ReportMetric(c.GCCycles, "gc-cycles")
 	b.ReportMetric(c.Client.Seconds()/c.Wall.Seconds(), "client-cores")
 	b.ReportMetric(c.Sim.Seconds()/c.Wall.Seconds(), "sim-cores")
+	b.ReportMetric(100*c.Steal, "steal-%")
 	b.Logf("load average %s", c.LoadAvg)
 }
 
@@ -220,6 +229,33 @@ func runtimeCounters() (gcSeconds, userSeconds, mallocs, cycles float64) {
 		return 0
 	}
 	return f(0), f(1), f(2), f(3)
+}
+
+// cpuTicks is the machine's CPU time in clock ticks from /proc/stat's
+// cpu line: all of it, and the part stolen by the hypervisor.
+type cpuTicks struct{ total, steal int64 }
+
+func machineTicks() cpuTicks {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTicks{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTicks{}
+	}
+	var t cpuTicks
+	// user nice system idle iowait irq softirq steal (guest time is
+	// already counted in user).
+	for i, v := range f[1:9] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		t.total += n
+		if i == 7 {
+			t.steal = n
+		}
+	}
+	return t
 }
 
 // loadAvg is /proc/loadavg's three averages (the machine is shared: a
