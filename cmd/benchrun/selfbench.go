@@ -153,8 +153,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	// Memory per in-flight stream.
 	runtime.GC()
-	var m0 runtime.MemStats
-	runtime.ReadMemStats(&m0)
+	base := loadgen.InUseMemory()
 	var inflight, peak atomic.Int64
 	var peakBytes atomic.Uint64
 	done := make(chan struct{})
@@ -183,7 +182,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}, func(int, loadgen.Result) { inflight.Add(-1) })
 	close(done)
 	wg.Wait()
-	base, p := m0.HeapInuse+m0.StackInuse, max(peak.Load(), 1)
+	p := max(peak.Load(), 1)
 	grown := peakBytes.Load() - min(base, peakBytes.Load())
 	// Client and simulator share this process: this is an upper bound.
 	row("bytes_per_stream", float64(grown)/float64(p), "bytes", fmt.Sprintf("%d streams in flight; client and in-process simulator together (an upper bound)", peak.Load()))

@@ -144,8 +144,8 @@ type cost struct {
 	Mallocs           float64
 	LoadAvg           string // uptime's load averages at the start and the end
 	// Steal is the share of the machine's CPU time its hypervisor gave to
-	// others (/proc/stat): on a VM a few percent of it comes in stalls
-	// of milliseconds that a send-lag p99 shows and no client can avoid.
+	// others (/proc/stat): time neither the client nor the server had,
+	// to read next to a send-lag p99 on a VM.
 	Steal float64
 }
 
@@ -275,7 +275,5 @@ func loadAvg() string {
 // memNow is the process's heap and stack in use.
 func memNow() uint64 {
 	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
+	return InUseMemory()
 }

@@ -160,7 +160,7 @@ func (e *engine) publishGauges() {
 }
 
 // close stops the loop; sequences still queued are left for their handlers,
-// which see the server's closing channel.
+// which see the server closed.
 func (e *engine) close() {
 	e.mu.Lock()
 	if !e.closed {

@@ -465,10 +465,9 @@ type fixedSource struct {
 	// woken is set when the request's context ends or the server closes;
 	// either also fires the timer, so a wait is one receive on the timer's
 	// channel, not a select that also enqueues on the request's and the
-	// server-wide closing channels at every event.
-	woken    atomic.Bool
-	unwatch  [2]func() bool
-	watching bool
+	// server-wide Done channels at every event.
+	woken   atomic.Bool
+	unwatch [2]func() bool // nil until the first wait registers wake
 }
 
 func (f *fixedSource) wake() {
@@ -493,8 +492,7 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 	}
 	deadline := f.start.Add(f.ttft + time.Duration(f.k)*f.itl)
 	if d := time.Until(deadline); d > 0 {
-		if !f.watching {
-			f.watching = true
+		if f.unwatch[0] == nil {
 			f.unwatch = [2]func() bool{context.AfterFunc(ctx, f.wake), context.AfterFunc(f.s.closed, f.wake)}
 		}
 		f.timer.Reset(d)
@@ -521,7 +519,7 @@ func (f *fixedSource) finalDeadline() time.Time {
 
 func (f *fixedSource) cachedTokens() int { return f.cached }
 func (f *fixedSource) close() {
-	if f.watching {
+	if f.unwatch[0] != nil {
 		f.unwatch[0]()
 		f.unwatch[1]()
 	}
@@ -557,7 +555,7 @@ func (e *engineSource) next(ctx context.Context) (int, bool, error) {
 			return 0, false, context.Cause(ctx)
 		}
 		select {
-		case <-e.s.closing:
+		case <-e.s.closed.Done():
 			return 0, false, errShutdown
 		default:
 		}
@@ -587,7 +585,7 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
-	case <-s.closing:
+	case <-s.closed.Done():
 		return false
 	}
 }
@@ -847,7 +845,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 // client sees a dead server rather than a clean end of stream.
 func (s *Server) abortIfClosing() {
 	select {
-	case <-s.closing:
+	case <-s.closed.Done():
 		abortConn()
 	default:
 	}
@@ -856,7 +854,7 @@ func (s *Server) abortIfClosing() {
 // cutIfClosing is abortIfClosing for a stream (which may be hijacked).
 func (s *Server) cutIfClosing(out *eventStream) {
 	select {
-	case <-s.closing:
+	case <-s.closed.Done():
 		out.abort()
 	default:
 	}

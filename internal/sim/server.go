@@ -32,8 +32,9 @@ type Server struct {
 	engine    *engine // nil in fixed mode
 	inflight  atomic.Int64
 	inflightT atomic.Int64 // tokens held by in-flight requests (fixed mode's cache usage)
-	closing   chan struct{}
-	closed    context.Context // done once closing is closed (for context.AfterFunc)
+	// closed is done once Close is called: handlers select on its Done
+	// channel or register on it with context.AfterFunc.
+	closed    context.Context
 	endClosed context.CancelFunc
 	closeOnce sync.Once
 	models    map[string]bool
@@ -60,7 +61,6 @@ func New(cfg Config) *Server {
 		seedHash: mix(uint64(cfg.Seed)),
 		records:  recordLog{max: cfg.MaxRecords},
 		metrics:  newMetrics(),
-		closing:  make(chan struct{}),
 		models:   make(map[string]bool),
 		persona:  normPersona(cfg.Personality),
 	}
@@ -84,7 +84,6 @@ func (s *Server) Config() Config { return s.cfg }
 // engine loop. It is safe to call more than once.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		close(s.closing)
 		s.endClosed()
 		if s.engine != nil {
 			s.engine.close()

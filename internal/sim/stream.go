@@ -118,7 +118,7 @@ func (o *eventStream) end() error {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
-		case <-o.s.closing:
+		case <-o.s.closed.Done():
 		}
 		t.Stop()
 	}
