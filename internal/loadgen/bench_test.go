@@ -9,6 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	ServeWakeProbe()
 	if spec := os.Getenv(simChildEnv); spec != "" {
 		os.Exit(simChild(spec))
 	}

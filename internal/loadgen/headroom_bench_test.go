@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,10 +73,15 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				}()
 				var mu sync.Mutex
 				var lags []float64
+				var scheduled []time.Time
 				var failed, events atomic.Int64
 				rate := float64(n) / 2
+				probe, err := StartWakeProbe()
+				if err != nil {
+					b.Fatal(err)
+				}
 				m := startMeter(sp.Pid)
-				_, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 1}, Requests: n},
+				_, err = Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 1}, Requests: n},
 					func(i int) Request {
 						inflight.Add(1)
 						// Forced output length, as a sweep with force_osl sends.
@@ -88,6 +94,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 						events.Add(int64(len(r.Tokens)))
 						mu.Lock()
 						lags = append(lags, msf(r.SendLag()))
+						scheduled = append(scheduled, r.Scheduled)
 						mu.Unlock()
 					})
 				c := m.since()
@@ -96,6 +103,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				reportFloor(b, probe, scheduled)
 				l := stats.Summarize(lags)
 				perStream := float64(peakMem.Load()-min(base, peakMem.Load())) / float64(max(peak.Load(), 1))
 				b.ReportMetric(float64(peak.Load()), "peak-streams")
@@ -149,6 +157,27 @@ func BenchmarkHeadroomRate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportFloor stops the wake probe and reports what the machine itself
+// did to the pass's schedule: how late a thread that asked to wake was
+// while requests were being sent (machine-wake-p99-ms), and the send lag
+// a client that sent each request the moment the machine let it run
+// would have had (send-lag-floor-p99-ms, WakeSamples.Floor). Send lag
+// above the floor is the client's.
+func reportFloor(b *testing.B, probe *WakeProbe, scheduled []time.Time) {
+	b.Helper()
+	s, err := probe.Stop()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(scheduled) == 0 {
+		return
+	}
+	first, last := slices.MinFunc(scheduled, time.Time.Compare), slices.MaxFunc(scheduled, time.Time.Compare)
+	w := s.Between(first, last).Lateness()
+	b.ReportMetric(w.P99, "machine-wake-p99-ms")
+	b.ReportMetric(s.Floor(scheduled).P99, "send-lag-floor-p99-ms")
 }
 
 // benchSizes is the list in the environment variable env (comma-separated

@@ -1,0 +1,63 @@
+//go:build linux
+
+package loadgen
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWakeProbeSeesAStop stops the probe process for 80 ms with SIGSTOP,
+// a stop whose start and end the test knows: the probe must report a
+// wake late by about as much, due within the stop, and the floor of a
+// request due in the middle of the stop must be what was left of it.
+// Stop must end the probe process.
+func TestWakeProbeSeesAStop(t *testing.T) {
+	p, err := StartWakeProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	pid := p.cmd.Process.Pid
+	stopped := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(80 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.Now()
+	time.Sleep(200 * time.Millisecond)
+	s, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := p.cmd.ProcessState; ps == nil || !ps.Exited() {
+		t.Fatalf("the probe process did not exit: %v", ps)
+	}
+	if len(s) < 200 {
+		t.Fatalf("%d samples in about 480 ms; want one per ms or so", len(s))
+	}
+	var worst WakeSample
+	for _, w := range s {
+		if w.Late > worst.Late {
+			worst = w
+		}
+	}
+	stop := resumed.Sub(stopped)
+	if worst.Late < stop-10*time.Millisecond || worst.Late > stop+30*time.Millisecond {
+		t.Errorf("latest wake %v late; the probe was stopped for %v", worst.Late, stop)
+	}
+	if worst.Due.Before(stopped.Add(-2*time.Millisecond)) || worst.Due.After(stopped.Add(5*time.Millisecond)) {
+		t.Errorf("the late wake was due %v after the stop began; want within a few ms", worst.Due.Sub(stopped))
+	}
+	mid := stopped.Add(stop / 2)
+	if f := s.Floor([]time.Time{mid}); f.Max < msf(stop/2)-10 || f.Max > msf(stop/2)+30 {
+		t.Errorf("a request due halfway through an %v stop: floor %.1f ms; want about %.1f", stop, f.Max, msf(stop/2))
+	}
+	if f := s.Floor([]time.Time{resumed.Add(100 * time.Millisecond)}); f.Max != 0 {
+		t.Errorf("a request due 100 ms after the stop: floor %.1f ms; want 0", f.Max)
+	}
+}

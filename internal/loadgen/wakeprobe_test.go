@@ -1,0 +1,47 @@
+package loadgen
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestWakeSamplesFloor: a request due while the machine stood still (a
+// wake late by a millisecond or more) is late by what was left of that
+// stop, any other by nothing; lateness below a millisecond is not a stop.
+func TestWakeSamplesFloor(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	at := func(v float64) time.Time { return t0.Add(ms(v)) }
+	s := WakeSamples{
+		{Due: at(1), Late: ms(0.2)},  // not a stop
+		{Due: at(2.2), Late: ms(10)}, // stopped 2.2 → 12.2
+		{Due: at(13.2), Late: ms(0.9)},
+		{Due: at(15.1), Late: ms(1)}, // stopped 15.1 → 16.1
+		{Due: at(17.1), Late: 0},
+	}
+	cases := []struct {
+		due  float64
+		want float64
+	}{
+		{0, 0}, {1.1, 0}, {2.2, 10}, {5.2, 7}, {12.1, 0.1}, {12.2, 0}, {13.5, 0}, {15.6, 0.5}, {16.1, 0}, {30, 0},
+	}
+	for _, c := range cases {
+		got := s.Floor([]time.Time{at(c.due)})
+		if math.Abs(got.Max-c.want) > 1e-6 {
+			t.Errorf("due at %g ms: floor %g ms; want %g", c.due, got.Max, c.want)
+		}
+	}
+	if got := s.Floor(nil); got.N != 0 {
+		t.Errorf("no requests: %d lags", got.N)
+	}
+	if got := s.Between(at(2.2), at(15.1)); len(got) != 3 || !got[0].Due.Equal(at(2.2)) || !got[2].Due.Equal(at(15.1)) {
+		t.Errorf("between 2.2 and 15.1 ms: %v", got)
+	}
+	if got := s.Between(at(20), at(30)); len(got) != 0 {
+		t.Errorf("between 20 and 30 ms: %v; want none", got)
+	}
+	if l := s.Lateness(); l.N != 5 || l.Max != 10 || l.Min != 0 {
+		t.Errorf("lateness %+v", l)
+	}
+}
