@@ -15,6 +15,8 @@ import (
 
 	"github.com/benchrun/benchrun/sinks/siyuan/siyuantest"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/benchrun/benchrun/internal/loadgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden outputs (cmp sections of testdata/script/*.txtar, want blocks of testdata/plans/broken/*.cue)")
@@ -22,6 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden outputs (cmp section
 // TestMain lets the test binary act as `benchrun` inside the scripts, so
 // the CLI is built once (testscript.Main).
 func TestMain(m *testing.M) {
+	loadgen.ServeWakeProbe() // self-bench's probe process is this binary
 	// Go tests that need a real benchrun process (signals) re-execute
 	// this binary with the variable set.
 	if os.Getenv("BENCHRUN_TEST_AS_MAIN") == "1" {

@@ -66,6 +66,17 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer stopLight()
 
+	// The machine's own stalls, measured while the searches run: a step
+	// can be late because the machine stood still, not the client
+	// (loadgen.WakeProbe). Without a probe the rows just lack the floor.
+	probe, err := loadgen.StartWakeProbe()
+	if err != nil {
+		fmt.Fprintf(stderr, "benchrun self-bench: %v; the machine's own lateness is not measured\n", err)
+	} else {
+		defer probe.Stop()
+	}
+	var searchStart time.Time
+
 	fmt.Fprintln(stdout, "measurement,value,unit,detail")
 	row := func(name string, v float64, unit, detail string) {
 		fmt.Fprintf(stdout, "%s,%.4g,%s,%q\n", name, v, unit, detail)
@@ -116,12 +127,14 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	nt := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions,
 		HTTP: loadgen.NewHTTPClient(4096), StallTimeout: 2 * time.Minute}
 	defer nt.HTTP.CloseIdleConnections()
+	searchStart = time.Now()
 	bestRate, err := loadgen.SearchMax(ctx, min(500, *maxRate), *maxRate, 0.05, twice(func(rate int, try int) (bool, error) {
 		st, err := rateStep(ctx, nt, float64(rate), *step)
 		if err != nil {
 			return false, err
 		}
-		row(fmt.Sprintf("send_lag_p99_ms_at_%d_req_s%s", rate, retryName(try)), st.lagP99, "ms", fmt.Sprintf("achieved %.0f req/s, %d failed", st.achieved, st.failed))
+		row(fmt.Sprintf("send_lag_p99_ms_at_%d_req_s%s", rate, retryName(try)), st.lagP99, "ms",
+			fmt.Sprintf("achieved %.0f req/s, %d failed%s", st.achieved, st.failed, floorNote(probe, st, *lagMs)))
 		return st.lagP99 <= *lagMs && st.failed == 0, nil
 	}))
 	if err != nil && ctx.Err() == nil {
@@ -142,7 +155,8 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return false, err
 		}
-		row(fmt.Sprintf("send_lag_p99_ms_at_%d_streams%s", n, retryName(try)), s.lagP99, "ms", fmt.Sprintf("%d in flight at the peak, %d failed", s.peak, s.failed))
+		row(fmt.Sprintf("send_lag_p99_ms_at_%d_streams%s", n, retryName(try)), s.lagP99, "ms",
+			fmt.Sprintf("%d in flight at the peak, %d failed%s", s.peak, s.failed, floorNote(probe, s, *lagMs)))
 		return s.lagP99 <= *lagMs && s.failed == 0 && s.peak >= int64(n)*9/10, nil
 	}))
 	if err != nil && ctx.Err() == nil {
@@ -150,6 +164,13 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 3
 	}
 	row("max_streams", float64(bestStreams), "streams", fmt.Sprintf("concurrent streams, an event every %s each, send lag p99 under %g ms, every stream complete, simulator in-process", streamITL, *lagMs))
+	if probe != nil {
+		w := probe.Samples().Between(searchStart, time.Now()).Lateness()
+		row("machine_wake_p99_ms", w.P99, "ms", fmt.Sprintf("how late a thread that asked to wake ran while the searches ran (a probe process, %d wakes; max %.1f ms): no client on this machine keeps a schedule closer than this", w.N, w.Max))
+		if _, err := probe.Stop(); err != nil {
+			fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
+		}
+	}
 
 	// Memory per in-flight stream.
 	runtime.GC()
@@ -248,16 +269,34 @@ func retryName(try int) string {
 
 // stepResult is one search step's outcome.
 type stepResult struct {
-	lagP99   float64 // ms
-	achieved float64 // req/s (rate steps)
-	failed   int64
-	peak     int64 // streams in flight at once (stream steps)
+	lagP99    float64 // ms
+	achieved  float64 // req/s (rate steps)
+	failed    int64
+	peak      int64       // streams in flight at once (stream steps)
+	scheduled []time.Time // each request's due time
+}
+
+// floorNote is a step's row detail on the machine's own share of its
+// send lag: the p99 a client that sent every request the moment the
+// machine let it run would have had (loadgen.WakeSamples.Floor), and
+// when that alone is over the bound, that no client could have passed
+// the step on this machine then.
+func floorNote(probe *loadgen.WakeProbe, st stepResult, lagMs float64) string {
+	if probe == nil || len(st.scheduled) == 0 {
+		return ""
+	}
+	f := probe.Samples().Floor(st.scheduled).P99
+	if f > lagMs {
+		return fmt.Sprintf("; the machine's floor alone is %.2f ms p99, over the bound: no client could have kept this step under it", f)
+	}
+	return fmt.Sprintf("; machine floor p99 %.2f ms", f)
 }
 
 // rateStep sends non-streamed one-token requests at rate for d.
 func rateStep(ctx context.Context, t *loadgen.Target, rate float64, d time.Duration) (stepResult, error) {
 	var mu sync.Mutex
 	var lags []float64
+	var scheduled []time.Time
 	var failed atomic.Int64
 	st, err := loadgen.Run(ctx, t, loadgen.Load{Schedule: &loadgen.Schedule{Rate: rate, Arrival: loadgen.ArrivalConstant}, Duration: d},
 		func(int) loadgen.Request { return loadgen.Request{Prompt: "a", MaxTokens: 1} },
@@ -267,12 +306,13 @@ func rateStep(ctx context.Context, t *loadgen.Target, rate float64, d time.Durat
 			}
 			mu.Lock()
 			lags = append(lags, float64(r.SendLag())/1e6)
+			scheduled = append(scheduled, r.Scheduled)
 			mu.Unlock()
 		})
 	if err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{lagP99: stats.Summarize(lags).P99, achieved: float64(st.Sent) / time.Since(st.Start).Seconds(), failed: failed.Load()}, nil
+	return stepResult{lagP99: stats.Summarize(lags).P99, achieved: float64(st.Sent) / time.Since(st.Start).Seconds(), failed: failed.Load(), scheduled: scheduled}, nil
 }
 
 // streamStep sends n streams over d (constant arrivals), each lasting
@@ -280,6 +320,7 @@ func rateStep(ctx context.Context, t *loadgen.Target, rate float64, d time.Durat
 func streamStep(ctx context.Context, t *loadgen.Target, n int, d time.Duration) (stepResult, error) {
 	var mu sync.Mutex
 	var lags []float64
+	var scheduled []time.Time
 	var spans [][2]time.Time
 	var failed int64
 	_, err := loadgen.Run(ctx, t, loadgen.Load{Schedule: &loadgen.Schedule{Rate: float64(n) / d.Seconds(), Arrival: loadgen.ArrivalConstant}, Requests: n},
@@ -294,11 +335,12 @@ func streamStep(ctx context.Context, t *loadgen.Target, n int, d time.Duration) 
 				failed++
 			}
 			lags = append(lags, float64(r.SendLag())/1e6)
+			scheduled = append(scheduled, r.Scheduled)
 			spans = append(spans, [2]time.Time{r.Sent, r.Finished})
 		},
 	)
 	if err != nil {
 		return stepResult{}, err
 	}
-	return stepResult{lagP99: stats.Summarize(lags).P99, failed: failed, peak: int64(loadgen.PeakOverlap(spans))}, nil
+	return stepResult{lagP99: stats.Summarize(lags).P99, failed: failed, peak: int64(loadgen.PeakOverlap(spans)), scheduled: scheduled}, nil
 }

@@ -21,7 +21,7 @@ func TestSelfBench(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, want := range []string{"measurement,value,unit,detail\n", "sse_events_per_s_per_core,", "allocs_per_event,", "event_error_p99_ms,",
-		"send_lag_p99_ms_at_300_req_s,", "max_rate_req_s,", "send_lag_p99_ms_at_24_streams,", "max_streams,", "bytes_per_stream,"} {
+		"send_lag_p99_ms_at_300_req_s,", "max_rate_req_s,", "send_lag_p99_ms_at_24_streams,", "max_streams,", "machine_wake_p99_ms,", "bytes_per_stream,", "machine floor p99 "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

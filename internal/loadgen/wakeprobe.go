@@ -38,6 +38,8 @@ type WakeProbe struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan struct{}
+	once  sync.Once
+	err   error // Stop's
 
 	mu      sync.Mutex
 	samples []WakeSample
@@ -95,7 +97,7 @@ func StartWakeProbe() (*WakeProbe, error) {
 		return p, nil
 	case <-p.done:
 		p.cmd.Wait()
-		return nil, fmt.Errorf("wake probe: the probe process ended before its first sample: %w", p.err())
+		return nil, fmt.Errorf("wake probe: the probe process ended before its first sample: %w", p.readFailure())
 	case <-time.After(5 * time.Second):
 		p.Stop()
 		return nil, errors.New("wake probe: no sample from the probe process in 5 s")
@@ -133,7 +135,7 @@ func (p *WakeProbe) read(out io.Reader, ready chan struct{}) {
 	}
 }
 
-func (p *WakeProbe) err() error {
+func (p *WakeProbe) readFailure() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.readErr != nil {
@@ -149,25 +151,28 @@ func (p *WakeProbe) Samples() WakeSamples {
 	return WakeSamples(slices.Clone(p.samples))
 }
 
-// Stop ends the probe process and returns all its samples. The process
-// is killed if it has not ended 3 s after its stdin closed.
+// Stop ends the probe process and returns all its samples (again, on a
+// later call). The process is killed if it has not ended 3 s after its
+// stdin closed.
 func (p *WakeProbe) Stop() (WakeSamples, error) {
-	p.stdin.Close()
-	select {
-	case <-p.done:
-	case <-time.After(3 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-	err := p.cmd.Wait()
+	p.once.Do(func() {
+		p.stdin.Close()
+		select {
+		case <-p.done:
+		case <-time.After(3 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if err := p.cmd.Wait(); err != nil {
+			p.err = fmt.Errorf("wake probe: %w", err)
+		}
+	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.readErr != nil {
-		err = p.readErr
-	} else if err != nil {
-		err = fmt.Errorf("wake probe: %w", err)
+		return WakeSamples(p.samples), p.readErr
 	}
-	return WakeSamples(p.samples), err
+	return WakeSamples(p.samples), p.err
 }
 
 // ServeWakeProbe runs the probe and exits when this process was started
