@@ -45,3 +45,14 @@ func TestWakeSamplesFloor(t *testing.T) {
 		t.Errorf("lateness %+v", l)
 	}
 }
+
+// TestWakeProbeRefusesInsideAProbe: a process started as a probe that
+// did not serve it (a program whose main forgot ServeWakeProbe) must not
+// start probes of its own, each of which would start another.
+func TestWakeProbeRefusesInsideAProbe(t *testing.T) {
+	t.Setenv(WakeProbeEnv, "1")
+	if p, err := StartWakeProbe(); err == nil {
+		p.Stop()
+		t.Fatal("a probe process started another probe")
+	}
+}
