@@ -256,13 +256,19 @@ func fmtOpt(p *float64) string {
 // overloadPlan: an open loop one client cannot keep because of its own
 // in-flight cap (max_inflight is each process's, as GuideLLM caps each
 // worker): 120 req/s of ~100 ms requests need ~12 in flight, one process
-// may hold 8, each of two shards 8 for its 60 req/s.
+// may hold 8, each of two shards 8 for its 60 req/s. The single process
+// falls hundreds of ms behind (855 ms p99 in one run); a shard that keeps
+// its load reads a few ms, and on this project's 2-core VMs the machine's
+// own stalls alone reach 3-6 ms p99 (loadgen.WakeProbe), so the line
+// between the two is drawn at 50 ms, not the default 5 (a shard read 5.23
+// ms in a full-suite run and failed the test).
 const overloadPlan = `name: "overload"
 model: {name: "sim"}
 _url: string @tag(url)
 stages: sweep: {
 	kind: "sweep", target: _url, cells: [{isl: 16, osl: 16}]
 	rates: [120], arrival: "constant", requests: 240, max_inflight: 8, warmup: 0, calibrate: "off"
+	send_lag_threshold_ms: 50
 }
 `
 
@@ -301,7 +307,7 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 		}
 	}
 	runDir := func(out string) string { return onlyRunDir(t, filepath.Join(dir, out)) }
-	if b, err := bench("merge", runDir("shard0"), runDir("shard1"), "--out", "merged").CombinedOutput(); err != nil {
+	if b, err := bench("merge", runDir("shard0"), runDir("shard1"), "--out", "merged", "--send-lag-threshold-ms", "50").CombinedOutput(); err != nil {
 		t.Fatalf("merge: %v\n%s", err, b)
 	}
 	row := func(d string) results.Cell {
@@ -318,7 +324,7 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 	one, all := row(runDir("single")), row(filepath.Join(dir, "merged"))
 	t.Logf("single: send_lag p99 %s ms, ttft_sched p50 %s ms, req_s %s; notes: %s", fmtOpt(one.SendLagP99), fmtOpt(one.TTFTSchedP50Ms), fmtOpt(one.ReqS), one.Notes)
 	t.Logf("merged: send_lag p99 %s ms, ttft_sched p50 %s ms, req_s %s; notes: %s", fmtOpt(all.SendLagP99), fmtOpt(all.TTFTSchedP50Ms), fmtOpt(all.ReqS), all.Notes)
-	if one.SendLagP99 == nil || *one.SendLagP99 <= 5 || !strings.Contains(one.Notes, "client-bound: send_lag p99") {
+	if one.SendLagP99 == nil || *one.SendLagP99 <= 50 || !strings.Contains(one.Notes, "client-bound: send_lag p99") {
 		t.Errorf("single process: send_lag p99 %s ms, notes %q: want it flagged client-bound", fmtOpt(one.SendLagP99), one.Notes)
 	}
 	info, err := os.ReadFile(filepath.Join(dir, "merged", merge.InfoFile))
