@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/sinks/siyuan/siyuantest"
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/benchrun/benchrun/internal/loadgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden outputs (cmp sections of testdata/script/*.txtar, want blocks of testdata/plans/broken/*.cue)")

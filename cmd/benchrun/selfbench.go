@@ -75,7 +75,6 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	} else {
 		defer probe.Stop()
 	}
-	var searchStart time.Time
 
 	fmt.Fprintln(stdout, "measurement,value,unit,detail")
 	row := func(name string, v float64, unit, detail string) {
@@ -127,7 +126,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	nt := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions,
 		HTTP: loadgen.NewHTTPClient(4096), StallTimeout: 2 * time.Minute}
 	defer nt.HTTP.CloseIdleConnections()
-	searchStart = time.Now()
+	searchStart := time.Now()
 	bestRate, err := loadgen.SearchMax(ctx, min(500, *maxRate), *maxRate, 0.05, twice(func(rate int, try int) (bool, error) {
 		st, err := rateStep(ctx, nt, float64(rate), *step)
 		if err != nil {

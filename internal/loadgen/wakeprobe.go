@@ -27,7 +27,7 @@ import (
 // whatever the client does. Measured on the 2-core machine this project
 // runs on, at 4,096 streams: a real-time probe thread on each core saw
 // both cores stopped together for 2-20 ms at a time, and the client's
-// 5-30 ms send-lag episodes fell on those stops.
+// 5-60 ms send-lag episodes fell on those stops.
 //
 // The probe is a child process (this executable, started with
 // WakeProbeEnv set), so that it competes for the cores like any other
@@ -102,8 +102,8 @@ func StartWakeProbe() (*WakeProbe, error) {
 	case <-ready:
 		return p, nil
 	case <-p.done:
-		p.cmd.Wait()
-		return nil, fmt.Errorf("wake probe: the probe process ended before its first sample: %w", p.readFailure())
+		_, err := p.Stop()
+		return nil, fmt.Errorf("wake probe: the probe process ended before its first sample: %w", err)
 	case <-time.After(5 * time.Second):
 		p.Stop()
 		return nil, errors.New("wake probe: no sample from the probe process in 5 s")
@@ -134,20 +134,13 @@ func (p *WakeProbe) read(out io.Reader, ready chan struct{}) {
 			close(ready)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		p.mu.Lock()
-		p.readErr = fmt.Errorf("wake probe: reading samples: %w", err)
-		p.mu.Unlock()
-	}
-}
-
-func (p *WakeProbe) readFailure() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.readErr != nil {
-		return p.readErr
+	if err := sc.Err(); err != nil {
+		p.readErr = fmt.Errorf("wake probe: reading samples: %w", err)
+	} else if first && p.readErr == nil {
+		p.readErr = errors.New("wake probe: no output")
 	}
-	return errors.New("no output")
 }
 
 // Samples are the probe's samples so far, in order.
