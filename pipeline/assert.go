@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/schema"
@@ -52,6 +53,9 @@ type Assertion struct {
 	stagesRead []string
 	// ReadsBaseline: a row-level assertion that reads `baseline.COLUMN`.
 	ReadsBaseline bool
+	// sides are the two sides of a top-level comparison, compiled (nil
+	// otherwise): by how much a failed check missed (explain.go).
+	sides [2]*vm.Program
 }
 
 // Verdict is one assertion judged on one cell row (or on a stage's rows,
@@ -68,11 +72,18 @@ type Verdict struct {
 	Passed    bool              `json:"passed"`
 	Values    map[string]string `json:"values"`
 	Error     string            `json:"error,omitempty"`
+	// Inconclusive: the check did not hold, but the machine's lateness
+	// during the cell could explain it; Explained says how, in numbers.
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Explained    string `json:"explained,omitempty"`
+	// Measurement is the judged row's (1, 2 for a confirmation; 0 for a
+	// stage's or the run's verdict).
+	Measurement int64 `json:"measurement,omitempty"`
 }
 
 // Fails reports whether the verdict fails the run (a failed or
-// unevaluable check of severity fail).
-func (v Verdict) Fails() bool { return !v.Passed && v.Severity != SeverityWarn }
+// unevaluable check of severity fail that the machine does not explain).
+func (v Verdict) Fails() bool { return !v.Passed && v.Severity != SeverityWarn && !v.Inconclusive }
 
 // requestColumns are the request-row columns a row-level assertion reads
 // as `requests.COLUMN`: the values of the cell's completed requests (a
@@ -343,8 +354,12 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 		severity = SeverityFail
 	}
 	ids := identifiers(prog.Node())
-	return &Assertion{Expr: a.Expr, Name: a.Name, Severity: severity, Level: level, Pos: a.Pos, Stage: stage, prog: prog,
-		names: ids, nullAware: testsNull(prog.Node()), stagesRead: stagesRead, ReadsBaseline: level == LevelRow && slices.Contains(ids, "baseline")}, nil
+	out := &Assertion{Expr: a.Expr, Name: a.Name, Severity: severity, Level: level, Pos: a.Pos, Stage: stage, prog: prog,
+		names: ids, nullAware: testsNull(prog.Node()), stagesRead: stagesRead, ReadsBaseline: level == LevelRow && slices.Contains(ids, "baseline")}
+	if level == LevelRow {
+		out.sides = comparisonSides(prog.Node(), append([]expr.Option{expr.Env(env)}, assertFuncs...))
+	}
+	return out, nil
 }
 
 var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell{}) })
@@ -435,6 +450,12 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 		return v
 	}
 	v.Passed, _ = out.(bool)
+	if !v.Passed {
+		if why, ok := a.explain(c, reqs, base); ok {
+			v.Inconclusive, v.Explained = true, why
+			v.Values["machine_late_p99_ms"] = fmt.Sprintf("%.3g", measure.Late(&c))
+		}
+	}
 	return v
 }
 

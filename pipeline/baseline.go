@@ -153,12 +153,18 @@ func (r *runner) judgeBaseline() {
 		cell, _ := r.rowOf(v.CellID)
 		pv := Verdict{
 			Assertion: "regression of " + v.Metric, Name: v.Metric, Severity: SeverityFail, Level: LevelRegression,
-			Pos: b.Pos.String(), Stage: cell.Stage, CellID: v.CellID, Cell: CellLabel(cell), Passed: v.Outcome != regress.Regressed,
-			Values: regressionValues(v),
+			Pos: b.Pos.String(), Stage: cell.Stage, CellID: v.CellID, Cell: CellLabel(cell),
+			Passed: v.Outcome != regress.Regressed && v.Outcome != regress.Inconclusive,
+			Values: regressionValues(v), Measurement: results.MeasurementOf(cell.Measurement),
 		}
 		r.confirmValues(v, pv.Values)
 		r.verdicts = append(r.verdicts, pv)
 		switch v.Outcome {
+		case regress.Inconclusive:
+			pv.Inconclusive, pv.Explained = true, v.Reason
+			r.verdicts[len(r.verdicts)-1] = pv
+			r.inconclusive = append(r.inconclusive, pv)
+			fmt.Fprintf(r.opts.Progress, "? regression inconclusive: %s\n", redact.String(v.String()))
 		case regress.Regressed:
 			r.failed = append(r.failed, pv)
 			confirmed := ""
@@ -171,6 +177,9 @@ func (r *runner) judgeBaseline() {
 		}
 		row := verdictRow(cell, &Assertion{Stage: cell.Stage}, pv, now)
 		row.Scope, row.Outcome, row.Attempt = "plan", string(v.Outcome), cell.Attempt
+		if v.Outcome == regress.Inconclusive {
+			row.Outcome = results.OutcomeInconclusive
+		}
 		if _, ok := byStage[cell.Stage]; !ok {
 			stages = append(stages, cell.Stage)
 		}
@@ -183,8 +192,11 @@ func (r *runner) judgeBaseline() {
 	if n := len(r.confirmations); n > 0 {
 		short += fmt.Sprintf("; %d cells re-measured to confirm", n)
 	}
-	fmt.Fprintf(r.opts.Progress, "benchrun: baseline (%s, %d runs of history): %d checks, %d regressed, %d improved, %d same, %d insufficient data%s%s\n",
-		root, len(rep.RunsOld), len(rep.Verdicts), rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), insufficient, short, excludedNote(rep.Excluded))
+	if n := rep.Count(regress.Inconclusive); n > 0 {
+		short = fmt.Sprintf("; %d inconclusive (the machine was later than in the history's runs)", n) + short
+	}
+	fmt.Fprintf(r.opts.Progress, "benchrun: baseline (%s, %d runs of history): %d checks, %d regressed, %d improved, %d same, %d insufficient data%s%s%s\n",
+		root, len(rep.RunsOld), len(rep.Verdicts), rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), insufficient, short, levelNote(rep), excludedNote(rep.Excluded))
 	sort.Strings(stages)
 	for _, st := range stages {
 		r.emitVerdicts(st, redact.Value(byStage[st]))
@@ -276,4 +288,30 @@ func (r *runner) baselineCell(c results.Cell) *results.Cell {
 		return &b
 	}
 	return nil
+}
+
+// levelNote says where the history changed level: the verdicts judged
+// against the runs since a change point, by run and change.
+func levelNote(rep *regress.Report) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, v := range rep.Verdicts {
+		if lc := v.LevelChange; lc != nil {
+			s := fmt.Sprintf("%s of %s changed level at run %s (%+.1f%%)", v.Metric, v.CellID, lc.Run, 100*lc.Change)
+			if !seen[s] {
+				seen[s] = true
+				parts = append(parts, s)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	const shown = 3
+	more := ""
+	if len(parts) > shown {
+		more = fmt.Sprintf(" and %d more", len(parts)-shown)
+		parts = parts[:shown]
+	}
+	return "; " + strings.Join(parts, ", ") + more + " (judged against the level since)"
 }

@@ -21,6 +21,15 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	r.stamp(&cell)
 	r.noteEngine(cell)
 	cell.Measurement = results.MeasurementOf(cell.Measurement)
+	if cell.Measurement > 1 {
+		// Told apart wherever the row goes: the CSV's measurement column
+		// (when the run may re-measure), and its notes everywhere.
+		note := fmt.Sprintf("measurement %d of the cell, the one its checks judge: measured once more", cell.Measurement)
+		if why := r.remeasure[[2]string{cell.Stage, cell.CellID}]; why != "" {
+			note += " (" + why + ")"
+		}
+		cell.Notes = joinNotes(note, cell.Notes)
+	}
 	for i := range reqs {
 		reqs[i].Measurement = cell.Measurement
 		reqs[i].RunID = cell.RunID
@@ -49,6 +58,9 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		}
 		v := redact.Value(a.JudgeRow(cell, reqs, base))
 		verdictRows = append(verdictRows, r.record(cell, a, v, now))
+		if v.Inconclusive && v.Severity != SeverityWarn && cell.Measurement == 1 {
+			r.wantRemeasure(cell, fmt.Sprintf("%s inconclusive", verdictWhat(v)))
+		}
 	}
 	r.keepRow(cell)
 	verdictRows = redact.Value(verdictRows)
@@ -104,7 +116,19 @@ func (r *runner) stamp(cell *results.Cell) {
 // one of severity warn is said and kept), says a failure on the progress
 // writer, and returns its row for the assertions table.
 func (r *runner) record(cell results.Cell, a *Assertion, v Verdict, at time.Time) results.Verdict {
+	if v.Level == LevelRow {
+		v.Measurement = cell.Measurement
+	}
 	r.verdicts = append(r.verdicts, v)
+	if v.Inconclusive {
+		r.inconclusive = append(r.inconclusive, v)
+		again := ""
+		if v.Measurement > 1 {
+			again = " again, measured once more"
+		}
+		fmt.Fprintf(r.opts.Progress, "? assertion %s inconclusive%s on %s (%s) [%s]: %s\n", verdictWhat(v), again, v.Cell, v.FormatValues(), v.Pos, v.Explained)
+		return verdictRow(cell, a, v, at)
+	}
 	if !v.Passed {
 		msg := "does not hold"
 		if v.Error != "" {
@@ -116,10 +140,7 @@ func (r *runner) record(cell results.Cell, a *Assertion, v Verdict, at time.Time
 		} else {
 			r.failed = append(r.failed, v)
 		}
-		label := fmt.Sprintf("%q", v.Assertion)
-		if v.Name != "" {
-			label = fmt.Sprintf("%s (%q)", v.Name, v.Assertion)
-		}
+		label := verdictWhat(v)
 		fmt.Fprintf(r.opts.Progress, "%s %s %s %s on %s (%s) [%s]\n", mark, what, label, msg, v.Cell, v.FormatValues(), v.Pos)
 	}
 	return verdictRow(cell, a, v, at)
@@ -131,11 +152,14 @@ func verdictRow(cell results.Cell, a *Assertion, v Verdict, at time.Time) result
 		RunID: cell.RunID, Plan: cell.Plan, Stage: cell.Stage, CellID: cell.CellID, Cell: v.Cell,
 		JudgedAt: at, Assertion: v.Assertion, Name: v.Name, Severity: v.Severity, Level: v.Level,
 		Pos: v.Pos, Scope: "stage", Passed: v.Passed, Values: v.Values, Error: v.Error,
+		Measurement: v.Measurement, Explained: v.Explained,
 	}
 	if a.Stage == "" {
 		row.Scope = "plan"
 	}
 	switch {
+	case v.Inconclusive:
+		row.Outcome = results.OutcomeInconclusive
 	case !v.Passed && v.Severity == SeverityWarn:
 		row.Outcome = results.OutcomeWarn
 	case v.Error != "":
@@ -183,4 +207,15 @@ func (r *runner) noteEngine(cell results.Cell) {
 		}
 	}
 	r.manifest.Engines = append(r.manifest.Engines, e)
+}
+
+// joinNotes joins two notes with "; ", either of them possibly empty.
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }

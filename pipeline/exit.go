@@ -4,12 +4,16 @@ import "errors"
 
 // Exit codes (docs/DESIGN.md).
 const (
-	ExitOK          = 0   // every assertion holds
-	ExitAssertion   = 1   // an assertion or regression failed
-	ExitInvalid     = 2   // the plan or the command line is invalid
-	ExitInfra       = 3   // infrastructure failed (server, health, sink)
-	ExitInternal    = 4   // benchrun itself crashed (a panic): a bug, never a user error
-	ExitInterrupted = 130 // interrupted; finally stages and sinks still ran
+	ExitOK        = 0 // every assertion holds
+	ExitAssertion = 1 // an assertion or regression failed
+	ExitInvalid   = 2 // the plan or the command line is invalid
+	ExitInfra     = 3 // infrastructure failed (server, health, sink)
+	ExitInternal  = 4 // benchrun itself crashed (a panic): a bug, never a user error
+	// ExitInconclusive: nothing failed, but a check was inconclusive (the
+	// machine's own lateness could explain it) and the plan or
+	// --inconclusive says inconclusive fails.
+	ExitInconclusive = 5
+	ExitInterrupted  = 130 // interrupted; finally stages and sinks still ran
 )
 
 // ExitError is an error that carries the exit code benchrun should return.

@@ -167,7 +167,7 @@ func recordJudgement(dir string, sum *Summary) error {
 		status = RunOK
 	}
 	m.Stages = sum.Stages
-	m.Verdicts = sum.Failed
+	m.Verdicts, m.Inconclusive = sum.Failed, sum.Inconclusive
 	m.finish(status, sum.Reason, sum.ExitCode, sum.FinishedAt)
 	return m.write(dir)
 }

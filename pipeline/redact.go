@@ -125,6 +125,7 @@ func redactSummary(sum *Summary) {
 	sum.Stages = redact.Value(sum.Stages)
 	sum.Verdicts = redact.Value(sum.Verdicts)
 	sum.Failed = redact.Value(sum.Failed)
+	sum.Inconclusive = redact.Value(sum.Inconclusive)
 }
 
 // scrubLogs redacts the logs in a run directory once the run's processes

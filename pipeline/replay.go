@@ -88,6 +88,7 @@ func ReplayWith(dir string, uses []*SinkUse, o ReplayOptions) (*Summary, error) 
 		if c.Rate > 0 {
 			env.RateLadder = true
 		}
+
 	}
 	var live []*SinkUse
 	for _, u := range uses {

@@ -63,7 +63,17 @@ type Options struct {
 	// start every cell together (Env.CellStart); Coordinate is
 	// --coordinate ADDR: shard 0 serves it there itself.
 	Coordinator, Coordinate string
+	// Inconclusive is --inconclusive: "tolerate" or "fail" (InconclusiveFail),
+	// over the plan's inconclusive; "" leaves the plan's.
+	Inconclusive string
 }
+
+// What an inconclusive verdict does to the exit code (the plan's
+// inconclusive, --inconclusive).
+const (
+	InconclusiveTolerate = "tolerate"
+	InconclusiveFail     = "fail"
+)
 
 // StageResult is one stage's outcome, for the summary and the manifest.
 type StageResult struct {
@@ -77,13 +87,18 @@ type StageResult struct {
 
 // Summary is how a run ended.
 type Summary struct {
-	Run         *RunInfo
-	Stages      []StageResult
-	Cells       int
-	Verdicts    []Verdict
-	Failed      []Verdict
-	Interrupted bool
-	ExitCode    int
+	Run      *RunInfo
+	Stages   []StageResult
+	Cells    int
+	Verdicts []Verdict
+	Failed   []Verdict
+	// Inconclusive are the checks that did not hold while the machine's
+	// own lateness could explain it (docs/PLANS.md, "Inconclusive
+	// verdicts"): they fail the run (exit 5) only under inconclusive:
+	// "fail".
+	Inconclusive []Verdict
+	Interrupted  bool
+	ExitCode     int
 	// Reason says why the run did not end ok ("" when it did).
 	Reason string
 	// Sinks are the sinks' accounts (as the manifest records them).
@@ -172,7 +187,14 @@ type runner struct {
 	emitMu      sync.Mutex
 	verdicts    []Verdict
 	failed      []Verdict
-	cells       int
+	// inconclusive are the checks the machine's lateness could explain
+	// (the latest measurement's; under emitMu).
+	inconclusive []Verdict
+	// remeasure names the cells (stage, cell id) whose first measurement
+	// left a check inconclusive, with why: Env.Confirm measures them once
+	// more while their server is up (under emitMu).
+	remeasure map[[2]string]string
+	cells     int
 	// confirmations are the cells re-measured for baseline.confirm, by
 	// cell id, with what their first measurement read (under emitMu).
 	confirmations map[string]confirmation
@@ -335,7 +357,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 	if sum != nil {
 		r.manifest.Stages = sum.Stages
-		r.manifest.Verdicts = sum.Failed
+		r.manifest.Verdicts, r.manifest.Inconclusive = sum.Failed, sum.Inconclusive
 	}
 	r.manifest.Sinks = r.sinkRecords()
 	if r.manifest.ModelDigest == "" && r.md != nil {
@@ -918,7 +940,7 @@ func (r *runner) ancestorLocks(n *Node) map[string]bool {
 }
 
 func (r *runner) summary(ctx context.Context) *Summary {
-	sum := &Summary{Run: r.ri, FinishedAt: time.Now(), Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed, EarlierFailed: len(r.ri.priorFailed)}
+	sum := &Summary{Run: r.ri, FinishedAt: time.Now(), Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed, Inconclusive: r.inconclusive, EarlierFailed: len(r.ri.priorFailed)}
 	sum.Interrupted = ctx.Err() != nil
 	infra := r.emitErr != nil
 	for _, n := range r.g.Nodes {
@@ -960,6 +982,9 @@ func (r *runner) summary(ctx context.Context) *Summary {
 	case len(r.failed) > 0:
 		sum.ExitCode = ExitAssertion
 		sum.Reason = fmt.Sprintf("%d assertion checks failed", len(r.failed))
+	case len(r.inconclusive) > 0 && r.inconclusiveFails():
+		sum.ExitCode = ExitInconclusive
+		sum.Reason = fmt.Sprintf("%d checks inconclusive: the machine's own lateness could explain them (inconclusive: fail)", len(r.inconclusive))
 	default:
 		sum.ExitCode = ExitOK
 	}
@@ -972,7 +997,11 @@ func PrintSummary(w io.Writer, sum *Summary) {
 	if sum.EarlierFailed > 0 {
 		earlier = fmt.Sprintf(" (%d of them judged by earlier attempts, on cells already done)", sum.EarlierFailed)
 	}
-	fmt.Fprintf(w, "\nrun %s: %d cell rows, %d assertion checks, %d failed%s\n", sum.Run.ID, sum.Cells, len(sum.Verdicts), len(sum.Failed), earlier)
+	inconclusive := ""
+	if n := len(sum.Inconclusive); n > 0 {
+		inconclusive = fmt.Sprintf(", %d inconclusive", n)
+	}
+	fmt.Fprintf(w, "\nrun %s: %d cell rows, %d assertion checks, %d failed%s%s\n", sum.Run.ID, sum.Cells, len(sum.Verdicts), len(sum.Failed), inconclusive, earlier)
 	for _, s := range sum.Stages {
 		line := fmt.Sprintf("  %-14s %-9s %-8s %6.1fs", s.Name, s.Kind, s.Status, s.DurationS)
 		if s.Attempts > 1 {
@@ -993,13 +1022,35 @@ func PrintSummary(w io.Writer, sum *Summary) {
 			fmt.Fprintf(w, "  … and %d more failed checks (report.md, junit.xml, the assertions table)\n", len(sum.Failed)-shown)
 			break
 		}
-		what := fmt.Sprintf("%q", v.Assertion)
-		if v.Name != "" && v.Level != LevelRegression {
-			what = fmt.Sprintf("%s (%q)", v.Name, v.Assertion)
-		}
+		what := verdictWhat(v)
 		fmt.Fprintf(w, "  FAIL %s: %s on %s (%s)\n", v.Pos, what, v.Cell, v.FormatValues())
 	}
+	for i, v := range sum.Inconclusive {
+		if i == shown {
+			fmt.Fprintf(w, "  … and %d more inconclusive checks (report.md, junit.xml, the assertions table)\n", len(sum.Inconclusive)-shown)
+			break
+		}
+		fmt.Fprintf(w, "  INCONCLUSIVE %s: %s on %s: %s\n", v.Pos, verdictWhat(v), v.Cell, v.Explained)
+	}
 	fmt.Fprintf(w, "  results: %s\n", sum.Run.Dir)
+}
+
+// verdictWhat names a verdict's check: its expression, with its name.
+func verdictWhat(v Verdict) string {
+	if v.Name != "" && v.Level != LevelRegression {
+		return fmt.Sprintf("%s (%q)", v.Name, v.Assertion)
+	}
+	return fmt.Sprintf("%q", v.Assertion)
+}
+
+// inconclusiveFails says whether an inconclusive verdict fails the run:
+// --inconclusive, else the plan's inconclusive.
+func (r *runner) inconclusiveFails() bool {
+	policy := r.opts.Inconclusive
+	if policy == "" && r.g != nil && r.g.Plan != nil {
+		policy = r.g.Plan.Inconclusive
+	}
+	return policy == InconclusiveFail
 }
 
 // verdictCounts sums the verdicts up by level and outcome in one line:
@@ -1020,6 +1071,8 @@ func verdictCounts(vs []Verdict) string {
 			if out == "" {
 				out = map[bool]string{true: "ok", false: "regressed"}[v.Passed]
 			}
+		case v.Inconclusive:
+			out = "inconclusive"
 		case !v.Passed && v.Severity == SeverityWarn:
 			out = "warn"
 		case v.Error != "":

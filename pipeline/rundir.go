@@ -133,8 +133,9 @@ type (
 // `type Manifest = rundir.Manifest` and its methods pipeline functions.
 type Manifest struct {
 	rundir.Manifest
-	Stages   []StageResult `json:"stages,omitempty"`
-	Verdicts []Verdict     `json:"failed_assertions,omitempty"`
+	Stages       []StageResult `json:"stages,omitempty"`
+	Verdicts     []Verdict     `json:"failed_assertions,omitempty"`
+	Inconclusive []Verdict     `json:"inconclusive_checks,omitempty"`
 }
 
 // manifestOf turns the manifest a reader read into the writer's. The
@@ -143,12 +144,15 @@ type Manifest struct {
 // fails the build here instead of vanishing from manifest.json.
 func manifestOf(rm *rundir.Manifest) *Manifest {
 	m := &Manifest{Manifest: *rm}
-	m.Manifest.Stages, m.Manifest.Verdicts = nil, nil
+	m.Manifest.Stages, m.Manifest.Verdicts, m.Manifest.Inconclusive = nil, nil, nil
 	for _, s := range rm.Stages {
 		m.Stages = append(m.Stages, StageResult(s))
 	}
 	for _, v := range rm.Verdicts {
 		m.Verdicts = append(m.Verdicts, Verdict(v))
+	}
+	for _, v := range rm.Inconclusive {
+		m.Inconclusive = append(m.Inconclusive, Verdict(v))
 	}
 	return m
 }

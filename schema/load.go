@@ -61,6 +61,9 @@ type Plan struct {
 	SLO         SLO
 	Assert      []Assertion
 	Timeout     time.Duration
+	// Inconclusive is what an inconclusive verdict does to the exit code:
+	// "tolerate" (0 when nothing else failed) or "fail" (5).
+	Inconclusive string
 	// Baseline is the plan's regression check against history (nil: none).
 	Baseline *Baseline
 	// Shard is the plan's `shard` (nil: none; flags override it).
@@ -751,6 +754,7 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 			p.Metadata[k] = fmt.Sprint(val)
 		}
 	}
+	field(v, "inconclusive", &p.Inconclusive)
 	var timeout string
 	if field(v, "timeout", &timeout) && timeout != "" {
 		d, err := time.ParseDuration(timeout)
@@ -762,7 +766,12 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 	p.Assert = assertions(v.LookupPath(cue.ParsePath("assert")), path)
 	var bl *Baseline
 	if field(v, "baseline", &bl) && bl != nil {
+		// Where the plan writes it: the unified value's position may be
+		// the embedded schema's (a `baseline: {}` takes every field from it).
 		bl.Pos = fixPos(posOf(v.LookupPath(cue.ParsePath("baseline")).Pos()), path)
+		if p := posOf(raw.LookupPath(cue.ParsePath("baseline")).Pos()); p.Line > 0 && !inSchema(p) {
+			bl.Pos = fixPos(p, path)
+		}
 		p.Baseline = bl
 	}
 

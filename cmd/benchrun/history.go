@@ -28,8 +28,12 @@ Per cell and metric, the series of values over the runs under the folder (by
 run start), with the change points found in it (e-divisive means with a
 t-test, as Apache Otava: window 50, p ≤ 0.001, magnitude ≥ 5%), as a table on
 stdout and, with --html, as one self-contained page with a chart per metric.
-Runs that did not end ok, cells not ok and client-bound cells are left out
-and counted.
+Runs that failed their own checks (an assertion, a regression: exit 1 or 5)
+are shown, marked ✗, and a value their baseline check called regressed is
+marked !, so a nightly job's history shows the night it got slower;
+--hide-failed leaves them out. Runs that did not measure (a stage failed,
+interrupted, crashed), cells not ok and client-bound cells are left out and
+counted.
 `
 
 // runHistory is `benchrun history`.
@@ -46,6 +50,7 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	window := fs.Int("window", 50, "change points: sliding window length")
 	maxP := fs.Float64("p", 0.001, "change points: the p-value a change must be under")
 	magnitude := fs.Float64("magnitude", 0.05, "change points: the relative change a change must exceed")
+	hideFailed := fs.Bool("hide-failed", false, "leave out runs that failed their own checks (shown, marked ✗, by default)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, historyUsage, "\nflags:\n")
 		fs.PrintDefaults()
@@ -105,6 +110,13 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return bad("no runs%s under %s", what, pos[0])
 	}
+	if *hideFailed {
+		for _, r := range runs {
+			if r.FailedChecks {
+				r.FailedChecks, r.Cells = false, nil // left out, counted as "run failed"
+			}
+		}
+	}
 	var o regress.Options
 	for _, x := range strings.Split(*ignore, ",") {
 		if x = strings.TrimSpace(x); x != "" {
@@ -143,15 +155,22 @@ type historyData struct {
 // runsLine says how many runs there are and how many were left out.
 func (h historyData) runsLine() string {
 	excluded := map[string]int{}
-	ok := 0
+	ok, failed := 0, 0
 	for _, r := range h.Runs {
-		if r.Status == rundir.RunOK {
+		switch {
+		case r.Status == rundir.RunOK:
 			ok++
-		} else {
+		case r.FailedChecks:
+			ok++
+			failed++
+		default:
 			excluded["run "+r.Status]++
 		}
 	}
 	s := fmt.Sprintf("%d runs under %s", ok, h.Root)
+	if failed > 0 {
+		s += fmt.Sprintf(", %d of them failed their own checks (✗; a value their baseline check called regressed: !)", failed)
+	}
 	if e := regress.DescribeExcluded(excluded); e != "" {
 		s += " (left out: " + e + ")"
 	}
@@ -181,10 +200,12 @@ func histGroupByCell(ss []regress.Series) []histCellGroup {
 
 // row is one run of a cell's table.
 type histRow struct {
-	at    time.Time
-	run   string
-	vals  []float64
-	marks []bool
+	at        time.Time
+	run       string
+	failed    bool
+	vals      []float64
+	marks     []bool
+	regressed []bool
 }
 
 func histRows(g histCellGroup) []histRow {
@@ -200,13 +221,13 @@ func histRows(g histCellGroup) []histRow {
 			if !ok {
 				i = len(rows)
 				idx[p.RunID] = i
-				r := histRow{at: p.At, run: p.RunID, vals: make([]float64, len(g.series)), marks: make([]bool, len(g.series))}
+				r := histRow{at: p.At, run: p.RunID, failed: p.Failed, vals: make([]float64, len(g.series)), marks: make([]bool, len(g.series)), regressed: make([]bool, len(g.series))}
 				for j := range r.vals {
 					r.vals[j] = math.NaN()
 				}
 				rows = append(rows, r)
 			}
-			rows[i].vals[mi], rows[i].marks[mi] = p.Value, cps[pi]
+			rows[i].vals[mi], rows[i].marks[mi], rows[i].regressed[mi] = p.Value, cps[pi], p.Regressed
 		}
 	}
 	slices.SortStableFunc(rows, func(a, b histRow) int { return a.at.Compare(b.at) })
@@ -237,8 +258,14 @@ func writeHistoryText(w io.Writer, h historyData) error {
 		fmt.Fprintln(tw, head)
 		for _, r := range histRows(g) {
 			line := "  " + r.at.UTC().Format(time.RFC3339) + "\t" + r.run
+			if r.failed {
+				line += " ✗"
+			}
 			for i, v := range r.vals {
 				cell := cmpNum(v)
+				if r.regressed[i] {
+					cell += " !"
+				}
 				if r.marks[i] {
 					cell += " ◆"
 				}
@@ -271,7 +298,7 @@ func writeHistoryText(w io.Writer, h historyData) error {
 
 func writeHistoryCSV(w io.Writer, h historyData) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata", "metric", "run_id", "started_at", "value", "change_point", "change", "p"}); err != nil {
+	if err := cw.Write([]string{"cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata", "metric", "run_id", "started_at", "value", "change_point", "change", "p", "run_failed", "regressed"}); err != nil {
 		return err
 	}
 	for _, s := range h.Series {
@@ -285,7 +312,7 @@ func writeHistoryCSV(w io.Writer, h historyData) error {
 			if isCP {
 				change, pv = cmpCSVNum(c.Change()), cmpCSVNum(c.P)
 			}
-			row := append(cmpKeyCols(s.Key), s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339Nano), cmpCSVNum(p.Value), strconv.FormatBool(isCP), change, pv)
+			row := append(cmpKeyCols(s.Key), s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339Nano), cmpCSVNum(p.Value), strconv.FormatBool(isCP), change, pv, strconv.FormatBool(p.Failed), strconv.FormatBool(p.Regressed))
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -338,12 +365,20 @@ func historyHTML(h historyData) string {
 		}
 		b.WriteString("</tr>\n")
 		for _, r := range histRows(g) {
-			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td>", e(r.at.UTC().Format(time.RFC3339)), e(r.run))
+			run := r.run
+			if r.failed {
+				run += " ✗"
+			}
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td>", e(r.at.UTC().Format(time.RFC3339)), e(run))
 			for i, v := range r.vals {
+				cell := cmpNum(v)
+				if r.regressed[i] {
+					cell += " !"
+				}
 				if r.marks[i] {
-					fmt.Fprintf(&b, "<td class=\"n cp\">%s ◆</td>", e(cmpNum(v)))
+					fmt.Fprintf(&b, "<td class=\"n cp\">%s ◆</td>", e(cell))
 				} else {
-					fmt.Fprintf(&b, "<td class=\"n\">%s</td>", e(cmpNum(v)))
+					fmt.Fprintf(&b, "<td class=\"n\">%s</td>", e(cell))
 				}
 			}
 			b.WriteString("</tr>\n")

@@ -28,8 +28,12 @@ func writeSyntheticRun(t *testing.T, root, plan string, at time.Time, status str
 	}
 	fin := at.Add(time.Minute)
 	code := 0
-	if status != rundir.RunOK {
-		code = 1
+	switch status {
+	case rundir.RunOK:
+	case failedInfra:
+		status, code = rundir.RunFailed, 3
+	default:
+		code = 1 // failed its own checks
 	}
 	m := rundir.Manifest{RunID: id, Plan: plan, StartedAt: at, FinishedAt: &fin, Status: status, ExitCode: &code}
 	b, err := json.Marshal(m)
@@ -48,6 +52,10 @@ func writeSyntheticRun(t *testing.T, root, plan string, at time.Time, status str
 	return id
 }
 
+// failedInfra is a status for writeSyntheticRun: a run that failed
+// without measuring (exit 3).
+const failedInfra = "failed-infra"
+
 func syntheticCell(id string, ttft, tput float64) results.Cell {
 	return results.Cell{
 		Stage: "sweep", CellID: id, Endpoint: "completions", Engine: "vllm", EngineVersion: "0.11.0",
@@ -57,8 +65,10 @@ func syntheticCell(id string, ttft, tput float64) results.Cell {
 }
 
 // TestHistoryCommand runs `benchrun history` over 40 synthetic nightly
-// runs of two cells: TTFT p50 of one cell rises 20% from run 20 on; a
-// failed run and an error cell are left out and counted.
+// runs of two cells: TTFT p50 of one cell rises 20% from run 20 on; a run
+// that failed without measuring and an error cell are left out and
+// counted; the night it got slower failed its own checks (exit 1): it is
+// shown, marked, and --hide-failed leaves it out.
 func TestHistoryCommand(t *testing.T) {
 	root := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -74,8 +84,10 @@ func TestHistoryCommand(t *testing.T) {
 		status := rundir.RunOK
 		switch i {
 		case 7:
-			status = rundir.RunFailed
+			status = failedInfra
 			cells[0].TTFTP50Ms = results.Some(999.0) // must not show
+		case 20:
+			status = rundir.RunFailed // the night it got slower: its checks failed
 		case 11:
 			cells[1].Status, cells[1].Reason = results.StatusError, "3 of 64 requests failed"
 		case 13:
@@ -94,9 +106,10 @@ func TestHistoryCommand(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"39 runs under " + root + " (left out: 1 run failed)",
+		"39 runs under " + root + ", 1 of them failed their own checks (✗; a value their baseline check called regressed: !) (left out: 1 run failed)",
+		ids[20] + " ✗",
 		"sweep/128:128/c4 · plan nightly · vllm 0.11.0 · completions",
-		"started               run                      ttft_p50_ms ↓  output_tok_s ↑",
+		"started               run                        ttft_p50_ms ↓  output_tok_s ↑",
 		"◆ ttft_p50_ms changed at run " + ids[20] + " (2026-10-21T02:00:00Z): ",
 		"left out: 1 cell error, 1 not measured",
 	} {
@@ -115,8 +128,17 @@ func TestHistoryCommand(t *testing.T) {
 	if n := strings.Count(text, "◆ "); n != 2 { // the legend's "(◆)" has no space after it
 		t.Errorf("%d change-point marks, want 2 (the row and its line):\n%s", n, text)
 	}
-	if !regexp.MustCompile(`(?m)^  2026-10-21T02:00:00Z  ` + ids[20] + `  4[0-9.]+ ◆ `).MatchString(text) {
+	if !regexp.MustCompile(`(?m)^  2026-10-21T02:00:00Z  ` + ids[20] + ` ✗  4[0-9.]+ ◆ `).MatchString(text) {
 		t.Errorf("run 20's row is not marked:\n%s", text)
+	}
+
+	// --hide-failed: the night that failed its checks is left out.
+	var hidden, herr bytes.Buffer
+	if code := benchrunMain([]string{"history", root, "--plan", "nightly", "--metric", "ttft_p50_ms", "--hide-failed"}, &hidden, &herr); code != 0 {
+		t.Fatalf("--hide-failed: exit %d: %s", code, herr.String())
+	}
+	if h := hidden.String(); strings.Contains(h, ids[20]) || !strings.Contains(h, "38 runs under "+root+" (left out: 2 run failed)") {
+		t.Errorf("--hide-failed shows the failed night or counts wrong:\n%s", h)
 	}
 
 	b, err := os.ReadFile(page)
@@ -145,7 +167,7 @@ func TestHistoryCommand(t *testing.T) {
 	if len(lines) != 1+39+38 { // header, cell 1 (39 runs), cell 2 (38: one error)
 		t.Errorf("%d CSV lines, want 78", len(lines))
 	}
-	if !strings.Contains(out.String(), ","+ids[20]+",2026-10-21T02:00:00Z,") || strings.Count(out.String(), ",true,") != 1 {
+	if !regexp.MustCompile(","+ids[20]+`,2026-10-21T02:00:00Z,[0-9.]+,true,[0-9.e-]+,[0-9.e-]+,true,false`).MatchString(out.String()) || strings.Count(out.String(), ",false,,,") != 76 { // every other row: no change point
 		t.Errorf("CSV change point row:\n%s", out.String())
 	}
 

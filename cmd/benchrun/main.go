@@ -19,9 +19,6 @@ import (
 )
 
 func main() {
-	// self-bench measures how late this machine wakes a thread with a
-	// child process of this executable (loadgen.StartWakeProbe).
-	loadgen.ServeWakeProbe()
 	// A load generator trades memory for its schedule (loadgen.TuneGC);
 	// GOGC and GOMEMLIMIT still win. The simulator is the server under
 	// test, not the client: it runs as Go sets it, as a real server would.

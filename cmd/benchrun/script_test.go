@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/sinks/siyuan/siyuantest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -23,7 +22,6 @@ var update = flag.Bool("update", false, "rewrite the golden outputs (cmp section
 // TestMain lets the test binary act as `benchrun` inside the scripts, so
 // the CLI is built once (testscript.Main).
 func TestMain(m *testing.M) {
-	loadgen.ServeWakeProbe() // self-bench's probe process is this binary
 	// Go tests that need a real benchrun process (signals) re-execute
 	// this binary with the variable set.
 	if os.Getenv("BENCHRUN_TEST_AS_MAIN") == "1" {

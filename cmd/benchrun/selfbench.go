@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -68,8 +69,8 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	// The machine's own stalls, measured while the searches run: a step
 	// can be late because the machine stood still, not the client
-	// (loadgen.WakeProbe). Without a probe the rows just lack the floor.
-	probe, err := loadgen.StartWakeProbe()
+	// (measure.Probe). Without a probe the rows just lack the floor.
+	probe, err := measure.StartProbe()
 	if err != nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v; the machine's own lateness is not measured\n", err)
 	} else {
@@ -164,7 +165,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	row("max_streams", float64(bestStreams), "streams", fmt.Sprintf("concurrent streams, an event every %s each, send lag p99 under %g ms, every stream complete, simulator in-process", streamITL, *lagMs))
 	if probe != nil {
-		w := probe.Samples().Between(searchStart, time.Now()).Lateness()
+		w := probe.Record().Wake.Between(searchStart, time.Now()).Lateness()
 		row("machine_wake_p99_ms", w.P99, "ms", fmt.Sprintf("how late a thread that asked to wake ran while the searches ran (a probe process, %d wakes; max %.1f ms): no client on this machine keeps a schedule closer than this", w.N, w.Max))
 		if _, err := probe.Stop(); err != nil {
 			fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
@@ -277,14 +278,14 @@ type stepResult struct {
 
 // floorNote is a step's row detail on the machine's own share of its
 // send lag: the p99 a client that sent every request the moment the
-// machine let it run would have had (loadgen.WakeSamples.Floor), and
+// machine let it run would have had (measure.Samples.Floor), and
 // when that alone is over the bound, that no client could have passed
 // the step on this machine then.
-func floorNote(probe *loadgen.WakeProbe, st stepResult, lagMs float64) string {
+func floorNote(probe *measure.Probe, st stepResult, lagMs float64) string {
 	if probe == nil || len(st.scheduled) == 0 {
 		return ""
 	}
-	f := probe.Samples().Floor(st.scheduled).P99
+	f := probe.Record().Wake.Floor(st.scheduled).P99
 	if f > lagMs {
 		return fmt.Sprintf("; the machine's floor alone is %.2f ms p99, over the bound: no client could have kept this step under it", f)
 	}

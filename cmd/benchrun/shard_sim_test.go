@@ -259,7 +259,7 @@ func fmtOpt(p *float64) string {
 // may hold 8, each of two shards 8 for its 60 req/s. The single process
 // falls hundreds of ms behind (855 ms p99 in one run); a shard that keeps
 // its load reads a few ms, and on this project's 2-core VMs the machine's
-// own stalls alone reach 3-6 ms p99 (loadgen.WakeProbe), so the line
+// own stalls alone reach 3-6 ms p99 (measure.Probe), so the line
 // between the two is drawn at 50 ms, not the default 5 (a shard read 5.23
 // ms in a full-suite run and failed the test).
 const overloadPlan = `name: "overload"

@@ -9,7 +9,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	ServeWakeProbe()
 	if spec := os.Getenv(simChildEnv); spec != "" {
 		os.Exit(simChild(spec))
 	}

@@ -545,8 +545,11 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 			GotConn: func(i httptrace.GotConnInfo) {
 				reused.Store(i.Reused)
-				s, why := connStamps(i.Conn)
-				conn.Store(&connStamp{s, why})
+				s, w, why := connStamps(i.Conn)
+				if w != nil {
+					w.beginRequest()
+				}
+				conn.Store(&connStamp{s, w, why})
 			},
 		}))
 		res.Sent = time.Now()
@@ -564,6 +567,12 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		res.Err = wd.explain(ctx, fmt.Errorf("sending request: %w", err))
 		res.Finished = time.Now()
 		return res
+	}
+	if cs := conn.Load(); cs != nil && cs.w != nil {
+		// a is when the request's first byte was written (sendStamper).
+		if at, ok := cs.w.firstWrite(); ok && at.After(res.Sent) {
+			res.Sent = at
+		}
 	}
 	if res.Scheduled.IsZero() {
 		res.Scheduled = res.Sent

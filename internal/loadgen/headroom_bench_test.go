@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				var scheduled []time.Time
 				var failed, events atomic.Int64
 				rate := float64(n) / 2
-				probe, err := StartWakeProbe()
+				probe, err := measure.StartProbe()
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -163,11 +164,12 @@ func BenchmarkHeadroomRate(b *testing.B) {
 // did to the pass's schedule: how late a thread that asked to wake was
 // while requests were being sent (machine-wake-p99-ms), and the send lag
 // a client that sent each request the moment the machine let it run
-// would have had (send-lag-floor-p99-ms, WakeSamples.Floor). Send lag
+// would have had (send-lag-floor-p99-ms, measure.Samples.Floor). Send lag
 // above the floor is the client's.
-func reportFloor(b *testing.B, probe *WakeProbe, scheduled []time.Time) {
+func reportFloor(b *testing.B, probe *measure.Probe, scheduled []time.Time) {
 	b.Helper()
-	s, err := probe.Stop()
+	rec, err := probe.Stop()
+	s := rec.Wake
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -125,6 +125,7 @@ func newKconn(tc *net.TCPConn) *kconn {
 // else are the TCPConn's.
 type kconn struct {
 	*net.TCPConn
+	writeStamp
 	rc   syscall.RawConn // nil: no kernel stamps (why says why)
 	why  string
 	recv func(fd uintptr) bool
@@ -239,6 +240,17 @@ func rxStamp(oob []byte) int64 {
 		oob = oob[next:]
 	}
 	return 0
+}
+
+func (c *kconn) Write(p []byte) (int, error) {
+	c.wrote()
+	return c.TCPConn.Write(p)
+}
+
+// ReadFrom is the TCPConn's (sendfile, splice), stamped as a write.
+func (c *kconn) ReadFrom(r io.Reader) (int64, error) {
+	c.wrote()
+	return c.TCPConn.ReadFrom(r)
 }
 
 // WriteTo would let io.Copy read the socket with splice, around Read and

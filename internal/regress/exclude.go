@@ -20,12 +20,17 @@ const (
 	ReasonNull        = "not measured"    // the metric is NULL in that row
 )
 
-// runReason is the exclusion reason of a history run with this status,
-// "" for an ok run.
-func runReason(status string) string {
-	if status == "ok" {
+// runReason is the exclusion reason of a history run, "" for a run whose
+// rows are measurements: one that ended ok, or that measured everything
+// and failed only its own checks (Run.FailedChecks). Leaving those out
+// would be a ratchet: the nights a server regressed would vanish from its
+// history, the interval would never widen, and a lasting change would
+// read as a regression forever.
+func runReason(r *Run) string {
+	if r.Status == "ok" || r.FailedChecks {
 		return ""
 	}
+	status := r.Status
 	if status == "" {
 		status = "unknown"
 	}

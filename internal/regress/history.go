@@ -6,6 +6,9 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/results"
 )
 
 // CheckHistory judges the cells of current against the history: for
@@ -71,7 +74,7 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			!current.StartedAt.IsZero() && !r.StartedAt.IsZero() && !r.StartedAt.Before(current.StartedAt) {
 			continue
 		}
-		if why := runReason(r.Status); why != "" {
+		if why := runReason(r); why != "" {
 			count(&runExcl, why)
 			continue
 		}
@@ -128,6 +131,14 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 	}
 
 	var ps []float64
+	// The machine's lateness behind each verdict: the judged point's
+	// (its row, for the allowance) and the history's (the median of the
+	// runs the interval was learned from), in the order of rep.Verdicts.
+	type machine struct {
+		row       *results.Cell
+		now, hist float64
+	}
+	var machines []machine
 	for _, p := range points {
 		k := p.key
 		if len(p.cells) == 0 {
@@ -154,8 +165,12 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			for range nulls {
 				count(&v.Excluded, ReasonNull)
 			}
-			// The last LastN measured values, oldest first.
-			var xs []float64
+			// The last LastN measured values, oldest first, with whether
+			// their own run called them regressed and how late the
+			// machine was then.
+			var xs, lates []float64
+			var marks []bool
+			var runs []string
 			entries := byKey[k]
 			for j := len(entries) - 1; j >= 0 && len(xs) < o.LastN; j-- {
 				e := entries[j]
@@ -168,14 +183,40 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 					continue
 				}
 				xs = append(xs, x)
-				v.Runs = append(v.Runs, e.run.ID)
+				runs = append(runs, e.run.ID)
+				marks = append(marks, e.run.Regressed[marked(e.run.Cells[e.cells[0]].CellID, m.Name)])
+				lates = append(lates, pointLate(e.run, e.cells))
 			}
 			slices.Reverse(xs)
-			slices.Reverse(v.Runs)
+			slices.Reverse(runs)
+			slices.Reverse(marks)
+			slices.Reverse(lates)
+			ref, level := reference(xs, marks, o.MinRuns)
+			v.LevelChange = level
+			if level != nil {
+				level.Run = runs[ref[0]]
+			}
+			var refXs, refLates []float64
+			for _, i := range ref {
+				refXs = append(refXs, xs[i])
+				refLates = append(refLates, lates[i])
+				v.Runs = append(v.Runs, runs[i])
+			}
+			if left := len(xs) - len(ref); left > 0 && level == nil {
+				v.Excluded = maps.Clone(v.Excluded)
+				for range left {
+					count(&v.Excluded, ReasonRegressed)
+				}
+			}
+			xs = refXs
 			v.N = len(xs)
-			if len(xs) < o.MinRuns {
+			need := o.MinRuns
+			if level != nil {
+				need = min(need, minLevelRuns)
+			}
+			if len(xs) < need {
 				v.Outcome = Insufficient
-				v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), o.MinRuns)
+				v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), need)
 				if len(xs) > 0 {
 					v.Old = GeoMean(xs)
 					if math.IsNaN(v.Old) {
@@ -185,12 +226,14 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 				}
 				rep.Verdicts = append(rep.Verdicts, v)
 				ps = append(ps, math.NaN())
+				machines = append(machines, machine{})
 				continue
 			}
 			predict(&v, xs, o.Confidence)
 			v.Margin = margin(m, v.Old)
 			rep.Verdicts = append(rep.Verdicts, v)
 			ps = append(ps, v.P)
+			machines = append(machines, machine{row: c, now: pointLate(current, p.cells), hist: median(refLates)})
 		}
 	}
 
@@ -218,6 +261,14 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			case v.P <= alpha:
 				v.Reason = fmt.Sprintf("outside the interval alone (p=%.3g), not after %s over %d comparisons", v.P, o.Correction, countFinite(ps))
 			}
+		}
+		if v.Outcome == Regressed || v.Outcome == Improved {
+			mc := machines[i]
+			explainByMachine(v, mc.row, mc.now, mc.hist)
+		}
+		if v.LevelChange != nil {
+			lc := fmt.Sprintf("judged against the %d runs since its history changed level at run %s (%+.1f%%)", v.N, v.LevelChange.Run, 100*v.LevelChange.Change)
+			v.Reason = strings.TrimPrefix(v.Reason+"; "+lc, "; ")
 		}
 	}
 	rep.Summaries = summaries(o.Metrics, rep.Verdicts)

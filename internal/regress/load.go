@@ -18,6 +18,26 @@ func Load(dir string, requests bool) (*Run, error) {
 	return load(rd, requests)
 }
 
+// regressedOf reads which metrics of which cells a run's own baseline
+// check called regressed (its latest judging).
+func regressedOf(rd *rundir.Run) (map[string]bool, error) {
+	vs, err := rd.LatestVerdicts()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, v := range vs {
+		if v.Level == LevelRegression && v.Outcome == string(Regressed) {
+			out[marked(v.CellID, v.Name)] = true
+		}
+	}
+	return out, nil
+}
+
+// LevelRegression is the level of the assertions table's rows that the
+// baseline check wrote (pipeline.LevelRegression).
+const LevelRegression = "regression"
+
 func load(rd *rundir.Run, requests bool) (*Run, error) {
 	rec := rd.Record()
 	r := &Run{ID: rd.ID(), Dir: rd.Dir, StartedAt: rec.StartedAt, Status: rd.Status, SendLagThresholdMs: SendLagThresholds(rd.PlanJSON)}
@@ -42,11 +62,21 @@ func load(rd *rundir.Run, requests bool) (*Run, error) {
 	return r, nil
 }
 
+// FailedChecksOnly says whether a run's manifest says it measured
+// everything and failed only its own checks: status failed with exit
+// code 1 (a check failed) or 5 (checks inconclusive, under inconclusive:
+// "fail").
+func FailedChecksOnly(status string, exitCode *int) bool {
+	return status == rundir.RunFailed && exitCode != nil && (*exitCode == 1 || *exitCode == 5)
+}
+
 // LoadHistory lists the runs under root that f chooses (rundir.Find),
-// oldest first, and reads the cell rows of the newest limit runs that
-// ended ok (limit ≤ 0: all of them). Runs that did not end ok come back
-// too, without rows, so CheckHistory counts them as excluded; older ones
-// beyond limit are left out.
+// oldest first, and reads the cell rows of the newest limit runs whose
+// rows are measurements (limit ≤ 0: all of them): those that ended ok,
+// and those that failed their own checks only (FailedChecksOnly), with
+// the metrics their baseline check called regressed (Run.Regressed).
+// Other runs come back too, without rows, so CheckHistory counts them as
+// excluded; older ones beyond limit are left out.
 func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 	entries, err := rundir.Find(root, f)
 	if err != nil {
@@ -56,7 +86,8 @@ func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 	var out []*Run
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
-		if e.Status != rundir.RunOK {
+		failedChecks := FailedChecksOnly(e.Status, e.ExitCode)
+		if e.Status != rundir.RunOK && !failedChecks {
 			out = append(out, &Run{ID: e.RunID, Dir: e.Dir, StartedAt: e.StartedAt, Status: e.Status})
 			continue
 		}
@@ -71,6 +102,12 @@ func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 		r, err := load(rd, false)
 		if err != nil {
 			return nil, fmt.Errorf("reading history: %w", err)
+		}
+		if failedChecks {
+			r.FailedChecks = true
+			if r.Regressed, err = regressedOf(rd); err != nil {
+				return nil, fmt.Errorf("reading history: %w", err)
+			}
 		}
 		out = append(out, r)
 	}

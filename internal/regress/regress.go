@@ -57,6 +57,11 @@ const (
 	Unknown Outcome = "unknown"
 	// Insufficient: fewer usable history runs than Options.MinRuns.
 	Insufficient Outcome = "insufficient data"
+	// Inconclusive: the value left the history's interval, but the
+	// machine ran threads later during the cell than during the history's
+	// runs, by enough to explain it (measure.Allowance); Reason says how,
+	// in numbers. Never a pass, never a regression.
+	Inconclusive Outcome = "inconclusive"
 )
 
 // Decided says whether the outcome is a conclusion (regressed, improved
@@ -139,7 +144,26 @@ type Verdict struct {
 	// same in runs per side. 0 when not estimated.
 	MoreRequests int `json:"more_requests,omitempty"`
 	MoreRuns     int `json:"more_runs,omitempty"`
+	// Late is how much later, in ms (p99), the machine ran an event
+	// loop's tasks during the judged cell than during the history's runs
+	// (their median): what the verdict allowed the machine (0: no later,
+	// or not measured).
+	Late float64 `json:"machine_late_ms,omitempty"`
+	// LevelChange, against history, is the change of level the interval
+	// was learned after: the history's last change point, when enough runs
+	// followed it (nil: none).
+	LevelChange *LevelChange `json:"level_change,omitempty"`
 }
+
+// LevelChange is where a cell's history changed level (a change point):
+// the run the new level began with and the change from the level before.
+type LevelChange struct {
+	Run    string  `json:"run"`
+	Change float64 `json:"change"`
+}
+
+// marked is the key of a cell's metric in Run.Regressed.
+func marked(cellID, metric string) string { return cellID + "\x00" + metric }
 
 // MarshalJSON writes the verdict with NaN (no value) as null, which JSON
 // has no number for.
@@ -274,8 +298,17 @@ type Run struct {
 	StartedAt time.Time
 	// Status is the run's status as rundir says it (ok, failed,
 	// interrupted, crashed, incomplete, running); history runs that are
-	// not ok are excluded.
+	// not ok are excluded, but for those that failed their checks only.
 	Status string
+	// FailedChecks: the run measured everything and failed only its own
+	// checks (status failed, exit code 1, or 5 for inconclusive ones): its
+	// rows are measurements and stay in the history. Regressed marks the
+	// metrics its baseline check called regressed, by cell id and metric
+	// ("sweep/64:32/c1\x00ttft_p50_ms"): a value marked so is left out of
+	// the interval a later run is judged against, unless a change of level
+	// begins at or before it (CheckHistory).
+	FailedChecks bool
+	Regressed    map[string]bool
 	// Cells are the current rows (the latest rule of docs/RESULTS.md).
 	Cells []results.Cell
 	// Requests holds, by cell id, the requests of each cell's current

@@ -11,6 +11,10 @@ type Point struct {
 	RunID string    `json:"run_id"`
 	At    time.Time `json:"at"`
 	Value float64   `json:"value"`
+	// Failed: the run failed its own checks (Run.FailedChecks);
+	// Regressed: its baseline check called this value regressed.
+	Failed    bool `json:"run_failed,omitempty"`
+	Regressed bool `json:"regressed,omitempty"`
 }
 
 // Series is one cell's metric over runs, oldest first, with the change
@@ -26,7 +30,8 @@ type Series struct {
 
 // SeriesOf builds, for every cell key of runs and every metric, the
 // series of its values over the runs (by start, oldest first), leaving
-// out runs that did not end ok, cells not ok or client-bound (Exclusion),
+// out runs that did not end ok (but for those that failed their own
+// checks only, whose points are marked), cells not ok or client-bound (Exclusion),
 // and NULL values, each counted; then finds the change points of each
 // series (ChangePoints). A run's repeats of a point (one Key) give the
 // run one point, the mean of the repeats (as CheckHistory reads them).
@@ -50,7 +55,7 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 	lastRun := map[idx]*Run{}
 	var runExcl map[string]int
 	for _, r := range rs {
-		if why := runReason(r.Status); why != "" {
+		if why := runReason(r); why != "" {
 			count(&runExcl, why)
 			continue
 		}
@@ -84,7 +89,7 @@ func SeriesOf(runs []*Run, metrics []Metric, o Options, cpo ChangePointOptions) 
 				if !r.StartedAt.IsZero() {
 					at = r.StartedAt
 				}
-				s.Points = append(s.Points, Point{RunID: r.ID, At: at, Value: *v})
+				s.Points = append(s.Points, Point{RunID: r.ID, At: at, Value: *v, Failed: r.FailedChecks, Regressed: r.Regressed[marked(c.CellID, m.Name)]})
 				vals[id] = append(vals[id], []float64{*v})
 				lastRun[id] = r
 			}

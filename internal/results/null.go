@@ -98,6 +98,11 @@ func WhyNull(c Cell, column string) string {
 			return why
 		}
 		return "benchrun's own CPU time could not be read"
+	case strings.HasPrefix(column, "machine_"):
+		if column == "machine_cpu_pressure_pct" {
+			return "the kernel does not report CPU pressure (/proc/pressure/cpu: Linux with PSI)"
+		}
+		return "the machine probe did not run during the cell (telemetry.machine off, or it could not start: see the notes)"
 	case column == "first_call_ms":
 		if c.Requests == 0 {
 			return base()

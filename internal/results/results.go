@@ -156,6 +156,17 @@ type Cell struct {
 	// the bottleneck, whatever the latencies say (nil: the process CPU
 	// time could not be read).
 	ClientCPUUtil *float64 `parquet:"client_cpu_util" json:"client_cpu_util" expr:"client_cpu_util"`
+	// The machine itself over the timed window (docs/METRICS.md, "The
+	// machine's lateness"): how late a probe process beside the load ran
+	// an event loop's timer task handed to another thread (p50, p99, max;
+	// the lateness verdicts judge with the p99) and a lone sleeping
+	// thread (p99), and the share of the window in which some runnable
+	// task waited for a CPU (Linux PSI, percent). Nil: not measured.
+	MachineLateP50Ms      *float64 `parquet:"machine_late_p50_ms" json:"machine_late_p50_ms" expr:"machine_late_p50_ms"`
+	MachineLateP99Ms      *float64 `parquet:"machine_late_p99_ms" json:"machine_late_p99_ms" expr:"machine_late_p99_ms"`
+	MachineLateMaxMs      *float64 `parquet:"machine_late_max_ms" json:"machine_late_max_ms" expr:"machine_late_max_ms"`
+	MachineWakeP99Ms      *float64 `parquet:"machine_wake_p99_ms" json:"machine_wake_p99_ms" expr:"machine_wake_p99_ms"`
+	MachineCPUPressurePct *float64 `parquet:"machine_cpu_pressure_pct" json:"machine_cpu_pressure_pct" expr:"machine_cpu_pressure_pct"`
 	// GoodputRatio is the fraction of sent requests meeting every SLO.
 	GoodputRatio *float64 `parquet:"goodput_ratio" json:"goodput_ratio" expr:"goodput_ratio"`
 	// The seed's admission columns as a client sees them: prompt tokens

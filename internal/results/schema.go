@@ -10,8 +10,10 @@ package results
 // samples nullable (NullableColumns) where earlier files wrote 0; version 4
 // added the assertions table's `name`, `severity` and `level`; version 8
 // added conversations, trace replay, SLO search, start-up, prefix-cache
-// accounting and kernel-stamp columns.
-const SchemaVersion = 8
+// accounting and kernel-stamp columns; version 9 added the machine's
+// lateness (the cells' machine_* columns) and the assertions table's
+// `measurement`, `explained` and the outcome `inconclusive`.
+const SchemaVersion = 9
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (

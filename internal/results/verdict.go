@@ -8,6 +8,10 @@ const (
 	OutcomeFail  = "fail"
 	OutcomeError = "error" // the expression could not be evaluated on the row
 	OutcomeWarn  = "warn"  // a check of severity warn did not hold (or could not be evaluated): reported, never failing the run
+	// OutcomeInconclusive: the check did not hold, but the machine's own
+	// lateness during the cell could explain it (Explained says how, in
+	// numbers): never a pass, never a failure (docs/PLANS.md).
+	OutcomeInconclusive = "inconclusive"
 )
 
 // Verdict is one assertion judged on one cell row: the `assertions` table.
@@ -35,4 +39,11 @@ type Verdict struct {
 	Name     string `parquet:"name" json:"name,omitempty"`
 	Severity string `parquet:"severity" json:"severity,omitempty"`
 	Level    string `parquet:"level" json:"level,omitempty"`
+	// Measurement is the judged row's measurement (1, or 2 for a cell
+	// measured once more to confirm; 0 for a stage's or the run's
+	// verdict, and in files older than schema version 9). Explained is
+	// why the machine could explain a check that did not hold (outcome
+	// inconclusive), or why a re-measured cell was measured again.
+	Measurement int64  `parquet:"measurement" json:"measurement,omitempty"`
+	Explained   string `parquet:"explained" json:"explained,omitempty"`
 }

@@ -64,6 +64,9 @@ type Manifest struct {
 	ExitCode *int            `json:"exit_code,omitempty"`
 	Stages   []StageRecord   `json:"stages,omitempty"`
 	Verdicts []VerdictRecord `json:"failed_assertions,omitempty"`
+	// Inconclusive are the checks the machine's own lateness could
+	// explain (neither passed nor failed; docs/PLANS.md).
+	Inconclusive []VerdictRecord `json:"inconclusive_checks,omitempty"`
 	// ResumedAt lists when the run was continued with --resume.
 	ResumedAt []time.Time `json:"resumed_at,omitempty"`
 	// Attempts records every attempt of the run, the first and each
@@ -131,6 +134,11 @@ type VerdictRecord struct {
 	Passed    bool              `json:"passed"`
 	Values    map[string]string `json:"values"`
 	Error     string            `json:"error,omitempty"`
+	// Inconclusive: the machine's lateness could explain the miss;
+	// Explained says how (docs/PLANS.md, "Inconclusive verdicts").
+	Inconclusive bool   `json:"inconclusive,omitempty"`
+	Explained    string `json:"explained,omitempty"`
+	Measurement  int64  `json:"measurement,omitempty"`
 }
 
 // GPURecord is one GPU of the machine: identified by UUID and PCI bus

@@ -88,7 +88,7 @@ func (s *Server) inputTokens(text string) []int {
 }
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	received := time.Now()
+	received := arrivalOf(r, time.Now())
 	n := s.seq.Add(1)
 	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: "embd-" + strconv.FormatUint(n, 10), Endpoint: epEmbeddings,

@@ -132,7 +132,7 @@ type genPlan struct {
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
-	received := time.Now()
+	received := arrivalOf(r, time.Now())
 	n := s.seq.Add(1)
 	prefix := "cmpl-"
 	if endpoint == epChat {
@@ -421,7 +421,7 @@ func (s *Server) startSource(ctx context.Context, p genPlan, received time.Time)
 	if s.engine == nil {
 		return &fixedSource{
 			s: s, start: received, target: p.target, tpc: p.tpc, ttft: p.ttft, itl: p.itl,
-			cached: p.cached, timer: time.NewTimer(time.Hour),
+			cached: p.cached, wait: newPacerWait(),
 		}
 	}
 	q := newSeq(len(p.promptIDs), s.hashesFor(p.promptIDs), p.target)
@@ -450,7 +450,9 @@ func (s *Server) hashesFor(ids []int) []uint64 {
 }
 
 // fixedSource writes event k at start + TTFT + k*ITL: absolute deadlines, so
-// timer lateness never accumulates into the gaps.
+// timer lateness never accumulates into the gaps, kept by the process's
+// pacer (pacer.go) rather than a Go timer, whose wake is millisecond
+// grained.
 type fixedSource struct {
 	s      *Server
 	start  time.Time
@@ -461,9 +463,9 @@ type fixedSource struct {
 	k      int
 	sent   int
 	cached int
-	timer  *time.Timer
+	wait   *pacerWait
 	// woken is set when the request's context ends or the server closes;
-	// either also fires the timer, so a wait is one receive on the timer's
+	// either also pokes the wait, so a wait is one receive on its
 	// channel, not a select that also enqueues on the request's and the
 	// server-wide Done channels at every event.
 	woken   atomic.Bool
@@ -472,7 +474,7 @@ type fixedSource struct {
 
 func (f *fixedSource) wake() {
 	f.woken.Store(true)
-	f.timer.Reset(0)
+	f.wait.poke()
 }
 
 // interrupted is why the stream must stop (nil: it need not).
@@ -490,25 +492,35 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 	if f.sent >= f.target {
 		return 0, true, nil
 	}
-	deadline := f.start.Add(f.ttft + time.Duration(f.k)*f.itl)
-	if d := time.Until(deadline); d > 0 {
-		if f.unwatch[0] == nil {
-			f.unwatch = [2]func() bool{context.AfterFunc(ctx, f.wake), context.AfterFunc(f.s.closed, f.wake)}
-		}
-		f.timer.Reset(d)
-		// A wake before this Reset was undone by it, but set woken first.
-		if err := f.interrupted(ctx); err != nil {
-			return 0, false, err
-		}
-		<-f.timer.C
-		if err := f.interrupted(ctx); err != nil {
-			return 0, false, err
-		}
+	if err := f.until(ctx, f.start.Add(f.ttft+time.Duration(f.k)*f.itl)); err != nil {
+		return 0, false, err
 	}
 	n := min(f.tpc, f.target-f.sent)
 	f.sent += n
 	f.k++
 	return n, f.sent >= f.target, nil
+}
+
+// until waits for deadline, or returns why it cannot (the request ended,
+// the server closed).
+func (f *fixedSource) until(ctx context.Context, deadline time.Time) error {
+	if time.Until(deadline) <= 0 {
+		return nil
+	}
+	if f.unwatch[0] == nil {
+		f.unwatch = [2]func() bool{context.AfterFunc(ctx, f.wake), context.AfterFunc(f.s.closed, f.wake)}
+	}
+	if err := f.interrupted(ctx); err != nil {
+		return err
+	}
+	p := sharedPacer()
+	p.add(f.wait, deadline)
+	<-f.wait.ch
+	if err := f.interrupted(ctx); err != nil {
+		p.remove(f.wait)
+		return err
+	}
+	return nil
 }
 
 // finalDeadline is when a non-streamed fixed-mode response is complete.
@@ -523,7 +535,6 @@ func (f *fixedSource) close() {
 		f.unwatch[0]()
 		f.unwatch[1]()
 	}
-	f.timer.Stop()
 }
 
 type engineSource struct {
@@ -578,16 +589,18 @@ func (e *engineSource) close() {
 
 // sleep waits d unless the request or the server ends first.
 func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.closed.Done():
-		return false
+	if d > 0 {
+		// The pacer's wake, not a Go timer's (pacer.go): a fixed TTFT or
+		// stall lasts what it says to the tens of microseconds.
+		w := newPacerWait()
+		defer context.AfterFunc(ctx, w.poke)()
+		defer context.AfterFunc(s.closed, w.poke)()
+		p := sharedPacer()
+		p.add(w, time.Now().Add(d))
+		<-w.ch
+		p.remove(w)
 	}
+	return ctx.Err() == nil && s.closed.Err() == nil
 }
 
 func (s *Server) finishAbort(rec *record, why string) {
@@ -912,7 +925,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 	if fs, ok := src.(*fixedSource); ok {
 		fs.target = limit
 		firstAt = fs.start.Add(fs.ttft)
-		if d := time.Until(fs.finalDeadline()); d > 0 && !s.sleep(ctx, d) {
+		if fs.until(ctx, fs.finalDeadline()) != nil {
 			s.finishAbort(rec, "client gone or shutdown")
 			s.abortIfClosing()
 			return

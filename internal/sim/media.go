@@ -122,7 +122,7 @@ func wavSeconds(b []byte) (float64, error) {
 // after TTFT + seconds × AudioSecondTime, so a client's real-time factor
 // is known exactly; usage is whisper's {"type":"duration","seconds":N}.
 func (s *Server) handleTranscriptions(w http.ResponseWriter, r *http.Request) {
-	received := time.Now()
+	received := arrivalOf(r, time.Now())
 	n := s.seq.Add(1)
 	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: "trsc-" + strconv.FormatUint(n, 10), Endpoint: "transcriptions",

@@ -60,7 +60,8 @@ func ServeListener(ctx context.Context, cfg Config, ln net.Listener, opt ServeOp
 	defer sim.Close()
 	// Aborted streams (faults, shutdown) use http.ErrAbortHandler, which
 	// net/http does not log; anything else it logs is worth seeing.
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 30 * time.Second, ConnContext: withConn}
+	ln = arrivalListener{ln}
 	as := ""
 	if p := normPersona(cfg.Personality); p != PersonaGeneric {
 		as = ", as " + p

@@ -121,6 +121,7 @@ type TelemetryConfig struct {
 	GPU      string `json:"gpu"`
 	Metrics  string `json:"metrics"`
 	Host     string `json:"host"`
+	Machine  string `json:"machine"`
 }
 
 // New decodes the configuration.
@@ -177,7 +178,7 @@ func (s *Stage) setDefaults() {
 	if c.Telemetry.Interval == "" {
 		c.Telemetry.Interval = "100ms"
 	}
-	for _, f := range []*string{&c.Telemetry.GPU, &c.Telemetry.Metrics, &c.Telemetry.Host} {
+	for _, f := range []*string{&c.Telemetry.GPU, &c.Telemetry.Metrics, &c.Telemetry.Host, &c.Telemetry.Machine} {
 		if *f == "" {
 			*f = "auto"
 		}

@@ -183,9 +183,6 @@ func (s *Stage) validateSearch(c *pipeline.Check, bad func([]string, string, ...
 	if c != nil && c.Plan != nil && c.Plan.Shard != nil && c.Plan.Shard.Count > 1 {
 		bad(at(), "the plan's shard block splits every cell over %d processes, but a search chooses each probe from the last probe's row, which a shard measures only a part of: the shards would probe different loads. Run the search unsharded", c.Plan.Shard.Count)
 	}
-	if c != nil && c.Plan != nil && c.Plan.Baseline != nil && c.Plan.Baseline.Confirm {
-		bad(at(), "baseline.confirm re-measures a regressed row while its server is up, but a search chooses each probe from the rows before it: a second measurement would change the search. Drop baseline.confirm (the knee row is still checked against its history) or the search")
-	}
 }
 
 // refuseShardedSearch: each probe is chosen from the one before, which a

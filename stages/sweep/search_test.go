@@ -230,7 +230,6 @@ func TestSearchValidate(t *testing.T) {
 		{`search: {slo: {ttft_p99_ms: 500}, over: "concurrency", lo: 1, hi: 200000}`, "", "stages.sweep.search.hi: 200000 sessions: at most 100000"},
 		{`search: {slo: {ttft_p99_ms: 500}, over: "concurrency", lo: 1, hi: 4}, rates: [2]`, "", "stages.sweep.rates: rates make every point an open loop"},
 		{`search: {slo: {ttft_p99_ms: 500}, over: "concurrency", lo: 1, hi: 4}, dataset: {path: "t.jsonl", format: "mooncake"}`, "", "stages.sweep.search.over: a trace replay is an open loop"},
-		{ok, `baseline: {confirm: true}`, "stages.sweep.search: baseline.confirm re-measures a regressed row"},
 		{ok, `shard: {count: 2, index: 1}`, "stages.sweep.search: the plan's shard block splits every cell over 2 processes"},
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://127.0.0.1:1"

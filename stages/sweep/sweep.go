@@ -65,6 +65,9 @@ type Stage struct {
 	shard, shards int
 	// trace is the dataset's trace when it is one (trace.go; Run).
 	trace *loadgen.Trace
+	// machine measures the machine's own lateness while Run runs
+	// (machine.go; nil: telemetry.machine is off).
+	machine *machineProbe
 }
 
 // Validate checks the configuration against the plan without side effects.
@@ -435,6 +438,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	var stopErr error
 	var probes *probeSet
 	defer func() { probes.close() }()
+	s.machine = s.startMachineProbe(env)
+	defer s.machine.stop()
 	// pending is the cell whose start the other shards of a sharded run
 	// have not been told of yet: a shard arrives at every cell's start
 	// (Env.CellStart), measuring it or not, so that cells go in lockstep
@@ -641,9 +646,13 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		if err != nil {
 			return nil, err
 		}
-		// A row that breached its history is measured once more while the
-		// server is up (baseline.confirm); the second is the one judged.
-		if stopErr == nil && env.Confirm(row) {
+		// A row with a check the machine could explain, or that breached
+		// its history, is measured once more while the server is up
+		// (Env.Confirm); the second is the one judged. A search's probes
+		// are not: each is chosen from the rows before it, and a second
+		// measurement would change the search (their checks stand as
+		// judged; the knee row is still checked against its history).
+		if stopErr == nil && s.cfg.Search == nil && env.Confirm(row) {
 			if _, err := measurePoint(2); err != nil {
 				return nil, err
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -28,6 +29,10 @@ type probeSet struct {
 	said        map[string]bool
 	progress    io.Writer
 	stage       string
+	// machine measures the machine's own lateness (machine.go); window is
+	// the open cell's.
+	machine *machineProbe
+	window  *measure.Window
 }
 
 // newGPUProbe, newPromProbe and newProcProbe open the probes; tests
@@ -42,7 +47,7 @@ var (
 // the target server.
 func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine string, headers map[string]string, apiKey string) *probeSet {
 	cfg := s.cfg.Telemetry
-	ps := &probeSet{said: map[string]bool{}, progress: env.Progress, stage: env.Stage.Name}
+	ps := &probeSet{said: map[string]bool{}, progress: env.Progress, stage: env.Stage.Name, machine: s.machine}
 	if ps.progress == nil {
 		ps.progress = io.Discard
 	}
@@ -121,6 +126,7 @@ func (ps *probeSet) begin(ctx context.Context, cellID string) {
 	for _, p := range ps.probes {
 		p.Begin(ctx, cellID)
 	}
+	ps.window = ps.machine.begin()
 }
 
 // end closes every probe's window: the columns go into row, what could
@@ -130,6 +136,8 @@ func (ps *probeSet) end(ctx context.Context, row *results.Cell) []results.Sample
 	if ps == nil {
 		return nil
 	}
+	ps.machine.end(ps.window, row)
+	ps.window = nil
 	var samples []results.Sample
 	notes := append([]string(nil), ps.unavailable...)
 	for _, p := range ps.probes {

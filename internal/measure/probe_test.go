@@ -1,4 +1,4 @@
-package loadgen
+package measure
 
 import (
 	"math"
@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// TestWakeSamplesFloor: a request due while the machine stood still (a
+// TestSamplesFloor: a request due while the machine stood still (a
 // wake late by a millisecond or more) is late by what was left of that
 // stop, any other by nothing; lateness below a millisecond is not a stop.
-func TestWakeSamplesFloor(t *testing.T) {
+func TestSamplesFloor(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	at := func(v float64) time.Time { return t0.Add(ms(v)) }
-	s := WakeSamples{
+	s := Samples{
 		{Due: at(1), Late: ms(0.2)},  // not a stop
 		{Due: at(2.2), Late: ms(10)}, // stopped 2.2 → 12.2
 		{Due: at(13.2), Late: ms(0.9)},
@@ -46,12 +46,12 @@ func TestWakeSamplesFloor(t *testing.T) {
 	}
 }
 
-// TestWakeProbeRefusesInsideAProbe: a process started as a probe that
-// did not serve it (a program whose main forgot ServeWakeProbe) must not
-// start probes of its own, each of which would start another.
-func TestWakeProbeRefusesInsideAProbe(t *testing.T) {
-	t.Setenv(WakeProbeEnv, "1")
-	if p, err := StartWakeProbe(); err == nil {
+// TestProbeRefusesInsideAProbe: a process started as a probe that did
+// not serve it must not start probes of its own, each of which would
+// start another.
+func TestProbeRefusesInsideAProbe(t *testing.T) {
+	t.Setenv(ProbeEnv, "1")
+	if p, err := StartProbe(); err == nil {
 		p.Stop()
 		t.Fatal("a probe process started another probe")
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package loadgen
+package measure
 
 import (
 	"syscall"
@@ -13,3 +13,6 @@ func sleepThread(d time.Duration) { time.Sleep(d) }
 
 // childSysProcAttr: a helper child ends when its stdin closes.
 func childSysProcAttr() *syscall.SysProcAttr { return nil }
+
+// newLoopTimer is a Go timer: the runtime's poller's own wake.
+func newLoopTimer() interface{ waitUntil(time.Time) } { return &goTimer{} }

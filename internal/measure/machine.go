@@ -1,0 +1,221 @@
+package measure
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// Machine is what the machine itself did during one window (a cell's
+// timed passes): how late it ran a server-like event loop's task (the
+// probe's Loop path; the lateness verdicts judge with), a lone thread
+// (Wake), and how much of the window some runnable task waited for a
+// CPU (Linux's pressure stall information). Nil: not measured.
+type Machine struct {
+	LateP50Ms, LateP99Ms, LateMaxMs *float64
+	WakeP99Ms                       *float64
+	CPUPressurePct                  *float64
+}
+
+// Fill writes m into the row's machine_* columns.
+func (m Machine) Fill(c *results.Cell) {
+	c.MachineLateP50Ms, c.MachineLateP99Ms, c.MachineLateMaxMs = m.LateP50Ms, m.LateP99Ms, m.LateMaxMs
+	c.MachineWakeP99Ms, c.MachineCPUPressurePct = m.WakeP99Ms, m.CPUPressurePct
+}
+
+// minWindowSamples is the fewest loop samples a window's lateness is
+// read from; a shorter window (a cell of a few milliseconds) says
+// nothing about the tail, and its columns stay NULL.
+const minWindowSamples = 5
+
+// A Window is one measured stretch of time: Begin it when a cell's timed
+// passes start and End it when they end.
+type Window struct {
+	probe *Probe
+	from  time.Time
+	psi   time.Duration
+	psiOK bool
+}
+
+// Begin opens a window on the probe's samples (p may be nil: then only
+// the CPU pressure is read).
+func (p *Probe) Begin() Window {
+	w := Window{probe: p, from: time.Now()}
+	w.psi, w.psiOK = cpuPressure()
+	return w
+}
+
+// End closes the window and summarizes it.
+func (w Window) End() Machine {
+	to := time.Now()
+	var m Machine
+	if w.psiOK && to.After(w.from) {
+		if psi, ok := cpuPressure(); ok && psi >= w.psi {
+			m.CPUPressurePct = ptr(100 * min(float64(psi-w.psi)/float64(to.Sub(w.from)), 1))
+		}
+	}
+	if w.probe == nil {
+		return m
+	}
+	rec := w.probe.Record().Between(w.from, to)
+	if l := rec.Loop.Lateness(); l.N >= minWindowSamples {
+		m.LateP50Ms, m.LateP99Ms, m.LateMaxMs = ptr(l.P50), ptr(l.P99), ptr(l.Max)
+	}
+	if s := rec.Wake.Lateness(); s.N >= minWindowSamples {
+		m.WakeP99Ms = ptr(s.P99)
+	}
+	return m
+}
+
+func ptr(x float64) *float64 { return &x }
+
+// cpuPressure is the total time, since boot, in which some runnable task
+// waited for a CPU (/proc/pressure/cpu's "some" line); false where the
+// kernel does not say (not Linux, PSI off).
+func cpuPressure() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	return parsePressure(string(b))
+}
+
+func parsePressure(s string) (time.Duration, bool) {
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(line, "some ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, false
+				}
+				return time.Duration(us) * time.Microsecond, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Late is the machine's lateness a verdict on row c allows for, in ms:
+// the probe's loop path p99 during the cell (0 when not measured, which
+// explains nothing).
+func Late(c *results.Cell) float64 {
+	if c == nil || c.MachineLateP99Ms == nil || math.IsNaN(*c.MachineLateP99Ms) {
+		return 0
+	}
+	return max(*c.MachineLateP99Ms, 0)
+}
+
+// Bound is how far a metric's true value may lie from the value measured
+// because the machine ran threads late: Down below it, Up above it, in
+// the metric's unit.
+type Bound struct{ Down, Up float64 }
+
+// Zero says whether the machine could not have moved the metric.
+func (b Bound) Zero() bool { return b.Down == 0 && b.Up == 0 }
+
+// Allowance is the bound on the column name of row c when the machine
+// ran threads up to late ms late: what one late wake does to it.
+//
+//   - A latency from the send (ttft, e2el and their percentiles,
+//     first_call_ms) ends with the server's write, which a late wake
+//     delays: the true value may be up to late below the measured one.
+//   - From the schedule (the _sched columns) the client's send may be
+//     late too: up to twice that.
+//   - A gap between two events (itl) has a late wake at either end: late
+//     either way.
+//   - TPOT spreads its request's two ends over its N_out − 1 gaps:
+//     late / (N_out − 1) either way; ntpot over N_out.
+//   - The client's own lateness (send_lag, stamp_delay) and the server's
+//     own latencies (server_*_ms): up to late below.
+//   - A throughput over requests that last D ms each (e2el p50; ttft for
+//     prefill) may be up to value × late / D above the measured one.
+//
+// Anything else (counts, ratios, GPU telemetry, quality) the machine's
+// lateness does not explain: a zero Bound.
+func Allowance(name string, c *results.Cell, late float64) Bound {
+	if late <= 0 || c == nil {
+		return Bound{}
+	}
+	switch {
+	case strings.HasPrefix(name, "tpot"):
+		n := outputTokens(c)
+		if n > 1 {
+			return Bound{late / (n - 1), late / (n - 1)}
+		}
+		return Bound{late, late}
+	case name == "ntpot_ms":
+		if n := outputTokens(c); n > 0 {
+			return Bound{late / n, late / n}
+		}
+		return Bound{late, late}
+	case strings.HasPrefix(name, "itl"):
+		return Bound{late, late}
+	case strings.Contains(name, "_sched"):
+		return Bound{Down: 2 * late}
+	case strings.HasPrefix(name, "ttft"), strings.HasPrefix(name, "e2el"), name == "first_call_ms",
+		strings.HasPrefix(name, "send_lag"), strings.HasPrefix(name, "stamp_delay"),
+		strings.HasPrefix(name, "server_") && strings.HasSuffix(name, "_ms"):
+		return Bound{Down: late}
+	}
+	if v, d := throughput(name, c); v > 0 && d > 0 {
+		return Bound{Up: v * late / d}
+	}
+	return Bound{}
+}
+
+// throughput is the value of a throughput column of c and how long, in
+// ms, the requests it counts last; 0 for a column that is not one.
+func throughput(name string, c *results.Cell) (value, durMs float64) {
+	val := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	e2el := val(c.E2ELP50Ms)
+	switch name {
+	case "prefill_tok_s":
+		return val(c.PrefillTokS), val(c.TTFTMs)
+	case "decode_tok_s":
+		return val(c.DecodeTokS), e2el
+	case "output_tok_s":
+		return val(c.OutputTokS), e2el
+	case "total_tok_s":
+		return val(c.TotalTokS), e2el
+	case "req_s":
+		return val(c.ReqS), e2el
+	case "goodput":
+		return val(c.Goodput), e2el
+	}
+	return 0, 0
+}
+
+// outputTokens is the row's tokens per request: effective_osl, else osl.
+func outputTokens(c *results.Cell) float64 {
+	if c.EffectiveOSL != nil && *c.EffectiveOSL > 0 {
+		return *c.EffectiveOSL
+	}
+	return float64(c.OSL)
+}
+
+// Describe is the machine's part of a reason, in numbers: "the machine
+// ran an event loop's tasks up to 7.1 ms late (p99) during the cell, with
+// some task waiting for a CPU 96% of it".
+func Describe(c *results.Cell) string {
+	if c == nil || c.MachineLateP99Ms == nil {
+		return "the machine's lateness was not measured"
+	}
+	s := fmt.Sprintf("the machine ran an event loop's tasks up to %.2f ms late (p99) during the cell", *c.MachineLateP99Ms)
+	if c.MachineCPUPressurePct != nil {
+		s += fmt.Sprintf(", with some task waiting for a CPU %.0f%% of it", *c.MachineCPUPressurePct)
+	}
+	return s
+}

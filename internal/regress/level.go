@@ -1,0 +1,49 @@
+package regress
+
+// minLevelRuns is how many runs a new level needs after a change point
+// before later runs are judged against it: fewer, and one bad night
+// would read as a new normal.
+const minLevelRuns = 3
+
+// ReasonRegressed is why a history value is left out of the interval a
+// run is judged against: its own run's check called it regressed, and no
+// change of level has begun since. The interval would otherwise absorb
+// the regression it flagged.
+const ReasonRegressed = "regressed in its run"
+
+// reference is which of a cell's history values (oldest first) the
+// interval is learned from, and the change of level it begins with (nil:
+// none):
+//
+//   - after the history's last change point (ChangePoints), when at least
+//     minLevelRuns values follow it: a lasting shift is the new level, and
+//     a run is judged against that, regressed values included (they are
+//     that level) — reported as a change of level at the run where it
+//     began, not as a failure forever;
+//   - otherwise every value but those their own run called regressed:
+//     the nights a server regressed stay in the history (and in
+//     `benchrun history`), but an interval that took them in would widen
+//     and silently absorb the very regression it flagged.
+//
+// The change point's Run is filled in by the caller.
+func reference(xs []float64, marks []bool, minRuns int) ([]int, *LevelChange) {
+	if len(xs) >= minRuns+minLevelRuns {
+		if cps := ChangePoints(xs, ChangePointOptions{}); len(cps) > 0 {
+			last := cps[len(cps)-1]
+			if len(xs)-last.Index >= minLevelRuns {
+				idx := make([]int, 0, len(xs)-last.Index)
+				for i := last.Index; i < len(xs); i++ {
+					idx = append(idx, i)
+				}
+				return idx, &LevelChange{Change: last.Change()}
+			}
+		}
+	}
+	idx := make([]int, 0, len(xs))
+	for i := range xs {
+		if !marks[i] {
+			idx = append(idx, i)
+		}
+	}
+	return idx, nil
+}

@@ -1,0 +1,67 @@
+package regress
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// pointLate is the machine's lateness during a run's point (its repeats:
+// the latest), in ms; 0 when not measured.
+func pointLate(r *Run, cells []int) float64 {
+	late := 0.0
+	for _, i := range cells {
+		late = max(late, measure.Late(&r.Cells[i]))
+	}
+	return late
+}
+
+// median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// explainByMachine turns a regression or improvement against history into
+// an inconclusive verdict when the machine explains it: it ran an event
+// loop's tasks later during the judged cell (now, ms p99) than during the
+// history's runs (hist, their median), and moving the value by what that
+// extra lateness could account for (measure.Allowance) brings it back
+// inside the interval or under the change that counts. A history as late
+// as the cell allows nothing: its own spread already holds that noise.
+func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
+	extra := now - hist
+	if row == nil || extra <= 0 || math.IsNaN(v.New) {
+		return
+	}
+	b := measure.Allowance(v.Metric, row, extra)
+	if b.Zero() {
+		return
+	}
+	// Toward the history's center: down for a value above it, up below.
+	moved := v.New - b.Down
+	if v.New < v.Old {
+		moved = v.New + b.Up
+	}
+	inside := moved >= v.Low && moved <= v.High
+	small := v.Old != 0 && math.Abs(moved/v.Old-1) < v.Margin
+	if !inside && !small {
+		return
+	}
+	was := v.Outcome
+	v.Outcome = Inconclusive
+	v.Late = extra
+	v.Reason = fmt.Sprintf("%s %+.1f%%, but the machine ran an event loop's tasks %.2f ms later (p99) during the cell than during the history's runs (%.2f ms): what that could account for brings %s back to %.4g %s, inside what counts",
+		was, 100*v.Change, extra, hist, v.Metric, moved, v.Unit)
+}

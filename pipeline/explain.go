@@ -1,0 +1,212 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// A check that fails while the machine's own lateness could explain it is
+// inconclusive, not failed (docs/PLANS.md, "Inconclusive verdicts"): the
+// row's machine_late_p99_ms bounds how far each latency it reads may lie
+// from the truth (measure.Allowance), and if the check holds anywhere in
+// that box it is the machine, not the server, that cannot be ruled out.
+
+// maxExplainDims bounds the corners tried (2^dims): an expression reading
+// more latency columns than this is judged on its first ones.
+const maxExplainDims = 8
+
+// explainDim is one column an expression reads that the machine could
+// have moved, with how far.
+type explainDim struct {
+	name  string
+	field int // the Cell field; -1 for the requests' columns
+	b     measure.Bound
+	value float64
+}
+
+// requestBounds are the bounds of the request columns (`requests.X`) as
+// the cell columns of the same measure have them.
+var requestColumnsBound = []struct {
+	column string // the cell column whose bound applies
+	get    func(*requestColumns) *[]float64
+}{
+	{"ttft_ms", func(r *requestColumns) *[]float64 { return &r.TTFTMs }},
+	{"e2el_ms", func(r *requestColumns) *[]float64 { return &r.E2ELMs }},
+	{"ttft_sched_ms", func(r *requestColumns) *[]float64 { return &r.TTFTSchedMs }},
+	{"e2el_sched_ms", func(r *requestColumns) *[]float64 { return &r.E2ELSchedMs }},
+	{"send_lag_ms", func(r *requestColumns) *[]float64 { return &r.SendLagMs }},
+	{"itl_ms", func(r *requestColumns) *[]float64 { return &r.ITLMs }},
+}
+
+// explain says whether the machine's lateness during the cell could
+// explain a row-level check that failed on c, and why in numbers. A
+// check whose failure the machine cannot explain (a column it reads that
+// no lateness moves, a lateness not measured, a miss larger than the
+// lateness) returns "", false.
+func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *results.Cell) (string, bool) {
+	late := measure.Late(&c)
+	if late <= 0 || a.Level != LevelRow {
+		return "", false
+	}
+	rv := reflect.ValueOf(c)
+	var dims []explainDim
+	for _, n := range a.names {
+		i, ok := cellField()[n]
+		if !ok {
+			continue
+		}
+		f := rv.Field(i)
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				continue
+			}
+			f = f.Elem()
+		}
+		if !f.CanFloat() {
+			continue
+		}
+		if b := measure.Allowance(n, &c, late); !b.Zero() {
+			dims = append(dims, explainDim{name: n, field: i, b: b, value: f.Float()})
+		}
+	}
+	readsRequests := slices.Contains(a.names, "requests")
+	if readsRequests {
+		dims = append(dims, explainDim{name: "requests", field: -1, b: measure.Bound{Down: late, Up: late}})
+	}
+	if len(dims) == 0 {
+		return "", false
+	}
+	dims = dims[:min(len(dims), maxExplainDims)]
+	rc := requestColumnsOf(reqs)
+	for mask := 0; mask < 1<<len(dims); mask++ {
+		cc := c
+		crc := rc
+		cv := reflect.ValueOf(&cc).Elem()
+		moved := map[string]float64{}
+		for k, d := range dims {
+			up := mask&(1<<k) != 0
+			delta := -d.b.Down
+			if up {
+				delta = d.b.Up
+			}
+			if d.field < 0 {
+				crc = shiftRequests(rc, &c, late, up)
+				continue
+			}
+			if delta == 0 {
+				continue
+			}
+			x := max(d.value+delta, 0)
+			moved[d.name] = x
+			f := cv.Field(d.field)
+			if f.Kind() == reflect.Pointer {
+				f.Set(reflect.ValueOf(&x))
+			} else {
+				f.SetFloat(x)
+			}
+		}
+		out, err := expr.Run(a.prog, rowEnv{Cell: cc, Requests: crc, Baseline: base})
+		if err != nil {
+			continue
+		}
+		if ok, _ := out.(bool); ok {
+			return a.explanation(c, dims, moved, rowEnv{Cell: c, Requests: rc, Baseline: base}), true
+		}
+	}
+	return "", false
+}
+
+// shiftRequests moves every latency of the requests' columns by its
+// column's bound, down or up.
+func shiftRequests(rc requestColumns, c *results.Cell, late float64, up bool) requestColumns {
+	out := rc
+	for _, col := range requestColumnsBound {
+		b := measure.Allowance(col.column, c, late)
+		delta := -b.Down
+		if up {
+			delta = b.Up
+		}
+		src := *col.get(&rc)
+		if delta == 0 || len(src) == 0 {
+			continue
+		}
+		moved := make([]float64, len(src))
+		for i, x := range src {
+			moved[i] = max(x+delta, 0)
+		}
+		*col.get(&out) = moved
+	}
+	return out
+}
+
+// explanation is the reason of an inconclusive verdict: by how much the
+// check failed (for a comparison), how late the machine was, and the
+// values with which it would hold.
+func (a *Assertion) explanation(c results.Cell, dims []explainDim, moved map[string]float64, env rowEnv) string {
+	var b strings.Builder
+	if m, ok := a.margin(env); ok {
+		fmt.Fprintf(&b, "the check failed by %.3g; ", m)
+	}
+	b.WriteString(measure.Describe(&c))
+	var with []string
+	for _, d := range dims {
+		if x, ok := moved[d.name]; ok {
+			with = append(with, fmt.Sprintf("%s %.4g instead of %.4g", d.name, x, d.value))
+		}
+	}
+	if len(with) > 0 {
+		fmt.Fprintf(&b, ", and with %s (what that lateness could account for) it holds", strings.Join(with, ", "))
+	} else {
+		b.WriteString(", and with the requests' latencies moved by what that lateness could account for it holds")
+	}
+	return b.String()
+}
+
+// margin is by how much a comparison (`x < y`, `x >= y`, ...) failed on
+// env: |x − y|; false for any other expression.
+func (a *Assertion) margin(env rowEnv) (float64, bool) {
+	if a.sides[0] == nil {
+		return 0, false
+	}
+	var xs [2]float64
+	for i, p := range a.sides {
+		out, err := expr.Run(p, env)
+		if err != nil {
+			return 0, false
+		}
+		x, err := number("", out)
+		if err != nil || math.IsNaN(x) {
+			return 0, false
+		}
+		xs[i] = x
+	}
+	return math.Abs(xs[0] - xs[1]), true
+}
+
+// comparisonSides compiles the two sides of a top-level comparison, so
+// that a failed check can say by how much it failed; nil otherwise.
+func comparisonSides(node ast.Node, opts []expr.Option) [2]*vm.Program {
+	bin, ok := node.(*ast.BinaryNode)
+	if !ok || !slices.Contains([]string{"<", "<=", ">", ">="}, bin.Operator) {
+		return [2]*vm.Program{}
+	}
+	var out [2]*vm.Program
+	for i, side := range []ast.Node{bin.Left, bin.Right} {
+		p, err := expr.Compile(side.String(), opts...)
+		if err != nil {
+			return [2]*vm.Program{}
+		}
+		out[i] = p
+	}
+	return out
+}
