@@ -105,7 +105,10 @@ func JudgeDir(ctx context.Context, g *Graph, dir string, o JudgeOptions) (*Summa
 		reqs[k] = append(reqs[k], q)
 	}
 	latest := results.LatestCells(rows.Cells)
-	for _, c := range latest {
+	// Every measurement of the current attempt, in order: a cell measured
+	// once more is judged as the run judged it (a failure of the first
+	// that the machine cannot explain still counts).
+	for _, c := range results.AttemptMeasurements(rows.Cells) {
 		r.tally.add(c)
 		if err := r.emit(c, reqs[key{c.Stage, c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}]); err != nil {
 			return nil, err

@@ -313,17 +313,15 @@ func cmpInterval(v regress.Verdict) string {
 	return fmt.Sprintf("[%s, %s]", cmpNum(v.Low), cmpNum(v.High))
 }
 
-// cmpP is the p column: the Mann–Whitney p of the request samples where
-// there is one (benchstat's), else the p the verdict was gated on.
+// cmpP is the p column: the p-value the verdict was gated on, after the
+// family's correction (a verdict and its column never disagree: changed
+// means p ≤ alpha here). The Mann–Whitney p of the request samples, shown
+// but not gated on, is in the CSV and JSON (mwu_p).
 func cmpP(v regress.Verdict) string {
-	p, name := v.MWU, "p"
-	if math.IsNaN(p) {
-		p, name = v.P, "p(t)"
-	}
-	if math.IsNaN(p) {
+	if math.IsNaN(v.PAdjusted) {
 		return "–"
 	}
-	return fmt.Sprintf("%s=%.3f", name, p)
+	return fmt.Sprintf("p=%.3f", v.PAdjusted)
 }
 
 func cmpVerdict(v regress.Verdict) string {

@@ -31,6 +31,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	resume := onceString(fs, "resume", "", "continue the run in this run directory, skipping cells already finished ok")
 	keep := fs.Bool("keep", false, "leave provisioned machines running: skip provision stages' teardown")
 	baseline := onceString(fs, "baseline", "", "check every cell against its history in this runs folder (over the plan's baseline.runs; turns the check on)")
+	inconclusive := onceString(fs, "inconclusive", "", "what a check the machine's own lateness could explain does to the exit code: tolerate (exit 0 when nothing else failed) or fail (exit 5); over the plan's inconclusive")
 	shardFlag := onceString(fs, "shard", "", "send shard i/n (0-based) of every cell's load: ⌊C/n⌋ sessions (+1 for i < C mod n), rate λ/n on its own seed; merge the shards' run directories with benchrun merge")
 	startAtFlag := onceString(fs, "start-at", "", "wait until this instant (RFC 3339, or @UNIX seconds) before the first cell, so that shards start together")
 	coordinator := onceString(fs, "coordinator", "", "with --shard: join the coordinator at HOST:PORT, which starts every cell on all shards at one instant (lockstep) and measures each shard's clock offset")
@@ -45,6 +46,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", fs.Args())
+		return pipeline.ExitInvalid
+	}
+	switch *inconclusive {
+	case "", pipeline.InconclusiveTolerate, pipeline.InconclusiveFail:
+	default:
+		fmt.Fprintf(stderr, "benchrun: --inconclusive %q: give tolerate or fail\n", *inconclusive)
 		return pipeline.ExitInvalid
 	}
 	shard, shards, err := parseShard(*shardFlag)
@@ -143,9 +150,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Progress: progress,
 		Keep:     *keep,
 		Baseline: *baseline,
-		Shard:    shard,
-		Shards:   shards,
-		StartAt:  startAt,
+		// --inconclusive over the plan's inconclusive.
+		Inconclusive: *inconclusive,
+		Shard:        shard,
+		Shards:       shards,
+		StartAt:      startAt,
 		// The plan's shard block fills what the flags leave unset.
 		Coordinator: *coordinator,
 		Coordinate:  *coordinate,

@@ -24,7 +24,10 @@ import (
 // Each metric of each matching cell gets one of three conclusions, as
 // Chromium's Pinpoint decides A/B jobs, or unknown:
 //
-//   - A metric with a request-level sample (the p50, p99 or mean of TTFT,
+//   - With two or more runs (or repeats) a side, every metric is judged
+//     from the runs' own values, as a throughput is (below): the run is
+//     the unit of replication, and what varies from run to run counts.
+//   - With one a side, a metric with a request-level sample (the p50, p99 or mean of TTFT,
 //     ITL, TPOT, E2EL, from the request rows) is judged on the ratio
 //     new/old of its statistic. A moving-block bootstrap over each run's
 //     completion order (BlockLength) gives the ratio's (1 − Alpha)
@@ -229,6 +232,19 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 		}
 		if len(ov) == 0 || len(nv) == 0 {
 			rep.Skipped = append(rep.Skipped, Skip{Key: k, Metric: m.Name, Reason: ReasonNull})
+			continue
+		}
+		// Several runs (or repeats) a side: the run is the unit. Requests
+		// pooled over runs would hide what varies from run to run (the
+		// server's launch, the machine that night), and their bootstrap,
+		// blind to it, called 2 of 36 metrics of 6 + 6 identical runs
+		// changed; Welch on the runs' own values sees that spread.
+		if len(ov) >= 2 && len(nv) >= 2 {
+			perRun(&v, m, ov, nv, o)
+			if f := fams[m.Sample]; f != nil {
+				v.MWU = f.mwu
+			}
+			out = append(out, v)
 			continue
 		}
 		if f := fams[m.Sample]; f != nil && f.res != nil {

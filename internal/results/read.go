@@ -64,12 +64,32 @@ func LatestCells(cells []Cell) []Cell {
 	return out
 }
 
+// AttemptMeasurements keeps every measurement of each cell's highest
+// attempt (a cell re-measured to confirm has two), in the order they were
+// written: what the run's judging saw, as it saw it.
+func AttemptMeasurements(cells []Cell) []Cell {
+	top := map[string]int64{}
+	for _, c := range cells {
+		top[c.CellID] = max(top[c.CellID], AttemptOf(c.Attempt))
+	}
+	var out []Cell
+	for _, c := range cells {
+		if AttemptOf(c.Attempt) == top[c.CellID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // LatestVerdicts keeps, for each cell id and level, the verdicts of its
 // last judging: those of the highest attempt, and among them those with
 // the latest judged_at (all verdicts of one cell row share their
-// judged_at; a re-measured cell's row is judged again). The level keeps
-// a cell's row assertions apart from its regression checks, which are
-// judged together at the end of the run.
+// judged_at; a re-measured cell's row is judged again), and a row
+// check of that attempt's earlier judging that failed (outcome fail or
+// error): a failure the machine could not explain counts whatever the
+// re-measurement said. The level keeps a cell's row assertions apart
+// from its regression checks, which are judged together at the end of
+// the run.
 func LatestVerdicts(vs []Verdict) []Verdict {
 	type judging struct {
 		attempt int64
@@ -86,7 +106,9 @@ func LatestVerdicts(vs []Verdict) []Verdict {
 	}
 	var out []Verdict
 	for _, v := range vs {
-		if (judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}) == latest[group{v.CellID, v.Level}] {
+		j, l := judging{AttemptOf(v.Attempt), v.JudgedAt.UnixNano()}, latest[group{v.CellID, v.Level}]
+		sticky := j.attempt == l.attempt && v.Level != "regression" && (v.Outcome == OutcomeFail || v.Outcome == OutcomeError)
+		if j == l || sticky {
 			out = append(out, v)
 		}
 	}

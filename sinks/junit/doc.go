@@ -24,6 +24,8 @@ const (
 // than its history; too few earlier runs to judge), and a check not run.
 const (
 	outcomeRegressed        = "regressed"
+	outcomeSame             = "same"
+	outcomeImproved         = "improved"
 	outcomeSkipped          = "skipped"
 	outcomeInsufficientData = "insufficient data"
 	outcomeWarn             = "warn"
@@ -66,10 +68,12 @@ type testcase struct {
 	out             string // <system-out>: a warning's note
 }
 
-// classify maps a verdict's outcome: pass is ok; fail and regressed a
-// failure; error an error; warn ok with a note; skipped, insufficient data
-// and any outcome this benchrun does not know skipped (never a pass).
-// Rows without an outcome (older files) read their passed column.
+// classify maps a verdict's outcome: pass, and a regression check's same
+// or improved, are ok; fail and regressed a failure; error an error; warn
+// ok with a note; inconclusive (the machine's lateness could explain it),
+// skipped, insufficient data and any outcome this benchrun does not know
+// skipped (never a pass). Rows without an outcome (older files) read
+// their passed column.
 func classify(v results.Verdict) (result string, warn bool) {
 	outcome := strings.ToLower(strings.TrimSpace(v.Outcome))
 	if outcome == "" {
@@ -79,7 +83,7 @@ func classify(v results.Verdict) (result string, warn bool) {
 		}
 	}
 	switch outcome {
-	case results.OutcomePass:
+	case results.OutcomePass, outcomeSame, outcomeImproved:
 		return resultOK, false
 	case results.OutcomeFail, outcomeRegressed:
 		return resultFailure, false
@@ -93,12 +97,18 @@ func classify(v results.Verdict) (result string, warn bool) {
 }
 
 // caseName is a verdict's testcase name: the check's name when the plan
-// gives one, else the assertion's text.
-func caseName(v results.Verdict) string {
-	if v.Name != "" {
-		return v.Name
+// gives one, else the assertion's text ("regression of ttft_p50_ms" for a
+// baseline check); a check of a cell's earlier measurement kept beside
+// the current one (a failure the re-measurement does not undo) says which.
+func caseName(v results.Verdict, current int64) string {
+	name := v.Assertion
+	if v.Name != "" && v.Level != "regression" {
+		name = v.Name
 	}
-	return v.Assertion
+	if m := results.MeasurementOf(v.Measurement); v.Measurement > 0 && m < current {
+		name += fmt.Sprintf(" (measurement %d)", m)
+	}
+	return name
 }
 
 // formatValues writes a verdict's values as `name=value` pairs, by name.
@@ -111,9 +121,12 @@ func formatValues(vals map[string]string) string {
 }
 
 // verdictCase is the testcase of one verdict.
-func verdictCase(v results.Verdict, classname string, secs float64) testcase {
-	tc := testcase{name: caseName(v), classname: classname, time: secs}
+func verdictCase(v results.Verdict, classname string, secs float64, current int64, inconclusiveFails bool) testcase {
+	tc := testcase{name: caseName(v, current), classname: classname, time: secs}
 	result, warn := classify(v)
+	if v.Outcome == results.OutcomeInconclusive && inconclusiveFails {
+		result = resultFailure // the run exits 5 on it
+	}
 	if result == resultOK && !warn {
 		return tc
 	}
@@ -125,6 +138,8 @@ func verdictCase(v results.Verdict, classname string, secs float64) testcase {
 	switch {
 	case v.Error != "":
 		msg = append(msg, "could not be evaluated: "+firstLine(v.Error))
+	case outcome == results.OutcomeInconclusive:
+		msg = append(msg, "inconclusive: "+v.Explained)
 	case outcome == results.OutcomeFail || warn:
 		msg = append(msg, "does not hold")
 	default:
@@ -151,6 +166,7 @@ func verdictCase(v results.Verdict, classname string, secs float64) testcase {
 	line("cell", cellOf(v))
 	line("values", formatValues(v.Values))
 	line("error", v.Error)
+	line("why", v.Explained)
 	line("at", v.Pos)
 	line("scope", v.Scope)
 
@@ -198,9 +214,20 @@ func cellCase(c results.Cell, classname string) testcase {
 
 // className is a cell's testcase class: the stage and the cell label,
 // dot-separated ("sweep.128:128.c=4"), which readers that split a class
-// at its last dot show as the cell's shape and its load.
+// at its last dot show as the cell's shape and its load; what else its id
+// holds (a repeat, server variables) follows, so that no two cells share
+// a class.
 func className(c results.Cell) string {
-	return strings.ReplaceAll(pipeline.CellLabel(c), " ", ".")
+	return classOf(pipeline.CellLabel(c), c.CellID)
+}
+
+// classOf is className from a cell's label and id.
+func classOf(label, cellID string) string {
+	cls := strings.ReplaceAll(label, " ", ".")
+	if parts := strings.Split(cellID, "/"); len(parts) > 3 {
+		cls += "." + strings.Join(parts[3:], ".")
+	}
+	return cls
 }
 
 // runStatus is how the run ended: the summary's status when it has one (a
@@ -229,8 +256,10 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 	start := rec.StartedAt.Round(0).UTC() // the run's first start, a resumed run's too
 	status := runStatus(sum)
 	var stages []pipeline.StageResult
+	inconclusiveFails := false
 	if sum != nil {
 		stages = sum.Stages
+		inconclusiveFails = sum.ExitCode == pipeline.ExitInconclusive
 	}
 
 	plan := rec.Plan
@@ -292,7 +321,7 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 			s.cases = append(s.cases, cellCase(c, cls))
 		}
 		for _, v := range e.verdicts {
-			s.cases = append(s.cases, verdictCase(v, cls, c.DurationS))
+			s.cases = append(s.cases, verdictCase(v, cls, c.DurationS, results.MeasurementOf(c.Measurement), inconclusiveFails))
 		}
 	}
 	for _, e := range entries {
@@ -301,7 +330,12 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 		}
 		s := suiteOf(stageOf(e.stage))
 		for _, v := range e.verdicts {
-			s.cases = append(s.cases, verdictCase(v, s.name, 0))
+			// A baseline check is of one cell: its class is the cell's.
+			cls := s.name
+			if v.CellID != "" {
+				cls = classOf(v.Cell, v.CellID)
+			}
+			s.cases = append(s.cases, verdictCase(v, cls, 0, results.MeasurementOf(v.Measurement), inconclusiveFails))
 		}
 	}
 

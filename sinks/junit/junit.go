@@ -143,7 +143,18 @@ func (o *Output) Cell(c results.Cell, _ []results.Request) error {
 
 func (o *Output) addCell(c results.Cell) {
 	if e := o.byCell[c.CellID]; e != nil && c.CellID != "" {
-		e.stage, e.attempt, e.cell, e.verdicts = c.Stage, results.AttemptOf(c.Attempt), &c, nil
+		// The cell again: a resume's attempt replaces it; its own
+		// re-measurement keeps the earlier measurement's failures, which
+		// the re-measurement does not undo.
+		var kept []results.Verdict
+		if results.AttemptOf(c.Attempt) == e.attempt {
+			for _, v := range e.verdicts {
+				if v.Outcome == results.OutcomeFail || v.Outcome == results.OutcomeError {
+					kept = append(kept, v)
+				}
+			}
+		}
+		e.stage, e.attempt, e.cell, e.verdicts = c.Stage, results.AttemptOf(c.Attempt), &c, kept
 		return
 	}
 	e := &entry{stage: c.Stage, attempt: results.AttemptOf(c.Attempt), cell: &c}

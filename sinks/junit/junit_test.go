@@ -734,3 +734,89 @@ func TestNew(t *testing.T) {
 		t.Errorf("an unknown parameter: %v", err)
 	}
 }
+
+// baselineGroups are two cells judged against their history (the
+// baseline's verdict rows come after the run, as a stage's, each naming
+// its cell), and a third cell measured twice: its first measurement
+// failed a check the machine could not explain, its second passed it
+// and left another inconclusive.
+func baselineGroups() []group {
+	a := cell("sweep/64:32/c1", 64, 32, 1, results.StatusOK, "")
+	b := cell("sweep/64:32/c4", 64, 32, 4, results.StatusOK, "")
+	m1 := cell("sweep/256:32/c4", 256, 32, 4, results.StatusOK, "")
+	m1.Measurement = 1
+	m2 := m1
+	m2.Measurement = 2
+	row := func(c results.Cell, assertion, outcome string) results.Verdict {
+		v := verdict(c, assertion, outcome, nil)
+		v.Measurement = c.Measurement
+		return v
+	}
+	inc := row(m2, "itl_p99_ms < 4*itl_p50_ms", results.OutcomeInconclusive)
+	inc.Explained = "the check failed by 1.5; the machine ran an event loop's tasks up to 4.9 ms late (p99) during the cell"
+	reg := func(c results.Cell, metric, outcome string) results.Verdict {
+		v := verdict(c, "regression of "+metric, outcome, map[string]string{"outcome": outcome})
+		v.Name, v.Level, v.Scope, v.Measurement = metric, "regression", "plan", results.MeasurementOf(c.Measurement)
+		return v
+	}
+	stage := results.Cell{RunID: resultstest.RunID, Plan: "fixture", Stage: "sweep", Attempt: 1}
+	return []group{
+		{a, nil}, {b, nil},
+		{m1, []results.Verdict{row(m1, "ttft_ms < 40", results.OutcomeFail), row(m1, "itl_p99_ms < 4*itl_p50_ms", results.OutcomePass)}},
+		{m2, []results.Verdict{row(m2, "ttft_ms < 40", results.OutcomePass), inc}},
+		{stage, []results.Verdict{
+			reg(a, "ttft_p50_ms", "same"), reg(b, "ttft_p50_ms", "regressed"),
+			reg(a, "tpot_p50_ms", "improved"), reg(b, "tpot_p50_ms", "inconclusive"),
+			reg(m2, "ttft_p50_ms", "same"),
+		}},
+	}
+}
+
+// TestBaselineAndMeasurements: one testcase per (stage, cell, point,
+// metric), named so that a CI view keeps them apart (a regression check
+// in its cell's class, never two cases of one class and name); a
+// regression check's same (and improved) is a pass; inconclusive is
+// skipped with its reason, or a failure when the run exits 5 on it; a
+// check that failed on a cell's first measurement stays a failure beside
+// the second measurement's pass.
+func TestBaselineAndMeasurements(t *testing.T) {
+	for _, exit := range []int{pipeline.ExitAssertion, pipeline.ExitInconclusive} {
+		doc := parse(t, drive(t, baselineGroups(), &pipeline.Summary{ExitCode: exit, FinishedAt: finished,
+			Stages: []pipeline.StageResult{{Name: "sweep", Kind: "sweep", Status: "ok", DurationS: 5}}}))
+		seen := map[[2]string]bool{}
+		got := map[[2]string]string{}
+		for _, c := range doc.cases() {
+			k := [2]string{c.Classname, c.Name}
+			if seen[k] {
+				t.Errorf("exit %d: two testcases of class %q named %q", exit, c.Classname, c.Name)
+			}
+			seen[k] = true
+			got[k] = c.result()
+			if c.Skipped != nil && strings.Contains(c.Name, "itl_p99") && !strings.Contains(c.Skipped.Message, "inconclusive: the check failed by 1.5; the machine ran") {
+				t.Errorf("inconclusive message %q", c.Skipped.Message)
+			}
+		}
+		inconclusive := "skipped"
+		if exit == pipeline.ExitInconclusive {
+			inconclusive = "failure"
+		}
+		want := map[[2]string]string{
+			{"sweep.64:32.c=1", "regression of ttft_p50_ms"}:     "ok",
+			{"sweep.64:32.c=4", "regression of ttft_p50_ms"}:     "failure",
+			{"sweep.64:32.c=1", "regression of tpot_p50_ms"}:     "ok",
+			{"sweep.64:32.c=4", "regression of tpot_p50_ms"}:     inconclusive,
+			{"sweep.256:32.c=4", "regression of ttft_p50_ms"}:    "ok",
+			{"sweep.256:32.c=4", "ttft_ms < 40 (measurement 1)"}: "failure",
+			{"sweep.256:32.c=4", "ttft_ms < 40"}:                 "ok",
+			{"sweep.256:32.c=4", "itl_p99_ms < 4*itl_p50_ms"}:    inconclusive,
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("exit %d: %s %q: %q, want %q (all: %v)", exit, k[0], k[1], got[k], w, got)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("exit %d: %d testcases, want %d: %v", exit, len(got), len(want), got)
+		}
+	}
+}
