@@ -157,3 +157,25 @@ stages: {
 		t.Errorf("stage b should be present, valid, with its needs: %+v", b)
 	}
 }
+
+// TestBaselinePositionIsThePlans: `baseline: {}` takes every field from
+// the embedded schema, whose position its unified value carries; checks
+// that report the baseline's position must point into the plan file.
+func TestBaselinePositionIsThePlans(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nightly.cue")
+	src := "name: \"n\"\nmodel: {name: \"m\"}\n\nbaseline: {}\nstages: h: {kind: \"health\", target: \"http://127.0.0.1:1\"}\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path, Options{Kinds: stageKinds(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Baseline == nil || p.Baseline.Pos.File != path || p.Baseline.Pos.Line != 4 {
+		t.Errorf("baseline at %+v; want %s line 4", p.Baseline, path)
+	}
+	if !p.Baseline.Confirm || p.Inconclusive != "tolerate" {
+		t.Errorf("defaults: confirm %v, inconclusive %q; want true, tolerate", p.Baseline.Confirm, p.Inconclusive)
+	}
+}

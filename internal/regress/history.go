@@ -191,10 +191,14 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			slices.Reverse(runs)
 			slices.Reverse(marks)
 			slices.Reverse(lates)
-			ref, level := reference(xs, marks, o.MinRuns)
+			need := levelRuns(o.LastN)
+			ref, level, pending := reference(xs, marks, o.MinRuns, need)
 			v.LevelChange = level
 			if level != nil {
 				level.Run = runs[ref[0]]
+			}
+			if pending.Index >= 0 {
+				v.PendingLevel = &LevelChange{Run: runs[pending.Index], Change: pending.Change(), Runs: len(xs) - pending.Index, Needs: need}
 			}
 			var refXs, refLates []float64
 			for _, i := range ref {
@@ -210,13 +214,9 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			}
 			xs = refXs
 			v.N = len(xs)
-			need := o.MinRuns
-			if level != nil {
-				need = min(need, minLevelRuns)
-			}
-			if len(xs) < need {
+			if len(xs) < o.MinRuns {
 				v.Outcome = Insufficient
-				v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), need)
+				v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), o.MinRuns)
 				if len(xs) > 0 {
 					v.Old = GeoMean(xs)
 					if math.IsNaN(v.Old) {
@@ -265,6 +265,10 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 		if v.Outcome == Regressed || v.Outcome == Improved {
 			mc := machines[i]
 			explainByMachine(v, mc.row, mc.now, mc.hist)
+		}
+		if p := v.PendingLevel; p != nil {
+			lc := fmt.Sprintf("its history changed level at run %s (%+.1f%%), %d runs ago: that level becomes the baseline once %d runs show it", p.Run, 100*p.Change, p.Runs, p.Needs)
+			v.Reason = strings.TrimPrefix(v.Reason+"; "+lc, "; ")
 		}
 		if v.LevelChange != nil {
 			lc := fmt.Sprintf("judged against the %d runs since its history changed level at run %s (%+.1f%%)", v.N, v.LevelChange.Run, 100*v.LevelChange.Change)

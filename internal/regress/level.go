@@ -1,9 +1,15 @@
 package regress
 
-// minLevelRuns is how many runs a new level needs after a change point
+// minLevelRuns is the fewest runs a new level needs after a change point
 // before later runs are judged against it: fewer, and one bad night
-// would read as a new normal.
+// would read as a new normal. It needs half the history's window too
+// (levelRuns), so that the history holds as much of the new normal as of
+// the old before it is the baseline.
 const minLevelRuns = 3
+
+// levelRuns is how many runs a new level needs with a history window of
+// lastN runs: half the window (10 by default), at least minLevelRuns.
+func levelRuns(lastN int) int { return max(minLevelRuns, lastN/2) }
 
 // ReasonRegressed is why a history value is left out of the interval a
 // run is judged against: its own run's check called it regressed, and no
@@ -16,7 +22,7 @@ const ReasonRegressed = "regressed in its run"
 // none):
 //
 //   - after the history's last change point (ChangePoints), when at least
-//     minLevelRuns values follow it: a lasting shift is the new level, and
+//     need values follow it (levelRuns): a lasting shift is the new level, and
 //     a run is judged against that, regressed values included (they are
 //     that level) — reported as a change of level at the run where it
 //     began, not as a failure forever;
@@ -25,18 +31,23 @@ const ReasonRegressed = "regressed in its run"
 //     `benchrun history`), but an interval that took them in would widen
 //     and silently absorb the very regression it flagged.
 //
-// The change point's Run is filled in by the caller.
-func reference(xs []float64, marks []bool, minRuns int) ([]int, *LevelChange) {
+// A change point with fewer values after it is pending: its index and
+// change come back in pending (Index -1: none), so that the verdict can
+// say when it will become the baseline. The change point's Run is filled
+// in by the caller.
+func reference(xs []float64, marks []bool, minRuns, need int) ([]int, *LevelChange, ChangePoint) {
+	pending := ChangePoint{Index: -1}
 	if len(xs) >= minRuns+minLevelRuns {
 		if cps := ChangePoints(xs, ChangePointOptions{}); len(cps) > 0 {
 			last := cps[len(cps)-1]
-			if len(xs)-last.Index >= minLevelRuns {
+			if len(xs)-last.Index >= need {
 				idx := make([]int, 0, len(xs)-last.Index)
 				for i := last.Index; i < len(xs); i++ {
 					idx = append(idx, i)
 				}
-				return idx, &LevelChange{Change: last.Change()}
+				return idx, &LevelChange{Change: last.Change()}, pending
 			}
+			pending = last
 		}
 	}
 	idx := make([]int, 0, len(xs))
@@ -45,5 +56,5 @@ func reference(xs []float64, marks []bool, minRuns int) ([]int, *LevelChange) {
 			idx = append(idx, i)
 		}
 	}
-	return idx, nil
+	return idx, nil, pending
 }

@@ -153,6 +153,9 @@ type Verdict struct {
 	// was learned after: the history's last change point, when enough runs
 	// followed it (nil: none).
 	LevelChange *LevelChange `json:"level_change,omitempty"`
+	// PendingLevel is a change of level the history shows that is too
+	// recent to be the baseline yet (Runs of Needs runs show it).
+	PendingLevel *LevelChange `json:"pending_level_change,omitempty"`
 }
 
 // LevelChange is where a cell's history changed level (a change point):
@@ -160,6 +163,10 @@ type Verdict struct {
 type LevelChange struct {
 	Run    string  `json:"run"`
 	Change float64 `json:"change"`
+	// Runs and Needs (a pending change only): how many runs show the
+	// new level, and how many it needs to be the baseline.
+	Runs  int `json:"runs,omitempty"`
+	Needs int `json:"needs,omitempty"`
 }
 
 // marked is the key of a cell's metric in Run.Regressed.

@@ -1,0 +1,120 @@
+package regress
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// lateRuns sets every cell of runs to the machine lateness late (ms p99).
+func lateRuns(late float64, runs ...*Run) {
+	for _, r := range runs {
+		for i := range r.Cells {
+			r.Cells[i].MachineLateP99Ms = results.Some(late)
+		}
+	}
+}
+
+// TestHistoryMachineLateness: a value outside its history's interval is
+// inconclusive when the machine was later during the cell than during
+// the history's runs by enough to explain it, and a regression when it
+// was not (a quiet machine; a history as busy as the cell, whose spread
+// already holds that noise; a change larger than the extra lateness).
+func TestHistoryMachineLateness(t *testing.T) {
+	m, _ := SelectMetrics([]string{"ttft_p50_ms", "tpot_p50_ms"})
+	for _, tc := range []struct {
+		name          string
+		hist, now     float64 // machine lateness, ms p99
+		ttftShift     float64
+		tpotShift     float64
+		ttft, tpot    Outcome
+		reasonContain string
+	}{
+		{"busy night, same server", 0.1, 7, 1.12, 1, Inconclusive, Same, "ms later (p99) during the cell than during the history's runs (0.10 ms)"},
+		{"quiet night, slower server", 0.1, 0.1, 1.12, 1.1, Regressed, Regressed, ""},
+		{"as busy as the history", 7, 7, 1.12, 1.1, Regressed, Regressed, ""},
+		// TPOT spreads a late write over its 127 gaps: 7 ms explains
+		// 0.06 ms of it, not the 0.8 ms of a 10% slower server.
+		{"busy night, slower between tokens", 0.1, 7, 1, 1.1, Same, Regressed, ""},
+		{"busy night, much slower", 0.1, 7, 1.5, 1, Regressed, Same, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs, cur := history(3, 10, 0.005, map[string]float64{"ttft_p50_ms": tc.ttftShift, "tpot_p50_ms": tc.tpotShift})
+			lateRuns(tc.hist, runs...)
+			lateRuns(tc.now, cur)
+			for _, r := range append(runs, cur) {
+				r.Cells[0].OSL = 128
+			}
+			rep := CheckHistory(runs, cur, Options{Metrics: m})
+			tt, tp := verdictOf(rep, "ttft_p50_ms"), verdictOf(rep, "tpot_p50_ms")
+			if tt.Outcome != tc.ttft || tp.Outcome != tc.tpot {
+				t.Errorf("ttft %s, tpot %s; want %s, %s\n%s\n%s", tt.Outcome, tp.Outcome, tc.ttft, tc.tpot, tt, tp)
+			}
+			if tc.reasonContain != "" && !strings.Contains(tt.Reason, tc.reasonContain) {
+				t.Errorf("reason %q lacks %q", tt.Reason, tc.reasonContain)
+			}
+			if tt.Outcome == Inconclusive && tt.Late <= 0 {
+				t.Errorf("inconclusive without the lateness it allowed: %+v", tt)
+			}
+		})
+	}
+}
+
+// TestHistoryWithoutRatchet: runs that failed their own checks stay in
+// the history, the values they called regressed are kept out of the
+// interval (it does not absorb them), and a lasting change becomes the
+// baseline once half the window shows it, reported as a change of level
+// at the run where it began; until then the verdict says it is pending.
+func TestHistoryWithoutRatchet(t *testing.T) {
+	m, _ := SelectMetrics([]string{"ttft_p50_ms"})
+	rng := rand.New(rand.NewPCG(4, 4))
+	mk := func(i int, v float64, regressed bool) *Run {
+		r := mkRun(i, mkCell("sweep/128:128/c4", map[string]float64{"ttft_p50_ms": noisy(rng, v, 0.005)}))
+		if regressed {
+			r.Status, r.FailedChecks = "failed", true
+			r.Regressed = map[string]bool{marked("sweep/128:128/c4", "ttft_p50_ms"): true}
+		}
+		return r
+	}
+	var hist []*Run
+	for i := range 8 {
+		hist = append(hist, mk(i, 40, false))
+	}
+	// A run that failed its checks only is usable; one that failed to
+	// measure is not.
+	infra := mk(8, 40, false)
+	infra.Status = "failed"
+	hist = append(hist, infra)
+
+	// The night it got slower: regressed.
+	cur := mk(20, 44, false)
+	v := verdictOf(CheckHistory(hist, cur, Options{Metrics: m}), "ttft_p50_ms")
+	if v.Outcome != Regressed || v.Excluded["run failed"] != 1 {
+		t.Fatalf("first slower night: %s (excluded %v)", v, v.Excluded)
+	}
+	// The nights after: still regressed, the flagged nights not absorbed,
+	// the pending change of level said.
+	for i := range 3 {
+		hist = append(hist, mk(9+i, 44, true))
+	}
+	v = verdictOf(CheckHistory(hist, mk(21, 44, false), Options{Metrics: m}), "ttft_p50_ms")
+	if v.Outcome != Regressed || v.Excluded[ReasonRegressed] != 3 || v.PendingLevel == nil || v.PendingLevel.Run != "run009" ||
+		!strings.Contains(v.Reason, "changed level at run run009 (+9.") || !strings.Contains(v.Reason, "once 10 runs show it") {
+		t.Fatalf("three runs into the new level: %s (excluded %v, pending %+v)", v, v.Excluded, v.PendingLevel)
+	}
+	// Ten nights at the new level: it is the baseline, and a run at it
+	// is the same, judged against it, the change reported where it began.
+	for i := range 7 {
+		hist = append(hist, mk(12+i, 44, true))
+	}
+	v = verdictOf(CheckHistory(hist, mk(22, 44, false), Options{Metrics: m}), "ttft_p50_ms")
+	if v.Outcome != Same || v.LevelChange == nil || v.LevelChange.Run != "run009" || v.N != 10 || !strings.Contains(v.Reason, "changed level at run run009") {
+		t.Fatalf("after ten runs at the new level: %s (level %+v)", v, v.LevelChange)
+	}
+	// And going back to the old level is now a change for the better.
+	if v := verdictOf(CheckHistory(hist, mk(23, 40, false), Options{Metrics: m}), "ttft_p50_ms"); v.Outcome != Improved {
+		t.Fatalf("back to 40 ms: %s", v)
+	}
+}
