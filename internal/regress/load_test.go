@@ -16,7 +16,8 @@ import (
 // TestLoadHistoryKeepsFailedChecks: the history keeps a run that measured
 // everything and failed only its checks (exit 1, or 5), with the metrics
 // its baseline check called regressed; a run that failed to measure
-// (exit 3) comes back without rows, to be counted as left out.
+// (exit 3) comes back without rows, to be counted as left out. A cell
+// measured twice is in the history by its first measurement.
 func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 	root := t.TempDir()
 	at := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
@@ -34,8 +35,10 @@ func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, rundir.ManifestFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c := results.Cell{RunID: id, Plan: "p", Stage: "sweep", CellID: "sweep/64:32/c1", Attempt: 1, StartedAt: start, Status: results.StatusOK, TTFTP50Ms: results.Some(20.0)}
-		if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, "part-001-00001.parquet"), []results.Cell{c}); err != nil {
+		c := results.Cell{RunID: id, Plan: "p", Stage: "sweep", CellID: "sweep/64:32/c1", Attempt: 1, Measurement: 1, StartedAt: start, Status: results.StatusOK, TTFTP50Ms: results.Some(20.0)}
+		again := c
+		again.Measurement, again.TTFTP50Ms = 2, results.Some(30.0) // measured once more: the history keeps the first
+		if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, "part-001-00001.parquet"), []results.Cell{c, again}); err != nil {
 			t.Fatal(err)
 		}
 		for j := range verdicts {
@@ -63,7 +66,7 @@ func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 	for _, r := range runs {
 		by[r.ID] = r
 	}
-	if r := by[ok]; r == nil || r.FailedChecks || len(r.Cells) != 1 {
+	if r := by[ok]; r == nil || r.FailedChecks || len(r.Cells) != 1 || *r.Cells[0].TTFTP50Ms != 20 {
 		t.Errorf("ok run: %+v", r)
 	}
 	if r := by[checks]; r == nil || !r.FailedChecks || len(r.Cells) != 1 || !r.Regressed["sweep/64:32/c1\x00ttft_p50_ms"] || r.Regressed["sweep/64:32/c1\x00tpot_p50_ms"] {
