@@ -306,7 +306,7 @@ func simRun(dir, bin, plan, out string, s simSetting) (*regress.Run, error) {
 // bin/ folder holding `benchrun`: this test binary, which a plan's
 // launch stage finds by PATH (put bin first in the runs' PATH) to run
 // `benchrun sim`.
-func simPlanDir(t *testing.T, src string) (dir, bin, plan string) {
+func simPlanDir(t testing.TB, src string) (dir, bin, plan string) {
 	t.Helper()
 	dir = t.TempDir()
 	bin = filepath.Join(dir, "bin")
