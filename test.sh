@@ -81,6 +81,10 @@ if [ "${BENCHRUN_LINT:-}" = 1 ]; then
 fi
 
 echo "== tests"
+# The real-engine tests (Ollama serving testdata/models/stories260K.gguf)
+# fail rather than skip when what they need is missing: this script
+# installed it.
+export BENCHRUN_REQUIRE_ENGINES=1
 # One package at a time: several tests measure latency, and two packages
 # at once on a small machine measure each other.
 if [ $# -eq 0 ]; then

@@ -46,7 +46,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PLANS", filepath.Join(root, "plans"))
 			env.Setenv("BROKEN", filepath.Join(root, "testdata", "plans", "broken"))
-			env.Setenv("MODELS", filepath.Join(root, "..", "shared", "models"))
+			env.Setenv("MODELS", filepath.Join(root, "testdata", "models"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
