@@ -68,3 +68,40 @@ func TestAlsoTakesListsTheBaseDefinitionsFields(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCommandExplainsItself: --help (and -h) on every subcommand,
+// and on a plan, exits 0 and prints the command's usage on stdout, with
+// its flags where it has any; --version prints the build's version.
+func TestEveryCommandExplainsItself(t *testing.T) {
+	withFlags := map[string]string{
+		"run": "-resume", "vet": "-q", "graph": "-format", "sim": "-itl", "self-bench": "", "report": "", "post": "-dry-run",
+		"compare": "-format", "history": "-hide-failed", "k8s": "-shards", "coordinate": "-shards", "merge": "-out",
+	}
+	for _, c := range commands() {
+		for _, flag := range []string{"--help", "-h"} {
+			var out, errb bytes.Buffer
+			if code := benchrunMain([]string{c.name, flag}, &out, &errb); code != 0 {
+				t.Errorf("benchrun %s %s: exit %d\n%s", c.name, flag, code, errb.String())
+				continue
+			}
+			if !strings.Contains(out.String(), "usage") && c.name != "version" {
+				t.Errorf("benchrun %s %s: no usage on stdout:\n%s", c.name, flag, out.String())
+			}
+			if f := withFlags[c.name]; f != "" && !strings.Contains(out.String(), f) {
+				t.Errorf("benchrun %s %s: its flag %s is not listed:\n%s", c.name, flag, f, out.String())
+			}
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := benchrunMain([]string{"plans/quickstart.cue", "--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "-columns") {
+		t.Errorf("benchrun PLAN --help: exit %d:\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := benchrunMain([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "compare OLD NEW") || !strings.Contains(out.String(), "-inconclusive") {
+		t.Errorf("benchrun --help lists the commands and the run flags: exit %d:\n%s", code, out.String())
+	}
+	out.Reset()
+	if code := benchrunMain([]string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "benchrun ") || !strings.Contains(out.String(), "go1.") {
+		t.Errorf("benchrun --version: exit %d: %q", code, out.String())
+	}
+}

@@ -51,7 +51,8 @@ func commands() []command {
 		{"k8s", "k8s render PLAN [flags]   Kubernetes manifests that run a plan as N shards and merge them (docs/SCALE.md)", runK8s},
 		{"coordinate", "coordinate --shards N      keep a sharded run's shards in step (--coordinator HOST:PORT on each)", runCoordinate},
 		{"merge", "merge RUN_DIR... --out DIR  join a sharded run's run directories, recomputing every cell from the pooled requests", runMerge},
-		{"help", "help                      this text", nil},
+		{"version", "version                   benchrun's version and VCS revision (also --version)", nil},
+		{"help", "help                      this text, with the run flags (also --help)", nil},
 	}
 }
 
@@ -74,7 +75,7 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	// only while SIGPIPE is not notified): a closed pipe (`| head`) stops
 	// the CSV, not the run.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	if len(args) > 0 && supervised(args[0]) && stderr == io.Writer(os.Stderr) {
+	if len(args) > 0 && supervised(args) && stderr == io.Writer(os.Stderr) {
 		if code, ok := superviseRun(args, stderr); ok {
 			return code
 		}
@@ -82,15 +83,21 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	if len(args) == 0 {
-		usage(stderr)
+		usage(ctx, stderr)
 		return 2
 	}
 	name, rest := args[0], args[1:]
 	for _, c := range append(commands(), testCommands...) {
 		if c.name == name {
-			if c.run == nil {
-				usage(stdout)
+			switch {
+			case c.name == "version":
+				fmt.Fprintln(stdout, versionLine())
 				return 0
+			case c.run == nil:
+				usage(ctx, stdout)
+				return 0
+			case wantsHelp(rest):
+				return commandHelp(ctx, c, stdout)
 			}
 			if c.name == "run" {
 				stdout = newCSVOut(stdout, stderr)
@@ -100,7 +107,10 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	switch name {
 	case "-h", "--help", "-help":
-		usage(stdout)
+		usage(ctx, stdout)
+		return 0
+	case "--version", "-version", "-v":
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 	// `benchrun PLAN ...` is shorthand for `benchrun run PLAN ...`.
@@ -110,7 +120,11 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 // supervised reports whether a command runs under a supervising parent
 // (supervise_linux.go): runs, whose crash must never exit 2, and the
 // tests' crashing commands.
-func supervised(name string) bool {
+func supervised(args []string) bool {
+	if wantsHelp(args) {
+		return false // help runs nothing
+	}
+	name := args[0]
 	for _, c := range testCommands {
 		if c.name == name {
 			return true
@@ -122,7 +136,7 @@ func supervised(name string) bool {
 		}
 	}
 	switch name {
-	case "-h", "--help", "-help":
+	case "--version", "-version", "-v":
 		return false
 	}
 	return true // `benchrun PLAN`
@@ -153,12 +167,15 @@ func (o *csvOut) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: benchrun PLAN [flags] | benchrun COMMAND [args]")
+// usage is the commands, then what `benchrun PLAN` takes: the run flags.
+func usage(ctx context.Context, w io.Writer) {
+	fmt.Fprintln(w, "usage: benchrun PLAN [flags] | benchrun COMMAND [args] (COMMAND --help for its flags)")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %s\n", c.usage)
 	}
+	fmt.Fprintln(w)
+	runRun(ctx, []string{"--help"}, w, w)
 }
 
 // interruptContext returns a context cancelled by the first SIGINT,

@@ -36,6 +36,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	startAtFlag := onceString(fs, "start-at", "", "wait until this instant (RFC 3339, or @UNIX seconds) before the first cell, so that shards start together")
 	coordinator := onceString(fs, "coordinator", "", "with --shard: join the coordinator at HOST:PORT, which starts every cell on all shards at one instant (lockstep) and measures each shard's clock offset")
 	coordinate := onceString(fs, "coordinate", "", "with --shard 0/N: serve the coordinator on this address (\":7070\") for the other shards, and join it")
+	if wantsHelp(args) {
+		fmt.Fprintln(stdout, "usage: benchrun PLAN [flags]   (benchrun run PLAN [flags] is the same)\n\nrun flags:")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return pipeline.ExitOK
+	}
 	plan, rest, err := splitPlanArg(fs, args)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun:", err)

@@ -35,6 +35,10 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	maxStreams := fs.Int("max-streams", 16384, "the most concurrent streams the search tries")
 	maxRate := fs.Int("max-rate", 64000, "the highest request rate (req/s) the search tries")
 	save := fs.Bool("save", true, "save the ceilings for the dry run's check (in the user cache directory)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: benchrun self-bench [flags]   how much load this machine's client sustains, and how late the machine itself runs a thread")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0
