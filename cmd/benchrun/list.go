@@ -184,9 +184,13 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return pipeline.ExitInvalid
 }
 
+// writeFields lists a kind's fields in a table; a type or default too long
+// for its column (a nested struct, a long list) is written whole below
+// the table, under the field's name, never cut.
 func writeFields(w io.Writer, d schema.DefDoc, withCommon bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  FIELD\tTYPE\tDEFAULT\tDOC")
+	var whole []string
 	for _, f := range d.Fields {
 		if f.Common && !withCommon {
 			continue
@@ -195,17 +199,25 @@ func writeFields(w io.Writer, d schema.DefDoc, withCommon bool) {
 		if f.Optional {
 			name += "?"
 		}
-		typ := f.Type
-		if len(typ) > 48 {
-			typ = typ[:47] + "…"
-		}
-		def := f.Default
-		if len(def) > 40 {
-			def = def[:39] + "…"
+		typ, def := f.Type, f.Default
+		if len(typ) > 48 || len(def) > 40 {
+			whole = append(whole, fmt.Sprintf("  %s\n    type:    %s", name, typ))
+			if def != "" {
+				whole[len(whole)-1] += "\n    default: " + def
+			}
+			if len(typ) > 48 {
+				typ = "(below)"
+			}
+			if len(def) > 40 {
+				def = "(below)"
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, typ, def, f.Doc)
 	}
 	tw.Flush()
+	if len(whole) > 0 {
+		fmt.Fprintf(w, "\n  in full:\n%s\n", strings.Join(whole, "\n"))
+	}
 }
 
 // writeColumns lists the cell-row columns assertions and `when` read.

@@ -105,3 +105,23 @@ func TestEveryCommandExplainsItself(t *testing.T) {
 		t.Errorf("benchrun --version: exit %d: %q", code, out.String())
 	}
 }
+
+// TestSchemaPrintsNestedTypesWhole: a nested type too long for its column
+// is written whole below the table, never cut with "…".
+func TestSchemaPrintsNestedTypesWhole(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := benchrunMain([]string{"schema", "sweep"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		`type:    {interval: #Duration | *"100ms" gpu: *"auto" | "off" metrics: *"auto" | "off" | =~"^https?://" host: *"auto" | "off" machine: *"auto" | "off"}`,
+		`default: [{"isl":128,"osl":128},{"isl":2048,"osl":128},{"isl":128,"osl":1024}]`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("schema sweep lacks %s:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "…  ") {
+		t.Errorf("a cut type or default:\n%s", out.String())
+	}
+}
