@@ -11,31 +11,40 @@ import (
 	"golang.org/x/term"
 )
 
-// progress is the live view on stderr: one line per point, redrawn in
-// place while the point runs (cell, ladder point, done/total, req/s,
-// ETA). It is silent unless the writer is a terminal, so logs, pipes and
-// --quiet (io.Discard) get nothing.
+// progress is what stderr shows of a sweep: on a terminal, a live line
+// per point redrawn in place while it runs (cell, ladder point,
+// done/total, req/s, ETA) and a line per finished point; anywhere else
+// (a CI log, a pipe, a file) the line per finished point alone, plain, so
+// a log shows where a long run is. --quiet (io.Discard) gets nothing.
 type progress struct {
-	w io.Writer // nil: silent
+	w   io.Writer // nil: silent
+	tty bool      // draw the live view
 }
 
 func newProgress(w io.Writer) *progress {
+	if w == nil || w == io.Discard {
+		return &progress{}
+	}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return &progress{w: f}
+		return &progress{w: f, tty: true}
 	}
 	// A wrapper (the redacting writer) over a terminal: draw through it.
 	if fw, ok := w.(interface{ File() (*os.File, bool) }); ok {
 		if f, ok := fw.File(); ok && term.IsTerminal(int(f.Fd())) {
-			return &progress{w: w}
+			return &progress{w: w, tty: true}
 		}
 	}
-	return &progress{}
+	return &progress{w: w}
 }
 
 // line prints a finished point's summary.
 func (p *progress) line(s string) {
-	if p.w != nil {
+	switch {
+	case p.w == nil:
+	case p.tty:
 		fmt.Fprintf(p.w, "\r\033[K  %s\n", s)
+	default:
+		fmt.Fprintf(p.w, "  %s\n", s)
 	}
 }
 
@@ -57,7 +66,7 @@ func (p *progress) point(idx, total int, label string) *pointView {
 // pass starts redrawing for one pass of expected requests (0: unknown, then
 // the ETA comes from the duration).
 func (v *pointView) pass(pass int, timed bool, expected int, c *loadgen.Counters, dur time.Duration) {
-	if v == nil || v.p.w == nil {
+	if v == nil || !v.p.tty {
 		return
 	}
 	v.mu.Lock()
@@ -92,14 +101,23 @@ func (v *pointView) pass(pass int, timed bool, expected int, c *loadgen.Counters
 			if expected > 0 {
 				total = fmt.Sprint(expected)
 			}
-			fmt.Fprintf(v.p.w, "\r\033[K  [%d/%d] %s %s: %d/%s done, %d failed, %.1f req/s, ETA %s",
-				v.idx, v.total, v.label, kind, done, total, c.Failed.Load(), rate, eta)
+			fmt.Fprintf(v.p.w, "\r\033[K  %s %s %s: %d/%s done, %d failed, %.1f req/s, ETA %s",
+				v.counter(), v.label, kind, done, total, c.Failed.Load(), rate, eta)
 		}
 	}(v.stop, v.stopped)
 }
 
+// counter is the point's place in the sweep: "[3/8]", or "[probe 9]" in a
+// search, whose probes are chosen as it goes (total 0).
+func (v *pointView) counter() string {
+	if v.total <= 0 || v.idx > v.total {
+		return fmt.Sprintf("[probe %d]", v.idx)
+	}
+	return fmt.Sprintf("[%d/%d]", v.idx, v.total)
+}
+
 func (v *pointView) endPass() {
-	if v == nil || v.p.w == nil {
+	if v == nil || !v.p.tty {
 		return
 	}
 	v.mu.Lock()
@@ -111,4 +129,14 @@ func (v *pointView) endPass() {
 		// Leave a clean line for whatever prints next (assertion verdicts).
 		fmt.Fprint(v.p.w, "\r\033[K")
 	}
+}
+
+// pointsTotal is how many points the sweep measures, for the progress
+// counter: the ladder's, or 0 for a search, which chooses its probes as
+// it goes.
+func pointsTotal(s *Stage, points []point) int {
+	if s.cfg.Search != nil {
+		return 0
+	}
+	return len(points)
 }

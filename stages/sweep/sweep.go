@@ -589,7 +589,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 					stopErr = err
 				}
 			} else {
-				row, reqs, samples = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, len(points), p.label()), probes)
+				row, reqs, samples = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, pointsTotal(s, points), p.label()), probes)
 				if calibNote != "" {
 					row.Notes = joinNotes(row.Notes, calibNote)
 				}
