@@ -620,11 +620,23 @@ func (r *runner) finish(c completion) {
 	}
 }
 
+// firstLine is a reason in one line, for the summary, the progress and
+// the manifest's run reason: its first line, and, when what follows is a
+// log's tail ("  | " lines: a server that exited before listening), the
+// tail's last line, which is most often the cause ("… | bad flag -x").
 func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s
 	}
-	return s
+	first := s[:i]
+	lines := strings.Split(strings.TrimRight(s[i+1:], "\n"), "\n")
+	for j := len(lines) - 1; j >= 0; j-- {
+		if l, ok := strings.CutPrefix(lines[j], "  | "); ok && strings.TrimSpace(l) != "" {
+			return first + " … | " + strings.TrimSpace(l)
+		}
+	}
+	return first + " …"
 }
 
 // releaseServices stops every service none of whose dependents can still
