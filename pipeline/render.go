@@ -164,6 +164,13 @@ func (g *Graph) WriteDryRun(w io.Writer, done func(cellID string) bool) error {
 			} else {
 				stageTotal += st.Estimate
 			}
+			if st.Estimate == 0 && st.Requests == 0 {
+				// A step the stage cannot size (a trace replay: its length
+				// is in the trace file, which the dry run does not read).
+				fmt.Fprintf(&b, "      %3d  %-22s %-28s     ? requests  no estimate%s\n", j+1, st.Label, st.ID, mark)
+				unknown = append(unknown, s.Name+" "+st.Label)
+				continue
+			}
 			fmt.Fprintf(&b, "      %3d  %-22s %-28s %5d requests  ~%s%s\n", j+1, st.Label, st.ID, st.Requests, roundEstimate(st.Estimate), mark)
 		}
 		total += stageTotal

@@ -54,7 +54,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cf.metrics, "metric", "", "metrics to compare, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
 	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key")
 	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant)")
-	fs.StringVar(&cf.correction, "correction", "bh", "multiple-cmpComparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
+	fs.StringVar(&cf.correction, "correction", "bh", "multiple-comparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
 	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
 	fs.Uint64Var(&cf.seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
 	fs.IntVar(&cf.resamples, "resamples", 1000, "bootstrap resamples")

@@ -69,8 +69,8 @@ func TestDocumentedQueries(t *testing.T) {
 			if r[0] == "llama-q4" {
 				want = "2"
 			}
-			if r[4] != want {
-				t.Errorf("plan %s cell %s:%s c=%s: %s runs, want %s", r[0], r[1], r[2], r[3], r[4], want)
+			if r[5] != want {
+				t.Errorf("plan %s cell %s:%s c=%s: %s runs, want %s", r[0], r[1], r[2], r[3], r[5], want)
 			}
 		}
 	})
@@ -125,7 +125,7 @@ func TestDocumentedQueries(t *testing.T) {
 		if len(rows) != 3 {
 			t.Fatalf("%d failed verdicts, want one per run: %v", len(rows), rows)
 		}
-		if rows[0][0] != "2026-12-01" || rows[0][3] != "sweep 256:32 c=16" || rows[0][5] != "fail" {
+		if rows[0][0] != "2026-12-01" || rows[0][3] != "sweep 256:32 c=16" || rows[0][6] != "fail" {
 			t.Errorf("first row %v", rows[0])
 		}
 	})

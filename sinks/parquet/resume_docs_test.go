@@ -163,8 +163,8 @@ func TestDocumentedQueriesOnAResumedRun(t *testing.T) {
 			t.Fatalf("%d groups, want 3: %v", len(rows), rows)
 		}
 		for _, r := range rows {
-			if r[4] != "1" {
-				t.Errorf("cell %s:%s: %s runs, want 1", r[1], r[2], r[4])
+			if r[5] != "1" {
+				t.Errorf("cell %s:%s: %s runs, want 1", r[1], r[2], r[5])
 			}
 		}
 	})

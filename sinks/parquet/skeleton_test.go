@@ -148,7 +148,7 @@ func TestDocumentedQueriesAcrossVersions(t *testing.T) {
 	for _, r := range query(t, db, qs["per-plan-cell"]) {
 		if r[0] == "quickstart" {
 			found = true
-			if r[4] != "1" || atof(t, r[5]) <= 0 {
+			if r[5] != "1" || atof(t, r[6]) <= 0 {
 				t.Errorf("quickstart group %v: want 1 run and its output tok/s", r)
 			}
 		}
