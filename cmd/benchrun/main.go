@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 
+	"golang.org/x/term"
+
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -153,6 +155,13 @@ type csvOut struct {
 }
 
 func newCSVOut(w, stderr io.Writer) io.Writer { return &csvOut{w: w, stderr: stderr} }
+
+// Terminal says whether the CSV goes to a terminal (a person reading it
+// beside the progress view, not a file or a pipe).
+func (o *csvOut) Terminal() bool {
+	f, ok := o.w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
 
 func (o *csvOut) Write(p []byte) (int, error) {
 	o.mu.Lock()

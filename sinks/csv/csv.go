@@ -200,6 +200,13 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	if o.index == nil {
 		if len(o.Columns) == 0 {
 			o.Columns = defaultColumnsFor(env.RateLadder)
+			if t, ok := o.W.(interface{ Terminal() bool }); ok && t.Terminal() && env.Progress != nil {
+				// A person reads the table beside the progress view: a
+				// row's notes (hundreds of characters) wrap over screens
+				// and bury it. They stay in cells.csv and --columns.
+				o.Columns = slices.DeleteFunc(slices.Clone(o.Columns), func(c string) bool { return c == "notes" })
+				fmt.Fprintln(env.Progress, "benchrun: stdout is a terminal: the table leaves out notes (they are in cells.csv; --columns chooses)")
+			}
 		}
 		idx, err := columnIndex(o.Columns)
 		if err != nil {

@@ -180,3 +180,42 @@ func TestNullIsAnEmptyField(t *testing.T) {
 		t.Errorf("cells.csv req_s %q requests %q completed %q; want the measured 0 and the counts", row["req_s"], row["requests"], row["completed"])
 	}
 }
+
+// terminal is a stdout that says it is a terminal.
+type terminal struct{ bytes.Buffer }
+
+func (*terminal) Terminal() bool { return true }
+
+// TestTerminalTableLeavesOutNotes: on a terminal, beside the progress
+// view, the default table leaves out notes (hundreds of characters a row,
+// which wrap over the screen) and says so once; cells.csv keeps them, and
+// chosen columns are kept as chosen.
+func TestTerminalTableLeavesOutNotes(t *testing.T) {
+	for _, chosen := range [][]string{nil, {"isl", "notes"}} {
+		dir := t.TempDir()
+		var out terminal
+		var progress bytes.Buffer
+		o, err := csvsink.New(&out, chosen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})
+		env.Progress = &progress
+		if err := o.Start(env); err != nil {
+			t.Fatal(err)
+		}
+		header, _, _ := strings.Cut(out.String(), "\n")
+		hasNotes := strings.Contains(header, "notes")
+		if chosen == nil && (hasNotes || !strings.Contains(progress.String(), "stdout is a terminal: the table leaves out notes")) {
+			t.Errorf("default columns on a terminal: header %q, progress %q", header, progress.String())
+		}
+		if chosen != nil && (!hasNotes || progress.Len() != 0) {
+			t.Errorf("chosen columns on a terminal: header %q, progress %q", header, progress.String())
+		}
+		o.Stop(nil)
+		b, _ := os.ReadFile(filepath.Join(dir, "cells.csv"))
+		if !strings.Contains(string(b), "notes") {
+			t.Error("cells.csv lost its notes column")
+		}
+	}
+}
