@@ -72,8 +72,10 @@ func FailedChecksOnly(status string, exitCode *int) bool {
 
 // LoadHistory lists the runs under root that f chooses (rundir.Find),
 // oldest first, and reads the cell rows of the newest limit runs whose
-// rows are measurements (limit ≤ 0: all of them), each cell by its first
-// measurement (results.FirstMeasurements): those that ended ok,
+// rows are measurements (limit ≤ 0: all of them), each cell by its
+// current row (a cell measured once more by its second measurement: the
+// first was a disturbance the confirmation ruled out, or is marked
+// regressed): those that ended ok,
 // and those that failed their own checks only (FailedChecksOnly), with
 // the metrics their baseline check called regressed (Run.Regressed).
 // Other runs come back too, without rows, so CheckHistory counts them as
@@ -104,14 +106,6 @@ func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading history: %w", err)
 		}
-		// Each run's first measurement of a cell: the second is taken
-		// only when the first breached, and a history of those would be
-		// a selected sample, narrower than the runs really vary.
-		all, err := rd.Cells()
-		if err != nil {
-			return nil, fmt.Errorf("reading history: %w", err)
-		}
-		r.Cells = results.FirstMeasurements(all)
 		if failedChecks {
 			r.FailedChecks = true
 			if r.Regressed, err = regressedOf(rd); err != nil {

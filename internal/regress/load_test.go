@@ -17,7 +17,8 @@ import (
 // everything and failed only its checks (exit 1, or 5), with the metrics
 // its baseline check called regressed; a run that failed to measure
 // (exit 3) comes back without rows, to be counted as left out. A cell
-// measured twice is in the history by its first measurement.
+// measured twice is in the history by its second measurement, the one
+// its run judged.
 func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 	root := t.TempDir()
 	at := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
@@ -37,7 +38,7 @@ func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 		}
 		c := results.Cell{RunID: id, Plan: "p", Stage: "sweep", CellID: "sweep/64:32/c1", Attempt: 1, Measurement: 1, StartedAt: start, Status: results.StatusOK, TTFTP50Ms: results.Some(20.0)}
 		again := c
-		again.Measurement, again.TTFTP50Ms = 2, results.Some(30.0) // measured once more: the history keeps the first
+		again.Measurement, again.TTFTP50Ms = 2, results.Some(30.0) // measured once more: the history keeps the second
 		if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, "part-001-00001.parquet"), []results.Cell{c, again}); err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 	for _, r := range runs {
 		by[r.ID] = r
 	}
-	if r := by[ok]; r == nil || r.FailedChecks || len(r.Cells) != 1 || *r.Cells[0].TTFTP50Ms != 20 {
+	if r := by[ok]; r == nil || r.FailedChecks || len(r.Cells) != 1 || *r.Cells[0].TTFTP50Ms != 30 {
 		t.Errorf("ok run: %+v", r)
 	}
 	if r := by[checks]; r == nil || !r.FailedChecks || len(r.Cells) != 1 || !r.Regressed["sweep/64:32/c1\x00ttft_p50_ms"] || r.Regressed["sweep/64:32/c1\x00tpot_p50_ms"] {

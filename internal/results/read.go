@@ -64,34 +64,6 @@ func LatestCells(cells []Cell) []Cell {
 	return out
 }
 
-// FirstMeasurements keeps the first measurement of each cell's highest
-// attempt, in the order the cells first appeared: a history's sample of
-// the run. A cell is measured a second time only when its first breached
-// a check, so a history of second measurements would be a selected one,
-// its spread below the truth.
-func FirstMeasurements(cells []Cell) []Cell {
-	top := map[string]int64{}
-	for _, c := range cells {
-		top[c.CellID] = max(top[c.CellID], AttemptOf(c.Attempt))
-	}
-	idx := map[string]int{}
-	var out []Cell
-	for _, c := range cells {
-		if AttemptOf(c.Attempt) != top[c.CellID] {
-			continue
-		}
-		if i, ok := idx[c.CellID]; ok && c.CellID != "" {
-			if MeasurementOf(c.Measurement) < MeasurementOf(out[i].Measurement) {
-				out[i] = c
-			}
-			continue
-		}
-		idx[c.CellID] = len(out)
-		out = append(out, c)
-	}
-	return out
-}
-
 // AttemptMeasurements keeps every measurement of each cell's highest
 // attempt (a cell re-measured to confirm has two), in the order they were
 // written: what the run's judging saw, as it saw it.
