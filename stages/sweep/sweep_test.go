@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
@@ -272,20 +273,30 @@ func TestSweepDataset(t *testing.T) {
 	}
 }
 
-func TestProgressIsSilentOffTerminal(t *testing.T) {
+// TestProgressOffTerminal: off a terminal (a CI log, a pipe, a file) the
+// live view draws nothing, no redraws, no escape codes, but each finished
+// point gets a plain line; --quiet (io.Discard) gets nothing at all.
+func TestProgressOffTerminal(t *testing.T) {
 	var b strings.Builder
 	p := newProgress(&b)
 	v := p.point(1, 1, "x")
-	v.pass(0, true, 10, nil, 0)
+	v.pass(0, true, 10, &loadgen.Counters{}, 0)
+	time.Sleep(300 * time.Millisecond) // past the live view's redraw tick
 	v.endPass()
-	p.line("done")
+	p.line("sweep 16:4 c=1: ok ttft 5.1 ms")
+	if b.String() != "  sweep 16:4 c=1: ok ttft 5.1 ms\n" {
+		t.Fatalf("off a terminal: %q; want the finished point's line alone", b.String())
+	}
 	f, err := os.CreateTemp(t.TempDir(), "stderr")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if newProgress(f).w != nil || b.Len() != 0 {
-		t.Fatal("progress drew on something that is not a terminal")
+	if fp := newProgress(f); fp.tty || fp.w == nil {
+		t.Fatal("a file is drawn on as a terminal, or gets no lines")
+	}
+	if q := newProgress(io.Discard); q.w != nil {
+		t.Fatal("--quiet gets lines")
 	}
 }
 
