@@ -543,21 +543,34 @@ func columnValues(c results.Cell, names []string) map[string]string {
 	out := map[string]string{}
 	rv := reflect.ValueOf(c)
 	for _, n := range names {
-		i, ok := cellField()[n]
-		if !ok {
-			continue
+		f, _, known := column(rv, n)
+		switch {
+		case !known:
+		case !f.IsValid():
+			out[n] = "null"
+		default:
+			out[n] = fmt.Sprintf("%v", f.Interface())
 		}
-		f := rv.Field(i)
-		if f.Kind() == reflect.Pointer {
-			if f.IsNil() {
-				out[n] = "null"
-				continue
-			}
-			f = f.Elem()
-		}
-		out[n] = fmt.Sprintf("%v", f.Interface())
 	}
 	return out
+}
+
+// column is the cell column name of the row rv (a results.Cell) and its
+// field index: the value, a nullable one's pointer followed (invalid when
+// null); known is false for a name that is no cell column.
+func column(rv reflect.Value, name string) (v reflect.Value, field int, known bool) {
+	i, ok := cellField()[name]
+	if !ok {
+		return reflect.Value{}, -1, false
+	}
+	f := rv.Field(i)
+	if f.Kind() == reflect.Pointer {
+		if f.IsNil() {
+			return reflect.Value{}, i, true
+		}
+		f = f.Elem()
+	}
+	return f, i, true
 }
 
 // FormatValues renders verdict values as "a=1 b=2".

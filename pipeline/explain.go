@@ -61,18 +61,8 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 	rv := reflect.ValueOf(c)
 	var dims []explainDim
 	for _, n := range a.names {
-		i, ok := cellField()[n]
-		if !ok {
-			continue
-		}
-		f := rv.Field(i)
-		if f.Kind() == reflect.Pointer {
-			if f.IsNil() {
-				continue
-			}
-			f = f.Elem()
-		}
-		if !f.CanFloat() {
+		f, i, _ := column(rv, n)
+		if !f.IsValid() || !f.CanFloat() {
 			continue
 		}
 		if b := measure.Allowance(n, &c, late); !b.Zero() {

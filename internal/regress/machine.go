@@ -3,10 +3,10 @@ package regress
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
 )
 
 // pointLate is the machine's lateness during a run's point (its repeats:
@@ -24,13 +24,7 @@ func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Percentile(xs, 50)
 }
 
 // explainByMachine turns a regression or improvement against history into

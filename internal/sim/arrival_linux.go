@@ -16,8 +16,10 @@ import (
 )
 
 // stampConn reads with recvmsg and keeps the kernel's receive stamp
-// (SO_TIMESTAMPNS) of its latest read. The simulator's own copy of the
-// technique: it shares no code with the load generator it checks.
+// (SO_TIMESTAMPNS) of its latest read. The technique is loadgen's kconn's
+// (kstamp_linux.go), written again on purpose: the simulator is the
+// ground truth the load generator is checked against, and shares no code
+// with it, so that one defect cannot hide itself on both sides.
 type stampConn struct {
 	*net.TCPConn
 	rc   syscall.RawConn
