@@ -9,13 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
 // TestPoissonScheduleHitsTargetRate sends 10,000 requests on a Poisson
 // schedule and checks, from the simulator's own arrival stamps, that the
-// server saw the target rate within 2%.
+// server saw the target rate within 2%. That is a claim about a quiet
+// machine: beside four CPU-bound processes the client and the simulator
+// together got a third of the two cores and the server saw 26% less, so
+// there the precision is inconclusive (measuretest), while every request
+// must still be sent and answered.
 func TestPoissonScheduleHitsTargetRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 10,000 requests")
@@ -33,6 +38,7 @@ func TestPoissonScheduleHitsTargetRate(t *testing.T) {
 	var failed atomic.Int64
 	var mu sync.Mutex
 	var lags []float64
+	machine := measuretest.Start()
 	st, err := Run(ctx, tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 42}, Requests: n}, func(i int) Request {
 		return Request{Prompt: "a b c", MaxTokens: 1}
 	}, func(i int, r Result) {
@@ -66,6 +72,7 @@ func TestPoissonScheduleHitsTargetRate(t *testing.T) {
 	lag := stats.Summarize(lags)
 	t.Logf("target %.0f req/s, the server saw %.1f req/s (%+.2f%%); send lag ms p50 %.3f p99 %.3f max %.3f",
 		rate, got, 100*(got/rate-1), lag.P50, lag.P99, lag.Max)
+	machine.Judge(t, "the server seeing the target rate within 2%")
 	if math.Abs(got/rate-1) > 0.02 {
 		t.Fatalf("achieved rate %.1f req/s is more than 2%% from the target %.0f", got, rate)
 	}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package measure
+
+import "time"
+
+func machineBusy() (time.Duration, bool) { return 0, false }
+func selfCPU() (time.Duration, bool)     { return 0, false }
