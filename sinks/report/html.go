@@ -42,7 +42,9 @@ type htmlPage struct {
 	TurnIntro string
 	Failed    int
 	Checked   int
-	Version   string
+	// Inconclusive counts the checks the machine's lateness could explain.
+	Inconclusive int
+	Version      string
 	// NotMeasured explains the "–" cells, when the table has any.
 	NotMeasured string
 }
@@ -96,13 +98,12 @@ func HTML(d Data, charts []Chart) ([]byte, error) {
 			}
 		}
 	}
+	current := currentMeasurements(d.Cells)
 	for _, v := range failedFirst(d.Verdicts) {
-		t := formatValues(v.Values)
-		if v.Error != "" {
-			t = v.Error
-		}
-		p.Verdicts = append(p.Verdicts, htmlVerdict{Verdict: v, ValuesText: t})
+		v.Cell = verdictCell(v, current)
+		p.Verdicts = append(p.Verdicts, htmlVerdict{Verdict: v, ValuesText: verdictText(v)})
 	}
+	p.Inconclusive = countInconclusive(d.Verdicts)
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, p); err != nil {
 		return nil, fmt.Errorf("rendering report.html: %w", err)
@@ -172,6 +173,7 @@ footer { margin-top:32px; color:var(--muted); font-size:12px; }
 <div class="stat"><b>{{len .Cells}}</b><span>cell rows</span></div>
 <div class="stat"><b>{{.Checked}}</b><span>assertion checks</span></div>
 <div class="stat{{if .Failed}} bad{{end}}"><b>{{.Failed}}</b><span>assertions failed</span></div>
+{{if .Inconclusive}}<div class="stat"><b>{{.Inconclusive}}</b><span>inconclusive (the machine's lateness could explain them)</span></div>{{end}}
 </div>
 </div>
 

@@ -19,8 +19,12 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	if r.Description != "" {
 		fmt.Fprintf(&b, "%s\n\n", mdText(r.Description))
 	}
-	failed := countFailed(d.Verdicts)
-	fmt.Fprintf(&b, "**%s**: %d cell rows, %d assertion checks, %d failed.\n\n", strings.ToUpper(orDash(r.Status)), len(d.Cells), len(d.Verdicts), failed)
+	failed, inconclusive := countFailed(d.Verdicts), countInconclusive(d.Verdicts)
+	incl := ""
+	if inconclusive > 0 {
+		incl = fmt.Sprintf(", %d inconclusive (the machine's own lateness could explain them)", inconclusive)
+	}
+	fmt.Fprintf(&b, "**%s**: %d cell rows, %d assertion checks, %d failed%s.\n\n", strings.ToUpper(orDash(r.Status)), len(d.Cells), len(d.Verdicts), failed, incl)
 
 	b.WriteString("| run | |\n| --- | --- |\n")
 	for _, kv := range runFacts(r) {
@@ -98,7 +102,8 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	if len(d.Verdicts) == 0 {
 		b.WriteString("No assertions were checked.\n")
 	} else {
-		fmt.Fprintf(&b, "%d checks, %d failed.\n\n| outcome | cell | assertion | values | where |\n| --- | --- | --- | --- | --- |\n", len(d.Verdicts), failed)
+		fmt.Fprintf(&b, "%d checks, %d failed%s.\n\n| outcome | cell | assertion | values | where |\n| --- | --- | --- | --- | --- |\n", len(d.Verdicts), failed, incl)
+		current := currentMeasurements(d.Cells)
 		for _, v := range failedFirst(d.Verdicts) {
 			mark := "✓ pass"
 			switch v.Outcome {
@@ -106,12 +111,10 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 				mark = "✗ **fail**"
 			case results.OutcomeError:
 				mark = "✗ **error**"
+			case results.OutcomeInconclusive:
+				mark = "? **inconclusive**"
 			}
-			vals := formatValues(v.Values)
-			if v.Error != "" {
-				vals = v.Error
-			}
-			fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", mark, mdCell(v.Cell), strings.ReplaceAll(v.Assertion, "|", `\|`), mdCell(vals), mdCell(v.Pos))
+			fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", mark, mdCell(verdictCell(v, current)), strings.ReplaceAll(v.Assertion, "|", `\|`), mdCell(verdictText(v)), mdCell(v.Pos))
 		}
 	}
 
@@ -290,10 +293,14 @@ func cellColumns(cells []results.Cell) []cellColumn {
 }
 
 func cellLabel(c results.Cell) string {
+	label := fmt.Sprintf("%s %d:%d c=%d", c.Stage, c.ISL, c.OSL, c.Concurrency)
 	if c.Rate > 0 {
-		return fmt.Sprintf("%s %d:%d rate=%g", c.Stage, c.ISL, c.OSL, c.Rate)
+		label = fmt.Sprintf("%s %d:%d rate=%g", c.Stage, c.ISL, c.OSL, c.Rate)
 	}
-	return fmt.Sprintf("%s %d:%d c=%d", c.Stage, c.ISL, c.OSL, c.Concurrency)
+	if c.Measurement > 1 {
+		label += fmt.Sprintf(" (measurement %d)", c.Measurement)
+	}
+	return label
 }
 
 // loadLabel is the load column: the ladder point, and its repeat.

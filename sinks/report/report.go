@@ -256,14 +256,59 @@ func failedFirst(vs []results.Verdict) []results.Verdict {
 	return out
 }
 
+// countFailed counts the verdicts that did not pass and were not
+// inconclusive (the machine's lateness could explain those).
 func countFailed(vs []results.Verdict) int {
 	n := 0
 	for _, v := range vs {
-		if !v.Passed {
+		if !v.Passed && v.Outcome != results.OutcomeInconclusive {
 			n++
 		}
 	}
 	return n
+}
+
+// countInconclusive counts the inconclusive verdicts.
+func countInconclusive(vs []results.Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Outcome == results.OutcomeInconclusive {
+			n++
+		}
+	}
+	return n
+}
+
+// verdictCell is a verdict's cell for people, with its measurement when
+// the cell was measured more than once ("sweep 64:32 c=4, measurement 1").
+func verdictCell(v results.Verdict, current map[string]int64) string {
+	cur := current[v.CellID]
+	if v.Measurement > 0 && (v.Measurement > 1 || cur > 1) {
+		return fmt.Sprintf("%s, measurement %d", v.Cell, v.Measurement)
+	}
+	return v.Cell
+}
+
+// verdictText is what a verdict's row says besides its check: the values
+// it read, the error that kept it from being judged, or why the machine
+// could explain it.
+func verdictText(v results.Verdict) string {
+	switch {
+	case v.Error != "":
+		return v.Error
+	case v.Outcome == results.OutcomeInconclusive && v.Explained != "":
+		return v.Explained
+	}
+	return formatValues(v.Values)
+}
+
+// currentMeasurements maps each cell id to its current row's measurement.
+func currentMeasurements(cells []results.Cell) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range cells {
+		out[c.CellID] = results.MeasurementOf(c.Measurement)
+	}
+	return out
 }
 
 func formatValues(m map[string]string) string {
@@ -346,8 +391,14 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 	o.d.keepTurns(c, reqs)
 	for i := range o.d.Cells {
 		if o.d.Cells[i].CellID == c.CellID && c.CellID != "" {
+			// The cell again: a resume's attempt replaces its verdicts; its
+			// own re-measurement keeps a failure of the earlier measurement,
+			// which the second does not undo.
+			sameAttempt := results.AttemptOf(o.d.Cells[i].Attempt) == results.AttemptOf(c.Attempt)
 			o.d.Cells[i] = c
-			o.d.Verdicts = slices.DeleteFunc(o.d.Verdicts, func(v results.Verdict) bool { return v.CellID == c.CellID })
+			o.d.Verdicts = slices.DeleteFunc(o.d.Verdicts, func(v results.Verdict) bool {
+				return v.CellID == c.CellID && !(sameAttempt && (v.Outcome == results.OutcomeFail || v.Outcome == results.OutcomeError))
+			})
 			return nil
 		}
 	}

@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/golden"
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/report"
 )
 
@@ -111,5 +114,48 @@ func TestNotMeasuredIsADash(t *testing.T) {
 	}
 	if s := string(page); !strings.Contains(s, "– not measured (null") || !strings.Contains(s, "ttft_p99_ms is null: not measured") {
 		t.Errorf("report.html does not explain the null values")
+	}
+}
+
+// TestReMeasuredCellsToldApart: a cell measured twice reads as such in
+// the report: its current row says measurement 2, a check that failed on
+// the first measurement stays listed as measurement 1's (the Cell call of
+// the second keeps it), and an inconclusive check counts apart from the
+// failures, with its reason in numbers.
+func TestReMeasuredCellsToldApart(t *testing.T) {
+	o := report.New()
+	dir := t.TempDir()
+	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0, Attempt: 1}
+	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+		t.Fatal(err)
+	}
+	p := resultstest.Points()[0]
+	m1, m2 := p.Cell, p.Cell
+	m1.Measurement, m2.Measurement = 1, 2
+	verdict := func(c results.Cell, assertion, outcome, why string) results.Verdict {
+		return results.Verdict{Stage: c.Stage, CellID: c.CellID, Attempt: c.Attempt, Cell: "sweep 128:128 c=1", Assertion: assertion,
+			Outcome: outcome, Passed: outcome == results.OutcomePass, Measurement: c.Measurement, Explained: why}
+	}
+	o.Cell(m1, nil)
+	o.Verdicts(m1, []results.Verdict{verdict(m1, "ttft_ms < 40", results.OutcomeFail, ""), verdict(m1, "itl_p99_ms < 4*itl_p50_ms", results.OutcomeInconclusive, "the check failed by 1.5; the machine ran ...")})
+	o.Cell(m2, nil)
+	o.Verdicts(m2, []results.Verdict{verdict(m2, "ttft_ms < 40", results.OutcomePass, ""), verdict(m2, "itl_p99_ms < 4*itl_p50_ms", results.OutcomeInconclusive, "the check failed by 1.2; the machine ran ...")})
+	if err := o.Stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, want := range []string{
+		"3 assertion checks, 1 failed, 1 inconclusive (the machine's own lateness could explain them)",
+		"| ✗ **fail** | sweep 128:128 c=1, measurement 1 | `ttft_ms < 40` |",
+		"| ? **inconclusive** | sweep 128:128 c=1, measurement 2 | `itl_p99_ms < 4*itl_p50_ms` | the check failed by 1.2; the machine ran ... |",
+		"| ✓ pass | sweep 128:128 c=1, measurement 2 | `ttft_ms < 40` |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
 	}
 }
