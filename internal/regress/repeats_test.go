@@ -111,16 +111,11 @@ func TestCompareRunRepeats(t *testing.T) {
 			if v.CellID != "sweep/128:16/c4" || v.Key.CellID != "sweep/128:16/c4" || len(v.Runs) != 1 || v.Runs[0] != "old" {
 				t.Errorf("cell %q key %q runs %v: want the point's id and the one old run", v.CellID, v.Key.CellID, v.Runs)
 			}
-			// The request-level metrics too are judged on the repeats' own
-			// values when there are repeats (the repeat is the unit), on
-			// the requests by bootstrap when there are none.
+			// The request-level metrics pool every repeat's requests: one
+			// run a side.
 			tt := verdictOf(rep, "ttft_p50_ms")
-			method, n := MethodBootstrap, 120
-			if tc.reps >= 2 {
-				method, n = MethodWelch, tc.reps
-			}
-			if tt.Method != method || tt.N != n || tc.ttftWant != "" && tt.Outcome != tc.ttftWant {
-				t.Errorf("ttft_p50_ms: %s by %s of %d; want %s by %s of %d", tt.Outcome, tt.Method, tt.N, tc.ttftWant, method, n)
+			if tt.Method != MethodBootstrap || tt.N != 120*max(tc.reps, 1) || tc.ttftWant != "" && tt.Outcome != tc.ttftWant {
+				t.Errorf("ttft_p50_ms: %s by %s of %d requests; want %s by %s of %d", tt.Outcome, tt.Method, tt.N, tc.ttftWant, MethodBootstrap, 120*max(tc.reps, 1))
 			}
 		})
 	}

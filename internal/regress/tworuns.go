@@ -24,9 +24,9 @@ import (
 // Each metric of each matching cell gets one of three conclusions, as
 // Chromium's Pinpoint decides A/B jobs, or unknown:
 //
-//   - With two or more runs (or repeats) a side, every metric is judged
-//     from the runs' own values, as a throughput is (below): the run is
-//     the unit of replication, and what varies from run to run counts.
+//   - With two or more runs a side, every metric is judged from the
+//     runs' own values, as a throughput is (below): the run is the unit
+//     of replication, and what varies from run to run counts.
 //   - With one a side, a metric with a request-level sample (the p50, p99 or mean of TTFT,
 //     ITL, TPOT, E2EL, from the request rows) is judged on the ratio
 //     new/old of its statistic. A moving-block bootstrap over each run's
@@ -234,12 +234,15 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 			rep.Skipped = append(rep.Skipped, Skip{Key: k, Metric: m.Name, Reason: ReasonNull})
 			continue
 		}
-		// Several runs (or repeats) a side: the run is the unit. Requests
-		// pooled over runs would hide what varies from run to run (the
-		// server's launch, the machine that night), and their bootstrap,
-		// blind to it, called 2 of 36 metrics of 6 + 6 identical runs
-		// changed; Welch on the runs' own values sees that spread.
-		if len(ov) >= 2 && len(nv) >= 2 {
+		// Several runs a side: the run is the unit. Requests pooled over
+		// runs would hide what varies from run to run (the server's
+		// launch, the machine that night), and their bootstrap, blind to
+		// it, called 2 of 36 metrics of 6 + 6 identical runs changed;
+		// Welch on the runs' own values sees that spread. (One run a side
+		// with repeats keeps the requests' bootstrap: its repeats share
+		// that run's night, and three of them are too few for Welch to
+		// find a 10% slowdown.)
+		if len(runsOf(oc)) >= 2 && len(runsOf(nc)) >= 2 {
 			perRun(&v, m, ov, nv, o)
 			if f := fams[m.Sample]; f != nil {
 				v.MWU = f.mwu
