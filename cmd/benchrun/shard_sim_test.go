@@ -183,8 +183,16 @@ func TestShardsMatchOneProcess(t *testing.T) {
 			}
 			d := (*x.a - *x.b) / *x.b
 			t.Logf("%s %s: merged %.3f single %.3f (%+.1f%%)", id, x.name, *x.a, *x.b, 100*d)
-			if x.tol > 0 && (d > x.tol || d < -x.tol) {
-				t.Errorf("%s %s: merged %.3f vs single %.3f: %+.1f%%, want within %.0f%%", id, x.name, *x.a, *x.b, 100*d, 100*x.tol)
+			// A median latency may also differ by what the machine allowed:
+			// the median lateness of its event loop during either run (on a
+			// quiet machine about 0.05 ms; beside busy neighbours a 5 ms
+			// median gap read 4.53 ms, its events coalesced).
+			allow := 0.0
+			if strings.HasSuffix(x.name, "_p50_ms") {
+				allow = max(opt0(m.MachineLateP50Ms), opt0(s.MachineLateP50Ms)) / *x.b
+			}
+			if x.tol > 0 && (d > x.tol+allow || d < -x.tol-allow) {
+				t.Errorf("%s %s: merged %.3f vs single %.3f: %+.1f%%, want within %.0f%% and what the machine allowed (%.1f%%)", id, x.name, *x.a, *x.b, 100*d, 100*x.tol, 100*allow)
 			}
 		}
 	}
@@ -208,16 +216,18 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	}
 	// A shard is flagged when its send lag p99 passes 5 ms. Judged against
 	// what the machine allowed: the shard's own row says how late this
-	// machine ran a lone thread during the cell (machine_wake_p99_ms, the
-	// floor under any client's send lag); a flag the floor explains is the
-	// machine's, logged, and one beyond it is the client's, an error.
+	// machine ran an event loop's tasks during the cell (machine_late_p99_ms:
+	// a client's sends go through one; a lone thread's wake,
+	// machine_wake_p99_ms, read 2.4 ms where a shard lagged 13 ms beside
+	// busy neighbours); a flag that explains is the machine's, logged, and
+	// one beyond it is the client's, an error.
 	shardCells := []map[string]results.Cell{cells(runDir("shard0")), cells(runDir("shard1"))}
 	for _, c := range mi.Cells {
 		if c.Flagged {
 			for _, sh := range c.Shards {
 				floor := 0.0
-				if r, ok := shardCells[sh.Shard][c.CellID]; ok && r.MachineWakeP99Ms != nil {
-					floor = *r.MachineWakeP99Ms
+				if r, ok := shardCells[sh.Shard][c.CellID]; ok {
+					floor = opt0(r.MachineLateP99Ms)
 				}
 				switch {
 				case sh.SendLagP99Ms == nil || *sh.SendLagP99Ms <= 5:
@@ -589,4 +599,12 @@ func onlyRunDir(t *testing.T, out string) string {
 		t.Fatalf("run directories under %s: %v %v", out, ds, err)
 	}
 	return ds[0]
+}
+
+// opt0 is *p, or 0 when not measured.
+func opt0(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
