@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Calibration methods.
@@ -45,6 +46,9 @@ type Vocab struct {
 	Method string
 	// Requests is how many requests calibration cost.
 	Requests int
+	// Fallback, when set, says why the overhead did not come from a probe
+	// on the measured endpoint.
+	Fallback string
 }
 
 // AssumedVocab is the uncalibrated vocabulary: one token per word, no
@@ -168,11 +172,17 @@ func Calibrate(ctx context.Context, t *Target, method string, info ServerInfo) (
 		if tok == nil || method == CalibrateTokenize {
 			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", v.Method, err)
 		}
-		// The endpoint reports no usage: the tokenizer with special
-		// tokens is the next best count (it misses a chat template).
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", v.Method, err)
+		}
+		// The endpoint reports no usage (or its probe failed): the
+		// tokenizer with special tokens is the next best count (it misses
+		// a chat template). The probe's own error stays in the note, and
+		// in the error if the tokenizer fails too.
 		v.Method = name
+		v.Fallback = "the probe failed (" + err.Error() + "); the overhead is the tokenizer's"
 		if err2 := v.measureOverhead(ctx, tokSpecial); err2 != nil {
-			return nil, fmt.Errorf("calibrating prompt lengths by %s: %w", v.Method, err2)
+			return nil, fmt.Errorf("calibrating prompt lengths: the probe failed (%w), and so did %s (%v)", err, v.Method, err2)
 		}
 	}
 	v.Requests = requests
@@ -320,13 +330,28 @@ func (t *Target) tokenizeCount(ctx context.Context, dialect, text string, specia
 	return n, nil
 }
 
+// probeDeadline bounds a calibration probe's whole exchange when the
+// target has no stall timeout.
+const probeDeadline = 2 * time.Minute
+
 // probeCount sends the prompt with max_tokens 1 and reads usage.prompt_tokens.
+// One token's answer is bounded whole, like any small exchange: by the
+// stall timeout (a server that answers and then trickles bytes resets a
+// stall timer forever), the request timeout when shorter, and
+// probeDeadline without either.
 func (t *Target) probeCount(ctx context.Context, text string) (int, error) {
 	probe := *t
 	probe.Stream = false
+	probe.Timeout = probeDeadline
+	if t.StallTimeout > 0 {
+		probe.Timeout = t.StallTimeout
+	}
+	if t.Timeout > 0 {
+		probe.Timeout = min(probe.Timeout, t.Timeout)
+	}
 	r := probe.Do(ctx, Request{Prompt: text, MaxTokens: 1})
 	if r.Err != nil {
-		return 0, fmt.Errorf("probe request: %w", r.Err)
+		return 0, fmt.Errorf("the max_tokens=1 probe on %s: %w", t.Endpoint.Path(), r.Err)
 	}
 	if !r.UsageReported || r.InputTokens <= 0 {
 		return 0, errors.New("the server reports no usage.prompt_tokens")

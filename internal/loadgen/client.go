@@ -865,12 +865,41 @@ func tokensFromUsage(events []TokenEvent, cum []int, final int) bool {
 	return true
 }
 
+// Caps on a whole (non-streamed) answer: a completion's or a
+// transcription's body, and an embedding batch's, which grows with its
+// inputs (a 4,096-float vector in JSON text is about 80 KB). Past the cap
+// the body is not read further: a server whose body never ends costs
+// this much memory per request, not all of it.
+const (
+	maxBodyBytes          = 4 << 20
+	maxBodyBytesPerVector = 256 << 10
+)
+
+// BodyTooLargeError is a whole answer over its cap.
+type BodyTooLargeError struct{ Limit int64 }
+
+func (e *BodyTooLargeError) Error() string {
+	return fmt.Sprintf("the response body is over %.1f MiB and was not read further (a body that never ends?)", float64(e.Limit)/(1<<20))
+}
+
+// bodyLimit is the cap on req's whole answer.
+func (t *Target) bodyLimit(req Request) int64 {
+	if t.Endpoint == Embeddings {
+		return maxBodyBytes + int64(max(len(req.Inputs), 1))*maxBodyBytesPerVector
+	}
+	return maxBodyBytes
+}
+
 func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
 	ep := t.Endpoint
-	b, err := io.ReadAll(r)
+	limit := t.bodyLimit(req)
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
 	at := time.Now()
 	if err != nil {
 		return fmt.Errorf("reading response: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return &BodyTooLargeError{Limit: limit}
 	}
 	if ep == Transcriptions {
 		return readTranscription(b, at, res)

@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/loadgen/sse"
 	"github.com/benchrun/benchrun/internal/sim"
 )
 
@@ -405,5 +407,54 @@ func TestCachedTokensRead(t *testing.T) {
 				t.Fatalf("%s stream=%v without the field: cached %d reported %v (%v)", ep, stream, r.CachedTokens, r.CachedReported, r.Err)
 			}
 		}
+	}
+}
+
+// TestBodiesThatNeverEnd: a server whose 200 body never ends (the
+// simulator's endless fault) costs one request a capped amount of memory
+// and an error that says so, streamed (one SSE line with no end) or not
+// (a completion, an embedding batch); it never grows the client until the
+// kernel kills it.
+func TestBodiesThatNeverEnd(t *testing.T) {
+	_, url := startSim(t, nil)
+	for _, tc := range []struct {
+		name     string
+		endpoint Endpoint
+		stream   bool
+		inputs   []string
+		limit    int64
+	}{
+		{"completion", Completions, false, nil, maxBodyBytes},
+		{"chat", Chat, false, nil, maxBodyBytes},
+		{"embeddings", Embeddings, false, []string{"a", "b"}, maxBodyBytes + 2*maxBodyBytesPerVector},
+		{"stream", Completions, true, nil, sse.DefaultMaxEventSize},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := newTarget(url, 1)
+			tg.Endpoint, tg.Stream = tc.endpoint, tc.stream
+			tg.Headers = map[string]string{sim.FaultHeader: "endless"}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			r := tg.Do(ctx, Request{Prompt: "x", MaxTokens: 8, Inputs: tc.inputs})
+			runtime.ReadMemStats(&after)
+			if ctx.Err() != nil {
+				t.Fatalf("the request ran until the test's deadline: %v", r.Err)
+			}
+			var tooLarge *BodyTooLargeError
+			switch {
+			case tc.stream && !errors.Is(r.Err, sse.ErrEventTooLarge):
+				t.Fatalf("err = %v; want an event over the cap", r.Err)
+			case !tc.stream && !errors.As(r.Err, &tooLarge):
+				t.Fatalf("err = %v; want a body over the cap", r.Err)
+			}
+			// Reading up to the cap allocates a few times the cap as the
+			// buffer doubles; never the stream.
+			if got := int64(after.TotalAlloc - before.TotalAlloc); got > 6*tc.limit {
+				t.Errorf("the request allocated %d MiB against a cap of %d MiB", got>>20, tc.limit>>20)
+			}
+			t.Logf("%v; allocated %d MiB", r.Err, (after.TotalAlloc-before.TotalAlloc)>>20)
+		})
 	}
 }

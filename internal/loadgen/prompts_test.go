@@ -2,11 +2,15 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
 )
 
 func TestCalibrateAgainstSimulator(t *testing.T) {
@@ -268,5 +272,48 @@ func TestPromptSourceShards(t *testing.T) {
 	p1.Shard = 1
 	if !strings.HasPrefix(p1.Prompt(0, 0), base.Prompt(0, 0)[:20]) {
 		t.Error("the shared prefix differs between shards")
+	}
+}
+
+// TestCalibrationProbeIsBounded: a server that answers the max_tokens=1
+// probe 200 and then trickles a byte every 50 ms (so no stall timer fires)
+// costs calibration the stall timeout, not forever, and the error names
+// the probe; with auto, the tokenizer gives the overhead instead and the
+// note says why.
+func TestCalibrationProbeIsBounded(t *testing.T) {
+	_, url := startSim(t, nil)
+	for _, tc := range []struct{ method, want string }{
+		{CalibrateProbe, ""},
+		{CalibrateAuto, "tokenize(prompt)"},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			tg := newTarget(url, 2)
+			tg.StallTimeout = 300 * time.Millisecond
+			tg.Headers = map[string]string{sim.FaultHeader: "trickle=50ms"}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			start := time.Now()
+			v, err := Calibrate(ctx, tg, tc.method, ServerInfo{})
+			took := time.Since(start)
+			if ctx.Err() != nil {
+				t.Fatalf("calibration hung until the test's deadline (%v)", took)
+			}
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "max_tokens=1 probe") || strings.Contains(err.Error(), "/tokenize") {
+					t.Fatalf("err = %v; want the probe's own error", err)
+				}
+				var te *TimeoutError
+				if !errors.As(err, &te) {
+					t.Errorf("err = %v; want a TimeoutError in it", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Method != tc.want || !strings.Contains(v.Fallback, "max_tokens=1 probe") {
+				t.Fatalf("method %q, fallback %q", v.Method, v.Fallback)
+			}
+		})
 	}
 }

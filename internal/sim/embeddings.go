@@ -167,6 +167,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		fail(f.errCode, typ, msg)
 		return
 	}
+	if s.neverEndingBody(w, r, rec, false, f) {
+		return
+	}
 
 	s.inflight.Add(1)
 	s.inflightT.Add(int64(total))

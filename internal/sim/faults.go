@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +25,10 @@ import (
 //	embed-zero        /v1/embeddings: the batch's last vector is all zeros
 //	embed-nan         ... has a NaN (null in the float encoding)
 //	embed-dim=N       ... has N elements instead of the dimension
+//	trickle=DURATION  answer 200, then one byte every DURATION, never
+//	                  ending the body (bytes arrive, so no stall timer fires)
+//	endless           answer 200, then a body that never ends, as fast as
+//	                  the client reads (streamed: one SSE line with no end)
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -39,6 +44,9 @@ type faults struct {
 	// Embeddings: what is wrong with the batch's last vector.
 	embedZero, embedNaN bool
 	embedDim            int
+	// Bodies that never end.
+	trickle time.Duration
+	endless bool
 }
 
 func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
@@ -72,6 +80,12 @@ func (f faults) String() string {
 	if f.embedDim > 0 {
 		parts = append(parts, "embed-dim="+strconv.Itoa(f.embedDim))
 	}
+	if f.trickle > 0 {
+		parts = append(parts, "trickle="+f.trickle.String())
+	}
+	if f.endless {
+		parts = append(parts, "endless")
+	}
 	return strings.Join(parts, ",")
 }
 
@@ -104,10 +118,11 @@ func parseFaults(v string) (faults, error) {
 			if err == nil && f.stallAt < 0 {
 				err = fmt.Errorf("must not be negative")
 			}
-		case "malformed", "embed-zero", "embed-nan":
+		case "malformed", "embed-zero", "embed-nan", "endless":
 			if hasVal {
 				err = fmt.Errorf("takes no value")
 			}
+			f.endless = f.endless || key == "endless"
 			f.malformed = f.malformed || key == "malformed"
 			f.embedZero = f.embedZero || key == "embed-zero"
 			f.embedNaN = f.embedNaN || key == "embed-nan"
@@ -115,6 +130,11 @@ func parseFaults(v string) (faults, error) {
 			f.embedDim, err = strconv.Atoi(val)
 			if err == nil && f.embedDim < 1 {
 				err = fmt.Errorf("must be at least 1")
+			}
+		case "trickle":
+			f.trickle, err = time.ParseDuration(val)
+			if err == nil && f.trickle <= 0 {
+				err = fmt.Errorf("must be positive")
 			}
 		case "slow-headers":
 			f.slowHeaders, err = time.ParseDuration(val)
@@ -126,7 +146,7 @@ func parseFaults(v string) (faults, error) {
 		default:
 			err = fmt.Errorf("unknown fault")
 		}
-		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" {
+		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" && key != "endless" {
 			err = fmt.Errorf("needs a value")
 		}
 		if err != nil {
@@ -185,4 +205,47 @@ func setRetryAfter(w http.ResponseWriter, code int) {
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
+}
+
+// neverEndingBody answers f's trickle or endless fault: a 200 whose body
+// never ends, until the client goes away or the server shuts down. It
+// reports whether it answered (false: f has neither fault).
+func (s *Server) neverEndingBody(w http.ResponseWriter, r *http.Request, rec *record, stream bool, f faults) bool {
+	if f.trickle <= 0 && !f.endless {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	opening := "{\"choices\":[{\"text\":\""
+	if stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		opening = "data: " + opening
+	}
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, opening)
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	ctx := r.Context()
+	chunk := []byte(strings.Repeat("a", 32<<10))
+	for {
+		var err error
+		if f.endless {
+			_, err = w.Write(chunk)
+		} else {
+			if !s.sleep(ctx, f.trickle) {
+				break
+			}
+			_, err = w.Write(chunk[:1])
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil || ctx.Err() != nil || s.closed.Err() != nil {
+			break
+		}
+	}
+	s.finishAbort(rec, "client gone or shutdown during a body that never ends")
+	s.abortIfClosing()
+	return true
 }

@@ -202,6 +202,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		fail(f.errCode, typ, msg)
 		return
 	}
+	if s.neverEndingBody(w, r, rec, plan.stream, f) {
+		return
+	}
 
 	start := received
 	if at := s.modelReady(); at.After(received) {

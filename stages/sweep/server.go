@@ -178,7 +178,11 @@ func promptISL(row results.Cell, reqs []results.Request) *float64 {
 }
 
 func calibrationNote(v *loadgen.Vocab) string {
-	return fmt.Sprintf("prompt length calibrated by %s (%d single-token and %d multi-token words, %d tokens of overhead, %d requests)", v.Method, len(v.Words), len(v.Multi), v.Overhead, v.Requests)
+	note := fmt.Sprintf("prompt length calibrated by %s (%d single-token and %d multi-token words, %d tokens of overhead, %d requests)", v.Method, len(v.Words), len(v.Multi), v.Overhead, v.Requests)
+	if v.Fallback != "" {
+		note += ": " + v.Fallback
+	}
+	return note
 }
 
 // sendSpan is the send window of timed passes: intervals between

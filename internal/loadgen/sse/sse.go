@@ -36,9 +36,11 @@ const (
 	// MinBufferSize is the smallest buffer NewReaderSize will use.
 	MinBufferSize = 16
 	// DefaultMaxEventSize caps a single line and an event's joined data.
-	// It bounds memory per stream while leaving room for huge payloads
-	// (e.g. logprobs over 100K-token contexts).
-	DefaultMaxEventSize = 64 << 20
+	// It bounds memory per stream (a garbage line costs a few times this
+	// while it grows, on each of a cell's streams at once) while leaving
+	// room for payloads far larger than a streamed chunk (a 1 MB line;
+	// logprobs of many tokens).
+	DefaultMaxEventSize = 2 << 20
 
 	// maxEmptyReads mirrors bufio: a reader that keeps returning 0, nil is
 	// broken, and spinning on it forever would hang the benchmark.

@@ -256,6 +256,16 @@ func TestIsDone(t *testing.T) {
 	}
 }
 
+// TestDefaultCapReadsAMegabyteLine: the default cap leaves room for a
+// 1 MB line (one that stops a client with a 128 KiB line limit).
+func TestDefaultCapReadsAMegabyteLine(t *testing.T) {
+	payload := bytes.Repeat([]byte("y"), 1<<20)
+	r := NewReader(bytes.NewReader([]byte("data: " + string(payload) + "\n\n")))
+	if e, err := r.Next(); err != nil || !bytes.Equal(e.Data, payload) {
+		t.Fatalf("a 1 MiB line: %d bytes, %v", len(e.Data), err)
+	}
+}
+
 func TestLargeEvent(t *testing.T) {
 	const size = 10 << 20
 	payload := bytes.Repeat([]byte("x"), size)
@@ -263,6 +273,7 @@ func TestLargeEvent(t *testing.T) {
 	// 64 KiB reads resemble a TCP stream and force many buffer growths.
 	rd := &chunkReader{data: []byte(in), sizes: []byte{0xff}, scale: 1024}
 	r := NewReader(rd)
+	r.SetMaxEventSize(16 << 20) // over the default cap
 	e, err := r.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +291,7 @@ func TestLargeEvent(t *testing.T) {
 	// The same size spread over many data lines.
 	line := "data: " + strings.Repeat("y", 1023) + "\n"
 	r = NewReader(strings.NewReader(strings.Repeat(line, size/1024) + "\n"))
+	r.SetMaxEventSize(16 << 20)
 	if e, err = r.Next(); err != nil || len(e.Data) != size-1 {
 		t.Fatalf("multi-line: got %d bytes, %v; want %d", len(e.Data), err, size-1)
 	}
