@@ -19,6 +19,7 @@ import (
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/safetext"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -604,7 +605,7 @@ func (r *runner) finish(c completion) {
 		r.skip(st, "not started: "+ns.cause.Error())
 	case c.err != nil:
 		st.status = StatusFailed
-		st.reason = c.err.Error()
+		st.reason = safetext.String(c.err.Error())
 		fmt.Fprintf(r.opts.Progress, "✗ %s failed after %s: %s\n", c.name, st.duration.Round(time.Millisecond), firstLine(st.reason))
 	case c.outputs != nil && c.outputs.Done != nil:
 		st.status = StatusUp
@@ -612,7 +613,7 @@ func (r *runner) finish(c completion) {
 	case r.tally.errorReason(c.name) != "":
 		// It ran to its end, but measured nothing valid for some cells:
 		// not ok (nor failed: its dependents still run).
-		st.status, st.reason = StatusError, r.tally.errorReason(c.name)
+		st.status, st.reason = StatusError, safetext.String(r.tally.errorReason(c.name))
 		fmt.Fprintf(r.opts.Progress, "✗ %s ended with errors after %s: %s\n", c.name, st.duration.Round(time.Millisecond), firstLine(st.reason))
 	default:
 		st.status = StatusOK

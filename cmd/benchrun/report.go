@@ -8,6 +8,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
@@ -21,6 +23,14 @@ func applyMetadata(p *schema.Plan, kvs []string) error {
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
 			return fmt.Errorf("%q is not key=value (example: --metadata gpu=h100)", kv)
+		}
+		// Every row and every file carries it: text a Parquet reader
+		// refuses (not UTF-8) or a terminal obeys would spoil them all.
+		if !utf8.ValidString(kv) {
+			return fmt.Errorf("--metadata %q is not valid UTF-8 (convert it, e.g. with iconv -f latin1 -t utf-8)", kv)
+		}
+		if strings.ContainsFunc(kv, unicode.IsControl) {
+			return fmt.Errorf("--metadata %q holds a control character (a newline, an escape); give one line of text", kv)
 		}
 		if p.Metadata == nil {
 			p.Metadata = map[string]string{}

@@ -96,6 +96,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchrun:", err)
 		return pipeline.ExitInvalid
 	}
+	if err := applyMetadata(g.Plan, metadata); err != nil {
+		fmt.Fprintln(stderr, "benchrun: --metadata:", err)
+		return pipeline.ExitInvalid
+	}
 	if *dryRun {
 		var done func(string) bool
 		if *resume != "" {
@@ -121,10 +125,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		warnCapacity(stderr, g, shards)
 		return pipeline.ExitOK
-	}
-	if err := applyMetadata(g.Plan, metadata); err != nil {
-		fmt.Fprintln(stderr, "benchrun: --metadata:", err)
-		return pipeline.ExitInvalid
 	}
 	// The flags are parameters of the registered sinks that take them.
 	if *columns != "" {

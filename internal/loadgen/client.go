@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen/sse"
+	"github.com/benchrun/benchrun/internal/safetext"
 )
 
 // Endpoint selects the API a request goes to.
@@ -662,7 +663,13 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 }
 
 // errorMessage extracts OpenAI's {"error":{"message":...}} or returns the body.
-func errorMessage(b []byte) string {
+//
+// The message is a server's text, made safe to write (internal/safetext):
+// a proxy's latin-1 page or a terminal escape it holds goes everywhere an
+// error goes.
+func errorMessage(b []byte) string { return safetext.String(rawErrorMessage(b)) }
+
+func rawErrorMessage(b []byte) string {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`

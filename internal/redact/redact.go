@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/benchrun/benchrun/internal/safetext"
 )
 
 // Mask replaces a secret wherever it appears.
@@ -245,4 +247,15 @@ func heldTail(b []byte, secs []string) int {
 		}
 	}
 	return best
+}
+
+// Value returns v ready to be written: every string in it made safe
+// (internal/safetext: valid UTF-8, control characters escaped) and every
+// registered secret masked. v itself is never modified; what changes is
+// copied.
+func Value[T any](v T) T {
+	if len(current()) == 0 {
+		return safetext.Value(v)
+	}
+	return safetext.Map(v, func(s string) string { return String(safetext.String(s)) })
 }

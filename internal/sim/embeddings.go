@@ -167,7 +167,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		fail(f.errCode, typ, msg)
 		return
 	}
-	if s.neverEndingBody(w, r, rec, false, f) {
+	if s.hostileAnswer(w, r, rec, false, f) {
 		return
 	}
 

@@ -29,6 +29,8 @@ import (
 //	                  ending the body (bytes arrive, so no stall timer fires)
 //	endless           answer 200, then a body that never ends, as fast as
 //	                  the client reads (streamed: one SSE line with no end)
+//	proxy-page        answer 502 with a proxy's HTML error page in latin-1
+//	                  (not UTF-8) holding terminal control sequences
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -47,6 +49,8 @@ type faults struct {
 	// Bodies that never end.
 	trickle time.Duration
 	endless bool
+	// A proxy's error page instead of the server's answer.
+	proxyPage bool
 }
 
 func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
@@ -86,6 +90,9 @@ func (f faults) String() string {
 	if f.endless {
 		parts = append(parts, "endless")
 	}
+	if f.proxyPage {
+		parts = append(parts, "proxy-page")
+	}
 	return strings.Join(parts, ",")
 }
 
@@ -118,11 +125,12 @@ func parseFaults(v string) (faults, error) {
 			if err == nil && f.stallAt < 0 {
 				err = fmt.Errorf("must not be negative")
 			}
-		case "malformed", "embed-zero", "embed-nan", "endless":
+		case "malformed", "embed-zero", "embed-nan", "endless", "proxy-page":
 			if hasVal {
 				err = fmt.Errorf("takes no value")
 			}
 			f.endless = f.endless || key == "endless"
+			f.proxyPage = f.proxyPage || key == "proxy-page"
 			f.malformed = f.malformed || key == "malformed"
 			f.embedZero = f.embedZero || key == "embed-zero"
 			f.embedNaN = f.embedNaN || key == "embed-nan"
@@ -146,7 +154,7 @@ func parseFaults(v string) (faults, error) {
 		default:
 			err = fmt.Errorf("unknown fault")
 		}
-		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" && key != "endless" {
+		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" && key != "endless" && key != "proxy-page" {
 			err = fmt.Errorf("needs a value")
 		}
 		if err != nil {
@@ -207,10 +215,25 @@ func setRetryAfter(w http.ResponseWriter, code int) {
 	}
 }
 
-// neverEndingBody answers f's trickle or endless fault: a 200 whose body
-// never ends, until the client goes away or the server shuts down. It
-// reports whether it answered (false: f has neither fault).
-func (s *Server) neverEndingBody(w http.ResponseWriter, r *http.Request, rec *record, stream bool, f faults) bool {
+// ProxyPage is the body of the proxy-page fault: a French proxy's 502
+// page in latin-1 ("défaillante" with a 0xE9 byte), with an escape
+// sequence that would clear a terminal.
+const ProxyPage = "<html><body><h1>502 Passerelle d\xe9faillante</h1>\x1b[2J\x1b[32m\u2713 all good\x1b[0m</body></html>"
+
+// hostileAnswer answers f's faults that replace the server's answer: a
+// proxy's error page, or a 200 whose body never ends (until the client
+// goes away or the server shuts down). It reports whether it answered.
+func (s *Server) hostileAnswer(w http.ResponseWriter, r *http.Request, rec *record, stream bool, f faults) bool {
+	if f.proxyPage {
+		s.metrics.errors.Add(1)
+		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, ProxyPage)
+		rec.update(func(r *RequestRecord) {
+			r.Status, r.Error, r.Finished = http.StatusBadGateway, "fault: proxy page", time.Now()
+		})
+		return true
+	}
 	if f.trickle <= 0 && !f.endless {
 		return false
 	}

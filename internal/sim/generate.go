@@ -202,7 +202,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		fail(f.errCode, typ, msg)
 		return
 	}
-	if s.neverEndingBody(w, r, rec, plan.stream, f) {
+	if s.hostileAnswer(w, r, rec, plan.stream, f) {
 		return
 	}
 

@@ -1,39 +1,38 @@
-package redact
+package safetext
 
 import (
 	"reflect"
 	"sync"
 )
 
-// Value returns v with every registered secret masked in its strings: the
-// string fields of structs (exported ones), the keys and values of maps,
-// the elements of slices and arrays, through pointers and interfaces. v
-// itself is never modified: what changes is copied (a map or slice shared
-// with other rows or goroutines stays as it was), and what does not
-// change is shared. With no secret registered it returns v at once.
-func Value[T any](v T) T {
-	if len(current()) == 0 {
-		return v
-	}
+// Map returns v with f applied to every string in it: the string fields
+// of structs (exported ones), the keys and values of maps, the elements of
+// slices and arrays, through pointers and interfaces. v itself is never
+// modified: what changes is copied (a map or slice shared with other rows
+// or goroutines stays as it was), and what does not change is shared.
+func Map[T any](v T, f func(string) string) T {
 	rv := reflect.ValueOf(&v).Elem()
-	if out, changed := walk(rv, 0); changed {
+	if out, changed := walk(rv, 0, f); changed {
 		rv.Set(out)
 	}
 	return v
 }
 
+// Value returns v with every string in it made safe (String).
+func Value[T any](v T) T { return Map(v, String) }
+
 // maxDepth bounds the walk (a pointer cycle ends there).
 const maxDepth = 16
 
-// walk returns a redacted copy of v and whether it differs.
-func walk(v reflect.Value, depth int) (reflect.Value, bool) {
+// walk returns a copy of v with f applied to its strings, and whether it differs.
+func walk(v reflect.Value, depth int, f func(string) string) (reflect.Value, bool) {
 	if depth > maxDepth || !v.IsValid() || !hasText(v.Type()) {
 		return v, false
 	}
 	switch v.Kind() {
 	case reflect.String:
 		s := v.String()
-		r := String(s)
+		r := f(s)
 		if r == s {
 			return v, false
 		}
@@ -44,7 +43,7 @@ func walk(v reflect.Value, depth int) (reflect.Value, bool) {
 		if v.IsNil() {
 			return v, false
 		}
-		e, changed := walk(v.Elem(), depth+1)
+		e, changed := walk(v.Elem(), depth+1, f)
 		if !changed {
 			return v, false
 		}
@@ -55,7 +54,7 @@ func walk(v reflect.Value, depth int) (reflect.Value, bool) {
 		if v.IsNil() {
 			return v, false
 		}
-		e, changed := walk(v.Elem(), depth+1)
+		e, changed := walk(v.Elem(), depth+1, f)
 		if !changed {
 			return v, false
 		}
@@ -69,7 +68,7 @@ func walk(v reflect.Value, depth int) (reflect.Value, bool) {
 			if !t.Field(i).IsExported() {
 				continue
 			}
-			f, changed := walk(v.Field(i), depth+1)
+			f, changed := walk(v.Field(i), depth+1, f)
 			if !changed {
 				continue
 			}
@@ -91,7 +90,7 @@ func walk(v reflect.Value, depth int) (reflect.Value, bool) {
 	case reflect.Array:
 		var out reflect.Value
 		for i := range v.Len() {
-			e, changed := walk(v.Index(i), depth+1)
+			e, changed := walk(v.Index(i), depth+1, f)
 			if !changed {
 				continue
 			}
@@ -119,8 +118,8 @@ func walk(v reflect.Value, depth int) (reflect.Value, bool) {
 		entries := make([]kv, 0, v.Len())
 		it := v.MapRange()
 		for it.Next() {
-			k, kc := walk(it.Key(), depth+1)
-			e, ec := walk(it.Value(), depth+1)
+			k, kc := walk(it.Key(), depth+1, f)
+			e, ec := walk(it.Value(), depth+1, f)
 			changed = changed || kc || ec
 			entries = append(entries, kv{k, e})
 		}
