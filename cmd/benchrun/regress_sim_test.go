@@ -71,16 +71,17 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		simSetting
 		flagged []string // metrics that must regress (their change the bad way)
 		clean   []string // metrics that must not regress
+		truth   float64  // the flagged metrics' true ratio new/old
 	}{
-		{simSetting{"ttft+10%", scale(base.ttft, 1.10), base.itl}, []string{"ttft_p50_ms"}, []string{"itl_p50_ms", "tpot_p50_ms"}},
+		{simSetting{"ttft+10%", scale(base.ttft, 1.10), base.itl}, []string{"ttft_p50_ms"}, []string{"itl_p50_ms", "tpot_p50_ms"}, 1.10},
 		// The simulator paces tokens at absolute times (ttft + i·itl), so
 		// each chunk gap is itl plus the difference of two wake-up lags:
 		// on this machine the median gap moved only +2–3% for +10% ITL
 		// (it is logged, not asserted), while the mean gap of each
 		// request, TPOT, moves the full 10%.
-		{simSetting{"itl+10%", base.ttft, scale(base.itl, 1.10)}, []string{"tpot_p50_ms"}, []string{"ttft_p50_ms"}},
+		{simSetting{"itl+10%", base.ttft, scale(base.itl, 1.10)}, []string{"tpot_p50_ms"}, []string{"ttft_p50_ms"}, 1.10},
 		// Every step 1/0.9 as long: 10% fewer tokens a second.
-		{simSetting{"throughput-10%", scale(base.ttft, 1/0.9), scale(base.itl, 1/0.9)}, []string{"output_tok_s", "req_s"}, nil},
+		{simSetting{"throughput-10%", scale(base.ttft, 1/0.9), scale(base.itl, 1/0.9)}, []string{"output_tok_s", "req_s"}, nil, 0.9},
 	}
 	within := []simSetting{
 		{"ttft+2%", scale(base.ttft, 1.02), base.itl},
@@ -216,9 +217,10 @@ func TestRegressAgainstSimulator(t *testing.T) {
 	// run read 502 tok/s where the other cell's read 546, and the 10%
 	// slower run then only 1% less; a 10% slower TTFT read +6.7%), left
 	// undecided the right way (unknown, a change for the worse, with how
-	// many more runs or requests would decide it), which is logged. The
-	// detector must never call a 10% slowdown same, improved or a change
-	// for the better, and must find it in most of the cells.
+	// many more runs or requests would decide it, or an interval that holds
+	// the true change), which is logged. The detector must never call a
+	// 10% slowdown same or improved, nor leave it undecided with an
+	// interval that excludes it, and must find it in most of the cells.
 	found, cells := 0, 0
 	for i, s := range slower {
 		rep := compare("ref-"+s.name, s.name, uint64(100+i))
@@ -232,6 +234,11 @@ func TestRegressAgainstSimulator(t *testing.T) {
 					t.Logf("%s: found: %s", s.name, v)
 				case v.Outcome == regress.Unknown && v.Better.Worse(v.Change):
 					t.Logf("%s: undecided, the right way (the machine's load moved a run): %s", s.name, v)
+				case v.Outcome == regress.Unknown && v.Ratio && v.Low <= s.truth && s.truth <= v.High:
+					// A busy neighbour slowed the base run more than the
+					// 10%: undecided is honest while the interval holds
+					// the true change.
+					t.Logf("%s: undecided, its interval holding the true ratio %.2f (the machine's load moved a run): %s", s.name, s.truth, v)
 				default:
 					t.Errorf("%s: %s", s.name, v)
 				}

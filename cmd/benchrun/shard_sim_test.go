@@ -216,25 +216,28 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	}
 	// A shard is flagged when its send lag p99 passes 5 ms. Judged against
 	// what the machine allowed: the shard's own row says how late this
-	// machine ran an event loop's tasks during the cell (machine_late_p99_ms:
-	// a client's sends go through one; a lone thread's wake,
-	// machine_wake_p99_ms, read 2.4 ms where a shard lagged 13 ms beside
-	// busy neighbours); a flag that explains is the machine's, logged, and
-	// one beyond it is the client's, an error.
+	// machine ran an event loop's tasks during the cell (a client's sends
+	// go through one; a lone thread's wake, machine_wake_p99_ms, read
+	// 2.4 ms where a shard lagged 13 ms beside busy neighbours). A shard
+	// sends 150 requests a cell, so its p99 is its second-latest send:
+	// one stall of the machine reaches it, and the bound is the loop's
+	// latest (machine_late_max_ms; a shard lagged 675 ms at a p99 of
+	// 4.2 ms for the loop). A flag that explains is the machine's, logged,
+	// and one beyond it is the client's, an error.
 	shardCells := []map[string]results.Cell{cells(runDir("shard0")), cells(runDir("shard1"))}
 	for _, c := range mi.Cells {
 		if c.Flagged {
 			for _, sh := range c.Shards {
 				floor := 0.0
 				if r, ok := shardCells[sh.Shard][c.CellID]; ok {
-					floor = opt0(r.MachineLateP99Ms)
+					floor = max(opt0(r.MachineLateP99Ms), opt0(r.MachineLateMaxMs))
 				}
 				switch {
 				case sh.SendLagP99Ms == nil || *sh.SendLagP99Ms <= 5:
 				case *sh.SendLagP99Ms <= 5+floor:
-					t.Logf("%s shard %d/%d flagged (send lag p99 %.2f ms), within what the machine allowed (its floor %.2f ms p99 over the 5 ms)", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor)
+					t.Logf("%s shard %d/%d flagged (send lag p99 %.2f ms), within what the machine allowed (its event loop up to %.2f ms late, over the 5 ms)", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor)
 				default:
-					t.Errorf("%s shard %d/%d flagged at a load each shard sustains: send lag p99 %.2f ms, past 5 ms and the machine's floor %.2f ms", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor)
+					t.Errorf("%s shard %d/%d flagged at a load each shard sustains: send lag p99 %.2f ms, past 5 ms and the machine's lateness (up to %.2f ms)", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor)
 				}
 			}
 		}

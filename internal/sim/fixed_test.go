@@ -185,16 +185,21 @@ func TestTimingHeader(t *testing.T) {
 // SlowFirst serves the first N generation requests with TTFT and ITL
 // scaled by SlowFactor and the rest on the configured schedule (the
 // records' write times are the ground truth).
+// A write is never early; how late it may be is 15 ms plus how late the
+// machine ran an event loop meanwhile (a probe beside the test: beside
+// busy neighbours one write came 343 ms late).
 func TestSlowFirst(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.SlowFirst, cfg.SlowFactor = 20*time.Millisecond, 10*time.Millisecond, 2, 3
 	s, url := startSim(t, cfg)
+	machine := watchLateness(t)
 	c := testClient()
 	for i := range 3 {
 		if res := readStream(context.Background(), c, url+"/v1/completions", streamBody(3)); res.err != nil || !res.done {
 			t.Fatalf("request %d: %v", i, res.err)
 		}
 	}
+	late := 15*time.Millisecond + machine.Max()
 	for i, rec := range s.Records() {
 		ttft, itl := 20*time.Millisecond, 10*time.Millisecond
 		if i < 2 {
@@ -205,8 +210,8 @@ func TestSlowFirst(t *testing.T) {
 		}
 		for k, e := range rec.Events {
 			want := rec.Received.Add(ttft + time.Duration(k)*itl)
-			if d := e.Time.Sub(want); d < 0 || (d > 15*time.Millisecond && !raceEnabled) {
-				t.Errorf("request %d event %d: %v off the schedule ttft=%v itl=%v", i, k, d, ttft, itl)
+			if d := e.Time.Sub(want); d < 0 || (d > late && !raceEnabled) {
+				t.Errorf("request %d event %d: %v off the schedule ttft=%v itl=%v (allowed: never early, up to %v late)", i, k, d, ttft, itl, late)
 			}
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/measure"
 )
 
 // startSim serves cfg on a loopback listener for the test's lifetime.
@@ -201,4 +203,33 @@ func newReq(url string, body io.Reader) (*http.Request, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	return req, nil
+}
+
+// lateness watches how late the machine runs an event loop (a probe
+// process beside the test, measure.Probe) while a timing check runs: a
+// write the simulator schedules on time can come that much late beside
+// busy neighbours, and never early.
+type lateness struct {
+	probe *measure.Probe
+	win   measure.Window
+}
+
+// watchLateness starts watching; the probe stops with the test.
+func watchLateness(t testing.TB) *lateness {
+	t.Helper()
+	p, err := measure.StartProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop() })
+	return &lateness{probe: p, win: p.Begin()}
+}
+
+// Max is the latest the machine ran the probe's loop since the watch
+// began.
+func (l *lateness) Max() time.Duration {
+	if m := l.win.End(); m.LateMaxMs != nil {
+		return time.Duration(*m.LateMaxMs * float64(time.Millisecond))
+	}
+	return 0
 }
