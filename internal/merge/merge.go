@@ -112,7 +112,6 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		o.Now = time.Now()
 	}
 	var shards []shardRun
-	seen := map[int64]string{}
 	for _, d := range dirs {
 		run, err := rundir.Open(d)
 		if err != nil {
@@ -122,24 +121,10 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", d, err)
 		}
-		sr := shardRun{dir: d, run: run, rows: rows}
-		for _, c := range results.LatestCells(rows.Cells) {
-			// Two directories of one shard would count its requests twice.
-			if prev, ok := seen[c.Shard]; ok && prev != d && c.Shards > 1 {
-				return nil, fmt.Errorf("%s and %s are both shard %d", prev, d, c.Shard)
-			}
-			seen[c.Shard] = d
-		}
-		shards = append(shards, sr)
+		shards = append(shards, shardRun{dir: d, run: run, rows: rows})
 	}
-	m0 := shards[0].run.Manifest
-	if m0 == nil {
-		return nil, fmt.Errorf("shard %s has no manifest.json (it did not finish)", dirs[0])
-	}
-	for _, s := range shards[1:] {
-		if s.run.Manifest == nil || s.run.Manifest.Plan != m0.Plan {
-			return nil, fmt.Errorf("%s is not a shard of plan %s", s.dir, m0.Plan)
-		}
+	if err := checkShardSet(shards); err != nil {
+		return nil, err
 	}
 	if err := prepareOut(out); err != nil {
 		return nil, err
@@ -214,6 +199,98 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// checkShardSet refuses run directories that are not one sharded run,
+// whole and once each: a directory (or run) given twice would count its
+// requests twice, a missing shard would label a part of the load with the
+// whole concurrency, and a shard of another split, plan, tag set or start
+// is another run's.
+func checkShardSet(shards []shardRun) error {
+	type who struct {
+		dir       string
+		shard, of int64
+	}
+	var set []who
+	seenDir, seenRun := map[string]string{}, map[string]string{}
+	for _, s := range shards {
+		m := s.run.Manifest
+		if m == nil {
+			return fmt.Errorf("shard %s has no manifest.json (it did not finish)", s.dir)
+		}
+		real := s.dir
+		if abs, err := filepath.Abs(s.dir); err == nil {
+			real = abs
+		}
+		if r, err := filepath.EvalSymlinks(real); err == nil {
+			real = r
+		}
+		if prev, ok := seenDir[real]; ok {
+			return fmt.Errorf("%s is given twice (as %s and %s): each shard's run directory once", real, prev, s.dir)
+		}
+		seenDir[real] = s.dir
+		if prev, ok := seenRun[s.run.ID()]; ok {
+			return fmt.Errorf("%s and %s are the same run (%s): each shard's run directory once", prev, s.dir, s.run.ID())
+		}
+		seenRun[s.run.ID()] = s.dir
+		w := who{dir: s.dir}
+		if rec := m.Shard; rec != nil {
+			w.shard, w.of = int64(rec.Shard), int64(rec.Shards)
+		} else {
+			for _, c := range results.LatestCells(s.rows.Cells) {
+				if c.Shards > 1 {
+					w.shard, w.of = c.Shard, c.Shards
+					break
+				}
+			}
+		}
+		if w.of < 2 {
+			return fmt.Errorf("%s is not a shard (it ran without --shard i/n): merge joins the run directories of one sharded run", s.dir)
+		}
+		set = append(set, w)
+	}
+	m0 := shards[0].run.Manifest
+	for i, s := range shards[1:] {
+		m, w := s.run.Manifest, set[i+1]
+		switch {
+		case m.Plan != m0.Plan:
+			return fmt.Errorf("%s is a run of plan %s, %s of plan %s: not shards of one run", s.dir, m.Plan, shards[0].dir, m0.Plan)
+		case w.of != set[0].of:
+			return fmt.Errorf("%s is shard %d/%d, %s shard %d/%d: not shards of one run", s.dir, w.shard, w.of, set[0].dir, set[0].shard, set[0].of)
+		case strings.Join(m.Tags, " ") != strings.Join(m0.Tags, " "):
+			return fmt.Errorf("%s ran with tags [%s], %s with [%s]: not shards of one run", s.dir, strings.Join(m.Tags, " "), shards[0].dir, strings.Join(m0.Tags, " "))
+		case m.Shard != nil && m0.Shard != nil && !sameStart(m.Shard, m0.Shard):
+			return fmt.Errorf("%s and %s were started apart (another --start-at): not shards of one run", s.dir, shards[0].dir)
+		}
+	}
+	byShard := map[int64]string{}
+	for _, w := range set {
+		if w.shard < 0 || w.shard >= w.of {
+			return fmt.Errorf("%s says it is shard %d of %d", w.dir, w.shard, w.of)
+		}
+		if prev, ok := byShard[w.shard]; ok {
+			return fmt.Errorf("%s and %s are both shard %d/%d", prev, w.dir, w.shard, w.of)
+		}
+		byShard[w.shard] = w.dir
+	}
+	var missing []string
+	for i := range set[0].of {
+		if _, ok := byShard[i]; !ok {
+			missing = append(missing, fmt.Sprint(i))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("shard %s of %d missing: give every shard's run directory (%d of %d given)", strings.Join(missing, ", "), set[0].of, len(set), set[0].of)
+	}
+	return nil
+}
+
+// sameStart says whether two shards were started together: the same
+// --start-at, where they have one. (A coordinator's address is not
+// compared: the shard that serves it and the shards that join it may name
+// it differently.)
+func sameStart(a, b *rundir.ShardRecord) bool {
+	return (a.StartAt == nil) == (b.StartAt == nil) && (a.StartAt == nil || a.StartAt.Equal(*b.StartAt))
 }
 
 // part is one shard's row of a cell and its request rows.

@@ -230,3 +230,92 @@ func TestMergeRowWithoutLoad(t *testing.T) {
 	}
 	t.Error("the start-up row is missing from the merged run")
 }
+
+// TestMergeRefusesAnIncompleteOrRepeatedSet: merge takes one sharded run,
+// whole and once each. A directory given twice (it would count its
+// requests twice), one shard of two (its part of the load labelled with the
+// whole concurrency), a shard of another split or a run that is not a shard
+// are refused, naming them; the whole set merges.
+func TestMergeRefusesAnIncompleteOrRepeatedSet(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s0, s1 := filepath.Join(dir, "s0"), filepath.Join(dir, "s1")
+	writeShard(t, s0, 0, t0, []float64{1, 2}, 1)
+	writeShard(t, s1, 1, t0, []float64{3, 4}, 1)
+	// A shard of a three-way split, and a run that is not a shard.
+	other := filepath.Join(dir, "other")
+	writeShard(t, other, 2, t0, []float64{5}, 1)
+	rewriteCells(t, other, func(c *results.Cell) { c.Shards = 3; c.RunID = "runother" })
+	rewriteManifest(t, other, func(m *rundir.Manifest) { m.RunID = "runother" })
+	whole := filepath.Join(dir, "whole")
+	writeShard(t, whole, 0, t0, []float64{5}, 1)
+	rewriteCells(t, whole, func(c *results.Cell) { c.Shard, c.Shards, c.RunID = 0, 0, "runwhole" })
+	rewriteManifest(t, whole, func(m *rundir.Manifest) { m.RunID = "runwhole" })
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(s0, link); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		dirs []string
+		want string
+	}{
+		{[]string{s0, s0}, "given twice"},
+		{[]string{s0, link, s1}, "given twice"},
+		{[]string{s0}, "shard 1 of 2 missing"},
+		{[]string{s1}, "shard 0 of 2 missing"},
+		{[]string{s0, other}, "is shard 2/3"},
+		{[]string{s0, s1, whole}, "is not a shard"},
+		{[]string{s0, s1}, ""},
+	} {
+		_, err := Merge(tc.dirs, filepath.Join(dir, fmt.Sprintf("out%d", i)), Options{})
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.dirs, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.dirs, err, tc.want)
+		}
+		if _, statErr := os.Stat(filepath.Join(dir, fmt.Sprintf("out%d", i), results.TableCells)); statErr == nil {
+			t.Errorf("%v: a refused set wrote a merged run", tc.dirs)
+		}
+	}
+}
+
+// rewriteCells rewrites a run directory's one cell part file.
+func rewriteCells(t *testing.T, dir string, edit func(*results.Cell)) {
+	t.Helper()
+	path := filepath.Join(dir, results.TableCells, parquet.PartName(1, 1))
+	rows, err := parquet.ReadFile[results.Cell](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		edit(&rows[i])
+	}
+	if err := parquet.WriteFile(path, rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewriteManifest edits a run directory's manifest.json.
+func rewriteManifest(t *testing.T, dir string, edit func(*rundir.Manifest)) {
+	t.Helper()
+	path := filepath.Join(dir, rundir.ManifestFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m rundir.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(&m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
