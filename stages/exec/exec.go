@@ -378,6 +378,12 @@ func (s *Stage) row(base results.Cell, r record, price *float64) results.Cell {
 	if c.Status == "" {
 		c.Status = results.StatusOK
 	}
+	// Nothing measured is never green: a record that fills no metric
+	// (`{}`, `null`, a record of only names) is an error row.
+	if c.Status == results.StatusOK && !measuredSomething(&c) {
+		c.Status = results.StatusError
+		c.Reason = fmt.Sprintf("the %s record %q measured nothing: no metric column has a value (map the program's fields with `fields`)", c.Program, r.id)
+	}
 	applyCost(&c, r.reqs, price)
 	return c
 }

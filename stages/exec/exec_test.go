@@ -52,7 +52,7 @@ func program(prog string) int {
 		fmt.Fprintln(os.Stderr, "main: error: failed to load model 'models/missing.gguf'")
 		return 1
 	case "env":
-		fmt.Printf("{\"name\": \"env\", \"cuda\": %q, \"order\": %q, \"mine\": %q}\n", os.Getenv("CUDA_VISIBLE_DEVICES"), os.Getenv("CUDA_DEVICE_ORDER"), os.Getenv("MINE"))
+		fmt.Printf("{\"name\": \"env\", \"cuda\": %q, \"order\": %q, \"mine\": %q, \"req_s\": 1}\n", os.Getenv("CUDA_VISIBLE_DEVICES"), os.Getenv("CUDA_DEVICE_ORDER"), os.Getenv("MINE"))
 		return 0
 	case "hang":
 		// A child that ignores SIGINT and SIGTERM: only SIGKILL to the
@@ -398,5 +398,45 @@ func TestFailsAfterSomeTests(t *testing.T) {
 	}
 	if st := rec.Stage("bench"); st.Status != pipeline.StatusError || !strings.Contains(st.Reason, "1 of 2 cells error") {
 		t.Errorf("stage %s %q", st.Status, st.Reason)
+	}
+}
+
+// A program that measured nothing is never green: a record carrying an
+// error, `null` or `{}`, a record of names only, or a status benchrun does
+// not know gives an error row with the program's words, the stage ends
+// error and the run exits 3.
+func TestRecordsThatMeasuredNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, parser, out, want string
+	}{
+		{"error string", "jsonl", `{"name": "a", "error": "CUDA out of memory"}`, "CUDA out of memory"},
+		{"error object", "json", `{"name": "a", "error": {"message": "model not found", "code": 404}}`, "model not found"},
+		{"null", "json", `null`, "measured nothing"},
+		{"empty object", "json", `{}`, "measured nothing"},
+		{"names only", "csv", "name,isl,osl,concurrency\na,128,128,4\n", "measured nothing"},
+		{"unknown status", "jsonl", `{"name": "a", "req_s": 3, "status": "partial"}`, `status "partial" is not one of ok, error, skipped`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out")
+			if err := os.WriteFile(path, []byte(tc.out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			src := plan(fmt.Sprintf(`bench: {
+		kind: "exec", parser: %q, cmd: [%q]
+		env: {EXEC_TEST_PROGRAM: "print", EXEC_TEST_FIXTURE: %q}
+	}`, tc.parser, self(t), path))
+			rec := kit.Run(t, context.Background(), kit.LoadPlan(t, registry(), src), pipeline.Options{})
+			if len(rec.Cells) == 0 {
+				t.Fatalf("no row\n%s", rec.Progress)
+			}
+			for _, c := range rec.Cells {
+				if c.Status != "error" || !strings.Contains(c.Reason, tc.want) {
+					t.Errorf("row %s: %s %q; want error with %q", c.CellID, c.Status, c.Reason, tc.want)
+				}
+			}
+			if st := rec.Stage("bench"); st.Status == pipeline.StatusOK || rec.Summary.ExitCode == pipeline.ExitOK {
+				t.Errorf("stage %s, exit %d; want the stage not ok and a non-zero exit\n%s", st.Status, rec.Summary.ExitCode, rec.Progress)
+			}
+		})
 	}
 }

@@ -226,6 +226,20 @@ func genericRecord(format string, m map[string]any, fields map[string]string) re
 			}
 		}
 	}
+	// A record that says it failed is an error row with its words: a
+	// program's "error" field (a string, or an object with a message),
+	// or a status that is not ok.
+	if e, ok := m["error"]; ok && e != nil && e != false && e != "" {
+		c.Status, c.Reason = results.StatusError, errorText(e)
+	} else if msg, ok := m["error.message"]; ok && msg != nil && msg != "" {
+		c.Status, c.Reason = results.StatusError, errorText(msg) // an object, flattened
+	}
+	switch c.Status {
+	case "", results.StatusOK, results.StatusError, results.StatusSkipped:
+	default:
+		c.Reason = strings.TrimPrefix(fmt.Sprintf("%s; status %q is not one of ok, error, skipped", c.Reason, c.Status), "; ")
+		c.Status = results.StatusError
+	}
 	c.ExecExtra = extraJSON(extra)
 	c.Notes = strings.Join(notes, "; ")
 	id := c.CellID
@@ -237,6 +251,39 @@ func genericRecord(format string, m map[string]any, fields map[string]string) re
 	}
 	c.CellID = ""
 	return record{id: id, cell: c}
+}
+
+// errorText is a record's error field as a reason: a string as it is, an
+// object's message, anything else as JSON.
+func errorText(e any) string {
+	switch v := e.(type) {
+	case string:
+		return v
+	case map[string]any:
+		if msg, ok := v["message"].(string); ok && msg != "" {
+			return msg
+		}
+	}
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+// measuredSomething says whether a row holds a measurement: a nullable
+// metric column with a value (not the machine's or the GPU's columns,
+// which benchrun fills around any program, nor cost, which follows from
+// a measurement).
+func measuredSomething(c *results.Cell) bool {
+	rv := reflect.ValueOf(c).Elem()
+	for name, cc := range cellColumns {
+		if !cc.ptr || cc.kind == reflect.String || strings.HasPrefix(name, "machine_") || strings.HasPrefix(name, "gpu_") ||
+			strings.Contains(name, "cost") || strings.Contains(name, "dollar") {
+			continue
+		}
+		if !rv.Field(cc.index).IsNil() {
+			return true
+		}
+	}
+	return false
 }
 
 func kindName(k reflect.Kind) string {

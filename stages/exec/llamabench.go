@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -257,6 +258,16 @@ func llamaRecord(m map[string]any) record {
 		}
 	}
 	modelFile, _ := m["model_filename"].(string) // kept in exec_extra too: no column holds it
+	if why := impossibleLlama(nPrompt, nGen, c.NDepth, c.AvgTS, c.StddevTS, c.AvgNs, testTime, samplesNs, samplesTs, m["test_time"]); why != "" {
+		// Stored as the program printed it (exec_extra), measured as
+		// nothing: an error row that names the value.
+		c.Status, c.Reason = results.StatusError, "llama-bench printed an impossible value: "+why
+		c.AvgTS, c.StddevTS, c.AvgNs, c.StddevNs = nil, nil, nil, nil
+		c.ISL, c.OSL = results.ValueOr(nPrompt, 0), results.ValueOr(nGen, 0)
+		c.TestKind, c.BenchTest = llamaTest(max(c.ISL, 0), max(c.OSL, 0), max(results.ValueOr(c.NDepth, 0), 0))
+		c.ExecExtra = extraJSON(m)
+		return record{id: c.BenchTest, cell: c, modelFile: modelFile}
+	}
 
 	np, ng := results.ValueOr(nPrompt, 0), results.ValueOr(nGen, 0)
 	c.ISL, c.OSL = np, ng
@@ -311,6 +322,49 @@ func llamaRecord(m map[string]any) record {
 	}
 	c.ExecExtra = extraJSON(extra)
 	return record{id: c.BenchTest, cell: c, reqs: reqs, modelFile: modelFile}
+}
+
+// maxSampleNs bounds one repetition's time: a day. A sample past it (a
+// 1e18 ns "sample") is a corrupt record, not a slow test.
+const maxSampleNs = 24 * 3600 * 1e9
+
+// impossibleLlama says what in a llama-bench record cannot be a
+// measurement ("" when nothing): negative token counts, depth or speeds,
+// a sample of no time or over a day, or a test time before llama.cpp.
+func impossibleLlama(nPrompt, nGen, depth *int64, avgTS, stddevTS *float64, avgNs *int64, testTime time.Time, samplesNs, samplesTs []float64, rawTime any) string {
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"n_prompt", nPrompt}, {"n_gen", nGen}, {"n_depth", depth}, {"avg_ns", avgNs}} {
+		if f.v != nil && *f.v < 0 {
+			return fmt.Sprintf("%s %d is negative", f.name, *f.v)
+		}
+	}
+	if avgNs != nil && float64(*avgNs) > maxSampleNs {
+		return fmt.Sprintf("avg_ns %d is over a day", *avgNs)
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"avg_ts", avgTS}, {"stddev_ts", stddevTS}} {
+		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			return fmt.Sprintf("%s %v is not a speed", f.name, *f.v)
+		}
+	}
+	for _, ns := range samplesNs {
+		if ns <= 0 || ns > maxSampleNs {
+			return fmt.Sprintf("a sample of %g ns (samples_ns) is not a repetition's time", ns)
+		}
+	}
+	for _, ts := range samplesTs {
+		if ts < 0 || math.IsInf(ts, 0) || math.IsNaN(ts) {
+			return fmt.Sprintf("a sample of %g tokens/s (samples_ts) is not a speed", ts)
+		}
+	}
+	if rawTime != nil && !testTime.IsZero() && testTime.Year() < 2000 {
+		return fmt.Sprintf("test_time %v is not a time this program ran", rawTime)
+	}
+	return ""
 }
 
 // llamaTest is the test's kind and name as llama.cpp's compare script

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -353,4 +354,43 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Values no llama-bench run can print make the test's row an error that
+// names the value (the record kept in exec_extra), never a measurement:
+// each case edits one field of a real record.
+func TestLlamaBenchImpossibleValues(t *testing.T) {
+	var recs []map[string]any
+	if err := json.Unmarshal(readFixture(t, "llama-bench-cpu.json"), &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		field string
+		value any
+		want  string
+	}{
+		{"avg_ts", -12.5, "avg_ts -12.5 is not a speed"},
+		{"n_gen", -32, "n_gen -32 is negative"},
+		{"samples_ns", []any{1e18}, "a sample of 1e+18 ns"},
+		{"samples_ns", []any{0}, "a sample of 0 ns"},
+		{"test_time", "0000-01-01T00:00:00Z", "test_time 0000-01-01T00:00:00Z"},
+		{"avg_ns", -5, "avg_ns -5 is negative"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			rec := maps.Clone(recs[1])
+			rec[tc.field] = tc.value
+			b, _ := json.Marshal([]any{rec})
+			got, err := parseLlamaBench(b)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("%d records, %v", len(got), err)
+			}
+			c := got[0].cell
+			if c.Status != results.StatusError || !strings.Contains(c.Reason, tc.want) {
+				t.Fatalf("status %q reason %q; want an error naming %q", c.Status, c.Reason, tc.want)
+			}
+			if c.AvgTS != nil || c.DecodeTokS != nil || c.PrefillTokS != nil || len(got[0].reqs) != 0 {
+				t.Errorf("an impossible record still measured: avg_ts %v decode %v prefill %v, %d repetitions", c.AvgTS, c.DecodeTokS, c.PrefillTokS, len(got[0].reqs))
+			}
+		})
+	}
 }
