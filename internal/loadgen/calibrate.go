@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/httpsafe"
 )
 
 // Calibration methods.
@@ -379,7 +381,7 @@ func (t *Target) postJSON(ctx context.Context, path string, body any, out any) e
 	t.setAuth(req)
 	client := t.HTTP
 	if client == nil {
-		client = http.DefaultClient
+		client = httpsafe.Client
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen/sse"
 	"github.com/benchrun/benchrun/internal/safetext"
 )
@@ -106,7 +107,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 	if maxConns < 16 {
 		maxConns = 16
 	}
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{CheckRedirect: httpsafe.NoRedirects, Transport: &http.Transport{
 		Proxy:               nil, // benchmarks talk to the server, never through a proxy
 		DialContext:         stampDial((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        maxConns,
@@ -481,7 +482,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	url := strings.TrimRight(t.BaseURL, "/") + t.Endpoint.Path()
 	client := t.HTTP
 	if client == nil {
-		client = http.DefaultClient
+		client = httpsafe.Client
 	}
 	// The watchdogs cancel the request's own context with a cause that
 	// says which one fired; the error the transport returns then only says

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen/sse"
 	"github.com/benchrun/benchrun/internal/sim"
 )
@@ -456,5 +457,32 @@ func TestBodiesThatNeverEnd(t *testing.T) {
 			}
 			t.Logf("%v; allocated %d MiB", r.Err, (after.TotalAlloc-before.TotalAlloc)>>20)
 		})
+	}
+}
+
+// TestRedirectsAreNotFollowed: a server that answers 307 to another (the
+// simulator) is an error naming where it pointed; the other server never
+// sees the request, nor the key it carries.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	srv, url := startSim(t, nil)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, url+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	for _, stream := range []bool{true, false} {
+		tg := newTarget(redirect.URL, 1)
+		tg.Stream, tg.APIKey = stream, "sk-secret-key"
+		r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 4})
+		var re *httpsafe.RedirectError
+		if !errors.As(r.Err, &re) || re.Status != http.StatusTemporaryRedirect || !strings.Contains(re.Location, url) {
+			t.Fatalf("stream %v: err = %v; want the redirect to %s refused", stream, r.Err, url)
+		}
+	}
+	tg := newTarget(redirect.URL, 1)
+	if _, err := Calibrate(context.Background(), tg, CalibrateProbe, ServerInfo{}); err == nil || !strings.Contains(err.Error(), "follows no redirect") {
+		t.Errorf("calibration through a redirect: %v", err)
+	}
+	if n := len(srv.Records()); n != 0 {
+		t.Errorf("the server redirected to saw %d requests", n)
 	}
 }

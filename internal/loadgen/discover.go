@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/httpsafe"
 )
 
 // Engine names as Discover reports them (the launch presets' names).
@@ -230,7 +232,7 @@ func (t *Target) getJSON(ctx context.Context, path string, out any) error {
 	t.setAuth(req)
 	client := t.HTTP
 	if client == nil {
-		client = http.DefaultClient
+		client = httpsafe.Client
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -171,7 +172,7 @@ type promProbe struct {
 
 // NewPromProbe returns a probe scraping url (the server's metrics URL,
 // e.g. http://127.0.0.1:8000/metrics) every interval (100 ms when 0 or
-// negative) with client (http.DefaultClient when nil; each scrape has its
+// negative) with client (httpsafe.Client when nil; each scrape has its
 // own deadline, so the client's Timeout only matters when shorter).
 // engine is the preset name ("vllm", "llama-server", "sglang", "tgi",
 // "sim", "ollama", "custom" or ""): Ollama has no metrics endpoint, so its
@@ -182,7 +183,7 @@ func NewPromProbe(url, engine string, interval time.Duration, client *http.Clien
 		interval = 100 * time.Millisecond
 	}
 	if client == nil {
-		client = http.DefaultClient
+		client = httpsafe.Client
 	}
 	p := &promProbe{
 		url: url, engine: engine, interval: interval,

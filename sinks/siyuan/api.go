@@ -23,6 +23,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -55,7 +56,7 @@ type Client struct {
 	URLHint string
 }
 
-var defaultHTTP = &http.Client{Timeout: 30 * time.Second}
+var defaultHTTP = &http.Client{Timeout: 30 * time.Second, CheckRedirect: httpsafe.NoRedirects}
 
 // ---- errors ----
 

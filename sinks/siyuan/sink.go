@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -163,7 +164,7 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout*time.Duration(8+len(charts)))
 	defer cancel()
-	c := &Client{BaseURL: o.url, Token: o.token, TokenEnv: o.cfg.TokenEnv, HTTP: &http.Client{Timeout: o.timeout}}
+	c := &Client{BaseURL: o.url, Token: o.token, TokenEnv: o.cfg.TokenEnv, HTTP: &http.Client{Timeout: o.timeout, CheckRedirect: httpsafe.NoRedirects}}
 	unlock, err := lockFile(lockPath(o.url, o.cfg.Notebook))
 	if err != nil {
 		return fmt.Errorf("locking the post of run %s: %w", run.RunID, err)

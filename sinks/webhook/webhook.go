@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -218,7 +219,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	for name, v := range o.headers {
 		o.shown[name] = shown(o.rawHeaders[name], v)
 	}
-	o.client = &http.Client{Timeout: o.timeout}
+	o.client = &http.Client{Timeout: o.timeout, CheckRedirect: httpsafe.NoRedirects}
 
 	o.cells, o.verdicts = nil, nil
 	prior, err := env.Prior()

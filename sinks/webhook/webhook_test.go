@@ -578,3 +578,25 @@ stages: h: {kind: "health", target: "http://127.0.0.1:1"}
 		t.Errorf("kind %+v (in the graph: %v)", webhook.Kind, found)
 	}
 }
+
+// A receiver that redirects (307) to another: the webhook follows no
+// redirect, so the other server never gets the payload nor the token; the
+// error names where it pointed.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	other := newReceiver(t)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, other.URL+"/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	setup(t, nil)
+	ri, sum := fixtureRun(t)
+	s := newSink(t, map[string]any{"url": redirect.URL, "headers": map[string]any{"Authorization": "Bearer ${HOOK_TOKEN}"}})
+	feed(t, s, pipeline.LiveEnv(ri))
+	err := s.Stop(sum)
+	if err == nil || !strings.Contains(err.Error(), "follows no redirect") || !strings.Contains(err.Error(), other.URL+"/elsewhere") {
+		t.Fatalf("Stop: %v; want the redirect refused, naming where it pointed", err)
+	}
+	if got := other.requests(); len(got) != 0 {
+		t.Errorf("the server redirected to received %d requests", len(got))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/redact"
@@ -130,7 +131,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if err != nil {
 		return nil, err
 	}
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: httpsafe.NoRedirects}
 	lt := &loadgen.Target{BaseURL: base, Model: model, Endpoint: loadgen.Endpoint(s.cfg.Probe), Stream: true,
 		Headers: headers, APIKey: key, HTTP: loadgen.NewHTTPClient(1)}
 	defer lt.HTTP.CloseIdleConnections()

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/results"
@@ -794,7 +795,7 @@ func (s *Stage) startCold(ctx context.Context) (time.Time, error) {
 func (s *Stage) waitReady(ctx context.Context, base string, started time.Time, doing string) (time.Time, error) {
 	ctx, cancel := context.WithDeadline(ctx, started.Add(s.startWithin))
 	defer cancel()
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: httpsafe.NoRedirects}
 	for {
 		if ok := ready(ctx, client, base, s.engine, s.model); ok {
 			return time.Now(), nil

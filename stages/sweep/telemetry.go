@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
@@ -84,7 +85,7 @@ func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine s
 		default:
 			// The scrapes carry the requests' headers and key: a gateway or
 			// a server with --api-key guards /metrics like the API.
-			client := &http.Client{Timeout: 2 * time.Second, Transport: headerTransport{headers: headers, apiKey: apiKey}}
+			client := &http.Client{Timeout: 2 * time.Second, CheckRedirect: httpsafe.NoRedirects, Transport: headerTransport{headers: headers, apiKey: apiKey}}
 			ps.probes = append(ps.probes, newPromProbe(url, engine, interval, client))
 		}
 	}
