@@ -966,6 +966,27 @@ func (r *runner) summary(ctx context.Context) *Summary {
 			infra = true // an error cell measured nothing valid: never exit 0
 		}
 	}
+	// A plan that measures, whose every measuring stage was skipped (a
+	// `when` that never held: a mistyped tag), measured nothing: never
+	// green. (A resume with nothing left keeps its earlier rows.)
+	nothing := ""
+	if r.cells == 0 && !r.ri.Resumed {
+		var skipped []string
+		measuring := 0
+		for _, n := range r.g.Nodes {
+			if !n.Kind.Measuring {
+				continue
+			}
+			measuring++
+			if st := r.states[n.Spec.Name]; st.status == StatusSkipped {
+				skipped = append(skipped, fmt.Sprintf("%s (%s)", n.Spec.Name, firstLine(st.reason)))
+			}
+		}
+		if measuring > 0 && len(skipped) == measuring {
+			nothing = "nothing was measured: every measuring stage was skipped: " + strings.Join(skipped, "; ")
+			infra = true
+		}
+	}
 	switch {
 	case sum.Interrupted:
 		sum.ExitCode = ExitInterrupted
@@ -991,6 +1012,9 @@ func (r *runner) summary(ctx context.Context) *Summary {
 		}
 		if sum.Reason == "" && r.emitErr != nil {
 			sum.Reason = "rows not stored: " + firstLine(r.emitErr.Error())
+		}
+		if sum.Reason == "" {
+			sum.Reason = nothing
 		}
 	case len(r.failed) > 0:
 		sum.ExitCode = ExitAssertion

@@ -609,3 +609,34 @@ stages: s: {kind: "probe"}`), resumeRegistry(nil).LoadOptions(nil))
 		t.Errorf("resuming with the same -t values: %v", err)
 	}
 }
+
+// A plan that measures, whose every measuring stage a `when` skipped (a
+// mistyped tag), measured nothing: exit 3 saying so, never 0. One
+// measuring stage that ran is enough to judge the run as usual.
+func TestEveryMeasuringStageSkippedIsNotGreen(t *testing.T) {
+	rec := newRecorder()
+	sum, by := run(t, context.Background(), testRegistry(rec), `
+name: "skipped"
+stages: {
+	setup: {kind: "step"}
+	m1:    {kind: "measure", needs: ["setup"], when: "metadata.gpu == \"h10O\""}
+	m2:    {kind: "measure", needs: ["m1"]}
+}
+metadata: {gpu: "h100"}`)
+	if by["m1"].Status != "skipped" || by["m2"].Status != "skipped" {
+		t.Fatalf("m1 %s, m2 %s: want both skipped", by["m1"].Status, by["m2"].Status)
+	}
+	if sum.ExitCode != pipeline.ExitInfra || !strings.Contains(sum.Reason, "nothing was measured: every measuring stage was skipped: m1 (skipped: when") {
+		t.Fatalf("exit %d, reason %q; want 3 and nothing measured", sum.ExitCode, sum.Reason)
+	}
+	sum, _ = run(t, context.Background(), testRegistry(newRecorder()), `
+name: "one-ran"
+stages: {
+	m1: {kind: "measure", when: "metadata.gpu == \"h10O\""}
+	m2: {kind: "measure"}
+}
+metadata: {gpu: "h100"}`)
+	if sum.ExitCode != pipeline.ExitOK {
+		t.Fatalf("exit %d (%s) with one measuring stage run", sum.ExitCode, sum.Reason)
+	}
+}
