@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/merge"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
@@ -57,7 +58,15 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	// lower its TTFT.
 	// The single process and the shards each measure a simulator of
 	// their own (the same flags), so neither finds the other's prompts.
-	url, shardURL := startSim(t, dir, "--prompt-cache"), startSim(t, dir, "--prompt-cache")
+	// Whether one process and two shards read the same medians is a claim
+	// about a quiet machine: judged against other processes' load over the
+	// whole test (the simulators are the test's own).
+	machine := measuretest.Start()
+	url, simPID := startSimProc(t, dir, "--prompt-cache")
+	shardURL, shardSimPID := startSimProc(t, dir, "--prompt-cache")
+	machine.Own(simPID)
+	machine.Own(shardSimPID)
+	var imprecise []string
 	plan := filepath.Join(dir, "plan.cue")
 	if err := os.WriteFile(plan, []byte(shardSimPlan), 0o644); err != nil {
 		t.Fatal(err)
@@ -159,7 +168,7 @@ func TestShardsMatchOneProcess(t *testing.T) {
 			a, b := *m.ReqS / *m.SentReqS, *s.ReqS / *s.SentReqS
 			t.Logf("%s req_s/sent_req_s: merged %.3f (sent %.1f/s) single %.3f (sent %.1f/s)", id, a, *m.SentReqS, b, *s.SentReqS)
 			if normTol > 0 && (a/b-1 > normTol || a/b-1 < -normTol) {
-				t.Errorf("%s: served/sent merged %.3f vs single %.3f, want within %.0f%%", id, a, b, 100*normTol)
+				imprecise = append(imprecise, fmt.Sprintf("%s: served/sent merged %.3f vs single %.3f, want within %.0f%%", id, a, b, 100*normTol))
 			}
 		}
 		for _, x := range []struct {
@@ -192,7 +201,7 @@ func TestShardsMatchOneProcess(t *testing.T) {
 				allow = max(opt0(m.MachineLateP50Ms), opt0(s.MachineLateP50Ms)) / *x.b
 			}
 			if x.tol > 0 && (d > x.tol+allow || d < -x.tol-allow) {
-				t.Errorf("%s %s: merged %.3f vs single %.3f: %+.1f%%, want within %.0f%% and what the machine allowed (%.1f%%)", id, x.name, *x.a, *x.b, 100*d, 100*x.tol, 100*allow)
+				imprecise = append(imprecise, fmt.Sprintf("%s %s: merged %.3f vs single %.3f: %+.1f%%, want within %.0f%% and what the machine allowed (%.1f%%)", id, x.name, *x.a, *x.b, 100*d, 100*x.tol, 100*allow))
 			}
 		}
 	}
@@ -245,11 +254,28 @@ func TestShardsMatchOneProcess(t *testing.T) {
 			t.Logf("%s shard %d/%d: %d requests, send_lag p99 %s ms, start offset %.2f ms", c.CellID, sh.Shard, sh.Shards, sh.Requests, fmtOpt(sh.SendLagP99Ms), sh.StartOffsetMs)
 		}
 	}
+	// Last, as it may end the test inconclusive: the precision claims.
+	if len(imprecise) > 0 {
+		for _, m := range imprecise {
+			t.Log(m)
+		}
+		machine.Judge(t, "the merged cells' medians and rates within 10% of one process's")
+		for _, m := range imprecise {
+			t.Error(m)
+		}
+	}
 }
 
 // startSim starts `benchrun sim` (this test binary) on a free loopback
 // port in fixed mode and returns its URL once it answers.
 func startSim(t *testing.T, dir string, extra ...string) string {
+	t.Helper()
+	url, _ := startSimProc(t, dir, extra...)
+	return url
+}
+
+// startSimProc is startSim, with the simulator's process id.
+func startSimProc(t *testing.T, dir string, extra ...string) (string, int) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -270,11 +296,11 @@ func startSim(t *testing.T, dir string, extra ...string) string {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, err := http.Get(url + "/v1/models"); err == nil {
 			r.Body.Close()
-			return url
+			return url, cmd.Process.Pid
 		}
 	}
 	t.Fatalf("the simulator at %s never answered", url)
-	return ""
+	return "", 0
 }
 
 func fmtOpt(p *float64) string {

@@ -12,6 +12,23 @@ type CPUWindow struct {
 	at         time.Time
 	busy, self time.Duration
 	ok         bool
+	// own are processes counted as this one's (Own): their CPU when
+	// they were named.
+	own map[int]time.Duration
+}
+
+// Own counts process pid (a server the check started and has not yet
+// waited for) as this process's own from now on: its CPU is the check's
+// load, not a neighbour's.
+func (w *CPUWindow) Own(pid int) {
+	c, ok := procCPU(pid)
+	if !ok {
+		return
+	}
+	if w.own == nil {
+		w.own = map[int]time.Duration{}
+	}
+	w.own[pid] = c
 }
 
 // StartCPUWindow opens a window now.
@@ -32,5 +49,10 @@ func (w CPUWindow) Others() (float64, bool) {
 		return 0, false
 	}
 	others := (busy - w.busy) - (self - w.self)
+	for pid, at := range w.own {
+		if c, ok := procCPU(pid); ok && c > at {
+			others -= c - at
+		}
+	}
 	return max(others.Seconds()/wall.Seconds(), 0), true
 }

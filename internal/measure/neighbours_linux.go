@@ -49,3 +49,31 @@ func selfCPU() (time.Duration, bool) {
 	}
 	return total, true
 }
+
+// procCPU is process pid's CPU time (/proc/PID/stat's utime and stime),
+// false once it is gone.
+func procCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis (the state is field 3).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	var ticks int64
+	for _, k := range []int{14 - 3, 15 - 3} { // utime, stime
+		n, err := strconv.ParseInt(f[k], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, true
+}

@@ -74,4 +74,32 @@ func TestCPUWindowCountsOthersOnly(t *testing.T) {
 	if othersSpin < cpus-children/2 {
 		t.Errorf("spinning neighbours (%.2f cores) read as %.2f cores of others on a saturated %.0f-CPU machine", children, othersSpin, cpus)
 	}
+
+	// The same children, named as this process's own (servers a check
+	// started): their CPU is no neighbour's.
+	spinners = spinners[:0]
+	w = StartCPUWindow()
+	start = time.Now()
+	for range runtime.NumCPU() {
+		spin := exec.Command("sh", "-c", "while :; do :; done")
+		if err := spin.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.Own(spin.Process.Pid)
+		spinners = append(spinners, spin)
+	}
+	time.Sleep(500 * time.Millisecond)
+	othersOwned, _ := w.Others()
+	wall = time.Since(start).Seconds()
+	spun = 0
+	for _, spin := range spinners {
+		spin.Process.Kill()
+		spin.Wait()
+		spun += spin.ProcessState.UserTime() + spin.ProcessState.SystemTime()
+	}
+	owned := spun.Seconds() / wall
+	t.Logf("owned children spinning: children %.2f cores, others %.2f", owned, othersOwned)
+	if othersOwned+owned > cpus+owned/2 {
+		t.Errorf("owned children (%.2f cores) read as others: %.2f cores on %.0f CPUs", owned, othersOwned, cpus)
+	}
 }

@@ -29,6 +29,10 @@ type Watch struct{ w measure.CPUWindow }
 // Start opens the watch; call Judge when the check has measured.
 func Start() *Watch { return &Watch{w: measure.StartCPUWindow()} }
 
+// Own counts process pid (a server the test started) as the test's own
+// load from now on, not a neighbour's.
+func (w *Watch) Own(pid int) { w.w.Own(pid) }
+
 // Judge skips the test, as inconclusive, when other processes used more
 // than busyCores of the machine since Start; it logs what they used
 // either way. what names the claim ("the server saw the target rate
