@@ -36,6 +36,29 @@ const (
 	ResolvedFile = "plan.json"
 )
 
+// ownNames are the names benchrun writes in a run directory: its own
+// files, the tables' folders and the outputs' files. A plan's file of one
+// of these names would overwrite the run's (or be overwritten).
+var ownNames = []string{
+	PlanFile, ResolvedFile, ManifestFile, LockFile, "merge.json",
+	results.TableCells, results.TableRequests, results.TableSamples, results.TableAssertions,
+	"cells.csv", "result.json", "report.md", "report.html", "charts", "cells.arrow", "requests.arrow", "junit.xml",
+}
+
+// OwnName says why benchrun's own files keep name ("" when a plan may use
+// it): a file of the run directory, or a stage's log (<stage>.log).
+func OwnName(name string) string {
+	switch {
+	case slices.Contains(ownNames, name):
+		return "benchrun writes " + name + " in every run directory"
+	case strings.HasSuffix(name, ".log"):
+		return "benchrun writes each stage's log as <stage>.log"
+	case strings.HasPrefix(name, ".part-") || strings.HasPrefix(name, ".benchrun"):
+		return "benchrun's own temporary files start so"
+	}
+	return ""
+}
+
 // Run is one run directory, opened for reading.
 type Run struct {
 	// Dir is the run directory, as given to Open.

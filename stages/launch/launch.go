@@ -27,6 +27,7 @@ import (
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -172,6 +173,8 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	for name := range s.cfg.Files {
 		if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsRune(name, os.PathSeparator) {
 			errs = append(errs, schema.Error{Pos: s.spec.PosOf("files"), Msg: fmt.Sprintf("stages.%s.files: %q: a file name inside the run directory, without a path", s.spec.Name, name)})
+		} else if why := rundir.OwnName(name); why != "" {
+			errs = append(errs, schema.Error{Pos: s.spec.PosOf("files"), Msg: fmt.Sprintf("stages.%s.files: %q: %s; give the file another name", s.spec.Name, name, why)})
 		}
 	}
 	if len(errs) > 0 {

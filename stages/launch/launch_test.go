@@ -629,6 +629,18 @@ stages: server: {kind: "launch", cmd: [""]}`, "stages.server.cmd: the command is
 		{"file outside the run directory", `name: "p"
 model: {name: "m"}
 stages: server: {kind: "launch", cmd: ["x"], files: {"../escape": "x"}}`, `a file name inside the run directory`},
+		{"a file of the run's own", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x"], files: {"manifest.json": "{}"}}`, `stages.server.files: "manifest.json": benchrun writes manifest.json in every run directory; give the file another name`},
+		{"the lock", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x"], files: {".benchrun.lock": ""}}`, `benchrun writes .benchrun.lock`},
+		{"a table's folder", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x"], files: {"cells": ""}}`, `benchrun writes cells in every run directory`},
+		{"a stage's log", `name: "p"
+model: {name: "m"}
+stages: server: {kind: "launch", cmd: ["x"], files: {"server.log": ""}}`, `benchrun writes each stage's log as <stage>.log`},
 		{"bad GPU", `name: "p"
 model: {name: "m"}
 stages: server: {kind: "launch", cmd: ["x"], gpus: [-1]}`, "gpus"},
