@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -130,6 +131,11 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 	}
 	if o.StartAt == "" {
 		return nil, fmt.Errorf("no start time: the shards need a common --start-at")
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return nil, fmt.Errorf("--namespace %q is not a Kubernetes namespace name: %s", o.Namespace, strings.Join(errs, "; "))
+		}
 	}
 	var plan map[string]any
 	if err := json.Unmarshal(planJSON, &plan); err != nil {
@@ -327,6 +333,7 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 	sort.Strings(names)
 	urls := map[string]string{}
 	engines := map[string]string{}
+	byService := map[string]string{} // Kubernetes name → the stage that took it
 	for _, name := range names {
 		s, _ := st[name].(map[string]any)
 		if s["kind"] != "launch" {
@@ -379,6 +386,12 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 			l.Cmd = append(l.Cmd, rep.Replace(a))
 		}
 		svc := prefix + "-" + dnsName(name)
+		if other, ok := byService[svc]; ok {
+			// One Service for two servers: one would be measured twice, the
+			// other never.
+			return nil, nil, fmt.Errorf("stages.%s and stages.%s both become the Kubernetes name %s (names are lower case, with dashes): rename one", other, name, svc)
+		}
+		byService[svc] = name
 		host := svc
 		if namespace != "" {
 			host += "." + namespace + ".svc"

@@ -221,6 +221,15 @@ func TestRefused(t *testing.T) {
 	if _, err := Render([]byte(quickstartJSON), Options{Shards: 0, StartAt: "@1"}); err == nil {
 		t.Error("0 shards rendered")
 	}
+	// Two servers whose names become one Kubernetes name: one would be
+	// measured twice and the other never.
+	two := `{"name":"x","stages":{"Server_a":{"kind":"launch","cmd":["x"]},"server-a":{"kind":"launch","cmd":["y"]}}}`
+	if _, err := Render([]byte(two), Options{Shards: 1, StartAt: "@1"}); err == nil || !strings.Contains(err.Error(), "stages.Server_a and stages.server-a both become the Kubernetes name benchrun-x-server-a") {
+		t.Errorf("two stages, one name: err %v", err)
+	}
+	if _, err := Render([]byte(quickstartJSON), Options{Shards: 1, StartAt: "@1", Namespace: "team a"}); err == nil || !strings.Contains(err.Error(), `--namespace "team a" is not a Kubernetes namespace name`) {
+		t.Errorf("a bad namespace: err %v", err)
+	}
 }
 
 // TestStrictDecodeCatches shows the strict decoder is strict: a field the
