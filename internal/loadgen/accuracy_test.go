@@ -2,11 +2,14 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -34,6 +37,7 @@ func TestMeasurementErrorAgainstSimulator(t *testing.T) {
 		{conc: 256, requests: 256, osl: 16, itl: 25 * time.Millisecond, p50: 2, p99: 25, ttftP50: 50, ttftP99: 100},
 	} {
 		t.Run("c"+itoa(tc.conc), func(t *testing.T) {
+			machine := measuretest.Start()
 			srv, url := startSim(t, func(c *sim.Config) {
 				c.TTFT = 10 * time.Millisecond
 				c.ITL = tc.itl
@@ -92,11 +96,28 @@ func TestMeasurementErrorAgainstSimulator(t *testing.T) {
 			if s.N != tc.requests*tc.osl {
 				t.Fatalf("compared %d events, want %d", s.N, tc.requests*tc.osl)
 			}
-			if s.P50 > tc.p50 || s.P99 > tc.p99 {
-				t.Errorf("measurement error p50 %.3f ms (bound %.1f), p99 %.3f ms (bound %.1f)", s.P50, tc.p50, s.P99, tc.p99)
+			// The median stamp error holds on any machine (a client that
+			// stamps 2 ms late fails it at every concurrency); so does a
+			// ttft shorter than the server's own. The tails and the trip
+			// are claims about a quiet machine: beside busy neighbours
+			// every process waits for a core, and they are inconclusive.
+			if s.P50 > tc.p50 {
+				t.Errorf("measurement error p50 %.3f ms (bound %.1f)", s.P50, tc.p50)
 			}
-			if tt.P50 < 0 || tt.P50 > tc.ttftP50 || tt.P99 > tc.ttftP99 {
-				t.Errorf("ttft excess over the server's own view: p50 %.3f ms, p99 %.3f ms", tt.P50, tt.P99)
+			if tt.P50 < 0 {
+				t.Errorf("the client's ttft a median %.3f ms under the server's own view", -tt.P50)
+			}
+			var tails []string
+			if s.P99 > tc.p99 {
+				tails = append(tails, fmt.Sprintf("measurement error p99 %.3f ms (bound %.1f)", s.P99, tc.p99))
+			}
+			if tt.P50 > tc.ttftP50 || tt.P99 > tc.ttftP99 {
+				tails = append(tails, fmt.Sprintf("ttft excess over the server's own view: p50 %.3f ms (bound %.0f), p99 %.3f ms (bound %.0f)", tt.P50, tc.ttftP50, tt.P99, tc.ttftP99))
+			}
+			if len(tails) > 0 {
+				t.Log(strings.Join(tails, "; "))
+				machine.Judge(t, "the stamp error's p99 and the request's trip within their bounds")
+				t.Error(strings.Join(tails, "; "))
 			}
 		})
 	}

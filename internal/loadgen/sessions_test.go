@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
@@ -81,6 +82,7 @@ func TestSessionsAgainstSimulator(t *testing.T) {
 		stream bool
 	}{{Completions, true}, {Chat, true}, {Completions, false}, {Chat, false}} {
 		t.Run(fmt.Sprintf("%s stream=%v", tc.ep, tc.stream), func(t *testing.T) {
+			machine := measuretest.Start()
 			tg := newTarget(url, 4)
 			tg.Endpoint, tg.Stream = tc.ep, tc.stream
 			var got collect
@@ -149,9 +151,12 @@ func TestSessionsAgainstSimulator(t *testing.T) {
 			// Per turn, the timeliest first write is within a few ms of the
 			// rule (a loaded machine delays some writes, never all), and the
 			// client measured what the simulator did.
+			// On a machine whose cores others hold, every write may be
+			// late: the timing is then inconclusive (measuretest).
+			var imprecise []string
 			for k := range late {
 				if best, p50 := slices.Min(late[k]), stats.Percentile(clientErr[k], 50); best > 6 || p50 > 3 {
-					t.Errorf("turn %d: the simulator's timeliest first write %.1f ms after its rule; the client's ttft a median %.1f ms over the simulator's", k+1, best, p50)
+					imprecise = append(imprecise, fmt.Sprintf("turn %d: the simulator's timeliest first write %.1f ms after its rule; the client's ttft a median %.1f ms over the simulator's", k+1, best, p50))
 				}
 			}
 			// Every turn but the last sent its answer back: the next prompt
@@ -162,6 +167,11 @@ func TestSessionsAgainstSimulator(t *testing.T) {
 						t.Fatalf("turn %d kept text %q", k+1, r.Text)
 					}
 				}
+			}
+			if len(imprecise) > 0 {
+				t.Log(strings.Join(imprecise, "; "))
+				machine.Judge(t, "the first writes on the simulator's rule and the client's ttft on the simulator's")
+				t.Error(strings.Join(imprecise, "; "))
 			}
 		})
 	}

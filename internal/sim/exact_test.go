@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 )
 
 // TestFixedModeExact holds fixed mode to its schedule as a client sees
@@ -37,6 +39,7 @@ func TestFixedModeExact(t *testing.T) {
 	for _, sched := range []struct{ ttft, itl time.Duration }{{20 * time.Millisecond, 5 * time.Millisecond}, {22 * time.Millisecond, 5500 * time.Microsecond}} {
 		for _, conc := range []int{1, 4, 16, 64} {
 			t.Run(fmt.Sprintf("ttft=%v,itl=%v,c=%d", sched.ttft, sched.itl, conc), func(t *testing.T) {
+				neighbours := measuretest.Start()
 				cfg := DefaultConfig()
 				cfg.TTFT, cfg.ITL = sched.ttft, sched.itl
 				s, url := serveStamped(t, cfg)
@@ -96,11 +99,22 @@ func TestFixedModeExact(t *testing.T) {
 				slices.Sort(ttfts)
 				gap, ttft := gaps[len(gaps)/2], ttfts[len(ttfts)/2]
 				t.Logf("median gap %v (want %v), median TTFT %v (want %v); machine %s: event loop late p50 %.3f ms p99 %s ms; allowed 1%% + %v", gap, sched.itl, ttft, sched.ttft, machine, *m.LateP50Ms, fmtMs(m.LateP99Ms), allow)
+				var off []string
 				if d := (gap - sched.itl).Abs(); d > sched.itl/100+allow {
-					t.Errorf("median gap %v is %v off %v: over 1%% (%v) and what the %s machine allowed (%v)", gap, d, sched.itl, sched.itl/100, machine, allow)
+					off = append(off, fmt.Sprintf("median gap %v is %v off %v: over 1%% (%v) and what the %s machine allowed (%v)", gap, d, sched.itl, sched.itl/100, machine, allow))
 				}
 				if d := (ttft - sched.ttft).Abs(); d > sched.ttft/100+allow {
-					t.Errorf("median TTFT from arrival %v is %v off %v: over 1%% (%v) and what the %s machine allowed (%v)", ttft, d, sched.ttft, sched.ttft/100, machine, allow)
+					off = append(off, fmt.Sprintf("median TTFT from arrival %v is %v off %v: over 1%% (%v) and what the %s machine allowed (%v)", ttft, d, sched.ttft, sched.ttft/100, machine, allow))
+				}
+				// The light probe does not wait for a core as the simulator
+				// does when other processes hold them (at 64 streams beside
+				// them the median gap read 16 µs, every event coalesced,
+				// with the probe's p99 at 9.7 ms): then the claim is
+				// inconclusive (measuretest).
+				if len(off) > 0 {
+					t.Log(strings.Join(off, "; "))
+					neighbours.Judge(t, "the simulator's schedule within 1% and the machine's lateness")
+					t.Error(strings.Join(off, "; "))
 				}
 			})
 		}
