@@ -123,7 +123,7 @@ func TestMatrixTwinOneServerAtATime(t *testing.T) {
 	}
 	for _, q := range []string{"Q4_K_M", "Q8_0", "F16"} {
 		for _, c := range []string{"1", "2"} {
-			if !strings.Contains(stdout.String(), c+",ok,quant="+q+"\n") {
+			if !strings.Contains(stdout.String(), c+`,ok,"{""quant"":""`+q+`""}"`+"\n") {
 				t.Errorf("no ok row for %s at c=%s:\n%s", q, c, stdout.String())
 			}
 		}

@@ -8,6 +8,7 @@ package csv
 import (
 	_ "embed"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -372,15 +373,30 @@ func format(v reflect.Value) string {
 	case reflect.Bool:
 		return strconv.FormatBool(v.Bool())
 	case reflect.String:
-		return v.String()
+		return neutral(v.String())
 	case reflect.Map:
-		// key=value pairs sorted by key, so the text is reproducible.
-		var parts []string
-		for _, k := range v.MapKeys() {
-			parts = append(parts, k.String()+"="+v.MapIndex(k).String())
+		// A JSON object (keys sorted, so the text is reproducible): a
+		// value may hold any character, ";" and "=" included.
+		if v.Len() == 0 {
+			return ""
 		}
-		slices.Sort(parts)
-		return strings.Join(parts, ";")
+		b, err := json.Marshal(v.Interface())
+		if err != nil {
+			return ""
+		}
+		return neutral(string(b))
 	}
 	return fmt.Sprint(v.Interface())
+}
+
+// neutral keeps a spreadsheet from reading text as a formula: a field
+// that starts with = + - @ (or a tab or carriage return, which some read
+// past) gets a leading apostrophe, as OWASP advises for CSV. Text from
+// servers and programs (an engine's version "=HYPERLINK(…)") reaches
+// these columns; numbers are written apart and keep their sign.
+func neutral(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

