@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -145,6 +146,19 @@ type promReading struct {
 	// per-slot token counts.
 	kv     *float64
 	kvBusy bool
+	// bad names the metrics whose values could not be measurements
+	// (plausible), left out of the reading and the samples.
+	bad []string
+}
+
+// maxPromValue bounds a server metric benchrun reads: counts of tokens or
+// requests, gauges of use, sums of seconds. Past it (1e308), below zero
+// or not finite (NaN, Inf), a value is no measurement.
+const maxPromValue = 1e15
+
+// plausible says whether v can be one of the metrics benchrun reads.
+func plausible(v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= maxPromValue
 }
 
 // promProbe implements Probe over a Prometheus text endpoint.
@@ -278,6 +292,17 @@ func (p *promProbe) End(ctx context.Context, row *results.Cell) ([]results.Sampl
 	p.open, p.readings, p.samples = false, nil, nil
 	p.mu.Unlock()
 	note := fillPromColumns(row, readings, slotsOff)
+	var bad []string
+	for _, r := range readings {
+		for _, b := range r.bad {
+			if !slices.Contains(bad, b) {
+				bad = append(bad, b)
+			}
+		}
+	}
+	if len(bad) > 0 {
+		note = strings.TrimPrefix(note+"; "+fmt.Sprintf("left out values that cannot be measurements (NaN, infinite, negative or over %g) of %s", float64(maxPromValue), strings.Join(bad, ", ")), "; ")
+	}
 	if note != "" {
 		note = "server metrics (" + p.url + "): " + note
 	}
@@ -319,6 +344,17 @@ func (p *promProbe) scrape(ctx context.Context, cellID string) (promReading, []r
 	}
 	r.vals = map[string]float64{}
 	var samples []results.Sample
+	// take keeps a value that can be a measurement, and notes one that
+	// cannot (NaN is not NULL, and a 1e308 peak is no peak).
+	take := func(name string, v float64) bool {
+		if plausible(v) {
+			return true
+		}
+		if !slices.Contains(r.bad, name) {
+			r.bad = append(r.bad, name)
+		}
+		return false
+	}
 	sample := func(name string, m *dto.Metric, v float64) {
 		samples = append(samples, results.Sample{
 			CellID: cellID, At: at, Source: promSource, Device: p.url,
@@ -333,7 +369,7 @@ func (p *promProbe) scrape(ctx context.Context, cellID string) (promReading, []r
 		total, n := 0.0, 0
 		for _, m := range f.GetMetric() {
 			v, ok := scalarValue(m)
-			if !ok {
+			if !ok || !take(name, v) {
 				continue
 			}
 			total += v
@@ -349,7 +385,7 @@ func (p *promProbe) scrape(ctx context.Context, cellID string) (promReading, []r
 		if f := fams[name]; f != nil {
 			for _, m := range f.GetMetric() {
 				s, c, ok := histValue(m)
-				if !ok {
+				if !ok || !take(name+"_sum", s) || !take(name+"_count", c) {
 					continue
 				}
 				sum += s
@@ -361,14 +397,14 @@ func (p *promProbe) scrape(ctx context.Context, cellID string) (promReading, []r
 		} else if fs, fc := fams[name+"_sum"], fams[name+"_count"]; fs != nil && fc != nil {
 			// Without a TYPE line the parser sees two untyped families.
 			for _, m := range fs.GetMetric() {
-				if v, ok := scalarValue(m); ok {
+				if v, ok := scalarValue(m); ok && take(name+"_sum", v) {
 					sum += v
 					n++
 					sample(name+"_sum", m, v)
 				}
 			}
 			for _, m := range fc.GetMetric() {
-				if v, ok := scalarValue(m); ok {
+				if v, ok := scalarValue(m); ok && take(name+"_count", v) {
 					count += v
 					sample(name+"_count", m, v)
 				}

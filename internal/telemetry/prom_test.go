@@ -602,3 +602,35 @@ func serveTest(t testing.TB, h http.Handler) string {
 	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 	return hs.URL
 }
+
+// TestPromImpossibleValues: a server that sends NaN, a negative gauge or
+// 1e308 has those values left out of the row's columns and of the samples
+// (NaN is not NULL; a 1e308 peak is no peak), with a note naming the
+// metrics; its plausible values still count.
+func TestPromImpossibleValues(t *testing.T) {
+	page := func(running, waiting, kv, prompt string) string {
+		return "vllm:num_requests_running " + running + "\nvllm:num_requests_waiting " + waiting +
+			"\nvllm:gpu_cache_usage_perc " + kv + "\n# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total " + prompt + "\n"
+	}
+	url := promSequence(t, page("1", "0", "0.1", "100"), page("NaN", "-3", "1e308", "150"), page("2", "0", "0.2", "200"))
+	p := NewPromProbe(url, "vllm", 20*time.Millisecond, nil)
+	defer p.Close()
+	p.Begin(context.Background(), "c1")
+	time.Sleep(60 * time.Millisecond)
+	var row results.Cell
+	samples, note := p.End(context.Background(), &row)
+	if f(row.ServerRunningPeak) != "2" || f(row.ServerWaitingPeak) != "0" || f(row.KVCacheUsagePeak) != "0.2" || f(row.ServerPromptTokens) != "100" {
+		t.Errorf("running peak %s waiting peak %s kv peak %s prompt tokens %s; want 2, 0, 0.2, 100 (the impossible values left out)",
+			f(row.ServerRunningPeak), f(row.ServerWaitingPeak), f(row.KVCacheUsagePeak), f(row.ServerPromptTokens))
+	}
+	for _, s := range samples {
+		if !plausible(s.Value) {
+			t.Errorf("sample %s = %v stored", s.Metric, s.Value)
+		}
+	}
+	for _, m := range []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:gpu_cache_usage_perc"} {
+		if !strings.Contains(note, m) || !strings.Contains(note, "left out values that cannot be measurements") {
+			t.Errorf("note %q does not name %s", note, m)
+		}
+	}
+}
