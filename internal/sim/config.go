@@ -139,6 +139,9 @@ type Config struct {
 	// Slots is llama-server's -np: /props total_slots, /slots, and how many
 	// recent prompts the llama-server and Ollama prompt caches keep.
 	Slots int
+	// SlotsObjectNextToken makes /slots send next_token as an object, as
+	// llama.cpp builds to 2025 did; current ones send an array of one.
+	SlotsObjectNextToken bool
 	// TrainContextLen is the context the model was trained with, reported
 	// by llama-server (meta.n_ctx_train) and Ollama (llama.context_length);
 	// 0 means 2*MaxModelLen. The served context stays MaxModelLen.

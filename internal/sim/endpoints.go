@@ -359,10 +359,13 @@ func (s *Server) handleSlots(w http.ResponseWriter, r *http.Request) {
 	busy := int(s.inflight.Load())
 	out := make([]map[string]any, s.slots())
 	for i := range out {
+		var next any = map[string]any{"has_next_token": i < busy, "has_new_line": false, "n_remain": -1, "n_decoded": 0, "stopping_word": ""}
+		if !s.cfg.SlotsObjectNextToken {
+			next = []any{next} // current llama.cpp: one per sequence
+		}
 		out[i] = map[string]any{
 			"id": i, "id_task": -1, "n_ctx": s.cfg.MaxModelLen, "speculative": false, "is_processing": i < busy,
-			"params": s.llamaParams(), "prompt": "",
-			"next_token": map[string]any{"has_next_token": i < busy, "has_new_line": false, "n_remain": -1, "n_decoded": 0, "stopping_word": ""},
+			"params": s.llamaParams(), "prompt": "", "next_token": next,
 		}
 	}
 	writeRawJSON(w, http.StatusOK, out)

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,14 +20,37 @@ import (
 
 // llamaSlot is the part of a /slots entry read.
 type llamaSlot struct {
-	NCtx         float64  `json:"n_ctx"`
-	IsProcessing bool     `json:"is_processing"`
-	NPast        *float64 `json:"n_past"`
-	NPrompt      *float64 `json:"n_prompt_tokens"`
-	NPromptDone  *float64 `json:"n_prompt_tokens_processed"`
-	NextToken    *struct {
-		NDecoded *float64 `json:"n_decoded"`
-	} `json:"next_token"`
+	NCtx         float64        `json:"n_ctx"`
+	IsProcessing bool           `json:"is_processing"`
+	NPast        *float64       `json:"n_past"`
+	NPrompt      *float64       `json:"n_prompt_tokens"`
+	NPromptDone  *float64       `json:"n_prompt_tokens_processed"`
+	NextToken    *slotNextToken `json:"next_token"`
+}
+
+// slotNextToken is a slot's next_token: an object in llama.cpp builds to
+// 2025, an array of one object per sequence in current ones (the first is
+// read).
+type slotNextToken struct {
+	NDecoded *float64 `json:"n_decoded"`
+}
+
+func (n *slotNextToken) UnmarshalJSON(b []byte) error {
+	type plain slotNextToken
+	var one plain
+	if trimmed := bytes.TrimSpace(b); len(trimmed) > 0 && trimmed[0] == '[' {
+		var many []plain
+		if err := json.Unmarshal(trimmed, &many); err != nil {
+			return err
+		}
+		if len(many) > 0 {
+			one = many[0]
+		}
+	} else if err := json.Unmarshal(b, &one); err != nil {
+		return err
+	}
+	*n = slotNextToken(one)
+	return nil
 }
 
 // errSlotsShape marks a /slots answer that is not a list of slots.

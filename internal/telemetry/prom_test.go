@@ -336,6 +336,10 @@ func TestPromSpellings(t *testing.T) {
 		{"llama-server", "llama-server", func(c *sim.Config) { _ = sim.ApplyPersonality(c, sim.PersonaLlamaServer); c.Mode = sim.ModeEngine },
 			[]string{"llamacpp:requests_processing", "llamacpp:requests_deferred", "llamacpp:tokens_predicted_total", "llamacpp:slots_kv_usage"},
 			"kv_cache_usage_peak from llama.cpp /slots", false, false, false},
+		{"llama-server-2025", "llama-server", func(c *sim.Config) {
+			_ = sim.ApplyPersonality(c, sim.PersonaLlamaServer)
+			c.Mode, c.SlotsObjectNextToken = sim.ModeEngine, true
+		}, []string{"llamacpp:slots_kv_usage"}, "kv_cache_usage_peak from llama.cpp /slots", false, false, false},
 		{"llama-server-legacy", "llama-server", func(c *sim.Config) {
 			_ = sim.ApplyPersonality(c, sim.PersonaLlamaServer)
 			c.Mode, c.MetricsLegacyNames = sim.ModeEngine, true
@@ -567,14 +571,26 @@ func TestPromSlotsUsage(t *testing.T) {
 		t.Errorf("n_past: %v %v %v", kv, whole, ok)
 	}
 	s := llamaSlot{NCtx: 1000, IsProcessing: true, NPrompt: n(300)}
-	s.NextToken = &struct {
-		NDecoded *float64 `json:"n_decoded"`
-	}{n(100)}
+	s.NextToken = &slotNextToken{n(100)}
 	if kv, whole, _ := slotsUsage([]llamaSlot{s, {NCtx: 1000, IsProcessing: true}}); !whole || kv != 0.7 {
 		t.Errorf("prompt+decoded, busy whole: %v %v", kv, whole)
 	}
 	if _, _, ok := slotsUsage([]llamaSlot{{IsProcessing: true}}); ok {
 		t.Error("no n_ctx")
+	}
+	// next_token as llama.cpp sends it: an object (to 2025), an array of
+	// one object (3f545becc: "next_token":[{"has_next_token":true,…}]).
+	for _, body := range []string{
+		`[{"n_ctx":1000,"is_processing":true,"n_prompt_tokens":300,"next_token":{"has_next_token":true,"n_decoded":100}}]`,
+		`[{"n_ctx":1000,"is_processing":true,"n_prompt_tokens":300,"next_token":[{"has_next_token":true,"has_new_line":true,"n_remain":4,"n_decoded":100}]}]`,
+	} {
+		var slots []llamaSlot
+		if err := json.Unmarshal([]byte(body), &slots); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if kv, whole, ok := slotsUsage(slots); !ok || whole || kv != 0.4 {
+			t.Errorf("%s: kv %v whole %v ok %v; want 0.4 counted", body, kv, whole, ok)
+		}
 	}
 }
 

@@ -991,6 +991,9 @@ func TestParseVersion(t *testing.T) {
 		{"llama-server", "version: 6500 (abcdef0)\nbuilt with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu\n", "b6500"},
 		{"llama-server", "load_backend: loaded CPU backend from /usr/lib/libggml-cpu-haswell.so\nversion: 4589 (eb7cf15a)\nbuilt with MSVC 19.40 for x64\n", "b4589"},
 		{"llama-server", "error: unknown argument: --version\n", ""},
+		// Current llama.cpp (3f545becc, ../shared/RESEARCH.md §9).
+		{"llama-server", "version: 0.2.0-dev (build 7236, commit 3f545be)\nbuilt with GNU 12.2.0 for Linux x86_64\n", "b7236"},
+		{"llama-server", "version: 0.2.0-dev (build 0, commit unknown)\n", "0.2.0-dev"},
 		{"ollama", "ollama version is 0.6.5\n", "0.6.5"},
 		{"ollama", "Warning: could not connect to a running Ollama instance\nWarning: client version is 0.6.5\n", "0.6.5"},
 		{"ollama", "ollama version is 0.17.4\nWarning: client version is 0.6.5\n", "0.6.5"},

@@ -103,6 +103,9 @@ func runVersion(ctx context.Context, argv, environ []string, dir string) (string
 var (
 	// llama.cpp, common/arg.cpp: fprintf(stderr, "version: %d (%s)\n", LLAMA_BUILD_NUMBER, LLAMA_COMMIT).
 	llamaVersion = regexp.MustCompile(`(?m)^version: (\d+) \(([0-9a-f]+)\)`)
+	// Current llama.cpp: "version: 0.2.0-dev (build 7236, commit 3f545be)";
+	// a source archive without git metadata: "(build 0, commit unknown)".
+	llamaVersionBuild = regexp.MustCompile(`(?m)^version: (\S+) \(build (\d+), commit (\S+)\)`)
 	// ollama, cmd/cmd.go versionHandler.
 	ollamaClient = regexp.MustCompile(`client version is (\S+)`)
 	ollamaServer = regexp.MustCompile(`ollama version is (\S+)`)
@@ -125,6 +128,12 @@ func ParseVersion(parser, out string) string {
 	case "llama-server":
 		if m := llamaVersion.FindStringSubmatch(out); m != nil {
 			return "b" + m[1]
+		}
+		if m := llamaVersionBuild.FindStringSubmatch(out); m != nil {
+			if m[2] != "0" {
+				return "b" + m[2]
+			}
+			return m[1] // no build number: the version it names
 		}
 		return ""
 	case "ollama":
