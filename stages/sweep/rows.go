@@ -15,6 +15,20 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
+// minCPUSpan is the shortest span over which the client's CPU use is
+// reported: over a millisecond, a scheduler tick's worth of CPU reads as
+// several cores.
+const minCPUSpan = 50 * time.Millisecond
+
+// clientCPUUtil is the client's CPU use in cores: cpu over the wall time
+// of the same span, nil for a span under minCPUSpan.
+func clientCPUUtil(cpu, wall time.Duration) *float64 {
+	if wall < minCPUSpan {
+		return nil
+	}
+	return results.Some(cpu.Seconds() / wall.Seconds())
+}
+
 // fillRow computes a cell row's metrics from the timed requests over the
 // timed passes' summed window (docs/METRICS.md has the definitions).
 // Failed requests are counted, never mixed into latency statistics.

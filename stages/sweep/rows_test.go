@@ -150,3 +150,23 @@ func TestClientInFlightLimitIsNoted(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCPUUtil: the client's CPU in cores over a span long enough to
+// say so; a pass whose requests were all refused within a millisecond
+// (once read as 4.59 of 2 cores) gives none.
+func TestClientCPUUtil(t *testing.T) {
+	for _, tc := range []struct {
+		cpu, wall time.Duration
+		want      *float64
+	}{
+		{4590 * time.Microsecond, time.Millisecond, nil},
+		{49 * time.Millisecond, 49 * time.Millisecond, nil},
+		{150 * time.Millisecond, time.Second, results.Some(0.15)},
+		{2 * time.Second, time.Second, results.Some(2.0)},
+	} {
+		got := clientCPUUtil(tc.cpu, tc.wall)
+		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Errorf("clientCPUUtil(%v, %v) = %v, want %v", tc.cpu, tc.wall, got, tc.want)
+		}
+	}
+}

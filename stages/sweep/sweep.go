@@ -903,6 +903,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	var window time.Duration
 	var sends sendSpan
 	cpu0, cpuOK := processCPU()
+	cpuFrom := time.Now()
 	// Telemetry over the timed window only: the warm-up's load is not
 	// the point's.
 	probes.begin(ctx, row.CellID)
@@ -919,10 +920,13 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		window += w
 	}
 	if cpu1, ok := processCPU(); ok && cpuOK && window > 0 {
-		// The client's own CPU over the timed window, in cores: in a closed
-		// loop send lag is 0 by definition, so this is what shows a client
-		// that could not keep up.
-		row.ClientCPUUtil = results.Some((cpu1 - cpu0).Seconds() / window.Seconds())
+		// The client's own CPU over the timed passes, in cores: in a
+		// closed loop send lag is 0 by definition, so this is what shows
+		// a client that could not keep up. CPU and wall time are read over
+		// the same span (the passes' windows leave out what surrounds
+		// them, which the CPU reading does not), and a span too short to
+		// say anything (every request refused at once) gives none.
+		row.ClientCPUUtil = clientCPUUtil(cpu1-cpu0, time.Since(cpuFrom))
 	}
 	if firstErr != nil {
 		row.Status, row.Reason = results.StatusError, firstErr.Error()

@@ -393,6 +393,11 @@ func TestSweepFaultsBecomeReasons(t *testing.T) {
 			if r.Status != results.StatusError || !strings.Contains(r.Reason, "connection refused") {
 				t.Errorf("%s: %s %q", r.CellID, r.Status, r.Reason)
 			}
+			// Every request refused within a millisecond: no span to read
+			// the client's CPU over (it once read 4.59 of 2 cores).
+			if r.ClientCPUUtil != nil && *r.ClientCPUUtil > float64(runtime.NumCPU()) {
+				t.Errorf("%s: client_cpu_util %.2f cores of %d", r.CellID, *r.ClientCPUUtil, runtime.NumCPU())
+			}
 		}
 	})
 }
