@@ -204,8 +204,9 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 // checkShardSet refuses run directories that are not one sharded run,
 // whole and once each: a directory (or run) given twice would count its
 // requests twice, a missing shard would label a part of the load with the
-// whole concurrency, and a shard of another split, plan, tag set or start
-// is another run's.
+// whole concurrency, and a shard of another split, plan or start is
+// another run's. (Tags are not compared: shards are often told apart by
+// one, -t shard=N.)
 func checkShardSet(shards []shardRun) error {
 	type who struct {
 		dir       string
@@ -233,6 +234,9 @@ func checkShardSet(shards []shardRun) error {
 			return fmt.Errorf("%s and %s are the same run (%s): each shard's run directory once", prev, s.dir, s.run.ID())
 		}
 		seenRun[s.run.ID()] = s.dir
+		if _, err := os.Stat(filepath.Join(s.dir, InfoFile)); err == nil {
+			return fmt.Errorf("%s is a merged run, not a shard: merge joins the run directories of one sharded run", s.dir)
+		}
 		w := who{dir: s.dir}
 		if rec := m.Shard; rec != nil {
 			w.shard, w.of = int64(rec.Shard), int64(rec.Shards)
@@ -257,8 +261,6 @@ func checkShardSet(shards []shardRun) error {
 			return fmt.Errorf("%s is a run of plan %s, %s of plan %s: not shards of one run", s.dir, m.Plan, shards[0].dir, m0.Plan)
 		case w.of != set[0].of:
 			return fmt.Errorf("%s is shard %d/%d, %s shard %d/%d: not shards of one run", s.dir, w.shard, w.of, set[0].dir, set[0].shard, set[0].of)
-		case strings.Join(m.Tags, " ") != strings.Join(m0.Tags, " "):
-			return fmt.Errorf("%s ran with tags [%s], %s with [%s]: not shards of one run", s.dir, strings.Join(m.Tags, " "), shards[0].dir, strings.Join(m0.Tags, " "))
 		case m.Shard != nil && m0.Shard != nil && !sameStart(m.Shard, m0.Shard):
 			return fmt.Errorf("%s and %s were started apart (another --start-at): not shards of one run", s.dir, shards[0].dir)
 		}

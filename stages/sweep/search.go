@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -598,8 +599,15 @@ func (sr *search) saturated(row *results.Cell, load float64) string {
 		row.E2ELP99Ms != nil && q.row.E2ELP99Ms != nil {
 		ratio := load / q.load
 		rise := *row.ReqS / *q.row.ReqS - 1
-		climb := *row.E2ELP99Ms / *q.row.E2ELP99Ms - 1
-		if rise < satRise*(ratio-1) && climb > satLatency {
+		// Judged on what the machine allowed: with the probe's own
+		// lateness taken out (its true throughput up to that much higher,
+		// its tail that much lower), a step the machine's lateness could
+		// have flattened is not called saturated (a fixed 6 ms server read
+		// 152 then 94 req/s beside busy neighbours).
+		late := measure.Late(row)
+		bestRise := (*row.ReqS+measure.Allowance("req_s", row, late).Up) / *q.row.ReqS - 1
+		bestClimb := (*row.E2ELP99Ms-measure.Allowance("e2el_p99_ms", row, late).Down) / *q.row.E2ELP99Ms - 1
+		if bestRise < satRise*(ratio-1) && bestClimb > satLatency {
 			why = append(why, fmt.Sprintf("throughput flat: req_s %.4g at %g %s vs %.4g at %g (%+.1f%% for %.2g× the load) while e2el_p99_ms rose %.4g → %.4g",
 				*row.ReqS, load, unit, *q.row.ReqS, q.load, 100*rise, ratio, *q.row.E2ELP99Ms, *row.E2ELP99Ms))
 		}

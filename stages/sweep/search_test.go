@@ -289,7 +289,11 @@ func TestSearchRefusesShards(t *testing.T) {
 func TestSearchSaturationSigns(t *testing.T) {
 	f := results.Some[float64]
 	row := func(reqS, sent, e2el float64, waiting *float64) results.Cell {
-		return results.Cell{Status: results.StatusOK, Requests: 40, ReqS: f(reqS), SentReqS: f(sent), E2ELP99Ms: f(e2el), ServerWaitingPeak: waiting}
+		return results.Cell{Status: results.StatusOK, Requests: 40, ReqS: f(reqS), SentReqS: f(sent), E2ELP99Ms: f(e2el), E2ELP50Ms: f(e2el * 0.8), ServerWaitingPeak: waiting}
+	}
+	late := func(c results.Cell, p99 float64) results.Cell {
+		c.MachineLateP99Ms = f(p99)
+		return c
 	}
 	for _, tc := range []struct {
 		name       string
@@ -307,6 +311,12 @@ func TestSearchSaturationSigns(t *testing.T) {
 		{"served under offered", overRate, row(37.9, 40, 119, nil), row(40.7, 80, 499, nil), "served 40.7 req/s of the 80 offered (51%) while e2el_p99_ms rose 119 → 499", 40, 80},
 		{"queue", overRate, row(37.9, 40, 119, f(1)), row(40, 50, 130, f(11)), "the server's waiting queue grew to 11 of the probe's 40 requests, 1 at 40 req/s", 40, 50},
 		{"queue that did not grow", overRate, row(37.9, 40, 119, f(12)), row(40, 50, 130, f(11)), "", 40, 50},
+		// A fixed 6 ms server beside busy neighbours: 152 then 94 req/s,
+		// its tail 8 → 20 ms, while the machine ran its loop 14 ms late
+		// (p99): the machine could explain the step, which is not called
+		// saturated; with the machine quiet it is.
+		{"flat, the machine late", overConcurrency, row(152, 0, 8, nil), late(row(94, 0, 20, nil), 14), "", 1, 2},
+		{"flat, the machine quiet", overConcurrency, row(152, 0, 8, nil), late(row(94, 0, 20, nil), 0.1), "throughput flat: req_s 94 at 2 sessions vs 152 at 1", 1, 2},
 	} {
 		sr := &search{cfg: &SearchConfig{Over: tc.over, SLO: map[string]float64{"e2el_p99_ms": 1e9}}, s: &Stage{cfg: Config{Iterations: 1}}}
 		sr.judge(&tc.below, tc.belowLoad)
