@@ -401,3 +401,19 @@ func gpuRecords(fp telemetry.Fingerprint) []rundir.GPURecord {
 	}
 	return out
 }
+
+// MarkCrashed records in dir's manifest that its current attempt crashed
+// with reason: what a supervisor says of a worker killed outright (the
+// worker could not). A manifest that no longer says running (the worker
+// finished it) is left as it is.
+func MarkCrashed(dir, reason string, code int, at time.Time) error {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	if m.Status != RunRunning {
+		return nil
+	}
+	m.finish(RunCrashed, reason, code, at)
+	return m.write(dir)
+}

@@ -20,6 +20,31 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
+// earlySignals holds an interrupt that arrives before the run's own
+// handlers are installed (a SIGTERM in the first milliseconds would
+// otherwise kill benchrun with 143 and no word): registered as early as
+// package main can, taken over by the supervisor or interruptContext.
+var earlySignals = make(chan os.Signal, 4)
+
+func init() {
+	signal.Notify(earlySignals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+// takeEarlySignals stops the early registration (once the caller's own is
+// in place) and returns what it caught.
+func takeEarlySignals() []os.Signal {
+	signal.Stop(earlySignals)
+	var got []os.Signal
+	for {
+		select {
+		case s := <-earlySignals:
+			got = append(got, s)
+		default:
+			return got
+		}
+	}
+}
+
 func main() {
 	// A load generator trades memory for its schedule (loadgen.TuneGC);
 	// GOGC and GOMEMLIMIT still win. The simulator is the server under
@@ -200,6 +225,9 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	if early := takeEarlySignals(); len(early) > 0 {
+		ch <- early[0]
+	}
 	done := make(chan struct{})
 	go func() {
 		select {

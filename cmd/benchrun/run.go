@@ -150,6 +150,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchrun:", err)
 		return pipeline.ExitInfra
 	}
+	announceRunDir(ri.Dir)
 	fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
 	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
 		Stdout:   stdout,

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 func init() {
@@ -393,5 +396,136 @@ func TestFatalErrorIsAnInternalError(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q", want)
 		}
+	}
+}
+
+// children lists the process ids whose parent is pid (each thread's
+// children: a Go program starts processes from any of its threads).
+func children(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, w := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(w); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+const longSweepPlan = `name: "sig"
+model: {name: "sim"}
+stages: {
+	server: {kind: "launch", cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", "5ms", "--itl", "50ms"]}
+	health: {kind: "health", target: "server"}
+	sweep: {kind: "sweep", target: "server", needs: ["health"], cells: [{isl: 16, osl: 4}, {isl: 16, osl: 2000}], concurrency: [1], requests: 2, warmup: 0}
+}
+`
+
+// TestKilledWorkerIsACrash: the run's worker killed outright (SIGKILL,
+// as the out-of-memory killer does) gives no word of its own; the
+// supervisor says what happened and where the finished rows are, marks
+// the run crashed in its manifest, and exits 4.
+func TestKilledWorkerIsACrash(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(longSweepPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := benchrunCmd(dir, "plan.cue")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// The first cell is on disk and the second is being measured.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "*", "cells", "*.parquet"))
+		if len(m) >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cell finished:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	workers := children(cmd.Process.Pid)
+	if len(workers) != 1 {
+		t.Fatalf("the supervisor has children %v, want its one worker", workers)
+	}
+	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the supervisor still runs 30 s after its worker was killed:\n%s", stderr.String())
+	}
+	rd := runDir(t, dir)
+	if code := exitCode(t, werr); code != 4 {
+		t.Errorf("exit %d, want 4:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{"the run's worker was killed by SIGKILL (out of memory?", "every finished row is in " + rd} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	m, err := rundir.ReadManifest(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != rundir.RunCrashed || m.ExitCode == nil || *m.ExitCode != 4 || !strings.Contains(m.Reason, "SIGKILL") {
+		t.Errorf("manifest: status %q exit %v reason %q; want crashed, 4, the signal", m.Status, m.ExitCode, m.Reason)
+	}
+	if a := m.AttemptRecords(); len(a) != 1 || a[0].Status != rundir.RunCrashed {
+		t.Errorf("attempts %+v, want the one attempt crashed", a)
+	}
+	if cells, _ := filepath.Glob(filepath.Join(rd, "cells", "*.parquet")); len(cells) < 1 {
+		t.Errorf("the finished cell is gone")
+	}
+}
+
+// TestEarlyInterruptIs130: a SIGTERM that reaches the supervisor as soon
+// as its worker exists, before the worker took its own handlers, is an
+// interrupt like any other: exit 130 (it was 143, the worker killed by
+// the forwarded signal).
+func TestEarlyInterruptIs130(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(longSweepPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := benchrunCmd(dir, "plan.cue")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(10 * time.Second); len(children(cmd.Process.Pid)) == 0; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker started")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if code := exitCode(t, err); code != 130 {
+			t.Errorf("exit %d, want 130:\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running 30 s after SIGTERM:\n%s", stderr.String())
 	}
 }

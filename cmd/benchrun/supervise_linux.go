@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -27,7 +30,24 @@ const (
 	supervisedEnv   = "BENCHRUN_SUPERVISED"    // set in the worker
 	noSupervisorEnv = "BENCHRUN_NO_SUPERVISOR" // 1: run in-process (debugging)
 	crashFD         = 3                        // the worker's crash pipe
+	runDirFD        = 4                        // the worker names its run directory here
 )
+
+// announceRunDir tells the supervisor, when there is one, where the run
+// writes: a worker killed outright (SIGKILL, the kernel's out-of-memory
+// killer) cannot say it, and its manifest would say "running".
+func announceRunDir(dir string) {
+	if os.Getenv(supervisedEnv) == "" {
+		return
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if f := os.NewFile(runDirFD, "rundir"); f != nil {
+		_, _ = io.WriteString(f, dir+"\n")
+		_ = f.Close()
+	}
+}
 
 // superviseRun runs args in a worker and returns its exit code, or
 // ok=false when this process should run them itself (it is the worker,
@@ -52,10 +72,16 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 	if err != nil {
 		return 0, false
 	}
+	dr, dw, err := os.Pipe()
+	if err != nil {
+		_ = pr.Close()
+		_ = pw.Close()
+		return 0, false
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), supervisedEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{pw}
+	cmd.ExtraFiles = []*os.File{pw, dw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
@@ -63,14 +89,26 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 	if err := cmd.Start(); err != nil {
 		_ = pr.Close()
 		_ = pw.Close()
+		_ = dr.Close()
+		_ = dw.Close()
 		return 0, false
 	}
 	_ = pw.Close()
+	_ = dw.Close()
 	crashed := make(chan bool, 1)
 	go func() {
 		n, _ := io.Copy(io.Discard, pr)
 		crashed <- n > 0
 	}()
+	runDir := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(dr, 1<<16))
+		runDir <- strings.TrimSpace(string(b))
+	}()
+	forwarded := map[os.Signal]bool{}
+	for _, s := range takeEarlySignals() {
+		sigs <- s
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	for {
@@ -79,18 +117,29 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 			if s == syscall.SIGPIPE {
 				continue // the worker handles its own stdout
 			}
+			forwarded[s] = true
 			_ = cmd.Process.Signal(s)
 		case err := <-waited:
 			didCrash := <-crashed
 			_ = pr.Close()
+			dir := <-runDir
+			_ = dr.Close()
 			code := 0
 			var ee *exec.ExitError
 			switch {
 			case err == nil:
 			case errors.As(err, &ee):
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					code = 128 + int(ws.Signal())
-				} else {
+				ws, ok := ee.Sys().(syscall.WaitStatus)
+				switch {
+				case ok && ws.Signaled() && forwarded[ws.Signal()]:
+					// An interrupt forwarded before the worker could take
+					// it (its first milliseconds): interrupted, as always.
+					code = pipeline.ExitInterrupted
+				case ok && ws.Signaled():
+					// Killed from outside, with no word of its own.
+					workerKilled(stderr, ws.Signal(), dir)
+					code = pipeline.ExitInternal
+				default:
 					code = ee.ExitCode()
 				}
 			default:
@@ -104,4 +153,38 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 			return code, true
 		}
 	}
+}
+
+// workerKilled says what happened to a worker killed by sig from outside
+// benchrun, and marks its run directory's manifest crashed: the worker
+// had no chance to (its manifest would say "running" until a resume).
+func workerKilled(stderr io.Writer, sig os.Signal, dir string) {
+	why := fmt.Sprintf("the run's worker was killed by %s", signalName(sig))
+	if sig == syscall.SIGKILL {
+		why += " (out of memory? the kernel's out-of-memory killer sends SIGKILL; dmesg says)"
+	}
+	if dir == "" {
+		fmt.Fprintf(stderr, "benchrun: %s before it made its run directory\n", why)
+		return
+	}
+	fmt.Fprintf(stderr, "benchrun: %s; every finished row is in %s (benchrun PLAN --resume %s goes on from them)\n", why, dir, dir)
+	if err := pipeline.MarkCrashed(dir, why, pipeline.ExitInternal, time.Now()); err != nil {
+		fmt.Fprintf(stderr, "benchrun: marking the run crashed: %v\n", err)
+	}
+}
+
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGKILL:
+			return "SIGKILL"
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		case syscall.SIGSEGV:
+			return "SIGSEGV"
+		case syscall.SIGABRT:
+			return "SIGABRT"
+		}
+	}
+	return sig.String()
 }
