@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
@@ -127,7 +128,9 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 				return commandHelp(ctx, c, stdout)
 			}
 			if c.name == "run" {
-				stdout = newCSVOut(stdout, stderr)
+				out := newCSVOut(stdout, stderr)
+				defer out.Close()
+				stdout = out
 			}
 			return c.run(ctx, rest, stdout, stderr)
 		}
@@ -141,7 +144,9 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 		return 0
 	}
 	// `benchrun PLAN ...` is shorthand for `benchrun run PLAN ...`.
-	return runRun(ctx, args, newCSVOut(stdout, stderr), stderr)
+	out := newCSVOut(stdout, stderr)
+	defer out.Close()
+	return runRun(ctx, args, out, stderr)
 }
 
 // supervised reports whether a command runs under a supervising parent
@@ -169,17 +174,37 @@ func supervised(args []string) bool {
 	return true // `benchrun PLAN`
 }
 
-// csvOut is a run's stdout. When stdout goes away (a reader that closed
-// the pipe: `benchrun PLAN | head -2`, a closed terminal), it says so
-// once on stderr and drops what follows: the run goes on, and every row
-// is still in the run directory.
+// csvOut is a run's stdout. Writes never wait for its reader: rows go
+// to a bounded queue that a goroutine writes out, so a paused pager, a
+// stopped terminal or a slow log shipper never stops the run (a rented
+// server staying up while a sweep waits on a pipe). When stdout goes away
+// (a reader that closed the pipe: `benchrun PLAN | head -2`) or falls
+// more than csvQueueBytes behind, it says so once on stderr and drops what
+// follows: the run goes on, and every row is still in the run directory.
 type csvOut struct {
 	w, stderr io.Writer
 	mu        sync.Mutex
-	closed    bool
+	wake      *sync.Cond
+	pending   []byte
+	writing   bool
+	closed    bool // stdout went away or fell behind: rows are dropped
+	ended     bool
+	started   bool
 }
 
-func newCSVOut(w, stderr io.Writer) io.Writer { return &csvOut{w: w, stderr: stderr} }
+// csvQueueBytes is how far stdout's reader may fall behind before rows on
+// stdout are dropped (several thousand rows).
+const csvQueueBytes = 8 << 20
+
+// csvDrainWait is how long the end of a run waits for stdout's reader to
+// take what is queued.
+const csvDrainWait = 5 * time.Second
+
+func newCSVOut(w, stderr io.Writer) *csvOut {
+	o := &csvOut{w: w, stderr: stderr}
+	o.wake = sync.NewCond(&o.mu)
+	return o
+}
 
 // Terminal says whether the CSV goes to a terminal (a person reading it
 // beside the progress view, not a file or a pipe).
@@ -191,14 +216,74 @@ func (o *csvOut) Terminal() bool {
 func (o *csvOut) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.closed {
+	if o.closed || o.ended {
 		return len(p), nil
 	}
-	if _, err := o.w.Write(p); err != nil {
+	if len(o.pending)+len(p) > csvQueueBytes {
 		o.closed = true
-		fmt.Fprintf(o.stderr, "benchrun: stdout closed (%v): no more CSV rows on stdout; the run goes on, and every row is in the run directory (cells.csv)\n", err)
+		o.pending = nil
+		fmt.Fprintf(o.stderr, "benchrun: stdout is not being read (%d MiB of CSV waiting: a paused pager or terminal?): no more CSV rows on stdout; the run goes on, and every row is in the run directory (cells.csv)\n", csvQueueBytes>>20)
+		return len(p), nil
 	}
+	o.pending = append(o.pending, p...)
+	if !o.started {
+		o.started = true
+		go o.writeOut()
+	}
+	o.wake.Broadcast()
 	return len(p), nil
+}
+
+// writeOut writes what is queued, as the reader takes it.
+func (o *csvOut) writeOut() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		for len(o.pending) == 0 && !o.ended {
+			o.wake.Wait()
+		}
+		if len(o.pending) == 0 || o.closed {
+			o.writing = false
+			o.wake.Broadcast()
+			return
+		}
+		b := o.pending
+		o.pending = nil
+		o.writing = true
+		o.mu.Unlock()
+		_, err := o.w.Write(b)
+		o.mu.Lock()
+		o.writing = false
+		if err != nil && !o.closed {
+			o.closed = true
+			o.pending = nil
+			fmt.Fprintf(o.stderr, "benchrun: stdout closed (%v): no more CSV rows on stdout; the run goes on, and every row is in the run directory (cells.csv)\n", err)
+		}
+		o.wake.Broadcast()
+	}
+}
+
+// Close waits, up to csvDrainWait, for stdout's reader to take the rows
+// queued, and says so when it would not.
+func (o *csvOut) Close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ended = true
+	o.wake.Broadcast()
+	timer := time.AfterFunc(csvDrainWait, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if len(o.pending) > 0 || o.writing {
+			fmt.Fprintf(o.stderr, "benchrun: stdout did not take the last %d bytes of CSV within %v; every row is in the run directory (cells.csv)\n", len(o.pending), csvDrainWait)
+			o.closed, o.pending = true, nil
+			o.writing = false
+		}
+		o.wake.Broadcast()
+	})
+	defer timer.Stop()
+	for o.started && !o.closed && (len(o.pending) > 0 || o.writing) {
+		o.wake.Wait()
+	}
 }
 
 // usage is the commands, then what `benchrun PLAN` takes: the run flags.

@@ -529,3 +529,61 @@ func TestEarlyInterruptIs130(t *testing.T) {
 		t.Fatalf("still running 30 s after SIGTERM:\n%s", stderr.String())
 	}
 }
+
+// TestUnreadStdoutNeverStallsTheRun: `benchrun PLAN | less` with the pager
+// paused: a pipe (shrunk to one page) that nobody reads. The run measures
+// every point and ends as it would with a reader (before: it stopped
+// between cells at the first row the pipe would not take, the server
+// kept up); the CSV it could not deliver is in cells.csv, and stderr says
+// so.
+func TestUnreadStdoutNeverStallsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	plan := `name: "paused"
+model: {name: "sim"}
+stages: {
+	server: {kind: "launch", cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", "1ms", "--itl", "0ms"]}
+	health: {kind: "health", target: "server"}
+	sweep: {kind: "sweep", target: "server", needs: ["health"], cells: [for i in [8, 16, 24, 32, 40, 48, 56, 64] {isl: i, osl: 2}], concurrency: [1, 2, 3, 4], requests: 2, warmup: 0, calibrate: "off"}
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := benchrunCmd(dir, "plan.cue")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const fSetPipeSz = 1031 // F_SETPIPE_SZ
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, w.Fd(), fSetPipeSz, 4096); errno != 0 {
+		t.Fatalf("shrinking the pipe: %v", errno)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("benchrun still running 90 s with its stdout unread:\n%s", stderr.String())
+	}
+	if code := exitCode(t, werr); code != 0 {
+		t.Fatalf("exit %d, want 0 (the run's own):\n%s", code, stderr.String())
+	}
+	rd := runDir(t, dir)
+	csv, _ := os.ReadFile(filepath.Join(rd, "cells.csv"))
+	if rows := strings.Count(strings.TrimSpace(string(csv)), "\n"); rows != 32 {
+		t.Errorf("cells.csv has %d rows, want every one of the 32 points", rows)
+	}
+	if !strings.Contains(stderr.String(), "benchrun: stdout did not take the last") {
+		t.Errorf("stderr does not say the CSV was not delivered:\n%s", stderr.String())
+	}
+}
