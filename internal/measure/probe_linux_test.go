@@ -64,8 +64,12 @@ func TestProbeSeesAStop(t *testing.T) {
 	if f := s.Floor([]time.Time{mid}); f.Max < msf(stop/2)-10 || f.Max > msf(stop/2)+30 {
 		t.Errorf("a request due halfway through an %v stop: floor %.1f ms; want about %.1f", stop, f.Max, msf(stop/2))
 	}
-	if f := s.Floor([]time.Time{resumed.Add(100 * time.Millisecond)}); f.Max != 0 {
-		t.Errorf("a request due 100 ms after the stop: floor %.1f ms; want 0", f.Max)
+	// After the stop, the floor is only what the machine does anyway: no
+	// more than the latest of the probe's wakes in the stop's wake (0 on
+	// a quiet machine; beside busy neighbours a wake may run 0.4 ms late).
+	after := s.Between(resumed.Add(50*time.Millisecond), resumed.Add(200*time.Millisecond)).Lateness()
+	if f := s.Floor([]time.Time{resumed.Add(100 * time.Millisecond)}); f.Max > after.Max {
+		t.Errorf("a request due 100 ms after the stop: floor %.1f ms; want no more than the machine's own lateness then (%.1f ms)", f.Max, after.Max)
 	}
 }
 
