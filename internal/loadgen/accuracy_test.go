@@ -77,6 +77,9 @@ func TestMeasurementErrorAgainstSimulator(t *testing.T) {
 					t.Fatalf("%s: usage %d/%d, want 4/%d", r.ResponseID, r.InputTokens, r.OutputTokens, tc.osl)
 				}
 				for k, ev := range rec.Events {
+					if k > 0 && r.Tokens[k].At.Before(r.Tokens[k-1].At) {
+						t.Errorf("%s: event %d stamped %v before the one it follows: a negative gap", r.ResponseID, k, r.Tokens[k-1].At.Sub(r.Tokens[k].At))
+					}
 					d := msf(r.Tokens[k].At.Sub(ev.Time))
 					errs = append(errs, d)
 					absErrs = append(absErrs, math.Abs(d))

@@ -813,10 +813,23 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 			if counted == 0 && firstToken != nil {
 				firstToken.Stop()
 			}
+			user := at
 			if st != nil {
-				var d time.Duration
-				at, d = st.stamp(at)
-				res.StampDelays = append(res.StampDelays, d)
+				at, _ = st.stamp(at)
+			}
+			// One stream's bytes arrive in order: an event is never
+			// before the one it follows. A stamp from another source
+			// (the kernel's for one read, the clock's for the next) may
+			// say so by a few microseconds; the later event then shares
+			// the earlier one's time (a gap of 0, as events of one read
+			// have), never a negative gap.
+			if n := len(res.Tokens); n > 0 && at.Before(res.Tokens[n-1].At) {
+				at = res.Tokens[n-1].At
+			}
+			if st != nil {
+				// The delay is the time kept back from the user-space
+				// read, so userStamps restores it exactly.
+				res.StampDelays = append(res.StampDelays, user.Sub(at))
 			}
 			res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
 			counted++
