@@ -296,6 +296,12 @@ func sinksFromRecords(reg *Registry, recs []SinkRecord, params map[string]any, k
 		if spec.Params == nil {
 			spec.Params = map[string]any{}
 		}
+		// A replay writes where its own command line says, never where
+		// the file it reads says: the recorded flags (--output's prefix,
+		// a path) are the earlier command line's.
+		for _, flag := range k.Flags {
+			delete(spec.Params, flag)
+		}
 		for flag, v := range params {
 			if slices.Contains(k.Flags, flag) {
 				spec.Params[flag] = v

@@ -291,7 +291,11 @@ type runLock struct{ f *os.File }
 // lockRunDir takes the run directory's lock without waiting, or returns a
 // *BusyError naming the holder.
 func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
-	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	path := filepath.Join(dir, LockFile)
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("locking the run directory: %s is not a regular file (a symbolic link?): benchrun writes only its own files; remove it", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking the run directory: %w", err)
 	}
@@ -341,6 +345,9 @@ type RunDirState struct {
 // "running" means its run crashed.
 func InspectRunDir(dir string) (RunDirState, error) {
 	var st RunDirState
+	if fi, err := os.Lstat(filepath.Join(dir, LockFile)); err == nil && !fi.Mode().IsRegular() {
+		return st, fmt.Errorf("%s is not a regular file (a symbolic link?): a run directory's own files are never links; remove it", filepath.Join(dir, LockFile))
+	}
 	// Look first: a reader that finds a writer must not take the lock,
 	// even for an instant, nor create a lock file in a copy of a run.
 	probe, err := rundir.ProbeLock(dir)

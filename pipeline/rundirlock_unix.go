@@ -23,3 +23,8 @@ func flockFile(f *os.File) (busy bool, err error) {
 	}
 	return false, err
 }
+
+// noFollow opens a file without following a symbolic link at its name: a
+// run directory's own files are never links (a linked lock would truncate
+// whatever it points at).
+const noFollow = syscall.O_NOFOLLOW

@@ -46,7 +46,11 @@ func runPost(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchrun post:", err)
 		return pipeline.ExitInvalid
 	}
-	state, _ := pipeline.InspectRunDir(dir)
+	state, err := pipeline.InspectRunDir(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "benchrun post: %v\n", err)
+		return pipeline.ExitInvalid
+	}
 	status := run.Status
 	switch {
 	case state.Live:

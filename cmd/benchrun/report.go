@@ -74,7 +74,11 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	// A writer holding the run directory is still at it; with none, the
 	// temporary files a killed one left go, and a run whose manifest still
 	// says running crashed.
-	state, _ := pipeline.InspectRunDir(dir)
+	state, err := pipeline.InspectRunDir(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "benchrun report: %v\n", err)
+		return pipeline.ExitInvalid
+	}
 	switch {
 	case state.Live:
 		fmt.Fprintf(stderr, "benchrun report: the run is still being written (%s): the report shows it as it stands\n", state.Holder)

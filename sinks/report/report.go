@@ -196,6 +196,11 @@ func Charts(d Data) []Chart {
 // prefix+".html" (their charts are inline or beside the run's report).
 func Write(dir string, d Data, prefix string) error {
 	charts := Charts(d)
+	// charts/ is the run directory's own: a link there would put the
+	// SVGs wherever it points.
+	if fi, err := os.Lstat(filepath.Join(dir, "charts")); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (a symbolic link?): benchrun writes only into the run directory; remove it", filepath.Join(dir, "charts"))
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return fmt.Errorf("creating charts: %w", err)
 	}
