@@ -244,6 +244,9 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	progress, stageProgress, flushProgress := redactingProgress(opts.Progress)
 	opts.Progress = progress
 	defer flushProgress()
+	if weak := redact.Weak(); len(weak) > 0 {
+		fmt.Fprintf(progress, "benchrun: warning: a secret the plan sends is %d characters long: short enough to be guessed, and to be an ordinary word, so it is masked only where it stands alone (a key of %d or more characters is masked wherever it appears)\n", slices.Min(weak), redact.WeakLen)
+	}
 	defer scrubLogs(ri.Dir)
 	r := &runner{g: g, ri: ri, opts: opts, states: map[string]*nodeState{}, asserts: map[string][]*Assertion{}, stageProgress: stageProgress}
 	for _, n := range g.Nodes {

@@ -152,18 +152,43 @@ func Start(spec Spec) (*Process, error) {
 	// A file, not a pipe: a program never blocks on benchrun. The child
 	// holds its own copy of the descriptor.
 	var out io.Writer
+	var copied chan struct{} // closed when the redacting copier is done
+	var pipeW *os.File
 	if spec.LogPath != "" {
 		logf, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("opening the log of %s: %w", spec.Argv[0], err)
 		}
-		defer logf.Close()
 		shown := spec.Shown
 		if shown == "" {
 			shown = redact.String(strings.Join(spec.Argv, " "))
 		}
 		fmt.Fprintf(logf, "%s%s\n", startMarker, shown)
 		out = logf
+		if redact.Any() {
+			// The run sends secrets: the program's output is masked as it
+			// is written, so a key a server prints never reaches the file,
+			// even if benchrun is killed before its end-of-run scrub. A
+			// copier that keeps reading (a pipe is drained at once, so the
+			// program does not block on benchrun while it runs).
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				logf.Close()
+				return nil, fmt.Errorf("opening the log of %s: %w", spec.Argv[0], err)
+			}
+			copied = make(chan struct{})
+			go func() {
+				defer close(copied)
+				defer logf.Close()
+				defer pr.Close()
+				rw := redact.NewWriter(logf)
+				_, _ = io.Copy(rw, pr)
+				_ = rw.Flush()
+			}()
+			out, pipeW = pw, pw
+		} else {
+			defer logf.Close()
+		}
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if spec.Stdout != nil {
@@ -175,12 +200,25 @@ func Start(spec Spec) (*Process, error) {
 	// Writers that are not files are fed through pipes; one a leftover
 	// child still holds must not hold Wait up.
 	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if pipeW != nil {
+		pipeW.Close() // the program holds its own copy
+	}
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", spec.Argv[0], err)
 	}
 	p := &Process{spec: spec, cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
+		if copied != nil {
+			// The log's last lines (a failure's tail) are read once Done
+			// is closed: let the copier write them, unless a leftover
+			// holds the pipe open.
+			select {
+			case <-copied:
+			case <-time.After(time.Second):
+			}
+		}
 		if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 			err = nil // it succeeded; a leftover held its output open
 		}

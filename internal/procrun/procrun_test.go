@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/redact"
 )
 
 // The test binary doubles as a stand-in for benchrun: with helperEnv set
@@ -471,5 +473,38 @@ func TestFirstErrorLineSkipsWarnings(t *testing.T) {
 	}
 	if got := FirstErrorLine(path); got != "Error: listen tcp 127.0.0.1:1: bind: permission denied" {
 		t.Fatalf("first error %q", got)
+	}
+}
+
+// TestLogMaskedAsWritten: when the run sends secrets, a program's output
+// reaches its log masked as it is written: a server that prints the key
+// leaves no copy in the file while it runs (benchrun killed before its
+// end-of-run scrub kept it there), and a failure's tail still carries the
+// last lines.
+func TestLogMaskedAsWritten(t *testing.T) {
+	redact.Reset()
+	defer redact.Reset()
+	const key = "sk-live-0123456789abcdef"
+	redact.Add(key)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "server.log")
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "echo starting with key " + key + "; echo ready; sleep 30"}, LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background(), Graces{})
+	var b []byte
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(string(b), "ready"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the program never wrote its log:\n%s", b)
+		}
+		b, _ = os.ReadFile(log)
+	}
+	if strings.Contains(string(b), key) || !strings.Contains(string(b), "starting with key "+redact.Mask) {
+		t.Errorf("the log while the program runs:\n%s", b)
+	}
+	err = Run(context.Background(), Spec{Argv: []string{"sh", "-c", "echo failing with " + key + " >&2; exit 3"}, LogPath: filepath.Join(dir, "c.log")}, time.Minute)
+	if err == nil || strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "failing with "+redact.Mask) {
+		t.Errorf("a failure's tail: %v", err)
 	}
 }

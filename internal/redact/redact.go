@@ -120,14 +120,52 @@ func current() []string {
 	return nil
 }
 
+// Any says whether a secret is registered.
+func Any() bool { return len(current()) > 0 }
+
+// WeakLen is the length under which a secret is weak: short enough to be
+// an ordinary word ("llama"). A weak secret is masked only where it
+// stands as a whole token, so that "sim-llama" stays a model's name; a
+// strong one wherever it appears.
+const WeakLen = 16
+
 // String returns s with every registered secret replaced by Mask.
 func String(s string) string {
 	for _, sec := range current() {
 		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, Mask)
+			s = replace(s, sec)
 		}
 	}
 	return s
+}
+
+// replace masks sec in s: everywhere, or, for a weak secret, where no
+// token character (letter, digit, - _ .) touches it.
+func replace(s, sec string) string {
+	if len(sec) >= WeakLen {
+		return strings.ReplaceAll(s, sec, Mask)
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, sec)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(sec)
+		whole := (i == 0 || !tokenByte(s[i-1])) && (end == len(s) || !tokenByte(s[end]))
+		b.WriteString(s[:i])
+		if whole {
+			b.WriteString(Mask)
+		} else {
+			b.WriteString(sec)
+		}
+		s = s[end:]
+	}
+}
+
+func tokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
 }
 
 // Bytes returns b with every registered secret replaced by Mask (b itself
@@ -135,20 +173,34 @@ func String(s string) string {
 func Bytes(b []byte) []byte {
 	for _, sec := range current() {
 		if strings.Contains(string(b), sec) {
-			b = []byte(strings.ReplaceAll(string(b), sec, Mask))
+			b = []byte(replace(string(b), sec))
 		}
 	}
 	return b
 }
 
-// Contains reports whether s holds a registered secret.
+// Contains reports whether s holds a registered secret (as String would
+// mask it).
 func Contains(s string) bool {
 	for _, sec := range current() {
-		if strings.Contains(s, sec) {
+		if strings.Contains(s, sec) && replace(s, sec) != s {
 			return true
 		}
 	}
 	return false
+}
+
+// Weak lists the lengths of the registered secrets shorter than WeakLen
+// (their JSON- and URL-escaped forms aside), for a warning: such a key is
+// guessable, and masking it is limited to whole tokens.
+func Weak() []int {
+	var out []int
+	for _, sec := range current() {
+		if len(sec) < WeakLen {
+			out = append(out, len(sec))
+		}
+	}
+	return out
 }
 
 // URLPassword is what a password in a URL's userinfo becomes.

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,5 +147,35 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if got := String("zzzzzzzzzzz"); got != "[REDACTED]" {
 		t.Error(got)
+	}
+}
+
+// TestWeakSecretsMaskWholeTokens: a secret short enough to be a word
+// ("llama") is masked where it stands alone, never inside a model's name
+// ("sim-llama" once became "sim-[REDACTED]"); a strong one wherever it
+// appears; Weak reports the short one for a warning.
+func TestWeakSecretsMaskWholeTokens(t *testing.T) {
+	Reset()
+	defer Reset()
+	Add("llama")
+	Add("sk-0123456789abcdefXYZ")
+	for in, want := range map[string]string{
+		"model sim-llama":               "model sim-llama",
+		"llama3.2":                      "llama3.2",
+		"key llama sent":                "key " + Mask + " sent",
+		`{"api_key":"llama"}`:           `{"api_key":"` + Mask + `"}`,
+		"Bearer llama":                  "Bearer " + Mask,
+		"Bearersk-0123456789abcdefXYZ!": "Bearer" + Mask + "!",
+		"x=sk-0123456789abcdefXYZ":      "x=" + Mask,
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+		if Contains(in) != (in != want) {
+			t.Errorf("Contains(%q) = %v", in, Contains(in))
+		}
+	}
+	if w := Weak(); len(w) == 0 || slices.Min(w) != 5 {
+		t.Errorf("Weak() = %v, want the 5-character secret", w)
 	}
 }
