@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -296,11 +297,12 @@ func sinksFromRecords(reg *Registry, recs []SinkRecord, params map[string]any, k
 		if spec.Params == nil {
 			spec.Params = map[string]any{}
 		}
-		// A replay writes where its own command line says, never where
-		// the file it reads says: the recorded flags (--output's prefix,
-		// a path) are the earlier command line's.
-		for _, flag := range k.Flags {
-			delete(spec.Params, flag)
+		// A replay writes where its own command line says, or where the
+		// plan said relative to where it runs, never where an edited
+		// manifest says: a recorded prefix that is absolute or climbs out
+		// (..) is not replayed.
+		if p, ok := spec.Params["prefix"].(string); ok && p != "" && !localPath(p) {
+			delete(spec.Params, "prefix")
 		}
 		for flag, v := range params {
 			if slices.Contains(k.Flags, flag) {
@@ -339,4 +341,10 @@ func replayRunInfo(run *rundir.Run, m *rundir.Manifest) *RunInfo {
 		ID: run.ID(), Plan: p, Dir: run.Dir, StartedAt: m.StartedAt, Tags: m.Tags, Attempt: max(attempt, 1), Resumed: attempt > 1,
 		identity: &Identity{ModelDigest: m.ModelDigest, Hostname: m.Host.Hostname, Hardware: m.Hardware, BenchrunVersion: m.Benchrun},
 	}
+}
+
+// localPath says whether p names a place under the current directory: a
+// relative path that does not climb out of it.
+func localPath(p string) bool {
+	return filepath.IsLocal(p)
 }
