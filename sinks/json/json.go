@@ -301,8 +301,23 @@ type Output struct {
 
 	ri       *pipeline.RunInfo
 	cells    []CellResult
+	index    map[string]int // cell id → its place in cells
 	verdicts []results.Verdict
+	// The last write's size, cost and end: a large file (thousands of
+	// cells) is written again only after ten times its cost, so the run
+	// pays at most about a tenth of its time for it, not a write of every
+	// cell so far after every cell (quadratic: 2,000 exec records took
+	// ~590 s). A small one is current after every cell. Stop always
+	// writes.
+	lastSize int
+	lastCost time.Duration
+	lastEnd  time.Time
+	writes   int
 }
+
+// largeFile is the size from which result.json is no longer rewritten
+// after every cell.
+const largeFile = 256 << 10
 
 // New returns the result.json output.
 func New() *Output { return &Output{} }
@@ -334,14 +349,28 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 // resumed run re-measures) and rewrites the file.
 func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 	r := NewCellResult(c, reqs)
-	for i := range o.cells {
-		if o.cells[i].CellID == c.CellID && c.CellID != "" {
-			o.cells[i] = r
-			o.verdicts = slices.DeleteFunc(o.verdicts, func(v results.Verdict) bool { return v.CellID == c.CellID })
-			return o.write(nil)
+	if o.index == nil {
+		o.index = map[string]int{}
+		for i, x := range o.cells {
+			o.index[x.CellID] = i
 		}
 	}
+	if i, ok := o.index[c.CellID]; ok && c.CellID != "" {
+		o.cells[i] = r
+		o.verdicts = slices.DeleteFunc(o.verdicts, func(v results.Verdict) bool { return v.CellID == c.CellID })
+		return o.writeSoon()
+	}
+	o.index[c.CellID] = len(o.cells)
 	o.cells = append(o.cells, r)
+	return o.writeSoon()
+}
+
+// writeSoon writes result.json now, unless the last write was slow and
+// recent (see Output).
+func (o *Output) writeSoon() error {
+	if o.lastSize >= largeFile && time.Since(o.lastEnd) < 10*o.lastCost {
+		return nil
+	}
 	return o.write(nil)
 }
 
@@ -356,7 +385,7 @@ func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 		}
 		o.verdicts = append(o.verdicts, v)
 	}
-	return o.write(nil)
+	return o.writeSoon()
 }
 
 // Stop writes the final file with the run's outcome.
@@ -378,9 +407,14 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 }
 
 func (o *Output) write(sum *pipeline.Summary) error {
+	start := time.Now()
 	b, err := Encode(Build(pipeline.RunRecord(o.ri, sum), o.cells, o.verdicts))
 	if err != nil {
 		return err
 	}
-	return pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b)
+	err = pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b)
+	o.lastEnd = time.Now()
+	o.lastCost, o.lastSize = o.lastEnd.Sub(start), len(b)
+	o.writes++
+	return err
 }

@@ -2,6 +2,7 @@ package json_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -165,5 +166,43 @@ func TestNullIsNull(t *testing.T) {
 	r := jsonsink.NewCellResult(odd, nil)
 	if r.P99TTFTMs != nil || r.RequestThroughput != nil {
 		t.Errorf("NaN/Inf read as %v/%v, want null", *r.P99TTFTMs, *r.RequestThroughput)
+	}
+}
+
+// Thousands of cells (an exec program's records) cost result.json a
+// bounded share of the run, not a rewrite of everything so far after
+// every cell: the writes thin out once one takes over 5 ms, and the
+// final file holds every cell.
+func TestManyCellsAreNotQuadratic(t *testing.T) {
+	dir := t.TempDir()
+	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "many"}, Dir: dir, StartedAt: resultstest.T0}
+	o := jsonsink.New()
+	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+		t.Fatal(err)
+	}
+	base := resultstest.Points()[0]
+	const n = 3000
+	for i := range n {
+		c := base.Cell
+		c.CellID = fmt.Sprintf("bench/test%d", i)
+		if err := o.Cell(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Stop(&pipeline.Summary{Run: ri}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, jsonsink.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jsonsink.Result
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Cells) != n {
+		t.Fatalf("%d cells in result.json (%v), want %d", len(r.Cells), err, n)
+	}
+	w := jsonsink.Writes(o)
+	t.Logf("%d cells: result.json written %d times", n, w)
+	if w > n/3 {
+		t.Errorf("result.json written %d times for %d cells: every cell rewrote the whole file", w, n)
 	}
 }

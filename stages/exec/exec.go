@@ -261,7 +261,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	case errors.As(runErr, &timeout):
 		// Killed at the stage's timeout: say so in a row, then fail the
 		// stage as a timeout does. What it finished before is kept.
-		s.emitRows(env, base, price, out)
+		s.emitRows(context.WithoutCancel(ctx), env, base, price, out)
 		reason := fmt.Sprintf("%s: %v", argv[0], runErr)
 		if onMachine {
 			// procrun's errors carry the log's tail; the machine's do not.
@@ -274,7 +274,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	case ctx.Err() != nil:
 		return nil, runErr // interrupted: the process group is gone; nothing more to say
 	}
-	n, perr := s.emitRows(env, base, price, out)
+	n, perr := s.emitRows(ctx, env, base, price, out)
 	if perr != nil && !errors.Is(perr, errParse) {
 		return nil, perr // a sink could not store a row
 	}
@@ -314,10 +314,15 @@ func notStarted(err error) bool {
 
 // emitRows parses out and emits its rows in order; it returns how many it
 // emitted and the parse's error (a parseError) or a sink's.
-func (s *Stage) emitRows(env *pipeline.Env, base results.Cell, price *float64, out []byte) (int, error) {
+func (s *Stage) emitRows(ctx context.Context, env *pipeline.Env, base results.Cell, price *float64, out []byte) (int, error) {
 	recs, perr := parse(s.cfg.Parser, out, s.cfg.Fields)
 	n := 0
 	for _, r := range recs {
+		// An interrupt stops the storing too (the rows stored so far
+		// stay): thousands of records never hold a Ctrl-C up.
+		if ctx.Err() != nil {
+			return n, fmt.Errorf("interrupted after storing %d of %d records: %w", n, len(recs), context.Cause(ctx))
+		}
 		row := s.row(base, r, price)
 		reqs := r.reqs
 		for i := range reqs {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/kit"
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/exec"
@@ -438,5 +439,48 @@ func TestRecordsThatMeasuredNothing(t *testing.T) {
 				t.Errorf("stage %s, exit %d; want the stage not ok and a non-zero exit\n%s", st.Status, rec.Summary.ExitCode, rec.Progress)
 			}
 		})
+	}
+}
+
+// cancelOnCell cancels the run's context at the first row it receives: an
+// interrupt that comes while the program's records are being stored.
+type cancelOnCell struct {
+	cancel context.CancelFunc
+	cells  int
+}
+
+func (c *cancelOnCell) Name() string                  { return "cancel-on-cell" }
+func (c *cancelOnCell) Start(*pipeline.SinkEnv) error { return nil }
+func (c *cancelOnCell) Stop(*pipeline.Summary) error  { return nil }
+func (c *cancelOnCell) Cell(results.Cell, []results.Request) error {
+	c.cells++
+	c.cancel()
+	return nil
+}
+
+// An interrupt while thousands of records are being stored stops the
+// storing (the rows stored so far stay) instead of waiting for all of them.
+func TestInterruptStopsStoringRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "{\"name\": \"t%d\", \"req_s\": %d}\n", i, i+1)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := plan(fmt.Sprintf(`bench: {
+		kind: "exec", parser: "jsonl", cmd: [%q]
+		env: {EXEC_TEST_PROGRAM: "print", EXEC_TEST_FIXTURE: %q}
+	}`, self(t), path))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := &cancelOnCell{cancel: cancel}
+	rec := kit.Run(t, ctx, kit.LoadPlan(t, registry(), src), pipeline.Options{Sinks: pipeline.UseSinks(stop)})
+	if n := len(rec.Cells); n == 0 || n > 10 {
+		t.Errorf("%d of 2000 rows stored after an interrupt at the first: want the storing stopped", n)
+	}
+	if rec.Summary.ExitCode != pipeline.ExitInterrupted {
+		t.Errorf("exit %d, want 130", rec.Summary.ExitCode)
 	}
 }
