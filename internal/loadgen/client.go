@@ -194,7 +194,10 @@ type Result struct {
 	// the even share.
 	TokensEstimated bool
 	ResponseID      string
-	StatusCode      int
+	// Model is the model the server said answered (the response's
+	// "model"); "" when it did not say.
+	Model      string
+	StatusCode int
 	// ConnRetries counts sends that failed on a reused keep-alive
 	// connection the server had already closed, before any response byte:
 	// the server never saw them, so the request went again on a fresh
@@ -692,6 +695,7 @@ func rawErrorMessage(b []byte) string {
 // (non-streamed responses arrive once, so encoding/json is fine there).
 type chunk struct {
 	ID      string `json:"id"`
+	Model   string `json:"model"`
 	Choices []struct {
 		Text  string `json:"text"`
 		Delta struct {
@@ -788,6 +792,13 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 				res.ResponseID, _ = unquoteJSON(c.ID)
 			} else {
 				res.ResponseID = string(c.ID)
+			}
+		}
+		if res.Model == "" && len(c.Model) > 0 {
+			if c.ModelEscaped {
+				res.Model, _ = unquoteJSON(c.Model)
+			} else {
+				res.Model = string(c.Model)
 			}
 		}
 		if c.HasUsage && (c.PromptTokens > 0 || c.CompletionTokens > 0) {
@@ -932,7 +943,7 @@ func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return &StreamError{Message: errorMessage(b)}
 	}
-	res.ResponseID = c.ID
+	res.ResponseID, res.Model = c.ID, c.Model
 	if c.Usage != nil {
 		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		res.UsageReported = true

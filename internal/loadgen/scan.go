@@ -34,6 +34,10 @@ type chunkInfo struct {
 	// IDEscaped says it contains a backslash and needs unquoting.
 	ID        []byte
 	IDEscaped bool
+	// Model is the raw (still JSON-escaped) top-level model string: the
+	// model the server says answered.
+	Model        []byte
+	ModelEscaped bool
 	// HasError: a non-null top-level error member.
 	HasError bool
 	// HasFinish: some choice carries a non-empty finish_reason string
@@ -65,6 +69,17 @@ func scanChunk(data []byte) (chunkInfo, error) {
 					return err
 				}
 				info.ID, info.IDEscaped = raw, esc
+				return nil
+			}
+			return s.skip()
+		case "model":
+			info.Model, info.ModelEscaped = nil, false
+			if s.peek() == '"' {
+				raw, esc, err := s.str()
+				if err != nil {
+					return err
+				}
+				info.Model, info.ModelEscaped = raw, esc
 				return nil
 			}
 			return s.skip()

@@ -41,6 +41,10 @@ type Config struct {
 	// Models are the served model names; the first is the default when a
 	// request names none.
 	Models []string
+	// AnswerAs, when set, is the model every generation answer names,
+	// whatever was asked: a server that lists the plan's model but
+	// serves a fallback.
+	AnswerAs string
 	// Mode is ModeFixed or ModeEngine.
 	Mode string
 	// TTFT and ITL drive fixed mode: the k-th token-bearing event (k from 0)

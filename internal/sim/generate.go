@@ -249,6 +249,9 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 		return p, ae.status, ae
 	}
 	p.model = model
+	if s.cfg.AnswerAs != "" {
+		p.model = s.cfg.AnswerAs
+	}
 	if req.N != nil && *req.N != 1 {
 		return p, http.StatusBadRequest, errors.New("the simulator supports only n=1")
 	}

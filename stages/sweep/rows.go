@@ -238,3 +238,30 @@ func opt(p *float64, prec int) string {
 	}
 	return strconv.FormatFloat(*p, 'f', prec, 64)
 }
+
+// answeredModelNote says when the server answered as another model than
+// the one asked for ("" when every answer that named one named it): a
+// server that lists the plan's model but serves a fallback would be
+// measured as the plan's model. An alias is legitimate (Ollama's
+// "name:latest" for "name" is not reported), so it is a note, not an
+// error: the reader decides.
+func answeredModelNote(asked string, rs []loadgen.Result) string {
+	if asked == "" {
+		return ""
+	}
+	other, n := "", 0
+	for _, r := range rs {
+		m := r.Model
+		if m == "" || m == asked || m == asked+":latest" || m+":latest" == asked {
+			continue
+		}
+		if other == "" {
+			other = m
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the server answered %d of %d requests as model %q, not %q: an alias, or another model than the plan's", n, len(rs), other, asked)
+}

@@ -946,6 +946,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	row.Requests = int64(len(timed))
 	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
 	fillMedia(&row, timed, window, s.refs != nil)
+	row.Notes = joinNotes(row.Notes, answeredModelNote(t.Model, timed))
 	s.judgeTrace(&row, p, view, timed)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)

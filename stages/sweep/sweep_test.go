@@ -426,3 +426,27 @@ func TestRequestRowsInSendOrder(t *testing.T) {
 		}
 	}
 }
+
+// A server that lists the plan's model but answers as another (a
+// fallback) is measured, and its row says so; one that answers as the
+// model asked for says nothing.
+func TestAnsweredModelIsChecked(t *testing.T) {
+	for _, tc := range []struct{ answerAs, want string }{
+		{"tiny-fallback-1b", `as model "tiny-fallback-1b", not "sim-llama"`},
+		{"", ""},
+	} {
+		_, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL, c.AnswerAs = time.Millisecond, 0, tc.answerAs })
+		for _, stream := range []bool{true, false} {
+			st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, cells: [{isl: 8, osl: 2}], concurrency: [1], requests: 2, warmup: 0, calibrate: "off", stream: %v`, url, stream), "")
+			c, err := runStage(t, st, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.cells[0]
+			has := strings.Contains(r.Notes, "the server answered 2 of 2 requests")
+			if r.Status != results.StatusOK || (tc.want == "") == has || (tc.want != "" && !strings.Contains(r.Notes, tc.want)) {
+				t.Errorf("answer as %q, stream %v: status %s, notes %q", tc.answerAs, stream, r.Status, r.Notes)
+			}
+		}
+	}
+}
