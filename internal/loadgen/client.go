@@ -597,6 +597,14 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		return res
 	}
 	streamed := t.Stream && !t.Endpoint.oneBody()
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// benchrun asks for no compression (it buffers tokens and skews
+		// their times); a body compressed anyway would fail to parse as
+		// "unexpected EOF" without saying why.
+		res.Err = fmt.Errorf("the server compressed its answer (Content-Encoding: %s) though benchrun asked for none: compression holds tokens back and skews their times; turn it off on the server or the proxy before it", ce)
+		res.Finished = time.Now()
+		return res
+	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") {
 		// A proxy's or gateway's error page with a 200: say what arrived
 		// rather than fail later with "unexpected EOF" or "malformed".
@@ -756,6 +764,16 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 	finished := false // a finish_reason arrived
 	for {
 		ev, err := sr.Next()
+		if (err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)) && counted == 0 {
+			// A bare JSON body where an SSE stream was due (an error
+			// object with a 200 and text/event-stream): the server's own
+			// words, not "unexpected EOF".
+			if line := bytes.TrimSpace(sr.Ignored()); len(line) > 0 && line[0] == '{' {
+				if msg := errorMessage(line); msg != "" {
+					return &StreamError{Message: msg}
+				}
+			}
+		}
 		if err == io.EOF {
 			// A stream that ends without [DONE] is accepted when the
 			// server said the sequence finished (a finish_reason); one that

@@ -107,6 +107,11 @@ func TestClientReportsFailures(t *testing.T) {
 		{"error=503", "HTTP 503"},
 		{"drop-after=2", "reading stream after 2 token events"},
 		{"malformed", "malformed event after 1 token events"},
+		// A bare JSON error with a 200 where a stream was due: the
+		// server's words, not "unexpected EOF".
+		{"sse-json-error", "the model is overloaded, try again later"},
+		// A body compressed though benchrun asked for none: named.
+		{"gzip", "Content-Encoding: gzip"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			tg := newTarget(url, 1)

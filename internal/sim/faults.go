@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,6 +32,9 @@ import (
 //	                  the client reads (streamed: one SSE line with no end)
 //	proxy-page        answer 502 with a proxy's HTML error page in latin-1
 //	                  (not UTF-8) holding terminal control sequences
+//	sse-json-error    answer 200 text/event-stream with a bare JSON error
+//	                  object (no data: line)
+//	gzip              answer 200 with a gzip-compressed body nobody asked for
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -51,6 +55,8 @@ type faults struct {
 	endless bool
 	// A proxy's error page instead of the server's answer.
 	proxyPage bool
+	// A bare JSON error where a stream was due; a body compressed anyway.
+	sseJSONError, gzipBody bool
 }
 
 func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
@@ -93,6 +99,12 @@ func (f faults) String() string {
 	if f.proxyPage {
 		parts = append(parts, "proxy-page")
 	}
+	if f.sseJSONError {
+		parts = append(parts, "sse-json-error")
+	}
+	if f.gzipBody {
+		parts = append(parts, "gzip")
+	}
 	return strings.Join(parts, ",")
 }
 
@@ -125,10 +137,12 @@ func parseFaults(v string) (faults, error) {
 			if err == nil && f.stallAt < 0 {
 				err = fmt.Errorf("must not be negative")
 			}
-		case "malformed", "embed-zero", "embed-nan", "endless", "proxy-page":
+		case "malformed", "embed-zero", "embed-nan", "endless", "proxy-page", "sse-json-error", "gzip":
 			if hasVal {
 				err = fmt.Errorf("takes no value")
 			}
+			f.sseJSONError = f.sseJSONError || key == "sse-json-error"
+			f.gzipBody = f.gzipBody || key == "gzip"
 			f.endless = f.endless || key == "endless"
 			f.proxyPage = f.proxyPage || key == "proxy-page"
 			f.malformed = f.malformed || key == "malformed"
@@ -154,7 +168,7 @@ func parseFaults(v string) (faults, error) {
 		default:
 			err = fmt.Errorf("unknown fault")
 		}
-		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" && key != "endless" && key != "proxy-page" {
+		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" && key != "endless" && key != "proxy-page" && key != "sse-json-error" && key != "gzip" {
 			err = fmt.Errorf("needs a value")
 		}
 		if err != nil {
@@ -232,6 +246,23 @@ func (s *Server) hostileAnswer(w http.ResponseWriter, r *http.Request, rec *reco
 		rec.update(func(r *RequestRecord) {
 			r.Status, r.Error, r.Finished = http.StatusBadGateway, "fault: proxy page", time.Now()
 		})
+		return true
+	}
+	if f.sseJSONError {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"error":{"message":"the model is overloaded, try again later","type":"server_error"}}`+"\n")
+		s.finishAbort(rec, "fault: a bare JSON error where a stream was due")
+		return true
+	}
+	if f.gzipBody {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusOK)
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, "data: {\"choices\":[{\"text\":\" hi\"}]}\n\ndata: [DONE]\n\n")
+		zw.Close()
+		s.finishAbort(rec, "fault: a compressed body")
 		return true
 	}
 	if f.trickle <= 0 && !f.endless {

@@ -94,7 +94,15 @@ type Reader struct {
 	lastID  string // spec "last event ID buffer"
 	retry   int64  // last valid `retry:` value in ms, -1 if none
 	max     int
+	ignored []byte // the first line of an unknown field, up to maxIgnored
 }
+
+// maxIgnored is how much of the first ignored line Ignored keeps.
+const maxIgnored = 4 << 10
+
+// Ignored is the first line of a field the spec ignores (a line that is
+// no SSE: a bare JSON error object), up to 4 KiB; nil when none came.
+func (r *Reader) Ignored() []byte { return r.ignored }
 
 // NewReader returns a Reader with the default buffer size.
 func NewReader(r io.Reader) *Reader { return NewReaderSize(r, DefaultBufferSize) }
@@ -209,8 +217,14 @@ func (r *Reader) Next() (Event, error) {
 			if ms, ok := parseRetry(value); ok {
 				r.retry = ms
 			}
+		default:
+			// Other fields are ignored, as the spec requires; the first
+			// is kept (a server that sent a bare JSON error where an SSE
+			// stream was due is explained by it).
+			if r.ignored == nil {
+				r.ignored = append([]byte{}, line[:min(len(line), maxIgnored)]...)
+			}
 		}
-		// Other fields are ignored, as the spec requires.
 	}
 }
 
