@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -42,10 +43,12 @@ func fixErrors(errs []pathError, raw, unified cue.Value, planPath string) []path
 		}
 	}
 	// Drop schema-placed errors about a value when an error about one of
-	// its parts says what is wrong.
+	// its parts says what is wrong; a list's length error too, wherever
+	// placed, when one of its elements is wrong (CUE reports a list whose
+	// element failed as a list of another length).
 	var kept []pathError
 	for i, e := range errs {
-		if fromSchema[i] && e.path != "" {
+		if (fromSchema[i] || listLenRE.MatchString(e.Msg)) && e.path != "" {
 			redundant := false
 			for j, o := range errs {
 				if j != i && strings.HasPrefix(o.path, e.path+".") {
@@ -168,13 +171,18 @@ func plainer(path, msg string) string {
 	if strings.HasSuffix(msg, durationRE) {
 		return strings.TrimSuffix(msg, " "+durationRE) + `: not a duration (write "500ms", "30s", "2m" or "1h30m")`
 	}
-	if m := listLenRE.FindStringSubmatch(msg); m != nil && m[1] < m[2] {
+	if m := listLenRE.FindStringSubmatch(msg); m != nil && atoi(m[1]) < atoi(m[2]) {
 		return listLenRE.ReplaceAllString(msg, "the list has "+m[1]+" elements; it needs at least "+m[2])
 	}
 	if path == "stages" && strings.Contains(msg, "mismatched types list and struct") {
 		return `stages: a struct keyed by stage name, not a list (stages: {server: {kind: "launch", ...}, ...})`
 	}
 	return msg
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 func isLiteral(s string) bool {

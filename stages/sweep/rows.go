@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +15,10 @@ import (
 	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/schema"
 )
+
+// durationShape is a Go duration's form ("1h30m", "500ms"), whatever its
+// size.
+var durationShape = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
 
 // minCPUSpan is the shortest span over which the client's CPU use is
 // reported: over a millisecond, a scheduler tick's worth of CPU reads as

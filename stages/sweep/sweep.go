@@ -97,7 +97,13 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 			return
 		}
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
+		switch {
+		case err != nil && strings.Contains(err.Error(), "invalid duration") && durationShape.MatchString(v):
+			// Well formed, but past what a duration can hold (about 290
+			// years): too long, not "not positive".
+			bad([]string{field}, "%q is longer than any run (a duration holds at most about 290 years); write a bound such as \"30s\" or \"2m\"", v)
+			return
+		case err != nil || d <= 0:
 			bad([]string{field}, "%q is not a positive duration (write it as \"30s\" or \"2m\")", v)
 			return
 		}

@@ -241,6 +241,7 @@ func TestSweepValidate(t *testing.T) {
 		{`kind: "sweep", target: "http://x", cells: [{isl: 8, osl: 8}], shared_prefix: 8`, "shared_prefix 8 leaves no room"},
 		{`kind: "sweep", target: "http://x", api_key_env: "sk-abc def"`, "should name an environment variable"},
 		{`kind: "sweep", target: "http://x", stall_timeout: "forever"`, `stall_timeout: "forever" is not a positive duration`},
+		{`kind: "sweep", target: "http://x", stall_timeout: "3000000h"`, `stall_timeout: "3000000h" is longer than any run`},
 		{`kind: "sweep", target: "http://x", request_timeout: "0s"`, `request_timeout: "0s" is not a positive duration`},
 		{`kind: "sweep", target: "http://x", cells: [{isl: 8, osl: 8, server: {np: "4"}}]`, `stages.sweep.cells.0.server: server variables need a launch stage as the target (restarted with them before the cell), not "http://x"`},
 	} {
