@@ -345,10 +345,26 @@ func Record(c results.Cell, index []int) []string {
 	v := reflect.ValueOf(c)
 	rec := make([]string, len(index))
 	for i, fi := range index {
+		if notApplicable[fi] && v.Field(fi).IsZero() {
+			continue // a closed loop has no rate, an open one no concurrency: empty, not 0
+		}
 		rec[i] = format(v.Field(fi))
 	}
 	return rec
 }
+
+// notApplicable marks the load columns whose zero means "not this kind of
+// load": rate on a closed loop's row, concurrency on an open loop's.
+var notApplicable = func() map[int]bool {
+	out := map[int]bool{}
+	t := reflect.TypeOf(results.Cell{})
+	for i := range t.NumField() {
+		if n := fieldName(t.Field(i)); n == "rate" || n == "concurrency" {
+			out[i] = true
+		}
+	}
+	return out
+}()
 
 func format(v reflect.Value) string {
 	if v.Kind() == reflect.Pointer {

@@ -255,3 +255,20 @@ func TestFieldsAreNeverFormulas(t *testing.T) {
 		}
 	}
 }
+
+// A closed loop's row has no rate, an open loop's no concurrency: empty
+// fields, not 0 (Parquet keeps the 0).
+func TestLoadColumnsNotApplicableAreEmpty(t *testing.T) {
+	idx, err := csvsink.ColumnIndex([]string{"concurrency", "rate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := results.Cell{Concurrency: 4}
+	open := results.Cell{Rate: 20}
+	if got := csvsink.Record(closed, idx); got[0] != "4" || got[1] != "" {
+		t.Errorf("closed loop: %q, want [4, empty]", got)
+	}
+	if got := csvsink.Record(open, idx); got[0] != "" || got[1] != "20" {
+		t.Errorf("open loop: %q, want [empty, 20]", got)
+	}
+}

@@ -1,0 +1,4 @@
+package csv
+
+// ColumnIndex is columnIndex, for the tests.
+var ColumnIndex = columnIndex
