@@ -301,8 +301,7 @@ func TestHangupAndQuitAreInterrupts(t *testing.T) {
 		{syscall.SIGQUIT, []string{"benchrun: SIGQUIT: the stacks of every goroutine follow", "goroutine ", "interrupted by SIGQUIT"}},
 	} {
 		t.Run(tt.sig.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			plan := `name: "sig"
+			dir, cmd, stderr := startPlan(t, `name: "sig"
 model: {name: "sim"}
 stages: {
 	server: {kind: "launch", cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", "5ms", "--itl", "50ms"]}
@@ -310,41 +309,13 @@ stages: {
 	sweep: {kind: "sweep", target: "server", needs: ["health"], cells: [{isl: 16, osl: 2000}], concurrency: [1], requests: 2, warmup: 0}
 	post: {kind: "health", target: "server", needs: ["sweep"], finally: true}
 }
-`
-			if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(plan), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd := benchrunCmd(dir, "plan.cue")
-			var stderr lockedBuffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				m, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "*", "sweep.log"))
-				if len(m) == 1 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the sweep never started:\n%s", stderr.String())
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+`)
+			waitFor(t, dir, "runs/*/*/*/sweep.log", "the sweep never started", 20*time.Second, stderr)
 			time.Sleep(300 * time.Millisecond) // measuring
 			if err := cmd.Process.Signal(tt.sig); err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var werr error
-			select {
-			case werr = <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("still running 30s after %s:\n%s", tt.sig, stderr.String())
-			}
-			if code := exitCode(t, werr); code != 130 {
+			if code := waitExit(t, cmd, 30*time.Second, stderr); code != 130 {
 				t.Errorf("exit %d, want 130:\n%s", code, stderr.String())
 			}
 			for _, want := range append(tt.want, "  post ") {
@@ -432,29 +403,9 @@ stages: {
 // supervisor says what happened and where the finished rows are, marks
 // the run crashed in its manifest, and exits 4.
 func TestKilledWorkerIsACrash(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(longSweepPlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := benchrunCmd(dir, "plan.cue")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	dir, cmd, stderr := startPlan(t, longSweepPlan)
 	// The first cell is on disk and the second is being measured.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "*", "cells", "*.parquet"))
-		if len(m) >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no cell finished:\n%s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFor(t, dir, "runs/*/*/*/cells/*.parquet", "no cell finished", 30*time.Second, stderr)
 	workers := children(cmd.Process.Pid)
 	if len(workers) != 1 {
 		t.Fatalf("the supervisor has children %v, want its one worker", workers)
@@ -462,16 +413,9 @@ func TestKilledWorkerIsACrash(t *testing.T) {
 	if err := syscall.Kill(workers[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var werr error
-	select {
-	case werr = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the supervisor still runs 30 s after its worker was killed:\n%s", stderr.String())
-	}
+	code := waitExit(t, cmd, 30*time.Second, stderr)
 	rd := runDir(t, dir)
-	if code := exitCode(t, werr); code != 4 {
+	if code != 4 {
 		t.Errorf("exit %d, want 4:\n%s", code, stderr.String())
 	}
 	for _, want := range []string{"the run's worker was killed by SIGKILL (out of memory?", "every finished row is in " + rd} {
@@ -499,17 +443,7 @@ func TestKilledWorkerIsACrash(t *testing.T) {
 // interrupt like any other: exit 130 (it was 143, the worker killed by
 // the forwarded signal).
 func TestEarlyInterruptIs130(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(longSweepPlan), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := benchrunCmd(dir, "plan.cue")
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	_, cmd, stderr := startPlan(t, longSweepPlan)
 	for deadline := time.Now().Add(10 * time.Second); len(children(cmd.Process.Pid)) == 0; time.Sleep(100 * time.Microsecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no worker started")
@@ -518,15 +452,8 @@ func TestEarlyInterruptIs130(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if code := exitCode(t, err); code != 130 {
-			t.Errorf("exit %d, want 130:\n%s", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("still running 30 s after SIGTERM:\n%s", stderr.String())
+	if code := waitExit(t, cmd, 30*time.Second, stderr); code != 130 {
+		t.Errorf("exit %d, want 130:\n%s", code, stderr.String())
 	}
 }
 
@@ -585,5 +512,51 @@ stages: {
 	}
 	if !strings.Contains(stderr.String(), "benchrun: stdout did not take the last") {
 		t.Errorf("stderr does not say the CSV was not delivered:\n%s", stderr.String())
+	}
+}
+
+// startPlan writes plan into a new directory and starts benchrun on it,
+// its stderr captured; the process is killed when the test ends.
+func startPlan(t *testing.T, plan string) (dir string, cmd *exec.Cmd, stderr *lockedBuffer) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd = benchrunCmd(dir, "plan.cue")
+	stderr = &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return dir, cmd, stderr
+}
+
+// waitFor waits until glob (under dir) matches a file, failing the test
+// with what, and stderr, after limit.
+func waitFor(t *testing.T, dir, glob, what string, limit time.Duration, stderr *lockedBuffer) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(dir, glob)); len(m) >= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s:\n%s", what, stderr.String())
+		}
+	}
+}
+
+// waitExit waits up to limit for cmd to end and returns its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration, stderr *lockedBuffer) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitCode(t, err)
+	case <-time.After(limit):
+		t.Fatalf("still running after %v:\n%s", limit, stderr.String())
+		return 0
 	}
 }
