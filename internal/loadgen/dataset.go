@@ -79,9 +79,9 @@ func LoadDataset(spec DatasetSpec) ([]string, error) {
 }
 
 func loadShareGPT(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path, "dataset")
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	var convs []struct {
 		Conversations []struct {
@@ -106,9 +106,9 @@ func loadShareGPT(path string) ([]string, error) {
 }
 
 func loadJSONL(path, field string) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := openInput(path, "dataset")
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -168,9 +168,9 @@ func loadText(path string) ([]string, error) {
 	sort.Strings(files)
 	var out []string
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := readInput(f, "dataset")
 		if err != nil {
-			return nil, fmt.Errorf("dataset: %w", err)
+			return nil, err
 		}
 		if s := strings.TrimSpace(string(b)); s != "" {
 			out = append(out, s)
@@ -184,9 +184,9 @@ func loadText(path string) ([]string, error) {
 // numbers) in vectorField, keyed by the text. Lines without a vector are
 // skipped; none at all gives nil.
 func LoadReferenceVectors(path, field, vectorField string) (map[string][]float32, error) {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path, "reference vectors")
 	if err != nil {
-		return nil, fmt.Errorf("reference vectors: %w", err)
+		return nil, err
 	}
 	var out map[string][]float32
 	for n, line := range bytes.Split(b, []byte("\n")) {
@@ -218,9 +218,9 @@ func LoadReferenceVectors(path, field, vectorField string) (map[string][]float32
 // the human turns of each conversation that has any. Errors say which file
 // and line is wrong.
 func LoadConversations(spec DatasetSpec) ([][]string, error) {
-	b, err := os.ReadFile(spec.Path)
+	b, err := readInput(spec.Path, "dataset")
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	type turn struct {
 		From    string `json:"from"`

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -315,5 +316,41 @@ func TestCalibrationProbeIsBounded(t *testing.T) {
 				t.Fatalf("method %q, fallback %q", v.Method, v.Fallback)
 			}
 		})
+	}
+}
+
+// Inputs that are no such file are refused before any is read: a device
+// that never ends (/dev/zero: 2 GB in 2 s), a FIFO nobody writes (it would
+// block forever), and a model file a glob caught (the repository's real
+// GGUF), each named; a trace too.
+func TestInputsThatAreNoFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "prompts.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	models, _ := filepath.Abs("../../testdata/models")
+	for _, tc := range []struct {
+		spec DatasetSpec
+		want string
+	}{
+		{DatasetSpec{Path: "/dev/zero", Format: FormatText}, "/dev/zero is not a regular file"},
+		{DatasetSpec{Path: fifo}, "is not a regular file"},
+		{DatasetSpec{Path: filepath.Join(models, "*"), Format: FormatText}, "is a GGUF model file, not a dataset"},
+		{DatasetSpec{Path: filepath.Join(models, "stories260K.gguf"), Format: FormatShareGPT}, "is a GGUF model file"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := LoadDataset(tc.spec); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: err = %v, want %q", tc.spec.Path, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still reading after 10 s", tc.spec.Path)
+		}
+	}
+	if _, err := LoadTrace(TraceSpec{Path: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a trace from /dev/zero: %v", err)
 	}
 }

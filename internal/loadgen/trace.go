@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -90,9 +89,9 @@ type Trace struct {
 
 // LoadTrace reads a trace file. Errors name the file and line.
 func LoadTrace(spec TraceSpec) (*Trace, error) {
-	f, err := os.Open(spec.Path)
+	f, err := openInput(spec.Path, "trace")
 	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return ParseTrace(f, spec)
