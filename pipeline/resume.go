@@ -195,19 +195,21 @@ func (g *Graph) nothingLeftToResume(done map[string]bool) map[string]bool {
 // plan's timeout, helper fields (what they feed is compared where it
 // lands), stages with nothing left to run and finally stages.
 func CheckResume(g *Graph, ri *RunInfo) error {
-	if !ri.Resumed || len(ri.prevPlan) == 0 {
+	if !ri.Resumed {
 		return nil
 	}
 	return checkResume(g, ri, g.nothingLeftToResume(ri.doneCells))
 }
 
 func checkResume(g *Graph, ri *RunInfo, idle map[string]bool) error {
-	if len(ri.prevPlan) == 0 {
-		return nil
-	}
+	// Without the configuration the run was made with, nothing says this
+	// plan is the same: refused, never resumed unchecked.
 	var old map[string]any
+	if len(ri.prevPlan) == 0 {
+		return fmt.Errorf("run directory %s has no %s (deleted?): the resume cannot check that this plan is the one the run was made with; restore it from the run's copy, or start a new run", ri.Dir, filepath.Join(ri.Dir, "plan.json"))
+	}
 	if err := json.Unmarshal(ri.prevPlan, &old); err != nil {
-		return nil // not ours to judge: an unreadable plan.json is kept as it is
+		return fmt.Errorf("run directory %s: %s cannot be read (%v): the resume cannot check that this plan is the one the run was made with; restore it, or start a new run", ri.Dir, filepath.Join(ri.Dir, "plan.json"), err)
 	}
 	resolved, err := resolvedPlanText(g.Plan) // as plan.json keeps it: URL passwords masked
 	if err != nil {
