@@ -624,6 +624,10 @@ func (r *runner) finish(c completion) {
 	}
 }
 
+// OneLine is a reason in one line (see firstLine): for a row's reason,
+// whose log holds the rest.
+func OneLine(s string) string { return firstLine(s) }
+
 // firstLine is a reason in one line, for the summary, the progress and
 // the manifest's run reason: its first line, and, when what follows is a
 // log's tail ("  | " lines: a server that exited before listening), the

@@ -244,7 +244,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	fail := func(reason string) error {
 		row := base
 		row.CellID = name + "/run"
-		row.Status, row.Reason = results.StatusError, reason
+		// One line on the row (its first, and the log's last line when a
+		// tail follows): twenty lines of a program's usage belong in
+		// its log, not in every table and CSV.
+		row.Status, row.Reason = results.StatusError, pipeline.OneLine(reason)
 		return env.Emit(row, nil)
 	}
 	var timeout *pipeline.TimeoutError

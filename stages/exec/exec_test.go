@@ -48,6 +48,12 @@ func program(prog string) int {
 			return 4
 		}
 		return program("print")
+	case "usage": // a bad flag: twenty-odd lines of usage, exit 2
+		fmt.Fprintln(os.Stderr, "error: unknown argument: --flsh-attn")
+		for i := range 24 {
+			fmt.Fprintf(os.Stderr, "  -option%d   what option %d does\n", i, i)
+		}
+		return 2
 	case "fail":
 		fmt.Println("[")
 		fmt.Fprintln(os.Stderr, "main: error: failed to load model 'models/missing.gguf'")
@@ -482,5 +488,23 @@ func TestInterruptStopsStoringRecords(t *testing.T) {
 	}
 	if rec.Summary.ExitCode != pipeline.ExitInterrupted {
 		t.Errorf("exit %d, want 130", rec.Summary.ExitCode)
+	}
+}
+
+// A program that fails with its usage: the row's reason is one line (the
+// error and the log's last line), the usage stays in the log.
+func TestFailureReasonIsOneLine(t *testing.T) {
+	src := plan(fmt.Sprintf(`bench: {kind: "exec", parser: "json", cmd: [%q], env: {EXEC_TEST_PROGRAM: "usage"}}`, self(t)))
+	rec := kit.Run(t, context.Background(), kit.LoadPlan(t, registry(), src), pipeline.Options{})
+	c, ok := rec.Cell("bench/run")
+	if !ok {
+		t.Fatalf("no bench/run row: %+v", rec.Cells)
+	}
+	if c.Status != "error" || strings.Contains(c.Reason, "\n") || !strings.Contains(c.Reason, "unknown argument: --flsh-attn") || strings.Count(c.Reason, "what option") > 1 {
+		t.Errorf("reason %q: want one line with the error", c.Reason)
+	}
+	b, _ := os.ReadFile(filepath.Join(rec.Dir, "bench.log"))
+	if !strings.Contains(string(b), "-option23") {
+		t.Errorf("the usage is not in the log:\n%s", b)
 	}
 }
