@@ -510,7 +510,13 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		if stopErr != nil {
 			row := base
 			row.StartedAt = time.Now().UTC()
-			row.Status, row.Reason = results.StatusSkipped, "not run: "+stopErr.Error()
+			// Short: the full reason is on the row where the sweep
+			// stopped (and in the stage's reason), not repeated on each.
+			why := pipeline.OneLine(stopErr.Error())
+			if r := []rune(why); len(r) > 160 {
+				why = string(r[:157]) + "…"
+			}
+			row.Status, row.Reason = results.StatusSkipped, "not run: "+why
 			if err := emit(row, nil); err != nil {
 				return nil, err
 			}
