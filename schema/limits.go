@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/metrics"
 	"strings"
 	"unicode/utf8"
 
@@ -25,6 +26,29 @@ const MaxPlanBytes = 1 << 20
 // directory names (runs/plan=NAME/, NAME.log) and parts of every cell id,
 // and a file name longer than 255 bytes fails only at run time.
 const MaxNameLen = 64
+
+// What one plan may ask the loader to hold. A few hundred bytes of CUE
+// can generate far more than a person writes (a string doubled 24 times,
+// a comprehension over list.Range): past these, vet refuses the plan at
+// the field, with the count.
+const (
+	// MaxStages is the most stages one plan has: a matrix of models,
+	// quantizations and engines is tens to hundreds, and vet's time and
+	// memory grow with every stage.
+	MaxStages = 1000
+	// MaxStringBytes is the longest string value: no longer than a plan
+	// file could write literally. Prompts and documents longer than that
+	// belong in a dataset file.
+	MaxStringBytes = MaxPlanBytes
+	// MaxListLen is the most elements of one list (a ladder, a cell list,
+	// a sink list).
+	MaxListLen = 10_000
+	// MaxEvalHeapBytes bounds the memory CUE may take evaluating a plan
+	// (docs/PLANS.md, "Limits", has what plans take). Evaluation cannot
+	// be interrupted, so the caller watches the heap (EvalHeapBytes) and
+	// gives the load up past it.
+	MaxEvalHeapBytes = 512 << 20
+)
 
 // readPlan reads a plan file, refusing one over MaxPlanBytes before
 // reading it.
@@ -79,6 +103,76 @@ func nameErrs(p *Plan, v cue.Value, path string) Errors {
 		}
 	}
 	return errs
+}
+
+// sizeErrs refuses a plan with more than MaxStages stages, and any string
+// over MaxStringBytes or list over MaxListLen among the plan's regular
+// fields (hidden helpers are reported where a field uses them), each at
+// the field with its size.
+func sizeErrs(raw cue.Value, stages int, path string) Errors {
+	var errs Errors
+	at := func(x cue.Value, sels []string) Pos {
+		if p, _ := rawPos(raw, strings.Join(sels, "."), path); p.Line > 0 {
+			return p
+		}
+		if p := posOf(x.Pos()); p.Line > 0 && !inSchema(p) {
+			return fixPos(p, path)
+		}
+		return Pos{File: path, Line: 1, Col: 1}
+	}
+	if stages > MaxStages {
+		errs = append(errs, Error{Pos: valuePosOf(raw, "stages", path), Msg: fmt.Sprintf("stages: the plan has %d stages; a plan has at most %d (split it into plans, or narrow the comprehension that generates them)", stages, MaxStages)})
+	}
+	var walk func(x cue.Value, sels []string, depth int)
+	walk = func(x cue.Value, sels []string, depth int) {
+		if depth > 64 || len(errs) > 20 {
+			return
+		}
+		switch x.IncompleteKind() {
+		case cue.StructKind:
+			it, err := x.Fields()
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				sel := it.Selector()
+				name := sel.String()
+				if sel.LabelType() == cue.StringLabel {
+					name = sel.Unquoted()
+				}
+				walk(it.Value(), append(sels[:len(sels):len(sels)], name), depth+1)
+			}
+		case cue.ListKind:
+			if n, err := x.Len().Int64(); err == nil && n > MaxListLen {
+				errs = append(errs, Error{Pos: at(x, sels), Msg: fmt.Sprintf("%s: the list has %d elements; a list has at most %d (a ladder, cells or documents that long belong in a dataset file, or in several stages)", strings.Join(sels, "."), n, MaxListLen)})
+				return
+			}
+			it, err := x.List()
+			if err != nil {
+				return
+			}
+			for i := 0; it.Next(); i++ {
+				walk(it.Value(), append(sels[:len(sels):len(sels)], fmt.Sprint(i)), depth+1)
+			}
+		case cue.StringKind:
+			if str, err := x.String(); err == nil && len(str) > MaxStringBytes {
+				errs = append(errs, Error{Pos: at(x, sels), Msg: fmt.Sprintf("%s: the string is %s; a string in a plan is at most %s, what a plan file can hold (a longer prompt or document belongs in a dataset file)", strings.Join(sels, "."), byteSize(int64(len(str))), byteSize(MaxStringBytes))})
+			}
+		}
+	}
+	walk(raw, nil, 0)
+	return errs
+}
+
+// EvalHeapBytes is the Go heap's size now (live and not yet collected
+// objects), cheap enough to poll while a plan loads.
+func EvalHeapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // shortName quotes a long name by its start.

@@ -91,7 +91,7 @@ func TestManyStagesLoadInLinearTime(t *testing.T) {
 	kinds := stageKinds(t)
 	var b strings.Builder
 	b.WriteString("name: \"many\"\nstages: {\n")
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < MaxStages-1; i++ {
 		fmt.Fprintf(&b, "\th%d: {kind: \"health\", target: \"http://127.0.0.1:1\"}\n", i)
 	}
 	b.WriteString("\tbad: {kind: \"health\", target: \"http://127.0.0.1:1\", within: \"soon\"}\n}\n")
@@ -99,16 +99,65 @@ func TestManyStagesLoadInLinearTime(t *testing.T) {
 	p, err := LoadSource("many.cue", []byte(b.String()), Options{Kinds: kinds})
 	took := time.Since(start)
 	// The kinds' definitions still apply to every stage.
-	if err == nil || !strings.Contains(err.Error(), "many.cue:2003:") || !strings.Contains(err.Error(), "stages.bad.within") {
-		t.Errorf("err = %v, want stages.bad.within at line 2003", err)
+	wantAt := fmt.Sprintf("many.cue:%d:", MaxStages+2)
+	if err == nil || !strings.Contains(err.Error(), wantAt) || !strings.Contains(err.Error(), "stages.bad.within") {
+		t.Errorf("err = %v, want stages.bad.within at %s", err, wantAt)
 	}
-	if p == nil || len(p.Stages) != 2001 {
+	if err != nil && strings.Contains(err.Error(), "stages: the plan has") {
+		t.Errorf("a plan of exactly MaxStages stages was refused: %v", err)
+	}
+	if p == nil || len(p.Stages) != MaxStages {
 		t.Fatalf("plan %v", p)
 	}
 	if d, _ := p.Stages[0].Value.LookupPath(cue.ParsePath("within")).String(); d == "" {
 		t.Errorf("stage h0 has no default within: its definition was not applied")
 	}
 	if took > 10*time.Second {
-		t.Errorf("2001 stages took %s to load", took)
+		t.Errorf("%d stages took %s to load", MaxStages, took)
+	}
+}
+
+// TestGeneratedPlansAreCapped: a few lines of CUE can generate stages,
+// strings and lists far past what a plan needs; each is refused at the
+// field that holds it, with its size and the limit. At the limits a plan
+// loads.
+func TestGeneratedPlansAreCapped(t *testing.T) {
+	kinds := stageKinds(t)
+	const health = `{kind: "health", target: "http://127.0.0.1:1"}`
+	for _, tc := range []struct{ name, src, want string }{
+		{"stages", `import "list"
+name: "many"
+stages: {for i in list.Range(0, 1001, 1) {"h\(i)": ` + health + `}}
+`, "plan.cue:3:9: stages: the plan has 1001 stages; a plan has at most 1000"},
+		{"string", `import "strings"
+name: "long"
+_doc: strings.Repeat("ab", 600000)
+description: _doc
+stages: h: ` + health + `
+`, "plan.cue:4:1: description: the string is 1.1 MiB; a string in a plan is at most 1.0 MiB"},
+		{"list", `import "list"
+name: "ladder"
+stages: h: ` + health + `
+stages: h: metadata: {}
+extra: list.Repeat([1], 10001)
+`, "plan.cue:5:1: extra: the list has 10001 elements; a list has at most 10000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadSource("plan.cue", []byte(tc.src), Options{Kinds: kinds})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+	for _, ok := range []string{
+		`import "strings"
+name: "at-limit"
+description: strings.Repeat("ab", 524288)
+stages: h: ` + health + `
+`,
+	} {
+		if _, err := LoadSource("plan.cue", []byte(ok), Options{Kinds: kinds}); err != nil {
+			t.Errorf("%.60s…: %v", ok, err)
+		}
 	}
 }

@@ -488,6 +488,7 @@ func loadWithTags(path, abs string, src []byte, opts Options, tagFields []TagFie
 	}
 	errs = append(errs, derrs...)
 	if p != nil {
+		errs = append(errs, sizeErrs(raw, len(p.Stages), path)...)
 		errs = append(errs, nameErrs(p, raw, path)...)
 		if len(p.Stages) == 0 && stagesDecoded(v) {
 			errs = append(errs, noStagesErr(raw, path))

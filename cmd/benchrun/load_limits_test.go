@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,5 +150,54 @@ func TestSignalStopsAPlanLoading(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
 		t.Errorf("an interrupted load created a run directory")
+	}
+}
+
+// TestRunawayPlanIsGivenUp: a plan of a few hundred bytes that builds a
+// 128 MB string by doubling took 1–4 GB to vet. The load is given up past
+// the evaluation budget with a plan error (exit 2), and the process never
+// grows far past the budget.
+func TestRunawayPlanIsGivenUp(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("name: \"doubling\"\n_s0: \"abcdefgh\"\n")
+	for i := 1; i <= 24; i++ {
+		fmt.Fprintf(&b, "_s%d: _s%d + _s%d\n", i, i-1, i-1)
+	}
+	b.WriteString("description: _s24\nstages: h: {kind: \"health\", target: \"http://127.0.0.1:1\"}\n")
+	path := filepath.Join(dir, "doubling.cue")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := asBenchrun(dir, "vet", path)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if code := exitStatus(t, err); code != 2 {
+			t.Errorf("exit %d, want 2:\n%s", code, stderr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("still loading after 2 minutes:\n%s", stderr.String())
+	}
+	want := fmt.Sprintf("evaluating the plan took over %d MiB of memory and was given up", schema.MaxEvalHeapBytes>>20)
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	// The budget is the Go heap's; the process adds its runtime and
+	// binary. Unchecked, this plan took over 1.1 GB.
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		if peak := ru.Maxrss << 10; peak > 2*schema.MaxEvalHeapBytes {
+			t.Errorf("peak RSS %d MiB, want under %d MiB", peak>>20, 2*schema.MaxEvalHeapBytes>>20)
+		} else {
+			t.Logf("peak RSS %d MiB", peak>>20)
+		}
 	}
 }

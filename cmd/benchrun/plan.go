@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -54,11 +55,23 @@ func loadGraphContext(ctx context.Context, path string, tags []string, reg *pipe
 		g, err := loadGraph(path, tags, reg)
 		done <- loaded{g, err}
 	}()
-	select {
-	case r := <-done:
-		return r.g, r.err
-	case <-ctx.Done():
-		return nil, &loadInterrupted{path: path, cause: context.Cause(ctx)}
+	// The heap is polled, not limited: a plan that generates gigabytes
+	// (a string doubled 24 times) is given up at the budget with a plan
+	// error, before the machine swaps or the kernel kills benchrun.
+	base := schema.EvalHeapBytes()
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case r := <-done:
+			return r.g, r.err
+		case <-ctx.Done():
+			return nil, &loadInterrupted{path: path, cause: context.Cause(ctx)}
+		case <-poll.C:
+			if grown := schema.EvalHeapBytes() - min(base, schema.EvalHeapBytes()); grown > schema.MaxEvalHeapBytes {
+				return nil, schema.Errors{{Pos: schema.Pos{File: path}, Msg: fmt.Sprintf("evaluating the plan took over %d MiB of memory and was given up: something in it generates far more than a plan needs (a string built by repeated doubling, a comprehension over a huge range); the limits are in docs/PLANS.md", schema.MaxEvalHeapBytes>>20)}}
+			}
+		}
 	}
 }
 

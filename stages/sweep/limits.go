@@ -26,6 +26,11 @@ const (
 	// MaxTokens bounds isl and osl: ten million tokens is past every
 	// model's context, and a prompt that long is tens of megabytes.
 	MaxTokens = 10_000_000
+	// MaxPoints is the most points (rows) one sweep measures: cells ×
+	// variants × ladder × repeats. Each point is at least a warm-up and a
+	// timed pass, seconds at the least, so more is days of a server's
+	// time.
+	MaxPoints = 10_000
 )
 
 // validateLimits refuses what the machine cannot do (see the constants),
@@ -62,6 +67,10 @@ func (s *Stage) validateLimits(bad func([]string, string, ...any)) {
 	if !fieldsOK {
 		return // what follows would only repeat it
 	}
+	if n, field, what := s.pointCount(); n > MaxPoints {
+		bad(field, "the sweep has %d points (%s): at most %d per sweep stage (each is at least a warm-up and a timed pass); split it into stages or sample the ladder", n, what, MaxPoints)
+		return
+	}
 	// What the fields ask for together: a rate over a duration, or many
 	// timed passes pooled into one row.
 	for _, p := range s.points() {
@@ -78,6 +87,40 @@ func (s *Stage) validateLimits(bad func([]string, string, ...any)) {
 			return
 		}
 	}
+}
+
+// pointCount is how many points the sweep measures, counted without
+// listing them, with the field that grows it most and the product in words.
+func (s *Stage) pointCount() (int, []string, string) {
+	c := &s.cfg
+	if c.Search != nil || s.isTrace() {
+		return 0, nil, "" // bounded by their own validation
+	}
+	cells, variants := len(c.Cells), len(s.variants())
+	if c.Endpoint == "transcriptions" {
+		cells = 1
+	}
+	ladder, ladderField := len(c.Concurrency), "concurrency"
+	if len(c.Rates) > 0 {
+		ladder, ladderField = len(c.Rates), "rates"
+	}
+	repeats := max(c.Repeats, 1)
+	n := cells * max(variants, 1) * ladder * repeats
+	field := ladderField
+	switch {
+	case cells >= ladder && cells >= repeats:
+		field = "cells"
+	case repeats > ladder:
+		field = "repeats"
+	}
+	what := fmt.Sprintf("%d cells × %d %s", cells, ladder, ladderField)
+	if variants > 1 {
+		what = fmt.Sprintf("%d cells × %d variants × %d %s", cells, variants, ladder, ladderField)
+	}
+	if repeats > 1 {
+		what += fmt.Sprintf(" × %d repeats", repeats)
+	}
+	return n, []string{field}, what
 }
 
 // validateDuplicates refuses a cell or a ladder point given twice: every

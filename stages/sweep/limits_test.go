@@ -33,11 +33,14 @@ func TestSweepRefusesWhatTheMachineCannotDo(t *testing.T) {
 		{`requests: 5000000, iterations: 3`, `stages.sweep.iterations: 3 timed passes of 5000000 requests pool 15000000 requests into one row: at most 10000000`},
 		{`cells: [{isl: 100000000, osl: 4}]`, `stages.sweep.cells.0.isl: 100000000 tokens: at most 10000000`},
 		{`cells: [{isl: 8, osl: 20000000}]`, `stages.sweep.cells.0.osl: 20000000 tokens: at most 10000000`},
+		{`cells: [{isl: 8, osl: 8}], concurrency: ` + ladder(20000), `stages.sweep.concurrency: the sweep has 20000 points (1 cells × 20000 concurrency): at most 10000 per sweep stage`},
+		{`cells: [for i, _ in ` + ladder(200) + ` {isl: i+1, osl: 8}], rates: ` + ladder(100), `stages.sweep.cells: the sweep has 20000 points (200 cells × 100 rates): at most 10000`},
+		{`cells: [for i, _ in ` + ladder(60) + ` {isl: i+1, osl: 8}], concurrency: [1, 2], repeats: 100`, `stages.sweep.repeats: the sweep has 12000 points (60 cells × 2 concurrency × 100 repeats)`},
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://x"`+"\n"+tc.cue, "")
 		err := st.Validate(check(t, p))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s:\n got %v\nwant %q", tc.cue, err, tc.want)
+			t.Errorf("%s:\n got %v\nwant %q", clip(tc.cue), err, tc.want)
 		}
 	}
 	for _, ok := range []string{
@@ -47,12 +50,34 @@ func TestSweepRefusesWhatTheMachineCannotDo(t *testing.T) {
 		`requests: 10000000`,
 		`requests: 1000000, iterations: 10`,
 		`cells: [{isl: 10000000, osl: 10000000}]`,
+		`cells: [{isl: 8, osl: 8}], concurrency: ` + ladder(10000),
 	} {
 		st, p := loadStage(t, `kind: "sweep", target: "http://x"`+"\n"+ok, "")
 		if err := st.Validate(check(t, p)); err != nil {
-			t.Errorf("%s: %v", ok, err)
+			t.Errorf("%s: %v", clip(ok), err)
 		}
 	}
+}
+
+// clip shortens a long plan fragment for a failure message.
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// ladder is the CUE list [1, 2, …, n].
+func ladder(n int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, i)
+	}
+	return b.String() + "]"
 }
 
 // TestSweepRefusesDuplicatePoints: a cell or a ladder point given twice
