@@ -231,8 +231,9 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	// sends 150 requests a cell, so its p99 is its second-latest send:
 	// one stall of the machine reaches it, and the bound is the loop's
 	// latest (machine_late_max_ms; a shard lagged 675 ms at a p99 of
-	// 4.2 ms for the loop). A flag that explains is the machine's, logged,
-	// and one beyond it is the client's, an error.
+	// 4.2 ms for the loop). A flag that explains is the machine's, logged;
+	// one beyond it is the client's on a quiet machine, an error, and
+	// beside busy neighbours inconclusive, as the medians are.
 	shardCells := []map[string]results.Cell{cells(runDir("shard0")), cells(runDir("shard1"))}
 	for _, c := range mi.Cells {
 		if c.Flagged {
@@ -246,7 +247,11 @@ func TestShardsMatchOneProcess(t *testing.T) {
 				case *sh.SendLagP99Ms <= 5+floor:
 					t.Logf("%s shard %d/%d flagged (send lag p99 %.2f ms), within what the machine allowed (its event loop up to %.2f ms late, over the 5 ms)", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor)
 				default:
-					t.Errorf("%s shard %d/%d flagged at a load each shard sustains: send lag p99 %.2f ms, past 5 ms and the machine's lateness (up to %.2f ms)", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor)
+					// The probe is another process: it sees a stall of the
+					// machine, not the backlog a starved shard then sends
+					// late. Beyond it, the lag is a claim about the client
+					// on a quiet machine, judged as the medians are.
+					imprecise = append(imprecise, fmt.Sprintf("%s shard %d/%d flagged at a load each shard sustains: send lag p99 %.2f ms, past 5 ms and the machine's lateness (up to %.2f ms)", c.CellID, sh.Shard, sh.Shards, *sh.SendLagP99Ms, floor))
 				}
 			}
 		}
@@ -259,7 +264,7 @@ func TestShardsMatchOneProcess(t *testing.T) {
 		for _, m := range imprecise {
 			t.Log(m)
 		}
-		machine.Judge(t, "the merged cells' medians and rates within 10% of one process's")
+		machine.Judge(t, "the merged cells' medians and rates within 10% of one process's, and each shard keeping its schedule")
 		for _, m := range imprecise {
 			t.Error(m)
 		}

@@ -170,6 +170,7 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			// machine was then.
 			var xs, lates []float64
 			var marks []bool
+			var why []string // why a marked value is left out
 			var runs []string
 			entries := byKey[k]
 			for j := len(entries) - 1; j >= 0 && len(xs) < o.LastN; j-- {
@@ -184,12 +185,21 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 				}
 				xs = append(xs, x)
 				runs = append(runs, e.run.ID)
-				marks = append(marks, e.run.Regressed[marked(e.run.Cells[e.cells[0]].CellID, m.Name)])
+				key := marked(e.run.Cells[e.cells[0]].CellID, m.Name)
+				switch {
+				case e.run.Regressed[key]:
+					marks, why = append(marks, true), append(why, ReasonRegressed)
+				case e.run.Inconclusive[key]:
+					marks, why = append(marks, true), append(why, ReasonInconclusive)
+				default:
+					marks, why = append(marks, false), append(why, "")
+				}
 				lates = append(lates, pointLate(e.run, e.cells))
 			}
 			slices.Reverse(xs)
 			slices.Reverse(runs)
 			slices.Reverse(marks)
+			slices.Reverse(why)
 			slices.Reverse(lates)
 			need := levelRuns(o.LastN)
 			ref, level, pending := reference(xs, marks, o.MinRuns, need)
@@ -206,10 +216,12 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 				refLates = append(refLates, lates[i])
 				v.Runs = append(v.Runs, runs[i])
 			}
-			if left := len(xs) - len(ref); left > 0 && level == nil {
+			if len(ref) < len(xs) && level == nil {
 				v.Excluded = maps.Clone(v.Excluded)
-				for range left {
-					count(&v.Excluded, ReasonRegressed)
+				for i, w := range why {
+					if marks[i] {
+						count(&v.Excluded, w)
+					}
 				}
 			}
 			xs = refXs

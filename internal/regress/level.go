@@ -17,6 +17,13 @@ func levelRuns(lastN int) int { return max(minLevelRuns, lastN/2) }
 // the regression it flagged.
 const ReasonRegressed = "regressed in its run"
 
+// ReasonInconclusive is why a history value is left out when its own
+// run's check was inconclusive: it left the interval by what the
+// machine's lateness then could account for, so it is no measure of the
+// server's usual pace, and taking it in would widen the interval by the
+// machine's noise.
+const ReasonInconclusive = "inconclusive in its run"
+
 // reference is which of a cell's history values (oldest first) the
 // interval is learned from, and the change of level it begins with (nil:
 // none):

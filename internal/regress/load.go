@@ -20,18 +20,24 @@ func Load(dir string, requests bool) (*Run, error) {
 
 // regressedOf reads which metrics of which cells a run's own baseline
 // check called regressed (its latest judging).
-func regressedOf(rd *rundir.Run) (map[string]bool, error) {
+func regressedOf(rd *rundir.Run) (regressed, inconclusive map[string]bool, err error) {
 	vs, err := rd.LatestVerdicts()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]bool{}
+	regressed, inconclusive = map[string]bool{}, map[string]bool{}
 	for _, v := range vs {
-		if v.Level == LevelRegression && v.Outcome == string(Regressed) {
-			out[marked(v.CellID, v.Name)] = true
+		if v.Level != LevelRegression {
+			continue
+		}
+		switch v.Outcome {
+		case string(Regressed):
+			regressed[marked(v.CellID, v.Name)] = true
+		case string(Inconclusive):
+			inconclusive[marked(v.CellID, v.Name)] = true
 		}
 	}
-	return out, nil
+	return regressed, inconclusive, nil
 }
 
 // LevelRegression is the level of the assertions table's rows that the
@@ -106,11 +112,9 @@ func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading history: %w", err)
 		}
-		if failedChecks {
-			r.FailedChecks = true
-			if r.Regressed, err = regressedOf(rd); err != nil {
-				return nil, fmt.Errorf("reading history: %w", err)
-			}
+		r.FailedChecks = failedChecks
+		if r.Regressed, r.Inconclusive, err = regressedOf(rd); err != nil {
+			return nil, fmt.Errorf("reading history: %w", err)
 		}
 		out = append(out, r)
 	}

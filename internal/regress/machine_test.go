@@ -118,3 +118,37 @@ func TestHistoryWithoutRatchet(t *testing.T) {
 		t.Fatalf("back to 40 ms: %s", v)
 	}
 }
+
+// TestInconclusiveHistoryIsLeftOut: a value its own run could not judge,
+// because the machine's lateness explained its change, is kept out of
+// the interval as a regressed one is: taken in, two such nights widened
+// the interval until a lasting 20% slowdown on a quiet night read as
+// same.
+func TestInconclusiveHistoryIsLeftOut(t *testing.T) {
+	m, _ := SelectMetrics([]string{"ttft_p50_ms"})
+	rng := rand.New(rand.NewPCG(5, 5))
+	mk := func(i int, v float64, inconclusive bool) *Run {
+		r := mkRun(i, mkCell("sweep/128:128/c4", map[string]float64{"ttft_p50_ms": noisy(rng, v, 0.005)}))
+		if inconclusive {
+			r.Inconclusive = map[string]bool{marked("sweep/128:128/c4", "ttft_p50_ms"): true}
+		}
+		return r
+	}
+	var hist []*Run
+	for i := range 6 {
+		hist = append(hist, mk(i, 40, false))
+	}
+	hist = append(hist, mk(6, 80, true), mk(7, 40, false), mk(8, 75, true))
+	v := verdictOf(CheckHistory(hist, mk(20, 48, false), Options{Metrics: m}), "ttft_p50_ms")
+	if v.Outcome != Regressed || v.Excluded[ReasonInconclusive] != 2 || v.N != 7 {
+		t.Fatalf("a 20%% slowdown against a history with two late nights: %s (n %d, excluded %v)", v, v.N, v.Excluded)
+	}
+	// The same nights unmarked (a run before the machine was judged)
+	// widen the interval: what the mark is for.
+	for _, r := range hist {
+		r.Inconclusive = nil
+	}
+	if v := verdictOf(CheckHistory(hist, mk(21, 48, false), Options{Metrics: m}), "ttft_p50_ms"); v.Outcome == Regressed {
+		t.Fatalf("the unmarked history held its late nights and still called 48 regressed: %s; the test shows nothing", v)
+	}
+}

@@ -316,6 +316,11 @@ type Run struct {
 	// begins at or before it (CheckHistory).
 	FailedChecks bool
 	Regressed    map[string]bool
+	// Inconclusive marks, the same way, the metrics its baseline check
+	// could not judge because the machine's lateness explained their
+	// change: such a value measured the machine as much as the server,
+	// and is left out of the interval like a regressed one.
+	Inconclusive map[string]bool
 	// Cells are the current rows (the latest rule of docs/RESULTS.md).
 	Cells []results.Cell
 	// Requests holds, by cell id, the requests of each cell's current
