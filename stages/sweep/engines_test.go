@@ -238,6 +238,73 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 	}
 }
 
+// A server's sockets close before its exit is reaped (7–70 ms for a
+// real llama-server): a pass that ended on refused connections waits for
+// the death instead of starting the next pass into a closed port. Here
+// the "server" dies on the warm-up pass's last request and its exit is
+// known 150 ms later; the timed pass must send nothing.
+func TestNoPassStartsIntoADeadServer(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, 2*time.Millisecond, 0
+	s := sim.New(cfg)
+	var mu sync.Mutex
+	sent, afterDeath := 0, 0
+	dead := false
+	var dying []byte // the request the server died on (the client may resend it once)
+	done := make(chan struct{})
+	hs := httptest.NewUnstartedServer(nil)
+	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			mu.Lock()
+			if dead {
+				if !bytes.Equal(body, dying) {
+					afterDeath++
+				}
+				mu.Unlock()
+				panic(http.ErrAbortHandler)
+			}
+			sent++
+			if sent == 4 { // the warm-up pass's last request
+				dead, dying = true, body
+				mu.Unlock()
+				time.AfterFunc(150*time.Millisecond, func() { close(done) })
+				panic(http.ErrAbortHandler)
+			}
+			mu.Unlock()
+		}
+		s.ServeHTTP(w, r)
+	})
+	hs.Start()
+	t.Cleanup(func() { s.Close(); hs.Close() })
+	st, p := loadStage(t, `kind: "sweep", target: "server", calibrate: "off"
+		cells: [{isl: 16, osl: 20}], concurrency: [1, 2], requests: 4, warmup: 1`, ``)
+	var c collected
+	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
+		Deps: map[string]*pipeline.Outputs{"server": {URL: hs.URL, Done: done, DoneReason: func() string { return "exit status 1" }}},
+		Emit: func(cell results.Cell, reqs []results.Request) error {
+			c.cells = append(c.cells, cell)
+			return nil
+		}}
+	p.Stages[0].Target = "server"
+	_, err := st.Run(t.Context(), env)
+	if err == nil || !strings.Contains(err.Error(), "server died: exit status 1") {
+		t.Fatalf("err = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if afterDeath > 0 {
+		t.Errorf("%d requests were sent after the server died (its exit known 150 ms later): the next pass did not wait for it", afterDeath)
+	}
+	if len(c.cells) != 2 || c.cells[0].Status != results.StatusError || !strings.HasPrefix(c.cells[0].Reason, "server died: exit status 1") {
+		t.Fatalf("rows %d; first %s %q: want the dying point's row to carry the death", len(c.cells), c.cells[0].Status, c.cells[0].Reason)
+	}
+	if c.cells[1].Status != results.StatusSkipped {
+		t.Errorf("c=2: %s %q, want skipped", c.cells[1].Status, c.cells[1].Reason)
+	}
+}
+
 // Every request is bounded by default: a server that answers with
 // keep-alive comments and no token fails the cell within the first-token
 // limit (the stall timeout by default) instead of hanging it.

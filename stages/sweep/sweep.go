@@ -897,10 +897,27 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		sp.held, sp.limit = st.Held, st.InFlightLimit
 		return rs, window, sp
 	}
+	// A pass whose connections failed may have met a dead server whose
+	// exit is not reaped yet (its sockets close first): the next pass
+	// waits for the verdict instead of sending into a closed port.
+	awaitDeath := func(rs []loadgen.Result) {
+		if target.Done == nil || ctx.Err() != nil {
+			return
+		}
+		for _, r := range rs {
+			if r.Err != nil && r.StatusCode == 0 {
+				if died := serverDied(target, true); died != nil {
+					stopSending(died)
+				}
+				return
+			}
+		}
+	}
 	var warmTTFT []float64
 	pass := 0
 	for ; pass < s.cfg.Warmup && ctx.Err() == nil; pass++ {
 		rs, _, _ := runPass(pass, false)
+		awaitDeath(rs)
 		if pass == 0 && len(rs) > 0 {
 			row.FirstCallMs = firstCallMs(rs)
 		}
@@ -921,6 +938,7 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	probes.begin(ctx, row.CellID)
 	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
 		rs, w, sp := runPass(pass+it, true)
+		awaitDeath(rs)
 		sends.intervals += sp.intervals
 		sends.span += sp.span
 		sends.held += sp.held
