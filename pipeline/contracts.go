@@ -16,6 +16,14 @@ import (
 // the contracts it offers (with interface guards beside its Kind) and
 // finds its peers' through Check (vet) and Env (run time).
 
+// TestNamer is implemented by stages whose rows are a program's named
+// tests (llama-bench's pp512, tg128@d4096) rather than load points:
+// tables for people then show the test's name, since isl, osl and
+// concurrency alone repeat across depths and repetitions.
+type TestNamer interface {
+	NamesTests() bool
+}
+
 // LoadShaper is implemented by stages that apply a known load to a
 // server (sweeps): a warm-up in front of one matches its shape, and a
 // launch stage restarted per cell starts with its first cell's server

@@ -456,6 +456,17 @@ func (g *Graph) rateLadder() bool {
 	return false
 }
 
+// namedTests reports whether a stage's rows are a program's named tests
+// (tables for people then show bench_test).
+func (g *Graph) namedTests() bool {
+	for _, n := range g.Nodes {
+		if tn, ok := n.Stage.(TestNamer); ok && tn.NamesTests() {
+			return true
+		}
+	}
+	return false
+}
+
 // checkRunAssertions checks that every `stages.NAME` a run-level
 // assertion reads names a measuring stage of the plan (the compile cannot:
 // stages is a map), with the assertion's position.

@@ -89,6 +89,9 @@ func ReplayWith(dir string, uses []*SinkUse, o ReplayOptions) (*Summary, error) 
 		if c.Rate > 0 {
 			env.RateLadder = true
 		}
+		if c.BenchTest != "" {
+			env.NamedTests = true
+		}
 
 	}
 	var live []*SinkUse

@@ -305,7 +305,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	}
 	// Failed verdicts of cells a resume does not measure again still count.
 	r.failed = append(r.failed, ri.priorFailed...)
-	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), Prior: priorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
+	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), NamedTests: g.namedTests(), Prior: priorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
 	if err := r.sinks.start(env); err != nil {
 		return fail(ExitInfra, err)
 	}
@@ -843,7 +843,9 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	}
 	if err != nil {
 		// Say why the context ended when that is the real reason.
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && ctx.Err() != nil {
+		// A stage that already said it (a sweep names the server's death
+		// itself) is not told twice.
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && ctx.Err() != nil && !strings.Contains(err.Error(), cause.Error()) {
 			err = fmt.Errorf("%w (%v)", cause, err)
 		}
 		if out == nil || out.Done == nil {

@@ -57,6 +57,9 @@ type SinkEnv struct {
 	// RateLadder is set when a measuring stage runs a request-rate ladder:
 	// tables for people show the rate column.
 	RateLadder bool
+	// NamedTests is set when a stage's rows are a program's named tests
+	// (TestNamer): tables for people show the bench_test column.
+	NamedTests bool
 	// Replay is set when the rows come from a run directory (benchrun
 	// report, benchrun post, a post stage) rather than a live run: a sink
 	// writes its files afresh.

@@ -118,17 +118,19 @@ func New(w io.Writer, columns []string) (*Output, error) {
 }
 
 // defaultColumnsFor is DefaultColumns with the rate column after
-// concurrency when the run has an open-loop ladder: a rate row's load
-// point is its rate, and its concurrency column alone would read 0.
-func defaultColumnsFor(rateLadder bool) []string {
-	if !rateLadder {
-		return DefaultColumns
-	}
-	cols := make([]string, 0, len(DefaultColumns)+1)
+// concurrency when the run has an open-loop ladder (a rate row's load
+// point is its rate, and its concurrency column alone would read 0), and
+// the program's test name when a stage's rows are named tests (two
+// llama-bench depths share isl, osl and concurrency).
+func defaultColumnsFor(rateLadder, namedTests bool) []string {
+	cols := make([]string, 0, len(DefaultColumns)+2)
 	for _, c := range DefaultColumns {
 		cols = append(cols, c)
-		if c == "concurrency" {
+		if c == "concurrency" && rateLadder {
 			cols = append(cols, "rate")
+		}
+		if c == "concurrency" && namedTests {
+			cols = append(cols, "bench_test")
 		}
 	}
 	return cols
@@ -200,7 +202,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	}
 	if o.index == nil {
 		if len(o.Columns) == 0 {
-			o.Columns = defaultColumnsFor(env.RateLadder)
+			o.Columns = defaultColumnsFor(env.RateLadder, env.NamedTests)
 			if t, ok := o.W.(interface{ Terminal() bool }); ok && t.Terminal() && env.Progress != nil {
 				// A person reads the table beside the progress view: a
 				// row's notes (hundreds of characters) wrap over screens

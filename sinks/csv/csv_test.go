@@ -272,3 +272,34 @@ func TestLoadColumnsNotApplicableAreEmpty(t *testing.T) {
 		t.Errorf("open loop: %q, want [empty, 20]", got)
 	}
 }
+
+// A run whose rows are a program's named tests (llama-bench at two
+// depths shares isl, osl and concurrency) shows bench_test after
+// concurrency; a run that also has a rate ladder shows both.
+func TestNamedTestsColumn(t *testing.T) {
+	for _, tc := range []struct {
+		rate, named bool
+		want        string
+	}{
+		{false, false, "isl,osl,concurrency,first_call_ms,"},
+		{false, true, "isl,osl,concurrency,bench_test,first_call_ms,"},
+		{true, true, "isl,osl,concurrency,rate,bench_test,first_call_ms,"},
+	} {
+		var stdout bytes.Buffer
+		o, err := csvsink.New(&stdout, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: t.TempDir()})
+		env.Stdout, env.RateLadder, env.NamedTests = &stdout, tc.rate, tc.named
+		if err := o.Start(env); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Stop(nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(stdout.String(), tc.want) {
+			t.Errorf("rate %v named %v: header %q, want it to start %q", tc.rate, tc.named, strings.SplitN(stdout.String(), "\n", 2)[0], tc.want)
+		}
+	}
+}

@@ -70,6 +70,15 @@ type Stage struct {
 	gpuSel    []string
 }
 
+// NamesTests implements pipeline.TestNamer: llama-bench's and mlx-lm's
+// rows are their tests (pp512, tg128@d4096, pp512+tg128/b4), which isl,
+// osl and concurrency alone do not tell apart.
+func (s *Stage) NamesTests() bool {
+	return s.cfg.Parser == parserLlamaBench || s.cfg.Parser == parserMLX
+}
+
+var _ pipeline.TestNamer = (*Stage)(nil)
+
 // maxStdout bounds the stdout kept for parsing (the log has all of it): a
 // program that floods stdout must not take benchrun's memory with it.
 const maxStdout = 64 << 20

@@ -2,11 +2,14 @@ package exec_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -506,5 +509,48 @@ func TestFailureReasonIsOneLine(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(rec.Dir, "bench.log"))
 	if !strings.Contains(string(b), "-option23") {
 		t.Errorf("the usage is not in the log:\n%s", b)
+	}
+}
+
+// llama-bench rows at two depths share isl, osl and concurrency: the run
+// tells the sinks its rows are named tests, so that the table for people
+// shows bench_test (tg32 and tg32@d512), and the rows' ids differ.
+func TestLlamaBenchDepthsAreTold(t *testing.T) {
+	var recs []map[string]any
+	b, err := os.ReadFile(fixture(t, "llama-bench-cpu.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range slices.Clone(recs) {
+		if r["n_gen"].(float64) > 0 {
+			deep := maps.Clone(r)
+			deep["n_depth"] = 512
+			recs = append(recs, deep)
+		}
+	}
+	out, _ := json.Marshal(recs)
+	path := filepath.Join(t.TempDir(), "depths.json")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := plan(fmt.Sprintf(`bench: {
+		kind: "exec", parser: "llama-bench"
+		cmd: [%q, "-o", "json"]
+		env: {EXEC_TEST_PROGRAM: "print", EXEC_TEST_FIXTURE: %q}
+	}`, self(t), path))
+	rec := kit.Run(t, context.Background(), kit.LoadPlan(t, registry(), src), pipeline.Options{})
+	if rec.Env == nil || !rec.Env.NamedTests {
+		t.Errorf("the sinks were not told the rows are named tests (env %+v)", rec.Env)
+	}
+	var tests []string
+	for _, c := range rec.Cells {
+		tests = append(tests, c.CellID+"="+c.BenchTest)
+	}
+	slices.Sort(tests)
+	if want := []string{"bench/pp64=pp64", "bench/tg32=tg32", "bench/tg32@d512=tg32@d512"}; !slices.Equal(tests, want) {
+		t.Errorf("rows %v, want %v", tests, want)
 	}
 }
