@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/procrun"
 	"io"
 	"os"
 	"path/filepath"
@@ -631,18 +632,28 @@ func OneLine(s string) string { return firstLine(s) }
 // firstLine is a reason in one line, for the summary, the progress and
 // the manifest's run reason: its first line, and, when what follows is a
 // log's tail ("  | " lines: a server that exited before listening), the
-// tail's last line, which is most often the cause ("… | bad flag -x").
+// tail's last line that reads as an error ("… | error: bad flag -x"), or
+// its last line when none does. The last line alone may be a fragment of
+// the program's data (a JSON "[" written after its error).
 func firstLine(s string) string {
 	i := strings.IndexByte(s, '\n')
 	if i < 0 {
 		return s
 	}
 	first := s[:i]
-	lines := strings.Split(strings.TrimRight(s[i+1:], "\n"), "\n")
-	for j := len(lines) - 1; j >= 0; j-- {
-		if l, ok := strings.CutPrefix(lines[j], "  | "); ok && strings.TrimSpace(l) != "" {
-			return first + " … | " + strings.TrimSpace(l)
+	var tail []string
+	for _, l := range strings.Split(strings.TrimRight(s[i+1:], "\n"), "\n") {
+		if l, ok := strings.CutPrefix(l, "  | "); ok && strings.TrimSpace(l) != "" {
+			tail = append(tail, strings.TrimSpace(l))
 		}
+	}
+	for j := len(tail) - 1; j >= 0; j-- {
+		if procrun.IsErrorLine(tail[j]) {
+			return first + " … | " + tail[j]
+		}
+	}
+	if len(tail) > 0 {
+		return first + " … | " + tail[len(tail)-1]
 	}
 	return first + " …"
 }

@@ -77,6 +77,13 @@ func FormatTail(s string, n int) string {
 // defined: -x") and then a usage text longer than the tail.
 var errorLine = regexp.MustCompile(`(?i)\berror\b|\bfatal\b|\bpanic\b|not defined|\bunknown (flag|option|argument|command|model|parameter)|\binvalid (argument|value|option|flag|parameter)|no such file|permission denied|address already in use`)
 
+// IsErrorLine says whether a program's output line looks like its
+// reason for failing (an error, a fatal, an unknown flag), and not a
+// structured log line below error level.
+func IsErrorLine(l string) bool {
+	return errorLine.MatchString(l) && !quietLine.MatchString(l)
+}
+
 // quietLine matches a structured log line below error level (Ollama's
 // `level=WARN ... default=unknown`, `INFO`, `DEBUG`): words such as
 // "unknown" in it are values, not the program's reason for dying.
@@ -92,7 +99,7 @@ func FirstErrorLine(path string) string {
 		if l == "" || strings.HasPrefix(l, "benchrun: ") || strings.HasPrefix(l, "benchrun guard: ") {
 			continue
 		}
-		if errorLine.MatchString(l) && !quietLine.MatchString(l) {
+		if IsErrorLine(l) {
 			return l
 		}
 	}
