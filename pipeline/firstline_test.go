@@ -15,6 +15,9 @@ func TestFirstLineKeepsTheCause(t *testing.T) {
 		// The program wrote its data's first byte after its error (stdout
 		// and stderr share the log, in whatever order the pipes gave).
 		{"bench failed: exit status 1; last lines of bench.log:\n  | main: error: failed to load model 'm.gguf'\n  | [\n", "bench failed: exit status 1; last lines of bench.log: … | main: error: failed to load model 'm.gguf'"},
+		// No line says error: the last that is not the program's data.
+		{"sh failed: exit status 2; last lines of bench.log:\n  | ggml_cuda: device lost\n  | {\"n_prompt\": 64}\n", "sh failed: exit status 2; last lines of bench.log: … | ggml_cuda: device lost"},
+		{"sh failed: exit status 2; last lines of bench.log:\n  | {\"n_prompt\": 64}\n", "sh failed: exit status 2; last lines of bench.log: … | {\"n_prompt\": 64}"},
 		// A structured line below error level is not the cause.
 		{"x: exit status 1; last lines of x.log:\n  | fatal: no GPU\n  | level=INFO msg=\"error budget unknown\"\n", "x: exit status 1; last lines of x.log: … | fatal: no GPU"},
 	} {

@@ -633,8 +633,9 @@ func OneLine(s string) string { return firstLine(s) }
 // the manifest's run reason: its first line, and, when what follows is a
 // log's tail ("  | " lines: a server that exited before listening), the
 // tail's last line that reads as an error ("… | error: bad flag -x"), or
-// its last line when none does. The last line alone may be a fragment of
-// the program's data (a JSON "[" written after its error).
+// its last line that is not JSON data when none does: a program's stdout
+// and stderr share the log in whatever order the pipes gave them, so its
+// data ("[", a record) may follow its error.
 func firstLine(s string) string {
 	i := strings.IndexByte(s, '\n')
 	if i < 0 {
@@ -652,8 +653,10 @@ func firstLine(s string) string {
 			return first + " … | " + tail[j]
 		}
 	}
-	if len(tail) > 0 {
-		return first + " … | " + tail[len(tail)-1]
+	for j := len(tail) - 1; j >= 0; j-- {
+		if !strings.HasPrefix(tail[j], "{") && !strings.HasPrefix(tail[j], "[") || j == 0 {
+			return first + " … | " + tail[j] // a JSON record is data, not a cause
+		}
 	}
 	return first + " …"
 }

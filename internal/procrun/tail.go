@@ -75,7 +75,7 @@ func FormatTail(s string, n int) string {
 // errorLine matches a line that looks like an error. A program that dies
 // at start-up often prints its real reason first ("flag provided but not
 // defined: -x") and then a usage text longer than the tail.
-var errorLine = regexp.MustCompile(`(?i)\berror\b|\bfatal\b|\bpanic\b|not defined|\bunknown (flag|option|argument|command|model|parameter)|\binvalid (argument|value|option|flag|parameter)|no such file|permission denied|address already in use`)
+var errorLine = regexp.MustCompile(`(?i)\berror\b|\bfatal\b|\bpanic\b|not defined|\bunknown (flag|option|argument|command|model|parameter)|\binvalid (argument|value|option|flag|parameter)|no such file|permission denied|address already in use|out of memory|segmentation fault|core dumped`)
 
 // IsErrorLine says whether a program's output line looks like its
 // reason for failing (an error, a fatal, an unknown flag), and not a
