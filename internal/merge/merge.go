@@ -338,7 +338,7 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	var firsts []time.Time
 	measured := 0
 	var notes []string
-	var cpu *float64
+	var cpu, cpuWait, serverWait *float64
 	status, reason := results.StatusOK, ""
 	for _, p := range ps {
 		reqs = append(reqs, p.reqs...)
@@ -354,6 +354,12 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 		}
 		if p.row.ClientCPUUtil != nil && (cpu == nil || *p.row.ClientCPUUtil > *cpu) {
 			cpu = p.row.ClientCPUUtil
+		}
+		if p.row.ClientCPUWaitMs != nil && (cpuWait == nil || *p.row.ClientCPUWaitMs > *cpuWait) {
+			cpuWait = p.row.ClientCPUWaitMs
+		}
+		if p.row.ServerCPUWaitMs != nil && (serverWait == nil || *p.row.ServerCPUWaitMs > *serverWait) {
+			serverWait = p.row.ServerCPUWaitMs
 		}
 		if p.row.Status == results.StatusError && status == results.StatusOK {
 			status, reason = results.StatusError, fmt.Sprintf("shard %d/%d: %s", p.row.Shard, p.row.Shards, p.row.Reason)
@@ -398,6 +404,9 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 		row.Shards = base.Shards
 	}
 	row.ClientCPUUtil = cpu // the busiest shard's: each shard is its own client
+	// The most starved shard's: each shard's client (and its server, when
+	// it launched one) waited on its own machine.
+	row.ClientCPUWaitMs, row.ServerCPUWaitMs = cpuWait, serverWait
 	// One clock for the merged cell's events: kernel stamps only when
 	// every shard that streamed had them.
 	var kernel, user []string

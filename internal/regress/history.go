@@ -172,6 +172,7 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			var marks []bool
 			var why []string // why a marked value is left out
 			var runs []string
+			var rows []*results.Cell
 			entries := byKey[k]
 			for j := len(entries) - 1; j >= 0 && len(xs) < o.LastN; j-- {
 				e := entries[j]
@@ -195,12 +196,15 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 					marks, why = append(marks, false), append(why, "")
 				}
 				lates = append(lates, pointLate(e.run, e.cells))
+				rows = append(rows, &e.run.Cells[e.cells[0]])
 			}
 			slices.Reverse(xs)
 			slices.Reverse(runs)
 			slices.Reverse(marks)
 			slices.Reverse(why)
 			slices.Reverse(lates)
+			slices.Reverse(rows)
+			markLateOutliers(m, xs, lates, rows, marks, why, o.MinRuns)
 			need := levelRuns(o.LastN)
 			ref, level, pending := reference(xs, marks, o.MinRuns, need)
 			v.LevelChange = level

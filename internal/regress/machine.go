@@ -59,3 +59,54 @@ func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
 	v.Reason = fmt.Sprintf("%s %+.1f%%, but the machine ran an event loop's tasks %.2f ms later (p99) during the cell than during the history's runs (%.2f ms): what that could account for brings %s back to %.4g %s, inside what counts",
 		was, 100*v.Change, extra, hist, v.Metric, moved, v.Unit)
 }
+
+// ReasonMachineLate is why a history value is left out when its own run's
+// machine was late enough to account for how far it lies from the other
+// runs (markLateOutliers).
+const ReasonMachineLate = "machine late in its run"
+
+// markLateOutliers marks (ReasonMachineLate) each history value that lies
+// beyond the metric's margin from the unmarked values' median, in the
+// direction a late machine pushes it (slower), when its run's machine
+// was later than the history's usual (the median lateness) by enough to
+// bring it back within the margin (measure.Allowance). Such a value
+// measured the machine as much as the server: taken in, one busy night
+// widens the interval until a tenfold slowdown reads as same. At least
+// minRuns values stay unmarked.
+func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks []bool, why []string, minRuns int) {
+	var kept, keptLates []float64
+	for i := range xs {
+		if !marks[i] {
+			kept, keptLates = append(kept, xs[i]), append(keptLates, lates[i])
+		}
+	}
+	if len(kept) <= minRuns {
+		return
+	}
+	med, usual := median(kept), median(keptLates)
+	if med == 0 || math.IsNaN(med) {
+		return
+	}
+	tol := margin(m, med)
+	left := len(kept)
+	for i, x := range xs {
+		if marks[i] || left <= minRuns {
+			continue
+		}
+		extra := lates[i] - usual
+		if extra <= 0 || !m.Better.Worse(x/med-1) || math.Abs(x/med-1) <= tol {
+			continue
+		}
+		// Its true value may lie up to the allowance on the better side:
+		// a latency lower, a throughput higher.
+		b := measure.Allowance(m.Name, rows[i], extra)
+		explained := x-b.Down <= med*(1+tol)
+		if m.Better == Higher {
+			explained = x+b.Up >= med*(1-tol)
+		}
+		if explained {
+			marks[i], why[i] = true, ReasonMachineLate
+			left--
+		}
+	}
+}

@@ -152,3 +152,41 @@ func TestInconclusiveHistoryIsLeftOut(t *testing.T) {
 		t.Fatalf("the unmarked history held its late nights and still called 48 regressed: %s; the test shows nothing", v)
 	}
 }
+
+// TestLateHistoryNightIsLeftOut: one history run measured while the
+// machine ran its event loop 20 ms late read itl_p50 at 15 ms against
+// the others' 2 ms; taken in, its spread made a tenfold slowdown on a
+// quiet night "same". It is left out as the machine's, which its
+// lateness accounts for; the same value on a quiet machine stays in (it
+// is the server's, however odd).
+func TestLateHistoryNightIsLeftOut(t *testing.T) {
+	m, _ := SelectMetrics([]string{"itl_p50_ms"})
+	rng := rand.New(rand.NewPCG(6, 6))
+	mk := func(i int, itl, late float64) *Run {
+		c := mkCell("sweep/16:8/c4", map[string]float64{"itl_p50_ms": noisy(rng, itl, 0.01)})
+		c.MachineLateP99Ms = results.Some(late)
+		return mkRun(i, c)
+	}
+	build := func(outlierLate float64) []*Run {
+		var hist []*Run
+		for i := range 3 {
+			hist = append(hist, mk(i, 2, 0.2))
+		}
+		return append(hist, mk(3, 15, outlierLate))
+	}
+	v := verdictOf(CheckHistory(build(20), mk(9, 20, 0.2), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms")
+	if v.Outcome != Regressed || v.Excluded[ReasonMachineLate] != 1 || v.N != 3 {
+		t.Fatalf("tenfold slower against a history with one late night: %s (n %d, excluded %v)", v, v.N, v.Excluded)
+	}
+	// The odd night on a quiet machine is the server's: it stays in, and
+	// its spread holds the slowdown.
+	v = verdictOf(CheckHistory(build(0.2), mk(9, 20, 0.2), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms")
+	if v.Excluded[ReasonMachineLate] != 0 || v.N != 4 || v.Outcome == Regressed {
+		t.Fatalf("the same night on a quiet machine: %s (n %d, excluded %v); want kept, and its spread holding 20 ms", v, v.N, v.Excluded)
+	}
+	// Lateness too small to account for the deviation: kept.
+	v = verdictOf(CheckHistory(build(3), mk(9, 20, 0.2), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms")
+	if v.Excluded[ReasonMachineLate] != 0 || v.N != 4 {
+		t.Fatalf("a night 3 ms late, 13 ms off: %s (n %d, excluded %v); want kept", v, v.N, v.Excluded)
+	}
+}

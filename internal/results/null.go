@@ -98,6 +98,14 @@ func WhyNull(c Cell, column string) string {
 			return why
 		}
 		return "benchrun's own CPU time could not be read"
+	case column == "client_cpu_wait_ms" || column == "server_cpu_wait_ms":
+		if why := base(); why != "" && c.DurationS <= 0 {
+			return why
+		}
+		if column == "server_cpu_wait_ms" {
+			return "the server was not launched by this run, or the kernel keeps no scheduler statistics (/proc/PID/task/*/schedstat)"
+		}
+		return "the kernel keeps no scheduler statistics (/proc/self/task/*/schedstat)"
 	case strings.HasPrefix(column, "machine_"):
 		if column == "machine_cpu_pressure_pct" {
 			return "the kernel does not report CPU pressure (/proc/pressure/cpu: Linux with PSI)"

@@ -156,6 +156,14 @@ type Cell struct {
 	// the bottleneck, whatever the latencies say (nil: the process CPU
 	// time could not be read).
 	ClientCPUUtil *float64 `parquet:"client_cpu_util" json:"client_cpu_util" expr:"client_cpu_util"`
+	// ClientCPUWaitMs and ServerCPUWaitMs are how long benchrun's threads
+	// and the launched server's spent runnable but waiting for a CPU over
+	// the timed window, summed over threads (Linux schedstat run_delay):
+	// what CPU-bound neighbours took from the measurement, which a
+	// sleeping probe's lateness does not show (nil: not measured; the
+	// server's also when it was not launched here).
+	ClientCPUWaitMs *float64 `parquet:"client_cpu_wait_ms" json:"client_cpu_wait_ms" expr:"client_cpu_wait_ms"`
+	ServerCPUWaitMs *float64 `parquet:"server_cpu_wait_ms" json:"server_cpu_wait_ms" expr:"server_cpu_wait_ms"`
 	// The machine itself over the timed window (docs/METRICS.md, "The
 	// machine's lateness"): how late a probe process beside the load ran
 	// an event loop's timer task handed to another thread (p50, p99, max;

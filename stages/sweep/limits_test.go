@@ -33,7 +33,7 @@ func TestSweepRefusesWhatTheMachineCannotDo(t *testing.T) {
 		{`requests: 5000000, iterations: 3`, `stages.sweep.iterations: 3 timed passes of 5000000 requests pool 15000000 requests into one row: at most 10000000`},
 		{`cells: [{isl: 100000000, osl: 4}]`, `stages.sweep.cells.0.isl: 100000000 tokens: at most 10000000`},
 		{`cells: [{isl: 8, osl: 20000000}]`, `stages.sweep.cells.0.osl: 20000000 tokens: at most 10000000`},
-		{`cells: [{isl: 8, osl: 8}], concurrency: ` + ladder(20000), `stages.sweep.concurrency: the sweep has 20000 points (1 cells × 20000 concurrency): at most 10000 per sweep stage`},
+		{`cells: [{isl: 8, osl: 8}, {isl: 8, osl: 9}], concurrency: ` + ladder(6000), `stages.sweep.concurrency: the sweep has 12000 points (2 cells × 6000 concurrency): at most 10000 per sweep stage`},
 		{`cells: [for i, _ in ` + ladder(200) + ` {isl: i+1, osl: 8}], rates: ` + ladder(100), `stages.sweep.cells: the sweep has 20000 points (200 cells × 100 rates): at most 10000`},
 		{`cells: [for i, _ in ` + ladder(60) + ` {isl: i+1, osl: 8}], concurrency: [1, 2], repeats: 100`, `stages.sweep.repeats: the sweep has 12000 points (60 cells × 2 concurrency × 100 repeats)`},
 	} {

@@ -295,6 +295,14 @@ func TestSearchSaturationSigns(t *testing.T) {
 		c.MachineLateP99Ms = f(p99)
 		return c
 	}
+	starve := func(c results.Cell, waitMs, durS float64) results.Cell {
+		c.ClientCPUWaitMs, c.DurationS = f(waitMs), durS
+		return c
+	}
+	starveServer := func(c results.Cell, waitMs, durS float64) results.Cell {
+		c.ServerCPUWaitMs, c.DurationS = f(waitMs), durS
+		return c
+	}
 	for _, tc := range []struct {
 		name       string
 		over       string
@@ -317,6 +325,13 @@ func TestSearchSaturationSigns(t *testing.T) {
 		// saturated; with the machine quiet it is.
 		{"flat, the machine late", overConcurrency, row(152, 0, 8, nil), late(row(94, 0, 20, nil), 14), "", 1, 2},
 		{"flat, the machine quiet", overConcurrency, row(152, 0, 8, nil), late(row(94, 0, 20, nil), 0.1), "throughput flat: req_s 94 at 2 sessions vs 152 at 1", 1, 2},
+		// The probe's lateness low (a sleeper is woken promptly) while
+		// benchrun's threads waited 60 ms for a CPU in a 170 ms window
+		// beside CPU-bound neighbours: the step is theirs, not saturation;
+		// 2 ms of waiting explains nothing.
+		{"flat, the client starved", overConcurrency, row(152, 0, 8, nil), starve(late(row(94, 0, 20, nil), 0.1), 60, 0.17), "", 1, 2},
+		{"flat, the server starved", overConcurrency, row(152, 0, 8, nil), starveServer(late(row(94, 0, 20, nil), 0.1), 60, 0.17), "", 1, 2},
+		{"flat, hardly starved", overConcurrency, row(152, 0, 8, nil), starve(late(row(94, 0, 20, nil), 0.1), 2, 0.17), "throughput flat: req_s 94 at 2 sessions vs 152 at 1", 1, 2},
 	} {
 		sr := &search{cfg: &SearchConfig{Over: tc.over, SLO: map[string]float64{"e2el_p99_ms": 1e9}}, s: &Stage{cfg: Config{Iterations: 1}}}
 		sr.judge(&tc.below, tc.belowLoad)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/turns"
@@ -932,6 +933,11 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	var window time.Duration
 	var sends sendSpan
 	cpu0, cpuOK := processCPU()
+	wait0, waitOK := measure.CPUWait(0)
+	serverWait0, serverWaitOK := time.Duration(0), false
+	if target.PID > 0 {
+		serverWait0, serverWaitOK = measure.CPUWait(target.PID)
+	}
 	cpuFrom := time.Now()
 	// Telemetry over the timed window only: the warm-up's load is not
 	// the point's.
@@ -957,6 +963,14 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		// them, which the CPU reading does not), and a span too short to
 		// say anything (every request refused at once) gives none.
 		row.ClientCPUUtil = clientCPUUtil(cpu1-cpu0, time.Since(cpuFrom))
+	}
+	if wait1, ok := measure.CPUWait(0); ok && waitOK && window > 0 {
+		row.ClientCPUWaitMs = results.Some(ms(max(wait1-wait0, 0)))
+	}
+	if serverWaitOK && window > 0 {
+		if wait1, ok := measure.CPUWait(target.PID); ok {
+			row.ServerCPUWaitMs = results.Some(ms(max(wait1-serverWait0, 0)))
+		}
 	}
 	if firstErr != nil {
 		row.Status, row.Reason = results.StatusError, firstErr.Error()

@@ -1,0 +1,57 @@
+//go:build linux
+
+package measure
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCPUWaitCountsRunnableThreads: with more busy threads than CPUs,
+// this process's threads wait for a CPU, and CPUWait grows by at least
+// what the arithmetic forces: each thread wanted a CPU for the whole
+// spin, so the spins' total less the CPU time the process got was
+// waited for; a process that does not exist reads false.
+func TestCPUWaitCountsRunnableThreads(t *testing.T) {
+	before, ok := CPUWait(0)
+	cpu0, cpuOK := selfCPU()
+	if !ok || !cpuOK {
+		t.Skip("the kernel keeps no scheduler statistics (/proc/self/task/*/schedstat)")
+	}
+	threads := runtime.NumCPU() + 2
+	prev := runtime.GOMAXPROCS(threads)
+	defer runtime.GOMAXPROCS(prev)
+	const spin = 300 * time.Millisecond
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var wanted time.Duration // the threads' spins, each from when it began
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			began := time.Now()
+			for time.Since(start) < spin {
+			}
+			mu.Lock()
+			wanted += time.Since(began)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	after, _ := CPUWait(0)
+	cpu1, _ := selfCPU()
+	floor := wanted - (cpu1 - cpu0)
+	if got := after - before; got < floor {
+		t.Errorf("threads waited %s for a CPU, want at least %s (%d threads spinning %s on %d CPUs, %s of CPU)", got, floor, threads, spin, runtime.NumCPU(), cpu1-cpu0)
+	} else {
+		t.Logf("waited %s (forced at least %s)", got, floor)
+	}
+	if _, ok := CPUWait(1 << 30); ok {
+		t.Errorf("a process that does not exist read a wait")
+	}
+}
