@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -176,6 +177,7 @@ func TestOpenLoopBehindScheduleLongRequests(t *testing.T) {
 // ~140 ms late to the end of the load.
 func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
 	const n, stallAt = 1200, 600
+	machine := measuretest.Start()
 	st, lags, _, failed := behindRun(t, 500*time.Millisecond, 400, n, func(i int) {
 		if i == stallAt {
 			time.Sleep(300 * time.Millisecond)
@@ -189,7 +191,15 @@ func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
 	after := stats.Summarize(lags[stallAt+120+80:])
 	t.Logf("stall backlog: send lag ms max %.1f; due 200 ms after it: p50 %.2f p99 %.2f max %.2f; %d sends held",
 		stats.Summarize(lags[stallAt:stallAt+120]).Max, after.P50, after.P99, after.Max, st.Held)
+	// The defect left every later request ~140 ms late: the median says
+	// so on any machine. The tail within 50 ms is a claim about a quiet
+	// one (beside CPU-bound neighbours the client drains its backlog on
+	// what CPU they leave it).
+	if after.P50 > 50 {
+		t.Errorf("send lag p50 %.0f ms for requests due 200 ms after a 300 ms stall of the sender: the backlog never drained", after.P50)
+	}
 	if after.P99 > 50 {
-		t.Errorf("send lag p99 %.0f ms for requests due 200 ms after a 300 ms stall of the sender: the backlog never drained", after.P99)
+		machine.Judge(t, "the backlog of a 300 ms stall drained within 200 ms (send lag p99 under 50 ms)")
+		t.Errorf("send lag p99 %.0f ms for requests due 200 ms after a 300 ms stall of the sender: the backlog drained late", after.P99)
 	}
 }
