@@ -98,6 +98,33 @@ type target struct {
 	columns []string
 	index   []int
 	header  bool
+	// said holds, for a table people read (stdout and PREFIX.csv), the
+	// notes each stage's earlier rows carried: a stage's run-level facts
+	// (NVML absent, how prompts are drawn, the calibration) are said on
+	// its first row, not on every one. nil: every row's notes whole
+	// (cells.csv).
+	said map[string]map[string]bool
+}
+
+// leanNotes is c's notes without those an earlier row of its stage
+// carried on t, which it records.
+func (t *target) leanNotes(c results.Cell) string {
+	if t.said == nil || c.Notes == "" {
+		return c.Notes
+	}
+	seen := t.said[c.Stage]
+	if seen == nil {
+		seen = map[string]bool{}
+		t.said[c.Stage] = seen
+	}
+	var kept []string
+	for _, n := range strings.Split(c.Notes, "; ") {
+		if !seen[n] {
+			seen[n] = true
+			kept = append(kept, n)
+		}
+	}
+	return strings.Join(kept, "; ")
 }
 
 // New returns a CSV output writing to w with the given columns (nil:
@@ -238,7 +265,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	if err != nil {
 		return fmt.Errorf("opening cells.csv: %w", err)
 	}
-	o.targets = append(o.targets, target{csv.NewWriter(f), all, allIdx, st.Size() == 0})
+	o.targets = append(o.targets, target{csv.NewWriter(f), all, allIdx, st.Size() == 0, nil})
 	if o.Prefix != "" {
 		path := o.Prefix + ".csv"
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -249,10 +276,10 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 			return fmt.Errorf("--output: %w", err)
 		}
 		o.files = append(o.files, pf)
-		o.targets = append(o.targets, target{csv.NewWriter(pf), o.Columns, o.index, true})
+		o.targets = append(o.targets, target{csv.NewWriter(pf), o.Columns, o.index, true, map[string]map[string]bool{}})
 	}
 	if o.W != nil {
-		o.targets = append(o.targets, target{csv.NewWriter(o.W), o.Columns, o.index, true})
+		o.targets = append(o.targets, target{csv.NewWriter(o.W), o.Columns, o.index, true, map[string]map[string]bool{}})
 	}
 	for _, t := range o.targets {
 		if !t.header {
@@ -317,8 +344,11 @@ func upgradeHeader(path string, columns []string) error {
 // Cell writes one row to every target and flushes, so each row appears
 // as its cell finishes.
 func (o *Output) Cell(c results.Cell, _ []results.Request) error {
-	for _, t := range o.targets {
-		if err := t.w.Write(Record(c, t.index)); err != nil {
+	for i := range o.targets {
+		t := &o.targets[i]
+		row := c
+		row.Notes = t.leanNotes(c)
+		if err := t.w.Write(Record(row, t.index)); err != nil {
 			return fmt.Errorf("writing CSV row: %w", err)
 		}
 		t.w.Flush()

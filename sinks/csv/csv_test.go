@@ -5,6 +5,7 @@ import (
 	encsv "encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -300,6 +301,58 @@ func TestNamedTestsColumn(t *testing.T) {
 		}
 		if !strings.HasPrefix(stdout.String(), tc.want) {
 			t.Errorf("rate %v named %v: header %q, want it to start %q", tc.rate, tc.named, strings.SplitN(stdout.String(), "\n", 2)[0], tc.want)
+		}
+	}
+}
+
+// A stage's run-level notes (how prompts are drawn, NVML absent) are said
+// on its first row of the table people read, not on every row (they ran
+// to ~900 characters a row); a later row shows what is new to it, another
+// stage says its own, and cells.csv keeps every row's notes whole.
+func TestStdoutSaysEachNoteOnce(t *testing.T) {
+	var stdout bytes.Buffer
+	o, err := csvsink.New(&stdout, []string{"cell_id", "notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
+		t.Fatal(err)
+	}
+	rows := []results.Cell{
+		{Stage: "a", CellID: "a/1", Notes: "prompts=cold; GPU telemetry not measured: NVML is not available"},
+		{Stage: "a", CellID: "a/2", Notes: "prompts=cold; GPU telemetry not measured: NVML is not available"},
+		{Stage: "a", CellID: "a/3", Notes: "prompts=cold; client-bound: send_lag p99 9 ms; GPU telemetry not measured: NVML is not available"},
+		{Stage: "b", CellID: "b/1", Notes: "prompts=cold"},
+	}
+	for _, c := range rows {
+		if err := o.Cell(c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Stop(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "cell_id,notes\n" +
+		"a/1,prompts=cold; GPU telemetry not measured: NVML is not available\n" +
+		"a/2,\n" +
+		"a/3,client-bound: send_lag p99 9 ms\n" +
+		"b/1,prompts=cold\n"
+	if stdout.String() != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want)
+	}
+	all, err := os.ReadFile(filepath.Join(dir, "cells.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := encsv.NewReader(bytes.NewReader(all)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := slices.Index(recs[0], "notes")
+	for i, c := range rows {
+		if got := recs[i+1][notes]; got != c.Notes {
+			t.Errorf("cells.csv row %d notes %q, want %q whole", i+1, got, c.Notes)
 		}
 	}
 }
