@@ -1,6 +1,7 @@
 package procrun
 
 import (
+	"github.com/benchrun/benchrun/internal/safetext"
 	"io"
 	"os"
 	"regexp"
@@ -35,7 +36,10 @@ func sinceStart(s string) string {
 	return ""
 }
 
-// readEnd reads the last max bytes of the file at path; "" on any error.
+// readEnd reads the last max bytes of the file at path, made safe to
+// print (safetext: a server's log may hold escape sequences that would
+// clear the terminal, and bytes that are not UTF-8); "" on any error. The
+// log itself keeps its bytes.
 func readEnd(path string, max int64) string {
 	if path == "" {
 		return ""
@@ -50,11 +54,12 @@ func readEnd(path string, max int64) string {
 			return ""
 		}
 	}
-	b, err := io.ReadAll(f)
+	b, err := io.ReadAll(io.LimitReader(f, max))
 	if err != nil {
 		return ""
 	}
-	return string(b)
+	// A CRLF log's line ends are line ends, not a control to show.
+	return safetext.String(strings.ReplaceAll(string(b), "\r\n", "\n"))
 }
 
 // FormatTail keeps the last n non-empty lines of s, indented with "  | ".
