@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -71,6 +72,8 @@ func TestTelemetryServerMetrics(t *testing.T) {
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
 		cells: [{isl: 32, osl: 16}], concurrency: [1, 8], requests: 16, warmup: 0, calibrate: "off"
 		telemetry: {interval: "20ms"}`, url), "")
+	machine := measuretest.Start()
+	imprecise := ""
 	r, err := runWithSamples(t, st, p)
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +101,14 @@ func TestTelemetryServerMetrics(t *testing.T) {
 		}
 		switch c.Concurrency {
 		case 1:
-			if c.ServerWaitingPeak == nil || *c.ServerWaitingPeak != 0 || c.ServerParkWaits == nil || *c.ServerParkWaits != 0 {
-				t.Errorf("c=1: waiting peak %v, park waits %v; want 0 and 0 (measured)", v(c.ServerWaitingPeak), v(c.ServerParkWaits))
+			if c.ServerWaitingPeak == nil || c.ServerParkWaits == nil {
+				t.Errorf("c=1: waiting peak %v, park waits %v; want measured (0), not NULL", v(c.ServerWaitingPeak), v(c.ServerParkWaits))
+			} else if *c.ServerWaitingPeak != 0 || *c.ServerParkWaits != 0 {
+				// One session's request waits only until the engine's
+				// next step admits it: a scrape sees it there when the
+				// step loop runs late, which is the machine's doing
+				// (judged last, so that the other checks run).
+				imprecise = fmt.Sprintf("c=1: waiting peak %v, park waits %v; want 0 and 0", v(c.ServerWaitingPeak), v(c.ServerParkWaits))
 			}
 		case 8:
 			if v(c.ServerWaitingPeak) <= 0 || v(c.ServerParkWaits) <= 0 {
@@ -121,6 +130,10 @@ func TestTelemetryServerMetrics(t *testing.T) {
 	}
 	if got := strings.Count(r.progress.String(), "GPU telemetry not measured"); got != 1 {
 		t.Errorf("the GPU note said %d times on the progress stream, want once:\n%s", got, r.progress.String())
+	}
+	if imprecise != "" {
+		machine.Judge(t, "one session makes no waiting queue")
+		t.Error(imprecise)
 	}
 }
 
