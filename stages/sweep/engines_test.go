@@ -242,7 +242,7 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 // real llama-server): a pass that ended on refused connections waits for
 // the death instead of starting the next pass into a closed port. Here
 // the "server" dies on the warm-up pass's last request and its exit is
-// known 150 ms later; the timed pass must send nothing.
+// known 50 ms later (as a real one's is, 7–70 ms); the timed pass must send nothing.
 func TestNoPassStartsIntoADeadServer(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, 2*time.Millisecond, 0
@@ -269,7 +269,7 @@ func TestNoPassStartsIntoADeadServer(t *testing.T) {
 			if sent == 4 { // the warm-up pass's last request
 				dead, dying = true, body
 				mu.Unlock()
-				time.AfterFunc(150*time.Millisecond, func() { close(done) })
+				time.AfterFunc(50*time.Millisecond, func() { close(done) })
 				panic(http.ErrAbortHandler)
 			}
 			mu.Unlock()
@@ -295,7 +295,7 @@ func TestNoPassStartsIntoADeadServer(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if afterDeath > 0 {
-		t.Errorf("%d requests were sent after the server died (its exit known 150 ms later): the next pass did not wait for it", afterDeath)
+		t.Errorf("%d requests were sent after the server died (its exit known 50 ms later): the next pass did not wait for it", afterDeath)
 	}
 	if len(c.cells) != 2 || c.cells[0].Status != results.StatusError || !strings.HasPrefix(c.cells[0].Reason, "server died: exit status 1") {
 		t.Fatalf("rows %d; first %s %q: want the dying point's row to carry the death", len(c.cells), c.cells[0].Status, c.cells[0].Reason)
