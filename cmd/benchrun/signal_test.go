@@ -476,7 +476,9 @@ stages: {
 	if err := os.WriteFile(filepath.Join(dir, "plan.cue"), []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := benchrunCmd(dir, "plan.cue")
+	// Wide rows, so that the 32 rows outgrow the 4 KiB pipe whatever the
+	// notes hold (stdout says each note once per stage).
+	cmd := benchrunCmd(dir, "plan.cue", "--columns", "run_id,cell_id,plan,stage,model,engine,engine_version,hardware,started_at,isl,osl,concurrency,ttft_ms,itl_p50_ms,status")
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	r, w, err := os.Pipe()

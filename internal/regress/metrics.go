@@ -181,6 +181,8 @@ var table = sync.OnceValue(func() []Metric {
 	one("speedup_vs_c1", "ratio", Higher, 0.05, 0.01)
 	one("batching_efficiency", "ratio", Higher, 0.05, 0.01)
 	one("client_cpu_util", "cores", Lower, 0.10, 0.05)
+	one("client_cpu_wait_ms", "ms", Lower, 0.10, 1)
+	one("server_cpu_wait_ms", "ms", Lower, 0.10, 1)
 	one("cost_usd", "USD", Lower, 0.05, 0.0001)
 	one("tokens_per_dollar", "tokens/USD", Higher, 0.05, 1)
 	// Telemetry: the GPU's power and energy, the server's own queue and
