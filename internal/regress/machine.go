@@ -66,13 +66,15 @@ func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
 const ReasonMachineLate = "machine late in its run"
 
 // markLateOutliers marks (ReasonMachineLate) each history value that lies
-// beyond the metric's margin from the unmarked values' median, in the
-// direction a late machine pushes it (slower), when its run's machine
-// was later than the history's usual (the median lateness) by enough to
-// bring it back within the margin (measure.Allowance). Such a value
-// measured the machine as much as the server: taken in, one busy night
-// widens the interval until a tenfold slowdown reads as same. At least
-// minRuns values stay unmarked.
+// beyond the metric's margin from the unmarked values' median, when its
+// run's machine was later than the history's usual (the median lateness)
+// by enough to bring it back within the margin, in the direction the
+// machine can move that metric (measure.Allowance: a latency only up, a
+// throughput only down, a gap between events either way: a late read
+// joins token events, and their gaps read near 0). Such a value measured
+// the machine as much as the server: taken in, one busy night widens the
+// interval until a tenfold slowdown reads as same. At least minRuns
+// values stay unmarked.
 func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks []bool, why []string, minRuns int) {
 	var kept, keptLates []float64
 	for i := range xs {
@@ -94,14 +96,14 @@ func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks
 			continue
 		}
 		extra := lates[i] - usual
-		if extra <= 0 || !m.Better.Worse(x/med-1) || math.Abs(x/med-1) <= tol {
+		if extra <= 0 || math.Abs(x/med-1) <= tol {
 			continue
 		}
-		// Its true value may lie up to the allowance on the better side:
-		// a latency lower, a throughput higher.
+		// Its true value may lie up to the allowance toward the median:
+		// below a value above it, above a value below it.
 		b := measure.Allowance(m.Name, rows[i], extra)
 		explained := x-b.Down <= med*(1+tol)
-		if m.Better == Higher {
+		if x < med {
 			explained = x+b.Up >= med*(1-tol)
 		}
 		if explained {

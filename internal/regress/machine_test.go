@@ -184,6 +184,32 @@ func TestLateHistoryNightIsLeftOut(t *testing.T) {
 	if v.Excluded[ReasonMachineLate] != 0 || v.N != 4 || v.Outcome == Regressed {
 		t.Fatalf("the same night on a quiet machine: %s (n %d, excluded %v); want kept, and its spread holding 20 ms", v, v.N, v.Excluded)
 	}
+	// A late read joins token events, and their gaps read near 0: the
+	// night whose itl_p50 read 0.01 ms with the loop 20 ms late is the
+	// machine's too (the tenfold slowdown is regressed, n = 3).
+	low := func(outlierLate float64) []*Run {
+		var hist []*Run
+		for i := range 3 {
+			hist = append(hist, mk(i, 2, 0.2))
+		}
+		return append(hist, mk(3, 0.01, outlierLate))
+	}
+	v = verdictOf(CheckHistory(low(20), mk(9, 20, 0.2), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms")
+	if v.Outcome != Regressed || v.Excluded[ReasonMachineLate] != 1 || v.N != 3 {
+		t.Fatalf("tenfold slower against a history with one joined-events night: %s (n %d, excluded %v)", v, v.N, v.Excluded)
+	}
+	// A latency the machine can only lengthen: a TTFT far below the
+	// others on a late night is not the machine's, and stays.
+	tm, _ := SelectMetrics([]string{"ttft_p50_ms"})
+	mkT := func(i int, ttft, late float64) *Run {
+		c := mkCell("sweep/16:8/c4", map[string]float64{"ttft_p50_ms": ttft})
+		c.MachineLateP99Ms = results.Some(late)
+		return mkRun(i, c)
+	}
+	th := []*Run{mkT(0, 20, 0.2), mkT(1, 20.1, 0.2), mkT(2, 19.9, 0.2), mkT(3, 5, 20)}
+	if v := verdictOf(CheckHistory(th, mkT(9, 20, 0.2), Options{Metrics: tm, MinRuns: 3}), "ttft_p50_ms"); v.Excluded[ReasonMachineLate] != 0 {
+		t.Fatalf("a fast TTFT on a late night was left out as the machine's: %s (excluded %v)", v, v.Excluded)
+	}
 	// Lateness too small to account for the deviation: kept.
 	v = verdictOf(CheckHistory(build(3), mk(9, 20, 0.2), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms")
 	if v.Excluded[ReasonMachineLate] != 0 || v.N != 4 {
