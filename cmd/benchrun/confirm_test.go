@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,37 +123,50 @@ func TestBaselineConfirm(t *testing.T) {
 		return nil
 	}
 
-	// A passing disturbance, confirmed away.
+	// A passing disturbance, confirmed away. That the confirmation reads
+	// inside the history's interval is a claim about a quiet machine
+	// (beside CPU-bound neighbours a clean measurement of this 20 ms
+	// server read 24 ms against [19.1, 21.6]): judged last, against the
+	// machine, so that the other checks run.
+	machine := measuretest.Start()
+	var quietClaim string
 	code, stderr, rd := run("confirm=true", "slow_first=33")
 	m := measurements(rd)
 	t.Logf("passing disturbance, confirm: exit %d; rows (measurement:status:ttft) %s", code, m)
-	if code != 0 || !strings.Contains(stderr, "measuring it once more to confirm") {
-		t.Errorf("exit %d, want 0 after a confirmation that did not regress\n%s", code, stderr)
+	if !strings.Contains(stderr, "measuring it once more to confirm") {
+		t.Errorf("exit %d, and no confirmation: want the disturbed cell measured once more\n%s", code, stderr)
+	} else if code != 0 {
+		quietClaim = fmt.Sprintf("exit %d, want 0 after a confirmation that did not regress\n%s", code, stderr)
 	}
 	if rows := strings.Fields(m); len(rows) != 2 || !strings.HasPrefix(rows[0], "1:ok:") || !strings.HasPrefix(rows[1], "2:ok:") {
 		t.Errorf("cell rows %q, want the first measurement and its confirmation", m)
 	}
 	v := regressionValues(rd, "ttft_p50_ms")
-	// The first measurement's note ("not confirmed", its value) is there
-	// when it regressed against the history; a history measured beside
-	// busy neighbours may be wide enough to hold the disturbance, and then
-	// the first measurement did not regress (another check asked for the
-	// second), which its interval shows.
-	first := 0.0
-	if rows := strings.Fields(m); len(rows) > 0 {
-		fmt.Sscanf(rows[0][strings.LastIndexByte(rows[0], ':')+1:], "%g", &first)
-	}
-	var low, high float64
-	fmt.Sscanf(v["low"], "%g", &low)
-	fmt.Sscanf(v["high"], "%g", &high)
-	held := low <= first && first <= high
-	switch {
-	case v["outcome"] == "regressed" || v["measurements"] != "2":
+	// (When the confirmation itself regressed, quietClaim is judged last.)
+	if quietClaim == "" {
+		// The first measurement's note ("not confirmed", its value) is there
+		// when it regressed against the history; a history measured beside
+		// busy neighbours may be wide enough to hold the disturbance, and then
+		// the first measurement did not regress (another check asked for the
+		// second), which its interval shows.
+		first := 0.0
+		if rows := strings.Fields(m); len(rows) > 0 {
+			fmt.Sscanf(rows[0][strings.LastIndexByte(rows[0], ':')+1:], "%g", &first)
+		}
+		var low, high float64
+		fmt.Sscanf(v["low"], "%g", &low)
+		fmt.Sscanf(v["high"], "%g", &high)
+		held := low <= first && first <= high
+		switch {
+		case v["outcome"] == "regressed" || v["measurements"] != "2":
+			t.Errorf("ttft verdict values %v: want judged on the second measurement", v)
+		case held:
+			t.Logf("the history's interval [%g, %g] holds the first measurement's %g ms: it did not regress, nothing to confirm away", low, high, first)
+		case !strings.HasPrefix(v["confirm"], "not confirmed") || v["first"] == "":
+			t.Errorf("ttft verdict values %v: want the first measurement's regression recorded as not confirmed", v)
+		}
+	} else if v["measurements"] != "2" {
 		t.Errorf("ttft verdict values %v: want judged on the second measurement", v)
-	case held:
-		t.Logf("the history's interval [%g, %g] holds the first measurement's %g ms: it did not regress, nothing to confirm away", low, high, first)
-	case !strings.HasPrefix(v["confirm"], "not confirmed") || v["first"] == "":
-		t.Errorf("ttft verdict values %v: want the first measurement's regression recorded as not confirmed", v)
 	}
 	reqs, err := rd.Requests()
 	if err != nil {
@@ -184,6 +198,10 @@ func TestBaselineConfirm(t *testing.T) {
 	cells, _ := rd.LatestCells()
 	if len(cells) != 1 || cells[0].Measurement != 2 {
 		t.Errorf("current rows %+v, want the confirmation", cells)
+	}
+	if quietClaim != "" {
+		machine.Judge(t, "a clean confirmation reads inside the history's interval")
+		t.Error(quietClaim)
 	}
 }
 
