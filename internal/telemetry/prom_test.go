@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -245,11 +246,12 @@ func TestPromCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer probe.Stop()
+	machine := measuretest.Start()
 	win := probe.Begin()
 	row, samples, note, u := cell(t, p, s, url, 5, 20)
-	late := 0.0
+	late, lateMeasured := 0.0, false
 	if m := win.End(); m.LateMaxMs != nil {
-		late = *m.LateMaxMs
+		late, lateMeasured = *m.LateMaxMs, true
 	}
 	if row.ServerPromptTokens == nil || int64(*row.ServerPromptTokens) != u.prompt {
 		t.Errorf("prompt tokens %s, the responses said %d", f(row.ServerPromptTokens), u.prompt)
@@ -266,7 +268,18 @@ func TestPromCounts(t *testing.T) {
 	// 1 ms less its first token's lateness over its 19 gaps, bounded by
 	// how late the machine ran meanwhile (a probe beside the test).
 	if m := row.ServerITLMeanMs; m == nil || *m < 0.9-late/19 || *m > 50 {
-		t.Errorf("itl mean %s ms (the machine ran up to %.2f ms late)", f(m), late)
+		msg := fmt.Sprintf("itl mean %s ms (the machine ran up to %.2f ms late)", f(m), late)
+		if m != nil && !lateMeasured {
+			// The probe took too few samples in so short a cell (it
+			// starts slowly beside busy neighbours): judged last,
+			// against what other processes used instead.
+			defer func() {
+				machine.Judge(t, "the server's mean gap within what the machine allowed")
+				t.Error(msg)
+			}()
+		} else {
+			t.Error(msg)
+		}
 	}
 	// Fixed mode never queues: the histogram saw nothing: NULL.
 	if row.ServerQueueMeanMs != nil {
