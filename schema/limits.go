@@ -123,14 +123,43 @@ func sizeErrs(raw cue.Value, stages int, path string) Errors {
 	if stages > MaxStages {
 		errs = append(errs, Error{Pos: valuePosOf(raw, "stages", path), Msg: fmt.Sprintf("stages: the plan has %d stages; a plan has at most %d (split it into plans, or narrow the comprehension that generates them)", stages, MaxStages)})
 	}
+	walkPlan(raw, false, func(x cue.Value, sels []string) bool {
+		if len(errs) > 20 {
+			return false
+		}
+		switch x.IncompleteKind() {
+		case cue.ListKind:
+			if n, err := x.Len().Int64(); err == nil && n > MaxListLen {
+				errs = append(errs, Error{Pos: at(x, sels), Msg: fmt.Sprintf("%s: the list has %d elements; a list has at most %d (a ladder, cells or documents that long belong in a dataset file, or in several stages)", strings.Join(sels, "."), n, MaxListLen)})
+				return false
+			}
+		case cue.StringKind:
+			if str, err := x.String(); err == nil && len(str) > MaxStringBytes {
+				errs = append(errs, Error{Pos: at(x, sels), Msg: fmt.Sprintf("%s: the string is %s; a string in a plan is at most %s, what a plan file can hold (a longer prompt or document belongs in a dataset file)", strings.Join(sels, "."), byteSize(int64(len(str))), byteSize(MaxStringBytes))})
+			}
+		}
+		return true
+	})
+	return errs
+}
+
+// walkPlan calls visit on v and, while visit says so, on every field
+// (hidden ones and definitions too, with hidden) and list element below
+// it, with its path as selectors ("stages", "sweep", "cells", "0"), down
+// to a depth of 64.
+func walkPlan(v cue.Value, hidden bool, visit func(x cue.Value, sels []string) bool) {
 	var walk func(x cue.Value, sels []string, depth int)
 	walk = func(x cue.Value, sels []string, depth int) {
-		if depth > 64 || len(errs) > 20 {
+		if depth > 64 || !visit(x, sels) {
 			return
 		}
 		switch x.IncompleteKind() {
 		case cue.StructKind:
-			it, err := x.Fields()
+			opts := []cue.Option{}
+			if hidden {
+				opts = append(opts, cue.Hidden(true), cue.Definitions(true))
+			}
+			it, err := x.Fields(opts...)
 			if err != nil {
 				return
 			}
@@ -143,10 +172,6 @@ func sizeErrs(raw cue.Value, stages int, path string) Errors {
 				walk(it.Value(), append(sels[:len(sels):len(sels)], name), depth+1)
 			}
 		case cue.ListKind:
-			if n, err := x.Len().Int64(); err == nil && n > MaxListLen {
-				errs = append(errs, Error{Pos: at(x, sels), Msg: fmt.Sprintf("%s: the list has %d elements; a list has at most %d (a ladder, cells or documents that long belong in a dataset file, or in several stages)", strings.Join(sels, "."), n, MaxListLen)})
-				return
-			}
 			it, err := x.List()
 			if err != nil {
 				return
@@ -154,14 +179,9 @@ func sizeErrs(raw cue.Value, stages int, path string) Errors {
 			for i := 0; it.Next(); i++ {
 				walk(it.Value(), append(sels[:len(sels):len(sels)], fmt.Sprint(i)), depth+1)
 			}
-		case cue.StringKind:
-			if str, err := x.String(); err == nil && len(str) > MaxStringBytes {
-				errs = append(errs, Error{Pos: at(x, sels), Msg: fmt.Sprintf("%s: the string is %s; a string in a plan is at most %s, what a plan file can hold (a longer prompt or document belongs in a dataset file)", strings.Join(sels, "."), byteSize(int64(len(str))), byteSize(MaxStringBytes))})
-			}
 		}
 	}
-	walk(raw, nil, 0)
-	return errs
+	walk(v, nil, 0)
 }
 
 // EvalHeapBytes is the Go heap's size now (live and not yet collected
@@ -231,35 +251,9 @@ func noStagesErr(raw cue.Value, path string) Error {
 // so that the stage is not decoded again.
 func numberErrs(raw cue.Value, path string, bad map[string]bool) []pathError {
 	var out []pathError
-	var walk func(x cue.Value, sels []string, depth int)
-	walk = func(x cue.Value, sels []string, depth int) {
-		if depth > 64 {
-			return
-		}
-		switch x.IncompleteKind() {
-		case cue.StructKind:
-			it, err := x.Fields(cue.Hidden(true), cue.Definitions(true))
-			if err != nil {
-				return
-			}
-			for it.Next() {
-				sel := it.Selector()
-				name := sel.String()
-				if sel.LabelType() == cue.StringLabel {
-					name = sel.Unquoted()
-				}
-				walk(it.Value(), append(sels[:len(sels):len(sels)], name), depth+1)
-			}
-			return
-		case cue.ListKind:
-			it, err := x.List()
-			if err != nil {
-				return
-			}
-			for i := 0; it.Next(); i++ {
-				walk(it.Value(), append(sels[:len(sels):len(sels)], fmt.Sprint(i)), depth+1)
-			}
-			return
+	walkPlan(raw, true, func(x cue.Value, sels []string) bool {
+		if k := x.IncompleteKind(); k == cue.StructKind || k == cue.ListKind {
+			return true
 		}
 		var why string
 		switch x.Kind() {
@@ -276,13 +270,13 @@ func numberErrs(raw cue.Value, path string, bad map[string]bool) []pathError {
 			}
 		}
 		if why == "" {
-			return
+			return false
 		}
 		if len(sels) >= 2 && sels[0] == "stages" {
 			bad[sels[1]] = true
 		}
 		if ref, _ := x.ReferencePath(); ref.Exists() {
-			return // reported where it is written
+			return false // reported where it is written
 		}
 		p := strings.Join(sels, ".")
 		pos := Pos{File: path, Line: 1, Col: 1}
@@ -300,8 +294,8 @@ func numberErrs(raw cue.Value, path string, bad map[string]bool) []pathError {
 			}
 		}
 		out = append(out, pathError{Error: Error{Pos: pos, Msg: fmt.Sprintf("%s: %s %s", p, numberText(x), why)}, path: p, all: []Pos{pos}})
-	}
-	walk(raw, nil, 0)
+		return false
+	})
 	return out
 }
 

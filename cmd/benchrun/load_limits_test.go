@@ -43,6 +43,21 @@ func asBenchrun(dir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// startBenchrun starts asBenchrun with its stderr captured; exited
+// receives Wait's error.
+func startBenchrun(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, chan error) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := asBenchrun(dir, args...)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd, &stderr, exited
+}
+
 func exitStatus(t *testing.T, err error) int {
 	t.Helper()
 	var ee *exec.ExitError
@@ -63,15 +78,8 @@ func TestOversizePlanIsRefusedAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := slowPlan(t, dir, 5<<20)
 	for _, args := range [][]string{{"vet", path}, {path, "--dry-run"}, {path}} {
-		var stderr bytes.Buffer
-		cmd := asBenchrun(dir, args...)
-		cmd.Stderr = &stderr
 		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		cmd, stderr, exited := startBenchrun(t, dir, args...)
 		var werr error
 		select {
 		case werr = <-exited:
@@ -113,14 +121,7 @@ func TestSignalStopsAPlanLoading(t *testing.T) {
 		{syscall.SIGINT, []string{"vet", path}, "benchrun: interrupted by SIGINT while loading " + path},
 		{syscall.SIGTERM, []string{path, "--dry-run"}, "interrupted by SIGTERM while loading"},
 	} {
-		var stderr bytes.Buffer
-		cmd := asBenchrun(dir, tc.args...)
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		cmd, stderr, exited := startBenchrun(t, dir, tc.args...)
 		select {
 		case err := <-exited:
 			t.Fatalf("%v: ended before the signal (%v): the plan loads too fast to test this:\n%s", tc.args, err, stderr.String())
@@ -169,14 +170,7 @@ func TestRunawayPlanIsGivenUp(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd := asBenchrun(dir, "vet", path)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	cmd, stderr, exited := startBenchrun(t, dir, "vet", path)
 	select {
 	case err := <-exited:
 		if code := exitStatus(t, err); code != 2 {

@@ -58,15 +58,8 @@ func TestStdoutDefaultColumnsGolden(t *testing.T) {
 		t.Errorf("PREFIX.csv differs from stdout:\n%s\nvs\n%s", file, stdout)
 	}
 	// cells.csv in the run directory has every column.
-	all, err := os.ReadFile(filepath.Join(dir, "cells.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// (Not a golden file: the measuring engineer adds metric columns often.)
-	recs, err := encsv.NewReader(bytes.NewReader(all)).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readCellsCSV(t, dir)
 	if got, want := strings.Join(recs[0], ","), strings.Join(csvsink.Columns(), ","); got != want {
 		t.Errorf("cells.csv header = %s, want every column %s", got, want)
 	}
@@ -341,6 +334,18 @@ func TestStdoutSaysEachNoteOnce(t *testing.T) {
 	if stdout.String() != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want)
 	}
+	recs := readCellsCSV(t, dir)
+	notes := slices.Index(recs[0], "notes")
+	for i, c := range rows {
+		if got := recs[i+1][notes]; got != c.Notes {
+			t.Errorf("cells.csv row %d notes %q, want %q whole", i+1, got, c.Notes)
+		}
+	}
+}
+
+// readCellsCSV reads the run directory's cells.csv as records.
+func readCellsCSV(t *testing.T, dir string) [][]string {
+	t.Helper()
 	all, err := os.ReadFile(filepath.Join(dir, "cells.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -349,10 +354,5 @@ func TestStdoutSaysEachNoteOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notes := slices.Index(recs[0], "notes")
-	for i, c := range rows {
-		if got := recs[i+1][notes]; got != c.Notes {
-			t.Errorf("cells.csv row %d notes %q, want %q whole", i+1, got, c.Notes)
-		}
-	}
+	return recs
 }
