@@ -195,3 +195,26 @@ func TestRunawayPlanIsGivenUp(t *testing.T) {
 		}
 	}
 }
+
+// TestOverBudget: the budget is on growth. A heap that a collection left
+// smaller than when the load began has not grown (the check once
+// subtracted two readings taken apart and, when the heap grew between
+// them, wrapped around to a huge growth: a 26-line plan was "over 512
+// MiB" in two of one loaded suite's runs).
+func TestOverBudget(t *testing.T) {
+	const b = schema.MaxEvalHeapBytes
+	for _, tc := range []struct {
+		base, now uint64
+		want      bool
+	}{
+		{10 << 20, 20 << 20, false},
+		{10 << 20, 10<<20 + b, false},
+		{10 << 20, 10<<20 + b + 1, true},
+		{600 << 20, 20 << 20, false}, // collected below base
+		{0, b + 1, true},
+	} {
+		if got := overBudget(tc.base, tc.now); got != tc.want {
+			t.Errorf("overBudget(%d, %d) = %v, want %v", tc.base, tc.now, got, tc.want)
+		}
+	}
+}

@@ -68,11 +68,20 @@ func loadGraphContext(ctx context.Context, path string, tags []string, reg *pipe
 		case <-ctx.Done():
 			return nil, &loadInterrupted{path: path, cause: context.Cause(ctx)}
 		case <-poll.C:
-			if grown := schema.EvalHeapBytes() - min(base, schema.EvalHeapBytes()); grown > schema.MaxEvalHeapBytes {
+			// One reading: a heap that shrank below base (a collection)
+			// has grown by nothing.
+			if overBudget(base, schema.EvalHeapBytes()) {
 				return nil, schema.Errors{{Pos: schema.Pos{File: path}, Msg: fmt.Sprintf("evaluating the plan took over %d MiB of memory and was given up: something in it generates far more than a plan needs (a string built by repeated doubling, a comprehension over a huge range); the limits are in docs/PLANS.md", schema.MaxEvalHeapBytes>>20)}}
 			}
 		}
 	}
+}
+
+// overBudget says whether the heap grew past the evaluation budget from
+// base to now (two readings of schema.EvalHeapBytes): a heap that shrank
+// (a collection ran) grew by nothing.
+func overBudget(base, now uint64) bool {
+	return now > base && now-base > schema.MaxEvalHeapBytes
 }
 
 // loadInterrupted is a plan load given up on an interrupt.
