@@ -407,26 +407,20 @@ func (s *Stage) row(base results.Cell, r record, price *float64) results.Cell {
 
 // applyCost fills the cost columns when a stage this one needs carries the
 // machine's price (Outputs.CostPerHour: a provision stage's, or a launch
-// stage's on it), as the sweep does: the row is charged for its own timed
-// duration, and tokens_per_dollar counts output tokens (the repetitions'
-// when there are some). Without a price both stay NULL: not measured,
-// never free.
+// stage's on it), as results.Charge defines them: the output tokens are
+// the repetitions' when there are some, else the row's throughput over
+// its window. A row is charged for its window whatever its status, as
+// a sweep's is: the machine's time was spent.
 func applyCost(row *results.Cell, reqs []results.Request, perHour *float64) {
-	if perHour == nil || *perHour <= 0 || row.DurationS <= 0 || row.Status != results.StatusOK {
-		return
-	}
-	cost := *perHour * row.DurationS / 3600
-	row.CostUSD = results.Some(cost)
 	var out int64
 	for _, r := range reqs {
 		out += r.OutputTokens
 	}
-	switch {
-	case out > 0:
-		row.TokensPerDollar = results.Some(float64(out) / cost)
-	case len(reqs) == 0 && row.OutputTokS != nil:
-		row.TokensPerDollar = results.Some(*row.OutputTokS * row.DurationS / cost)
+	tokens := float64(out)
+	if len(reqs) == 0 {
+		tokens = results.WindowTokens(row)
 	}
+	results.Charge(row, perHour, tokens)
 }
 
 // costPerHour is the first price among the stages this one depends on, in
