@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"math"
 	"os"
 	"os/exec"
@@ -63,6 +64,12 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		t.Skip("runs the simulator 58 times")
 	}
 	dir, bin, plan := simPlanDir(t, regressSimPlan)
+	// The power to find a 10% slowdown in one run a side is a claim about
+	// a quiet machine: beside CPU-bound neighbours the runs' noise widens
+	// the intervals and the verdicts stay unknown (never wrong): judged
+	// last, against the machine. False alarms are judged on any machine.
+	machine := measuretest.Start()
+	var quietClaim string
 
 	const pairs = 20
 	base := simSetting{"base", 20 * time.Millisecond, 5 * time.Millisecond}
@@ -250,7 +257,11 @@ func TestRegressAgainstSimulator(t *testing.T) {
 		}
 	}
 	if 2*found < cells {
-		t.Errorf("10%% slowdowns found in %d of %d cells, want most", found, cells)
+		quietClaim = fmt.Sprintf("10%% slowdowns found in %d of %d cells, want most", found, cells)
+		defer func() {
+			machine.Judge(t, "most 10% slowdowns found in one run a side")
+			t.Error(quietClaim)
+		}()
 	}
 
 	// (3) 2% slower: under the 5% threshold, no median or throughput is
