@@ -205,7 +205,7 @@ func userStamps(res *Result) {
 // stamps, those go back to their user-space stamps, so that every latency
 // of the cell comes from one clock.
 func CellStamps(row *results.Cell, rs []Result) string {
-	row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms = "", nil, nil
+	row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms, row.EventsJoinedPct = "", nil, nil, nil
 	kernel, user, events, missing, shared := 0, 0, 0, 0, 0
 	why := ""
 	for i := range rs {
@@ -237,6 +237,9 @@ func CellStamps(row *results.Cell, rs []Result) string {
 		}
 		if s := stats.Summarize(ds); s.N > 0 {
 			row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
+		}
+		if events > 0 {
+			row.EventsJoinedPct = results.Some(100 * float64(shared) / float64(events))
 		}
 		var notes []string
 		if missing > 0 {

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,11 @@ func TestCellStamps(t *testing.T) {
 	rs[0].StampShared = 1
 	if note := CellStamps(&row, rs); !strings.Contains(note, "33.3% of token events came in one socket read with the next event") {
 		t.Errorf("note %q", note)
+	}
+	// ... and kept as a column, so that a baseline can tell gaps that were
+	// the reads' from the server's.
+	if row.EventsJoinedPct == nil || math.Abs(*row.EventsJoinedPct-100.0/3) > 1e-9 {
+		t.Errorf("events_joined_pct %v, want 33.3", row.EventsJoinedPct)
 	}
 
 	// Nothing streamed: no stamp source.

@@ -3,6 +3,7 @@ package regress
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
@@ -95,8 +96,18 @@ func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks
 		if marks[i] || left <= minRuns {
 			continue
 		}
+		if math.Abs(x/med-1) <= tol {
+			continue
+		}
+		if strings.HasPrefix(m.Name, "itl") && joinedMostly(rows[i]) {
+			// Most of its gaps were a late read's (token events joined
+			// in one read read 0), not the server's.
+			marks[i], why[i] = true, ReasonEventsJoined
+			left--
+			continue
+		}
 		extra := lates[i] - usual
-		if extra <= 0 || math.Abs(x/med-1) <= tol {
+		if extra <= 0 {
 			continue
 		}
 		// Its true value may lie up to the allowance toward the median:
@@ -111,4 +122,15 @@ func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks
 			left--
 		}
 	}
+}
+
+// ReasonEventsJoined is why a history value of an itl metric is left out
+// when most of its run's token events came joined in one socket read
+// (events_joined_pct over 50): its gaps were the reads', not the server's.
+const ReasonEventsJoined = "token events joined in its run"
+
+// joinedMostly says whether over half of a row's token events came in one
+// socket read with the next.
+func joinedMostly(c *results.Cell) bool {
+	return c != nil && c.EventsJoinedPct != nil && *c.EventsJoinedPct > 50
 }

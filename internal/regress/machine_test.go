@@ -216,3 +216,27 @@ func TestLateHistoryNightIsLeftOut(t *testing.T) {
 		t.Fatalf("a night 3 ms late, 13 ms off: %s (n %d, excluded %v); want kept", v, v.N, v.Excluded)
 	}
 }
+
+// TestJoinedEventsNightIsLeftOut: beside busy neighbours a 2 ms
+// simulator's token events came joined in one socket read, and a history
+// run's itl_p50 read 0.01 ms with the probe quiet (a sleeper is woken
+// promptly): the merged tenfold slowdown then read "same". Its gaps were
+// the reads', and it is left out (events_joined_pct over 50); the same
+// value with its events apart stays.
+func TestJoinedEventsNightIsLeftOut(t *testing.T) {
+	m, _ := SelectMetrics([]string{"itl_p50_ms"})
+	mk := func(i int, itl, joined float64) *Run {
+		c := mkCell("sweep/16:8/c4", map[string]float64{"itl_p50_ms": itl})
+		c.MachineLateP99Ms, c.EventsJoinedPct = results.Some(0.2), results.Some(joined)
+		return mkRun(i, c)
+	}
+	hist := []*Run{mk(0, 2.0, 1), mk(1, 2.01, 2), mk(2, 1.99, 1), mk(3, 0.01, 80)}
+	v := verdictOf(CheckHistory(hist, mk(9, 20, 1), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms")
+	if v.Outcome != Regressed || v.Excluded[ReasonEventsJoined] != 1 || v.N != 3 {
+		t.Fatalf("tenfold slower against a history with one joined-events night: %s (n %d, excluded %v)", v, v.N, v.Excluded)
+	}
+	hist[3] = mk(3, 0.01, 10)
+	if v := verdictOf(CheckHistory(hist, mk(9, 20, 1), Options{Metrics: m, MinRuns: 3}), "itl_p50_ms"); v.Excluded[ReasonEventsJoined] != 0 || v.N != 4 {
+		t.Fatalf("the same value with its events apart was left out: %s (excluded %v)", v, v.Excluded)
+	}
+}

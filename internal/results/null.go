@@ -98,6 +98,11 @@ func WhyNull(c Cell, column string) string {
 			return why
 		}
 		return "benchrun's own CPU time could not be read"
+	case column == "events_joined_pct":
+		if why := base(); why != "" {
+			return why
+		}
+		return "the cell's token events were not kernel-stamped (stamp_source)"
 	case column == "client_cpu_wait_ms" || column == "server_cpu_wait_ms":
 		if why := base(); why != "" && c.DurationS <= 0 {
 			return why

@@ -346,6 +346,11 @@ type Cell struct {
 	// the clock the row's latencies were measured with.
 	StampDelayP50Ms *float64 `parquet:"stamp_delay_p50_ms" json:"stamp_delay_p50_ms" expr:"stamp_delay_p50_ms"`
 	StampDelayP99Ms *float64 `parquet:"stamp_delay_p99_ms" json:"stamp_delay_p99_ms" expr:"stamp_delay_p99_ms"`
+	// EventsJoinedPct is the share of token events, in %, that came in one
+	// socket read with the next (kernel stamps: they carry the later
+	// bytes' arrival): past half, the cell's gaps (itl) are mostly the
+	// reads', not the server's (nil: not kernel-stamped).
+	EventsJoinedPct *float64 `parquet:"events_joined_pct" json:"events_joined_pct" expr:"events_joined_pct"`
 	StampSource     string   `parquet:"stamp_source" json:"stamp_source" expr:"stamp_source"`
 
 	// Shards: the row is shard Shard (0-based) of Shards processes that
