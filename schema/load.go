@@ -108,22 +108,13 @@ type Model struct {
 	MaxModelLen int    `json:"max_model_len"`
 }
 
-// SLO holds latency objectives in milliseconds (0 = not set).
+// SLO holds latency objectives in milliseconds (0 = not set). Measuring
+// code takes it as measure.SLO (the same fields), which judges a request.
 type SLO struct {
 	TTFTMs float64 `json:"ttft_ms"`
 	TPOTMs float64 `json:"tpot_ms"`
 	ITLMs  float64 `json:"itl_ms"`
 	E2ELMs float64 `json:"e2el_ms"`
-}
-
-// Met says every objective the plan sets holds for one request (times in
-// ms; an unset objective is 0). The itl objective bounds the request's
-// longest gap, the stall a reader sees.
-func (slo SLO) Met(ttft, tpot, maxGap, e2el float64) bool {
-	return (slo.TTFTMs == 0 || ttft <= slo.TTFTMs) &&
-		(slo.TPOTMs == 0 || tpot <= slo.TPOTMs) &&
-		(slo.ITLMs == 0 || maxGap <= slo.ITLMs) &&
-		(slo.E2ELMs == 0 || e2el <= slo.E2ELMs)
 }
 
 // Assertion is an expr-lang expression with where it was written, and

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/stats"
 )
 
 // Stamp sources (Result.StampSource, the cells' stamp_source).
@@ -198,14 +197,15 @@ func userStamps(res *Result) {
 	res.StampNote = "the cell's other requests had no kernel receive timestamps"
 }
 
-// CellStamps fills a cell row's stamp columns (stamp_source and the
-// stamp_delay percentiles) from its timed results and returns the note
+// CellStamps fills a cell row's stamp_source and events_joined_pct from
+// its timed results (measure.FillCell computes the stamp_delay percentiles
+// from the request rows) and returns the note
 // the row's notes carry ("" for none). Call it before the row's latencies
 // are computed: when only some of the cell's streamed requests had kernel
 // stamps, those go back to their user-space stamps, so that every latency
 // of the cell comes from one clock.
 func CellStamps(row *results.Cell, rs []Result) string {
-	row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms, row.EventsJoinedPct = "", nil, nil, nil
+	row.StampSource, row.EventsJoinedPct = "", nil
 	kernel, user, events, missing, shared := 0, 0, 0, 0, 0
 	why := ""
 	for i := range rs {
@@ -227,17 +227,6 @@ func CellStamps(row *results.Cell, rs []Result) string {
 		return "" // no streamed request: nothing was stamped per event
 	case user == 0:
 		row.StampSource = StampKernel
-		var ds []float64
-		for i := range rs {
-			if rs[i].OK() {
-				for _, d := range rs[i].StampDelays {
-					ds = append(ds, millis(d))
-				}
-			}
-		}
-		if s := stats.Summarize(ds); s.N > 0 {
-			row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
-		}
 		if events > 0 {
 			row.EventsJoinedPct = results.Some(100 * float64(shared) / float64(events))
 		}

@@ -10,16 +10,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/parquet"
@@ -495,109 +494,20 @@ func userStamps(r *results.Request) {
 	r.StampDelaysMs = nil
 }
 
-// fill recomputes the request-derived metrics as the sweep's fillRow does
-// (docs/METRICS.md), from request rows instead of live results, over the
-// union window: the earliest send to the latest finish of any shard.
+// fill recomputes the request-derived metrics with the definition one
+// process uses (measure.FillCell), over the union window: the earliest
+// send to the latest finish of any shard.
 func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
-	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag, stampDelay []float64
-	var inTok, outTok, ttftSum float64
-	good := 0
-	var first, last time.Time
-	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(len(rs)), 0, 0, 0
+	intervals, span := measure.SendsOf(rs)
+	measure.FillCell(row, rs, measure.CellWindow{Span: measure.UnionWindow(rs), SendIntervals: intervals, SendSpan: span}, measure.SLO(slo))
+	var first time.Time
 	for _, r := range rs {
-		row.ConnRetries += r.ConnRetries
-		lag = append(lag, r.SendLagMs)
 		if first.IsZero() || r.SentAt.Before(first) {
 			first = r.SentAt
 		}
-		if r.Status != results.StatusOK || r.TTFTMs == nil || r.E2ELMs == nil {
-			row.Failed++
-			continue
-		}
-		row.Completed++
-		t, e := *r.TTFTMs, *r.E2ELMs
-		ttft = append(ttft, t)
-		ttftSum += t
-		e2el = append(e2el, e)
-		ttftSched = append(ttftSched, t+r.SendLagMs)
-		e2elSched = append(e2elSched, e+r.SendLagMs)
-		var reqTPOT, maxGap float64
-		if r.OutputTokens > 1 {
-			reqTPOT = (e - t) / float64(r.OutputTokens-1)
-			tpot = append(tpot, reqTPOT)
-		}
-		if r.OutputTokens > 0 {
-			ntpot = append(ntpot, e/float64(r.OutputTokens))
-		}
-		for k, g := range r.ChunkGapsMs {
-			maxGap = max(maxGap, g)
-			itl = append(itl, g)
-			tok := int64(1)
-			if k+1 < len(r.ChunkTokens) {
-				tok = max(r.ChunkTokens[k+1], 1)
-			}
-			itlTok = append(itlTok, g/float64(tok))
-		}
-		if slo.Met(t, reqTPOT, maxGap, e) {
-			good++
-		}
-		stampDelay = append(stampDelay, r.StampDelaysMs...)
-		inTok += float64(r.InputTokens)
-		outTok += float64(r.OutputTokens)
-		if end := r.SentAt.Add(time.Duration(e * float64(time.Millisecond))); end.After(last) {
-			last = end
-		}
 	}
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.Summarize(ttft).Dist()
-	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.Summarize(ttftSched).Dist()
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
-	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.Summarize(lag).Dist()
-	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
-	// Kernel stamps' delays: NULL unless the cell's events were timed by
-	// kernel stamps (a row measured with user stamps has none).
-	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
-	if s := stats.Summarize(stampDelay); s.N > 0 && row.StampSource == "kernel" {
-		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
-	}
-	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.SentReqS = nil, nil, nil, nil, nil
-	row.PrefillTokS, row.EffectiveISL, row.EffectiveOSL = nil, nil, nil
-	row.Goodput, row.GoodputRatio = nil, nil
-	if len(rs) > 0 {
-		row.GoodputRatio = results.Some(float64(good) / float64(len(rs)))
-	}
-	row.DurationS = 0
-	if !last.IsZero() && last.After(first) {
-		w := last.Sub(first).Seconds()
-		row.DurationS = w
-		row.ReqS = results.Some(float64(row.Completed) / w)
-		row.OutputTokS = results.Some(outTok / w)
-		row.TotalTokS = results.Some((inTok + outTok) / w)
-		row.DecodeTokS = results.Some(outTok / w)
-		row.Goodput = results.Some(float64(good) / w)
-	}
-	if len(rs) > 1 {
-		if span := rs[len(rs)-1].SentAt.Sub(first).Seconds(); span > 0 {
-			// Sends over the send window, as the sweep's sent_req_s.
-			row.SentReqS = results.Some(float64(len(rs)-1) / span)
-		}
-	}
-	if ttftSum > 0 {
-		row.PrefillTokS = results.Some(inTok / (ttftSum / 1000))
-	}
-	if row.Completed > 0 {
-		row.EffectiveISL = results.Some(inTok / float64(row.Completed))
-		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
-	}
-	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
 	if !first.IsZero() {
 		row.StartedAt = first.UTC()
-	}
-	if math.IsNaN(row.DurationS) {
-		row.DurationS = 0
 	}
 }
 

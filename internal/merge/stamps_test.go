@@ -1,10 +1,12 @@
 package merge
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -41,4 +43,71 @@ func TestMergeMixedStampSources(t *testing.T) {
 	if *row.TTFTP50Ms != 10.5 {
 		t.Errorf("ttft p50 %v, want 10.5 (11 and 10)", *row.TTFTP50Ms)
 	}
+}
+
+// A cell one process measured and the same requests sent by two shards
+// and merged are the same cell: every request-derived column comes from
+// measure.FillCell over the same rows and window.
+func TestMergedCellIsOneProcessCell(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var all []results.Request
+	for i := range 40 {
+		gaps := []float64{float64(5 + i%7), float64(9 + i%3)}
+		q := results.Request{Stage: "s", CellID: "s/1:1/c2", Seq: int64(i), SentAt: t0.Add(time.Duration(i) * 37 * time.Millisecond),
+			SendLagMs: float64(i%5) / 10, TTFTMs: results.Some(float64(20 + i%11)), E2ELMs: results.Some(float64(60 + i%13)),
+			InputTokens: 50, OutputTokens: 4, Chunks: 3, ChunkGapsMs: gaps, ChunkTokens: []int64{1, 1, 2}, Status: results.StatusOK}
+		if i%9 == 4 {
+			q = results.Request{Stage: "s", CellID: q.CellID, Seq: q.Seq, SentAt: q.SentAt, SendLagMs: q.SendLagMs, Status: results.StatusError, Error: "reset"}
+		}
+		q.TTFTSchedMs, q.E2ELSchedMs = nil, nil
+		all = append(all, q)
+	}
+	slo := schema.SLO{TTFTMs: 27, ITLMs: 12}
+	one := results.Cell{Stage: "s", CellID: "s/1:1/c2", Concurrency: 2}
+	intervals, span := measure.SendsOf(all)
+	measure.FillCell(&one, all, measure.CellWindow{Span: measure.UnionWindow(all), SendIntervals: intervals, SendSpan: span}, measure.SLO(slo))
+
+	var shards [2][]results.Request
+	for i, q := range all {
+		shards[i%2] = append(shards[i%2], q)
+	}
+	ps := []part{
+		{dir: "a", runID: "ra", row: results.Cell{Stage: "s", CellID: one.CellID, Concurrency: 2, Shard: 0, Shards: 2, Status: results.StatusError}, reqs: shards[0]},
+		{dir: "b", runID: "rb", row: results.Cell{Stage: "s", CellID: one.CellID, Concurrency: 2, Shard: 1, Shards: 2, Status: results.StatusError}, reqs: shards[1]},
+	}
+	merged, _, _ := mergeCell(ps, slo, Options{SendLagThresholdMs: 5, StartThresholdMs: 100})
+
+	a, b := columnsOf(t, one), columnsOf(t, merged)
+	checked := 0
+	for name, v := range a {
+		switch name {
+		case "shard", "shards", "notes", "reason", "status", "started_at":
+			continue // the merge's own: which shards, and its wording
+		}
+		checked++
+		if b[name] != v {
+			t.Errorf("%s: one process %s, merged %s", name, v, b[name])
+		}
+	}
+	if checked < 60 || one.Failed != 4 || one.TTFTP99Ms == nil {
+		t.Fatalf("compared %d columns of a cell with %d failed", checked, one.Failed)
+	}
+}
+
+// columnsOf is a row's columns as JSON text, by name.
+func columnsOf(t *testing.T, row results.Cell) map[string]string {
+	t.Helper()
+	b, err := json.Marshal(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
 }

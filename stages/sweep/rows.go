@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/internal/turns"
-	"github.com/benchrun/benchrun/schema"
 )
 
 // durationShape is a Go duration's form ("1h30m", "500ms"), whatever its
@@ -35,31 +35,21 @@ func clientCPUUtil(cpu, wall time.Duration) *float64 {
 }
 
 // fillRow computes a cell row's metrics from the timed requests over the
-// timed passes' summed window (docs/METRICS.md has the definitions).
-// Failed requests are counted, never mixed into latency statistics.
-func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo schema.SLO) {
-	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag []float64
-	var inTok, outTok, ttftSum float64
-	var firstIn float64 // a conversation's first turns: their prompts and count
-	firstN := 0
-	var firstErr error
-	var good int64
-	counted, estimated, continuous := 0, 0, 0
+// timed passes' summed window (measure.FillCell, docs/METRICS.md) and says
+// what a reader needs to know about them in its notes. It returns the
+// cell's request rows.
+func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
 	// First: it may set a mixed cell's kernel stamps back to user ones.
 	stampNote := loadgen.CellStamps(row, rs)
+	reqs := loadgen.RequestRows(*row, rs)
+	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span}, slo)
+	counted, estimated, continuous := 0, 0, 0
+	var firstIn float64 // a conversation's first turns: their prompts and count
+	firstN := 0
 	for _, r := range rs {
-		row.ConnRetries += int64(r.ConnRetries)
-		// Send lag is the client's own delay and counts for every request
-		// that was sent, failed or not.
-		lag = append(lag, ms(r.SendLag()))
 		if !r.OK() {
-			row.Failed++
-			if firstErr == nil {
-				firstErr = r.Err
-			}
 			continue
 		}
-		row.Completed++
 		switch {
 		case !r.UsageReported:
 			counted++
@@ -68,80 +58,11 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 		case r.TokensEstimated:
 			estimated++
 		}
-		t := ms(r.TTFT())
-		ttft = append(ttft, t)
-		ttftSched = append(ttftSched, t+ms(r.SendLag()))
-		ttftSum += t
-		e := ms(r.E2EL())
-		e2el = append(e2el, e)
-		e2elSched = append(e2elSched, e+ms(r.SendLag()))
-		var reqTPOT float64
-		if r.OutputTokens > 1 {
-			reqTPOT = (e - t) / float64(r.OutputTokens-1)
-			tpot = append(tpot, reqTPOT)
-		}
-		if r.OutputTokens > 0 {
-			ntpot = append(ntpot, e/float64(r.OutputTokens))
-		}
-		maxGap := 0.0
-		for k := 1; k < len(r.Tokens); k++ {
-			g := ms(r.Tokens[k].At.Sub(r.Tokens[k-1].At))
-			itl = append(itl, g)
-			itlTok = append(itlTok, g/float64(max(r.Tokens[k].Tokens, 1)))
-			maxGap = max(maxGap, g)
-		}
-		inTok += float64(r.InputTokens)
-		outTok += float64(r.OutputTokens)
 		if r.Turn == 1 {
 			firstIn += float64(r.InputTokens)
 			firstN++
 		}
-		if slo.Met(t, reqTPOT, maxGap, e) {
-			good++
-		}
 	}
-	w := window.Seconds()
-	row.DurationS = w
-
-	// A statistic without samples is nil (not measured), never 0: a cell
-	// whose every request failed has no latency (docs/METRICS.md).
-	ts := stats.Summarize(ttft)
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = ts.Dist()
-	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.Summarize(ttftSched).Dist()
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
-	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
-	ls := stats.Summarize(lag)
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = ls.Dist()
-	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
-
-	// Throughputs over a window are measured whenever there is a window:
-	// a cell whose requests all failed served 0 tokens/s, a measurement.
-	if w > 0 {
-		row.ReqS = results.Some(float64(row.Completed) / w)
-		row.OutputTokS = results.Some(outTok / w)
-		row.TotalTokS = results.Some((inTok + outTok) / w)
-		row.DecodeTokS = results.Some(outTok / w) // the seed's name for output_tok_s
-		row.Goodput = results.Some(float64(good) / w)
-	}
-	if sends.span > 0 {
-		// The offered rate over the send window (first to last send), not
-		// over the window that includes the drain after the last send.
-		row.SentReqS = results.Some(float64(sends.intervals) / sends.span.Seconds())
-	}
-	if len(rs) > 0 {
-		row.GoodputRatio = results.Some(float64(good) / float64(len(rs)))
-	}
-	if ttftSum > 0 {
-		row.PrefillTokS = results.Some(inTok / (ttftSum / 1000))
-	}
-	if row.Completed > 0 {
-		row.EffectiveISL = results.Some(inTok / float64(row.Completed))
-		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
-	}
-	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
 
 	var notes []string
 	switch {
@@ -208,31 +129,22 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	if stampNote != "" {
 		notes = append(notes, stampNote)
 	}
-	if ls.N > 0 && ls.P99 > cfg.SendLagThresholdMs {
-		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", ls.P99, cfg.SendLagThresholdMs))
+	if p99 := row.SendLagP99; p99 != nil && *p99 > cfg.SendLagThresholdMs {
+		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", *p99, cfg.SendLagThresholdMs))
 	}
-	if len(warmTTFT) > 0 && ts.N > 0 {
+	if p50 := row.TTFTP50Ms; len(warmTTFT) > 0 && p50 != nil {
 		// A cell whose last warm-up pass is far from the timed pass was
 		// still warming up: say so rather than hide it.
 		w := stats.Summarize(warmTTFT).P50
-		if w > 1.5*ts.P50 && w-ts.P50 > 5 {
-			notes = append(notes, fmt.Sprintf("still cold after warm-up: last warm-up ttft p50 %.1f ms vs timed %.1f ms", w, ts.P50))
+		if w > 1.5**p50 && w-*p50 > 5 {
+			notes = append(notes, fmt.Sprintf("still cold after warm-up: last warm-up ttft p50 %.1f ms vs timed %.1f ms", w, *p50))
 		}
 	}
-	if slo != (schema.SLO{}) {
+	if slo != (measure.SLO{}) {
 		notes = append(notes, "goodput counts completed requests meeting every plan SLO; failed requests never count")
 	}
 	row.Notes = strings.Join(notes, "; ")
-
-	switch {
-	case len(rs) == 0:
-		row.Status, row.Reason = results.StatusError, "no request was sent"
-	case row.Failed > 0:
-		row.Status = results.StatusError
-		row.Reason = fmt.Sprintf("%d of %d requests failed; first: %v", row.Failed, len(rs), firstErr)
-	default:
-		row.Status = results.StatusOK
-	}
+	return reqs
 }
 
 // opt formats a nullable metric for a progress line: "–" when it was not

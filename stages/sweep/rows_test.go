@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/schema"
 )
 
 // TestFillRowFormulas holds every docs/METRICS.md formula to numbers
@@ -37,7 +37,7 @@ func TestFillRowFormulas(t *testing.T) {
 	var row results.Cell
 	row.ISL, row.OSL = 16, 3
 	cfg := Config{Prompts: "cold", SendLagThresholdMs: 5}
-	fillRow(&row, rs, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, schema.SLO{TTFTMs: 20})
+	fillRow(&row, rs, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, measure.SLO{TTFTMs: 20})
 
 	near := func(name string, got *float64, want float64) {
 		t.Helper()
@@ -89,7 +89,7 @@ func TestFillRowFormulas(t *testing.T) {
 	// a measurement), measured zero throughput over the window, and the
 	// reason says so.
 	var bad results.Cell
-	fillRow(&bad, rs[2:], time.Second, spanOf(rs[2:]), nil, cfg, schema.SLO{})
+	fillRow(&bad, rs[2:], time.Second, spanOf(rs[2:]), nil, cfg, measure.SLO{})
 	if bad.Completed != 0 || bad.Failed != 1 || bad.Status != results.StatusError {
 		t.Errorf("all failed: %+v", bad)
 	}
@@ -111,7 +111,7 @@ func TestFillRowFormulas(t *testing.T) {
 
 	// Nothing sent: no window, so not even the throughputs are measured.
 	var none results.Cell
-	fillRow(&none, nil, 0, sendSpan{}, nil, cfg, schema.SLO{})
+	fillRow(&none, nil, 0, sendSpan{}, nil, cfg, measure.SLO{})
 	if none.ReqS != nil || none.Goodput != nil || none.GoodputRatio != nil || none.SendLagP99 != nil || none.Status != results.StatusError {
 		t.Errorf("nothing sent: req_s %v goodput %v ratio %v send lag %v status %s; want every metric null", none.ReqS, none.Goodput, none.GoodputRatio, none.SendLagP99, none.Status)
 	}
@@ -127,7 +127,7 @@ func TestClientCPUSaturationIsNoted(t *testing.T) {
 		note bool
 	}{{0.1, false}, {float64(runtime.NumCPU()), true}} {
 		row := results.Cell{ClientCPUUtil: results.Some(tc.util)}
-		fillRow(&row, rs, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, schema.SLO{})
+		fillRow(&row, rs, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
 		if got := strings.Contains(row.Notes, "client-bound: benchrun itself used"); got != tc.note {
 			t.Errorf("util %.2f: notes %q", tc.util, row.Notes)
 		}
@@ -143,7 +143,7 @@ func TestClientInFlightLimitIsNoted(t *testing.T) {
 		var row results.Cell
 		sp := spanOf(rs)
 		sp.held, sp.limit = held, 18750
-		fillRow(&row, rs, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, schema.SLO{})
+		fillRow(&row, rs, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
 		want := "client-bound: 7 requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most 18750 connections"
 		if got := strings.Contains(row.Notes, want); got != (held > 0) {
 			t.Errorf("held %d: notes %q", held, row.Notes)

@@ -978,24 +978,20 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 	}
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		// The server died mid-point: its death is the reason.
-		row.Requests = int64(len(timed))
-		fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
+		reqs := fillRow(&row, timed, window, sends, warmTTFT, s.cfg, measure.SLO(slo))
 		fillMedia(&row, timed, window, s.refs != nil)
 		samples := probes.end(context.WithoutCancel(ctx), &row)
-		reqs := loadgen.RequestRows(row, timed)
 		turns.Fill(&row, reqs, turns.ExpectOf(row))
 		row.Status, row.Reason = results.StatusError, c.Error()
 		return row, reqs, samples
 	}
-	row.Requests = int64(len(timed))
-	fillRow(&row, timed, window, sends, warmTTFT, s.cfg, slo)
+	reqs := fillRow(&row, timed, window, sends, warmTTFT, s.cfg, measure.SLO(slo))
 	fillMedia(&row, timed, window, s.refs != nil)
 	row.Notes = joinNotes(row.Notes, answeredModelNote(t.Model, timed))
 	s.judgeTrace(&row, p, view, timed)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
 	// After telemetry: the hit rate falls back on the server's counters.
-	reqs := loadgen.RequestRows(row, timed)
 	turns.Fill(&row, reqs, turns.ExpectOf(row))
 	return row, reqs, samples
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -378,15 +379,14 @@ func (s *Stage) measure(ctx context.Context, env *pipeline.Env, t *loadgen.Targe
 		_, _, _ = pass(k)
 	}
 	rs, window, err := pass(k)
-	row.Requests = int64(len(rs))
-	fillRow(row, rs, window, env.Plan.SLO)
+	reqs := fillRow(row, rs, window, measure.SLO(env.Plan.SLO))
 	if err != nil {
 		row.Status, row.Reason = results.StatusError, err.Error()
 	}
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		row.Status, row.Reason = results.StatusError, c.Error()
 	}
-	return loadgen.RequestRows(*row, rs)
+	return reqs
 }
 
 type sentResult struct {

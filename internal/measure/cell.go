@@ -1,0 +1,185 @@
+package measure
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
+)
+
+// SLO is the plan's per-request objectives as plain values, in
+// milliseconds; 0 leaves an objective unset. A plan's schema.SLO converts
+// to it (measure.SLO(plan.SLO)): measuring never reads the plan.
+type SLO struct {
+	TTFTMs, TPOTMs, ITLMs, E2ELMs float64
+}
+
+// Met says every objective set holds for one request. The itl objective
+// bounds the request's longest gap: the stall a reader sees.
+func (slo SLO) Met(ttft, tpot, maxGap, e2el float64) bool {
+	return (slo.TTFTMs == 0 || ttft <= slo.TTFTMs) &&
+		(slo.TPOTMs == 0 || tpot <= slo.TPOTMs) &&
+		(slo.ITLMs == 0 || maxGap <= slo.ITLMs) &&
+		(slo.E2ELMs == 0 || e2el <= slo.E2ELMs)
+}
+
+// CellWindow is the time a cell's throughputs divide by and the span its sends
+// took. Span 0: no throughput was measured (NULL). SendIntervals over
+// SendSpan is the offered rate (sent_req_s); a closed loop's passes add
+// their own.
+type CellWindow struct {
+	Span          time.Duration
+	SendIntervals int
+	SendSpan      time.Duration
+}
+
+// SendsOf is the send span of one pass's requests: first to last send.
+func SendsOf(reqs []results.Request) (intervals int, span time.Duration) {
+	if len(reqs) < 2 {
+		return 0, 0
+	}
+	first, last := reqs[0].SentAt, reqs[0].SentAt
+	for _, r := range reqs[1:] {
+		if r.SentAt.Before(first) {
+			first = r.SentAt
+		}
+		if r.SentAt.After(last) {
+			last = r.SentAt
+		}
+	}
+	return len(reqs) - 1, last.Sub(first)
+}
+
+// UnionWindow is the window of requests that several clients sent: the
+// earliest send to the latest finish (0 when nothing finished).
+func UnionWindow(reqs []results.Request) time.Duration {
+	var first, last time.Time
+	for _, r := range reqs {
+		if first.IsZero() || r.SentAt.Before(first) {
+			first = r.SentAt
+		}
+		if r.Status != results.StatusOK || r.E2ELMs == nil {
+			continue
+		}
+		if end := r.SentAt.Add(time.Duration(*r.E2ELMs * float64(time.Millisecond))); end.After(last) {
+			last = end
+		}
+	}
+	if last.IsZero() || !last.After(first) {
+		return 0
+	}
+	return last.Sub(first)
+}
+
+// FillCell computes a cell row's request-derived metrics from its request
+// rows: counts, the latency distributions, throughputs over w, goodput
+// against slo, the effective lengths, the kernel stamps' delays (when the
+// row's stamp_source is kernel) and the status. It is the one definition
+// (docs/METRICS.md) that a sweep, a validate stage and a merged sharded
+// cell share. Every column it owns is set, to NULL when it was not
+// measured: a statistic without samples is nil, never 0, and failed
+// requests are counted but never mixed into a latency.
+func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) {
+	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag, stampDelay []float64
+	var inTok, outTok, ttftSum float64
+	var good int64
+	firstErr := ""
+	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(len(reqs)), 0, 0, 0
+	for i := range reqs {
+		r := &reqs[i]
+		row.ConnRetries += r.ConnRetries
+		// Send lag is the client's own delay and counts for every request
+		// that was sent, failed or not.
+		lag = append(lag, r.SendLagMs)
+		if r.Status != results.StatusOK || r.TTFTMs == nil || r.E2ELMs == nil {
+			row.Failed++
+			if firstErr == "" {
+				firstErr = r.Error
+			}
+			continue
+		}
+		row.Completed++
+		t, e := *r.TTFTMs, *r.E2ELMs
+		ttft, e2el = append(ttft, t), append(e2el, e)
+		ttftSched, e2elSched = append(ttftSched, t+r.SendLagMs), append(e2elSched, e+r.SendLagMs)
+		ttftSum += t
+		var reqTPOT, maxGap float64
+		if r.OutputTokens > 1 {
+			reqTPOT = (e - t) / float64(r.OutputTokens-1)
+			tpot = append(tpot, reqTPOT)
+		}
+		if r.OutputTokens > 0 {
+			ntpot = append(ntpot, e/float64(r.OutputTokens))
+		}
+		for k, g := range r.ChunkGapsMs {
+			// Gap k ends at event k+1: the tokens that event carried share it.
+			tok := int64(1)
+			if k+1 < len(r.ChunkTokens) {
+				tok = max(r.ChunkTokens[k+1], 1)
+			}
+			itl = append(itl, g)
+			itlTok = append(itlTok, g/float64(tok))
+			maxGap = max(maxGap, g)
+		}
+		stampDelay = append(stampDelay, r.StampDelaysMs...)
+		inTok += float64(r.InputTokens)
+		outTok += float64(r.OutputTokens)
+		if slo.Met(t, reqTPOT, maxGap, e) {
+			good++
+		}
+	}
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.Summarize(ttft).Dist()
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.Summarize(ttftSched).Dist()
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.Summarize(lag).Dist()
+	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
+
+	// The kernel stamps' delays are NULL unless the cell's events were
+	// timed by kernel stamps: a row timed with user stamps has none.
+	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
+	if s := stats.Summarize(stampDelay); s.N > 0 && row.StampSource == "kernel" {
+		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
+	}
+
+	// Throughputs over a window are measured whenever there is a window:
+	// a cell whose requests all failed served 0 tokens/s, a measurement.
+	row.DurationS = w.Span.Seconds()
+	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.Goodput = nil, nil, nil, nil, nil
+	if s := w.Span.Seconds(); s > 0 {
+		row.ReqS = results.Some(float64(row.Completed) / s)
+		row.OutputTokS = results.Some(outTok / s)
+		row.TotalTokS = results.Some((inTok + outTok) / s)
+		row.DecodeTokS = results.Some(outTok / s) // the seed's name for output_tok_s
+		row.Goodput = results.Some(float64(good) / s)
+	}
+	// The offered rate is over the send window (first to last send), not
+	// over the window that includes the drain after the last send.
+	row.SentReqS = nil
+	if w.SendSpan > 0 {
+		row.SentReqS = results.Some(float64(w.SendIntervals) / w.SendSpan.Seconds())
+	}
+	row.GoodputRatio = results.SomeIf(len(reqs) > 0, float64(good)/float64(max(len(reqs), 1)))
+	row.PrefillTokS = results.SomeIf(ttftSum > 0, inTok/(ttftSum/1000))
+	row.EffectiveISL, row.EffectiveOSL = nil, nil
+	if row.Completed > 0 {
+		row.EffectiveISL = results.Some(inTok / float64(row.Completed))
+		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
+	}
+	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
+
+	row.Reason = ""
+	switch {
+	case len(reqs) == 0:
+		row.Status, row.Reason = results.StatusError, "no request was sent"
+	case row.Failed > 0:
+		row.Status = results.StatusError
+		row.Reason = fmt.Sprintf("%d of %d requests failed; first: %s", row.Failed, len(reqs), firstErr)
+	default:
+		row.Status = results.StatusOK
+	}
+}
