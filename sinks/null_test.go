@@ -19,6 +19,7 @@ import (
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
 )
 
@@ -221,7 +222,7 @@ func jsonNulls(t *testing.T, dir string) []observed {
 		f.Set(p)
 		colOf[fmt.Sprint(1000+i)] = col
 	}
-	pb, err := json.Marshal(jsonsink.NewCellResult(probe, nil))
+	pb, err := json.Marshal(resultdoc.NewCellResult(probe, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

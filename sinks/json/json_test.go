@@ -14,21 +14,22 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
 )
 
-func fixture() jsonsink.Result {
-	var cells []jsonsink.CellResult
+func fixture() resultdoc.Result {
+	var cells []resultdoc.CellResult
 	var vs []results.Verdict
 	for _, p := range resultstest.Points() {
-		cells = append(cells, jsonsink.NewCellResult(p.Cell, p.Requests))
+		cells = append(cells, resultdoc.NewCellResult(p.Cell, p.Requests))
 		vs = append(vs, p.Verdicts...)
 	}
-	return jsonsink.Build(resultstest.Run(), cells, vs)
+	return resultdoc.Build(resultstest.Run(), cells, vs)
 }
 
 func TestResultGolden(t *testing.T) {
-	got, err := jsonsink.Encode(fixture())
+	got, err := resultdoc.Encode(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestResultGolden(t *testing.T) {
 // The keys users of vLLM's `bench serve --save-result` read, per cell, and
 // the --metadata stamps as top-level keys as vLLM writes them.
 func TestVLLMKeys(t *testing.T) {
-	b, err := jsonsink.Encode(fixture())
+	b, err := resultdoc.Encode(fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +87,13 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
-	read := func(path string) jsonsink.Result {
+	read := func(path string) resultdoc.Result {
 		t.Helper()
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r jsonsink.Result
+		var r resultdoc.Result
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -126,7 +127,7 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 // (no ok request) and a measured 0 req/s; its verdict is an error.
 func TestNullIsNull(t *testing.T) {
 	bad := resultstest.Unmeasured()
-	b, err := jsonsink.Encode(jsonsink.Build(resultstest.Run(), []jsonsink.CellResult{jsonsink.NewCellResult(bad.Cell, bad.Requests)}, bad.Verdicts))
+	b, err := resultdoc.Encode(resultdoc.Build(resultstest.Run(), []resultdoc.CellResult{resultdoc.NewCellResult(bad.Cell, bad.Requests)}, bad.Verdicts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestNullIsNull(t *testing.T) {
 	// NaN and ±Inf, which JSON cannot carry, are not measurements either.
 	odd := resultstest.Points()[0].Cell
 	odd.TTFTP99Ms, odd.ReqS = results.Some(math.NaN()), results.Some(math.Inf(1))
-	r := jsonsink.NewCellResult(odd, nil)
+	r := resultdoc.NewCellResult(odd, nil)
 	if r.P99TTFTMs != nil || r.RequestThroughput != nil {
 		t.Errorf("NaN/Inf read as %v/%v, want null", *r.P99TTFTMs, *r.RequestThroughput)
 	}
@@ -196,7 +197,7 @@ func TestManyCellsAreNotQuadratic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r jsonsink.Result
+	var r resultdoc.Result
 	if err := json.Unmarshal(b, &r); err != nil || len(r.Cells) != n {
 		t.Fatalf("%d cells in result.json (%v), want %d", len(r.Cells), err, n)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
-	jsonsink "github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 )
 
 // Summary is the "summary" payload: what a person reading a chat message
@@ -48,7 +48,7 @@ type FailedVerdict struct {
 
 // NewSummary builds the summary payload from the result document the
 // "result" payload would send (so the two agree) and the run's summary.
-func NewSummary(res jsonsink.Result, sum *pipeline.Summary, ri *pipeline.RunInfo) Summary {
+func NewSummary(res resultdoc.Result, sum *pipeline.Summary, ri *pipeline.RunInfo) Summary {
 	s := Summary{
 		RunID: res.RunID, Plan: res.Plan, Status: res.Status, ExitCode: res.ExitCode,
 		StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Cells: len(res.Cells),

@@ -33,7 +33,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
-	jsonsink "github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 )
 
 // What this sink implements, checked by the compiler (the runner finds
@@ -179,7 +179,7 @@ type Output struct {
 	shown    map[string]string // header values as messages show them
 	client   *http.Client
 
-	cells    []jsonsink.CellResult
+	cells    []resultdoc.CellResult
 	verdicts []results.Verdict
 }
 
@@ -230,7 +230,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 		latest := results.LatestCells(prior.Cells)
 		byCell := results.RequestsOf(latest, prior.Requests) // the requests of each row's own attempt
 		for _, c := range latest {
-			o.cells = append(o.cells, jsonsink.NewCellResult(c, byCell[c.CellID]))
+			o.cells = append(o.cells, resultdoc.NewCellResult(c, byCell[c.CellID]))
 		}
 		o.verdicts = results.LatestVerdicts(prior.Verdicts)
 	}
@@ -254,7 +254,7 @@ func shown(raw, expanded string) string {
 // Cell adds a cell, replacing an earlier row of the same cell id (a
 // resumed run measures again), as the json sink does.
 func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
-	r := jsonsink.NewCellResult(c, reqs)
+	r := resultdoc.NewCellResult(c, reqs)
 	for i := range o.cells {
 		if o.cells[i].CellID == c.CellID && c.CellID != "" {
 			o.cells[i] = r
@@ -302,14 +302,14 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 // (the rows are masked before any sink sees them; this covers what a sink
 // adds, such as the run's reason).
 func (o *Output) Body(sum *pipeline.Summary) ([]byte, error) {
-	res := jsonsink.Build(pipeline.RunRecord(o.env.Run, sum), o.cells, o.verdicts)
+	res := resultdoc.Build(pipeline.RunRecord(o.env.Run, sum), o.cells, o.verdicts)
 	var body []byte
 	var err error
 	if o.payload == PayloadSummary {
 		body, err = json.MarshalIndent(NewSummary(res, sum, o.env.Run), "", "  ")
 		body = append(body, '\n')
 	} else {
-		body, err = jsonsink.Encode(res)
+		body, err = resultdoc.Encode(res)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encoding the %s payload: %w", o.payload, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
 	"github.com/benchrun/benchrun/sinks/webhook"
 	"github.com/benchrun/benchrun/stages"
@@ -201,7 +202,7 @@ func TestResultPayloadIsResultJSON(t *testing.T) {
 	if !bytes.Equal(q.Body, want) {
 		t.Errorf("body differs from result.json:\n--- body\n%s\n--- result.json\n%s", q.Body, want)
 	}
-	var doc jsonsink.Result
+	var doc resultdoc.Result
 	if err := json.Unmarshal(q.Body, &doc); err != nil {
 		t.Fatalf("body is not JSON: %v", err)
 	}
