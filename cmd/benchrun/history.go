@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
@@ -395,122 +396,22 @@ func historyHTML(h historyData) string {
 	return b.String()
 }
 
-// histTicks are round values between lo and hi: 1, 2 or 5 × 10^k apart,
-// four to eight of them.
-func histTicks(lo, hi float64) []float64 {
-	raw := (hi - lo) / 5
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := mag
-	for _, f := range []float64{1, 2, 5, 10} {
-		if f*mag >= raw {
-			step = f * mag
-			break
-		}
-	}
-	var out []float64
-	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
-		out = append(out, v)
-	}
-	return out
-}
-
-// historyPalette is Tableau 10, as the report's charts use.
-var historyPalette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
-
-// historyChart draws a metric's series as an inline SVG line chart over
-// time: no script, no external reference (inline SVG in HTML needs no
-// namespace), change points ringed in red.
+// historyChart draws a metric's series over time with the report's line
+// chart (internal/chart), change points ringed in red.
 func historyChart(title string, ss []regress.Series) string {
-	const w, hgt, ml, mr, mt, mb = 760, 340, 70, 20, 48, 56
-	var tMin, tMax time.Time
-	yMin, yMax := math.Inf(1), math.Inf(-1)
-	for _, s := range ss {
-		for _, p := range s.Points {
-			if tMin.IsZero() || p.At.Before(tMin) {
-				tMin = p.At
-			}
-			if p.At.After(tMax) {
-				tMax = p.At
-			}
-			yMin, yMax = math.Min(yMin, p.Value), math.Max(yMax, p.Value)
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-size="12">`, w, hgt, w, hgt, html.EscapeString(title))
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/><text x="%d" y="20" font-size="14" font-weight="600" fill="#1f2933">%s</text>`, ml-50, html.EscapeString(title))
-	if math.IsInf(yMin, 0) {
-		b.WriteString(`<text x="380" y="170" text-anchor="middle" fill="#7b8794">no values</text></svg>`)
-		return b.String()
-	}
-	if yMax == yMin {
-		yMin, yMax = yMin*0.95, yMax*1.05+1e-9
-	}
-	pad := (yMax - yMin) * 0.08
-	yMin, yMax = yMin-pad, yMax+pad
-	span := tMax.Sub(tMin).Seconds()
-	if span <= 0 {
-		span = 1
-	}
-	x := func(t time.Time) float64 { return ml + t.Sub(tMin).Seconds()/span*(w-ml-mr) }
-	y := func(v float64) float64 { return hgt - mb - (v-yMin)/(yMax-yMin)*(hgt-mt-mb) }
-	// Grid, y ticks at round values, x ticks (dates).
-	ticks := histTicks(yMin, yMax)
-	b.WriteString(`<g stroke="#e4e7eb">`)
-	for _, v := range ticks {
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, ml, y(v), w-mr, y(v))
-	}
-	b.WriteString(`</g><g fill="#52606d" font-size="11">`)
-	for _, v := range ticks {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, ml-6, y(v)+4, cmpNum(v))
-	}
-	for i := 0; i <= 4; i++ {
-		t := tMin.Add(time.Duration(float64(i) / 4 * span * float64(time.Second)))
-		label := t.UTC().Format("2006-01-02")
-		if span < 2*86400 {
-			label = t.UTC().Format("01-02 15:04")
-		}
-		anchor := "middle"
-		switch i {
-		case 0:
-			anchor = "start"
-		case 4:
-			anchor = "end"
-		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(t), hgt-mb+16, anchor, label)
-	}
-	b.WriteString(`</g>`)
-	fmt.Fprintf(&b, `<path d="M%d %d V%d H%d" fill="none" stroke="#9aa5b1"/>`, ml, mt, hgt-mb, w-mr)
-	// Series, then change points on top, then the legend.
+	c := &chart.Line{Title: title, XLabel: "run start (UTC)", TimeX: true, FitY: true, Empty: "no values", Width: 760, Height: 360}
 	for i, s := range ss {
-		color := historyPalette[i%len(historyPalette)]
-		var d strings.Builder
-		for j, p := range s.Points {
-			cmd := "L"
-			if j == 0 {
-				cmd = "M"
-			}
-			fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, x(p.At), y(p.Value))
-		}
-		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`, strings.TrimSpace(d.String()), color)
+		line := chart.Series{Name: s.CellID, Color: chart.Palette[i%len(chart.Palette)]}
 		for _, p := range s.Points {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s %s: %s</title></circle>`, x(p.At), y(p.Value), color, html.EscapeString(s.CellID), html.EscapeString(p.RunID), cmpNum(p.Value))
+			line.Points = append(line.Points, chart.Point{X: unixSeconds(p.At), Y: p.Value, Tip: fmt.Sprintf("%s %s: %s", s.CellID, p.RunID, cmpNum(p.Value))})
 		}
-		for _, c := range s.ChangePoints {
-			p := s.Points[c.Index]
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e15759" stroke-dasharray="4 3"/>`, x(p.At), mt, x(p.At), hgt-mb)
-			fmt.Fprintf(&b, `<circle class="cp" cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, x(p.At), y(p.Value), html.EscapeString(histChangeLine(s, c)))
+		c.Series = append(c.Series, line)
+		for _, cp := range s.ChangePoints {
+			p := s.Points[cp.Index]
+			c.Marks = append(c.Marks, chart.Mark{X: unixSeconds(p.At), Y: p.Value, Tip: histChangeLine(s, cp)})
 		}
 	}
-	lx, ly := ml, hgt-18
-	for i, s := range ss {
-		name := s.CellID
-		if lx+30+7*len(name) > w-mr {
-			break
-		}
-		color := historyPalette[i%len(historyPalette)]
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/><text x="%d" y="%d" fill="#323f4b">%s</text>`, lx, ly-4, lx+16, ly-4, color, lx+20, ly, html.EscapeString(name))
-		lx += 30 + 7*len(name)
-	}
-	b.WriteString(`</svg>`)
-	return b.String()
+	return chart.Inline(c.SVG())
 }
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

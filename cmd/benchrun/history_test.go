@@ -149,7 +149,7 @@ func TestHistoryCommand(t *testing.T) {
 	if n := strings.Count(html, "<svg "); n != 2 {
 		t.Errorf("%d charts, want one per metric (2)", n)
 	}
-	if !strings.Contains(html, `<circle class="cp"`) || !strings.Contains(html, "<h2>ttft_p50_ms</h2>") {
+	if !strings.Contains(html, `<circle class="mark"`) || !strings.Contains(html, "<h2>ttft_p50_ms</h2>") {
 		t.Error("the page marks no change point or lacks the ttft_p50_ms chart")
 	}
 	for _, bad := range []string{"http", "<script", "src="} {

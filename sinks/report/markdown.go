@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // Markdown renders report.md. chartDir is where the charts' SVG files are,
@@ -69,7 +70,7 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 	for _, cell := range d.Cells {
 		if cell.Reason != "" {
-			fmt.Fprintf(&b, "\n- %s: %s", mdText(cellLabel(cell)), mdText(cell.Reason))
+			fmt.Fprintf(&b, "\n- %s: %s", mdText(runview.CellLabel(cell)), mdText(cell.Reason))
 		}
 	}
 	b.WriteString("\n")
@@ -255,7 +256,7 @@ func cellColumns(cells []results.Cell) []cellColumn {
 	cols := []cellColumn{
 		{"stage", false, func(c results.Cell) string { return c.Stage }},
 		{"isl:osl", false, func(c results.Cell) string { return fmt.Sprintf("%d:%d", c.ISL, c.OSL) }},
-		{"load", false, loadLabel},
+		{"load", false, runview.LoadLabel},
 		{"status", false, func(c results.Cell) string { return c.Status }},
 		{"requests", true, func(c results.Cell) string {
 			if c.Failed > 0 {
@@ -290,37 +291,6 @@ func cellColumns(cells []results.Cell) []cellColumn {
 		cols = slices.Insert(cols, i+1, metric("prefix hit", func(c results.Cell) *float64 { return c.PrefixCacheHitRate }))
 	}
 	return cols
-}
-
-func cellLabel(c results.Cell) string {
-	label := fmt.Sprintf("%s %d:%d c=%d", c.Stage, c.ISL, c.OSL, c.Concurrency)
-	if c.Rate > 0 {
-		label = fmt.Sprintf("%s %d:%d rate=%g", c.Stage, c.ISL, c.OSL, c.Rate)
-	}
-	if c.Measurement > 1 {
-		label += fmt.Sprintf(" (measurement %d)", c.Measurement)
-	}
-	return label
-}
-
-// loadLabel is the load column: the ladder point, and its repeat.
-func loadLabel(c results.Cell) string {
-	l := fmt.Sprintf("c=%d", c.Concurrency)
-	if c.Rate > 0 {
-		l = fmt.Sprintf("%g req/s", c.Rate)
-	}
-	if c.TimeScale != nil {
-		// A trace replay: its speed-up and the mean rate it made.
-		l = fmt.Sprintf("trace x%g (%.3g req/s)", *c.TimeScale, c.Rate)
-	}
-	if c.Search == "knee" {
-		// An SLO search's knee: a copy of the probe it names.
-		l = "knee: " + l
-	}
-	if c.Repeat > 0 {
-		l += fmt.Sprintf(" rep %d", c.Repeat)
-	}
-	return l
 }
 
 func orDash(s string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // repeatRow is one metric of one repeated point: its mean over the
@@ -49,7 +50,7 @@ func repeatRows(cells []results.Cell) []repeatRow {
 		point := strings.TrimSuffix(c.CellID, fmt.Sprintf("/rep%d", c.Repeat))
 		g := groups[point]
 		if g == nil {
-			g = &group{label: cellLabel(c)}
+			g = &group{label: runview.CellLabel(c)}
 			groups[point] = g
 			order = append(order, point)
 		}

@@ -18,10 +18,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // What this sink implements, checked by the compiler (the runner finds
@@ -68,128 +70,11 @@ type Data struct {
 	Turns map[string][]turns.TurnTTFT
 }
 
-// Chart is one rendered chart.
-type Chart struct {
-	Name  string // file name stem: charts/<Name>.svg
-	Title string
-	SVG   string
-}
+// Chart is one rendered chart (charts/<Name>.svg).
+type Chart = chart.Rendered
 
-// load is the x axis a group of cells is plotted against.
-type load struct {
-	key    string // "concurrency" or "rate"
-	label  string
-	logX   bool
-	x      func(results.Cell) float64
-	pointL func(results.Cell) string
-}
-
-var loads = []load{
-	{"concurrency", "concurrency (in-flight requests)", true,
-		func(c results.Cell) float64 { return float64(c.Concurrency) },
-		func(c results.Cell) string { return fmt.Sprintf("c=%d", c.Concurrency) }},
-	{"rate", "request rate (req/s)", false,
-		func(c results.Cell) float64 { return c.Rate },
-		func(c results.Cell) string { return fmt.Sprintf("%g/s", c.Rate) }},
-}
-
-func (l load) has(c results.Cell) bool {
-	if l.key == "rate" {
-		return c.Rate > 0
-	}
-	return c.Rate == 0
-}
-
-// group is the ok cells of one shape (stage, isl:osl) under one load kind.
-type group struct {
-	name  string
-	cells []results.Cell
-}
-
-func groups(cells []results.Cell, l load) []group {
-	stages := map[string]bool{}
-	for _, c := range cells {
-		stages[c.Stage] = true
-	}
-	byName := map[string]*group{}
-	var order []string
-	for _, c := range cells {
-		if c.Status != results.StatusOK || !l.has(c) || c.Search == "knee" {
-			continue // a knee row repeats one of its search's probes
-		}
-		name := fmt.Sprintf("%d:%d", c.ISL, c.OSL)
-		if len(stages) > 1 {
-			name = c.Stage + " " + name
-		}
-		g, ok := byName[name]
-		if !ok {
-			g = &group{name: name}
-			byName[name] = g
-			order = append(order, name)
-		}
-		g.cells = append(g.cells, c)
-	}
-	out := make([]group, 0, len(order))
-	for _, n := range order {
-		out = append(out, *byName[n])
-	}
-	return out
-}
-
-// Charts builds the report's charts.
-func Charts(d Data) []Chart {
-	var out []Chart
-	for _, l := range loads {
-		gs := groups(d.Cells, l)
-		if len(gs) == 0 {
-			continue
-		}
-		suffix := ""
-		if l.key == "rate" {
-			suffix = "-rate"
-		}
-		tput := &chart{name: "throughput" + suffix, title: "Output tokens/s vs " + l.key, xLabel: l.label, yLabel: "output tokens/s (higher is better)", logX: l.logX}
-		ttft := &chart{name: "ttft" + suffix, title: "TTFT p50 and p99 vs " + l.key, xLabel: l.label, yLabel: "time to first token, ms (lower is better)", logX: l.logX, note: "solid: p50 · dashed: p99"}
-		itl := &chart{name: "itl" + suffix, title: "ITL p50 and p99 vs " + l.key, xLabel: l.label, yLabel: "inter-token latency, ms (lower is better)", logX: l.logX, note: "solid: p50 · dashed: p99"}
-		trade := &chart{name: "tradeoff" + suffix, title: "Latency-throughput trade-off", xLabel: "output tokens/s per request (1000 / TPOT; interactivity)", yLabel: "output tokens/s, all requests", note: "each point is a load level; up and to the right is better"}
-		for i, g := range gs {
-			color := palette[i%len(palette)]
-			var pt, p50, p99, i50, i99, tr []point
-			for _, c := range g.cells {
-				x := l.x(c)
-				lbl := l.pointL(c)
-				// A metric that was not measured (null) is no point.
-				add := func(pts *[]point, y *float64, format string) {
-					if y != nil {
-						*pts = append(*pts, point{x: x, y: *y, tip: fmt.Sprintf("%s %s: "+format, g.name, lbl, *y)})
-					}
-				}
-				add(&pt, c.OutputTokS, "%.1f output tok/s")
-				add(&p50, c.TTFTP50Ms, "TTFT p50 %.2f ms")
-				add(&p99, c.TTFTP99Ms, "TTFT p99 %.2f ms")
-				add(&i50, c.ITLP50Ms, "ITL p50 %.2f ms")
-				add(&i99, c.ITLP99Ms, "ITL p99 %.2f ms")
-				if tpot, out := results.ValueOr(c.TPOTMs, 0), c.OutputTokS; tpot > 0 && out != nil {
-					per := 1000 / tpot
-					p99 := "–"
-					if c.TTFTP99Ms != nil {
-						p99 = fmt.Sprintf("%.1f", *c.TTFTP99Ms)
-					}
-					tr = append(tr, point{x: per, y: *out, label: lbl,
-						tip: fmt.Sprintf("%s %s: %.1f tok/s per request, %.1f tok/s total, TTFT p99 %s ms", g.name, lbl, per, *out, p99)})
-				}
-			}
-			tput.series = append(tput.series, series{name: g.name, color: color, pts: pt})
-			ttft.series = append(ttft.series, series{name: g.name, color: color, pts: p50}, series{name: g.name, color: color, dash: true, pts: p99})
-			itl.series = append(itl.series, series{name: g.name, color: color, pts: i50}, series{name: g.name, color: color, dash: true, pts: i99})
-			trade.series = append(trade.series, series{name: g.name, color: color, pts: tr})
-		}
-		for _, c := range []*chart{tput, ttft, itl, trade} {
-			out = append(out, Chart{Name: c.name, Title: c.title, SVG: c.svg()})
-		}
-	}
-	return out
-}
+// Charts builds the report's charts of the run's load levels.
+func Charts(d Data) []Chart { return runview.Charts(d.Cells) }
 
 // Write writes report.md, report.html and charts/*.svg into dir, and, when
 // prefix is set, copies of the two reports to prefix+".md" and

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // The "Memory, utilisation and energy" section: per stage, one row per
@@ -178,7 +179,7 @@ func telemetryTables(cells []results.Cell) []telemTable {
 				t.Heads = append(t.Heads, col.Head)
 			}
 			for _, c := range rows {
-				r := telemRow{Shape: fmt.Sprintf("%d:%d", c.ISL, c.OSL), Load: loadLabel(c)}
+				r := telemRow{Shape: fmt.Sprintf("%d:%d", c.ISL, c.OSL), Load: runview.LoadLabel(c)}
 				for _, col := range cols {
 					v, ok := col.value(c)
 					if !ok {
@@ -214,3 +215,6 @@ func unmeasuredWhy(rows []results.Cell, src telemSource) string {
 func measuredTPJ(cells []results.Cell) bool {
 	return slices.ContainsFunc(cells, func(c results.Cell) bool { return c.TokensPerJoule != nil })
 }
+
+// finite says a value can be shown: not NaN or ±Inf.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/turns"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // turnTable is one conversation cell's TTFT turn by turn, from its
@@ -42,7 +43,7 @@ func turnTables(d Data) []turnTable {
 		if c.Turns == nil || len(by) == 0 {
 			continue
 		}
-		t := turnTable{Label: cellLabel(c)}
+		t := turnTable{Label: runview.CellLabel(c)}
 		for _, r := range by {
 			opt := func(p *float64) string {
 				if p == nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // The variant-vs-variant tables: when the run's cells differ by a metadata
@@ -143,7 +144,7 @@ func variantTable(cells []results.Cell, key string, vals, others []string) varia
 		id += fmt.Sprintf("\x00#%d", n)
 		rw := rows[id]
 		if rw == nil {
-			load := loadLabel(c)
+			load := runview.LoadLabel(c)
 			if n > 0 {
 				load += fmt.Sprintf(" #%d", n+1)
 				sec.Paired = true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // levelRegression is the level of a verdict that compares a cell with its
@@ -487,7 +488,7 @@ func hasLadder(cells []results.Cell) bool {
 var idColumns = []mdColumn{{head: "ISL", num: true}, {head: "OSL", num: true}, {head: "load"}}
 
 func idValues(c results.Cell) []string {
-	return []string{strconv.FormatInt(c.ISL, 10), strconv.FormatInt(c.OSL, 10), mdText(loadLabel(c))}
+	return []string{strconv.FormatInt(c.ISL, 10), strconv.FormatInt(c.OSL, 10), mdText(runview.LoadLabel(c))}
 }
 
 // metricTable is a table of cells × metrics: null prints null (a dash
@@ -568,22 +569,9 @@ func writeNulls(b *strings.Builder, cells []results.Cell, ms []docMetric) {
 	b.WriteString("\n")
 }
 
-// loadLabel is the ladder point of a cell: "c=4", "2 req/s", with its
-// repeat.
-func loadLabel(c results.Cell) string {
-	l := fmt.Sprintf("c=%d", c.Concurrency)
-	if c.Rate > 0 {
-		l = fmt.Sprintf("%s req/s", strconv.FormatFloat(c.Rate, 'g', -1, 64))
-	}
-	if c.Repeat > 0 {
-		l += fmt.Sprintf(" rep %d", c.Repeat)
-	}
-	return l
-}
-
 // pointLabel names a cell for people: "128:128 c=4".
 func pointLabel(c results.Cell) string {
-	return fmt.Sprintf("%d:%d %s", c.ISL, c.OSL, loadLabel(c))
+	return fmt.Sprintf("%d:%d %s", c.ISL, c.OSL, runview.LoadLabel(c))
 }
 
 // stagePointLabel is pointLabel with the stage, for sections that mix
@@ -1117,7 +1105,7 @@ func takeaways(d Document) []string {
 		}
 		knees++
 		out = append(out, fmt.Sprintf("Knee at %s: from %s, output tok/s %s while %s grew %s (%s → %s ms); run at %s or below for tail latency.",
-			mdText(label(k.At)), mdText(loadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), shortNum(k.Before), shortNum(k.After), mdText(loadLabel(k.From))))
+			mdText(label(k.At)), mdText(runview.LoadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), shortNum(k.Before), shortNum(k.After), mdText(runview.LoadLabel(k.From))))
 	}
 	if knees == 0 && flat > 0 {
 		out = append(out, fmt.Sprintf("No knee in the ladders measured: no step gained under %.0f%% throughput while a p99 latency grew over %.0f%%.", 100*kneeGain, 100*kneeLatency))

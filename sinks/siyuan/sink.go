@@ -24,12 +24,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
-	"github.com/benchrun/benchrun/sinks/report"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // What this sink implements, checked by the compiler.
@@ -154,9 +155,9 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 		}
 		doc.Compare = c
 	}
-	var charts []report.Chart
+	var charts []chart.Rendered
 	if o.cfg.Charts == nil || *o.cfg.Charts {
-		charts = report.Charts(report.Data{Run: run, Cells: doc.Cells, Verdicts: doc.Verdicts})
+		charts = runview.Charts(doc.Cells)
 	}
 	path := o.docPath(run, run.Status)
 	if o.cfg.DryRun {
@@ -181,7 +182,7 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 // post is Stop's work against the kernel: the notebook, the charts, the
 // document (found or made), its attributes, and the dedupe. It returns
 // the document's id.
-func (o *Output) post(ctx context.Context, c *Client, doc Document, charts []report.Chart, path string, run results.Run) (string, error) {
+func (o *Output) post(ctx context.Context, c *Client, doc Document, charts []chart.Rendered, path string, run results.Run) (string, error) {
 	nb, err := o.notebook(ctx, c)
 	if err != nil {
 		return "", err
@@ -374,7 +375,7 @@ func (o *Output) docPath(run results.Run, status string) string {
 // nothing: to the command's stdout under `benchrun post --dry-run`, else
 // to the progress writer. The token is never printed (only whether it is
 // set).
-func (o *Output) dryRun(doc Document, charts []report.Chart, path string, run results.Run) error {
+func (o *Output) dryRun(doc Document, charts []chart.Rendered, path string, run results.Run) error {
 	w := o.env.Stdout
 	if w == nil {
 		w = o.env.Progress

@@ -1,0 +1,346 @@
+// Package chart draws benchrun's charts as standalone SVG documents: no
+// script, no external reference, so a chart displays anywhere (a browser
+// from a file, a Markdown viewer, SiYuan). Every chart benchrun draws (the
+// report's, the telemetry's, history's) is a Line or a TwoAxis, so they
+// all look alike.
+package chart
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Palette is Tableau 10: distinct, colour-blind-aware, readable on white.
+var Palette = []string{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"}
+
+// Point is one value of a series.
+type Point struct {
+	X, Y  float64
+	Label string // shown beside the marker (e.g. "c=4"); "" for none
+	Tip   string // the marker's tooltip
+}
+
+// Series is one line: a solid line with filled markers, or dashed with
+// hollow ones.
+type Series struct {
+	Name   string
+	Color  string
+	Dash   bool
+	Points []Point
+}
+
+// Line is a line chart rendered as a standalone SVG document: no script,
+// no external reference, so it displays anywhere (a browser from a file,
+// a Markdown viewer, a notebook, SiYuan). Every chart benchrun draws is a
+// Line or a TwoAxis, so they all look alike.
+type Line struct {
+	Title  string
+	XLabel string
+	YLabel string
+	LogX   bool   // log2 x axis (concurrency ladders)
+	Note   string // one line under the title, e.g. "solid p50 · dashed p99"
+	Series []Series
+	// TimeX reads X as Unix seconds and labels the axis with dates.
+	TimeX bool
+	// FitY spans the y axis over the values (padded) instead of from 0:
+	// for a metric over time, whose changes would be flat from zero.
+	FitY bool
+	// Marks are ringed points with a dashed line down to the x axis
+	// (change points), drawn over the series.
+	Marks []Mark
+	// Empty is what an empty chart says ("no ok cells to plot" if unset).
+	Empty string
+	// Width and Height in pixels; 600 × 360 if unset.
+	Width, Height int
+}
+
+// Mark is a point called out on a chart.
+type Mark struct {
+	X, Y float64
+	Tip  string
+}
+
+// Rendered is a chart drawn: its file name stem (charts/<Name>.svg), its
+// title and the SVG document.
+type Rendered struct {
+	Name  string
+	Title string
+	SVG   string
+}
+
+const (
+	svgW    = 600
+	svgH    = 360
+	marginL = 64
+	marginR = 20
+	marginB = 48
+)
+
+func (c *Line) size() (w, h int) {
+	w, h = c.Width, c.Height
+	if w <= 0 {
+		w = svgW
+	}
+	if h <= 0 {
+		h = svgH
+	}
+	return w, h
+}
+
+// SVG renders the chart.
+func (c *Line) SVG() string {
+	for i := range c.Series {
+		// A point that could not be measured (NaN, ±Inf) is left out, and so
+		// is x <= 0 on a log axis.
+		c.Series[i].Points = slices.DeleteFunc(slices.Clone(c.Series[i].Points), func(p Point) bool {
+			return !finite(p.X) || !finite(p.Y) || (c.LogX && p.X <= 0)
+		})
+	}
+	W, H := c.size()
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif" font-size="12">`,
+		W, H, W, H, esc(c.Title))
+	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
+	b.WriteString(`<rect width="100%" height="100%" fill="#ffffff"/>`)
+	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="600" fill="#1f2933">%s</text>`, marginL-40, esc(c.Title))
+	y := 40
+	if c.Note != "" {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#52606d">%s</text>`, marginL-40, y, esc(c.Note))
+		y += 16
+	}
+	// Legend: one entry per distinct series name, wrapped across lines.
+	lx, ly := marginL-40, y
+	seen := map[string]bool{}
+	for _, s := range c.Series {
+		if seen[s.Name] || len(s.Points) == 0 {
+			continue
+		}
+		seen[s.Name] = true
+		w := 26 + 7*len(s.Name)
+		if lx+w > W-marginR {
+			lx, ly = marginL-40, ly+16
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`, lx, ly-4, lx+16, ly-4, s.Color)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#323f4b">%s</text>`, lx+20, ly, esc(s.Name))
+		lx += w + 10
+	}
+	top := ly + 14
+	plotL, plotR, plotT, plotB := float64(marginL), float64(W-marginR), float64(top), float64(H-marginB)
+
+	var xs, ys []float64
+	for i := range c.Series {
+		for _, p := range c.Series[i].Points {
+			xs = append(xs, p.X)
+			ys = append(ys, p.Y)
+		}
+	}
+	if len(xs) == 0 {
+		empty := c.Empty
+		if empty == "" {
+			empty = "no ok cells to plot"
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#7b8794">%s</text></svg>`, W/2, H/2, esc(empty))
+		return b.String()
+	}
+	yLo, yTicks := 0.0, niceTicks(0, slices.Max(ys))
+	if c.FitY {
+		yLo, yTicks = fitTicks(slices.Min(ys), slices.Max(ys))
+	}
+	yMax := yTicks[len(yTicks)-1]
+	var xTicks []float64
+	var xMap func(float64) float64
+	xLabel := formatTick
+	switch {
+	case c.LogX:
+		lo, hi := math.Log2(slices.Min(xs)), math.Log2(slices.Max(xs))
+		pad := math.Max((hi-lo)*0.06, 0.25)
+		lo, hi = lo-pad, hi+pad
+		xMap = func(x float64) float64 { return plotL + (math.Log2(x)-lo)/(hi-lo)*(plotR-plotL) }
+		xTicks = slices.Compact(slices.Sorted(slices.Values(xs)))
+		if len(xTicks) > 10 {
+			xTicks = nil
+			for v := math.Exp2(math.Ceil(lo)); v <= math.Exp2(hi); v *= 2 {
+				xTicks = append(xTicks, v)
+			}
+		}
+	case c.TimeX:
+		lo, hi := slices.Min(xs), slices.Max(xs)
+		span := max(hi-lo, 1)
+		pad := span * 0.03
+		lo, hi = lo-pad, hi+pad
+		xMap = func(x float64) float64 { return plotL + (x-lo)/(hi-lo)*(plotR-plotL) }
+		for i := range 5 {
+			xTicks = append(xTicks, lo+pad+float64(i)/4*span)
+		}
+		xLabel = func(v float64) string {
+			t := time.Unix(0, int64(v*1e9)).UTC()
+			if span < 2*86400 {
+				return t.Format("01-02 15:04")
+			}
+			return t.Format("2006-01-02")
+		}
+	default:
+		xTicks = niceTicks(0, slices.Max(xs))
+		xMax := xTicks[len(xTicks)-1]
+		xMap = func(x float64) float64 { return plotL + x/xMax*(plotR-plotL) }
+	}
+	yMap := func(v float64) float64 { return plotB - (v-yLo)/(yMax-yLo)*(plotB-plotT) }
+
+	// Grid and axes.
+	b.WriteString(`<g stroke="#e4e7eb" stroke-width="1">`)
+	for _, t := range yTicks {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, plotL, yMap(t), plotR, yMap(t))
+	}
+	for _, t := range xTicks {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, xMap(t), plotT, xMap(t), plotB)
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
+	b.WriteString(`<g fill="#52606d" font-size="11">`)
+	for _, t := range yTicks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, plotL-6, yMap(t)+4, formatTick(t))
+	}
+	for _, t := range xTicks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, xLabel(t))
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, H-10, esc(c.XLabel))
+	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle" fill="#323f4b">%s</text>`, (plotT+plotB)/2, esc(c.YLabel))
+
+	// Series: a line through the points in x order, then the markers.
+	for _, s := range c.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
+		pts := slices.Clone(s.Points)
+		slices.SortStableFunc(pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+		var d strings.Builder
+		for i, p := range pts {
+			cmd := "L"
+			if i == 0 {
+				cmd = "M"
+			}
+			fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, xMap(p.X), yMap(p.Y))
+		}
+		dash := ""
+		if s.Dash {
+			dash = ` stroke-dasharray="6 4"`
+		}
+		fmt.Fprintf(&b, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2.2"%s/>`, strings.TrimSpace(d.String()), s.Color, dash)
+		for _, p := range pts {
+			fill := s.Color
+			if s.Dash {
+				fill = "#ffffff"
+			}
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.8" fill="%s" stroke="%s" stroke-width="1.6"><title>%s</title></circle>`,
+				xMap(p.X), yMap(p.Y), fill, s.Color, esc(p.Tip))
+			if p.Label != "" {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`, xMap(p.X)+6, yMap(p.Y)-6, s.Color, esc(p.Label))
+			}
+		}
+	}
+	for _, m := range c.Marks {
+		if !finite(m.X) || !finite(m.Y) {
+			continue
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e15759" stroke-dasharray="4 3"/>`, xMap(m.X), plotT, xMap(m.X), plotB)
+		fmt.Fprintf(&b, `<circle class="mark" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, xMap(m.X), yMap(m.Y), esc(m.Tip))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// fitTicks are round ticks spanning lo..hi with a margin, for an axis that
+// does not start at 0: its first tick is the axis' bottom.
+func fitTicks(lo, hi float64) (float64, []float64) {
+	if hi == lo {
+		lo, hi = lo*0.95, hi*1.05+1e-9
+	}
+	pad := (hi - lo) * 0.08
+	lo, hi = lo-pad, hi+pad
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag * 10
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if raw <= m*mag {
+			step = m * mag
+			break
+		}
+	}
+	start := math.Floor(lo/step) * step
+	var out []float64
+	for v := start; ; v += step {
+		v = math.Round(v/step) * step
+		out = append(out, v)
+		if v >= hi || len(out) > 50 {
+			break
+		}
+	}
+	return start, out
+}
+
+// namespace is the attribute a standalone chart file needs and an inline
+// one does not.
+const namespace = ` xmlns="http://www.w3.org/2000/svg"`
+
+// Inline is a chart for embedding in an HTML page: inline SVG needs no
+// namespace declaration, and without it the page holds no http:// string,
+// so "no network reference" can be checked with grep.
+func Inline(svg string) string { return strings.Replace(svg, namespace, "", 1) }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// niceTicks returns evenly spaced round ticks from lo covering hi: steps of
+// 1, 2, 2.5 or 5 × 10^k, about five of them.
+func niceTicks(lo, hi float64) []float64 {
+	if !(hi > lo) || math.IsInf(hi, 0) || math.IsNaN(hi) {
+		return []float64{lo, lo + 1}
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag * 10
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if raw <= m*mag {
+			step = m * mag
+			break
+		}
+	}
+	var out []float64
+	for v := lo; ; v += step {
+		v = math.Round(v/step) * step
+		out = append(out, v)
+		if v >= hi || len(out) > 50 {
+			break
+		}
+	}
+	return out
+}
+
+// formatTick prints an axis value compactly: 0, 2.5, 40, 1200, 15k.
+func formatTick(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 10000:
+		return strconv.FormatFloat(v/1000, 'f', -1, 64) + "k"
+	case a >= 100:
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	default:
+		return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+	}
+}
+
+func esc(s string) string { return html.EscapeString(s) }

@@ -1,0 +1,155 @@
+package chart
+
+import (
+	"encoding/xml"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// svgNode is an SVG document read back: every element with its
+// attributes and text, in document order.
+type svgNode struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Text    string     `xml:",chardata"`
+	Nodes   []svgNode  `xml:",any"`
+}
+
+func (n svgNode) attr(name string) string {
+	for _, a := range n.Attrs {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (n svgNode) walk(f func(svgNode)) {
+	f(n)
+	for _, c := range n.Nodes {
+		c.walk(f)
+	}
+}
+
+func parse(t *testing.T, svg string) svgNode {
+	t.Helper()
+	var root svgNode
+	if err := xml.Unmarshal([]byte(svg), &root); err != nil {
+		t.Fatalf("not well-formed SVG: %v\n%s", err, svg)
+	}
+	if root.XMLName.Local != "svg" {
+		t.Fatalf("root %q", root.XMLName.Local)
+	}
+	return root
+}
+
+func num(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("coordinate %q: %v", s, err)
+	}
+	return v
+}
+
+// The markers are the data: read back from the SVG, their positions are
+// an affine map of the points (one scale per axis), in the order given,
+// and their tooltips are the points'.
+func TestLineMarkersAreTheData(t *testing.T) {
+	pts := []Point{{X: 1, Y: 10, Tip: "a"}, {X: 2, Y: 30, Tip: "b"}, {X: 4, Y: 20, Tip: "c"}, {X: 8, Y: 40, Tip: "d"}}
+	for _, logX := range []bool{false, true} {
+		c := &Line{Title: "t", LogX: logX, Series: []Series{{Name: "s", Color: Palette[0], Points: pts}}}
+		var cx, cy []float64
+		var tips []string
+		parse(t, c.SVG()).walk(func(n svgNode) {
+			if n.XMLName.Local == "circle" {
+				cx, cy = append(cx, num(t, n.attr("cx"))), append(cy, num(t, n.attr("cy")))
+				tips = append(tips, strings.TrimSpace(n.Nodes[0].Text))
+			}
+		})
+		if len(cx) != len(pts) || strings.Join(tips, "") != "abcd" {
+			t.Fatalf("logX %v: %d markers, tips %v", logX, len(cx), tips)
+		}
+		fx := func(v float64) float64 { return v }
+		if logX {
+			fx = math.Log2
+		}
+		// y: pixel = a + b·value, b < 0 (up is more); x likewise with b > 0.
+		by := (cy[1] - cy[0]) / (pts[1].Y - pts[0].Y)
+		bx := (cx[1] - cx[0]) / (fx(pts[1].X) - fx(pts[0].X))
+		for i, p := range pts {
+			if math.Abs(cy[i]-(cy[0]+by*(p.Y-pts[0].Y))) > 0.15 || math.Abs(cx[i]-(cx[0]+bx*(fx(p.X)-fx(pts[0].X)))) > 0.15 {
+				t.Errorf("logX %v: point %d (%v, %v) drawn at (%v, %v), off the axes' scale", logX, i, p.X, p.Y, cx[i], cy[i])
+			}
+		}
+		if by >= 0 || bx <= 0 {
+			t.Errorf("logX %v: y scale %v, x scale %v: y must grow upwards, x rightwards", logX, by, bx)
+		}
+	}
+}
+
+// A value that was not measured is no point, and a chart with none says
+// what it is missing.
+func TestLineLeavesOutWhatIsNotANumber(t *testing.T) {
+	c := &Line{Title: "t", LogX: true, Series: []Series{{Name: "s", Points: []Point{{X: 0, Y: 1}, {X: 2, Y: math.NaN()}, {X: 4, Y: math.Inf(1)}, {X: 8, Y: 3}}}}}
+	svg := c.SVG()
+	if n := strings.Count(svg, "<circle"); n != 1 || strings.Contains(svg, "NaN") || strings.Contains(svg, "Inf") {
+		t.Errorf("%d markers (want the one finite point on the log axis):\n%s", n, svg)
+	}
+	empty := (&Line{Title: "t", Empty: "no values"}).SVG()
+	parse(t, empty)
+	if !strings.Contains(empty, ">no values</text>") {
+		t.Errorf("empty chart: %s", empty)
+	}
+}
+
+// A chart over time labels its axis with dates, fits its y axis to the
+// values, and rings its marks.
+func TestLineOverTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	var pts []Point
+	for i := range 10 {
+		pts = append(pts, Point{X: float64(t0.AddDate(0, 0, i).Unix()), Y: 100 + float64(i%3)})
+	}
+	c := &Line{Title: "ttft", TimeX: true, FitY: true, Series: []Series{{Name: "cell", Color: Palette[1], Points: pts}},
+		Marks: []Mark{{X: pts[5].X, Y: pts[5].Y, Tip: "change <here>"}}}
+	svg := c.SVG()
+	root := parse(t, svg)
+	var labels []string
+	ringed := 0
+	var lowest float64
+	root.walk(func(n svgNode) {
+		switch {
+		case n.XMLName.Local == "text":
+			labels = append(labels, n.Text)
+		case n.XMLName.Local == "circle" && n.attr("class") == "mark":
+			ringed++
+			if tip := n.Nodes[0].Text; tip != "change <here>" {
+				t.Errorf("mark tip %q", tip)
+			}
+		}
+	})
+	all := strings.Join(labels, "|")
+	if !strings.Contains(all, "|2026-11-01|") || !strings.Contains(all, "|2026-11-10|") || ringed != 1 {
+		t.Errorf("labels %q, %d ringed", all, ringed)
+	}
+	// FitY: the axis does not start at 0 (its lowest tick is near the values).
+	for _, l := range labels {
+		if v, err := strconv.ParseFloat(l, 64); err == nil && (lowest == 0 || v < lowest) {
+			lowest = v
+		}
+	}
+	if lowest < 90 || lowest > 100 {
+		t.Errorf("lowest y tick %v for values 100..102", lowest)
+	}
+}
+
+func TestInline(t *testing.T) {
+	svg := (&Line{Title: "t"}).SVG()
+	if in := Inline(svg); strings.Contains(in, "http") || !strings.HasPrefix(in, "<svg viewBox=") {
+		t.Errorf("inline %q", in[:60])
+	}
+}
