@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -110,7 +110,7 @@ func runDigestPlan(t *testing.T, dir, src string) {
 	reg.AddKind(pipeline.Kind{Name: "dmeasure", Doc: "measures nothing", Measuring: true,
 		Schema: schema.KindSchema{Def: "#DMeasure", Source: digestKinds},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return dmeasure{clock: clock}, nil }})
-	rows := kit.NewRecordingSink()
+	rows := pipelinetest.NewRecordingSink()
 	var progress lockedBuffer
 	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(rows), Progress: &progress})
 	if sum.ExitCode != pipeline.ExitOK {

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -85,7 +85,7 @@ func TestJudgeDirJudgesAsTheRunDid(t *testing.T) {
 	var last *pipeline.RunInfo
 	var live *pipeline.Summary
 	for i, scale := range []string{"1", "1", "0.5"} {
-		kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), judgePlan)
+		pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), judgePlan)
 		p, err := schema.Load(filepath.Join(dir, "plan.cue"), reg.LoadOptions([]string{"scale=" + scale}))
 		if err != nil {
 			t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -65,10 +65,10 @@ stages: {
 	reg.AddKind(pipeline.Kind{Name: "emit", Doc: "test emitter", Measuring: true,
 		Schema: schema.KindSchema{Def: "#Emit", Source: "package schema\n#Emit: {\n\t#StageBase\n\tkind: \"emit\"\n}\n"},
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return emitter{}, nil }})
-	g := kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src) // the model file beside it
+	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src) // the model file beside it
 	p := g.Plan
 	pl := &plain{}
-	capt := kit.Run(t, context.Background(), g, pipeline.Options{Sinks: pipeline.UseSinks(pl)})
+	capt := pipelinetest.Run(t, context.Background(), g, pipeline.Options{Sinks: pipeline.UseSinks(pl)})
 	res, ri := capt.Summary, capt.Summary.Run
 	if res.ExitCode != pipeline.ExitAssertion {
 		t.Errorf("exit %d, want %d (the second cell fails its ITL assertion)", res.ExitCode, pipeline.ExitAssertion)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/remote"
 	"io"
 	"os"
 	"sort"
@@ -203,25 +204,8 @@ type Outputs struct {
 }
 
 // SSHMachine is where a stage with on: connects and how it logs in, as the
-// providing stage learned it (its create or wait output, else its plan).
-// None of it is a secret: the private key stays in benchrun's environment,
-// and KeyEnv only names the variable holding it, so that outputs can be
-// logged and stored without leaking it.
-type SSHMachine struct {
-	// Host is the machine's address (a name or an IP).
-	Host string
-	// Port is its SSH port; 0 is 22.
-	Port int
-	// User logs in; "" is root (what GPU clouds give).
-	User string
-	// HostKey is the machine's public host key as the provider returned
-	// it (authorized_keys format); "" is trust-on-first-use, recorded in
-	// the run directory's known_hosts.
-	HostKey string
-	// KeyEnv names the environment variable of benchrun's that holds the
-	// private key (its path, or the key itself).
-	KeyEnv string
-}
+// providing stage learned it (remote.SSH has the fields).
+type SSHMachine = remote.SSH
 
 // Output receives rows as they are produced (CSV, Parquet, ...). Methods
 // are called from one goroutine at a time.

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/parquet"
 	"github.com/benchrun/benchrun/stages/launch"
@@ -130,7 +130,7 @@ func testRegistry(rec *recorder) *pipeline.Registry {
 // runs it with opts under dir/runs: the one way the pipeline tests run a plan.
 func runPlan(t *testing.T, ctx context.Context, dir string, reg *pipeline.Registry, src string, opts pipeline.Options) (*pipeline.Summary, *pipeline.RunInfo) {
 	t.Helper()
-	g := kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
+	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
 	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), g.Plan, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)

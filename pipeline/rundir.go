@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -165,13 +164,8 @@ func attemptsOf(m *Manifest) []AttemptRecord { return m.AttemptRecords() }
 // run directory is recorded with.
 const crashReason = rundir.CrashReason
 
-// Version is benchrun's version, from the build info.
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// Version is benchrun's version, from the build info (rundir.Version).
+func Version() string { return rundir.Version() }
 
 func newManifest(ri *RunInfo) *Manifest {
 	id := RunIdentity(ri)

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -165,7 +165,7 @@ func rundirRegistry(rec *attemptLog) *pipeline.Registry {
 // loadPlan loads src as dir/plan.cue (a resume loads the same file anew).
 func loadPlan(t *testing.T, reg *pipeline.Registry, dir, src string) *pipeline.Graph {
 	t.Helper()
-	return kit.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
+	return pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
 }
 
 // resumeRun resumes the run in runDir with g and runs it, returning the

@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/stages"
 )
@@ -142,7 +142,7 @@ func smallContext(c *sim.Config) { c.MaxModelLen = 512 }
 // directory under base/runs, with the sinks' prefix (when given) set.
 func liveRun(t *testing.T, reg *pipeline.Registry, planPath, src string, prefix string) (*pipeline.Summary, string) {
 	t.Helper()
-	g := kit.LoadPlanFile(t, reg, planPath, src)
+	g := pipelinetest.LoadPlanFile(t, reg, planPath, src)
 	if prefix != "" {
 		if err := g.SetSinkParam("prefix", prefix); err != nil {
 			t.Fatal(err)
@@ -202,7 +202,7 @@ func TestSinkConformance(t *testing.T) {
 
 	t.Run("live", func(t *testing.T) {
 		base := t.TempDir()
-		url := kit.Sim(t, smallContext)
+		url := pipelinetest.Sim(t, smallContext)
 		sum, dir := liveRun(t, reg, filepath.Join(base, "plan.cue"), conformancePlan(reg, url), "")
 		if sum.ExitCode != pipeline.ExitInfra {
 			t.Errorf("exit %d, want 3 (the refused cell is an error row)", sum.ExitCode)
@@ -213,7 +213,7 @@ func TestSinkConformance(t *testing.T) {
 
 	t.Run("prefix", func(t *testing.T) {
 		base := t.TempDir()
-		url := kit.Sim(t, smallContext)
+		url := pipelinetest.Sim(t, smallContext)
 		prefix := filepath.Join(base, "out", "result")
 		_, dir := liveRun(t, reg, filepath.Join(base, "plan.cue"), conformancePlan(reg, url), prefix)
 		checkReplay(t, reg, base, dir, prefix, nil)
@@ -221,8 +221,8 @@ func TestSinkConformance(t *testing.T) {
 
 	t.Run("resume", func(t *testing.T) {
 		base := t.TempDir()
-		srv := &dyingSim{next: kit.NewSim(t, smallContext), left: 8}
-		url := kit.Serve(t, srv)
+		srv := &dyingSim{next: pipelinetest.NewSim(t, smallContext), left: 8}
+		url := pipelinetest.Serve(t, srv)
 		src := conformancePlan(reg, url)
 		planPath := filepath.Join(base, "plan.cue")
 		sum, dir := liveRun(t, reg, planPath, src, "")
@@ -242,7 +242,7 @@ func TestSinkConformance(t *testing.T) {
 		t.Run("failed", func(t *testing.T) { checkReplay(t, reg, base, dir, "", nil) })
 
 		srv.revive()
-		g := kit.LoadPlanFile(t, reg, planPath, src)
+		g := pipelinetest.LoadPlanFile(t, reg, planPath, src)
 		ri, err := pipeline.ResumeRunInfo(dir, g.Plan, nil, time.Now())
 		if err != nil {
 			t.Fatal(err)

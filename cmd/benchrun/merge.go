@@ -13,7 +13,6 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
-	"github.com/benchrun/benchrun/sinks/parquet"
 )
 
 // runMerge joins the run directories of a sharded run (--shard i/n) into
@@ -99,7 +98,7 @@ func judgeMerged(ctx context.Context, res *merge.Result, dirs []string, baseline
 			if len(rows) == 0 {
 				return nil
 			}
-			return parquet.WriteFile(filepath.Join(res.Dir, results.TableAssertions, parquet.PartName(1, 1)), rows)
+			return rundir.WriteFile(filepath.Join(res.Dir, results.TableAssertions, rundir.PartName(1, 1)), rows)
 		},
 	})
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/schema"
-	"github.com/benchrun/benchrun/sinks/parquet"
 )
 
 // InfoFile is the merged run directory's record of its shards.
@@ -181,13 +180,13 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		for i := range reqs {
 			reqs[i].RunID, reqs[i].Attempt, reqs[i].Seq = runID, 1, int64(i)
 		}
-		name := parquet.PartName(1, n+1)
+		name := rundir.PartName(1, n+1)
 		if len(reqs) > 0 {
-			if err := parquet.WriteFile(filepath.Join(out, results.TableRequests, name), reqs); err != nil {
+			if err := rundir.WriteFile(filepath.Join(out, results.TableRequests, name), reqs); err != nil {
 				return nil, err
 			}
 		}
-		if err := parquet.WriteFile(filepath.Join(out, results.TableCells, name), []results.Cell{row}); err != nil {
+		if err := rundir.WriteFile(filepath.Join(out, results.TableCells, name), []results.Cell{row}); err != nil {
 			return nil, err
 		}
 		res.Cells = append(res.Cells, row)

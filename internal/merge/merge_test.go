@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	pq "github.com/parquet-go/parquet-go"
+
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/turns"
-	"github.com/benchrun/benchrun/sinks/parquet"
 )
 
 // writeShard writes a run directory of one cell whose requests have the
@@ -38,10 +39,10 @@ func writeShard(t *testing.T, dir string, shard int64, start time.Time, ttfts []
 			SentAt: start.Add(time.Duration(i) * time.Second), TTFTMs: results.Some(v), E2ELMs: results.Some(100.0),
 			InputTokens: 10, OutputTokens: 5, ChunkGapsMs: []float64{1, 2}, ChunkTokens: []int64{1, 1, 1}, Status: results.StatusOK})
 	}
-	if err := parquet.WriteFile(filepath.Join(dir, results.TableRequests, parquet.PartName(1, 1)), reqs); err != nil {
+	if err := rundir.WriteFile(filepath.Join(dir, results.TableRequests, rundir.PartName(1, 1)), reqs); err != nil {
 		t.Fatal(err)
 	}
-	if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, parquet.PartName(1, 1)), []results.Cell{cell}); err != nil {
+	if err := rundir.WriteFile(filepath.Join(dir, results.TableCells, rundir.PartName(1, 1)), []results.Cell{cell}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -169,8 +170,8 @@ func TestMergeConversations(t *testing.T) {
 			Shard: shard, Shards: 2, Status: results.StatusOK, Turns: results.Some(int64(3)), ThinkTimeMs: results.Some(0.0),
 			ServerPrefixCacheHitRate: results.Some(0.1 * float64(shard+1)), Notes: "prompts=cold (fresh conversations every pass)"}
 		turns.Fill(&cell, reqs, turns.ExpectOf(cell))
-		parquet.WriteFile(filepath.Join(d, results.TableRequests, parquet.PartName(1, 1)), reqs)
-		parquet.WriteFile(filepath.Join(d, results.TableCells, parquet.PartName(1, 1)), []results.Cell{cell})
+		rundir.WriteFile(filepath.Join(d, results.TableRequests, rundir.PartName(1, 1)), reqs)
+		rundir.WriteFile(filepath.Join(d, results.TableCells, rundir.PartName(1, 1)), []results.Cell{cell})
 	}
 	res, err := Merge(dirs, filepath.Join(dir, "out"), Options{})
 	if err != nil {
@@ -210,7 +211,7 @@ func TestMergeRowWithoutLoad(t *testing.T) {
 		writeShard(t, d, int64(i), t0, []float64{1}, 1)
 		row := results.Cell{RunID: "run" + string(rune('a'+i)), Plan: "p", Stage: "server", CellID: "server/startup/r1", Attempt: 1, Measurement: 1,
 			Shard: int64(i), Shards: 2, Status: results.StatusOK, StartupS: results.Some(1.5 + float64(i))}
-		if err := parquet.WriteFile(filepath.Join(d, results.TableCells, parquet.PartName(1, 2)), []results.Cell{row}); err != nil {
+		if err := rundir.WriteFile(filepath.Join(d, results.TableCells, rundir.PartName(1, 2)), []results.Cell{row}); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)
@@ -286,15 +287,15 @@ func TestMergeRefusesAnIncompleteOrRepeatedSet(t *testing.T) {
 // rewriteCells rewrites a run directory's one cell part file.
 func rewriteCells(t *testing.T, dir string, edit func(*results.Cell)) {
 	t.Helper()
-	path := filepath.Join(dir, results.TableCells, parquet.PartName(1, 1))
-	rows, err := parquet.ReadFile[results.Cell](path)
+	path := filepath.Join(dir, results.TableCells, rundir.PartName(1, 1))
+	rows, err := pq.ReadFile[results.Cell](path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range rows {
 		edit(&rows[i])
 	}
-	if err := parquet.WriteFile(path, rows); err != nil {
+	if err := rundir.WriteFile(path, rows); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/sinks/parquet"
 )
 
 // TestLoadHistoryKeepsFailedChecks: the history keeps a run that measured
@@ -39,14 +38,14 @@ func TestLoadHistoryKeepsFailedChecks(t *testing.T) {
 		c := results.Cell{RunID: id, Plan: "p", Stage: "sweep", CellID: "sweep/64:32/c1", Attempt: 1, Measurement: 1, StartedAt: start, Status: results.StatusOK, TTFTP50Ms: results.Some(20.0)}
 		again := c
 		again.Measurement, again.TTFTP50Ms = 2, results.Some(30.0) // measured once more: the history keeps the second
-		if err := parquet.WriteFile(filepath.Join(dir, results.TableCells, "part-001-00001.parquet"), []results.Cell{c, again}); err != nil {
+		if err := rundir.WriteFile(filepath.Join(dir, results.TableCells, "part-001-00001.parquet"), []results.Cell{c, again}); err != nil {
 			t.Fatal(err)
 		}
 		for j := range verdicts {
 			verdicts[j].RunID, verdicts[j].Attempt, verdicts[j].JudgedAt = id, 1, fin
 		}
 		if len(verdicts) > 0 {
-			if err := parquet.WriteFile(filepath.Join(dir, results.TableAssertions, "part-001-00001.parquet"), verdicts); err != nil {
+			if err := rundir.WriteFile(filepath.Join(dir, results.TableAssertions, "part-001-00001.parquet"), verdicts); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,15 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/benchrun/benchrun/pipeline"
 )
 
-// MachineFrom is the Machine of a stage's Outputs.SSH (a provision stage's
+// MachineFrom is the Machine of a stage's Outputs.SSH (pipeline.SSHMachine) (a provision stage's
 // with an ssh: block), with the private key read from the environment
 // variable ssh.KeyEnv names, through getenv (os.Getenv). The error says
 // what is missing or wrong; it never contains the key.
-func MachineFrom(ssh *pipeline.SSHMachine, getenv func(string) string) (Machine, error) {
+func MachineFrom(ssh *SSH, getenv func(string) string) (Machine, error) {
 	var m Machine
 	if ssh == nil {
 		return m, errors.New("the stage gives no machine: on: names a provision stage with an ssh: block")
@@ -37,4 +35,25 @@ func MachineFrom(ssh *pipeline.SSHMachine, getenv func(string) string) (Machine,
 		return m, fmt.Errorf("$%s is not set: set it to the private key's path (or to the key itself) for SSH to %s", env, m)
 	}
 	return m, nil
+}
+
+// SSH is where a stage with on: connects and how it logs in, as the
+// providing stage learned it (its create or wait output, else its plan).
+// None of it is a secret: the private key stays in benchrun's environment,
+// and KeyEnv only names the variable holding it, so that outputs can be
+// logged and stored without leaking it.
+type SSH struct {
+	// Host is the machine's address (a name or an IP).
+	Host string
+	// Port is its SSH port; 0 is 22.
+	Port int
+	// User logs in; "" is root (what GPU clouds give).
+	User string
+	// HostKey is the machine's public host key as the provider returned
+	// it (authorized_keys format); "" is trust-on-first-use, recorded in
+	// the run directory's known_hosts.
+	HostKey string
+	// KeyEnv names the environment variable of benchrun's that holds the
+	// private key (its path, or the key itself).
+	KeyEnv string
 }

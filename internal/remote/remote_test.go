@@ -16,7 +16,6 @@ import (
 
 	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
-	"github.com/benchrun/benchrun/pipeline"
 )
 
 // These run against a real OpenSSH server on loopback (sshdtest), so the
@@ -323,7 +322,7 @@ func TestLostConnectionKillsTheRemoteProcess(t *testing.T) {
 
 func TestMachineFrom(t *testing.T) {
 	env := map[string]string{"POD_KEY": "/keys/pod"}
-	m, err := remote.MachineFrom(&pipeline.SSHMachine{Host: "10.0.0.9", Port: 2222, User: "ubuntu", KeyEnv: "POD_KEY", HostKey: "ssh-ed25519 AAAA"}, func(k string) string { return env[k] })
+	m, err := remote.MachineFrom(&remote.SSH{Host: "10.0.0.9", Port: 2222, User: "ubuntu", KeyEnv: "POD_KEY", HostKey: "ssh-ed25519 AAAA"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,14 +330,14 @@ func TestMachineFrom(t *testing.T) {
 		t.Fatalf("machine = %+v", m)
 	}
 	for _, tt := range []struct {
-		ssh  *pipeline.SSHMachine
+		ssh  *remote.SSH
 		want string
 	}{
 		{nil, "gives no machine"},
-		{&pipeline.SSHMachine{KeyEnv: "POD_KEY"}, "no SSH host"},
-		{&pipeline.SSHMachine{Host: "h", Port: 70000, KeyEnv: "POD_KEY"}, "SSH port 70000 is not a port"},
-		{&pipeline.SSHMachine{Host: "h"}, "no SSH key variable"},
-		{&pipeline.SSHMachine{Host: "h", KeyEnv: "UNSET"}, "$UNSET is not set"},
+		{&remote.SSH{KeyEnv: "POD_KEY"}, "no SSH host"},
+		{&remote.SSH{Host: "h", Port: 70000, KeyEnv: "POD_KEY"}, "SSH port 70000 is not a port"},
+		{&remote.SSH{Host: "h"}, "no SSH key variable"},
+		{&remote.SSH{Host: "h", KeyEnv: "UNSET"}, "$UNSET is not set"},
 	} {
 		if _, err := remote.MachineFrom(tt.ssh, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("MachineFrom(%+v) = %v, want %q", tt.ssh, err, tt.want)

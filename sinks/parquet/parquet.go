@@ -7,18 +7,15 @@
 package parquet
 
 import (
-	"bufio"
 	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 
 	pq "github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -83,37 +80,15 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	o.part = max(lastPart(filepath.Join(run.Dir, results.TableCells)), lastPart(filepath.Join(run.Dir, results.TableRequests)))
-	o.samplePart = lastPart(filepath.Join(run.Dir, results.TableSamples))
+	o.part = max(rundir.LastPart(filepath.Join(run.Dir, results.TableCells)), rundir.LastPart(filepath.Join(run.Dir, results.TableRequests)))
+	o.samplePart = rundir.LastPart(filepath.Join(run.Dir, results.TableSamples))
 	// Hash the model file now, in the background, so the first cell's
 	// identity stamp finds the digest cached instead of waiting for it.
 	go pipeline.RunIdentity(run)
 	return nil
 }
 
-// partRE matches part file names: part-<attempt>-<n>.parquet, and the
-// part-<n>.parquet of runs written before part names carried the attempt.
-var partRE = regexp.MustCompile(`^part-(?:\d+-)?(\d+)\.parquet$`)
-
-func lastPart(dir string) int {
-	entries, _ := os.ReadDir(dir)
-	n := 0
-	for _, e := range entries {
-		if m := partRE.FindStringSubmatch(e.Name()); m != nil {
-			if v, err := strconv.Atoi(m[1]); err == nil && v > n {
-				n = v
-			}
-		}
-	}
-	return n
-}
-
-// PartName is the file name of part n of an attempt: part-001-00003.parquet.
-// Names sort by attempt, then part, after those of older runs
-// (part-00003.parquet).
-func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parquet", attempt, n) }
-
-func (o *Output) partName(n int) string { return PartName(o.attempt, n) }
+func (o *Output) partName(n int) string { return rundir.PartName(o.attempt, n) }
 
 // Cell writes the cell's request rows, then its cell row, as new part files
 // with the same number.
@@ -160,54 +135,11 @@ func (o *Output) Samples(rows []results.Sample) error {
 // Stop implements pipeline.Sink.
 func (o *Output) Stop(*pipeline.Summary) error { return nil }
 
-// WriteFile writes rows to path atomically: it streams them to a temporary
-// file beside path (".part-001-00001.parquet.tmp-123", which no `*.parquet`
-// glob matches), syncs it and renames it into place.
-func WriteFile[T any](path string, rows []T) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	w := pq.NewGenericWriter[T](bw,
-		pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
-		// Byte-stream-split doubles: latencies share exponents and high
-		// mantissa bytes, which zstd then finds; every reader decodes it.
-		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
-		pq.CreatedBy("benchrun", pipeline.Version(), ""),
-		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),
-		pq.KeyValueMetadata("benchrun.table", filepath.Base(filepath.Dir(path))),
-	)
-	if _, err := w.Write(rows); err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	// CreateTemp makes the file private; results are for every analyst.
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+// WriteFile writes rows to path atomically (rundir.WriteFile).
+func WriteFile[T any](path string, rows []T) error { return rundir.WriteFile(path, rows) }
+
+// PartName is the file name of part n of an attempt (rundir.PartName).
+func PartName(attempt, n int) string { return rundir.PartName(attempt, n) }
 
 // ReadFile reads every row of a Parquet file. Columns the file lacks (it
 // was written by an older benchrun) read as zero values.

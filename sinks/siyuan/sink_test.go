@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/sinks/siyuan/siyuantest"
 	"github.com/benchrun/benchrun/stages"
@@ -35,8 +35,8 @@ func registry() *pipeline.Registry {
 // an assertion that holds, or fails when fail is set.
 func runPlan(t *testing.T, assertion string) string {
 	t.Helper()
-	url := kit.Sim(t)
-	g := kit.LoadPlan(t, registry(), fmt.Sprintf(`
+	url := pipelinetest.Sim(t)
+	g := pipelinetest.LoadPlan(t, registry(), fmt.Sprintf(`
 name: "quick"
 model: {name: "sim-llama"}
 metadata: {quant: "Q4_K_M"}
@@ -47,7 +47,7 @@ stages: sweep: {
 }`, url, assertion))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := kit.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
 	if len(rec.Cells) != 4 {
 		t.Fatalf("%d cells\n%s", len(rec.Cells), rec.Progress)
 	}

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
@@ -450,14 +450,14 @@ func TestDryRun(t *testing.T) {
 func TestThroughThePipeline(t *testing.T) {
 	r := newReceiver(t, http.StatusServiceUnavailable, http.StatusOK)
 	setup(t, r)
-	sim := kit.Sim(t)
+	sim := pipelinetest.Sim(t)
 	reg := pipeline.NewRegistry()
 	stages.Builtin(reg)
 	reg.AddSink(jsonsink.Kind)
 	reg.AddSink(webhook.Kind)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := kit.RunStage(t, ctx, reg, fmt.Sprintf(`
+	rec := pipelinetest.RunStage(t, ctx, reg, fmt.Sprintf(`
 name: "hook"
 model: {name: "sim-llama"}
 sinks: [{kind: "webhook", url: "${HOOK_URL}", headers: {Authorization: "Bearer ${HOOK_TOKEN}"}, retry: {attempts: 3, backoff: "10ms"}}]
@@ -561,7 +561,7 @@ func TestNewReadsNoEnvironment(t *testing.T) {
 	reg := pipeline.NewRegistry()
 	stages.Builtin(reg)
 	reg.AddSink(webhook.Kind)
-	g := kit.LoadPlan(t, reg, `name: "p"
+	g := pipelinetest.LoadPlan(t, reg, `name: "p"
 model: {name: "m"}
 sinks: [{kind: "webhook", url: "${WEBHOOK_TEST_NEVER_SET}", headers: {Authorization: "Bearer ${WEBHOOK_TEST_NEVER_SET}"}}]
 stages: h: {kind: "health", target: "http://127.0.0.1:1"}

@@ -10,17 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/stages"
 )
 
 // probe is a remote sink kind for these tests: each sink it builds records
-// what it receives (kit.RecordingSink) where the test can read it, and
+// what it receives (pipelinetest.RecordingSink) where the test can read it, and
 // `fail: true` makes its Stop fail (permanently) as a kernel refusing the
 // post would.
 type probeBox struct {
@@ -29,7 +29,7 @@ type probeBox struct {
 }
 
 type probeSink struct {
-	*kit.RecordingSink
+	*pipelinetest.RecordingSink
 	fail bool
 }
 
@@ -53,7 +53,7 @@ func (b *probeBox) kind() pipeline.SinkKind {
 			if err := spec.Decode(&cfg); err != nil {
 				return nil, err
 			}
-			s := &probeSink{RecordingSink: kit.NewRecordingSink(), fail: cfg.Fail}
+			s := &probeSink{RecordingSink: pipelinetest.NewRecordingSink(), fail: cfg.Fail}
 			s.SinkName = spec.Name
 			b.mu.Lock()
 			defer b.mu.Unlock()
@@ -68,10 +68,10 @@ func (b *probeBox) kind() pipeline.SinkKind {
 
 // started are the probe sinks named name that got a Start call: the ones
 // driven (New also runs when the plan is built, without driving them).
-func (b *probeBox) started(name string) []*kit.Recording {
+func (b *probeBox) started(name string) []*pipelinetest.Recording {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*kit.Recording
+	var out []*pipelinetest.Recording
 	for _, s := range b.built[name] {
 		if r := s.Snapshot(); len(r.Calls) > 0 {
 			out = append(out, r)
@@ -108,12 +108,12 @@ stages: {
 // sinks it names get nothing live. An optional sink that fails warns; the
 // manifest records both sinks' accounts.
 func TestPostsTheJudgedRun(t *testing.T) {
-	url := kit.Sim(t)
+	url := pipelinetest.Sim(t)
 	b := &probeBox{}
-	g := kit.LoadPlan(t, registry(b), fmt.Sprintf(postPlan, url, `count(rows, .status == "ok") > 5`, true))
+	g := pipelinetest.LoadPlan(t, registry(b), fmt.Sprintf(postPlan, url, `count(rows, .status == "ok") > 5`, true))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := kit.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
 	if st := rec.Stage("post"); st.Status != pipeline.StatusOK {
 		t.Fatalf("post: %s %s\n%s", st.Status, st.Reason, rec.Progress)
 	}
@@ -169,8 +169,8 @@ func TestPostAfterAFailedStage(t *testing.T) {
 			b := &probeBox{}
 			src := strings.Replace(fmt.Sprintf(postPlan, dead, `status == "ok"`, false), "finally: true", fmt.Sprintf("finally: %v", finally), 1)
 			src = strings.Replace(src, "sweep: {\n", fmt.Sprintf("health: {kind: \"health\", target: %q, within: \"300ms\"}\n\tsweep: {\n\t\tneeds: [\"health\"]\n", dead), 1)
-			g := kit.LoadPlan(t, registry(b), src)
-			rec := kit.Run(t, context.Background(), g, pipeline.Options{})
+			g := pipelinetest.LoadPlan(t, registry(b), src)
+			rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
 			m, err := rundir.ReadManifest(rec.Dir)
 			if err != nil {
 				t.Fatal(err)
@@ -197,15 +197,15 @@ func TestPostAfterAFailedStage(t *testing.T) {
 // An interrupted run is posted by a finally post stage, marked
 // interrupted, with the rows finished before the interrupt.
 func TestPostAnInterruptedRun(t *testing.T) {
-	url := kit.Sim(t, func(c *sim.Config) { c.TTFT = 300 * time.Millisecond })
+	url := pipelinetest.Sim(t, func(c *sim.Config) { c.TTFT = 300 * time.Millisecond })
 	b := &probeBox{}
-	g := kit.LoadPlan(t, registry(b), fmt.Sprintf(postPlan, url, `status == "ok"`, false))
+	g := pipelinetest.LoadPlan(t, registry(b), fmt.Sprintf(postPlan, url, `status == "ok"`, false))
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() {
 		time.Sleep(900 * time.Millisecond) // inside the first cell's 2 requests
 		cancel(errors.New("interrupted (test)"))
 	}()
-	rec := kit.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
 	notes := b.started("notes")
 	if len(notes) != 1 || notes[0].Summary == nil || notes[0].Summary.Status != pipeline.RunInterrupted {
 		t.Fatalf("notes %+v: want one post marked interrupted\n%s", notes, rec.Progress)
@@ -218,11 +218,11 @@ func TestPostAnInterruptedRun(t *testing.T) {
 // A required sink whose post fails fails the post stage (exit 3), after
 // the other sinks posted.
 func TestPostRequiredSinkFails(t *testing.T) {
-	url := kit.Sim(t)
+	url := pipelinetest.Sim(t)
 	b := &probeBox{}
 	src := strings.Replace(fmt.Sprintf(postPlan, url, `status == "ok"`, false), `{kind: "probe", name: "notes"}`, `{kind: "probe", name: "notes", fail: true}`, 1)
-	g := kit.LoadPlan(t, registry(b), src)
-	rec := kit.Run(t, context.Background(), g, pipeline.Options{})
+	g := pipelinetest.LoadPlan(t, registry(b), src)
+	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
 	if st := rec.Stage("post"); st.Status != pipeline.StatusFailed || !strings.Contains(st.Reason, "refuses the post") {
 		t.Errorf("post %s (%s), want failed with the sink's reason", st.Status, st.Reason)
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/stages/sweep"
 )
 
@@ -15,10 +15,10 @@ import (
 // spreads over every point; each repeat's speedup is against the c=1 row
 // of the same repeat.
 func TestRepeatsInterleaveTheLadder(t *testing.T) {
-	url := kit.Sim(t)
+	url := pipelinetest.Sim(t)
 	reg := pipeline.NewRegistry()
 	reg.AddKind(sweep.Kind)
-	rec := kit.RunStage(t, context.Background(), reg, fmt.Sprintf(`
+	rec := pipelinetest.RunStage(t, context.Background(), reg, fmt.Sprintf(`
 name: "rep"
 model: {name: "sim-llama"}
 stages: sweep: {kind: "sweep", target: %q, cells: [{isl: 16, osl: 4}], concurrency: [1, 2], requests: 2, warmup: 0, repeats: 3}`, url), "sweep")

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/sweep"
 	"github.com/benchrun/benchrun/stages/validate"
@@ -65,7 +65,7 @@ func corpusTokens(t *testing.T) []int {
 // fixedSim serves the simulator in fixed mode with a TTFT and ITL long
 // enough that a shared machine's scheduling noise is small beside them.
 func fixedSim(t *testing.T, edits ...func(*sim.Config)) string {
-	return kit.Sim(t, append([]func(*sim.Config){func(c *sim.Config) { c.TTFT, c.ITL = 40*time.Millisecond, 4*time.Millisecond }}, edits...)...)
+	return pipelinetest.Sim(t, append([]func(*sim.Config){func(c *sim.Config) { c.TTFT, c.ITL = 40*time.Millisecond, 4*time.Millisecond }}, edits...)...)
 }
 
 func plan(url, extra string, docs string) string {
@@ -79,7 +79,7 @@ stages: {
 }`, url, url, docs, extra)
 }
 
-func validateRow(t *testing.T, rec *kit.Recording) results.Cell {
+func validateRow(t *testing.T, rec *pipelinetest.Recording) results.Cell {
 	t.Helper()
 	for _, c := range rec.Cells {
 		if c.Stage == "realworld" {
@@ -109,8 +109,8 @@ func near(t *testing.T, name string, got *float64, want, tol float64) {
 // isl, the documents' tokens counted by the simulator's own tokenizer.
 func TestRatiosOnTheCorpusAgainstFixedSimulator(t *testing.T) {
 	url := fixedSim(t)
-	g := kit.LoadPlan(t, registry(), plan(url, `band: [0.5, 1.5]`, corpus(t)))
-	rec := kit.Run(t, context.Background(), g, pipeline.Options{})
+	g := pipelinetest.LoadPlan(t, registry(), plan(url, `band: [0.5, 1.5]`, corpus(t)))
+	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
 	row := validateRow(t, rec)
 	if row.Status != results.StatusOK {
 		t.Fatalf("validate row %s: %s\n%s", row.Status, row.Reason, rec.Progress)
@@ -163,8 +163,8 @@ func TestRatiosOnTheCorpusAgainstFixedSimulator(t *testing.T) {
 // assertions, which the band adds to rather than replaces.
 func TestDefaultBandFailsWhenItExcludesTheRatio(t *testing.T) {
 	url := fixedSim(t)
-	g := kit.LoadPlan(t, registry(), plan(url, `cell: "64:16", concurrency: 2, assert: ["status == \"ok\""]`, corpus(t)))
-	rec := kit.Run(t, context.Background(), g, pipeline.Options{})
+	g := pipelinetest.LoadPlan(t, registry(), plan(url, `cell: "64:16", concurrency: 2, assert: ["status == \"ok\""]`, corpus(t)))
+	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
 	row := validateRow(t, rec)
 	if row.AgainstCellID != "sweep/64:16/c2" {
 		t.Errorf("against %q; want sweep/64:16/c2", row.AgainstCellID)
@@ -196,8 +196,8 @@ func TestDefaultBandFailsWhenItExcludesTheRatio(t *testing.T) {
 func TestFailedSyntheticCellIsAnErrorRow(t *testing.T) {
 	url := fixedSim(t, func(c *sim.Config) { c.MaxModelLen = 100 })
 	src := strings.Replace(plan(url, `band: [0.5, 1.5]`, corpus(t)), "{isl: 64, osl: 16}", "{isl: 32, osl: 16}", 1)
-	g := kit.LoadPlan(t, registry(), src)
-	rec := kit.Run(t, context.Background(), g, pipeline.Options{})
+	g := pipelinetest.LoadPlan(t, registry(), src)
+	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
 	row := validateRow(t, rec)
 	if row.Status != results.StatusError || !strings.Contains(row.Reason, "sweep/128:16/c1") || !strings.Contains(row.Reason, "no ratio") {
 		t.Fatalf("row %s %q; want an error naming the failed synthetic cell", row.Status, row.Reason)
@@ -220,7 +220,7 @@ func TestFailedSyntheticCellIsAnErrorRow(t *testing.T) {
 // Documents from a JSONL field, and an embeddings sweep: the band's default
 // column is total_tok_s_ratio (input tokens/s), decode has no ratio.
 func TestEmbeddingsFromJSONL(t *testing.T) {
-	url := kit.Sim(t)
+	url := pipelinetest.Sim(t)
 	dir := t.TempDir()
 	var b strings.Builder
 	for _, d := range []string{"When in the Course of human events", "Four score and seven years ago our fathers brought forth on this continent a new nation", "Call me Ishmael"} {
@@ -236,7 +236,7 @@ stages: {
 	sweep: {kind: "sweep", target: %q, endpoint: "embeddings", cells: [{isl: 32, osl: 1}], concurrency: [2], requests: 8, warmup: 0, telemetry: {gpu: "off", host: "off", metrics: "off"}}
 	realworld: {kind: "validate", target: %q, needs: ["sweep"], against: "sweep", documents: %q, field: "text", band: [0.01, 100]}
 }`, url, url, filepath.Join(dir, "*.jsonl"))
-	rec := kit.Run(t, context.Background(), kit.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
 	row := validateRow(t, rec)
 	if row.Status != results.StatusOK || row.Documents != 3 || row.Endpoint != "embeddings" {
 		t.Fatalf("row %s %q, %d documents, endpoint %s", row.Status, row.Reason, row.Documents, row.Endpoint)

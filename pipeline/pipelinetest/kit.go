@@ -1,4 +1,4 @@
-// Package kit is the test kit for stage kinds and sinks: it loads a plan
+// Package pipelinetest is the test kit for stage kinds and sinks: it loads a plan
 // from CUE text, runs it (or one stage of it) in a temporary run
 // directory with a RecordingSink attached, and serves the built-in
 // simulator on loopback over real HTTP. Any package's tests may import it
@@ -14,10 +14,10 @@
 // needs) and run a plan through the real pipeline:
 //
 //	func TestMyKindEmitsRows(t *testing.T) {
-//		url := kit.Sim(t)                      // the simulator, over HTTP
+//		url := pipelinetest.Sim(t)                      // the simulator, over HTTP
 //		reg := pipeline.NewRegistry()
 //		reg.AddKind(mykind.Kind)
-//		rec := kit.RunStage(t, context.Background(), reg, fmt.Sprintf(`
+//		rec := pipelinetest.RunStage(t, context.Background(), reg, fmt.Sprintf(`
 //			name: "t"
 //			model: {name: "sim-llama"}
 //			stages: mine: {kind: "mykind", target: %q, assert: ["status == \"ok\""]}`, url), "mine")
@@ -49,9 +49,9 @@
 //	reg := pipeline.NewRegistry()
 //	stages.Builtin(reg)
 //	reg.AddSink(mysink.Kind)
-//	rec := kit.RunStage(t, ctx, reg, src, "sweep")   // src lists `sinks: [{kind: "mysink"}]`
+//	rec := pipelinetest.RunStage(t, ctx, reg, src, "sweep")   // src lists `sinks: [{kind: "mysink"}]`
 //	b, _ := os.ReadFile(filepath.Join(rec.Dir, "my-output.txt"))
-package kit
+package pipelinetest
 
 import (
 	"bytes"

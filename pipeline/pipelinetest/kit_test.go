@@ -1,4 +1,4 @@
-package kit_test
+package pipelinetest_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/kit"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/stages"
 )
@@ -31,10 +31,10 @@ func registry() *pipeline.Registry {
 // order: each cell's row, its requests and verdicts, then the summary;
 // the run directory has the sinks' files.
 func TestRunStageRecordsTheStageAndWhatItNeeds(t *testing.T) {
-	url := kit.Sim(t, func(c *sim.Config) { c.MaxModelLen = 256 })
+	url := pipelinetest.Sim(t, func(c *sim.Config) { c.MaxModelLen = 256 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := kit.RunStage(t, ctx, registry(), fmt.Sprintf(`
+	rec := pipelinetest.RunStage(t, ctx, registry(), fmt.Sprintf(`
 name: "kit"
 model: {name: "sim-llama"}
 stages: {
@@ -92,7 +92,7 @@ stages: {
 func TestSimServesOverHTTP(t *testing.T) {
 	var url string
 	t.Run("served", func(t *testing.T) {
-		url = kit.Sim(t)
+		url = pipelinetest.Sim(t)
 		resp, err := http.Get(url + "/v1/models")
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package kit
+package pipelinetest
 
 import (
 	"net/http"
@@ -15,7 +15,7 @@ import (
 // test ends. The configuration is FastSimConfig with edits applied in
 // order:
 //
-//	url := kit.Sim(t, func(c *sim.Config) { c.MaxModelLen = 512; c.Faults.ErrorRate = 0.3 })
+//	url := pipelinetest.Sim(t, func(c *sim.Config) { c.MaxModelLen = 512; c.Faults.ErrorRate = 0.3 })
 func Sim(t testing.TB, edits ...func(*sim.Config)) string {
 	t.Helper()
 	return Serve(t, NewSim(t, edits...))

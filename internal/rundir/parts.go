@@ -1,0 +1,93 @@
+package rundir
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+
+	pq "github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// Version is benchrun's version, from the build info: what a part file's
+// created_by and a run's manifest record.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// LastPart is the highest part number among dir's part files (0 for none):
+// a writer continues after it, so that it never overwrites a part.
+func LastPart(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if m := partRE.FindStringSubmatch(e.Name()); m != nil {
+			if v, err := strconv.Atoi(m[2]); err == nil && v > n {
+				n = v
+			}
+		}
+	}
+	return n
+}
+
+// PartName is the file name of part n of an attempt: part-001-00003.parquet.
+// Names sort by attempt, then part, after those of older runs
+// (part-00003.parquet).
+func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parquet", attempt, n) }
+
+// WriteFile writes rows to path atomically: it streams them to a temporary
+// file beside path (".part-001-00001.parquet.tmp-123", which no `*.parquet`
+// glob matches), syncs it and renames it into place.
+func WriteFile[T any](path string, rows []T) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	w := pq.NewGenericWriter[T](bw,
+		pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+		// Byte-stream-split doubles: latencies share exponents and high
+		// mantissa bytes, which zstd then finds; every reader decodes it.
+		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
+		pq.CreatedBy("benchrun", Version(), ""),
+		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),
+		pq.KeyValueMetadata("benchrun.table", filepath.Base(filepath.Dir(path))),
+	)
+	if _, err := w.Write(rows); err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// CreateTemp makes the file private; results are for every analyst.
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
