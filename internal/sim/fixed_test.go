@@ -153,6 +153,7 @@ func TestFixedModeIgnoresLoad(t *testing.T) {
 }
 
 func TestTimingHeader(t *testing.T) {
+	machine := measuretest.Start()
 	s, url := startSim(t, DefaultConfig())
 	c := testClient()
 	res := readStream(context.Background(), c, url+"/v1/completions", streamBody(7), TimingHeader, "ttft=60ms,itl=15ms,chunk=3")
@@ -160,12 +161,18 @@ func TestTimingHeader(t *testing.T) {
 		t.Fatal(res.err)
 	}
 	rec := s.Records()[0]
-	if len(rec.Events) != 3 || rec.Events[0].Tokens != 3 || rec.Events[2].Tokens != 1 {
-		t.Fatalf("events %+v", rec.Events)
+	if len(rec.Events) != 3 || rec.Events[0].Tokens != 3 || rec.Events[2].Tokens != 1 || rec.PlannedTTFT != 60*time.Millisecond {
+		t.Fatalf("events %+v, planned ttft %v", rec.Events, rec.PlannedTTFT)
 	}
 	for k, e := range rec.Events {
 		want := rec.Received.Add(60*time.Millisecond + time.Duration(k)*15*time.Millisecond)
-		if d := e.Time.Sub(want); d < 0 || (d > 20*time.Millisecond && !raceEnabled) {
+		if d := e.Time.Sub(want); d < 0 {
+			t.Fatalf("event %d %v ahead of its schedule", k, -d)
+		} else if d > 20*time.Millisecond && !raceEnabled {
+			// Late is the machine's or the simulator's: a claim about a
+			// quiet machine.
+			t.Logf("event %d %v behind its schedule", k, d)
+			machine.Judge(t, "the header's schedule kept within 20 ms")
 			t.Fatalf("event %d off schedule by %v", k, d)
 		}
 	}

@@ -223,6 +223,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		s.metrics.prefixHits.Add(uint64(plan.cached))
 		rec.update(func(r *RequestRecord) { r.CachedTokens = plan.cached })
 	}
+	rec.update(func(r *RequestRecord) { r.PlannedTTFT = plan.ttft })
 	src := s.startSource(ctx, plan, start)
 	s.inflight.Add(1)
 	held := int64(len(plan.promptIDs) + plan.maxTokens)

@@ -27,7 +27,11 @@ type RequestRecord struct {
 	ReceivedUnixNano int64
 	Events           []Event
 	PromptTokens     int
-	CachedTokens     int    // prompt tokens served from the prefix or prompt cache
+	CachedTokens     int // prompt tokens served from the prefix or prompt cache
+	// PlannedTTFT is the first-token delay fixed mode planned for the
+	// request (after a prompt-cache discount): the simulator's intent,
+	// which its own lateness on a busy machine does not change.
+	PlannedTTFT      time.Duration
 	RemoteAddr       string // the client's address: one per TCP connection
 	CompletionTokens int    // tokens actually written
 	Status           int

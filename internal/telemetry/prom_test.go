@@ -514,6 +514,26 @@ func promSequence(t *testing.T, bodies ...string) string {
 	return srv.URL + "/metrics"
 }
 
+// kept waits until the probe has kept n readings of the open window (a
+// scrape the server answered may still be read when End cancels it): a
+// test waits for the probe's scrapes, not for a time a busy machine may
+// not keep.
+func kept(t *testing.T, p Probe, n int) {
+	t.Helper()
+	pp := p.(*promProbe)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		pp.mu.Lock()
+		got := len(pp.readings)
+		pp.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the probe kept %d readings in 10 s, want %d", got, n)
+		}
+	}
+}
+
 // TestPromReset: a counter going back (a restarted server) leaves its
 // column NULL with a note; the gauges still count.
 func TestPromReset(t *testing.T) {
@@ -560,7 +580,7 @@ tgi_request_queue_duration_count %g
 	p := NewPromProbe(url, "tgi", 20*time.Millisecond, nil)
 	defer p.Close()
 	p.Begin(context.Background(), "c1")
-	time.Sleep(60 * time.Millisecond)
+	kept(t, p, 2) // Begin's reading and one while the cell runs: End's reads the last page
 	row := results.Cell{AdmittedTok: 1000}
 	_, note := p.End(context.Background(), &row)
 	if f(row.ServerWaitingPeak) != "4" || f(row.ServerRunningPeak) != "8" || f(row.ServerParkWaits) != "4" ||
@@ -645,7 +665,7 @@ func TestPromImpossibleValues(t *testing.T) {
 	p := NewPromProbe(url, "vllm", 20*time.Millisecond, nil)
 	defer p.Close()
 	p.Begin(context.Background(), "c1")
-	time.Sleep(60 * time.Millisecond)
+	kept(t, p, 2) // Begin's reading and one while the cell runs: End's reads the last page
 	var row results.Cell
 	samples, note := p.End(context.Background(), &row)
 	if f(row.ServerRunningPeak) != "2" || f(row.ServerWaitingPeak) != "0" || f(row.KVCacheUsagePeak) != "0.2" || f(row.ServerPromptTokens) != "100" {
