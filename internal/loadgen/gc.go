@@ -11,14 +11,12 @@ import (
 // taxes every allocating goroutine; at Go's default of 100 the heap goal
 // is twice what the last collection found live, so a cell whose streams
 // grow the live heap past the goal left by the one before collects in
-// its timed pass. At 4,096 streams on two shared cores
-// (BenchmarkHeadroomStreams) the runs that collected read send-lag p99
-// 15–37 ms against 6–10 without; at 300 none of 8 collected, for 55 KiB
-// per stream instead of 41–50.
+// its timed pass. A larger goal trades memory per stream for cells that
+// do not collect (docs/METRICS.md, "How the client keeps its schedule,
+// measured").
 //
-// The number of Ps is left as Go sets it: a spare P lowered the send-lag
-// p99 median at 4,096 streams from 8 to 5.9 ms, but on a machine shared
-// with the server it is CPU taken from the server under test.
+// The number of Ps is left as Go sets it: on a machine shared with the
+// server a spare P is CPU taken from the server under test.
 const GCPercent = 300
 
 // TuneGC sets the collector for a process whose work is generating load:

@@ -11,9 +11,8 @@ import (
 // InUseMemory is the heap and stack memory the Go runtime has in use
 // (runtime.MemStats' HeapInuse + StackInuse), read from runtime/metrics.
 // Unlike runtime.ReadMemStats it does not stop the world, so sampling it
-// while a pass runs does not delay the pass's sends: a sampler that called
-// ReadMemStats every 200 ms stopped every goroutine about ten times per
-// pass at 4,096 streams on a saturated machine.
+// while a pass runs does not delay the pass's sends (a sampler calling
+// ReadMemStats stops every goroutine each time).
 func InUseMemory() uint64 {
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}

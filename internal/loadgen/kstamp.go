@@ -38,8 +38,7 @@ type rxStamper interface {
 // was written to it: `a`, the request's actual send (docs/METRICS.md). A
 // stamp taken before client.Do would also count the transport's write
 // goroutine waiting to run, which is the client's delay, not the
-// server's: on two cores shared with the server it was p99 0.13-1.4 ms at
-// one stream and up to 69 ms at 256.
+// server's (docs/METRICS.md, "Kernel receive stamps").
 type sendStamper interface {
 	// beginRequest forgets the last request's writes: the next write is
 	// the first of a new request (HTTP/1.1 sends one at a time).

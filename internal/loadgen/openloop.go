@@ -11,9 +11,10 @@ import (
 
 // dispatchLead is how long before its time a streamed request is built and put on
 // the open loop's board (see board): the sender's own timer fires late
-// when the machine is busy (p99 7–15 ms at 4,096 streams on two cores
-// shared with the server), so it works this far ahead and the send itself
-// is left to whoever runs first once it is due.
+// when the machine is busy, so it works this far ahead and the send itself
+// is left to whoever runs first once it is due (docs/METRICS.md, "How the
+// client keeps its schedule, measured", has the figures behind this file's
+// constants).
 const dispatchLead = 20 * time.Millisecond
 
 // longRequest is how long requests must take for a pause of the sender
@@ -29,10 +30,9 @@ const backstop = 5 * time.Millisecond
 // falls due. Then the sender does not wake at each due time: a timer
 // that fires readies its goroutine into the P's next-in-line slot, and
 // at a due time that is exactly when a reader has just readied the
-// worker for the same request, which the sender's wake-up then pushed
-// behind every runnable reader (4,096 streams: worker start p99 3.7–5.6
-// ms, 0.9–2.1 ms with the sender out of the way). It wakes at most once
-// per backstop instead, and hands over what the readers left.
+// worker for the same request, which the sender's wake-up then pushes
+// behind every runnable reader. It wakes at most once per backstop
+// instead, and hands over what the readers left.
 type readerPace struct {
 	mark  int64     // the board's reader poll count at since
 	since time.Time // start of the span measured
@@ -40,10 +40,9 @@ type readerPace struct {
 }
 
 // minPolls is how many polls per backstop span count as often enough:
-// a reader then polls every 250 µs on average, sooner than the sender's
-// own timer fires on this 2-core machine even when it is idle (a 500 µs
-// Go timer fired p50 615 µs, p99 1.45 ms late), and a span with no poll
-// at all is rare.
+// readers then poll more often than the sender's own timer fires on a
+// small machine even when it is idle, and a span with no poll at all is
+// rare.
 const minPolls = 20
 
 // busy reports whether the readers poll often enough, measured over
@@ -71,8 +70,8 @@ func later(a, b time.Time) time.Time {
 // saturated machine the readers are what runs: a timer fires only when
 // its own P schedules, and a goroutine it readies can wait behind
 // thousands of readers the poller woke, so a send that waited for the
-// sender alone left 10–60 ms late at 4,096 streams; a reader that hands
-// it over puts the worker next in line on its own P.
+// sender alone leaves late; a reader that hands it over puts the worker
+// next in line on its own P.
 type board struct {
 	start time.Time
 	// next is when the first request on the board is due, in ns since
@@ -118,7 +117,7 @@ func (b *board) due(now time.Time) bool {
 // starts) takes its P's one next-in-line slot, so it runs as soon as the
 // caller parks; a second one readied before that takes the slot and
 // pushes the first behind every goroutine already runnable on that P
-// (hundreds of readers at 4,096 streams: p90 6 ms). The rest are handed
+// (hundreds of readers at thousands of streams). The rest are handed
 // over by the next poll, from whoever runs next.
 func (b *board) poll(now time.Time) bool {
 	if !b.due(now) {
@@ -291,8 +290,7 @@ loop:
 		// one put there early would be sent at its time past the hold
 		// below, and the holds are what keep an overload paced.
 		// Without streams there is no reader to hand a request over,
-		// and putting them there early cost about a tenth of the
-		// highest non-streamed rate (7,000 -> 6,300 req/s).
+		// and putting them there early costs non-streamed rate.
 		lead := dispatchLead
 		if window > 0 || !streams {
 			lead = 0
@@ -332,9 +330,8 @@ loop:
 		// Far behind its schedule, the client is the limit. Sending every
 		// overdue request at once would open a connection (and a
 		// goroutine on both sides) for each, and the pile-up slows the
-		// client further: at 16,000 req/s offered on two shared cores it
-		// delivered less than half of what it did with the in-flight
-		// count held. So once behind, it lets in-flight grow by
+		// client further than holding the in-flight count does. So
+		// once behind, it lets in-flight grow by
 		// behindWindow over what it was (a passing stall's backlog goes
 		// at once), and past that sends one request per request that
 		// ends; on schedule again, in-flight grows as the load needs.
@@ -355,8 +352,7 @@ loop:
 				// later), would stay as late as the pause for as long
 				// as the load lasts. Short requests end soon enough to
 				// pace it, and an overload of them needs the tighter
-				// window: from onSchedule it delivered 5-20 % less at
-				// 7,500-8,000 req/s.
+				// window to keep its delivered rate.
 				window = max(len(sem), onSchedule) + behindWindow
 			}
 		}
@@ -364,9 +360,8 @@ loop:
 			// A hold waits for a request to end. Until one has ended in
 			// this spell behind, it waits at most behind: with requests
 			// that last seconds (streams starting) the first to end may
-			// be seconds away, and a 100 ms pause of the client's own (a
-			// collection) then held its backlog until then (send lag
-			// 2.5 s at 4,096 streams); so the window grows by what the
+			// be seconds away, and a pause of the client's own (a
+			// collection) would hold its backlog until then; so the window grows by what the
 			// schedule asks for in that time and then some, and the
 			// backlog drains. An overload of short requests keeps ending
 			// them and stays paced by them.
