@@ -367,9 +367,10 @@ var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell
 // cellField maps each expr name of a cell row to its field index.
 var cellField = sync.OnceValue(func() map[string]int {
 	out := map[string]int{}
-	t := reflect.TypeOf(results.Cell{})
-	for i := 0; i < t.NumField(); i++ {
-		out[t.Field(i).Tag.Get("expr")] = i
+	for _, c := range results.Columns() {
+		if c.Expr != "" {
+			out[c.Expr] = c.Index
+		}
 	}
 	return out
 })

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/suggest"
 	"reflect"
 	"regexp"
 	"sort"
@@ -29,13 +30,13 @@ func exprProblem(err error, src string, at schema.Pos, names []string) (string, 
 	if m := noFieldRE.FindStringSubmatch(msg); m != nil {
 		// `.stauts` inside all(rows, ...): a cell row has no such column.
 		msg = fmt.Sprintf("unknown column %s of a cell row", m[1])
-		if s := closest(m[1], cellColumns()); s != "" {
+		if s := suggest.Closest(m[1], cellColumns()); s != "" {
 			msg += " (did you mean " + s + "?)"
 		}
 		return msg, at
 	}
 	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
-		if s := closest(m[1], names); s != "" {
+		if s := suggest.Closest(m[1], names); s != "" {
 			msg += " (did you mean " + s + "?)"
 		}
 	}
@@ -46,25 +47,6 @@ var (
 	unknownNameRE = regexp.MustCompile(`unknown name ([A-Za-z_][A-Za-z0-9_]*)`)
 	noFieldRE     = regexp.MustCompile(`type results\.Cell has no field ([A-Za-z_][A-Za-z0-9_]*)`)
 )
-
-// closest returns the candidate nearest to name (edit distance at most a
-// third of its length, or name as a prefix), or "".
-func closest(name string, candidates []string) string {
-	best, bestD := "", len(name)/3+1
-	prefixBest := ""
-	for _, c := range candidates {
-		if strings.HasPrefix(c, name+"_") && (prefixBest == "" || len(c) < len(prefixBest)) {
-			prefixBest = c // itl_p99 -> itl_p99_ms
-		}
-		if d := schema.EditDistance(name, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if prefixBest != "" {
-		return prefixBest
-	}
-	return best
-}
 
 // exprNames lists the expr names of a struct type's fields.
 func exprNames(v any) []string {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/benchrun/benchrun/internal/suggest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -496,7 +497,7 @@ func (g *Graph) checkRunAssertions() schema.Errors {
 				why = fmt.Sprintf("stage %s (kind %s) measures nothing", name, n.Kind.Name)
 			}
 			hint := ""
-			if s := closest(name, measuring); s != "" {
+			if s := suggest.Closest(name, measuring); s != "" {
 				hint = fmt.Sprintf(" (did you mean stages.%s?)", s)
 			}
 			errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: stages.%s: %s, so it has no rows%s; measuring stages: %s", a.Expr, name, why, hint, strings.Join(measuring, ", "))})

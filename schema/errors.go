@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"github.com/benchrun/benchrun/internal/suggest"
 	"regexp"
 	"sort"
 	"strconv"
@@ -246,41 +247,14 @@ func suggestField(e *pathError, unified cue.Value) {
 	if err != nil {
 		return
 	}
-	best, bestD := "", len(name)/3+1
+	var names []string
 	for it.Next() {
-		c := it.Selector().Unquoted()
-		if c == name {
-			continue
-		}
-		if d := EditDistance(name, c); d < bestD {
-			best, bestD = c, d
-		}
+		names = append(names, it.Selector().Unquoted())
 	}
+	best := suggest.Closest(name, names)
 	if best != "" {
 		e.Msg += " (did you mean " + best + "?)"
 	}
-}
-
-// EditDistance is the Levenshtein distance between a and b, used for
-// "did you mean" suggestions.
-func EditDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // envelopeTypos reports top-level fields that are not envelope fields but
@@ -311,7 +285,7 @@ func envelopeTypos(raw, plan cue.Value, planPath string) Errors {
 			if len(k) > 5 {
 				limit = 2
 			}
-			if d := EditDistance(strings.ToLower(n), k); d <= limit {
+			if d := suggest.Distance(strings.ToLower(n), k); d <= limit {
 				errs = append(errs, Error{
 					Pos: fixPos(posOf(it.Value().Pos()), planPath),
 					Msg: fmt.Sprintf("%s: not a plan field; did you mean %s? (helper fields are allowed, but this one looks like a typo)", n, k),

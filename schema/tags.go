@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"github.com/benchrun/benchrun/internal/suggest"
 	"regexp"
 	"sort"
 	"strings"
@@ -229,14 +230,12 @@ func tagErrs(errs []pathError, fields []TagField, given map[string]string) Error
 	return out
 }
 
-// nearestTag is the declared tag closest to a misspelt one (edit distance
-// at most a third of its length), or "".
+// nearestTag is the declared tag closest to a misspelt one
+// (suggest.Closest), or "".
 func nearestTag(name string, fields []TagField) string {
-	best, bestD := "", len(name)/3+1
-	for _, f := range fields {
-		if d := EditDistance(name, f.Name); d < bestD {
-			best, bestD = f.Name, d
-		}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
 	}
-	return best
+	return suggest.Closest(name, names)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"text/tabwriter"
 
@@ -224,20 +223,17 @@ func writeFields(w io.Writer, d schema.DefDoc, withCommon bool) {
 func writeColumns(w io.Writer) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "cell row columns (assertions read these; see docs/RESULTS.md):")
-	rt := reflect.TypeOf(results.Cell{})
-	for i := 0; i < rt.NumField(); i++ {
-		f := rt.Field(i)
-		name := f.Tag.Get("expr")
-		if name == "" || name == "-" {
+	for _, c := range results.Columns() {
+		if c.Expr == "" {
 			continue
 		}
-		typ := f.Type.String()
-		if f.Type.Kind() == reflect.Pointer {
+		typ := c.Type.String()
+		if c.Nullable {
 			// A metric that can be not measured: null in every output,
 			// and an assertion reading it is an error verdict.
-			typ = f.Type.Elem().String() + " or null"
+			typ = c.Type.Elem().String() + " or null"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", name, typ)
+		fmt.Fprintf(tw, "  %s\t%s\n", c.Expr, typ)
 	}
 	fmt.Fprintln(tw, "null: not measured (an assertion that reads a null is an error, unless it tests `x == nil` or `x ?? d` itself)")
 	tw.Flush()

@@ -114,14 +114,10 @@ func (m Metric) Value(c *results.Cell) *float64 {
 // field index in results.Cell.
 var cellColumns = sync.OnceValue(func() map[string]int {
 	out := map[string]int{}
-	t := reflect.TypeOf(results.Cell{})
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Type != reflect.TypeOf((*float64)(nil)) {
-			continue
+	for _, c := range results.Columns() {
+		if c.IsMetric() {
+			out[c.Name] = c.Index
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
-		out[name] = i
 	}
 	return out
 })

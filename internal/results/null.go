@@ -36,17 +36,63 @@ func Finite(v float64) *float64 {
 	return &v
 }
 
+// Column is one column of the cells table, as every output names it.
+type Column struct {
+	Name     string // Parquet, CSV and JSON name
+	Expr     string // its name in assertions ("" when expressions cannot read it)
+	Index    int          // the Cell field's index (reflect)
+	Type     reflect.Type // the field's Go type
+	Nullable bool         // a metric a cell can fail to measure (a pointer field)
+}
+
+// floatMetric is the type of a metric column: a float a cell can fail to
+// measure.
+var floatMetric = reflect.TypeFor[*float64]()
+
+// IsMetric says whether the column is a nullable float: a metric, which
+// assertions, baselines and searches read.
+func (c Column) IsMetric() bool { return c.Type == floatMetric }
+
+// Metric is the row's value of a metric column (nil: not measured).
+func (c Column) Metric(row *Cell) *float64 {
+	return reflect.ValueOf(row).Elem().Field(c.Index).Interface().(*float64)
+}
+
+// Columns lists the cells table's columns in column order: the one walk
+// over Cell's tags that sinks, kinds and assertions share.
+var Columns = sync.OnceValue(func() []Column {
+	t := reflect.TypeOf(Cell{})
+	out := make([]Column, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
+		expr := f.Tag.Get("expr")
+		if expr == "-" {
+			expr = ""
+		}
+		out = append(out, Column{Name: name, Expr: expr, Index: i, Type: f.Type, Nullable: f.Type.Kind() == reflect.Pointer})
+	}
+	return out
+})
+
+// ColumnNames lists the cells table's column names in column order.
+var ColumnNames = sync.OnceValue(func() []string {
+	out := make([]string, 0, len(Columns()))
+	for _, c := range Columns() {
+		out = append(out, c.Name)
+	}
+	return out
+})
+
 // NullableColumns lists the cell columns that can be null, in column
 // order: the metrics that a cell can fail to measure.
 func NullableColumns() []string { return nullable() }
 
 var nullable = sync.OnceValue(func() []string {
 	var out []string
-	t := reflect.TypeOf(Cell{})
-	for i := 0; i < t.NumField(); i++ {
-		if t.Field(i).Type.Kind() == reflect.Pointer {
-			name, _, _ := strings.Cut(t.Field(i).Tag.Get("parquet"), ",")
-			out = append(out, name)
+	for _, c := range Columns() {
+		if c.Nullable {
+			out = append(out, c.Name)
 		}
 	}
 	return out

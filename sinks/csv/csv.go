@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/suggest"
 	"io"
 	"os"
 	"path/filepath"
@@ -164,25 +165,12 @@ func defaultColumnsFor(rateLadder, namedTests bool) []string {
 }
 
 // Columns lists every column a cell row has, in order.
-func Columns() []string {
-	t := reflect.TypeOf(results.Cell{})
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		out = append(out, fieldName(t.Field(i)))
-	}
-	return out
-}
-
-func fieldName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
-	return name
-}
+func Columns() []string { return results.ColumnNames() }
 
 func columnIndex(columns []string) ([]int, error) {
-	t := reflect.TypeOf(results.Cell{})
 	byName := map[string]int{}
-	for i := 0; i < t.NumField(); i++ {
-		byName[fieldName(t.Field(i))] = i
+	for _, c := range results.Columns() {
+		byName[c.Name] = c.Index
 	}
 	var idx []int
 	for _, c := range columns {
@@ -190,7 +178,7 @@ func columnIndex(columns []string) ([]int, error) {
 		if !ok {
 			// The guess goes last, where the eye lands after the long list.
 			hint := ""
-			if s := closestColumn(c); s != "" {
+			if s := suggest.Closest(c, Columns()); s != "" {
 				hint = fmt.Sprintf("; did you mean %q?", s)
 			}
 			return nil, fmt.Errorf("unknown column %q (columns: %s)%s", c, strings.Join(Columns(), ","), hint)
@@ -198,22 +186,6 @@ func columnIndex(columns []string) ([]int, error) {
 		idx = append(idx, i)
 	}
 	return idx, nil
-}
-
-// closestColumn suggests the column a mistyped name most likely meant: one
-// that only adds the unit suffix the name forgot (ttft_p95 -> ttft_p95_ms),
-// else the nearest by edit distance, within a third of the name's length.
-func closestColumn(name string) string {
-	best, bestD := "", max(2, len(name)/3)+1
-	for _, c := range Columns() {
-		if strings.HasPrefix(c, name+"_") && len(c)-len(name) <= 6 {
-			return c
-		}
-		if d := schema.EditDistance(strings.ToLower(name), c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }
 
 // Name implements pipeline.Sink.
@@ -389,10 +361,9 @@ func Record(c results.Cell, index []int) []string {
 // load": rate on a closed loop's row, concurrency on an open loop's.
 var notApplicable = func() map[int]bool {
 	out := map[int]bool{}
-	t := reflect.TypeOf(results.Cell{})
-	for i := range t.NumField() {
-		if n := fieldName(t.Field(i)); n == "rate" || n == "concurrency" {
-			out[i] = true
+	for _, c := range results.Columns() {
+		if c.Name == "rate" || c.Name == "concurrency" {
+			out[c.Index] = true
 		}
 	}
 	return out

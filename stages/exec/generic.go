@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/suggest"
 	"io"
 	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/schema"
 )
 
 // The generic parsers read records (a JSON array or object, JSON lines,
@@ -40,32 +40,21 @@ type cellColumn struct {
 
 var cellColumns = func() map[string]cellColumn {
 	out := map[string]cellColumn{}
-	t := reflect.TypeOf(results.Cell{})
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
-		ft, ptr := f.Type, false
-		if ft.Kind() == reflect.Pointer {
-			ft, ptr = ft.Elem(), true
+	for _, c := range results.Columns() {
+		ft := c.Type
+		if c.Nullable {
+			ft = ft.Elem()
 		}
 		switch ft.Kind() {
 		case reflect.Float64, reflect.Int64, reflect.String:
-			out[name] = cellColumn{index: i, kind: ft.Kind(), ptr: ptr}
+			out[c.Name] = cellColumn{index: c.Index, kind: ft.Kind(), ptr: c.Nullable}
 		}
 	}
 	return out
 }()
 
 // columnNames lists every column of a cell row (for a did-you-mean).
-func columnNames() []string {
-	t := reflect.TypeOf(results.Cell{})
-	out := make([]string, 0, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("parquet"), ",")
-		out = append(out, name)
-	}
-	return out
-}
+func columnNames() []string { return results.ColumnNames() }
 
 // checkColumn says why a program's field cannot go to column ("": it can).
 func checkColumn(column string) string {
@@ -81,27 +70,10 @@ func checkColumn(column string) string {
 		}
 	}
 	hint := ""
-	if s := closestColumn(column); s != "" {
+	if s := suggest.Closest(column, columnNames()); s != "" {
 		hint = fmt.Sprintf("; did you mean %q?", s)
 	}
 	return fmt.Sprintf("%q is not a column of benchrun's rows (docs/RESULTS.md lists them)%s", column, hint)
-}
-
-// closestColumn suggests the column a mistyped name most likely meant: one
-// that only adds the unit suffix the name forgot (decode_tok -> decode_tok_s),
-// else the nearest by edit distance, within a third of the name's length
-// (the csv sink's rule for its columns).
-func closestColumn(name string) string {
-	best, bestD := "", max(2, len(name)/3)+1
-	for _, c := range columnNames() {
-		if strings.HasPrefix(c, name+"_") && len(c)-len(name) <= 6 {
-			return c
-		}
-		if d := schema.EditDistance(strings.ToLower(name), c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }
 
 // parseGeneric reads format (json, jsonl, csv) records from out with the

@@ -108,11 +108,9 @@ var sloColumnRE = regexp.MustCompile(`^(ttft|ttft_sched|tpot|itl|itl_tok|e2el|e2
 // name) to its field.
 var cellColumns = sync.OnceValue(func() map[string]int {
 	m := map[string]int{}
-	t := reflect.TypeFor[results.Cell]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name := f.Tag.Get("expr"); name != "" && f.Type == reflect.TypeFor[*float64]() {
-			m[name] = i
+	for _, c := range results.Columns() {
+		if c.Expr != "" && c.IsMetric() {
+			m[c.Expr] = c.Index
 		}
 	}
 	return m
