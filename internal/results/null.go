@@ -38,8 +38,8 @@ func Finite(v float64) *float64 {
 
 // Column is one column of the cells table, as every output names it.
 type Column struct {
-	Name     string // Parquet, CSV and JSON name
-	Expr     string // its name in assertions ("" when expressions cannot read it)
+	Name     string       // Parquet, CSV and JSON name
+	Expr     string       // its name in assertions ("" when expressions cannot read it)
 	Index    int          // the Cell field's index (reflect)
 	Type     reflect.Type // the field's Go type
 	Nullable bool         // a metric a cell can fail to measure (a pointer field)
