@@ -103,16 +103,7 @@ func (c *Line) SVG() string {
 	}
 	W, H := c.size()
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif" font-size="12">`,
-		W, H, W, H, esc(c.Title))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
-	b.WriteString(`<rect width="100%" height="100%" fill="#ffffff"/>`)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="600" fill="#1f2933">%s</text>`, marginL-40, esc(c.Title))
-	y := 40
-	if c.Note != "" {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#52606d">%s</text>`, marginL-40, y, esc(c.Note))
-		y += 16
-	}
+	y := header(&b, "", W, H, c.Title, c.Note)
 	// Legend: one entry per distinct series name, wrapped across lines.
 	lx, ly := marginL-40, y
 	seen := map[string]bool{}
@@ -263,16 +254,24 @@ func fitTicks(lo, hi float64) (float64, []float64) {
 	}
 	pad := (hi - lo) * 0.08
 	lo, hi = lo-pad, hi+pad
-	raw := (hi - lo) / 5
+	step := niceStep((hi - lo) / 5)
+	start := math.Floor(lo/step) * step
+	return start, ticksFrom(start, hi, step)
+}
+
+// niceStep is the round step (1, 2, 2.5 or 5 × 10^k) at or above raw.
+func niceStep(raw float64) float64 {
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := mag * 10
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 2, 2.5, 5} {
 		if raw <= m*mag {
-			step = m * mag
-			break
+			return m * mag
 		}
 	}
-	start := math.Floor(lo/step) * step
+	return mag * 10
+}
+
+// ticksFrom are the ticks from start, step apart, until one reaches hi.
+func ticksFrom(start, hi, step float64) []float64 {
 	var out []float64
 	for v := start; ; v += step {
 		v = math.Round(v/step) * step
@@ -281,7 +280,26 @@ func fitTicks(lo, hi float64) (float64, []float64) {
 			break
 		}
 	}
-	return start, out
+	return out
+}
+
+// header opens a chart's SVG document (class "" for none) and writes its
+// title and note; it returns the y of the first line below them.
+func header(b *strings.Builder, class string, w, h int, title, note string) int {
+	if class != "" {
+		class = ` class="` + class + `"`
+	}
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg"%s viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif" font-size="12">`,
+		class, w, h, w, h, esc(title))
+	fmt.Fprintf(b, `<title>%s</title>`, esc(title))
+	b.WriteString(`<rect width="100%" height="100%" fill="#ffffff"/>`)
+	fmt.Fprintf(b, `<text x="%d" y="22" font-size="15" font-weight="600" fill="#1f2933">%s</text>`, marginL-40, esc(title))
+	y := 40
+	if note != "" {
+		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#52606d">%s</text>`, marginL-40, y, esc(note))
+		y += 16
+	}
+	return y
 }
 
 // namespace is the attribute a standalone chart file needs and an inline
@@ -311,24 +329,7 @@ func niceTicks(lo, hi float64) []float64 {
 	if !(hi > lo) || math.IsInf(hi, 0) || math.IsNaN(hi) {
 		return []float64{lo, lo + 1}
 	}
-	raw := (hi - lo) / 5
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step := mag * 10
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if raw <= m*mag {
-			step = m * mag
-			break
-		}
-	}
-	var out []float64
-	for v := lo; ; v += step {
-		v = math.Round(v/step) * step
-		out = append(out, v)
-		if v >= hi || len(out) > 50 {
-			break
-		}
-	}
-	return out
+	return ticksFrom(lo, hi, niceStep((hi-lo)/5))
 }
 
 // formatTick prints an axis value compactly: 0, 2.5, 40, 1200, 15k.

@@ -29,7 +29,7 @@ func (a Axis) ticks() []float64 {
 }
 
 // TwoAxis is a line chart over time with two y axes, rendered as a
-// standalone SVG document like chart (no script, no reference).
+// standalone SVG document like Line (no script, no reference).
 type TwoAxis struct {
 	Title, Note, XLabel string
 	Left, Right         Axis
@@ -37,18 +37,10 @@ type TwoAxis struct {
 
 const marginRTime = 64
 
+// SVG renders the chart.
 func (c *TwoAxis) SVG() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="usage" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s" font-family="system-ui,-apple-system,Segoe UI,Roboto,sans-serif" font-size="12">`,
-		svgW, svgH, svgW, svgH, esc(c.Title))
-	fmt.Fprintf(&b, `<title>%s</title>`, esc(c.Title))
-	b.WriteString(`<rect width="100%" height="100%" fill="#ffffff"/>`)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15" font-weight="600" fill="#1f2933">%s</text>`, marginL-40, esc(c.Title))
-	y := 40
-	if c.Note != "" {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#52606d">%s</text>`, marginL-40, y, esc(c.Note))
-		y += 16
-	}
+	y := header(&b, "usage", svgW, svgH, c.Title, c.Note)
 	lx, ly := marginL-40, y
 	all := append(slices.Clone(c.Left.Series), c.Right.Series...)
 	for _, s := range all {
