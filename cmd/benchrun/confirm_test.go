@@ -93,6 +93,10 @@ func TestBaselineConfirm(t *testing.T) {
 		}
 		return code, out.String(), rd
 	}
+	// What the verdicts find is judged against the machine the history
+	// and the checks ran on: from the first history run.
+	machine := measuretest.Start()
+	var quietClaims []string
 	for i := range 3 {
 		if code, stderr, _ := run(); code != 0 {
 			t.Fatalf("history run %d: exit %d\n%s", i, code, stderr)
@@ -128,7 +132,6 @@ func TestBaselineConfirm(t *testing.T) {
 	// (beside CPU-bound neighbours a clean measurement of this 20 ms
 	// server read 24 ms against [19.1, 21.6]): judged last, against the
 	// machine, so that the other checks run.
-	machine := measuretest.Start()
 	var quietClaim string
 	code, stderr, rd := run("confirm=true", "slow_first=33")
 	m := measurements(rd)
@@ -180,28 +183,42 @@ func TestBaselineConfirm(t *testing.T) {
 		t.Errorf("requests per measurement %v, want 16 and 16", per)
 	}
 
-	// The same disturbance without confirm: a regression.
-	if code, stderr, rd := run("slow_first=33"); code != 1 || strings.Contains(stderr, "once more") {
-		t.Errorf("without confirm: exit %d (rows %s), want 1 with no re-measurement\n%s", code, measurements(rd), stderr)
+	// The same disturbance without confirm: never measured again; that it
+	// regresses against a history measured beside busy neighbours (whose
+	// spread can hold it) is a quiet machine's claim.
+	if code, stderr, rd := run("slow_first=33"); strings.Contains(stderr, "once more") || len(strings.Fields(measurements(rd))) != 1 {
+		t.Errorf("without confirm: exit %d (rows %s), want no re-measurement\n%s", code, measurements(rd), stderr)
+	} else if code != 1 {
+		quietClaims = append(quietClaims, fmt.Sprintf("without confirm: exit %d (rows %s), want 1: a regression\n%s", code, measurements(rd), stderr))
 	}
 
-	// A lasting slowdown, confirmed.
+	// A lasting slowdown, confirmed: when the first measurement regressed,
+	// the second is taken and regresses too; both rows stay.
 	code, stderr, rd = run("confirm=true", "ttft=40ms")
 	v = regressionValues(rd, "ttft_p50_ms")
 	t.Logf("lasting slowdown, confirm: exit %d; rows %s; ttft verdict %v", code, measurements(rd), v)
-	if code != 1 || v["outcome"] != "regressed" || !strings.HasPrefix(v["confirm"], "confirmed") || !strings.Contains(stderr, "confirmed: both measurements regressed") {
-		t.Errorf("exit %d, ttft verdict %v; want a confirmed regression, exit 1\n%s", code, v, stderr)
-	}
-	if rows := strings.Fields(measurements(rd)); len(rows) != 2 {
-		t.Errorf("cell rows %v, want both measurements", rows)
-	}
-	cells, _ := rd.LatestCells()
-	if len(cells) != 1 || cells[0].Measurement != 2 {
-		t.Errorf("current rows %+v, want the confirmation", cells)
+	switch {
+	case code == 1:
+		if v["outcome"] != "regressed" || !strings.HasPrefix(v["confirm"], "confirmed") || !strings.Contains(stderr, "confirmed: both measurements regressed") {
+			t.Errorf("exit %d, ttft verdict %v; want a confirmed regression\n%s", code, v, stderr)
+		}
+		if rows := strings.Fields(measurements(rd)); len(rows) != 2 {
+			t.Errorf("cell rows %v, want both measurements", rows)
+		}
+		cells, _ := rd.LatestCells()
+		if len(cells) != 1 || cells[0].Measurement != 2 {
+			t.Errorf("current rows %+v, want the confirmation", cells)
+		}
+	default:
+		quietClaims = append(quietClaims, fmt.Sprintf("lasting slowdown: exit %d, ttft verdict %v; want a confirmed regression, exit 1\n%s", code, v, stderr))
 	}
 	if quietClaim != "" {
-		machine.Judge(t, "a clean confirmation reads inside the history's interval")
-		t.Error(quietClaim)
+		quietClaims = append(quietClaims, quietClaim)
+	}
+	if len(quietClaims) > 0 {
+		t.Log(strings.Join(quietClaims, "\n"))
+		machine.Judge(t, "the verdicts against a history measured on a quiet machine")
+		t.Error(strings.Join(quietClaims, "\n"))
 	}
 }
 

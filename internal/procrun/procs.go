@@ -72,6 +72,22 @@ func LiveInGroup(pgid int) []int {
 	return out
 }
 
+// GroupGone says whether no live process is left in a process group (its
+// members exited, even if not reaped yet); known is false where there is
+// no /proc to tell.
+func GroupGone(pgid int) (gone, known bool) {
+	procs := readProcs()
+	if procs == nil {
+		return false, false
+	}
+	for _, p := range procs {
+		if p.live() && p.pgrp == pgid {
+			return false, true
+		}
+	}
+	return true, true
+}
+
 // Descendants lists the live processes below root: its children, their
 // children and so on (whatever session or group they moved to), plus any
 // live member of root's process group that was re-parented away. root

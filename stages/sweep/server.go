@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/procrun"
 	"math"
 	"time"
 
@@ -110,7 +111,8 @@ func (s *Stage) meanTurns() float64 {
 
 // serverDied reports the target's death. When the point had failures the
 // death may not be reaped yet (the sockets close before the exit status
-// is known), so it waits a little for it.
+// is known), so it waits for it: as long as reaping takes when a local
+// server's processes are gone, a little when it cannot tell.
 func serverDied(target *pipeline.Outputs, hadFailures bool) error {
 	if target.Done == nil {
 		return nil
@@ -123,10 +125,22 @@ func serverDied(target *pipeline.Outputs, hadFailures bool) error {
 	if !hadFailures {
 		return nil
 	}
+	// A local server's process group tells at once: alive, nothing to wait
+	// for; gone, its death is certain and only waits to be reaped, which
+	// on a busy machine may take a while.
+	wait := 500 * time.Millisecond
+	if target.PID > 0 {
+		if gone, known := procrun.GroupGone(target.PID); known {
+			if !gone {
+				return nil
+			}
+			wait = 10 * time.Second
+		}
+	}
 	select {
 	case <-target.Done:
 		return deathOf(target)
-	case <-time.After(500 * time.Millisecond):
+	case <-time.After(wait):
 		return nil
 	}
 }
