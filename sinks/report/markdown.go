@@ -40,40 +40,15 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 		}
 	}
 
-	b.WriteString("## Cells\n\n")
-	cols := cellColumns(d.Cells)
-	b.WriteString("|")
-	for _, c := range cols {
-		fmt.Fprintf(&b, " %s |", c.Head)
+	load, programs := splitProgramRows(d.Cells)
+	if len(load) > 0 || len(programs) == 0 {
+		b.WriteString("## Cells\n\n")
+		markdownCells(&b, cellColumns(load), load)
 	}
-	b.WriteString("\n|")
-	for _, c := range cols {
-		if c.Num {
-			b.WriteString(" ---: |")
-		} else {
-			b.WriteString(" --- |")
-		}
+	if len(programs) > 0 {
+		b.WriteString("## Benchmark programs\n\n")
+		markdownCells(&b, programColumns(programs), programs)
 	}
-	b.WriteString("\n")
-	dash := false
-	for _, cell := range d.Cells {
-		b.WriteString("|")
-		for _, c := range cols {
-			v := c.value(cell)
-			dash = dash || c.Num && v == "–"
-			fmt.Fprintf(&b, " %s |", mdCell(v))
-		}
-		b.WriteString("\n")
-	}
-	if dash {
-		fmt.Fprintf(&b, "\n%s\n", mdText(notMeasured))
-	}
-	for _, cell := range d.Cells {
-		if cell.Reason != "" {
-			fmt.Fprintf(&b, "\n- %s: %s", mdText(runview.CellLabel(cell)), mdText(cell.Reason))
-		}
-	}
-	b.WriteString("\n")
 
 	for _, sec := range variantSections(d.Cells, r.Stages) {
 		markdownVariants(&b, sec)
@@ -127,6 +102,43 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	}
 	fmt.Fprintf(&b, "\n---\nbenchrun %s · regenerate with `benchrun report <run dir>` · columns: docs/RESULTS.md\n", mdText(orDash(r.BenchrunVersion)))
 	return b.Bytes()
+}
+
+// markdownCells writes a table of cell rows, then the reasons of those
+// that have one.
+func markdownCells(b *bytes.Buffer, cols []cellColumn, cells []results.Cell) {
+	b.WriteString("|")
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", c.Head)
+	}
+	b.WriteString("\n|")
+	for _, c := range cols {
+		if c.Num {
+			b.WriteString(" ---: |")
+		} else {
+			b.WriteString(" --- |")
+		}
+	}
+	b.WriteString("\n")
+	dash := false
+	for _, cell := range cells {
+		b.WriteString("|")
+		for _, c := range cols {
+			v := c.value(cell)
+			dash = dash || c.Num && v == "–"
+			fmt.Fprintf(b, " %s |", mdCell(v))
+		}
+		b.WriteString("\n")
+	}
+	if dash {
+		fmt.Fprintf(b, "\n%s\n", mdText(notMeasured))
+	}
+	for _, cell := range cells {
+		if cell.Reason != "" {
+			fmt.Fprintf(b, "\n- %s: %s", mdText(runview.CellLabel(cell)), mdText(cell.Reason))
+		}
+	}
+	b.WriteString("\n")
 }
 
 // markdownTelemetry writes the "Memory, utilisation and energy" section.

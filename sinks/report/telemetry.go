@@ -174,6 +174,11 @@ func telemetryTables(cells []results.Cell) []telemTable {
 			}
 			t.Unmeasured = append(t.Unmeasured, line)
 		}
+		if len(cols) == 0 && !slices.ContainsFunc(rows, func(c results.Cell) bool { return c.Program == "" }) {
+			// A program's stage that measured none of it: no client, no
+			// load, nothing to say.
+			continue
+		}
 		if len(cols) > 0 {
 			for _, col := range cols {
 				t.Heads = append(t.Heads, col.Head)

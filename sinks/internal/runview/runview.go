@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/chart"
@@ -53,8 +54,10 @@ func groups(cells []results.Cell, l load) []group {
 	byName := map[string]*group{}
 	var order []string
 	for _, c := range cells {
-		if c.Status != results.StatusOK || !l.has(c) || c.Search == "knee" {
-			continue // a knee row repeats one of its search's probes
+		if c.Status != results.StatusOK || !l.has(c) || c.Search == "knee" || c.Program != "" {
+			// A knee row repeats one of its search's probes; a program's
+			// rows are ProgramCharts'.
+			continue
 		}
 		name := fmt.Sprintf("%d:%d", c.ISL, c.OSL)
 		if len(stages) > 1 {
@@ -75,10 +78,21 @@ func groups(cells []results.Cell, l load) []group {
 	return out
 }
 
-// Charts draws a run's load levels: output tokens/s, TTFT and ITL (p50
-// and p99) against concurrency or rate, and the latency-throughput
-// trade-off, for the ok cells of each shape.
+func hasPoints(c *chart.Line) bool {
+	return slices.ContainsFunc(c.Series, func(s chart.Series) bool { return len(s.Points) > 0 })
+}
+
+// Charts draws a run: its load levels (LoadCharts), then what its
+// benchmark programs reported (ProgramCharts).
 func Charts(cells []results.Cell) []chart.Rendered {
+	return append(LoadCharts(cells), ProgramCharts(cells)...)
+}
+
+// LoadCharts draws a run's load levels: output tokens/s, TTFT and ITL (p50
+// and p99) against concurrency or rate, and the latency-throughput
+// trade-off, for the ok cells of each shape; a chart nothing was measured
+// for is left out.
+func LoadCharts(cells []results.Cell) []chart.Rendered {
 	var out []chart.Rendered
 	for _, l := range loads {
 		gs := groups(cells, l)
@@ -126,6 +140,9 @@ func Charts(cells []results.Cell) []chart.Rendered {
 			trade.Series = append(trade.Series, chart.Series{Name: g.name, Color: color, Points: tr})
 		}
 		for i, c := range []*chart.Line{tput, ttft, itl, trade} {
+			if !hasPoints(c) {
+				continue // nothing of it was measured: no chart saying so
+			}
 			out = append(out, chart.Rendered{Name: []string{"throughput", "ttft", "itl", "tradeoff"}[i] + suffix, Title: c.Title, SVG: c.SVG()})
 		}
 	}
@@ -324,6 +341,89 @@ func LoadLabel(c results.Cell) string {
 	if c.Search == "knee" {
 		// An SLO search's knee: a copy of the probe it names.
 		l = "knee: " + l
+	}
+	if c.Repeat > 0 {
+		l += fmt.Sprintf(" rep %d", c.Repeat)
+	}
+	return l
+}
+
+// ProgramCharts draws the rows benchmark programs reported (an exec
+// stage's llama-bench, mlx-lm or generic program), one bar chart a stage:
+// each ok row's throughput, with its spread when the program gave one.
+func ProgramCharts(cells []results.Cell) []chart.Rendered {
+	var stages []string
+	byStage := map[string][]results.Cell{}
+	for _, c := range cells {
+		if c.Program == "" || c.Status != results.StatusOK {
+			continue
+		}
+		if _, ok := byStage[c.Stage]; !ok {
+			stages = append(stages, c.Stage)
+		}
+		byStage[c.Stage] = append(byStage[c.Stage], c)
+	}
+	var out []chart.Rendered
+	for _, st := range stages {
+		rows := byStage[st]
+		bc := &chart.Bars{Title: fmt.Sprintf("%s: %s tokens/s", st, rows[0].Program), XLabel: "tokens/s (higher is better)"}
+		kinds := map[string]int{}
+		for _, c := range rows {
+			v, err, what := programRate(c)
+			if v == nil {
+				continue
+			}
+			k, ok := kinds[what]
+			if !ok {
+				k = len(kinds)
+				kinds[what] = k
+			}
+			label := ProgramLabel(c)
+			tip := fmt.Sprintf("%s: %s %s tok/s", label, what, strconv.FormatFloat(*v, 'f', 2, 64))
+			if err > 0 {
+				tip += fmt.Sprintf(" ± %s", strconv.FormatFloat(err, 'f', 2, 64))
+			}
+			bc.Bars = append(bc.Bars, chart.Bar{Label: label, Value: *v, Err: err, Color: chart.Palette[k%len(chart.Palette)], Tip: tip})
+		}
+		if len(bc.Bars) == 0 {
+			continue
+		}
+		var legend []string
+		for what, k := range kinds {
+			legend = append(legend, fmt.Sprintf("%s (%s)", what, []string{"blue", "orange", "red", "teal", "green"}[k%5]))
+		}
+		slices.Sort(legend)
+		bc.Note = strings.Join(legend, " · ")
+		if slices.ContainsFunc(bc.Bars, func(b chart.Bar) bool { return b.Err > 0 }) {
+			bc.Note += " · whiskers: ± the program's standard deviation"
+		}
+		out = append(out, chart.Rendered{Name: "program-" + ChartSlug(st), Title: bc.Title, SVG: bc.SVG()})
+	}
+	return out
+}
+
+// programRate is the throughput a program's row is drawn by: llama-bench's
+// avg_ts (± stddev_ts), else the decode, output or prefill rate it mapped.
+func programRate(c results.Cell) (v *float64, err float64, what string) {
+	switch {
+	case c.AvgTS != nil:
+		return c.AvgTS, results.ValueOr(c.StddevTS, 0), "avg_ts"
+	case c.DecodeTokS != nil:
+		return c.DecodeTokS, 0, "decode"
+	case c.OutputTokS != nil:
+		return c.OutputTokS, 0, "output"
+	case c.PrefillTokS != nil:
+		return c.PrefillTokS, 0, "prefill"
+	}
+	return nil, 0, ""
+}
+
+// ProgramLabel names a program's row for people: its test ("pp512",
+// "tg128@d4096"), else its lengths.
+func ProgramLabel(c results.Cell) string {
+	l := c.BenchTest
+	if l == "" {
+		l = fmt.Sprintf("%d:%d", c.ISL, c.OSL)
 	}
 	if c.Repeat > 0 {
 		l += fmt.Sprintf(" rep %d", c.Repeat)
