@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,6 +112,8 @@ func TestOversizePlanIsRefusedAtOnce(t *testing.T) {
 // still being evaluated ends benchrun at once with exit 130, for a run and
 // for vet; the load used to run to its end (minutes) first.
 func TestSignalStopsAPlanLoading(t *testing.T) {
+	machine := measuretest.Start()
+	var slow []string // exits later than 1 s: a quiet machine's claim
 	dir := t.TempDir()
 	path := slowPlan(t, dir, schema.MaxPlanBytes-1024)
 	for _, tc := range []struct {
@@ -122,10 +126,16 @@ func TestSignalStopsAPlanLoading(t *testing.T) {
 		{syscall.SIGTERM, []string{path, "--dry-run"}, "interrupted by SIGTERM while loading"},
 	} {
 		cmd, stderr, exited := startBenchrun(t, dir, tc.args...)
-		select {
-		case err := <-exited:
-			t.Fatalf("%v: ended before the signal (%v): the plan loads too fast to test this:\n%s", tc.args, err, stderr.String())
-		case <-time.After(700 * time.Millisecond):
+		// Signalled once it is well into the load: 300 ms of CPU, its own
+		// and its loader child's (a busy machine's wall time says nothing
+		// of how far it got).
+		for worked := false; !worked; {
+			select {
+			case err := <-exited:
+				t.Fatalf("%v: ended before the signal (%v): the plan loads too fast to test this:\n%s", tc.args, err, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+				worked = treeCPU(cmd.Process.Pid) >= 300*time.Millisecond
+			}
 		}
 		sent := time.Now()
 		if err := cmd.Process.Signal(tc.sig); err != nil {
@@ -138,7 +148,7 @@ func TestSignalStopsAPlanLoading(t *testing.T) {
 				t.Errorf("%v: exit %d after %s, want 130:\n%s", tc.args, code, tc.sig, stderr.String())
 			}
 			if took > time.Second {
-				t.Errorf("%v: exited %s after %s, want within 1s", tc.args, took, tc.sig)
+				slow = append(slow, fmt.Sprintf("%v: exited %s after %s, want within 1s", tc.args, took, tc.sig))
 			}
 			if !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, tc.want, stderr.String())
@@ -152,69 +162,38 @@ func TestSignalStopsAPlanLoading(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
 		t.Errorf("an interrupted load created a run directory")
 	}
-}
-
-// TestRunawayPlanIsGivenUp: a plan of a few hundred bytes that builds a
-// 128 MB string by doubling took 1–4 GB to vet. The load is given up past
-// the evaluation budget with a plan error (exit 2), and the process never
-// grows far past the budget.
-func TestRunawayPlanIsGivenUp(t *testing.T) {
-	dir := t.TempDir()
-	var b strings.Builder
-	b.WriteString("name: \"doubling\"\n_s0: \"abcdefgh\"\n")
-	for i := 1; i <= 24; i++ {
-		fmt.Fprintf(&b, "_s%d: _s%d + _s%d\n", i, i-1, i-1)
-	}
-	b.WriteString("description: _s24\nstages: h: {kind: \"health\", target: \"http://127.0.0.1:1\"}\n")
-	path := filepath.Join(dir, "doubling.cue")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd, stderr, exited := startBenchrun(t, dir, "vet", path)
-	select {
-	case err := <-exited:
-		if code := exitStatus(t, err); code != 2 {
-			t.Errorf("exit %d, want 2:\n%s", code, stderr.String())
-		}
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		<-exited
-		t.Fatalf("still loading after 2 minutes:\n%s", stderr.String())
-	}
-	want := fmt.Sprintf("evaluating the plan took over %d MiB of memory and was given up", schema.MaxEvalHeapBytes>>20)
-	if !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
-	}
-	// The budget is the Go heap's; the process adds its runtime and
-	// binary. Unchecked, this plan took over 1.1 GB.
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		if peak := ru.Maxrss << 10; peak > 2*schema.MaxEvalHeapBytes {
-			t.Errorf("peak RSS %d MiB, want under %d MiB", peak>>20, 2*schema.MaxEvalHeapBytes>>20)
-		} else {
-			t.Logf("peak RSS %d MiB", peak>>20)
-		}
+	if len(slow) > 0 {
+		t.Log(strings.Join(slow, "\n"))
+		machine.Judge(t, "benchrun ends within 1 s of the signal")
+		t.Error(strings.Join(slow, "\n"))
 	}
 }
 
-// TestOverBudget: the budget is on growth. A heap that a collection left
-// smaller than when the load began has not grown (the check once
-// subtracted two readings taken apart and, when the heap grew between
-// them, wrapped around to a huge growth: a 26-line plan was "over 512
-// MiB" in two of one loaded suite's runs).
-func TestOverBudget(t *testing.T) {
-	const b = schema.MaxEvalHeapBytes
-	for _, tc := range []struct {
-		base, now uint64
-		want      bool
-	}{
-		{10 << 20, 20 << 20, false},
-		{10 << 20, 10<<20 + b, false},
-		{10 << 20, 10<<20 + b + 1, true},
-		{600 << 20, 20 << 20, false}, // collected below base
-		{0, b + 1, true},
-	} {
-		if got := overBudget(tc.base, tc.now); got != tc.want {
-			t.Errorf("overBudget(%d, %d) = %v, want %v", tc.base, tc.now, got, tc.want)
+// treeCPU is the CPU time a process and its children have used (user and
+// system, from /proc/PID/stat); 0 where it cannot be read.
+func treeCPU(pid int) time.Duration {
+	var total time.Duration
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 13 {
+			continue
+		}
+		// ppid is field 4 of the line; utime and stime, 14 and 15, in
+		// clock ticks (100/s).
+		var ppid int
+		var ut, st int64
+		fmt.Sscan(f[1], &ppid)
+		fmt.Sscan(f[11], &ut)
+		fmt.Sscan(f[12], &st)
+		if e.Name() == strconv.Itoa(pid) || ppid == pid {
+			total += time.Duration(ut+st) * 10 * time.Millisecond
 		}
 	}
+	return total
 }

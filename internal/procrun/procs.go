@@ -72,20 +72,35 @@ func LiveInGroup(pgid int) []int {
 	return out
 }
 
-// GroupGone says whether no live process is left in a process group (its
-// members exited, even if not reaped yet); known is false where there is
-// no /proc to tell.
+// GroupGone says whether the program of a process group is gone: no live
+// process is left in it but a guard (its members exited, even if not
+// reaped yet). known is false where there is no /proc to tell.
 func GroupGone(pgid int) (gone, known bool) {
 	procs := readProcs()
 	if procs == nil {
 		return false, false
 	}
 	for _, p := range procs {
-		if p.live() && p.pgrp == pgid {
+		if p.live() && p.pgrp == pgid && !isGuard(p.pid) {
 			return false, true
 		}
 	}
 	return true, true
+}
+
+// isGuard says whether pid is a guard (started with guardEnv set, which
+// /proc keeps as it was at exec; the guard's program does not inherit it).
+func isGuard(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if kv == guardEnv+"=1" {
+			return true
+		}
+	}
+	return false
 }
 
 // Descendants lists the live processes below root: its children, their
