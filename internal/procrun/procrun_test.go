@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,14 +307,15 @@ func TestStopEscalates(t *testing.T) {
 // whole group (a child in it, a daemon that left it) gone when Run
 // returns, with an error that wraps ErrTimeout and says the timeout.
 func TestRunTimeoutKillsTheGroup(t *testing.T) {
+	machine := measuretest.Start()
 	dir := t.TempDir()
 	start := time.Now()
+	// The timeout leaves the family time to start and write its pids on a
+	// busy machine: what is checked is what is left after it.
 	err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", family(dir)}, LogPath: filepath.Join(dir, "c.log"),
-		Graces: Graces{Int: 200 * time.Millisecond, Term: 200 * time.Millisecond}}, 300*time.Millisecond)
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Run took %s", d)
-	}
-	if !errors.Is(err, ErrTimeout) || !strings.HasPrefix(err.Error(), "timed out after 300ms") {
+		Graces: Graces{Int: 200 * time.Millisecond, Term: 200 * time.Millisecond}}, 2*time.Second)
+	took := time.Since(start)
+	if !errors.Is(err, ErrTimeout) || !strings.HasPrefix(err.Error(), "timed out after 2s") {
 		t.Fatalf("err = %v, want one wrapping ErrTimeout", err)
 	}
 	var perr *Error
@@ -326,6 +328,13 @@ func TestRunTimeoutKillsTheGroup(t *testing.T) {
 		if !gone(pid) {
 			t.Errorf("pid %d outlived Run", pid)
 		}
+	}
+	// The timeout, then the two graces and the kill: well under 3 s more
+	// on a quiet machine.
+	if took > 5*time.Second {
+		t.Logf("Run took %s", took)
+		machine.Judge(t, "a timed-out Run returns within 3 s of its timeout")
+		t.Errorf("Run took %s", took)
 	}
 }
 
