@@ -32,6 +32,9 @@ type Series struct {
 	Color  string
 	Dash   bool
 	Points []Point
+	// Plain draws the line without a marker at each point (a curve of
+	// many points); a point with a tip gets an invisible marker for it.
+	Plain bool
 }
 
 // Line is a line chart rendered as a standalone SVG document: no script,
@@ -50,6 +53,9 @@ type Line struct {
 	// FitY spans the y axis over the values (padded) instead of from 0:
 	// for a metric over time, whose changes would be flat from zero.
 	FitY bool
+	// FitX does the same for a linear x axis: a distribution of
+	// latencies that all sit near 20 ms.
+	FitX bool
 	// Marks are ringed points with a dashed line down to the x axis
 	// (change points), drawn over the series.
 	Marks []Mark
@@ -176,9 +182,13 @@ func (c *Line) SVG() string {
 			return t.Format("2006-01-02")
 		}
 	default:
+		xLo := 0.0
 		xTicks = niceTicks(0, slices.Max(xs))
+		if c.FitX {
+			xLo, xTicks = fitTicks(slices.Min(xs), slices.Max(xs))
+		}
 		xMax := xTicks[len(xTicks)-1]
-		xMap = func(x float64) float64 { return plotL + x/xMax*(plotR-plotL) }
+		xMap = func(x float64) float64 { return plotL + (x-xLo)/(xMax-xLo)*(plotR-plotL) }
 	}
 	yMap := func(v float64) float64 { return plotB - (v-yLo)/(yMax-yLo)*(plotB-plotT) }
 
@@ -224,6 +234,13 @@ func (c *Line) SVG() string {
 		}
 		fmt.Fprintf(&b, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2.2"%s/>`, strings.TrimSpace(d.String()), s.Color, dash)
 		for _, p := range pts {
+			if s.Plain {
+				if p.Tip == "" {
+					continue
+				}
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="transparent"><title>%s</title></circle>`, xMap(p.X), yMap(p.Y), esc(p.Tip))
+				continue
+			}
 			fill := s.Color
 			if s.Dash {
 				fill = "#ffffff"

@@ -68,13 +68,31 @@ type Data struct {
 	// Turns are the conversation cells' TTFT by turn, by cell id, from
 	// their request rows (the "TTFT by turn" section).
 	Turns map[string][]turns.TurnTTFT
+	// Dists are the cells' latency distributions, by cell id, from their
+	// request rows (the distribution charts).
+	Dists map[string]runview.Dist
 }
 
 // Chart is one rendered chart (charts/<Name>.svg).
 type Chart = chart.Rendered
 
-// Charts builds the report's charts of the run's load levels.
-func Charts(d Data) []Chart { return runview.Charts(d.Cells) }
+// Charts builds the report's charts: the run's load levels, its programs'
+// results, then its cells' latency distributions.
+func Charts(d Data) []Chart {
+	return append(runview.Charts(d.Cells), runview.DistCharts(d.Cells, d.Dists)...)
+}
+
+// keepDist records a cell's latency distributions from its requests (nil
+// requests leave what an earlier feed recorded).
+func (d *Data) keepDist(c results.Cell, reqs []results.Request) {
+	if reqs == nil || c.CellID == "" {
+		return
+	}
+	if d.Dists == nil {
+		d.Dists = map[string]runview.Dist{}
+	}
+	d.Dists[c.CellID] = runview.DistOf(reqs)
+}
 
 // Write writes report.md, report.html and charts/*.svg into dir, and, when
 // prefix is set, copies of the two reports to prefix+".md" and
@@ -260,9 +278,6 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 		o.d.Cells, o.d.Verdicts = results.LatestCells(prior.Cells), results.LatestVerdicts(prior.Verdicts)
 		o.d.Samples = keepSamples(nil, prior.Samples)
 		for _, c := range o.d.Cells {
-			if c.Turns == nil {
-				continue
-			}
 			var reqs []results.Request
 			for _, r := range prior.Requests {
 				if r.CellID == c.CellID && results.AttemptOf(r.Attempt) == results.AttemptOf(c.Attempt) && results.MeasurementOf(r.Measurement) == results.MeasurementOf(c.Measurement) {
@@ -270,6 +285,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 				}
 			}
 			o.d.keepTurns(c, reqs)
+			o.d.keepDist(c, reqs)
 		}
 	}
 	return nil
@@ -279,6 +295,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 // conversation cell's TTFT by turn from its requests.
 func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 	o.d.keepTurns(c, reqs)
+	o.d.keepDist(c, reqs)
 	for i := range o.d.Cells {
 		if o.d.Cells[i].CellID == c.CellID && c.CellID != "" {
 			// The cell again: a resume's attempt replaces its verdicts; its

@@ -1,0 +1,109 @@
+package runview
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/benchrun/benchrun/internal/chart"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
+)
+
+// distLevels is how many percentiles a distribution keeps: 0, 1, ... 100.
+// A cell's raw samples can be millions of gaps; its curve needs these.
+const distLevels = 101
+
+// Dist is a cell's latency distributions: its TTFT, ITL and E2EL at each
+// whole percentile (nil without samples), from its completed requests.
+type Dist struct {
+	TTFT, ITL, E2EL []float64
+}
+
+// DistOf computes a cell's distributions from its request rows.
+func DistOf(reqs []results.Request) Dist {
+	var ttft, itl, e2el []float64
+	for _, q := range reqs {
+		if q.Status != results.StatusOK || q.TTFTMs == nil || q.E2ELMs == nil {
+			continue
+		}
+		ttft, e2el = append(ttft, *q.TTFTMs), append(e2el, *q.E2ELMs)
+		itl = append(itl, q.ChunkGapsMs...)
+	}
+	return Dist{TTFT: levels(ttft), ITL: levels(itl), E2EL: levels(e2el)}
+}
+
+func levels(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	sorted := slices.Sorted(slices.Values(xs))
+	out := make([]float64, distLevels)
+	for i := range out {
+		out[i] = stats.SortedPercentile(sorted, float64(i))
+	}
+	return out
+}
+
+// DistCharts draws, per stage and shape, each latency's distribution
+// (the share of requests at or under a latency) at every load level:
+// where the tail starts, which a p99 alone hides. dists holds the cells'
+// distributions by cell id.
+func DistCharts(cells []results.Cell, dists map[string]Dist) []chart.Rendered {
+	type shape struct {
+		stage    string
+		isl, osl int64
+	}
+	var order []shape
+	byShape := map[shape][]results.Cell{}
+	for _, c := range cells {
+		if c.Status != results.StatusOK || c.Program != "" || c.Search == "knee" {
+			continue
+		}
+		if _, ok := dists[c.CellID]; !ok {
+			continue
+		}
+		k := shape{c.Stage, c.ISL, c.OSL}
+		if _, ok := byShape[k]; !ok {
+			order = append(order, k)
+		}
+		byShape[k] = append(byShape[k], c)
+	}
+	metrics := []struct {
+		key, name string
+		of        func(Dist) []float64
+	}{
+		{"ttft", "TTFT", func(d Dist) []float64 { return d.TTFT }},
+		{"itl", "ITL", func(d Dist) []float64 { return d.ITL }},
+		{"e2el", "E2EL", func(d Dist) []float64 { return d.E2EL }},
+	}
+	var out []chart.Rendered
+	for _, k := range order {
+		for _, m := range metrics {
+			l := &chart.Line{
+				Title:  fmt.Sprintf("%s distribution · %s %d:%d", m.name, k.stage, k.isl, k.osl),
+				XLabel: m.name + ", ms", YLabel: "requests at or under it, % (ITL: gaps)", FitX: true,
+				Note: "one curve a load level; a curve far right at the top is a tail",
+			}
+			for i, c := range byShape[k] {
+				q := m.of(dists[c.CellID])
+				if q == nil {
+					continue
+				}
+				s := chart.Series{Name: LoadLabel(c), Color: chart.Palette[i%len(chart.Palette)], Plain: true}
+				for p, v := range q {
+					pt := chart.Point{X: v, Y: float64(p)}
+					if p%10 == 0 || p == 95 || p == 99 {
+						pt.Tip = fmt.Sprintf("%s p%d: %.2f ms", LoadLabel(c), p, v)
+					}
+					s.Points = append(s.Points, pt)
+				}
+				l.Series = append(l.Series, s)
+			}
+			if !hasPoints(l) {
+				continue
+			}
+			out = append(out, chart.Rendered{Name: fmt.Sprintf("dist-%s-%s-%d-%d", m.key, ChartSlug(k.stage), k.isl, k.osl), Title: l.Title, SVG: l.SVG()})
+		}
+	}
+	return out
+}
