@@ -22,6 +22,9 @@ type ModelFile struct {
 	// training context; a server may give each request less, never more
 	// without rope scaling). 0 when unknown.
 	ContextLength int
+	// Quant is a GGUF file's quantization as its header gives it (F32,
+	// Q4_K_M); "" when unknown.
+	Quant string
 }
 
 // ContextUser is implemented by measuring stages that can say which of
@@ -49,6 +52,7 @@ func InspectModelFile(p *schema.Plan) (ModelFile, bool) {
 	if strings.EqualFold(filepath.Ext(path), ".gguf") {
 		if f, err := gguf.ParseGGUFFile(path); err == nil {
 			mf.ContextLength = int(f.Architecture().MaximumContextLength)
+			mf.Quant = f.Metadata().FileTypeDescriptor
 		}
 	}
 	return mf, true

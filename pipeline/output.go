@@ -489,6 +489,9 @@ func RunRecord(ri *RunInfo, sum *Summary) results.Run {
 	}
 	if ri.Plan != nil {
 		run.Plan, run.Description, run.Model, run.Metadata = ri.Plan.Name, ri.Plan.Description, ri.Plan.Model.Name, ri.Plan.Metadata
+		if mf, ok := InspectModelFile(ri.Plan); ok && mf.Exists {
+			run.ModelFile, run.ModelQuant = filepath.Base(mf.Path), mf.Quant
+		}
 	}
 	if sum == nil {
 		return redact.Value(run)

@@ -150,3 +150,24 @@ func TestModelDigest(t *testing.T) {
 		t.Errorf("after the file changed: %q, want %q", got, abcd)
 	}
 }
+
+// The run record names the model as served beside the plan's label: the
+// file's name and the quantization its GGUF header gives, which need not
+// be what the label says (here a label of Q4_K_M over an F32 file).
+func TestRunRecordNamesTheServedModel(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	model, err := filepath.Abs("../testdata/models/stories260K.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &schema.Plan{Name: "p", Model: schema.Model{Name: "llama-3.2-1b (Q4_K_M)", File: model}}
+	run := pipeline.RunRecord(&pipeline.RunInfo{ID: "r", Plan: plan, StartedAt: time.Now()}, nil)
+	if run.Model != "llama-3.2-1b (Q4_K_M)" || run.ModelFile != "stories260K.gguf" || run.ModelQuant != "F32" {
+		t.Errorf("model %q, file %q, quant %q", run.Model, run.ModelFile, run.ModelQuant)
+	}
+	// A file that is not there (it lives on the serving machine) names nothing.
+	plan.Model.File = filepath.Join(t.TempDir(), "elsewhere.gguf")
+	if run := pipeline.RunRecord(&pipeline.RunInfo{ID: "r", Plan: plan}, nil); run.ModelFile != "" || run.ModelQuant != "" {
+		t.Errorf("a missing file: %q %q", run.ModelFile, run.ModelQuant)
+	}
+}

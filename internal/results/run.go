@@ -15,6 +15,11 @@ type Run struct {
 	ExitCode        *int              `json:"exit_code,omitempty"`
 	Model           string            `json:"model,omitempty"`
 	ModelDigest     string            `json:"model_digest,omitempty"`
+	// ModelFile and ModelQuant are the plan's model.file as served: its
+	// name and, for GGUF, the quantization its header gives (F32, Q4_K_M),
+	// which may not be what the plan's label says.
+	ModelFile  string `json:"model_file,omitempty"`
+	ModelQuant string `json:"model_quant,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	Tags            []string          `json:"tags,omitempty"`
 	Hostname        string            `json:"hostname,omitempty"`

@@ -225,6 +225,9 @@ func runFacts(r results.Run) [][2]string {
 		facts = append(facts, [2]string{"started", s})
 	}
 	facts = append(facts, [2]string{"model", orDash(r.Model)})
+	if served := runview.ServedModel(r); served != "" {
+		facts = append(facts, [2]string{"served", served})
+	}
 	if r.ModelDigest != "" {
 		facts = append(facts, [2]string{"model digest", r.ModelDigest})
 	}

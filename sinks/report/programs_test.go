@@ -69,3 +69,17 @@ func TestProgramRowsHaveTheirOwnTableAndCharts(t *testing.T) {
 		t.Errorf("mixed run: want both tables, program rows only in theirs:\n%s", md)
 	}
 }
+
+// The model as served stands beside the plan's label.
+func TestReportNamesTheServedModel(t *testing.T) {
+	d := fixture()
+	d.Run.Model, d.Run.ModelFile, d.Run.ModelQuant = "llama-3.2-1b (Q4_K_M)", "stories260K.gguf", "F32"
+	md := string(report.Markdown(d, nil, "charts/"))
+	if !strings.Contains(md, "| model | llama-3.2-1b (Q4\\_K\\_M) |") || !strings.Contains(md, "| served | stories260K.gguf, F32 |") {
+		t.Errorf("report.md lacks the label or the served file:\n%s", md[:min(len(md), 800)])
+	}
+	page, err := report.HTML(d, nil)
+	if err != nil || !strings.Contains(string(page), "<dt>served</dt><dd>stories260K.gguf, F32</dd>") {
+		t.Errorf("report.html lacks the served file (%v)", err)
+	}
+}

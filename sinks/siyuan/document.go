@@ -106,6 +106,9 @@ func (d Document) writeSummary(b *strings.Builder) {
 		}
 		parts = append(parts, "model "+mdText(model))
 	}
+	if served := runview.ServedModel(d.Run); served != "" {
+		parts = append(parts, "served "+mdText(served))
+	}
 	if e := d.engines(); e != "" {
 		parts = append(parts, "engine "+mdText(e))
 	}

@@ -430,3 +430,15 @@ func ProgramLabel(c results.Cell) string {
 	}
 	return l
 }
+
+// ServedModel is the model file as served: its name and quantization
+// ("stories260K.gguf, F32"), "" when the plan names no file there was.
+func ServedModel(r results.Run) string {
+	if r.ModelFile == "" {
+		return ""
+	}
+	if r.ModelQuant != "" {
+		return r.ModelFile + ", " + r.ModelQuant
+	}
+	return r.ModelFile
+}
