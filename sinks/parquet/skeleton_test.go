@@ -215,8 +215,11 @@ func TestReportOnSkeletonRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(page), "<svg"); n != 4 {
-		t.Errorf("report.html of the skeleton run has %d charts, want 4", n)
+	// The four load charts, and each shape's three latency distributions
+	// from the request rows.
+	dists := strings.Count(string(page), `id="chart-dist-`)
+	if n := strings.Count(string(page), "<svg") - dists; n != 4 || dists == 0 || dists%3 != 0 {
+		t.Errorf("report.html of the skeleton run has %d load charts and %d distributions, want 4 and 3 a shape", n, dists)
 	}
 	js, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil || strings.Count(string(js), `"output_throughput"`) != 4 {
