@@ -207,15 +207,6 @@ type Outputs struct {
 // providing stage learned it (remote.SSH has the fields).
 type SSHMachine = remote.SSH
 
-// Output receives rows as they are produced (CSV, Parquet, ...). Methods
-// are called from one goroutine at a time.
-type Output interface {
-	Name() string
-	Start(run *RunInfo) error
-	Cell(cell results.Cell, reqs []results.Request) error
-	Stop(sum *Summary) error
-}
-
 // Registry lists the stage kinds a run may use.
 type Registry struct {
 	kinds map[string]Kind

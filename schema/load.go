@@ -28,9 +28,6 @@ import (
 //go:embed plan.cue
 var planSchema string
 
-// PlanSchema is the envelope schema's CUE source (for `benchrun schema`).
-func PlanSchema() string { return planSchema }
-
 // KindSchema is the CUE fragment a stage kind contributes: a definition
 // (Def, such as "#Sweep") in package schema that embeds #StageBase.
 type KindSchema struct {

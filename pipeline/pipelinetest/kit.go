@@ -126,19 +126,6 @@ func Run(t testing.TB, ctx context.Context, g *pipeline.Graph, opts pipeline.Opt
 	return runWith(t, ctx, g, ri, opts)
 }
 
-// Resume resumes the run in dir with g (loaded anew from the same plan, as
-// `benchrun PLAN --resume DIR` does) and runs it, as Run does. The
-// resume's refusals (another plan, a live writer) fail the test; a test
-// of those calls pipeline.ResumeRunInfo itself.
-func Resume(t testing.TB, ctx context.Context, g *pipeline.Graph, dir string, opts pipeline.Options) *Recording {
-	t.Helper()
-	ri, err := pipeline.ResumeRunInfo(dir, g.Plan, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runWith(t, ctx, g, ri, opts)
-}
-
 func runWith(t testing.TB, ctx context.Context, g *pipeline.Graph, ri *pipeline.RunInfo, opts pipeline.Options) *Recording {
 	t.Helper()
 	rs := NewRecordingSink()
