@@ -35,12 +35,17 @@ stages: {
 model: {name: "sim"}
 stages: {
 	server: {kind: "launch", cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "engine",
-		"--max-num-seqs", "32", "--step-base", "2ms", "--per-seq", "2ms", "--per-prefill-token", "31250ns", "--jitter", "0", "--eos-prob", "0"]}
+		"--max-num-seqs", "32", "--step-base", "2ms", "--per-seq", "10ms", "--per-prefill-token", "31250ns", "--jitter", "0", "--eos-prob", "0"]}
 	sweep: {kind: "sweep", target: "server", cells: [{isl: 64, osl: 8}], warmup: 0, calibrate: "off", requests: 8,
-		search: {slo: {tpot_p99_ms: 11}, over: "concurrency", lo: 1, hi: 8}}
+		search: {slo: {tpot_p99_ms: 50}, over: "concurrency", lo: 1, hi: 8}}
 }
 `,
 }
+
+// The search's server decodes a step in 2 ms + 10 ms a running sequence,
+// so its knee is near c=4 against 50 ms; c=1 (12 ms) meets the SLO with
+// room for a busy machine: the test needs a search with probes and a
+// knee, not a precise one.
 
 // TestDocumentedQueriesOnRealRuns runs every query of docs/RESULTS.md over
 // runs benchrun wrote against its simulator (a concurrency ladder, a rate
