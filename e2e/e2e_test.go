@@ -117,6 +117,30 @@ func parseCSV(t *testing.T, s string) []map[string]string {
 	return rows
 }
 
+// currentRows keeps each cell's current row: its last measurement. A cell
+// that a latency check left inconclusive on a busy machine is measured
+// once more (baseline confirm), and stdout shows both rows; the checks
+// judge the second.
+func currentRows(t *testing.T, rows []map[string]string) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	at := map[string]int{}
+	for _, r := range rows {
+		k := r["isl"] + ":" + r["osl"] + "/" + r["concurrency"]
+		i, seen := at[k]
+		if !seen {
+			at[k] = len(out)
+			out = append(out, r)
+			continue
+		}
+		if r["measurement"] <= out[i]["measurement"] || !strings.Contains(r["notes"], "measured once more") {
+			t.Errorf("a second row of %s that is no confirmation: %v", k, r)
+		}
+		out[i] = r
+	}
+	return out
+}
+
 func num(t *testing.T, row map[string]string, col string) float64 {
 	t.Helper()
 	v, err := strconv.ParseFloat(row[col], 64)
@@ -148,9 +172,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	waitGone(t, model)
 
-	rows := parseCSV(t, r.stdout)
+	rows := currentRows(t, parseCSV(t, r.stdout))
 	if len(rows) != 4 {
-		t.Fatalf("want 4 CSV rows (2 cells × 2 concurrency levels), got %d:\n%s", len(rows), r.stdout)
+		t.Fatalf("want 4 cells (2 shapes × 2 concurrency levels), got %d:\n%s", len(rows), r.stdout)
 	}
 	for _, col := range []string{"isl", "osl", "concurrency", "first_call_ms", "ttft_ms", "prefill_tok_s", "itl_p50_ms", "itl_p99_ms", "decode_tok_s", "speedup_vs_c1", "batching_efficiency", "status", "reason", "notes"} {
 		if _, ok := rows[0][col]; !ok {
@@ -319,8 +343,8 @@ func TestAssertionFailureExits1(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if rows := parseCSV(t, r.stdout); len(rows) != 4 {
-		t.Errorf("a failing assertion must not stop the sweep: got %d rows", len(rows))
+	if rows := currentRows(t, parseCSV(t, r.stdout)); len(rows) != 4 {
+		t.Errorf("a failing assertion must not stop the sweep: got %d cells", len(rows))
 	}
 }
 
