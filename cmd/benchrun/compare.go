@@ -28,8 +28,11 @@ or a folder of runs; several runs a side pool as repeats. Cells are compared
 when they match on plan, stage, cell id, endpoint, model digest, engine and
 version, hardware and metadata (--ignore lets parts differ). --by KEY compares
 the variants of a metadata key within the runs given (the first value seen is
-the baseline). Exit 1 when any metric regressed, 0 otherwise, 2 on bad
-arguments or when no cell matches.
+the baseline). A change the machine's own lateness could explain (one side's
+machine ran tasks later than the other's, measured in each run) is
+inconclusive, not regressed. Exit 1 when any metric regressed, 5 when none
+did but one was inconclusive and --inconclusive is fail, 0 otherwise, 2 on
+bad arguments or when no cell matches.
 `
 
 // compareFlags are compare's and history's shared options.
@@ -58,6 +61,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
 	fs.Uint64Var(&cf.seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
 	fs.IntVar(&cf.resamples, "resamples", 1000, "bootstrap resamples")
+	inconclusive := fs.String("inconclusive", pipeline.InconclusiveTolerate, "what a change the machine's own lateness could explain does to the exit code: tolerate (exit 0 when nothing regressed) or fail (exit 5)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, compareUsage, "\nflags:\n")
 		fs.PrintDefaults()
@@ -83,6 +87,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if !cmpValidFormat(cf.format) {
 		return bad("--format %q: give text, markdown, csv, json or html", cf.format)
+	}
+	if *inconclusive != pipeline.InconclusiveTolerate && *inconclusive != pipeline.InconclusiveFail {
+		return bad("--inconclusive %q: give tolerate or fail", *inconclusive)
 	}
 	o, err := cf.options()
 	if err != nil {
@@ -160,10 +167,15 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "benchrun compare: %s%s\n", why, hint)
 		return pipeline.ExitInvalid
 	}
+	inconclusives := 0
 	for _, c := range comps {
 		if n := c.Report.Count(regress.Regressed); n > 0 {
 			return pipeline.ExitAssertion
 		}
+		inconclusives += c.Report.Count(regress.Inconclusive)
+	}
+	if inconclusives > 0 && *inconclusive == pipeline.InconclusiveFail {
+		return pipeline.ExitInconclusive
 	}
 	return pipeline.ExitOK
 }
@@ -375,8 +387,12 @@ func cmpUnmatchedLine(side, other string, u regress.Unmatched) string {
 }
 
 func cmpTotals(rep *regress.Report) string {
-	return fmt.Sprintf("%d regressed, %d improved, %d same, %d unknown",
+	s := fmt.Sprintf("%d regressed, %d improved, %d same, %d unknown",
 		rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), rep.Count(regress.Unknown))
+	if n := rep.Count(regress.Inconclusive); n > 0 {
+		s += fmt.Sprintf(", %d inconclusive (the machine's lateness could explain them)", n)
+	}
+	return s
 }
 
 func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
@@ -546,7 +562,7 @@ func cmpWriteJSON(w io.Writer, comps []cmpComparison) error {
 		if c.By != "" {
 			jr.By, jr.Baseline, jr.Variant = c.By, &c.Baseline, &c.Variant
 		}
-		for _, o := range []regress.Outcome{regress.Regressed, regress.Improved, regress.Same, regress.Unknown} {
+		for _, o := range []regress.Outcome{regress.Regressed, regress.Improved, regress.Same, regress.Unknown, regress.Inconclusive} {
 			jr.Counts[string(o)] = c.Report.Count(o)
 		}
 		reps = append(reps, jr)

@@ -239,7 +239,7 @@ func TestRegressAgainstSimulator(t *testing.T) {
 				case v.Outcome == regress.Regressed && v.Better.Worse(v.Change):
 					found++
 					t.Logf("%s: found: %s", s.name, v)
-				case v.Outcome == regress.Unknown && v.Better.Worse(v.Change):
+				case (v.Outcome == regress.Unknown || v.Outcome == regress.Inconclusive) && v.Better.Worse(v.Change):
 					t.Logf("%s: undecided, the right way (the machine's load moved a run): %s", s.name, v)
 				case v.Outcome == regress.Unknown && v.Ratio && v.Low <= s.truth && s.truth <= v.High:
 					// A busy neighbour slowed the base run more than the

@@ -113,6 +113,45 @@ func Late(c *results.Cell) float64 {
 	return max(*c.MachineLateP99Ms, 0)
 }
 
+// LateFor is the machine's lateness a verdict on metric of row c allows
+// for, in ms, at the statistic the metric takes: a tail (p90 and up)
+// moves with the loop path's p99 (its max for a max), a median, a mean or
+// a throughput with its p50, which a few late wakes cannot move. A row
+// without the p50 falls back to Late. Late stays the allowance of
+// verdicts that judge one cell's rows against a fixed limit (assertions):
+// they have no second measurement to tell a tail's wakes from the
+// typical one.
+func LateFor(metric string, c *results.Cell) float64 {
+	if c == nil {
+		return 0
+	}
+	pick := func(p *float64) float64 {
+		if p == nil || math.IsNaN(*p) {
+			return Late(c)
+		}
+		return max(*p, 0)
+	}
+	switch LateStat(metric) {
+	case "max":
+		return pick(c.MachineLateMaxMs)
+	case "p99":
+		return Late(c)
+	}
+	return pick(c.MachineLateP50Ms)
+}
+
+// LateStat names the statistic of the machine's lateness LateFor takes
+// for metric: "max", "p99" or "p50".
+func LateStat(metric string) string {
+	switch {
+	case strings.HasSuffix(metric, "_max_ms") || strings.HasSuffix(metric, "_max"):
+		return "max"
+	case strings.Contains(metric, "_p9"):
+		return "p99"
+	}
+	return "p50"
+}
+
 // Bound is how far a metric's true value may lie from the value measured
 // because the machine ran threads late: Down below it, Up above it, in
 // the metric's unit.

@@ -61,6 +61,80 @@ func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
 		was, 100*v.Change, extra, hist, v.Metric, moved, v.Unit)
 }
 
+// machinePair is a two-run comparison's cell on each side: what the
+// machine's lateness there could do to a metric.
+type machinePair struct{ old, new []sideCell }
+
+// sideLate is a side's lateness for metric (measure.LateFor): each run's
+// latest repeat, the median over the side's runs.
+func sideLate(cells []sideCell, metric string) float64 {
+	perRun := map[*Run]float64{}
+	for _, c := range cells {
+		perRun[c.run] = max(perRun[c.run], measure.LateFor(metric, c.cell))
+	}
+	var lates []float64
+	for _, l := range perRun {
+		lates = append(lates, l)
+	}
+	return median(lates)
+}
+
+// explainPairByMachine turns a two-run comparison's regression or
+// improvement into an inconclusive verdict when one side's machine was
+// later than the other's by enough to explain it: moving the later side's
+// value toward the other's by what the extra lateness could account for
+// (measure.Allowance) leaves a change under the margin, or a ratio
+// interval, shifted with it, that holds 1. A change the lateness could
+// only have hidden (the earlier side slower) is left as it is.
+func explainPairByMachine(v *Verdict, m machinePair) {
+	if v.Outcome != Regressed && v.Outcome != Improved || math.IsNaN(v.Old) || math.IsNaN(v.New) || v.Old == 0 {
+		return
+	}
+	lateOld, lateNew := sideLate(m.old, v.Metric), sideLate(m.new, v.Metric)
+	ratio := v.New / v.Old
+	moved, extra, later := ratio, 0.0, ""
+	switch {
+	case lateNew > lateOld:
+		extra, later = lateNew-lateOld, "new"
+		b := measure.Allowance(v.Metric, m.new[0].cell, extra)
+		if v.New > v.Old {
+			moved = (v.New - b.Down) / v.Old
+		} else {
+			moved = (v.New + b.Up) / v.Old
+		}
+	case lateOld > lateNew:
+		extra, later = lateOld-lateNew, "old"
+		b := measure.Allowance(v.Metric, m.old[0].cell, extra)
+		var old float64
+		if v.Old > v.New {
+			old = v.Old - b.Down
+		} else {
+			old = v.Old + b.Up
+		}
+		if old > 0 {
+			moved = v.New / old
+		}
+	}
+	if moved == ratio || ratio == 0 {
+		return
+	}
+	// Moved past the other side's value, the change is gone, not reversed.
+	if (ratio > 1) != (moved > 1) {
+		moved = 1
+	}
+	shift := moved / ratio
+	holds1 := v.Ratio && v.Low*shift <= 1 && 1 <= v.High*shift
+	small := math.Abs(moved-1) < v.Margin
+	if !holds1 && !small {
+		return
+	}
+	was := v.Outcome
+	v.Outcome = Inconclusive
+	v.Late = extra
+	v.Reason = strings.TrimPrefix(v.Reason+"; "+fmt.Sprintf("%s %+.1f%%, but the machine ran an event loop's tasks %.2f ms later (%s) during the %s side's cell than during the other's (%.2f vs %.2f ms): what that could account for leaves %+.1f%%, inside what counts",
+		was, 100*v.Change, extra, measure.LateStat(v.Metric), later, max(lateOld, lateNew), min(lateOld, lateNew), 100*(moved-1)), "; ")
+}
+
 // ReasonMachineLate is why a history value is left out when its own run's
 // machine was late enough to account for how far it lies from the other
 // runs (markLateOutliers).

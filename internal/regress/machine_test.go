@@ -240,3 +240,64 @@ func TestJoinedEventsNightIsLeftOut(t *testing.T) {
 		t.Fatalf("the same value with its events apart was left out: %s (excluded %v)", v, v.Excluded)
 	}
 }
+
+// TestCompareMachineLateness: a two-run comparison's regression is
+// inconclusive when the slower side's machine ran tasks later than the
+// other side's by enough to explain the change, and stays a regression
+// when it was not (both sides quiet; the same lateness both sides; the
+// faster side the late one, whose lateness could only have hidden the
+// change; a change larger than the extra lateness).
+func TestCompareMachineLateness(t *testing.T) {
+	m, _ := SelectMetrics([]string{"ttft_p50_ms", "tpot_p50_ms"})
+	for _, tc := range []struct {
+		name      string
+		old, new  float64 // machine lateness, ms p99
+		p50       float64 // machine lateness, ms p50, both sides (0: not measured)
+		ttftNew   float64 // the new side's TTFT (the old side's is 40 ms)
+		wantTTFT  Outcome
+		wantLater string
+	}{
+		{"quiet both sides", 0.2, 0.3, 0, 44, Regressed, ""},
+		{"new side late by enough", 0.2, 6, 0, 44, Inconclusive, "new"},
+		{"both sides as late", 6, 6, 0, 44, Regressed, ""},
+		{"old side late: could only hide the change", 6, 0.2, 0, 44, Regressed, ""},
+		{"a change past the extra lateness", 0.2, 3, 0, 52, Regressed, ""},
+		{"old side late, new faster", 6, 0.2, 0, 36, Inconclusive, "old"},
+		// A median moves with the machine's typical lateness, not its
+		// tail's: a few late wakes on the new side (p99) with the p50
+		// the same both sides explain no median's change.
+		{"new side's tail late, its p50 not", 0.2, 6, 0.05, 44, Regressed, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := reqRun(11, "old", 400, 4, 40, 8, 0.02, 450)
+			new := reqRun(12, "new", 400, 4, tc.ttftNew, 8, 0.02, 450)
+			lateRuns(tc.old, old)
+			lateRuns(tc.new, new)
+			if tc.p50 > 0 {
+				old.Cells[0].MachineLateP50Ms = results.Some(tc.p50)
+				new.Cells[0].MachineLateP50Ms = results.Some(tc.p50)
+			}
+			rep := CompareRuns([]*Run{old}, []*Run{new}, Options{Metrics: m})
+			for _, v := range rep.Verdicts {
+				switch v.Metric {
+				case "ttft_p50_ms":
+					want := tc.wantTTFT
+					if tc.ttftNew < 40 && want == Regressed {
+						want = Improved
+					}
+					if v.Outcome != want {
+						t.Fatalf("ttft: %s, want %s (%s)", v.Outcome, want, v.Reason)
+					}
+					if want == Inconclusive && (!strings.Contains(v.Reason, "during the "+tc.wantLater+" side's cell") || v.Late <= 0) {
+						t.Errorf("ttft: reason %q, late %v", v.Reason, v.Late)
+					}
+				case "tpot_p50_ms":
+					// The same ITL both sides: never a regression.
+					if v.Outcome == Regressed || v.Outcome == Improved {
+						t.Errorf("tpot: %s", v)
+					}
+				}
+			}
+		})
+	}
+}

@@ -146,8 +146,9 @@ type Verdict struct {
 	MoreRuns     int `json:"more_runs,omitempty"`
 	// Late is how much later, in ms (p99), the machine ran an event
 	// loop's tasks during the judged cell than during the history's runs
-	// (their median): what the verdict allowed the machine (0: no later,
-	// or not measured).
+	// (their median), or, between runs, during one side's cell than the
+	// other's: what the verdict allowed the machine (0: no later, or not
+	// measured).
 	Late float64 `json:"machine_late_ms,omitempty"`
 	// LevelChange, against history, is the change of level the interval
 	// was learned after: the history's last change point, when enough runs

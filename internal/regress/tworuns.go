@@ -84,15 +84,18 @@ func CompareRuns(olds, news []*Run, o Options) *Report {
 	rep.NoMatch = Explain(oldKeys, newKeys)
 
 	var ps []float64
+	var machines []machinePair
 	for _, k := range newKeys {
 		oc, nc := oldSide[k], newSide[k]
 		if len(oc) == 0 || len(nc) == 0 {
 			continue
 		}
 		vs := compareCell(k, oc, nc, o, rep)
+		m := machinePair{old: oc, new: nc}
 		for _, v := range vs {
 			rep.Verdicts = append(rep.Verdicts, v)
 			ps = append(ps, v.P)
+			machines = append(machines, m)
 		}
 	}
 	adj := Adjust(o.Correction, ps)
@@ -100,6 +103,7 @@ func CompareRuns(olds, news []*Run, o Options) *Report {
 	for i := range rep.Verdicts {
 		rep.Verdicts[i].PAdjusted = adj[i]
 		decideRatio(&rep.Verdicts[i], o, rep.Comparisons)
+		explainPairByMachine(&rep.Verdicts[i], machines[i])
 	}
 	rep.Summaries = summaries(o.Metrics, rep.Verdicts)
 	return rep
