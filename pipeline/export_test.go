@@ -25,3 +25,7 @@ func SetSinkSleep(t testing.TB, sleep func(time.Duration)) {
 	sinkSleep = sleep
 	t.Cleanup(func() { sinkSleep = old })
 }
+
+// Assertions returns the graph's compiled assertions as the runner takes
+// them: by the stage whose rows they judge, and the run-level ones.
+func (g *Graph) Assertions() (map[string][]*Assertion, []*Assertion) { return g.assertions() }

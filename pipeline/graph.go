@@ -32,6 +32,10 @@ type Node struct {
 	// graph is the graph Build made the node in: a stage's peers are the
 	// whole plan's, also when Only cuts the graph down.
 	graph *Graph
+	// asserts are the row- and stage-level assertions judged on this
+	// stage's rows (its own, then the plan's when it measures); runAsserts
+	// are its own run-level ones. Build compiles each assertion once.
+	asserts, runAsserts []*Assertion
 }
 
 // Graph is a plan's stages with their edges, checked for cycles.
@@ -46,6 +50,9 @@ type Graph struct {
 	// Warnings are problems vet reports without failing the plan (each
 	// with its position): what may still work, or may not, at run time.
 	Warnings schema.Errors
+	// planRunAsserts are the plan's run-level assertions, judged once
+	// every stage ended (a stage's own are on its node).
+	planRunAsserts []*Assertion
 }
 
 // Warner is implemented by stages with vet warnings: problems that do
@@ -86,7 +93,7 @@ func isURL(s string) bool {
 // Validate sees its peers (Check.Peer, Check.Dependents) decoded.
 func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 	g := &Graph{Plan: p, byName: map[string]*Node{}}
-	var errs schema.Errors
+	plan, errs := g.compilePlanAssertions()
 	for _, s := range p.Stages {
 		n := &Node{Spec: s, Via: map[string]string{}, graph: g}
 		g.Nodes = append(g.Nodes, n)
@@ -123,19 +130,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 			if k.Measuring && s.Retry != nil {
 				errs = append(errs, schema.Error{Pos: s.PosOf("retry"), Msg: fmt.Sprintf("stages.%s.retry: retry is not allowed on a measuring stage (kind %s): a retried measurement hides failures; put the retry on the launch or health stage instead", s.Name, s.Kind)})
 			}
-			for _, a := range assertionsFor(n, p) {
-				ca, err := CompileAssertion(a, s.Name)
-				if err != nil {
-					errs = append(errs, asErrors(err, s)...)
-					continue
-				}
-				if ca.ReadsBaseline && p.Baseline == nil {
-					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads baseline, but the plan has no baseline: add baseline: {} (the earlier runs of this plan under the runs folder; baseline.runs names another)", a.Expr)})
-				}
-				if ca.Level == LevelStage && !n.hasRows() {
-					errs = append(errs, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: reads `rows`, but stage %s (kind %s) measures nothing, so it has no rows", a.Expr, s.Name, k.Name)})
-				}
-			}
+			errs = append(errs, n.attachAssertions(plan, p.Baseline != nil)...)
 		}
 		for i, d := range s.Needs {
 			if d == s.Name {
@@ -226,14 +221,78 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 	return g, nil
 }
 
-// assertionsFor returns the assertions judged on a stage's rows: its own,
-// and the plan's when it measures.
-func assertionsFor(n *Node, p *schema.Plan) []schema.Assertion {
-	all := slices.Clone(n.Spec.Assert)
-	if n.Kind.Measuring {
-		all = append(all, p.Assert...)
+// compilePlanAssertions compiles the plan's own assertions once each:
+// the run-level ones are kept on the graph, the others returned for the
+// measuring stages to judge (nil where one did not compile).
+func (g *Graph) compilePlanAssertions() ([]*Assertion, schema.Errors) {
+	var errs schema.Errors
+	var rows []*Assertion
+	for _, a := range g.Plan.Assert {
+		ca, err := CompileAssertion(a, "")
+		if err != nil {
+			var es schema.Errors
+			if !asErrorsOf(err, &es) {
+				es = schema.Errors{{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: %v", a.Expr, err)}}
+			}
+			errs = append(errs, es...)
+			continue
+		}
+		if ca.Level == LevelRun {
+			g.planRunAsserts = append(g.planRunAsserts, ca)
+			continue
+		}
+		rows = append(rows, ca)
 	}
-	return all
+	return rows, errs
+}
+
+// attachAssertions compiles the stage's own assertions and gives it the
+// plan's row- and stage-level ones when it measures, with the problems an
+// assertion has on this stage: it reads a baseline the plan does not
+// have, or `rows` the stage does not produce.
+func (n *Node) attachAssertions(plan []*Assertion, haveBaseline bool) schema.Errors {
+	var errs schema.Errors
+	var judged []*Assertion
+	for _, a := range n.Spec.Assert {
+		ca, err := CompileAssertion(a, n.Spec.Name)
+		if err != nil {
+			errs = append(errs, asErrors(err, n.Spec)...)
+			continue
+		}
+		judged = append(judged, ca)
+	}
+	if n.Kind.Measuring {
+		judged = append(judged, plan...)
+	}
+	for _, ca := range judged {
+		if ca.ReadsBaseline && !haveBaseline {
+			errs = append(errs, schema.Error{Pos: ca.Pos, Msg: fmt.Sprintf("assertion %q: reads baseline, but the plan has no baseline: add baseline: {} (the earlier runs of this plan under the runs folder; baseline.runs names another)", ca.Expr)})
+		}
+		if ca.Level == LevelStage && !n.hasRows() {
+			errs = append(errs, schema.Error{Pos: ca.Pos, Msg: fmt.Sprintf("assertion %q: reads `rows`, but stage %s (kind %s) measures nothing, so it has no rows", ca.Expr, n.Spec.Name, n.Kind.Name)})
+		}
+		if ca.Level == LevelRun {
+			n.runAsserts = append(n.runAsserts, ca)
+			continue
+		}
+		n.asserts = append(n.asserts, ca)
+	}
+	return errs
+}
+
+// assertions returns the graph's compiled assertions: by the stage whose
+// rows they judge, and the run-level ones (the stages' own in plan order,
+// then the plan's).
+func (g *Graph) assertions() (map[string][]*Assertion, []*Assertion) {
+	byStage := map[string][]*Assertion{}
+	var run []*Assertion
+	for _, n := range g.Nodes {
+		if len(n.asserts) > 0 {
+			byStage[n.Spec.Name] = n.asserts
+		}
+		run = append(run, n.runAsserts...)
+	}
+	return byStage, append(run, g.planRunAsserts...)
 }
 
 func (r *Registry) kindNames() []string {
@@ -309,7 +368,7 @@ func (g *Graph) Only(names []string) (*Graph, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	out := &Graph{Plan: g.Plan, byName: map[string]*Node{}, Sinks: g.Sinks}
+	out := &Graph{Plan: g.Plan, byName: map[string]*Node{}, Sinks: g.Sinks, planRunAsserts: g.planRunAsserts}
 	for _, n := range g.Nodes {
 		if keep[n.Spec.Name] {
 			out.Nodes = append(out.Nodes, n)

@@ -73,7 +73,7 @@ func JudgeDir(ctx context.Context, g *Graph, dir string, o JudgeOptions) (*Summa
 	ri.Plan = g.Plan
 	col := &verdictCollector{}
 	r := &runner{g: g, ri: ri, opts: Options{Progress: progress, Baseline: o.Baseline}, states: map[string]*nodeState{},
-		asserts: map[string][]*Assertion{}, historyRoot: o.HistoryRoot}
+		historyRoot: o.HistoryRoot}
 	r.sinks = newSinkSet([]*SinkUse{{Kind: SinkKind{Name: "judge", Durable: true}, Sink: col}}, progress)
 	recorded := map[string]StageResult{}
 	for _, st := range run.Manifest.Stages {
@@ -87,9 +87,7 @@ func JudgeDir(ctx context.Context, g *Graph, dir string, o JudgeOptions) (*Summa
 		}
 		r.states[n.Spec.Name] = st
 	}
-	if err := r.compileAssertions(); err != nil {
-		return nil, err
-	}
+	r.asserts, r.runAsserts = g.assertions()
 	r.loadHistory()
 	r.loadBaselineCells()
 

@@ -108,7 +108,19 @@ func (m *modelDigester) get(ctx context.Context, waiter string) string {
 	if busy && waiter != "" {
 		fmt.Fprintf(m.progress, "benchrun: %s waits for the model file's digest (nothing is measured while it is hashed)\n", waiter)
 	}
-	d := digestOf(ctx, key, func(c *digestCall) { go m.report(ctx, key.path, c) })
+	// The hash's last progress line is written before the digest is
+	// used: a stage that starts once it has the digest follows the line.
+	var reported chan struct{}
+	d := digestOf(ctx, key, func(c *digestCall) {
+		reported = make(chan struct{})
+		go func() {
+			defer close(reported)
+			m.report(ctx, key.path, c)
+		}()
+	})
+	if reported != nil {
+		<-reported
+	}
 	if d != "" {
 		m.mu.Lock()
 		m.key, m.digest, m.pinned = key, d, true

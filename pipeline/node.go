@@ -1,0 +1,307 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// ServiceDiedError cancels the stages using a service that stopped on its own.
+type ServiceDiedError struct {
+	Service string
+	Reason  string
+}
+
+func (e *ServiceDiedError) Error() string {
+	// "server died", with the stage named unless it is "server" itself
+	// (which read "server server died").
+	if e.Service == "server" || e.Service == "" {
+		return "server died: " + e.Reason
+	}
+	return fmt.Sprintf("server %s died: %s", e.Service, e.Reason)
+}
+
+// TimeoutError is the cause of a stage's cancellation when its timeout passes.
+type TimeoutError struct {
+	Stage   string
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("stage %s timed out after %s (timeout in the plan): cancelled, its processes killed", e.Stage, e.Timeout)
+}
+
+// notStartedError ends a stage whose run was cancelled while it waited
+// for its locks.
+type notStartedError struct{ cause error }
+
+func (e *notStartedError) Error() string { return "not started: " + e.cause.Error() }
+
+// releaseServices stops every service none of whose dependents can still
+// run. A dependent that is itself a service still up (a server on a
+// provisioned machine) keeps what it stands on busy, so services stop in
+// reverse dependency order: the server first, then the machine under it.
+func (r *runner) releaseServices(ctx context.Context) {
+	for changed := true; changed; {
+		changed = false
+		for i := len(r.g.Nodes) - 1; i >= 0; i-- {
+			n := r.g.Nodes[i]
+			st := r.states[n.Spec.Name]
+			if st.status != StatusUp || st.released {
+				continue
+			}
+			busy := false
+			for _, d := range r.g.Dependents(n.Spec.Name) {
+				switch r.states[d.Spec.Name].status {
+				case StatusPending, StatusRunning, StatusUp:
+					busy = true
+				}
+			}
+			if !busy {
+				r.release(ctx, st)
+				changed = true
+			}
+		}
+	}
+}
+
+// release stops a service (or cleans up any stage holding resources) once.
+func (r *runner) release(ctx context.Context, st *nodeState) {
+	if st.cleanedUp || st.node.Stage == nil || st.status == StatusPending || st.status == StatusSkipped {
+		return
+	}
+	st.cleanedUp = true
+	defer r.locks.free(st.node.Spec.Name, st.locks)
+	if st.status == StatusUp {
+		st.released = true
+		if died, reason := serviceDied(st.outputs); died {
+			st.status = StatusFailed
+			st.reason = "died while in use: " + reason
+		} else if why := r.currentErrors(st.node.Spec.Name); why != "" {
+			st.status, st.reason = StatusError, why // a start-up that failed
+		} else {
+			st.status = StatusOK
+		}
+		// Its rows (a launch stage's start-ups) are all in once the
+		// stages using it have ended.
+		r.judgeStage(st.node.Spec.Name)
+	}
+	if c, ok := st.node.Stage.(Cleaner); ok {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.FinallyTimeout)
+		defer cancel()
+		if err := c.Cleanup(cctx); err != nil {
+			fmt.Fprintf(r.opts.Progress, "benchrun: cleanup of %s: %v\n", st.node.Spec.Name, err)
+		}
+	}
+}
+
+func serviceDied(o *Outputs) (bool, string) {
+	if o == nil || o.Done == nil {
+		return false, ""
+	}
+	select {
+	case <-o.Done:
+		reason := "exited"
+		if o.DoneReason != nil {
+			reason = o.DoneReason()
+		}
+		return true, reason
+	default:
+		return false, ""
+	}
+}
+
+// attempt is the number every row of this attempt carries.
+func (r *runner) attempt() int64 { return int64(max(r.ri.Attempt, 1)) }
+
+// emitAttempt stamps a cell row and its requests with the attempt, then
+// emits them (the outputs stamp the verdict rows from the cell row).
+func (r *runner) emitAttempt(cell results.Cell, reqs []results.Request) error {
+	if cell.Attempt == 0 {
+		cell.Attempt = r.attempt()
+	}
+	for i := range reqs {
+		if reqs[i].Attempt == 0 {
+			reqs[i].Attempt = cell.Attempt
+		}
+	}
+	r.tally.add(cell)
+	return r.emit(cell, reqs)
+}
+
+// emitSamplesAttempt stamps telemetry rows with the attempt and emits them.
+func (r *runner) emitSamplesAttempt(rows []results.Sample) error {
+	for i := range rows {
+		if rows[i].Attempt == 0 {
+			rows[i].Attempt = r.attempt()
+		}
+	}
+	return r.emitSamples(rows)
+}
+
+// runNodeSafely runs a stage and turns a panic in it into the stage's
+// failure (the stack goes to its log), so that the run still stops its
+// servers, runs its finally stages and finishes its manifest.
+func (r *runner) runNodeSafely(ctx context.Context, n *Node) (out *Outputs, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("stage %s crashed: panic: %v (stack in %s.log)", n.Spec.Name, v, n.Spec.Name)
+			if f, ferr := os.OpenFile(filepath.Join(r.ri.Dir, n.Spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
+				fmt.Fprint(f, redact.String(fmt.Sprintf("panic: %v\n\n%s", v, debug.Stack())))
+				f.Close()
+			}
+		}
+	}()
+	return r.runNode(ctx, n)
+}
+
+// runNode runs one stage with its locks, timeout, retries and the
+// watchdog that cancels it when a service it uses dies.
+func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
+	st := r.states[n.Spec.Name]
+	if ctx.Err() != nil {
+		// Interrupted (or out of plan time) before it started: skipped,
+		// not failed.
+		return nil, &notStartedError{cause: context.Cause(ctx)}
+	}
+	r.joinDigest(ctx, n)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	deps := map[string]*Outputs{}
+	for _, d := range n.Deps {
+		out := r.states[d].outputs
+		if out == nil {
+			out = &Outputs{}
+		}
+		deps[d] = out
+		if out.Done != nil {
+			go func(service string, o *Outputs) {
+				select {
+				case <-o.Done:
+					reason := "exited"
+					if o.DoneReason != nil {
+						reason = o.DoneReason()
+					}
+					cancel(&ServiceDiedError{Service: service, Reason: reason})
+				case <-ctx.Done():
+				}
+			}(d, out)
+		}
+	}
+	if n.Spec.Timeout > 0 {
+		var tcancel context.CancelFunc
+		ctx, tcancel = context.WithTimeoutCause(ctx, n.Spec.Timeout, &TimeoutError{Stage: n.Spec.Name, Timeout: n.Spec.Timeout})
+		defer tcancel()
+	}
+
+	logf, err := os.OpenFile(filepath.Join(r.ri.Dir, n.Spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening stage log: %w", err)
+	}
+	defer logf.Close()
+	logw := redact.NewWriter(logf) // what the stage logs, secrets masked
+	defer func() { _ = logw.Flush() }()
+	env := &Env{
+		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
+		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
+		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post, rows: r.stageRows,
+		shard: r.opts.Shard, shards: r.opts.Shards, startAt: r.opts.StartAt, sync: r.sync,
+	}
+
+	attempts := 1
+	var backoff time.Duration
+	if n.Spec.Retry != nil && !n.Kind.Measuring {
+		attempts, backoff = n.Spec.Retry.Attempts, n.Spec.Retry.Backoff
+	}
+	var out *Outputs
+	for i := 1; i <= attempts; i++ {
+		st.attempts = i
+		out, err = n.Stage.Run(ctx, env)
+		if err == nil || ctx.Err() != nil || i == attempts {
+			break
+		}
+		fmt.Fprintf(r.opts.Progress, "↻ %s attempt %d/%d failed: %s; retrying in %s\n", n.Spec.Name, i, attempts, firstLine(err.Error()), backoff)
+		if c, ok := n.Stage.(Cleaner); ok {
+			_ = c.Cleanup(context.WithoutCancel(ctx))
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff *= 2
+	}
+	if err != nil {
+		// Say why the context ended when that is the real reason.
+		// A stage that already said it (a sweep names the server's death
+		// itself) is not told twice.
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && ctx.Err() != nil && !strings.Contains(err.Error(), cause.Error()) {
+			err = fmt.Errorf("%w (%v)", cause, err)
+		}
+		if out == nil || out.Done == nil {
+			if c, ok := n.Stage.(Cleaner); ok {
+				st.cleanedUp = true
+				_ = c.Cleanup(context.WithoutCancel(ctx))
+			}
+		}
+		return out, err
+	}
+	if out == nil {
+		out = &Outputs{}
+	}
+	// A stage that finished while a service it used was dying (its streams
+	// broke, it wrote error rows and returned) did not succeed: the
+	// watchdog may not have fired yet because the exit is not reaped.
+	if derr := r.depDied(deps); derr != nil {
+		if c, ok := n.Stage.(Cleaner); ok && out.Done == nil {
+			st.cleanedUp = true
+			_ = c.Cleanup(context.WithoutCancel(ctx))
+		}
+		return out, derr
+	}
+	if out.Done == nil {
+		// Not a service: release what it holds now.
+		if c, ok := n.Stage.(Cleaner); ok {
+			st.cleanedUp = true
+			if cerr := c.Cleanup(context.WithoutCancel(ctx)); cerr != nil {
+				return out, fmt.Errorf("cleanup: %w", cerr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// depDied reports a service among deps that has died, waiting briefly for
+// the exit of one whose process is already gone to be reaped (so that the
+// reason carries the exit status and log tail).
+func (r *runner) depDied(deps map[string]*Outputs) error {
+	for name, o := range deps {
+		if o.Done == nil {
+			continue
+		}
+		if died, reason := serviceDied(o); died {
+			return &ServiceDiedError{Service: name, Reason: reason}
+		}
+		if o.PID > 0 && processGone(o.PID) {
+			select {
+			case <-o.Done:
+				reason := "exited"
+				if o.DoneReason != nil {
+					reason = o.DoneReason()
+				}
+				return &ServiceDiedError{Service: name, Reason: reason}
+			case <-time.After(2 * time.Second):
+				return &ServiceDiedError{Service: name, Reason: fmt.Sprintf("process %d is gone", o.PID)}
+			}
+		}
+	}
+	return nil
+}
