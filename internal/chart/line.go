@@ -100,33 +100,11 @@ func (c *Line) size() (w, h int) {
 
 // SVG renders the chart.
 func (c *Line) SVG() string {
-	for i := range c.Series {
-		// A point that could not be measured (NaN, ±Inf) is left out, and so
-		// is x <= 0 on a log axis.
-		c.Series[i].Points = slices.DeleteFunc(slices.Clone(c.Series[i].Points), func(p Point) bool {
-			return !finite(p.X) || !finite(p.Y) || (c.LogX && p.X <= 0)
-		})
-	}
+	c.dropUnplottable()
 	W, H := c.size()
 	var b strings.Builder
 	y := header(&b, "", W, H, c.Title, c.Note)
-	// Legend: one entry per distinct series name, wrapped across lines.
-	lx, ly := marginL-40, y
-	seen := map[string]bool{}
-	for _, s := range c.Series {
-		if seen[s.Name] || len(s.Points) == 0 {
-			continue
-		}
-		seen[s.Name] = true
-		w := 26 + 7*len(s.Name)
-		if lx+w > W-marginR {
-			lx, ly = marginL-40, ly+16
-		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`, lx, ly-4, lx+16, ly-4, s.Color)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#323f4b">%s</text>`, lx+20, ly, esc(s.Name))
-		lx += w + 10
-	}
-	top := ly + 14
+	top := c.legend(&b, W, y)
 	plotL, plotR, plotT, plotB := float64(marginL), float64(W-marginR), float64(top), float64(H-marginB)
 
 	var xs, ys []float64
@@ -149,9 +127,85 @@ func (c *Line) SVG() string {
 		yLo, yTicks = fitTicks(slices.Min(ys), slices.Max(ys))
 	}
 	yMax := yTicks[len(yTicks)-1]
-	var xTicks []float64
-	var xMap func(float64) float64
-	xLabel := formatTick
+	xTicks, xMap, xLabel := c.xAxis(xs, plotL, plotR)
+	yMap := func(v float64) float64 { return plotB - (v-yLo)/(yMax-yLo)*(plotB-plotT) }
+
+	// Grid and axes.
+	b.WriteString(`<g stroke="#e4e7eb" stroke-width="1">`)
+	for _, t := range yTicks {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, plotL, yMap(t), plotR, yMap(t))
+	}
+	for _, t := range xTicks {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, xMap(t), plotT, xMap(t), plotB)
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
+	b.WriteString(`<g fill="#52606d" font-size="11">`)
+	for _, t := range yTicks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, plotL-6, yMap(t)+4, formatTick(t))
+	}
+	for _, t := range xTicks {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, xLabel(t))
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, H-10, esc(c.XLabel))
+	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle" fill="#323f4b">%s</text>`, (plotT+plotB)/2, esc(c.YLabel))
+
+	for _, s := range c.Series {
+		if len(s.Points) > 0 {
+			drawSeries(&b, s, xMap, yMap)
+		}
+	}
+	for _, m := range c.Marks {
+		if !finite(m.X) || !finite(m.Y) {
+			continue
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e15759" stroke-dasharray="4 3"/>`, xMap(m.X), plotT, xMap(m.X), plotB)
+		fmt.Fprintf(&b, `<circle class="mark" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, xMap(m.X), yMap(m.Y), esc(m.Tip))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// dropUnplottable leaves out of the series the points that cannot be drawn.
+func (c *Line) dropUnplottable() {
+	for i := range c.Series {
+		// A point that could not be measured (NaN, ±Inf) is left out, and so
+		// is x <= 0 on a log axis.
+		c.Series[i].Points = slices.DeleteFunc(slices.Clone(c.Series[i].Points), func(p Point) bool {
+			return !finite(p.X) || !finite(p.Y) || (c.LogX && p.X <= 0)
+		})
+	}
+}
+
+// legend writes one entry per distinct series name, wrapped across lines,
+// from the line at y on a chart w wide; it returns the top of the plot
+// below it.
+func (c *Line) legend(b *strings.Builder, w, y int) int {
+	lx, ly := marginL-40, y
+	seen := map[string]bool{}
+	for _, s := range c.Series {
+		if seen[s.Name] || len(s.Points) == 0 {
+			continue
+		}
+		seen[s.Name] = true
+		sw := 26 + 7*len(s.Name)
+		if lx+sw > w-marginR {
+			lx, ly = marginL-40, ly+16
+		}
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`, lx, ly-4, lx+16, ly-4, s.Color)
+		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#323f4b">%s</text>`, lx+20, ly, esc(s.Name))
+		lx += sw + 10
+	}
+	return ly + 14
+}
+
+// xAxis is the x axis over the values xs, drawn from plotL to plotR: its
+// ticks, where a value lies, and how a tick is labelled. A log axis and a
+// time axis are padded around the values; a linear one starts at 0 unless
+// FitX.
+func (c *Line) xAxis(xs []float64, plotL, plotR float64) (xTicks []float64, xMap func(float64) float64, xLabel func(float64) string) {
+	xLabel = formatTick
 	switch {
 	case c.LogX:
 		lo, hi := math.Log2(slices.Min(xs)), math.Log2(slices.Max(xs))
@@ -190,77 +244,45 @@ func (c *Line) SVG() string {
 		xMax := xTicks[len(xTicks)-1]
 		xMap = func(x float64) float64 { return plotL + (x-xLo)/(xMax-xLo)*(plotR-plotL) }
 	}
-	yMap := func(v float64) float64 { return plotB - (v-yLo)/(yMax-yLo)*(plotB-plotT) }
+	return xTicks, xMap, xLabel
+}
 
-	// Grid and axes.
-	b.WriteString(`<g stroke="#e4e7eb" stroke-width="1">`)
-	for _, t := range yTicks {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, plotL, yMap(t), plotR, yMap(t))
-	}
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, xMap(t), plotT, xMap(t), plotB)
-	}
-	b.WriteString(`</g>`)
-	fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
-	b.WriteString(`<g fill="#52606d" font-size="11">`)
-	for _, t := range yTicks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, plotL-6, yMap(t)+4, formatTick(t))
-	}
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, xLabel(t))
-	}
-	b.WriteString(`</g>`)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, H-10, esc(c.XLabel))
-	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle" fill="#323f4b">%s</text>`, (plotT+plotB)/2, esc(c.YLabel))
-
-	// Series: a line through the points in x order, then the markers.
-	for _, s := range c.Series {
-		if len(s.Points) == 0 {
-			continue
+// drawSeries writes one series: a line through its points in x order,
+// then its markers.
+func drawSeries(b *strings.Builder, s Series, xMap, yMap func(float64) float64) {
+	pts := slices.Clone(s.Points)
+	slices.SortStableFunc(pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+	var d strings.Builder
+	for i, p := range pts {
+		cmd := "L"
+		if i == 0 {
+			cmd = "M"
 		}
-		pts := slices.Clone(s.Points)
-		slices.SortStableFunc(pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
-		var d strings.Builder
-		for i, p := range pts {
-			cmd := "L"
-			if i == 0 {
-				cmd = "M"
-			}
-			fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, xMap(p.X), yMap(p.Y))
-		}
-		dash := ""
-		if s.Dash {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		fmt.Fprintf(&b, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2.2"%s/>`, strings.TrimSpace(d.String()), s.Color, dash)
-		for _, p := range pts {
-			if s.Plain {
-				if p.Tip == "" {
-					continue
-				}
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="transparent"><title>%s</title></circle>`, xMap(p.X), yMap(p.Y), esc(p.Tip))
+		fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, xMap(p.X), yMap(p.Y))
+	}
+	dash := ""
+	if s.Dash {
+		dash = ` stroke-dasharray="6 4"`
+	}
+	fmt.Fprintf(b, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2.2"%s/>`, strings.TrimSpace(d.String()), s.Color, dash)
+	for _, p := range pts {
+		if s.Plain {
+			if p.Tip == "" {
 				continue
 			}
-			fill := s.Color
-			if s.Dash {
-				fill = "#ffffff"
-			}
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.8" fill="%s" stroke="%s" stroke-width="1.6"><title>%s</title></circle>`,
-				xMap(p.X), yMap(p.Y), fill, s.Color, esc(p.Tip))
-			if p.Label != "" {
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`, xMap(p.X)+6, yMap(p.Y)-6, s.Color, esc(p.Label))
-			}
-		}
-	}
-	for _, m := range c.Marks {
-		if !finite(m.X) || !finite(m.Y) {
+			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="transparent"><title>%s</title></circle>`, xMap(p.X), yMap(p.Y), esc(p.Tip))
 			continue
 		}
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e15759" stroke-dasharray="4 3"/>`, xMap(m.X), plotT, xMap(m.X), plotB)
-		fmt.Fprintf(&b, `<circle class="mark" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, xMap(m.X), yMap(m.Y), esc(m.Tip))
+		fill := s.Color
+		if s.Dash {
+			fill = "#ffffff"
+		}
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3.8" fill="%s" stroke="%s" stroke-width="1.6"><title>%s</title></circle>`,
+			xMap(p.X), yMap(p.Y), fill, s.Color, esc(p.Tip))
+		if p.Label != "" {
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`, xMap(p.X)+6, yMap(p.Y)-6, s.Color, esc(p.Label))
+		}
 	}
-	b.WriteString(`</svg>`)
-	return b.String()
 }
 
 // fitTicks are round ticks spanning lo..hi with a margin, for an axis that

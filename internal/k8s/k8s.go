@@ -123,79 +123,36 @@ func dnsName(s string) string {
 
 // Render builds the manifests for the resolved plan planJSON.
 func Render(planJSON []byte, o Options) (*Result, error) {
-	if o.Shards < 1 {
-		return nil, fmt.Errorf("--shards %d: want at least 1", o.Shards)
-	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
-	if o.StartAt == "" {
-		return nil, fmt.Errorf("no start time: the shards need a common --start-at")
-	}
-	if o.Namespace != "" {
-		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-			return nil, fmt.Errorf("--namespace %q is not a Kubernetes namespace name: %s", o.Namespace, strings.Join(errs, "; "))
-		}
+	if err := o.complete(); err != nil {
+		return nil, err
 	}
 	var plan map[string]any
 	if err := json.Unmarshal(planJSON, &plan); err != nil {
 		return nil, fmt.Errorf("the resolved plan: %w", err)
 	}
-	planName, _ := plan["name"].(string)
-	modelName := ""
-	if m, ok := plan["model"].(map[string]any); ok {
-		modelName, _ = m["name"].(string)
-	}
-	prefix := "benchrun-" + dnsName(planName)
-	// 63 is a label's limit; the longest suffix added is "-shards" or a
-	// stage's name, which is checked by Validate on the result.
-	if len(prefix) > 40 {
-		prefix = strings.TrimRight(prefix[:40], "-")
-	}
+	prefix, modelName := planNames(plan)
 	r := &Result{}
 	launches, warnings, err := rewriteLaunches(plan, prefix, o.Namespace, modelName)
 	if err != nil {
 		return nil, err
 	}
-	r.Launches, r.Warnings = launches, warnings
-	for _, l := range launches {
-		for _, a := range l.Cmd {
-			// ${host} becomes 0.0.0.0; a loopback address written out
-			// is unreachable from the shards' pods.
-			if strings.Contains(a, "127.0.0.1") || strings.Contains(a, "localhost") {
-				r.Warnings = append(r.Warnings, fmt.Sprintf("stages.%s.cmd: %q listens on loopback, which the shards' pods cannot reach: write ${host} instead", l.Stage, a))
-			}
-		}
-	}
+	r.Launches, r.Warnings = launches, append(warnings, loopbackWarnings(launches)...)
 	shardPlan, err := json.MarshalIndent(plan, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	r.PlanJSON = shardPlan
 
-	labels := func(role string) map[string]string {
-		return map[string]string{
-			"app.kubernetes.io/name":      "benchrun",
-			"app.kubernetes.io/instance":  prefix,
-			"app.kubernetes.io/component": role,
-		}
-	}
-	meta := func(name, role string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels(role)}
-	}
-	add := func(file string, obj runtime.Object) {
-		r.Objects = append(r.Objects, Object{File: fmt.Sprintf("%02d-%s.yaml", len(r.Objects), file), Object: obj})
-	}
-
+	b := &objects{prefix: prefix, namespace: o.Namespace}
 	cmName := prefix + "-plan"
-	add("configmap-plan", &corev1.ConfigMap{
+	b.add("configmap-plan", &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: meta(cmName, "plan"),
+		ObjectMeta: b.meta(cmName, "plan"),
 		Data:       map[string]string{"plan.json": string(shardPlan) + "\n", "start-at": o.StartAt},
 	})
-	add("pvc-runs", &corev1.PersistentVolumeClaim{
+	b.add("pvc-runs", &corev1.PersistentVolumeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: meta(RunsClaim, "runs"),
+		ObjectMeta: b.meta(RunsClaim, "runs"),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			Resources: corev1.VolumeResourceRequirements{
@@ -203,31 +160,99 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 			},
 		},
 	})
-
 	for _, l := range launches {
-		dep, svc := launchObjects(l, prefix, o, labels)
-		add("deployment-"+dnsName(l.Stage), dep)
-		add("service-"+dnsName(l.Stage), svc)
+		dep, svc := launchObjects(l, prefix, o, b.labels)
+		b.add("deployment-"+dnsName(l.Stage), dep)
+		b.add("service-"+dnsName(l.Stage), svc)
 	}
+	volumes := runVolumes(cmName)
+	svc, job := shardObjects(b, o, cmName, volumes)
+	b.add("service-shards", svc)
+	b.add("job-shards", job)
+	b.add("job-merge", mergeJob(b, o, volumes[1:]))
+	r.Objects = b.list
+	return r, nil
+}
 
-	shardJob := prefix + "-shards"
-	// The headless Service gives every shard pod a stable DNS name,
-	// <job>-<index>.<service>: an Indexed Job sets each pod's hostname to
-	// <job>-<index>, and the pod's subdomain names this Service.
-	add("service-shards", &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: meta(shardJob, "shard"),
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone,
-			Selector:  labels("shard"),
-			// A shard is addressed before it is ready (a coordinator
-			// waits for the others), so not-ready pods are published too.
-			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "coordinate", Port: CoordinatorPort, TargetPort: intstr.FromInt32(CoordinatorPort)}},
-		},
-	})
+// complete fills in the default image and checks the options.
+func (o *Options) complete() error {
+	if o.Shards < 1 {
+		return fmt.Errorf("--shards %d: want at least 1", o.Shards)
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.StartAt == "" {
+		return fmt.Errorf("no start time: the shards need a common --start-at")
+	}
+	if o.Namespace != "" {
+		if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+			return fmt.Errorf("--namespace %q is not a Kubernetes namespace name: %s", o.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
 
-	volumes := []corev1.Volume{
+// planNames are the prefix of every rendered object's name, from the
+// plan's name, and the plan's model name.
+func planNames(plan map[string]any) (prefix, modelName string) {
+	planName, _ := plan["name"].(string)
+	if m, ok := plan["model"].(map[string]any); ok {
+		modelName, _ = m["name"].(string)
+	}
+	prefix = "benchrun-" + dnsName(planName)
+	// 63 is a label's limit; the longest suffix added is "-shards" or a
+	// stage's name, which is checked by Validate on the result.
+	if len(prefix) > 40 {
+		prefix = strings.TrimRight(prefix[:40], "-")
+	}
+	return prefix, modelName
+}
+
+// loopbackWarnings warn of launch commands that listen on loopback.
+func loopbackWarnings(launches []Launch) []string {
+	var warnings []string
+	for _, l := range launches {
+		for _, a := range l.Cmd {
+			// ${host} becomes 0.0.0.0; a loopback address written out
+			// is unreachable from the shards' pods.
+			if strings.Contains(a, "127.0.0.1") || strings.Contains(a, "localhost") {
+				warnings = append(warnings, fmt.Sprintf("stages.%s.cmd: %q listens on loopback, which the shards' pods cannot reach: write ${host} instead", l.Stage, a))
+			}
+		}
+	}
+	return warnings
+}
+
+// objects collects a rendering's manifests: they share the name prefix
+// and the labels that tell them apart from another plan's, and their files
+// are numbered in the order they are added, the order kubectl applies them in.
+type objects struct {
+	prefix    string
+	namespace string
+	list      []Object
+}
+
+func (b *objects) labels(role string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":      "benchrun",
+		"app.kubernetes.io/instance":  b.prefix,
+		"app.kubernetes.io/component": role,
+	}
+}
+
+func (b *objects) meta(name, role string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: b.namespace, Labels: b.labels(role)}
+}
+
+func (b *objects) add(file string, obj runtime.Object) {
+	b.list = append(b.list, Object{File: fmt.Sprintf("%02d-%s.yaml", len(b.list), file), Object: obj})
+}
+
+// runVolumes are the plan (from the ConfigMap cmName) and the runs claim,
+// in that order: the shards mount both, the merge only the runs.
+func runVolumes(cmName string) []corev1.Volume {
+	return []corev1.Volume{
 		{Name: "plan", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: cmName},
 			// benchrun loads a plan by CUE's rules, which take a .json
@@ -237,41 +262,55 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 		}}},
 		{Name: "runs", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: RunsClaim}}},
 	}
+}
+
+// noRetry is the rendered Jobs' backoff limit. A retried shard would start
+// after the common instant and measure a different load than its peers:
+// fail instead, and rerun the set.
+func noRetry() *int32 {
+	n := int32(0)
+	return &n
+}
+
+// shardObjects are the shards' Indexed Job and the headless Service that
+// names its pods.
+func shardObjects(b *objects, o Options, cmName string, volumes []corev1.Volume) (*corev1.Service, *batchv1.Job) {
+	shardJob := b.prefix + "-shards"
+	// The headless Service gives every shard pod a stable DNS name,
+	// <job>-<index>.<service>: an Indexed Job sets each pod's hostname to
+	// <job>-<index>, and the pod's subdomain names this Service.
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: b.meta(shardJob, "shard"),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  b.labels("shard"),
+			// A shard is addressed before it is ready (a coordinator
+			// waits for the others), so not-ready pods are published too.
+			PublishNotReadyAddresses: true,
+			Ports:                    []corev1.ServicePort{{Name: "coordinate", Port: CoordinatorPort, TargetPort: intstr.FromInt32(CoordinatorPort)}},
+		},
+	}
 	mounts := []corev1.VolumeMount{{Name: "plan", MountPath: "/plan", ReadOnly: true}, {Name: "runs", MountPath: "/runs"}}
-	n := strconv.Itoa(o.Shards)
-	// Each shard writes its run under /runs/shard-<i> and, whatever its
-	// exit, a done marker holding its exit status: the merge Job waits
-	// for the N markers (Kubernetes has no "after that Job" for a Job).
-	// Shard 0 serves the coordinator (--coordinate) that every shard
-	// joins by shard 0's stable name, so that every cell starts on all
-	// shards together; --start-at is the first cell's "not before".
-	coordAddr := fmt.Sprintf("%s-0.%s:%d", shardJob, shardJob, CoordinatorPort)
-	shardScript := fmt.Sprintf("sync='--coordinator %s'; if [ \"$(JOB_COMPLETION_INDEX)\" = 0 ]; then sync='--coordinate :%d'; fi; ", coordAddr, CoordinatorPort) +
-		"benchrun /plan/plan.cue --shard $(JOB_COMPLETION_INDEX)/" + n +
-		" --start-at $(START_AT) $sync --out /runs/shard-$(JOB_COMPLETION_INDEX)" +
-		"; rc=$?; mkdir -p /runs/done && echo $rc > /runs/done/$(JOB_COMPLETION_INDEX); exit $rc"
 	completions := int32(o.Shards)
 	indexed := batchv1.IndexedCompletion
-	// A retried shard would start after the common instant and measure a
-	// different load than its peers: fail instead, and rerun the set.
-	noRetry := int32(0)
-	add("job-shards", &batchv1.Job{
+	job := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta(shardJob, "shard"),
+		ObjectMeta: b.meta(shardJob, "shard"),
 		Spec: batchv1.JobSpec{
 			CompletionMode: &indexed,
 			Completions:    &completions,
 			Parallelism:    &completions,
-			BackoffLimit:   &noRetry,
+			BackoffLimit:   noRetry(),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels("shard")},
+				ObjectMeta: metav1.ObjectMeta{Labels: b.labels("shard")},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Subdomain:     shardJob,
 					Containers: []corev1.Container{{
 						Name:    "shard",
 						Image:   o.Image,
-						Command: []string{"/bin/sh", "-c", shardScript},
+						Command: []string{"/bin/sh", "-c", shardScript(shardJob, o.Shards)},
 						Env: []corev1.EnvVar{
 							// Kubernetes sets JOB_COMPLETION_INDEX itself in an
 							// Indexed Job; declaring it from the annotation makes
@@ -289,20 +328,41 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 				},
 			},
 		},
-	})
+	}
+	return svc, job
+}
 
+// shardScript is a shard pod's command, for the Job shardJob of n shards.
+//
+// Each shard writes its run under /runs/shard-<i> and, whatever its exit,
+// a done marker holding its exit status: the merge Job waits for the N
+// markers (Kubernetes has no "after that Job" for a Job). Shard 0 serves
+// the coordinator (--coordinate) that every shard joins by shard 0's
+// stable name, so that every cell starts on all shards together;
+// --start-at is the first cell's "not before".
+func shardScript(shardJob string, n int) string {
+	coordAddr := fmt.Sprintf("%s-0.%s:%d", shardJob, shardJob, CoordinatorPort)
+	return fmt.Sprintf("sync='--coordinator %s'; if [ \"$(JOB_COMPLETION_INDEX)\" = 0 ]; then sync='--coordinate :%d'; fi; ", coordAddr, CoordinatorPort) +
+		"benchrun /plan/plan.cue --shard $(JOB_COMPLETION_INDEX)/" + strconv.Itoa(n) +
+		" --start-at $(START_AT) $sync --out /runs/shard-$(JOB_COMPLETION_INDEX)" +
+		"; rc=$?; mkdir -p /runs/done && echo $rc > /runs/done/$(JOB_COMPLETION_INDEX); exit $rc"
+}
+
+// mergeJob is the Job that merges the shards' parts once all of them are
+// done; volumes holds the runs claim.
+func mergeJob(b *objects, o Options, volumes []corev1.Volume) *batchv1.Job {
 	// A shard's exit 1 is its own assertions on its part of the load:
 	// the merge judges the whole again. Any other status is a failure.
-	mergeScript := "n=" + n + "; while [ \"$(ls /runs/done 2>/dev/null | wc -l)\" -lt $n ]; do sleep 5; done" +
+	mergeScript := "n=" + strconv.Itoa(o.Shards) + "; while [ \"$(ls /runs/done 2>/dev/null | wc -l)\" -lt $n ]; do sleep 5; done" +
 		"; if [ -n \"$(grep -LxE '0|1' /runs/done/*)\" ]; then echo 'a shard failed:' $(grep -LxE '0|1' /runs/done/*) >&2; exit 1; fi" +
 		"; exec benchrun merge /runs/shard-*/* --out /runs/merged"
-	add("job-merge", &batchv1.Job{
+	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: meta(prefix+"-merge", "merge"),
+		ObjectMeta: b.meta(b.prefix+"-merge", "merge"),
 		Spec: batchv1.JobSpec{
-			BackoffLimit: &noRetry,
+			BackoffLimit: noRetry(),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels("merge")},
+				ObjectMeta: metav1.ObjectMeta{Labels: b.labels("merge")},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{
@@ -311,12 +371,11 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 						Command:      []string{"/bin/sh", "-c", mergeScript},
 						VolumeMounts: []corev1.VolumeMount{{Name: "runs", MountPath: "/runs"}},
 					}},
-					Volumes: volumes[1:],
+					Volumes: volumes,
 				},
 			},
 		},
-	})
-	return r, nil
+	}
 }
 
 // rewriteLaunches takes the launch stages out of plan: each becomes a

@@ -327,6 +327,33 @@ func ApplyPreset(cfg *Config, name string) error {
 
 // Validate reports the first inconsistency in cfg.
 func (c Config) Validate() error {
+	errs := c.modelErrors()
+	errs = appendFailed(errs, c.servingChecks())
+	if c.Mode == ModeEngine {
+		errs = append(errs, c.engineErrors()...)
+	}
+	errs = append(errs, c.faultErrors()...)
+	errs = appendFailed(errs, c.lifecycleChecks())
+	return errors.Join(errs...)
+}
+
+// fieldCheck is one rule of Validate: err is reported when bad holds.
+type fieldCheck struct {
+	bad bool
+	err error
+}
+
+// appendFailed appends the errors of the checks that failed, in order.
+func appendFailed(errs []error, checks []fieldCheck) []error {
+	for _, ch := range checks {
+		if ch.bad {
+			errs = append(errs, ch.err)
+		}
+	}
+	return errs
+}
+
+func (c Config) modelErrors() []error {
 	var errs []error
 	if len(c.Models) == 0 {
 		errs = append(errs, errors.New("at least one model name is needed"))
@@ -336,60 +363,66 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("empty model name"))
 		}
 	}
-	if c.Mode != ModeFixed && c.Mode != ModeEngine {
-		errs = append(errs, fmt.Errorf("mode %q: want fixed or engine", c.Mode))
+	return errs
+}
+
+// servingChecks are the rules on the knobs every mode uses.
+func (c Config) servingChecks() []fieldCheck {
+	return []fieldCheck{
+		{c.Mode != ModeFixed && c.Mode != ModeEngine,
+			fmt.Errorf("mode %q: want fixed or engine", c.Mode)},
+		{c.TTFT < 0 || c.ITL < 0 || c.LoadTime < 0 || c.ListenAfter < 0,
+			errors.New("ttft, itl, load-time and listen-after must not be negative")},
+		{c.MaxModelLen <= 0, errors.New("max-model-len must be positive")},
+		{c.TokensPerChunk <= 0, errors.New("tokens-per-chunk must be positive")},
+		{c.EOSProb < 0 || c.EOSProb >= 1, errors.New("eos-prob must be in [0, 1)")},
+		{c.DefaultMaxTokens <= 0 || c.EmbeddingDim <= 0,
+			errors.New("default-max-tokens and embedding-dim must be positive")},
+		{!validMetrics(c.Metrics),
+			fmt.Errorf("metrics %q: want vllm, llamacpp, both, sglang or none", c.Metrics)},
+		{!ValidPersonality(c.Personality),
+			fmt.Errorf("personality %q: want one of %s", c.Personality, strings.Join(Personalities(), ", "))},
+		{c.CloseAfterStreamDelay < 0, errors.New("close-after-stream-delay must not be negative")},
+		{c.Slots < 0 || c.TrainContextLen < 0, errors.New("slots and train-context-len must not be negative")},
+		{c.MaxRecords < 0, errors.New("max-records must not be negative")},
 	}
-	if c.TTFT < 0 || c.ITL < 0 || c.LoadTime < 0 || c.ListenAfter < 0 {
-		errs = append(errs, errors.New("ttft, itl, load-time and listen-after must not be negative"))
-	}
-	if c.MaxModelLen <= 0 {
-		errs = append(errs, errors.New("max-model-len must be positive"))
-	}
-	if c.TokensPerChunk <= 0 {
-		errs = append(errs, errors.New("tokens-per-chunk must be positive"))
-	}
-	if c.EOSProb < 0 || c.EOSProb >= 1 {
-		errs = append(errs, errors.New("eos-prob must be in [0, 1)"))
-	}
-	if c.DefaultMaxTokens <= 0 || c.EmbeddingDim <= 0 {
-		errs = append(errs, errors.New("default-max-tokens and embedding-dim must be positive"))
-	}
-	switch c.Metrics {
+}
+
+func validMetrics(m string) bool {
+	switch m {
 	case MetricsVLLM, MetricsLlamaCpp, MetricsBoth, MetricsSGLang, MetricsNone:
-	default:
-		errs = append(errs, fmt.Errorf("metrics %q: want vllm, llamacpp, both, sglang or none", c.Metrics))
+		return true
 	}
-	if !ValidPersonality(c.Personality) {
-		errs = append(errs, fmt.Errorf("personality %q: want one of %s", c.Personality, strings.Join(Personalities(), ", ")))
+	return false
+}
+
+// engineErrors checks the engine-mode model. Its capacity rules are
+// reported one at a time, since each presumes the ones before it hold.
+func (c Config) engineErrors() []error {
+	var errs []error
+	e := c.Engine
+	if e.MaxNumSeqs <= 0 || e.BlockSize <= 0 || e.KVCacheTokens <= 0 || e.MaxBatchedTokens <= 0 {
+		errs = append(errs, errors.New("engine: max-num-seqs, block-size, kv-cache-tokens and max-batched-tokens must be positive"))
+	} else if e.MaxBatchedTokens < e.MaxNumSeqs*c.TokensPerChunk {
+		// vLLM's rule: otherwise a full batch of decodes cannot fit a step.
+		errs = append(errs, fmt.Errorf("engine: max-batched-tokens %d must be at least max-num-seqs %d (times tokens-per-chunk)", e.MaxBatchedTokens, e.MaxNumSeqs))
+	} else if e.KVCacheTokens < c.MaxModelLen+e.BlockSize {
+		// Like vLLM, refuse a cache that cannot hold one full-length sequence:
+		// such a request could never be admitted and would wait forever.
+		errs = append(errs, fmt.Errorf("engine: kv-cache-tokens %d cannot hold one sequence of max-model-len %d", e.KVCacheTokens, c.MaxModelLen))
 	}
-	if c.CloseAfterStreamDelay < 0 {
-		errs = append(errs, errors.New("close-after-stream-delay must not be negative"))
+	if e.StepBase < 0 || e.PerSeq < 0 || e.PerPrefillToken < 0 || e.PerContextToken < 0 || e.Jitter < 0 {
+		errs = append(errs, errors.New("engine: costs and jitter must not be negative"))
 	}
-	if c.Slots < 0 || c.TrainContextLen < 0 {
-		errs = append(errs, errors.New("slots and train-context-len must not be negative"))
+	if e.StepBase+e.PerSeq <= 0 {
+		errs = append(errs, errors.New("engine: step-base + per-seq must be positive, or steps would take no time"))
 	}
-	if c.MaxRecords < 0 {
-		errs = append(errs, errors.New("max-records must not be negative"))
-	}
-	if c.Mode == ModeEngine {
-		e := c.Engine
-		if e.MaxNumSeqs <= 0 || e.BlockSize <= 0 || e.KVCacheTokens <= 0 || e.MaxBatchedTokens <= 0 {
-			errs = append(errs, errors.New("engine: max-num-seqs, block-size, kv-cache-tokens and max-batched-tokens must be positive"))
-		} else if e.MaxBatchedTokens < e.MaxNumSeqs*c.TokensPerChunk {
-			// vLLM's rule: otherwise a full batch of decodes cannot fit a step.
-			errs = append(errs, fmt.Errorf("engine: max-batched-tokens %d must be at least max-num-seqs %d (times tokens-per-chunk)", e.MaxBatchedTokens, e.MaxNumSeqs))
-		} else if e.KVCacheTokens < c.MaxModelLen+e.BlockSize {
-			// Like vLLM, refuse a cache that cannot hold one full-length sequence:
-			// such a request could never be admitted and would wait forever.
-			errs = append(errs, fmt.Errorf("engine: kv-cache-tokens %d cannot hold one sequence of max-model-len %d", e.KVCacheTokens, c.MaxModelLen))
-		}
-		if e.StepBase < 0 || e.PerSeq < 0 || e.PerPrefillToken < 0 || e.PerContextToken < 0 || e.Jitter < 0 {
-			errs = append(errs, errors.New("engine: costs and jitter must not be negative"))
-		}
-		if e.StepBase+e.PerSeq <= 0 {
-			errs = append(errs, errors.New("engine: step-base + per-seq must be positive, or steps would take no time"))
-		}
-	}
+	return errs
+}
+
+// faultErrors checks the configured fault rates and their parameters.
+func (c Config) faultErrors() []error {
+	var errs []error
 	f := c.Faults
 	for _, r := range []float64{f.ErrorRate, f.DropRate, f.StallRate, f.MalformedRate, f.SlowHeadersRate, f.CutRate} {
 		if r < 0 || r > 1 {
@@ -408,11 +441,15 @@ func (c Config) Validate() error {
 	if f.DropAfter < 0 || f.StallAt < 0 || f.Stall < 0 || f.SlowHeaders < 0 || f.CutAfter < 0 {
 		errs = append(errs, errors.New("fault counts and durations must not be negative"))
 	}
-	if c.ExitAfter < 0 {
-		errs = append(errs, errors.New("exit-after must not be negative"))
+	return errs
+}
+
+// lifecycleChecks are the rules on the rehearsed disturbances: the exit
+// and the slow first requests.
+func (c Config) lifecycleChecks() []fieldCheck {
+	return []fieldCheck{
+		{c.ExitAfter < 0, errors.New("exit-after must not be negative")},
+		{c.SlowFirst < 0 || c.SlowFirst > 0 && c.SlowFactor <= 0,
+			errors.New("slow-first must not be negative, and needs a positive slow-factor")},
 	}
-	if c.SlowFirst < 0 || c.SlowFirst > 0 && c.SlowFactor <= 0 {
-		errs = append(errs, errors.New("slow-first must not be negative, and needs a positive slow-factor"))
-	}
-	return errors.Join(errs...)
 }

@@ -114,41 +114,12 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		rec.update(func(r *RequestRecord) { r.Status, r.Finished = http.StatusNotFound, time.Now() })
 		return
 	}
-	inputs, err := s.parseInputs(req.Input)
+	plan, err := s.planEmbeddings(&req)
 	if err != nil {
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	if len(inputs) == 0 {
-		fail(http.StatusBadRequest, "BadRequestError", "input must not be empty")
-		return
-	}
-	dim := s.cfg.EmbeddingDim
-	if req.Dimensions != nil {
-		if *req.Dimensions < 1 || *req.Dimensions > s.cfg.EmbeddingDim {
-			fail(http.StatusBadRequest, "BadRequestError", "dimensions must be in [1, "+strconv.Itoa(s.cfg.EmbeddingDim)+"]")
-			return
-		}
-		dim = *req.Dimensions
-	}
-	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
-		fail(http.StatusBadRequest, "BadRequestError", "encoding_format must be float or base64")
-		return
-	}
-	total := 0
-	for i, inp := range inputs {
-		in := inp.ids
-		if len(in) == 0 {
-			fail(http.StatusBadRequest, "BadRequestError", "input["+strconv.Itoa(i)+"] is empty")
-			return
-		}
-		if len(in) > s.cfg.MaxModelLen {
-			fail(http.StatusBadRequest, "BadRequestError", "input["+strconv.Itoa(i)+"] has "+strconv.Itoa(len(in))+
-				" tokens, over the maximum context length of "+strconv.Itoa(s.cfg.MaxModelLen))
-			return
-		}
-		total += len(in)
-	}
+	inputs, total := plan.inputs, plan.total
 	f, err := s.pickFaults(r, n)
 	if err != nil {
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
@@ -222,28 +193,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	data := make([]map[string]any, len(inputs))
-	for i, in := range inputs {
-		vec := embed(in, dim)
-		if i == len(inputs)-1 {
-			// The last vector of the batch: a check that reads only the
-			// first would miss it.
-			vec = f.badVector(vec)
-		}
-		var v any = floatArray(vec)
-		if req.EncodingFormat == "base64" {
-			buf := make([]byte, 4*len(vec))
-			for j, x := range vec {
-				binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(x))
-			}
-			v = base64.StdEncoding.EncodeToString(buf)
-		}
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
-	}
-	body, err := json.Marshal(map[string]any{
-		"id": rec.r.ID, "object": "list", "created": s.created, "model": model, "data": data,
-		"usage": map[string]int{"prompt_tokens": total, "total_tokens": total},
-	})
+	body, err := s.embeddingsBody(rec.r.ID, model, plan, f)
 	if err != nil {
 		fail(http.StatusInternalServerError, "InternalServerError", err.Error())
 		return
@@ -263,6 +213,76 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		if werr != nil {
 			r.Error = werr.Error()
 		}
+	})
+}
+
+// embeddingsPlan is a validated embeddings request.
+type embeddingsPlan struct {
+	inputs []embInput
+	dim    int    // the length of each vector: the request's dimensions, or the model's
+	format string // encoding_format: "", "float" or "base64"
+	total  int    // prompt tokens over all inputs
+}
+
+// planEmbeddings checks a decoded request's input and options; the error
+// is the 400's message.
+func (s *Server) planEmbeddings(req *embeddingsRequest) (embeddingsPlan, error) {
+	inputs, err := s.parseInputs(req.Input)
+	if err != nil {
+		return embeddingsPlan{}, err
+	}
+	if len(inputs) == 0 {
+		return embeddingsPlan{}, errors.New("input must not be empty")
+	}
+	dim := s.cfg.EmbeddingDim
+	if req.Dimensions != nil {
+		if *req.Dimensions < 1 || *req.Dimensions > s.cfg.EmbeddingDim {
+			return embeddingsPlan{}, errors.New("dimensions must be in [1, " + strconv.Itoa(s.cfg.EmbeddingDim) + "]")
+		}
+		dim = *req.Dimensions
+	}
+	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
+		return embeddingsPlan{}, errors.New("encoding_format must be float or base64")
+	}
+	total := 0
+	for i, inp := range inputs {
+		in := inp.ids
+		if len(in) == 0 {
+			return embeddingsPlan{}, errors.New("input[" + strconv.Itoa(i) + "] is empty")
+		}
+		if len(in) > s.cfg.MaxModelLen {
+			return embeddingsPlan{}, errors.New("input[" + strconv.Itoa(i) + "] has " + strconv.Itoa(len(in)) +
+				" tokens, over the maximum context length of " + strconv.Itoa(s.cfg.MaxModelLen))
+		}
+		total += len(in)
+	}
+	return embeddingsPlan{inputs: inputs, dim: dim, format: req.EncodingFormat, total: total}, nil
+}
+
+// embeddingsBody is the JSON answer to an embeddings request, with f's
+// vector fault applied to the batch's last vector.
+func (s *Server) embeddingsBody(id, model string, plan embeddingsPlan, f faults) ([]byte, error) {
+	data := make([]map[string]any, len(plan.inputs))
+	for i, in := range plan.inputs {
+		vec := embed(in, plan.dim)
+		if i == len(plan.inputs)-1 {
+			// The last vector of the batch: a check that reads only the
+			// first would miss it.
+			vec = f.badVector(vec)
+		}
+		var v any = floatArray(vec)
+		if plan.format == "base64" {
+			buf := make([]byte, 4*len(vec))
+			for j, x := range vec {
+				binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(x))
+			}
+			v = base64.StdEncoding.EncodeToString(buf)
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": v}
+	}
+	return json.Marshal(map[string]any{
+		"id": id, "object": "list", "created": s.created, "model": model, "data": data,
+		"usage": map[string]int{"prompt_tokens": plan.total, "total_tokens": plan.total},
 	})
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -119,63 +120,89 @@ func parseFaults(v string) (faults, error) {
 		}
 		key, val, hasVal := strings.Cut(item, "=")
 		var err error
-		switch key {
-		case "error":
-			f.errCode, err = strconv.Atoi(val)
-			if err == nil && (f.errCode < 400 || f.errCode > 599) {
-				err = fmt.Errorf("want a 4xx or 5xx status")
-			}
-		case "drop-after":
-			f.dropAfter, err = strconv.Atoi(val)
-			if err == nil && f.dropAfter < 0 {
-				err = fmt.Errorf("must not be negative")
-			}
-		case "stall":
-			f.stall, err = time.ParseDuration(val)
-		case "stall-at":
-			f.stallAt, err = strconv.Atoi(val)
-			if err == nil && f.stallAt < 0 {
-				err = fmt.Errorf("must not be negative")
-			}
-		case "malformed", "embed-zero", "embed-nan", "endless", "proxy-page", "sse-json-error", "gzip":
+		if f.setFlag(key) {
 			if hasVal {
-				err = fmt.Errorf("takes no value")
+				err = errors.New("takes no value")
 			}
-			f.sseJSONError = f.sseJSONError || key == "sse-json-error"
-			f.gzipBody = f.gzipBody || key == "gzip"
-			f.endless = f.endless || key == "endless"
-			f.proxyPage = f.proxyPage || key == "proxy-page"
-			f.malformed = f.malformed || key == "malformed"
-			f.embedZero = f.embedZero || key == "embed-zero"
-			f.embedNaN = f.embedNaN || key == "embed-nan"
-		case "embed-dim":
-			f.embedDim, err = strconv.Atoi(val)
-			if err == nil && f.embedDim < 1 {
-				err = fmt.Errorf("must be at least 1")
+		} else {
+			err = f.setValued(key, val)
+			if err == nil && !hasVal {
+				err = errors.New("needs a value")
 			}
-		case "trickle":
-			f.trickle, err = time.ParseDuration(val)
-			if err == nil && f.trickle <= 0 {
-				err = fmt.Errorf("must be positive")
-			}
-		case "slow-headers":
-			f.slowHeaders, err = time.ParseDuration(val)
-		case "cut-after":
-			f.cutAfter, err = strconv.Atoi(val)
-			if err == nil && f.cutAfter < 0 {
-				err = fmt.Errorf("must not be negative")
-			}
-		default:
-			err = fmt.Errorf("unknown fault")
-		}
-		if err == nil && !hasVal && key != "malformed" && key != "embed-zero" && key != "embed-nan" && key != "endless" && key != "proxy-page" && key != "sse-json-error" && key != "gzip" {
-			err = fmt.Errorf("needs a value")
 		}
 		if err != nil {
 			return faults{}, fmt.Errorf("%s %q: %w", FaultHeader, item, err)
 		}
 	}
 	return f, nil
+}
+
+// setFlag sets the fault named key if it is one that takes no value, and
+// reports whether it was.
+func (f *faults) setFlag(key string) bool {
+	switch key {
+	case "malformed":
+		f.malformed = true
+	case "embed-zero":
+		f.embedZero = true
+	case "embed-nan":
+		f.embedNaN = true
+	case "endless":
+		f.endless = true
+	case "proxy-page":
+		f.proxyPage = true
+	case "sse-json-error":
+		f.sseJSONError = true
+	case "gzip":
+		f.gzipBody = true
+	default:
+		return false
+	}
+	return true
+}
+
+// setValued sets the fault named key to val, the part after '='.
+func (f *faults) setValued(key, val string) error {
+	var err error
+	switch key {
+	case "error":
+		f.errCode, err = strconv.Atoi(val)
+		if err == nil && (f.errCode < 400 || f.errCode > 599) {
+			err = errors.New("want a 4xx or 5xx status")
+		}
+	case "drop-after":
+		f.dropAfter, err = parseEventCount(val)
+	case "stall":
+		f.stall, err = time.ParseDuration(val)
+	case "stall-at":
+		f.stallAt, err = parseEventCount(val)
+	case "embed-dim":
+		f.embedDim, err = strconv.Atoi(val)
+		if err == nil && f.embedDim < 1 {
+			err = errors.New("must be at least 1")
+		}
+	case "trickle":
+		f.trickle, err = time.ParseDuration(val)
+		if err == nil && f.trickle <= 0 {
+			err = errors.New("must be positive")
+		}
+	case "slow-headers":
+		f.slowHeaders, err = time.ParseDuration(val)
+	case "cut-after":
+		f.cutAfter, err = parseEventCount(val)
+	default:
+		err = errors.New("unknown fault")
+	}
+	return err
+}
+
+// parseEventCount parses a number of token-bearing events.
+func parseEventCount(val string) (int, error) {
+	n, err := strconv.Atoi(val)
+	if err == nil && n < 0 {
+		err = errors.New("must not be negative")
+	}
+	return n, err
 }
 
 // pickFaults decides the faults of request number n: from the header when

@@ -80,48 +80,17 @@ const maxApart = 5
 //   - prefix_cache_hit_rate: those requests' cached tokens over their
 //     prompt tokens, else the server's figure.
 func Fill(row *results.Cell, reqs []results.Request, expect Expect) {
-	var first, later []float64
-	var cached, prompt, laterCached, laterPrompt int64
-	reported, laterReported, completed, turnsSent := 0, 0, 0, 0
-	sessions := map[int64]bool{}
-	for _, r := range reqs {
-		if r.Turn != nil && r.Session != nil {
-			sessions[*r.Session] = true
-			turnsSent++
-		}
-		if r.Status != results.StatusOK || r.TTFTMs == nil {
-			continue
-		}
-		completed++
-		if r.Turn != nil {
-			if *r.Turn == 1 {
-				first = append(first, *r.TTFTMs)
-			} else {
-				later = append(later, *r.TTFTMs)
-			}
-		}
-		if r.CachedTokens == nil {
-			continue
-		}
-		reported++
-		cached += *r.CachedTokens
-		prompt += r.InputTokens
-		if r.Turn != nil && *r.Turn >= 2 {
-			laterReported++
-			laterCached += *r.CachedTokens
-			laterPrompt += r.InputTokens
-		}
-	}
+	t := tallyRequests(reqs)
 	conversation := row.Turns != nil
 	row.TTFTTurn1P50Ms, row.TTFTLaterTurnsP50Ms = nil, nil
 	if conversation {
-		row.TTFTTurn1P50Ms = p50(first)
-		row.TTFTLaterTurnsP50Ms = p50(later)
+		row.TTFTTurn1P50Ms = p50(t.first)
+		row.TTFTLaterTurnsP50Ms = p50(t.later)
 	}
-	row.CachedTokens = results.SomeIf(reported > 0, cached)
+	row.CachedTokens = results.SomeIf(t.reported > 0, t.cached)
 	var usage *float64
-	if reported > 0 && prompt > 0 {
-		usage = results.Some(float64(cached) / float64(prompt))
+	if t.reported > 0 && t.prompt > 0 {
+		usage = results.Some(float64(t.cached) / float64(t.prompt))
 	}
 	server := row.ServerPrefixCacheHitRate
 	row.PrefixCacheHitRate = usage
@@ -130,17 +99,87 @@ func Fill(row *results.Cell, reqs []results.Request, expect Expect) {
 	}
 
 	var notes []string
-	if conversation && len(sessions) > 0 {
-		plural := "s"
-		if len(sessions) == 1 {
-			plural = ""
-		}
-		notes = append(notes, fmt.Sprintf("conversations: %d session%s sent %d turns (%.1f per session; at most %d each); effective_isl includes the history",
-			len(sessions), plural, turnsSent, float64(turnsSent)/float64(len(sessions)), *row.Turns))
+	if conversation && len(t.sessions) > 0 {
+		notes = append(notes, t.conversationNote(*row.Turns))
 	}
+	notes = append(notes, t.hitRateNotes(usage, server)...)
+	if n := t.cacheIdleNote(expect, server); n != "" {
+		notes = append(notes, n)
+	}
+	for _, n := range notes {
+		if row.Notes == "" {
+			row.Notes = n
+		} else {
+			row.Notes += "; " + n
+		}
+	}
+}
+
+// tally is what Fill counts over a cell's request rows.
+type tally struct {
+	first, later []float64      // TTFTs of the completed first turns, and of turns 2 and later
+	completed    int            // completed requests with a TTFT
+	turnsSent    int            // conversation turns sent, completed or not
+	sessions     map[int64]bool // the conversations' sessions
+	// Over the completed requests that reported cached tokens: how many,
+	// their cached and their prompt tokens; the later* fields count the
+	// same over turns 2 and later.
+	reported, laterReported                  int
+	cached, prompt, laterCached, laterPrompt int64
+}
+
+func tallyRequests(reqs []results.Request) tally {
+	t := tally{sessions: map[int64]bool{}}
+	for _, r := range reqs {
+		if r.Turn != nil && r.Session != nil {
+			t.sessions[*r.Session] = true
+			t.turnsSent++
+		}
+		if r.Status != results.StatusOK || r.TTFTMs == nil {
+			continue
+		}
+		t.completed++
+		if r.Turn != nil {
+			if *r.Turn == 1 {
+				t.first = append(t.first, *r.TTFTMs)
+			} else {
+				t.later = append(t.later, *r.TTFTMs)
+			}
+		}
+		if r.CachedTokens == nil {
+			continue
+		}
+		t.reported++
+		t.cached += *r.CachedTokens
+		t.prompt += r.InputTokens
+		if r.Turn != nil && *r.Turn >= 2 {
+			t.laterReported++
+			t.laterCached += *r.CachedTokens
+			t.laterPrompt += r.InputTokens
+		}
+	}
+	return t
+}
+
+// conversationNote says how many sessions sent how many turns, of at
+// most maxTurns each.
+func (t tally) conversationNote(maxTurns int64) string {
+	plural := "s"
+	if len(t.sessions) == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("conversations: %d session%s sent %d turns (%.1f per session; at most %d each); effective_isl includes the history",
+		len(t.sessions), plural, t.turnsSent, float64(t.turnsSent)/float64(len(t.sessions)), maxTurns)
+}
+
+// hitRateNotes say where prefix_cache_hit_rate came from (usage, the
+// hit rate by the answers' cached tokens, or server, the server's
+// counters), and whether the two disagree.
+func (t tally) hitRateNotes(usage, server *float64) []string {
+	var notes []string
 	switch {
-	case usage != nil && reported < completed:
-		notes = append(notes, fmt.Sprintf("prefix_cache_hit_rate from usage cached_tokens, which %d of %d completed requests reported", reported, completed))
+	case usage != nil && t.reported < t.completed:
+		notes = append(notes, fmt.Sprintf("prefix_cache_hit_rate from usage cached_tokens, which %d of %d completed requests reported", t.reported, t.completed))
 	case usage != nil:
 		notes = append(notes, "prefix_cache_hit_rate from usage cached_tokens")
 	case server != nil:
@@ -150,29 +189,30 @@ func Fill(row *results.Cell, reqs []results.Request, expect Expect) {
 		notes = append(notes, fmt.Sprintf("prefix_cache_hit_rate %.3f by usage, %.3f by the server's counters: %.1f points apart (server_prefix_cache_hit_rate; the server counts what it computed over the window, the answers what they were served)",
 			*usage, *server, math.Abs(*usage-*server)*100))
 	}
+	return notes
+}
+
+// cacheIdleNote is the note of a cell whose prompts should have hit the
+// prefix cache (expect) and did not, by the answers' cached tokens or,
+// when none reported them, by the server's hit rate; "" if none is due.
+func (t tally) cacheIdleNote(expect Expect, server *float64) string {
 	switch expect {
 	case ExpectHistory:
 		switch {
-		case laterReported > 0 && laterCached == 0:
-			notes = append(notes, fmt.Sprintf("prefix cache did not engage: the %d later turns (2 and on) had 0 of their %d prompt tokens cached, so every turn computed its whole history again (is prefix caching on in the server?)", laterReported, laterPrompt))
-		case laterReported == 0 && server != nil && *server == 0 && turnsSent > len(sessions):
-			notes = append(notes, "prefix cache did not engage: the server's counters show no hit over the conversations' turns (is prefix caching on in the server?)")
+		case t.laterReported > 0 && t.laterCached == 0:
+			return fmt.Sprintf("prefix cache did not engage: the %d later turns (2 and on) had 0 of their %d prompt tokens cached, so every turn computed its whole history again (is prefix caching on in the server?)", t.laterReported, t.laterPrompt)
+		case t.laterReported == 0 && server != nil && *server == 0 && t.turnsSent > len(t.sessions):
+			return "prefix cache did not engage: the server's counters show no hit over the conversations' turns (is prefix caching on in the server?)"
 		}
 	case ExpectSharedPrefix:
 		switch {
-		case reported >= 2 && cached == 0:
-			notes = append(notes, fmt.Sprintf("prefix cache did not engage: %d requests opening with the shared prefix had 0 of %d prompt tokens cached (is prefix caching on? a prefix shorter than the server's cache block is never cached)", reported, prompt))
-		case reported < 2 && server != nil && *server == 0 && completed >= 2:
-			notes = append(notes, "prefix cache did not engage: the server's counters show no hit over prompts sharing a prefix (is prefix caching on? a prefix shorter than the server's cache block is never cached)")
+		case t.reported >= 2 && t.cached == 0:
+			return fmt.Sprintf("prefix cache did not engage: %d requests opening with the shared prefix had 0 of %d prompt tokens cached (is prefix caching on? a prefix shorter than the server's cache block is never cached)", t.reported, t.prompt)
+		case t.reported < 2 && server != nil && *server == 0 && t.completed >= 2:
+			return "prefix cache did not engage: the server's counters show no hit over prompts sharing a prefix (is prefix caching on? a prefix shorter than the server's cache block is never cached)"
 		}
 	}
-	for _, n := range notes {
-		if row.Notes == "" {
-			row.Notes = n
-		} else {
-			row.Notes += "; " + n
-		}
-	}
+	return ""
 }
 
 // TurnTTFT is the TTFT of one turn over a cell's completed requests.
