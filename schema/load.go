@@ -719,42 +719,82 @@ type retryBase struct {
 // reports nothing new, so that each problem is reported once.
 func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 	p := &Plan{Path: path, Metadata: map[string]string{}, Value: v}
-	var errs Errors
-	field := func(val cue.Value, name string, dst any) bool {
-		f := val.LookupPath(cue.MakePath(cue.Str(name)))
-		if !f.Exists() {
-			return true
+	d := &planDecoder{path: path, report: report}
+	d.envelope(p, v, raw)
+	p.Sinks = decodeSinks(v, raw, path)
+
+	it, err := v.LookupPath(cue.ParsePath("stages")).Fields()
+	if err != nil {
+		d.reportErr(err)
+		return nil, d.errs
+	}
+	for it.Next() {
+		p.Stages = append(p.Stages, d.stage(it.Selector(), it.Value(), raw))
+	}
+	// Source order, so summaries and graphs read like the file.
+	sort.SliceStable(p.Stages, func(i, j int) bool {
+		a, b := p.Stages[i].Pos, p.Stages[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
 		}
-		if err := f.Decode(dst); err != nil {
-			if report {
-				errs = append(errs, convertErr(err, path)...)
-			}
-			return false
-		}
+		return a.Col < b.Col
+	})
+	return p, d.errs.Sort()
+}
+
+// planDecoder collects decoding errors for one plan; with report false
+// it collects none (the schema's errors already cover them).
+type planDecoder struct {
+	path   string
+	report bool
+	errs   Errors
+}
+
+func (d *planDecoder) reportErr(err error) {
+	if d.report {
+		d.errs = append(d.errs, convertErr(err, d.path)...)
+	}
+}
+
+// field decodes val's field name into dst, if present; false when it
+// is present but does not decode.
+func (d *planDecoder) field(val cue.Value, name string, dst any) bool {
+	f := val.LookupPath(cue.MakePath(cue.Str(name)))
+	if !f.Exists() {
 		return true
 	}
-	field(v, "name", &p.Name)
-	field(v, "description", &p.Description)
-	field(v, "model", &p.Model)
-	field(v, "slo", &p.SLO)
+	if err := f.Decode(dst); err != nil {
+		d.reportErr(err)
+		return false
+	}
+	return true
+}
+
+// envelope decodes the plan's own fields (everything but sinks and stages).
+func (d *planDecoder) envelope(p *Plan, v, raw cue.Value) {
+	path := d.path
+	d.field(v, "name", &p.Name)
+	d.field(v, "description", &p.Description)
+	d.field(v, "model", &p.Model)
+	d.field(v, "slo", &p.SLO)
 	var meta map[string]any
-	if field(v, "metadata", &meta) {
+	if d.field(v, "metadata", &meta) {
 		for k, val := range meta {
 			p.Metadata[k] = fmt.Sprint(val)
 		}
 	}
-	field(v, "inconclusive", &p.Inconclusive)
+	d.field(v, "inconclusive", &p.Inconclusive)
 	var timeout string
-	if field(v, "timeout", &timeout) && timeout != "" {
-		d, err := time.ParseDuration(timeout)
-		if err != nil && report {
-			errs = append(errs, Error{Pos: fixPos(posOf(v.LookupPath(cue.ParsePath("timeout")).Pos()), path), Msg: "timeout: " + err.Error()})
+	if d.field(v, "timeout", &timeout) && timeout != "" {
+		dur, err := time.ParseDuration(timeout)
+		if err != nil && d.report {
+			d.errs = append(d.errs, Error{Pos: fixPos(posOf(v.LookupPath(cue.ParsePath("timeout")).Pos()), path), Msg: "timeout: " + err.Error()})
 		}
-		p.Timeout = d
+		p.Timeout = dur
 	}
 	p.Assert = assertions(v.LookupPath(cue.ParsePath("assert")), path)
 	var bl *Baseline
-	if field(v, "baseline", &bl) && bl != nil {
+	if d.field(v, "baseline", &bl) && bl != nil {
 		// Where the plan writes it: the unified value's position may be
 		// the embedded schema's (a `baseline: {}` takes every field from it).
 		bl.Pos = fixPos(posOf(v.LookupPath(cue.ParsePath("baseline")).Pos()), path)
@@ -765,82 +805,75 @@ func decodePlan(v, raw cue.Value, path string, report bool) (*Plan, Errors) {
 	}
 
 	var sh *Shard
-	if field(v, "shard", &sh) && sh != nil {
+	if d.field(v, "shard", &sh) && sh != nil {
 		sh.Pos = fixPos(posOf(v.LookupPath(cue.ParsePath("shard")).Pos()), path)
 		p.Shard = sh
 	}
+}
 
-	// The entries as written: one that does not check is kept, marked
-	// Invalid (its errors are reported), so the others are still checked.
-	if it, err := raw.LookupPath(cue.ParsePath("sinks")).List(); err == nil {
-		for i := 0; it.Next(); i++ {
-			sv := v.LookupPath(cue.MakePath(cue.Str("sinks"), cue.Index(i)))
-			s := &Sink{Index: i, Value: sv, planPath: path}
-			s.Invalid = sv.Err() != nil || sv.Validate(cue.Concrete(true)) != nil
-			s.raw = raw.LookupPath(cue.MakePath(cue.Str("sinks"), cue.Index(i)))
-			s.Pos = fixPos(posOf(sv.Pos()), path)
-			if p := posOf(s.raw.Pos()); p.Line > 0 && !inSchema(p) {
-				s.Pos = fixPos(p, path) // the entry as written, not the schema's list
-			}
-			s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
-			p.Sinks = append(p.Sinks, s)
-		}
-	}
-
-	it, err := v.LookupPath(cue.ParsePath("stages")).Fields()
+// decodeSinks returns the sink entries as written: one that does not
+// check is kept, marked Invalid (its errors are reported), so the others
+// are still checked.
+func decodeSinks(v, raw cue.Value, path string) []*Sink {
+	it, err := raw.LookupPath(cue.ParsePath("sinks")).List()
 	if err != nil {
-		if report {
-			errs = append(errs, convertErr(err, path)...)
-		}
-		return nil, errs
+		return nil
 	}
-	for it.Next() {
-		sv := it.Value()
-		s := &Stage{Name: it.Selector().Unquoted(), Value: sv, planPath: path}
-		s.raw = raw.LookupPath(cue.MakePath(cue.Str("stages"), it.Selector()))
+	var sinks []*Sink
+	for i := 0; it.Next(); i++ {
+		sv := v.LookupPath(cue.MakePath(cue.Str("sinks"), cue.Index(i)))
+		s := &Sink{Index: i, Value: sv, planPath: path}
+		s.Invalid = sv.Err() != nil || sv.Validate(cue.Concrete(true)) != nil
+		s.raw = raw.LookupPath(cue.MakePath(cue.Str("sinks"), cue.Index(i)))
 		s.Pos = fixPos(posOf(sv.Pos()), path)
-		if rp := posOf(s.raw.Pos()); s.raw.Exists() && rp.Line > 0 {
-			s.Pos = fixPos(rp, path)
+		if p := posOf(s.raw.Pos()); p.Line > 0 && !inSchema(p) {
+			s.Pos = fixPos(p, path) // the entry as written, not the schema's list
 		}
-		ok := field(sv, "kind", &s.Kind)
-		ok = field(sv, "needs", &s.Needs) && ok
-		ok = field(sv, "target", &s.Target) && ok
-		ok = field(sv, "description", &s.Description) && ok
-		ok = field(sv, "when", &s.When) && ok
-		ok = field(sv, "finally", &s.Finally) && ok
-		ok = field(sv, "resources", &s.Resources) && ok
-		s.WhenPos = s.valuePos("when")
-		var timeout string
-		if field(sv, "timeout", &timeout) && timeout != "" {
-			s.Timeout, _ = time.ParseDuration(timeout) // the schema's #Duration pattern already checked it
-		}
-		var retry *retryBase
-		if field(sv, "retry", &retry) && retry != nil {
-			bo, _ := time.ParseDuration(retry.Backoff)
-			s.Retry = &Retry{Attempts: retry.Attempts, Backoff: bo}
-		}
-		s.Assert = assertions(sv.LookupPath(cue.ParsePath("assert")), path)
-		var smeta map[string]any
-		if field(sv, "metadata", &smeta) && len(smeta) > 0 {
-			s.Metadata = map[string]string{}
-			for k, val := range smeta {
-				s.Metadata[k] = fmt.Sprint(val)
-			}
-		}
-		if !ok || sv.Validate(cue.Concrete(true)) != nil {
-			s.Invalid = true
-		}
-		p.Stages = append(p.Stages, s)
+		s.Kind, _ = sv.LookupPath(cue.ParsePath("kind")).String()
+		sinks = append(sinks, s)
 	}
-	// Source order, so summaries and graphs read like the file.
-	sort.SliceStable(p.Stages, func(i, j int) bool {
-		a, b := p.Stages[i].Pos, p.Stages[j].Pos
-		if a.Line != b.Line {
-			return a.Line < b.Line
+	return sinks
+}
+
+// stage decodes one stage's common fields; one that does not decode or
+// is not concrete is marked Invalid.
+func (d *planDecoder) stage(sel cue.Selector, sv, raw cue.Value) *Stage {
+	path := d.path
+	s := &Stage{Name: sel.Unquoted(), Value: sv, planPath: path}
+	s.raw = raw.LookupPath(cue.MakePath(cue.Str("stages"), sel))
+	s.Pos = fixPos(posOf(sv.Pos()), path)
+	if rp := posOf(s.raw.Pos()); s.raw.Exists() && rp.Line > 0 {
+		s.Pos = fixPos(rp, path)
+	}
+	ok := d.field(sv, "kind", &s.Kind)
+	ok = d.field(sv, "needs", &s.Needs) && ok
+	ok = d.field(sv, "target", &s.Target) && ok
+	ok = d.field(sv, "description", &s.Description) && ok
+	ok = d.field(sv, "when", &s.When) && ok
+	ok = d.field(sv, "finally", &s.Finally) && ok
+	ok = d.field(sv, "resources", &s.Resources) && ok
+	s.WhenPos = s.valuePos("when")
+	var timeout string
+	if d.field(sv, "timeout", &timeout) && timeout != "" {
+		s.Timeout, _ = time.ParseDuration(timeout) // the schema's #Duration pattern already checked it
+	}
+	var retry *retryBase
+	if d.field(sv, "retry", &retry) && retry != nil {
+		bo, _ := time.ParseDuration(retry.Backoff)
+		s.Retry = &Retry{Attempts: retry.Attempts, Backoff: bo}
+	}
+	s.Assert = assertions(sv.LookupPath(cue.ParsePath("assert")), path)
+	var smeta map[string]any
+	if d.field(sv, "metadata", &smeta) && len(smeta) > 0 {
+		s.Metadata = map[string]string{}
+		for k, val := range smeta {
+			s.Metadata[k] = fmt.Sprint(val)
 		}
-		return a.Col < b.Col
-	})
-	return p, errs.Sort()
+	}
+	if !ok || sv.Validate(cue.Concrete(true)) != nil {
+		s.Invalid = true
+	}
+	return s
 }
 
 func fixPos(p Pos, planPath string) Pos {

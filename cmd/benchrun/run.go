@@ -101,43 +101,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return pipeline.ExitInvalid
 	}
 	if *dryRun {
-		var done func(string) bool
-		if *resume != "" {
-			// Checked as the resume itself checks it (a run directory of
-			// this plan, made with these -t values, no other writer), so
-			// that a dry run refuses what the run would.
-			ri, err := pipeline.ResumeRunInfo(*resume, g.Plan, tags, time.Now())
-			if err != nil {
-				fmt.Fprintln(stderr, "benchrun:", err)
-				return pipeline.ExitInvalid
-			}
-			ri.Close()
-			cells, err := pipeline.DoneCells(*resume)
-			if err != nil {
-				fmt.Fprintln(stderr, "benchrun: --resume:", err)
-				return pipeline.ExitInvalid
-			}
-			done = func(id string) bool { return cells[id] }
-		}
-		if err := g.WriteDryRun(stdout, done); err != nil {
-			fmt.Fprintln(stderr, "benchrun:", err)
-			return pipeline.ExitInfra
-		}
-		warnCapacity(stderr, g, shards)
-		return pipeline.ExitOK
+		return writeDryRun(stdout, stderr, g, *resume, tags, shards)
 	}
-	// The flags are parameters of the registered sinks that take them.
-	if *columns != "" {
-		if err := g.SetSinkParam("columns", strings.Split(*columns, ",")); err != nil {
-			fmt.Fprintln(stderr, "benchrun: --columns:", err)
-			return pipeline.ExitInvalid
-		}
-	}
-	if *output != "" {
-		if err := g.SetSinkParam("prefix", *output); err != nil {
-			fmt.Fprintln(stderr, "benchrun: --output:", err)
-			return pipeline.ExitInvalid
-		}
+	if code := setSinkFlags(stderr, g, *columns, *output); code != pipeline.ExitOK {
+		return code
 	}
 	var ri *pipeline.RunInfo
 	if *resume != "" {
@@ -172,6 +139,53 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pipeline.PrintSummary(stderr, sum)
 	return sum.ExitCode
+}
+
+// writeDryRun prints the expanded plan and its estimate (runRun's
+// --dry-run); with resume, the cells already finished there are marked.
+func writeDryRun(stdout, stderr io.Writer, g *pipeline.Graph, resume string, tags []string, shards int) int {
+	var done func(string) bool
+	if resume != "" {
+		// Checked as the resume itself checks it (a run directory of
+		// this plan, made with these -t values, no other writer), so
+		// that a dry run refuses what the run would.
+		ri, err := pipeline.ResumeRunInfo(resume, g.Plan, tags, time.Now())
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun:", err)
+			return pipeline.ExitInvalid
+		}
+		ri.Close()
+		cells, err := pipeline.DoneCells(resume)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun: --resume:", err)
+			return pipeline.ExitInvalid
+		}
+		done = func(id string) bool { return cells[id] }
+	}
+	if err := g.WriteDryRun(stdout, done); err != nil {
+		fmt.Fprintln(stderr, "benchrun:", err)
+		return pipeline.ExitInfra
+	}
+	warnCapacity(stderr, g, shards)
+	return pipeline.ExitOK
+}
+
+// setSinkFlags passes --columns and --output on: they are parameters of
+// the registered sinks that take them.
+func setSinkFlags(stderr io.Writer, g *pipeline.Graph, columns, output string) int {
+	if columns != "" {
+		if err := g.SetSinkParam("columns", strings.Split(columns, ",")); err != nil {
+			fmt.Fprintln(stderr, "benchrun: --columns:", err)
+			return pipeline.ExitInvalid
+		}
+	}
+	if output != "" {
+		if err := g.SetSinkParam("prefix", output); err != nil {
+			fmt.Fprintln(stderr, "benchrun: --output:", err)
+			return pipeline.ExitInvalid
+		}
+	}
+	return pipeline.ExitOK
 }
 
 // splitPlanArg takes the plan path from anywhere in args, so both

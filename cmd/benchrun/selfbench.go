@@ -82,9 +82,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 
 	fmt.Fprintln(stdout, "measurement,value,unit,detail")
-	row := func(name string, v float64, unit, detail string) {
-		fmt.Fprintf(stdout, "%s,%.4g,%s,%q\n", name, v, unit, detail)
-	}
+	row := csvRow(stdout)
 	ps, err := loadgen.MeasureParse(time.Second)
 	if err != nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
@@ -99,31 +97,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tg := &loadgen.Target{BaseURL: url, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true,
 		HTTP: loadgen.NewHTTPClient(max(*conc, *streams)), StallTimeout: 2 * time.Minute}
 	defer tg.HTTP.CloseIdleConnections()
-	var mu sync.Mutex
-	var rs []loadgen.Result
-	req := func(int) loadgen.Request {
-		return loadgen.Request{Prompt: "one two three", MaxTokens: 32, Body: map[string]any{"ignore_eos": true}}
-	}
-	loadgen.RunClosed(ctx, tg, *conc, *conc, req, func(int, loadgen.Result) {}) // open the connections
-	srv.ResetRecords()
-	loadgen.RunClosed(ctx, tg, *conc, 2**conc, req, func(_ int, r loadgen.Result) {
-		mu.Lock()
-		rs = append(rs, r)
-		mu.Unlock()
-	})
-	var errs []float64
-	for _, r := range rs {
-		rec, ok := srv.Record(r.ResponseID)
-		if r.Err != nil || !ok || len(rec.Events) != len(r.Tokens) {
-			continue
-		}
-		for k, ev := range rec.Events {
-			errs = append(errs, math.Abs(float64(r.Tokens[k].At.Sub(ev.Time))/1e6))
-		}
-	}
-	es := stats.Summarize(errs)
-	row("event_error_p50_ms", es.P50, "ms", fmt.Sprintf("|client stamp - simulator write|, %d events at concurrency %d", es.N, *conc))
-	row("event_error_p99_ms", es.P99, "ms", "")
+	measureEventError(ctx, srv, tg, *conc, row)
 
 	// Request rate: constant arrivals, non-streamed, searched (doubling
 	// from 500 req/s, then bisection to 5 %) for the highest rate whose
@@ -176,7 +150,70 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 
-	// Memory per in-flight stream.
+	measureStreamMemory(ctx, srv, tg, *streams, row)
+
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "benchrun self-bench: interrupted; nothing saved")
+		return 130
+	}
+	if *save {
+		c := capacity{Fingerprint: machineFingerprint(), MeasuredAt: time.Now().UTC(), SendLagMs: *lagMs,
+			MaxStreams: bestStreams, MaxRate: float64(bestRate), StreamsCapped: bestStreams == *maxStreams, RateCapped: bestRate == *maxRate}
+		path, err := saveCapacity(c)
+		if err != nil {
+			fmt.Fprintf(stderr, "benchrun self-bench: saving the ceilings: %v\n", err)
+			return 3
+		}
+		fmt.Fprintf(stderr, "benchrun self-bench: saved max_streams %d and max_rate_req_s %d to %s; a dry run warns of plans that ask more\n", bestStreams, bestRate, path)
+	}
+	return 0
+}
+
+// rowFunc prints one self-bench measurement.
+type rowFunc func(name string, v float64, unit, detail string)
+
+// csvRow prints measurements as rows of self-bench's CSV on w.
+func csvRow(w io.Writer) rowFunc {
+	return func(name string, v float64, unit, detail string) {
+		fmt.Fprintf(w, "%s,%.4g,%s,%q\n", name, v, unit, detail)
+	}
+}
+
+// measureEventError is the measurement-error check: the client's stamps of
+// each streamed event against the simulator's write times, at conc
+// streams, after a first round that opens the connections.
+func measureEventError(ctx context.Context, srv *sim.Server, tg *loadgen.Target, conc int, row rowFunc) {
+	var mu sync.Mutex
+	var rs []loadgen.Result
+	req := func(int) loadgen.Request {
+		return loadgen.Request{Prompt: "one two three", MaxTokens: 32, Body: map[string]any{"ignore_eos": true}}
+	}
+	loadgen.RunClosed(ctx, tg, conc, conc, req, func(int, loadgen.Result) {}) // open the connections
+	srv.ResetRecords()
+	loadgen.RunClosed(ctx, tg, conc, 2*conc, req, func(_ int, r loadgen.Result) {
+		mu.Lock()
+		rs = append(rs, r)
+		mu.Unlock()
+	})
+	var errs []float64
+	for _, r := range rs {
+		rec, ok := srv.Record(r.ResponseID)
+		if r.Err != nil || !ok || len(rec.Events) != len(r.Tokens) {
+			continue
+		}
+		for k, ev := range rec.Events {
+			errs = append(errs, math.Abs(float64(r.Tokens[k].At.Sub(ev.Time))/1e6))
+		}
+	}
+	es := stats.Summarize(errs)
+	row("event_error_p50_ms", es.P50, "ms", fmt.Sprintf("|client stamp - simulator write|, %d events at concurrency %d", es.N, conc))
+	row("event_error_p99_ms", es.P99, "ms", "")
+}
+
+// measureStreamMemory is the memory each in-flight stream costs: the heap
+// grown at the peak of streams concurrent requests, over the streams in
+// flight then.
+func measureStreamMemory(ctx context.Context, srv *sim.Server, tg *loadgen.Target, streams int, row rowFunc) {
 	runtime.GC()
 	base := loadgen.InUseMemory()
 	var inflight, peak atomic.Int64
@@ -201,7 +238,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}()
 	srv.ResetRecords()
-	loadgen.RunClosed(ctx, tg, *streams, *streams, func(int) loadgen.Request {
+	loadgen.RunClosed(ctx, tg, streams, streams, func(int) loadgen.Request {
 		inflight.Add(1)
 		return loadgen.Request{Prompt: "one two three", MaxTokens: 50, Body: map[string]any{"ignore_eos": true}}
 	}, func(int, loadgen.Result) { inflight.Add(-1) })
@@ -211,22 +248,6 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	grown := peakBytes.Load() - min(base, peakBytes.Load())
 	// Client and simulator share this process: this is an upper bound.
 	row("bytes_per_stream", float64(grown)/float64(p), "bytes", fmt.Sprintf("%d streams in flight; client and in-process simulator together (an upper bound)", peak.Load()))
-
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "benchrun self-bench: interrupted; nothing saved")
-		return 130
-	}
-	if *save {
-		c := capacity{Fingerprint: machineFingerprint(), MeasuredAt: time.Now().UTC(), SendLagMs: *lagMs,
-			MaxStreams: bestStreams, MaxRate: float64(bestRate), StreamsCapped: bestStreams == *maxStreams, RateCapped: bestRate == *maxRate}
-		path, err := saveCapacity(c)
-		if err != nil {
-			fmt.Fprintf(stderr, "benchrun self-bench: saving the ceilings: %v\n", err)
-			return 3
-		}
-		fmt.Fprintf(stderr, "benchrun self-bench: saved max_streams %d and max_rate_req_s %d to %s; a dry run warns of plans that ask more\n", bestStreams, bestRate, path)
-	}
-	return 0
 }
 
 // streamITL and streamEvents shape the streams search's requests: an event

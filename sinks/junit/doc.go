@@ -272,6 +272,45 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 	if hostname == "" {
 		hostname = "unknown"
 	}
+	set := &suiteSet{
+		byName:   map[string]*testsuite{},
+		template: testsuite{pkg: pkg, timestamp: start.UTC().Format("2006-01-02T15:04:05"), hostname: hostname, props: runProperties(rec, status)},
+	}
+
+	set.addEntries(entries, inconclusiveFails)
+	set.addFailedStages(stages)
+
+	// Whether the run finished: never green for a run that did not.
+	if why := unfinished(status, stages, set.byName, set.order); why != "" {
+		s := set.of(runSuite)
+		s.cases = append(s.cases, testcase{
+			name: caseRun, classname: runSuite, result: resultError, typ: "run " + status,
+			message: firstLine(why), body: why + "\n",
+		})
+	}
+
+	doc.suites = set.sorted(stages)
+	// A suite's time is its stage's, once the summary has it; the time
+	// its cells measured until then.
+	for _, st := range stages {
+		if s := set.byName[suiteName(st.Name)]; s != nil && st.DurationS > 0 {
+			s.time = finite(st.DurationS)
+		}
+	}
+	switch {
+	case sum != nil && !sum.FinishedAt.IsZero() && status != pipeline.RunRunning && status != pipeline.RunCrashed:
+		doc.time = sum.FinishedAt.Round(0).Sub(start).Seconds()
+	default:
+		for _, s := range doc.suites {
+			doc.time += s.time
+		}
+	}
+	return doc
+}
+
+// runProperties are every suite's properties: the run's identity, status
+// and metadata; empty values are left out.
+func runProperties(rec results.Run, status string) [][2]string {
 	var props [][2]string
 	prop := func(k, v string) {
 		if v != "" {
@@ -288,33 +327,47 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 	for _, k := range slices.Sorted(maps.Keys(rec.Metadata)) {
 		prop("metadata."+k, rec.Metadata[k])
 	}
+	return props
+}
 
-	byName := map[string]*testsuite{}
-	var order []string
-	suiteOf := func(name string) *testsuite {
-		if s := byName[name]; s != nil {
-			return s
-		}
-		s := &testsuite{name: name, pkg: pkg, timestamp: start.UTC().Format("2006-01-02T15:04:05"), hostname: hostname, props: props}
-		byName[name] = s
-		order = append(order, name)
+// suiteSet is the document's suites by name, in the order they were first
+// needed; each new one copies template's run-wide attributes.
+type suiteSet struct {
+	byName   map[string]*testsuite
+	order    []string
+	template testsuite
+}
+
+// suiteName is the suite of a stage's rows: the stage's own, the run's
+// for rows that name none.
+func suiteName(stage string) string {
+	if stage == "" {
+		return runSuite
+	}
+	return stage
+}
+
+// of returns the suite named name, adding it if it is new.
+func (set *suiteSet) of(name string) *testsuite {
+	if s := set.byName[name]; s != nil {
 		return s
 	}
-	stageOf := func(name string) string {
-		if name == "" {
-			return runSuite
-		}
-		return name
-	}
+	s := &testsuite{name: name, pkg: set.template.pkg, timestamp: set.template.timestamp, hostname: set.template.hostname, props: set.template.props}
+	set.byName[name] = s
+	set.order = append(set.order, name)
+	return s
+}
 
-	// Cell rows first, in the order they first came, then the verdicts of
-	// stages' and the run's rows, as they came.
+// addEntries adds the rows' testcases: cell rows first, in the order they
+// first came, then the verdicts of stages' and the run's rows, as they
+// came.
+func (set *suiteSet) addEntries(entries []*entry, inconclusiveFails bool) {
 	for _, e := range entries {
 		if e.cell == nil {
 			continue
 		}
 		c := *e.cell
-		s := suiteOf(stageOf(e.stage))
+		s := set.of(suiteName(e.stage))
 		s.time += finite(c.DurationS)
 		cls := className(c)
 		if c.Status != results.StatusOK {
@@ -328,7 +381,7 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 		if e.cell != nil {
 			continue
 		}
-		s := suiteOf(stageOf(e.stage))
+		s := set.of(suiteName(e.stage))
 		for _, v := range e.verdicts {
 			// A baseline check is of one cell: its class is the cell's.
 			cls := s.name
@@ -338,9 +391,11 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 			s.cases = append(s.cases, verdictCase(v, cls, 0, results.MeasurementOf(v.Measurement), inconclusiveFails))
 		}
 	}
+}
 
-	// Stages that failed (not those that ended with error cells: their
-	// cells say so).
+// addFailedStages adds an error testcase for each stage that failed (not
+// those that ended with error cells: their cells say so).
+func (set *suiteSet) addFailedStages(stages []pipeline.StageResult) {
 	for _, st := range stages {
 		if st.Status != pipeline.StatusFailed {
 			continue
@@ -349,30 +404,23 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 		if reason == "" {
 			reason = "failed"
 		}
-		s := suiteOf(stageOf(st.Name))
+		s := set.of(suiteName(st.Name))
 		s.cases = append(s.cases, testcase{
 			name: caseStage, classname: s.name, time: st.DurationS, result: resultError, typ: "stage failed",
 			message: fmt.Sprintf("stage %s (%s) failed: %s", st.Name, st.Kind, firstLine(reason)),
 			body:    fmt.Sprintf("%-10s %s (%s)\n%-10s %s\n%-10s %s\n", "stage:", st.Name, st.Kind, "status:", st.Status, "reason:", reason),
 		})
 	}
+}
 
-	// Whether the run finished: never green for a run that did not.
-	if why := unfinished(status, stages, byName, order); why != "" {
-		s := suiteOf(runSuite)
-		s.cases = append(s.cases, testcase{
-			name: caseRun, classname: runSuite, result: resultError, typ: "run " + status,
-			message: firstLine(why), body: why + "\n",
-		})
-	}
-
-	// Suites in the stages' order (the plan's, as the summary lists
-	// them), the others as they came, the run's last.
+// sorted returns the suites in the stages' order (the plan's, as the
+// summary lists them), the others as they came, the run's last.
+func (set *suiteSet) sorted(stages []pipeline.StageResult) []*testsuite {
 	rank := map[string]int{}
 	for i, st := range stages {
-		rank[stageOf(st.Name)] = i
+		rank[suiteName(st.Name)] = i
 	}
-	slices.SortStableFunc(order, func(a, b string) int {
+	slices.SortStableFunc(set.order, func(a, b string) int {
 		ra, oka := rank[a]
 		rb, okb := rank[b]
 		switch {
@@ -385,25 +433,11 @@ func document(rec results.Run, entries []*entry, sum *pipeline.Summary) *testsui
 		}
 		return 0
 	})
-	for _, name := range order {
-		doc.suites = append(doc.suites, byName[name])
+	var suites []*testsuite
+	for _, name := range set.order {
+		suites = append(suites, set.byName[name])
 	}
-	// A suite's time is its stage's, once the summary has it; the time
-	// its cells measured until then.
-	for _, st := range stages {
-		if s := byName[stageOf(st.Name)]; s != nil && st.DurationS > 0 {
-			s.time = finite(st.DurationS)
-		}
-	}
-	switch {
-	case sum != nil && !sum.FinishedAt.IsZero() && status != pipeline.RunRunning && status != pipeline.RunCrashed:
-		doc.time = sum.FinishedAt.Round(0).Sub(start).Seconds()
-	default:
-		for _, s := range doc.suites {
-			doc.time += s.time
-		}
-	}
-	return doc
+	return suites
 }
 
 // unfinished says why the run did not finish ("" when it did, or when

@@ -167,44 +167,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	} else {
 		argv = procrun.CommandLine(argv, s.cfg.Shell)
 	}
-	// environ is the plan's part of the environment (gpus, env): all a
-	// program on the machine gets added to its login environment, since
-	// benchrun's own (its keys, tokens) is no business of the machine's.
-	var environ []string
-	switch {
-	case len(s.gpuSel) > 0 && onMachine:
-		// By index only (vet): NVML here does not know the machine's GPUs.
-		environ = append(environ, telemetry.CUDADevicesEnv(s.gpuSel)...)
-	case len(s.gpuSel) > 0:
-		devices, err := s.chooseGPUs(env.Log)
-		if err != nil {
-			return nil, err
-		}
-		environ = append(environ, telemetry.CUDADevicesEnv(devices)...)
+	environ, err := s.environ(env, vars, onMachine)
+	if err != nil {
+		return nil, err
 	}
-	envKeys := make([]string, 0, len(s.cfg.Env))
-	for k := range s.cfg.Env {
-		envKeys = append(envKeys, k)
-	}
-	sort.Strings(envKeys)
-	for _, k := range envKeys {
-		v, err := pipeline.ExpandEnv(s.cfg.Env[k], vars)
-		if err != nil {
-			return nil, fmt.Errorf("stages.%s.env.%s: %w", name, k, err)
-		}
-		environ = append(environ, k+"="+v)
-	}
-	dir := env.Dir
-	switch {
-	case onMachine:
-		// On the machine, relative to the login directory (the default).
-		dir = pipeline.Expand(s.cfg.Dir, vars)
-	case s.cfg.Dir != "":
-		dir = pipeline.Expand(s.cfg.Dir, vars)
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(vars["plan_dir"], dir)
-		}
-	}
+	dir := s.workDir(env, vars, onMachine)
 	logPath := filepath.Join(env.Dir, name+".log")
 	// stdout goes to the log (for the tail a failure shows) and to the
 	// parser; stderr to the log only.
@@ -241,15 +208,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	out := stdout.Bytes()
 
 	base := results.Cell{Stage: name, Program: s.cfg.Parser, StartedAt: started, Model: s.modelName(env), Engine: s.engineName(argv), EngineVersion: "unknown"}
-	price := costPerHour(env)
-	if onMachine {
-		// The machine it ran on is what it cost, whatever else it needs.
-		price = nil
-		if d := env.Deps[s.cfg.On]; d != nil && d.CostPerHour != nil {
-			p := *d.CostPerHour
-			price = &p
-		}
-	}
+	price := s.price(env)
 	fail := func(reason string) error {
 		row := base
 		row.CellID = name + "/run"
@@ -305,6 +264,68 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	fmt.Fprintf(env.Progress, "%s: %d rows\n", name, n)
 	return &pipeline.Outputs{Values: map[string]any{"rows": n, "log": logPath}}, nil
+}
+
+// environ is the plan's part of the environment (gpus, env): all a
+// program on the machine gets added to its login environment, since
+// benchrun's own (its keys, tokens) is no business of the machine's.
+func (s *Stage) environ(env *pipeline.Env, vars map[string]string, onMachine bool) ([]string, error) {
+	var environ []string
+	switch {
+	case len(s.gpuSel) > 0 && onMachine:
+		// By index only (vet): NVML here does not know the machine's GPUs.
+		environ = append(environ, telemetry.CUDADevicesEnv(s.gpuSel)...)
+	case len(s.gpuSel) > 0:
+		devices, err := s.chooseGPUs(env.Log)
+		if err != nil {
+			return nil, err
+		}
+		environ = append(environ, telemetry.CUDADevicesEnv(devices)...)
+	}
+	envKeys := make([]string, 0, len(s.cfg.Env))
+	for k := range s.cfg.Env {
+		envKeys = append(envKeys, k)
+	}
+	sort.Strings(envKeys)
+	for _, k := range envKeys {
+		v, err := pipeline.ExpandEnv(s.cfg.Env[k], vars)
+		if err != nil {
+			return nil, fmt.Errorf("stages.%s.env.%s: %w", env.Stage.Name, k, err)
+		}
+		environ = append(environ, k+"="+v)
+	}
+	return environ, nil
+}
+
+// workDir is where the program runs: the run's directory unless dir says
+// otherwise (relative to the plan's directory here, to the login
+// directory on a machine).
+func (s *Stage) workDir(env *pipeline.Env, vars map[string]string, onMachine bool) string {
+	dir := env.Dir
+	switch {
+	case onMachine:
+		// On the machine, relative to the login directory (the default).
+		dir = pipeline.Expand(s.cfg.Dir, vars)
+	case s.cfg.Dir != "":
+		dir = pipeline.Expand(s.cfg.Dir, vars)
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(vars["plan_dir"], dir)
+		}
+	}
+	return dir
+}
+
+// price is the hourly cost the rows carry: with on:, the machine it ran
+// on is what it cost, whatever else it needs.
+func (s *Stage) price(env *pipeline.Env) *float64 {
+	if s.cfg.On == "" {
+		return costPerHour(env)
+	}
+	if d := env.Deps[s.cfg.On]; d != nil && d.CostPerHour != nil {
+		p := *d.CostPerHour
+		return &p
+	}
+	return nil
 }
 
 // errParse marks emitRows' parse failures (as opposed to a sink's).

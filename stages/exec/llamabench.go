@@ -158,103 +158,60 @@ var llamaKeyProps = []string{"model_filename", "model_type", "n_gpu_layers", "n_
 // their columns (a field of an unexpected type stays in exec_extra);
 // everything else is kept in exec_extra.
 func llamaRecord(m map[string]any) record {
-	extra := map[string]any{}
-	for k, v := range m {
-		extra[k] = v
-	}
-	take := func(k string) (any, bool) {
-		v, ok := m[k]
-		if ok {
-			delete(extra, k)
-		}
-		return v, ok
-	}
-	// untake puts a value back: a known field in a form no release wrote.
-	untake := func(k string, v any) { extra[k] = v }
-	str := func(k string, dst *string) {
-		if v, ok := take(k); ok {
-			if s, ok := asString(v); ok {
-				*dst = s
-			} else {
-				untake(k, v)
-			}
-		}
-	}
-	integer := func(k string) *int64 {
-		v, ok := take(k)
-		if !ok {
-			return nil
-		}
-		if n, ok := asInt(v); ok {
-			return &n
-		}
-		untake(k, v)
-		return nil
-	}
-	number := func(k string) *float64 {
-		v, ok := take(k)
-		if !ok {
-			return nil
-		}
-		if f, ok := asFloat(v); ok {
-			return &f
-		}
-		untake(k, v)
-		return nil
-	}
+	f := newFieldTaker(m)
 	c := results.Cell{Program: parserLlamaBench, Concurrency: 1}
-	str("build_commit", &c.BuildCommit)
-	c.BuildNumber = integer("build_number")
-	str("cpu_info", &c.CPUInfo)
-	str("gpu_info", &c.GPUInfo)
-	str("backends", &c.Backends)
+	f.str("build_commit", &c.BuildCommit)
+	c.BuildNumber = f.integer("build_number")
+	f.str("cpu_info", &c.CPUInfo)
+	f.str("gpu_info", &c.GPUInfo)
+	f.str("backends", &c.Backends)
 	if c.Backends == "" {
 		c.Backends = oldBackends(m)
 	}
-	str("model_type", &c.ModelType)
-	c.ModelSizeBytes = integer("model_size")
-	c.ModelNParams = integer("model_n_params")
-	c.NBatch = integer("n_batch")
-	c.NUBatch = integer("n_ubatch")
-	c.NThreads = integer("n_threads")
-	str("type_k", &c.TypeK)
-	str("type_v", &c.TypeV)
-	c.NGPULayers = integer("n_gpu_layers")
-	str("split_mode", &c.SplitMode)
-	str("devices", &c.Devices)
-	if v, ok := take("flash_attn"); ok {
+	f.str("model_type", &c.ModelType)
+	c.ModelSizeBytes = f.integer("model_size")
+	c.ModelNParams = f.integer("model_n_params")
+	c.NBatch = f.integer("n_batch")
+	c.NUBatch = f.integer("n_ubatch")
+	c.NThreads = f.integer("n_threads")
+	f.str("type_k", &c.TypeK)
+	f.str("type_v", &c.TypeV)
+	c.NGPULayers = f.integer("n_gpu_layers")
+	f.str("split_mode", &c.SplitMode)
+	f.str("devices", &c.Devices)
+	if v, ok := f.take("flash_attn"); ok {
 		if s, ok := flashAttn(v); ok {
 			c.FlashAttn = s
 		} else {
-			untake("flash_attn", v)
+			f.untake("flash_attn", v)
 		}
 	}
-	nPrompt := integer("n_prompt")
-	nGen := integer("n_gen")
-	c.NDepth = integer("n_depth")
-	c.AvgNs = integer("avg_ns")
-	c.StddevNs = integer("stddev_ns")
-	c.AvgTS = number("avg_ts")
-	c.StddevTS = number("stddev_ts")
+	nPrompt := f.integer("n_prompt")
+	nGen := f.integer("n_gen")
+	c.NDepth = f.integer("n_depth")
+	c.AvgNs = f.integer("avg_ns")
+	c.StddevNs = f.integer("stddev_ns")
+	c.AvgTS = f.number("avg_ts")
+	c.StddevTS = f.number("stddev_ts")
 	var testTime time.Time
-	if v, ok := take("test_time"); ok {
+	if v, ok := f.take("test_time"); ok {
 		s, _ := v.(string)
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			untake("test_time", v)
+			f.untake("test_time", v)
 		} else {
 			testTime = t.UTC()
 		}
 	}
 	var samplesNs, samplesTs []float64
-	if v, ok := take("samples_ns"); ok {
+	if v, ok := f.take("samples_ns"); ok {
 		if samplesNs, ok = asFloats(v); !ok {
-			untake("samples_ns", v)
+			f.untake("samples_ns", v)
 		}
 	}
-	if v, ok := take("samples_ts"); ok {
+	if v, ok := f.take("samples_ts"); ok {
 		if samplesTs, ok = asFloats(v); !ok {
-			untake("samples_ts", v)
+			f.untake("samples_ts", v)
 		}
 	}
 	modelFile, _ := m["model_filename"].(string) // kept in exec_extra too: no column holds it
@@ -287,10 +244,76 @@ func llamaRecord(m map[string]any) record {
 	c.StartedAt = testTime
 	c.EngineVersion = llamaVersion(c.BuildNumber, c.BuildCommit)
 
-	// Each repetition is a request-like row: quantiles and the regression
-	// engine's per-request tests work on them as on a sweep's requests.
-	// Its time is samples_ns, or, from a release without it, what
-	// samples_ts implies (ts = tokens/t).
+	reqs := llamaRepetitions(&c, samplesNs, samplesTs, np, ng, testTime)
+	c.ExecExtra = extraJSON(f.extra)
+	return record{id: c.BenchTest, cell: c, reqs: reqs, modelFile: modelFile}
+}
+
+// fieldTaker reads a record's known fields; extra is what is left, every
+// field not taken or taken in a form no release wrote.
+type fieldTaker struct {
+	m, extra map[string]any
+}
+
+func newFieldTaker(m map[string]any) *fieldTaker {
+	extra := make(map[string]any, len(m))
+	for k, v := range m {
+		extra[k] = v
+	}
+	return &fieldTaker{m: m, extra: extra}
+}
+
+func (f *fieldTaker) take(k string) (any, bool) {
+	v, ok := f.m[k]
+	if ok {
+		delete(f.extra, k)
+	}
+	return v, ok
+}
+
+// untake puts a value back: a known field in a form no release wrote.
+func (f *fieldTaker) untake(k string, v any) { f.extra[k] = v }
+
+func (f *fieldTaker) str(k string, dst *string) {
+	if v, ok := f.take(k); ok {
+		if s, ok := asString(v); ok {
+			*dst = s
+		} else {
+			f.untake(k, v)
+		}
+	}
+}
+
+func (f *fieldTaker) integer(k string) *int64 {
+	v, ok := f.take(k)
+	if !ok {
+		return nil
+	}
+	if n, ok := asInt(v); ok {
+		return &n
+	}
+	f.untake(k, v)
+	return nil
+}
+
+func (f *fieldTaker) number(k string) *float64 {
+	v, ok := f.take(k)
+	if !ok {
+		return nil
+	}
+	if x, ok := asFloat(v); ok {
+		return &x
+	}
+	f.untake(k, v)
+	return nil
+}
+
+// llamaRepetitions returns each repetition as a request-like row, so
+// quantiles and the regression engine's per-request tests work on them
+// as on a sweep's requests, and sets c's request counts, duration and
+// end-to-end latencies from them. A repetition's time is samples_ns, or,
+// from a release without it, what samples_ts implies (ts = tokens/t).
+func llamaRepetitions(c *results.Cell, samplesNs, samplesTs []float64, np, ng int64, testTime time.Time) []results.Request {
 	times := samplesNs
 	if len(times) == 0 && len(samplesTs) > 0 && np+ng > 0 {
 		for _, ts := range samplesTs {
@@ -320,8 +343,7 @@ func llamaRecord(m map[string]any) record {
 	} else if c.AvgNs != nil {
 		c.E2ELMs = results.Some(float64(*c.AvgNs) / 1e6)
 	}
-	c.ExecExtra = extraJSON(extra)
-	return record{id: c.BenchTest, cell: c, reqs: reqs, modelFile: modelFile}
+	return reqs
 }
 
 // maxSampleNs bounds one repetition's time: a day. A sample past it (a

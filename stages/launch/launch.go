@@ -259,23 +259,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	vars := s.vars(env)
 	s.stageVars = vars
 
-	// Environment shared by the server and its setup commands.
-	s.baseEnviron = os.Environ()
-	s.gpus = nil
-	if s.remote != nil {
-		// The machine's own environment, not benchrun's: benchrun's
-		// variables (its credentials) reach it only through env. GPUs are
-		// the machine's, by index: NVML here knows none of them.
-		s.baseEnviron = nil
-		if len(s.gpuSel) > 0 {
-			s.gpus = slices.Clone(s.gpuSel)
-			s.baseEnviron = telemetry.CUDADevicesEnv(s.gpus)
-		}
-	} else if len(s.gpuSel) > 0 {
-		if s.gpus, err = s.chooseGPUs(env.Log); err != nil {
-			return nil, err
-		}
-		s.baseEnviron = append(s.baseEnviron, telemetry.CUDADevicesEnv(s.gpus)...)
+	if err := s.prepareEnviron(env); err != nil {
+		return nil, err
 	}
 	// The first start takes ${cell.KEY} from the first cell that will be
 	// measured (restart: per_cell restarts before it anyway), so the health
@@ -339,7 +324,37 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	s.up = true // from now on a death is the watchdog's to report
 	s.mu.Unlock()
 
-	out = &pipeline.Outputs{
+	return s.outputs(env, base, version, vars), nil
+}
+
+// prepareEnviron sets the environment shared by the server and its setup
+// commands, and the GPUs it is given.
+func (s *Stage) prepareEnviron(env *pipeline.Env) error {
+	s.baseEnviron = os.Environ()
+	s.gpus = nil
+	if s.remote != nil {
+		// The machine's own environment, not benchrun's: benchrun's
+		// variables (its credentials) reach it only through env. GPUs are
+		// the machine's, by index: NVML here knows none of them.
+		s.baseEnviron = nil
+		if len(s.gpuSel) > 0 {
+			s.gpus = slices.Clone(s.gpuSel)
+			s.baseEnviron = telemetry.CUDADevicesEnv(s.gpus)
+		}
+	} else if len(s.gpuSel) > 0 {
+		var err error
+		if s.gpus, err = s.chooseGPUs(env.Log); err != nil {
+			return err
+		}
+		s.baseEnviron = append(s.baseEnviron, telemetry.CUDADevicesEnv(s.gpus)...)
+	}
+	return nil
+}
+
+// outputs are what the server offers later stages: its URL, process and
+// facts, and what earlier stages offered.
+func (s *Stage) outputs(env *pipeline.Env, base, version string, vars map[string]string) *pipeline.Outputs {
+	out := &pipeline.Outputs{
 		URL:           base,
 		Model:         s.model,
 		Engine:        s.cfg.Engine,
@@ -387,7 +402,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		// runner would take the old one's exit for a death. Done tells.
 		out.PID = 0
 	}
-	return out, nil
+	return out
 }
 
 // chooseGPUs resolves the plan's GPU selection to the devices the server
