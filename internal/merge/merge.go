@@ -320,80 +320,20 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	base := ps[0].row
 	info := Cell{Stage: base.Stage, CellID: base.CellID}
 	if base.Concurrency == 0 && base.Rate == 0 {
-		// Not a split load (a launch stage's start-up, an exec program's
-		// output): every shard measured the whole thing on its own, so
-		// there is nothing to pool; shard 0's row stands for them.
-		for _, p := range ps {
-			info.Shards = append(info.Shards, Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs)})
-		}
-		row := base
-		row.Shard = 0
-		row.Notes = strings.TrimPrefix(fmt.Sprintf("shard %d/%d's row: a row without a load to split is not merged; %s", base.Shard, base.Shards, base.Notes), "; ")
-		row.Notes = strings.TrimSuffix(row.Notes, "; ")
-		return row, slices.Clone(ps[0].reqs), info
+		return unsplitCell(ps, info)
 	}
-	var reqs []results.Request
-	var firsts []time.Time
-	measured := 0
+	pool := poolShards(ps)
 	var notes []string
-	var cpu, cpuWait, serverWait *float64
-	status, reason := results.StatusOK, ""
-	for _, p := range ps {
-		reqs = append(reqs, p.reqs...)
-		var first time.Time
-		for _, r := range p.reqs {
-			if first.IsZero() || r.SentAt.Before(first) {
-				first = r.SentAt
-			}
-		}
-		firsts = append(firsts, first)
-		if len(p.reqs) > 0 {
-			measured++
-		}
-		if p.row.ClientCPUUtil != nil && (cpu == nil || *p.row.ClientCPUUtil > *cpu) {
-			cpu = p.row.ClientCPUUtil
-		}
-		if p.row.ClientCPUWaitMs != nil && (cpuWait == nil || *p.row.ClientCPUWaitMs > *cpuWait) {
-			cpuWait = p.row.ClientCPUWaitMs
-		}
-		if p.row.ServerCPUWaitMs != nil && (serverWait == nil || *p.row.ServerCPUWaitMs > *serverWait) {
-			serverWait = p.row.ServerCPUWaitMs
-		}
-		if p.row.Status == results.StatusError && status == results.StatusOK {
-			status, reason = results.StatusError, fmt.Sprintf("shard %d/%d: %s", p.row.Shard, p.row.Shards, p.row.Reason)
-		}
-	}
-	var origin time.Time
-	for _, f := range firsts {
-		if !f.IsZero() && (origin.IsZero() || f.Before(origin)) {
-			origin = f
-		}
-	}
+	origin := earliest(pool.firsts)
 	for i, p := range ps {
-		sh := Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs), SendLagP99Ms: p.row.SendLagP99}
-		if !firsts[i].IsZero() {
-			// A constant or gamma shard is planned to start i/λ late
-			// (loadgen.Schedule.Split): only the rest is lateness.
-			planned := 0.0
-			if p.row.Rate > 0 && (p.row.Arrival == "constant" || p.row.Arrival == "gamma") {
-				planned = float64(p.row.Shard) / p.row.Rate * 1000
-			}
-			sh.StartOffsetMs = float64(firsts[i].Sub(origin))/float64(time.Millisecond) - planned
-		}
-		var why []string
-		if p.row.SendLagP99 != nil && *p.row.SendLagP99 > o.SendLagThresholdMs {
-			why = append(why, fmt.Sprintf("send_lag p99 %.2f ms over %.2g ms", *p.row.SendLagP99, o.SendLagThresholdMs))
-		}
-		if sh.StartOffsetMs > o.StartThresholdMs {
-			why = append(why, fmt.Sprintf("started %.1f ms after the earliest shard (over %.0f ms)", sh.StartOffsetMs, o.StartThresholdMs))
-		}
-		if len(why) > 0 {
-			sh.Flag = strings.Join(why, ", ")
+		sh, note := shardOf(p, pool.firsts[i], origin, o)
+		if note != "" {
 			info.Flagged = true
-			notes = append(notes, fmt.Sprintf("client-bound: shard %d/%d %s (read the merged cell as a lower bound of the server)", p.row.Shard, p.row.Shards, sh.Flag))
+			notes = append(notes, note)
 		}
 		info.Shards = append(info.Shards, sh)
 	}
+	reqs := pool.reqs
 	slices.SortStableFunc(reqs, func(a, b results.Request) int { return a.SentAt.Compare(b.SentAt) })
 
 	row := base
@@ -401,12 +341,131 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	if base.Shards > 0 {
 		row.Shards = base.Shards
 	}
-	row.ClientCPUUtil = cpu // the busiest shard's: each shard is its own client
+	row.ClientCPUUtil = pool.cpu // the busiest shard's: each shard is its own client
 	// The most starved shard's: each shard's client (and its server, when
 	// it launched one) waited on its own machine.
-	row.ClientCPUWaitMs, row.ServerCPUWaitMs = cpuWait, serverWait
-	// One clock for the merged cell's events: kernel stamps only when
-	// every shard that streamed had them.
+	row.ClientCPUWaitMs, row.ServerCPUWaitMs = pool.cpuWait, pool.serverWait
+	if note := oneClock(&row, reqs, ps); note != "" {
+		notes = append(notes, note)
+	}
+	fill(&row, reqs, slo)
+	// Shard 0's notes on the cell's shape tell whether its cache should
+	// engage; the conversation and cache notes come from the pooled rows.
+	expect := turns.ExpectOf(base)
+	row.Notes = ""
+	turns.Fill(&row, reqs, expect)
+	poolNotes := row.Notes
+	row.Status, row.Reason = mergedStatus(&row, pool, len(reqs))
+	row.Notes = mergedNotes(base, info, len(ps), notes, poolNotes)
+	return row, reqs, info
+}
+
+// unsplitCell is the merge of a cell without a load to split (a launch
+// stage's start-up, an exec program's output): every shard measured the
+// whole thing on its own, so there is nothing to pool; shard 0's row
+// stands for them.
+func unsplitCell(ps []part, info Cell) (results.Cell, []results.Request, Cell) {
+	base := ps[0].row
+	for _, p := range ps {
+		info.Shards = append(info.Shards, Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs)})
+	}
+	row := base
+	row.Shard = 0
+	row.Notes = strings.TrimPrefix(fmt.Sprintf("shard %d/%d's row: a row without a load to split is not merged; %s", base.Shard, base.Shards, base.Notes), "; ")
+	row.Notes = strings.TrimSuffix(row.Notes, "; ")
+	return row, slices.Clone(ps[0].reqs), info
+}
+
+// pooledShards is what a split cell's shards give together: their
+// requests, each shard's first send (zero for none), how many sent any,
+// the busiest or most starved shard's CPU columns, and the first
+// shard's error.
+type pooledShards struct {
+	reqs                     []results.Request
+	firsts                   []time.Time
+	measured                 int
+	cpu, cpuWait, serverWait *float64
+	status, reason           string
+}
+
+func poolShards(ps []part) pooledShards {
+	pool := pooledShards{status: results.StatusOK}
+	for _, p := range ps {
+		pool.reqs = append(pool.reqs, p.reqs...)
+		var first time.Time
+		for _, r := range p.reqs {
+			if first.IsZero() || r.SentAt.Before(first) {
+				first = r.SentAt
+			}
+		}
+		pool.firsts = append(pool.firsts, first)
+		if len(p.reqs) > 0 {
+			pool.measured++
+		}
+		pool.cpu = maxOpt(pool.cpu, p.row.ClientCPUUtil)
+		pool.cpuWait = maxOpt(pool.cpuWait, p.row.ClientCPUWaitMs)
+		pool.serverWait = maxOpt(pool.serverWait, p.row.ServerCPUWaitMs)
+		if p.row.Status == results.StatusError && pool.status == results.StatusOK {
+			pool.status, pool.reason = results.StatusError, fmt.Sprintf("shard %d/%d: %s", p.row.Shard, p.row.Shards, p.row.Reason)
+		}
+	}
+	return pool
+}
+
+// maxOpt is the larger of two optional values, cur on a tie; nil only
+// when both are.
+func maxOpt(cur, v *float64) *float64 {
+	if v != nil && (cur == nil || *v > *cur) {
+		return v
+	}
+	return cur
+}
+
+// earliest is the earliest of the non-zero times ts; zero for none.
+func earliest(ts []time.Time) time.Time {
+	var origin time.Time
+	for _, f := range ts {
+		if !f.IsZero() && (origin.IsZero() || f.Before(origin)) {
+			origin = f
+		}
+	}
+	return origin
+}
+
+// shardOf is shard p's entry in the merge's record, its first send
+// measured against the earliest shard's (origin), and flagged when its
+// client could not keep up or it started late; note is the flag's note
+// for the merged row ("" when not flagged).
+func shardOf(p part, first, origin time.Time, o Options) (sh Shard, note string) {
+	sh = Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs), SendLagP99Ms: p.row.SendLagP99}
+	if !first.IsZero() {
+		// A constant or gamma shard is planned to start i/λ late
+		// (loadgen.Schedule.Split): only the rest is lateness.
+		planned := 0.0
+		if p.row.Rate > 0 && (p.row.Arrival == "constant" || p.row.Arrival == "gamma") {
+			planned = float64(p.row.Shard) / p.row.Rate * 1000
+		}
+		sh.StartOffsetMs = float64(first.Sub(origin))/float64(time.Millisecond) - planned
+	}
+	var why []string
+	if p.row.SendLagP99 != nil && *p.row.SendLagP99 > o.SendLagThresholdMs {
+		why = append(why, fmt.Sprintf("send_lag p99 %.2f ms over %.2g ms", *p.row.SendLagP99, o.SendLagThresholdMs))
+	}
+	if sh.StartOffsetMs > o.StartThresholdMs {
+		why = append(why, fmt.Sprintf("started %.1f ms after the earliest shard (over %.0f ms)", sh.StartOffsetMs, o.StartThresholdMs))
+	}
+	if len(why) == 0 {
+		return sh, ""
+	}
+	sh.Flag = strings.Join(why, ", ")
+	return sh, fmt.Sprintf("client-bound: shard %d/%d %s (read the merged cell as a lower bound of the server)", p.row.Shard, p.row.Shards, sh.Flag)
+}
+
+// oneClock sets the merged row's stamp source so that its events have
+// one clock: kernel stamps only when every shard that streamed had them,
+// else every request falls back to its user-space stamps, and the note
+// returned says so ("" otherwise).
+func oneClock(row *results.Cell, reqs []results.Request, ps []part) string {
 	var kernel, user []string
 	for _, p := range ps {
 		switch p.row.StampSource {
@@ -421,28 +480,37 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 		for i := range reqs {
 			userStamps(&reqs[i])
 		}
-		notes = append(notes, fmt.Sprintf("shards %s timed events with kernel receive stamps, shards %s with user-space stamps: the merged cell uses the user-space ones of all (stamp_source user)", strings.Join(kernel, ","), strings.Join(user, ",")))
-	} else if len(kernel) > 0 {
+		return fmt.Sprintf("shards %s timed events with kernel receive stamps, shards %s with user-space stamps: the merged cell uses the user-space ones of all (stamp_source user)", strings.Join(kernel, ","), strings.Join(user, ","))
+	}
+	if len(kernel) > 0 {
 		row.StampSource = "kernel"
 	}
-	fill(&row, reqs, slo)
-	// Shard 0's notes on the cell's shape tell whether its cache should
-	// engage; the conversation and cache notes come from the pooled rows.
-	expect := turns.ExpectOf(base)
-	row.Notes = ""
-	turns.Fill(&row, reqs, expect)
-	poolNotes := row.Notes
-	row.Status, row.Reason = status, reason
-	if len(reqs) == 0 && status == results.StatusOK {
-		row.Status, row.Reason = results.StatusError, "no shard sent a request"
-	} else if row.Failed > 0 && status == results.StatusOK {
-		row.Status, row.Reason = results.StatusError, fmt.Sprintf("%d of %d requests failed (across %d shards)", row.Failed, row.Requests, measured)
+	return ""
+}
+
+// mergedStatus is the merged row's status and reason: a shard's error,
+// else an error when no shard sent a request or any request failed.
+func mergedStatus(row *results.Cell, pool pooledShards, nreqs int) (status, reason string) {
+	switch {
+	case pool.status != results.StatusOK:
+		return pool.status, pool.reason
+	case nreqs == 0:
+		return results.StatusError, "no shard sent a request"
+	case row.Failed > 0:
+		return results.StatusError, fmt.Sprintf("%d of %d requests failed (across %d shards)", row.Failed, row.Requests, pool.measured)
 	}
+	return results.StatusOK, ""
+}
+
+// mergedNotes is the merged row's notes: which shards it pools, then
+// the shards' flags and the merge's own notes, shard 0's notes that
+// still hold, and the notes of the pooled conversations and cache.
+func mergedNotes(base results.Cell, info Cell, nshards int, notes []string, poolNotes string) string {
 	var ids []string
 	for _, s := range info.Shards {
 		ids = append(ids, fmt.Sprintf("%d=%s (send_lag p99 %s ms, start %+.1f ms)", s.Shard, s.RunID, fmtOpt(s.SendLagP99Ms), s.StartOffsetMs))
 	}
-	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics and goodput recomputed from the pooled requests; telemetry and cost columns are shard %d's", len(ps), strings.Join(ids, ", "), base.Shard)}, notes...)
+	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics and goodput recomputed from the pooled requests; telemetry and cost columns are shard %d's", nshards, strings.Join(ids, ", "), base.Shard)}, notes...)
 	// Shard 0's own notes about the cell's shape (prompts, token source,
 	// server) still hold; its verdicts on its own send lag or start do
 	// not, the flags above replace them.
@@ -454,8 +522,7 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 	if poolNotes != "" {
 		notes = append(notes, poolNotes)
 	}
-	row.Notes = strings.Join(notes, "; ")
-	return row, reqs, info
+	return strings.Join(notes, "; ")
 }
 
 func fmtOpt(p *float64) string {

@@ -57,66 +57,107 @@ import (
 func CheckHistory(history []*Run, current *Run, o Options) *Report {
 	o = o.withDefaults()
 	rep := &Report{Correction: o.Correction, Alpha: 1 - o.Confidence, RunsNew: []string{current.ID}}
+	idx := indexHistory(history, current, o)
+	rep.RunsOld = idx.runs
+	merge(&rep.Excluded, idx.runExcl)
+	for _, m := range idx.cellExcl {
+		merge(&rep.Excluded, m)
+	}
+
+	j := historyJudge{o: o, current: current, idx: idx, rep: rep}
+	for _, p := range groupPoints(current, o) {
+		if len(p.cells) == 0 {
+			rep.Skipped = append(rep.Skipped, Skip{Key: p.key, Reason: p.reason})
+			continue
+		}
+		for _, m := range o.Metrics {
+			j.judge(p, m)
+		}
+	}
+	decideHistory(rep, j.ps, j.machines, o)
+	rep.Summaries = summaries(o.Metrics, rep.Verdicts)
+	return rep
+}
+
+// historyIndex is the usable history cells by key, oldest run first, and
+// what was left out of them, counted by reason.
+type historyIndex struct {
+	byKey    map[Key][]historyEntry
+	runs     []string               // the ids of the runs used, oldest first
+	runExcl  map[string]int         // whole runs left out
+	cellExcl map[Key]map[string]int // cells left out, by their key
+}
+
+// historyEntry is one history run's rows of a point (its repeats).
+type historyEntry struct {
+	run   *Run
+	cells []int
+}
+
+// indexHistory indexes the usable cells of history, sorted by start
+// (a run's repeats of a point in one entry). Runs with current's id, or
+// that started after current, are ignored; runs and cells not usable are
+// counted by reason.
+func indexHistory(history []*Run, current *Run, o Options) historyIndex {
 	hist := slices.Clone(history)
 	slices.SortStableFunc(hist, func(a, b *Run) int { return a.StartedAt.Compare(b.StartedAt) })
-
-	// Index the usable history cells by key, oldest run first (a run's
-	// repeats of a point in one entry); count what is left out.
-	type entry struct {
-		run   *Run
-		cells []int
-	}
-	byKey := map[Key][]entry{}
-	runExcl := map[string]int{}
-	cellExcl := map[Key]map[string]int{}
+	idx := historyIndex{byKey: map[Key][]historyEntry{}, runExcl: map[string]int{}, cellExcl: map[Key]map[string]int{}}
 	for _, r := range hist {
 		if r == nil || r.ID == current.ID && r.ID != "" ||
 			!current.StartedAt.IsZero() && !r.StartedAt.IsZero() && !r.StartedAt.Before(current.StartedAt) {
 			continue
 		}
 		if why := runReason(r); why != "" {
-			count(&runExcl, why)
+			count(&idx.runExcl, why)
 			continue
 		}
-		rep.RunsOld = append(rep.RunsOld, r.ID)
+		idx.runs = append(idx.runs, r.ID)
 		for i := range r.Cells {
-			c := &r.Cells[i]
-			k := o.keyOf(c)
-			if why := Exclusion(c, r, o); why != "" {
-				m := cellExcl[k]
-				count(&m, why)
-				cellExcl[k] = m
-				continue
-			}
-			es := byKey[k]
-			if n := len(es); n > 0 && es[n-1].run == r {
-				es[n-1].cells = append(es[n-1].cells, i)
-			} else {
-				byKey[k] = append(es, entry{r, []int{i}})
-			}
+			idx.add(r, i, o)
 		}
 	}
-	merge(&rep.Excluded, runExcl)
-	for _, m := range cellExcl {
-		merge(&rep.Excluded, m)
-	}
+	return idx
+}
 
-	// Group current's rows by key, in the order keys first appear: a
-	// point's repeats judged together.
-	type point struct {
-		key    Key
-		cells  []int
-		excl   map[string]int
-		reason string
+// add indexes row i of history run r, or counts why it is left out.
+func (idx *historyIndex) add(r *Run, i int, o Options) {
+	c := &r.Cells[i]
+	k := o.keyOf(c)
+	if why := Exclusion(c, r, o); why != "" {
+		m := idx.cellExcl[k]
+		count(&m, why)
+		idx.cellExcl[k] = m
+		return
 	}
-	var points []*point
-	pointOf := map[Key]*point{}
+	es := idx.byKey[k]
+	if n := len(es); n > 0 && es[n-1].run == r {
+		es[n-1].cells = append(es[n-1].cells, i)
+	} else {
+		idx.byKey[k] = append(es, historyEntry{r, []int{i}})
+	}
+}
+
+// currentPoint is a point of the current run: its usable rows (its
+// repeats), and the rows left out, counted by reason, the first reason
+// kept to say why a point with no usable row is skipped.
+type currentPoint struct {
+	key    Key
+	cells  []int
+	excl   map[string]int
+	reason string
+}
+
+// groupPoints groups current's rows by key, in the order keys first
+// appear: a point's repeats are judged together.
+func groupPoints(current *Run, o Options) []*currentPoint {
+	var points []*currentPoint
+	pointOf := map[Key]*currentPoint{}
 	for i := range current.Cells {
 		c := &current.Cells[i]
 		k := o.keyOf(c)
 		p := pointOf[k]
 		if p == nil {
-			p = &point{key: k}
+			p = &currentPoint{key: k}
 			pointOf[k] = p
 			points = append(points, p)
 		}
@@ -129,130 +170,171 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 		}
 		p.cells = append(p.cells, i)
 	}
+	return points
+}
 
-	var ps []float64
-	// The machine's lateness behind each verdict: the judged point's
-	// (its row, for the allowance) and the history's (the median of the
-	// runs the interval was learned from), in the order of rep.Verdicts.
-	type machine struct {
-		row       *results.Cell
-		now, hist float64
+// verdictMachine is the machine's lateness behind a verdict: the judged
+// point's (its row, for the allowance) and the history's (the median of
+// the runs the interval was learned from). Zero for a verdict not judged.
+type verdictMachine struct {
+	row       *results.Cell
+	now, hist float64
+}
+
+// historyJudge judges current's points against the indexed history, one
+// metric at a time, into rep; ps and machines follow rep.Verdicts.
+type historyJudge struct {
+	o        Options
+	current  *Run
+	idx      historyIndex
+	rep      *Report
+	ps       []float64
+	machines []verdictMachine
+}
+
+// judge adds point p's verdict on metric m (or its skip) to the report:
+// insufficient data, or the prediction interval's center, change and
+// p-value, decided later over every comparison (decideHistory).
+func (j *historyJudge) judge(p *currentPoint, m Metric) {
+	o, rep := j.o, j.rep
+	var nulls int
+	nv, nNew := runValue(m, j.current, p.cells, &nulls)
+	if nNew == 0 {
+		rep.Skipped = append(rep.Skipped, Skip{Key: p.key, Metric: m.Name, Reason: ReasonNull})
+		return
 	}
-	var machines []machine
-	for _, p := range points {
-		k := p.key
-		if len(p.cells) == 0 {
-			rep.Skipped = append(rep.Skipped, Skip{Key: k, Reason: p.reason})
+	c := &j.current.Cells[p.cells[0]]
+	v := Verdict{
+		Key: p.key, CellID: c.CellID, Metric: m.Name, Unit: m.Unit, Better: m.Better,
+		Method: MethodHistory, New: nv, NNew: nNew, Level: o.Confidence,
+		Old: math.NaN(), Change: math.NaN(), Low: math.NaN(), High: math.NaN(),
+		P: math.NaN(), PAdjusted: math.NaN(), MWU: math.NaN(),
+	}
+	v.Excluded = maps.Clone(j.idx.runExcl)
+	merge(&v.Excluded, j.idx.cellExcl[p.key])
+	merge(&v.Excluded, p.excl)
+	for range nulls {
+		count(&v.Excluded, ReasonNull)
+	}
+	s := recentHistory(j.idx.byKey[p.key], m, o.LastN, &v.Excluded)
+	markLateOutliers(m, s.xs, s.lates, s.rows, s.marks, s.why, o.MinRuns)
+	xs, refLates := s.reference(&v, o)
+	v.N = len(xs)
+	if len(xs) < o.MinRuns {
+		insufficient(&v, xs, o.MinRuns)
+		rep.Verdicts = append(rep.Verdicts, v)
+		j.ps = append(j.ps, math.NaN())
+		j.machines = append(j.machines, verdictMachine{})
+		return
+	}
+	predict(&v, xs, o.Confidence)
+	v.Margin = margin(m, v.Old)
+	rep.Verdicts = append(rep.Verdicts, v)
+	j.ps = append(j.ps, v.P)
+	j.machines = append(j.machines, verdictMachine{row: c, now: pointLate(j.current, p.cells), hist: median(refLates)})
+}
+
+// historySeries is a point's last measured values of one metric in its
+// history, oldest first, and beside each value: whether its own run
+// called it regressed or inconclusive (mark, and why it is left out),
+// how late the machine was then, its run's id and its row.
+type historySeries struct {
+	xs, lates []float64
+	marks     []bool
+	why       []string
+	runs      []string
+	rows      []*results.Cell
+}
+
+// recentHistory is the last lastN measured values of metric m over a
+// point's history entries (oldest first); NULLs met on the way are
+// counted in *excluded.
+func recentHistory(entries []historyEntry, m Metric, lastN int, excluded *map[string]int) historySeries {
+	var s historySeries
+	for j := len(entries) - 1; j >= 0 && len(s.xs) < lastN; j-- {
+		e := entries[j]
+		nulls := 0
+		x, n := runValue(m, e.run, e.cells, &nulls)
+		for range nulls {
+			count(excluded, ReasonNull)
+		}
+		if n == 0 {
 			continue
 		}
-		c := &current.Cells[p.cells[0]]
-		for _, m := range o.Metrics {
-			var nulls int
-			nv, nNew := runValue(m, current, p.cells, &nulls)
-			if nNew == 0 {
-				rep.Skipped = append(rep.Skipped, Skip{Key: k, Metric: m.Name, Reason: ReasonNull})
-				continue
+		s.xs = append(s.xs, x)
+		s.runs = append(s.runs, e.run.ID)
+		key := marked(e.run.Cells[e.cells[0]].CellID, m.Name)
+		switch {
+		case e.run.Regressed[key]:
+			s.marks, s.why = append(s.marks, true), append(s.why, ReasonRegressed)
+		case e.run.Inconclusive[key]:
+			s.marks, s.why = append(s.marks, true), append(s.why, ReasonInconclusive)
+		default:
+			s.marks, s.why = append(s.marks, false), append(s.why, "")
+		}
+		s.lates = append(s.lates, pointLate(e.run, e.cells))
+		s.rows = append(s.rows, &e.run.Cells[e.cells[0]])
+	}
+	slices.Reverse(s.xs)
+	slices.Reverse(s.runs)
+	slices.Reverse(s.marks)
+	slices.Reverse(s.why)
+	slices.Reverse(s.lates)
+	slices.Reverse(s.rows)
+	return s
+}
+
+// reference picks the values v is judged against (the runs since a
+// change of level once enough runs show it, else the unmarked ones),
+// with their machine's lateness, and records on v the level change, a
+// pending one, the runs used and, without a level change, the marked
+// values left out.
+func (s historySeries) reference(v *Verdict, o Options) (xs, lates []float64) {
+	need := levelRuns(o.LastN)
+	ref, level, pending := reference(s.xs, s.marks, o.MinRuns, need)
+	v.LevelChange = level
+	if level != nil {
+		level.Run = s.runs[ref[0]]
+	}
+	if pending.Index >= 0 {
+		v.PendingLevel = &LevelChange{Run: s.runs[pending.Index], Change: pending.Change(), Runs: len(s.xs) - pending.Index, Needs: need}
+	}
+	for _, i := range ref {
+		xs = append(xs, s.xs[i])
+		lates = append(lates, s.lates[i])
+		v.Runs = append(v.Runs, s.runs[i])
+	}
+	if len(ref) < len(s.xs) && level == nil {
+		v.Excluded = maps.Clone(v.Excluded)
+		for i, w := range s.why {
+			if s.marks[i] {
+				count(&v.Excluded, w)
 			}
-			v := Verdict{
-				Key: k, CellID: c.CellID, Metric: m.Name, Unit: m.Unit, Better: m.Better,
-				Method: MethodHistory, New: nv, NNew: nNew, Level: o.Confidence,
-				Old: math.NaN(), Change: math.NaN(), Low: math.NaN(), High: math.NaN(),
-				P: math.NaN(), PAdjusted: math.NaN(), MWU: math.NaN(),
-			}
-			v.Excluded = maps.Clone(runExcl)
-			merge(&v.Excluded, cellExcl[k])
-			merge(&v.Excluded, p.excl)
-			for range nulls {
-				count(&v.Excluded, ReasonNull)
-			}
-			// The last LastN measured values, oldest first, with whether
-			// their own run called them regressed and how late the
-			// machine was then.
-			var xs, lates []float64
-			var marks []bool
-			var why []string // why a marked value is left out
-			var runs []string
-			var rows []*results.Cell
-			entries := byKey[k]
-			for j := len(entries) - 1; j >= 0 && len(xs) < o.LastN; j-- {
-				e := entries[j]
-				nulls = 0
-				x, n := runValue(m, e.run, e.cells, &nulls)
-				for range nulls {
-					count(&v.Excluded, ReasonNull)
-				}
-				if n == 0 {
-					continue
-				}
-				xs = append(xs, x)
-				runs = append(runs, e.run.ID)
-				key := marked(e.run.Cells[e.cells[0]].CellID, m.Name)
-				switch {
-				case e.run.Regressed[key]:
-					marks, why = append(marks, true), append(why, ReasonRegressed)
-				case e.run.Inconclusive[key]:
-					marks, why = append(marks, true), append(why, ReasonInconclusive)
-				default:
-					marks, why = append(marks, false), append(why, "")
-				}
-				lates = append(lates, pointLate(e.run, e.cells))
-				rows = append(rows, &e.run.Cells[e.cells[0]])
-			}
-			slices.Reverse(xs)
-			slices.Reverse(runs)
-			slices.Reverse(marks)
-			slices.Reverse(why)
-			slices.Reverse(lates)
-			slices.Reverse(rows)
-			markLateOutliers(m, xs, lates, rows, marks, why, o.MinRuns)
-			need := levelRuns(o.LastN)
-			ref, level, pending := reference(xs, marks, o.MinRuns, need)
-			v.LevelChange = level
-			if level != nil {
-				level.Run = runs[ref[0]]
-			}
-			if pending.Index >= 0 {
-				v.PendingLevel = &LevelChange{Run: runs[pending.Index], Change: pending.Change(), Runs: len(xs) - pending.Index, Needs: need}
-			}
-			var refXs, refLates []float64
-			for _, i := range ref {
-				refXs = append(refXs, xs[i])
-				refLates = append(refLates, lates[i])
-				v.Runs = append(v.Runs, runs[i])
-			}
-			if len(ref) < len(xs) && level == nil {
-				v.Excluded = maps.Clone(v.Excluded)
-				for i, w := range why {
-					if marks[i] {
-						count(&v.Excluded, w)
-					}
-				}
-			}
-			xs = refXs
-			v.N = len(xs)
-			if len(xs) < o.MinRuns {
-				v.Outcome = Insufficient
-				v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), o.MinRuns)
-				if len(xs) > 0 {
-					v.Old = GeoMean(xs)
-					if math.IsNaN(v.Old) {
-						v.Old, _ = meanSD(xs)
-					}
-					v.Change = v.New/v.Old - 1
-				}
-				rep.Verdicts = append(rep.Verdicts, v)
-				ps = append(ps, math.NaN())
-				machines = append(machines, machine{})
-				continue
-			}
-			predict(&v, xs, o.Confidence)
-			v.Margin = margin(m, v.Old)
-			rep.Verdicts = append(rep.Verdicts, v)
-			ps = append(ps, v.P)
-			machines = append(machines, machine{row: c, now: pointLate(current, p.cells), hist: median(refLates)})
 		}
 	}
+	return xs, lates
+}
 
+// insufficient marks v as not judged for want of minRuns history values
+// xs, still showing the center of those it has and the change from it.
+func insufficient(v *Verdict, xs []float64, minRuns int) {
+	v.Outcome = Insufficient
+	v.Reason = fmt.Sprintf("%d usable earlier runs of this cell, %d needed", len(xs), minRuns)
+	if len(xs) > 0 {
+		v.Old = GeoMean(xs)
+		if math.IsNaN(v.Old) {
+			v.Old, _ = meanSD(xs)
+		}
+		v.Change = v.New/v.Old - 1
+	}
+}
+
+// decideHistory decides every judged verdict of rep once the p-values
+// ps of the whole family are known: adjusted by the correction, outside
+// the interval and large enough is a regression or an improvement (unless
+// the machine's lateness explains it), anything else the same; a change
+// of level in the history is said in the reason.
+func decideHistory(rep *Report, ps []float64, machines []verdictMachine, o Options) {
 	adj := Adjust(o.Correction, ps)
 	alpha := 1 - o.Confidence
 	for i := range rep.Verdicts {
@@ -262,37 +344,48 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 		}
 		rep.Comparisons++
 		v.PAdjusted = adj[i]
-		outside := v.PAdjusted <= alpha
-		large := math.Abs(v.Change) >= v.Margin
-		switch {
-		case outside && large && v.Better.Worse(v.Change):
-			v.Outcome = Regressed
-		case outside && large:
-			v.Outcome = Improved
-		default:
-			v.Outcome = Same
-			switch {
-			case outside:
-				v.Reason = fmt.Sprintf("outside the history's interval, but %+.1f%% is under the %.1f%% that counts", 100*v.Change, 100*v.Margin)
-			case v.P <= alpha:
-				v.Reason = fmt.Sprintf("outside the interval alone (p=%.3g), not after %s over %d comparisons", v.P, o.Correction, countFinite(ps))
-			}
-		}
+		decideOutcome(v, alpha, o.Correction, ps)
 		if v.Outcome == Regressed || v.Outcome == Improved {
 			mc := machines[i]
 			explainByMachine(v, mc.row, mc.now, mc.hist)
 		}
-		if p := v.PendingLevel; p != nil {
-			lc := fmt.Sprintf("its history changed level at run %s (%+.1f%%), %d runs ago: that level becomes the baseline once %d runs show it", p.Run, 100*p.Change, p.Runs, p.Needs)
-			v.Reason = strings.TrimPrefix(v.Reason+"; "+lc, "; ")
-		}
-		if v.LevelChange != nil {
-			lc := fmt.Sprintf("judged against the %d runs since its history changed level at run %s (%+.1f%%)", v.N, v.LevelChange.Run, 100*v.LevelChange.Change)
-			v.Reason = strings.TrimPrefix(v.Reason+"; "+lc, "; ")
+		appendLevelReasons(v)
+	}
+}
+
+// decideOutcome sets v's outcome from its adjusted p-value and change:
+// the three conditions of CheckHistory, saying why when a value outside
+// the interval is still the same.
+func decideOutcome(v *Verdict, alpha float64, correction Correction, ps []float64) {
+	outside := v.PAdjusted <= alpha
+	large := math.Abs(v.Change) >= v.Margin
+	switch {
+	case outside && large && v.Better.Worse(v.Change):
+		v.Outcome = Regressed
+	case outside && large:
+		v.Outcome = Improved
+	default:
+		v.Outcome = Same
+		switch {
+		case outside:
+			v.Reason = fmt.Sprintf("outside the history's interval, but %+.1f%% is under the %.1f%% that counts", 100*v.Change, 100*v.Margin)
+		case v.P <= alpha:
+			v.Reason = fmt.Sprintf("outside the interval alone (p=%.3g), not after %s over %d comparisons", v.P, correction, countFinite(ps))
 		}
 	}
-	rep.Summaries = summaries(o.Metrics, rep.Verdicts)
-	return rep
+}
+
+// appendLevelReasons says in v's reason a change of level its history
+// shows: pending (not yet the baseline) or the one it was judged since.
+func appendLevelReasons(v *Verdict) {
+	if p := v.PendingLevel; p != nil {
+		lc := fmt.Sprintf("its history changed level at run %s (%+.1f%%), %d runs ago: that level becomes the baseline once %d runs show it", p.Run, 100*p.Change, p.Runs, p.Needs)
+		v.Reason = strings.TrimPrefix(v.Reason+"; "+lc, "; ")
+	}
+	if v.LevelChange != nil {
+		lc := fmt.Sprintf("judged against the %d runs since its history changed level at run %s (%+.1f%%)", v.N, v.LevelChange.Run, 100*v.LevelChange.Change)
+		v.Reason = strings.TrimPrefix(v.Reason+"; "+lc, "; ")
+	}
 }
 
 // runValue is a run's value of metric m over its rows cells (a point's

@@ -112,93 +112,10 @@ func IsNullable(column string) bool {
 // measured: "every request failed", "no c=1 row of this cell measured
 // output throughput to compare with", ...
 func WhyNull(c Cell, column string) string {
-	base := func() string {
-		switch {
-		case c.Requests == 0 && c.Status == StatusSkipped:
-			return "the cell was skipped"
-		case c.Requests == 0:
-			return "no request was sent"
-		case c.Completed == 0:
-			return "every request failed"
-		}
-		return ""
+	if why := ownNullReason(&c, column); why != "" {
+		return why
 	}
-	switch {
-	case column == "speedup_vs_c1" || column == "batching_efficiency":
-		if c.Rate > 0 {
-			return "an open-loop point has no c=1 row to compare with"
-		}
-		if why := base(); why != "" {
-			return why
-		}
-		return "no c=1 row of this cell measured output throughput to compare with"
-	case column == "cost_usd" || column == "tokens_per_dollar":
-		if why := base(); why != "" && c.DurationS <= 0 {
-			return why
-		}
-		return "the plan gives no price (cost_per_hour)"
-	case column == "max_model_len":
-		return "the server did not say its context length and the plan gives no model.max_model_len"
-	case column == "client_cpu_util":
-		if why := base(); why != "" && c.DurationS <= 0 {
-			return why
-		}
-		return "benchrun's own CPU time could not be read"
-	case column == "events_joined_pct":
-		if why := base(); why != "" {
-			return why
-		}
-		return "the cell's token events were not kernel-stamped (stamp_source)"
-	case column == "client_cpu_wait_ms" || column == "server_cpu_wait_ms":
-		if why := base(); why != "" && c.DurationS <= 0 {
-			return why
-		}
-		if column == "server_cpu_wait_ms" {
-			return "the server was not launched by this run, or the kernel keeps no scheduler statistics (/proc/PID/task/*/schedstat)"
-		}
-		return "the kernel keeps no scheduler statistics (/proc/self/task/*/schedstat)"
-	case strings.HasPrefix(column, "machine_"):
-		if column == "machine_cpu_pressure_pct" {
-			return "the kernel does not report CPU pressure (/proc/pressure/cpu: Linux with PSI)"
-		}
-		return "the machine probe did not run during the cell (telemetry.machine off, or it could not start: see the notes)"
-	case column == "first_call_ms":
-		if c.Requests == 0 {
-			return base()
-		}
-		return "the cell's first request failed"
-	case column == "sent_req_s":
-		if c.Requests < 2 {
-			return "fewer than two requests were sent"
-		}
-	case strings.HasPrefix(column, "send_lag"):
-		if c.Requests == 0 {
-			return base()
-		}
-	case column == "turns" || column == "think_time_ms" || column == "ttft_turn1_p50_ms" || column == "ttft_later_turns_p50_ms":
-		if c.Turns == nil {
-			return "the cell is not a conversation (the sweep gives no turns)"
-		}
-		if why := base(); why != "" {
-			return why
-		}
-		if column == "ttft_later_turns_p50_ms" {
-			return "no turn after a session's first completed"
-		}
-		return "no first turn completed"
-	case column == "cached_tokens" || column == "prefix_cache_hit_rate" || column == "server_prefix_cache_hit_rate":
-		if why := base(); why != "" {
-			return why
-		}
-		switch column {
-		case "cached_tokens":
-			return "no answer carried usage.prompt_tokens_details.cached_tokens (the server does not say)"
-		case "server_prefix_cache_hit_rate":
-			return "the server's metrics have no prefix-cache counters (or were not read)"
-		}
-		return "no answer carried usage.prompt_tokens_details.cached_tokens and the server's metrics have no prefix-cache counters"
-	}
-	if why := base(); why != "" {
+	if why := noneMeasured(&c); why != "" {
 		return why
 	}
 	switch {
@@ -208,6 +125,159 @@ func WhyNull(c Cell, column string) string {
 		return "no completed request had two token events"
 	}
 	return "no sample"
+}
+
+// nullReason says why a column with a reason of its own was not
+// measured; "" leaves it to the reasons every metric shares.
+type nullReason func(c *Cell, column string) string
+
+// nullReasons are the columns with reasons of their own, by name.
+var nullReasons = map[string]nullReason{
+	"speedup_vs_c1":                whyNoC1,
+	"batching_efficiency":          whyNoC1,
+	"cost_usd":                     whyNoPrice,
+	"tokens_per_dollar":            whyNoPrice,
+	"max_model_len":                whyNoContextLength,
+	"client_cpu_util":              whyNoOwnCPU,
+	"events_joined_pct":            whyNotKernelStamped,
+	"client_cpu_wait_ms":           whyNoSchedstat,
+	"server_cpu_wait_ms":           whyNoSchedstat,
+	"first_call_ms":                whyNoFirstCall,
+	"sent_req_s":                   whyNoSendRate,
+	"turns":                        whyNoTurn,
+	"think_time_ms":                whyNoTurn,
+	"ttft_turn1_p50_ms":            whyNoTurn,
+	"ttft_later_turns_p50_ms":      whyNoTurn,
+	"cached_tokens":                whyNoCache,
+	"prefix_cache_hit_rate":        whyNoCache,
+	"server_prefix_cache_hit_rate": whyNoCache,
+}
+
+// ownNullReason is column's reason of its own ("" for none): by name,
+// or the machine probe's for its machine_ columns.
+func ownNullReason(c *Cell, column string) string {
+	if why := nullReasons[column]; why != nil {
+		return why(c, column)
+	}
+	if strings.HasPrefix(column, "machine_") {
+		return whyNoMachineProbe(c, column)
+	}
+	return ""
+}
+
+// noneMeasured is why a cell measured nothing at all ("" when it did).
+func noneMeasured(c *Cell) string {
+	switch {
+	case c.Requests == 0 && c.Status == StatusSkipped:
+		return "the cell was skipped"
+	case c.Requests == 0:
+		return "no request was sent"
+	case c.Completed == 0:
+		return "every request failed"
+	}
+	return ""
+}
+
+// noneMeasuredInTime is noneMeasured for a column read over the cell's
+// duration rather than from its requests: only a cell that did not run
+// at all has no value for that reason.
+func noneMeasuredInTime(c *Cell) string {
+	if why := noneMeasured(c); why != "" && c.DurationS <= 0 {
+		return why
+	}
+	return ""
+}
+
+func whyNoC1(c *Cell, _ string) string {
+	if c.Rate > 0 {
+		return "an open-loop point has no c=1 row to compare with"
+	}
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "no c=1 row of this cell measured output throughput to compare with"
+}
+
+func whyNoPrice(c *Cell, _ string) string {
+	if why := noneMeasuredInTime(c); why != "" {
+		return why
+	}
+	return "the plan gives no price (cost_per_hour)"
+}
+
+func whyNoContextLength(*Cell, string) string {
+	return "the server did not say its context length and the plan gives no model.max_model_len"
+}
+
+func whyNoOwnCPU(c *Cell, _ string) string {
+	if why := noneMeasuredInTime(c); why != "" {
+		return why
+	}
+	return "benchrun's own CPU time could not be read"
+}
+
+func whyNotKernelStamped(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "the cell's token events were not kernel-stamped (stamp_source)"
+}
+
+func whyNoSchedstat(c *Cell, column string) string {
+	if why := noneMeasuredInTime(c); why != "" {
+		return why
+	}
+	if column == "server_cpu_wait_ms" {
+		return "the server was not launched by this run, or the kernel keeps no scheduler statistics (/proc/PID/task/*/schedstat)"
+	}
+	return "the kernel keeps no scheduler statistics (/proc/self/task/*/schedstat)"
+}
+
+func whyNoMachineProbe(_ *Cell, column string) string {
+	if column == "machine_cpu_pressure_pct" {
+		return "the kernel does not report CPU pressure (/proc/pressure/cpu: Linux with PSI)"
+	}
+	return "the machine probe did not run during the cell (telemetry.machine off, or it could not start: see the notes)"
+}
+
+func whyNoFirstCall(c *Cell, _ string) string {
+	if c.Requests == 0 {
+		return noneMeasured(c)
+	}
+	return "the cell's first request failed"
+}
+
+func whyNoSendRate(c *Cell, _ string) string {
+	if c.Requests < 2 {
+		return "fewer than two requests were sent"
+	}
+	return ""
+}
+
+func whyNoTurn(c *Cell, column string) string {
+	if c.Turns == nil {
+		return "the cell is not a conversation (the sweep gives no turns)"
+	}
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	if column == "ttft_later_turns_p50_ms" {
+		return "no turn after a session's first completed"
+	}
+	return "no first turn completed"
+}
+
+func whyNoCache(c *Cell, column string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	switch column {
+	case "cached_tokens":
+		return "no answer carried usage.prompt_tokens_details.cached_tokens (the server does not say)"
+	case "server_prefix_cache_hit_rate":
+		return "the server's metrics have no prefix-cache counters (or were not read)"
+	}
+	return "no answer carried usage.prompt_tokens_details.cached_tokens and the server's metrics have no prefix-cache counters"
 }
 
 // NullError is the error of an assertion that reads a null column.

@@ -135,40 +135,56 @@ func (w *gpuWindow) aggregate(row *results.Cell) []string {
 		return append(notes, "GPU telemetry not measured: no reading in the window")
 	}
 	row.GPUs = strings.Join(uuids(w.devs), ",")
+	w.fillUtilisation(row)
+	w.fillMemory(row)
+	w.fillPower(row)
+	notes = append(notes, w.fillEnergy(row)...)
+	w.fillTempAndClockEvents(row)
+	return notes
+}
 
-	meanOf := func(get func(*gpuReading) *float64) []float64 {
-		var series []float64
-		for _, r := range w.rounds {
-			var sum float64
-			n := 0
-			for i := range r.Devs {
-				if v := get(&r.Devs[i]); v != nil {
-					sum += *v
-					n++
-				}
-			}
-			if n > 0 {
-				series = append(series, sum/float64(n))
+// deviceMeans is, per round, the mean of a reading over the devices that
+// report it; a round where none does is left out.
+func (w *gpuWindow) deviceMeans(get func(*gpuReading) *float64) []float64 {
+	var series []float64
+	for _, r := range w.rounds {
+		var sum float64
+		n := 0
+		for i := range r.Devs {
+			if v := get(&r.Devs[i]); v != nil {
+				sum += *v
+				n++
 			}
 		}
-		return series
+		if n > 0 {
+			series = append(series, sum/float64(n))
+		}
 	}
-	if util := meanOf(func(g *gpuReading) *float64 { return g.Util }); len(util) > 0 {
+	return series
+}
+
+// fillUtilisation fills the utilisation and SM clock columns: the mean
+// (and for utilisation the p95) over the rounds of each round's mean
+// over the devices.
+func (w *gpuWindow) fillUtilisation(row *results.Cell) {
+	if util := w.deviceMeans(func(g *gpuReading) *float64 { return g.Util }); len(util) > 0 {
 		row.GPUUtilMean = nvPtr(stats.Mean(util))
 		row.GPUUtilP95 = nvPtr(stats.Percentile(util, 95))
 	}
-	if s := meanOf(func(g *gpuReading) *float64 { return g.SMUtil }); len(s) > 0 {
+	if s := w.deviceMeans(func(g *gpuReading) *float64 { return g.SMUtil }); len(s) > 0 {
 		row.GPUSMUtilMean = nvPtr(stats.Mean(s))
 	}
-	if s := meanOf(func(g *gpuReading) *float64 { return g.MemUtil }); len(s) > 0 {
+	if s := w.deviceMeans(func(g *gpuReading) *float64 { return g.MemUtil }); len(s) > 0 {
 		row.GPUMemUtilMean = nvPtr(stats.Mean(s))
 	}
-	if s := meanOf(func(g *gpuReading) *float64 { return g.SMClockMHz }); len(s) > 0 {
+	if s := w.deviceMeans(func(g *gpuReading) *float64 { return g.SMClockMHz }); len(s) > 0 {
 		row.SMClockMHzMean = nvPtr(stats.Mean(s))
 	}
+}
 
-	// Memory: the largest device's used memory at its peak, and what the
-	// driver reserved on that device then.
+// fillMemory fills the memory columns: the largest device's used memory
+// at its peak, and what the driver reserved on that device then.
+func (w *gpuWindow) fillMemory(row *results.Cell) {
 	var peak *gpuReading
 	for _, r := range w.rounds {
 		for i := range r.Devs {
@@ -184,10 +200,13 @@ func (w *gpuWindow) aggregate(row *results.Cell) []string {
 			row.GPUMemReservedBytes = nvPtr(*peak.MemReserved)
 		}
 	}
+}
 
-	// Power: the summed devices per round. The max prefers the
-	// instantaneous field: the averaged reading (a 1 s window on Ampere
-	// and newer) smooths away the peaks a max is for.
+// fillPower fills the power columns from the summed devices per round
+// (a round where a device lacks the reading is not summed). The max
+// prefers the instantaneous field: the averaged reading (a 1 s window on
+// Ampere and newer) smooths away the peaks a max is for.
+func (w *gpuWindow) fillPower(row *results.Cell) {
 	var power, powerPeak []float64
 	for _, r := range w.rounds {
 		sum, peakSum, n, np := 0.0, 0.0, 0, 0
@@ -219,8 +238,13 @@ func (w *gpuWindow) aggregate(row *results.Cell) []string {
 	if len(powerPeak) > 0 {
 		row.PowerWMax = nvPtr(slices.Max(powerPeak))
 	}
+}
 
-	// Energy: each device's counter at its last reading minus at Begin.
+// fillEnergy fills the energy columns from each device's counter at its
+// last reading minus at Begin, only when every device's could be read;
+// the notes say why one could not.
+func (w *gpuWindow) fillEnergy(row *results.Cell) []string {
+	var notes []string
 	var energyMJ uint64
 	energyOK := true
 	for i, d := range w.devs {
@@ -247,19 +271,29 @@ func (w *gpuWindow) aggregate(row *results.Cell) []string {
 		}
 	}
 	if energyOK {
-		j := float64(energyMJ) / 1000
-		row.EnergyJ = &j
-		// Output tokens: output_tok_s is ΣN_out / duration_s over the same
-		// timed window (docs/RESULTS.md), so their product gives back the
-		// window's output tokens, the count the row does not store.
-		if row.OutputTokS != nil && row.DurationS > 0 && j > 0 {
-			if tok := math.Round(*row.OutputTokS * row.DurationS); tok > 0 {
-				row.EnergyJPerToken = nvPtr(j / tok)
-				row.TokensPerJoule = nvPtr(tok / j)
-			}
+		fillEnergyPerToken(row, float64(energyMJ)/1000)
+	}
+	return notes
+}
+
+// fillEnergyPerToken fills the energy column (j joules) and, where the
+// row has output tokens, the per-token ones. Output tokens: output_tok_s
+// is ΣN_out / duration_s over the same timed window (docs/RESULTS.md), so
+// their product gives back the window's output tokens, the count the row
+// does not store.
+func fillEnergyPerToken(row *results.Cell, j float64) {
+	row.EnergyJ = &j
+	if row.OutputTokS != nil && row.DurationS > 0 && j > 0 {
+		if tok := math.Round(*row.OutputTokS * row.DurationS); tok > 0 {
+			row.EnergyJPerToken = nvPtr(j / tok)
+			row.TokensPerJoule = nvPtr(tok / j)
 		}
 	}
+}
 
+// fillTempAndClockEvents fills the hottest device's temperature and the
+// clock event reasons any device reported, sorted by name.
+func (w *gpuWindow) fillTempAndClockEvents(row *results.Cell) {
 	var temp *float64
 	reasons := map[string]bool{}
 	for _, r := range w.rounds {
@@ -284,7 +318,6 @@ func (w *gpuWindow) aggregate(row *results.Cell) []string {
 	}
 	sort.Strings(names)
 	row.ThrottleReasons = strings.Join(names, ",")
-	return notes
 }
 
 // samples are the window's raw readings as rows of the samples table, and

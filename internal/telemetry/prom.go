@@ -653,32 +653,10 @@ func add(a, b *float64) *float64 {
 // readings and returns the note.
 func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string) string {
 	w := newPromWindow(readings)
-	var notes []string
 	if len(w.ok) == 0 {
-		why := "no scrape"
-		for _, r := range readings {
-			if r.err != nil {
-				why = r.err.Error()
-				break
-			}
-		}
-		return "not measured: " + why
+		return "not measured: " + firstScrapeError(readings)
 	}
-	if w.begin == nil || w.end == nil {
-		which := "first"
-		r := readings[0]
-		if w.begin != nil {
-			which, r = "last", readings[len(readings)-1]
-		}
-		why := "no scrape"
-		if r.err != nil {
-			why = r.err.Error()
-		}
-		notes = append(notes, fmt.Sprintf("the window's %s scrape failed (%s): counters and histograms NULL", which, why))
-	}
-	if failed := len(w.all) - len(w.ok); failed > 0 && w.begin != nil && w.end != nil {
-		notes = append(notes, fmt.Sprintf("%d of %d scrapes failed", failed, len(w.all)))
-	}
+	notes := w.scrapeNotes()
 
 	running, waiting := w.pick(promRunning...), w.pick(promWaiting...)
 	row.ServerRunningPeak = w.peak(running)
@@ -690,38 +668,104 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 	if waiting != "" {
 		row.ServerParkWaits = w.rises(waiting)
 	}
+	if note := w.fillKVCache(row, slotsOff); note != "" {
+		notes = append(notes, note)
+	}
+	w.fillPreemptions(row)
+	prompt := w.fillTokenCounts(row)
+	row.ServerPrefixCacheHitRate = prefixHitRate(w)
+	w.fillLatencyMeans(row)
 
-	if kv := w.pick(promKV...); kv != "" {
-		row.KVCacheUsagePeak = w.peak(kv)
-	} else {
-		var peak *float64
-		busy := false
-		for _, r := range w.ok {
-			if r.kv != nil && (peak == nil || *r.kv > *peak) {
-				v := *r.kv
-				peak = &v
-			}
-			busy = busy || r.kvBusy
-		}
-		row.KVCacheUsagePeak = peak
-		switch {
-		case peak != nil && busy:
-			notes = append(notes, "kv_cache_usage_peak from llama.cpp /slots, counting a busy slot's whole context (no per-slot token counts): an upper bound")
-		case peak != nil:
-			notes = append(notes, "kv_cache_usage_peak from llama.cpp /slots")
-		case slotsOff != "":
-			notes = append(notes, "no KV-cache usage: llama.cpp /slots "+slotsOff)
+	if note := w.legacyNote(); note != "" {
+		notes = append(notes, note)
+	}
+	if note := w.notServedNote(row, running, waiting, prompt); note != "" {
+		notes = append(notes, note)
+	}
+	notes = append(notes, w.notes...)
+	if note := admittedNote(row); note != "" {
+		notes = append(notes, note)
+	}
+	return strings.Join(dedupe(notes), "; ")
+}
+
+// firstScrapeError is why a window has no successful scrape: the first
+// scrape's error, or "no scrape" when there was none.
+func firstScrapeError(readings []promReading) string {
+	for _, r := range readings {
+		if r.err != nil {
+			return r.err.Error()
 		}
 	}
+	return "no scrape"
+}
 
+// scrapeNotes say which of the window's scrapes failed: its first or
+// last (whose counters and histograms are then NULL), else how many.
+func (w *promWindow) scrapeNotes() []string {
+	var notes []string
+	if w.begin == nil || w.end == nil {
+		which := "first"
+		r := w.all[0]
+		if w.begin != nil {
+			which, r = "last", w.all[len(w.all)-1]
+		}
+		why := "no scrape"
+		if r.err != nil {
+			why = r.err.Error()
+		}
+		notes = append(notes, fmt.Sprintf("the window's %s scrape failed (%s): counters and histograms NULL", which, why))
+	}
+	if failed := len(w.all) - len(w.ok); failed > 0 && w.begin != nil && w.end != nil {
+		notes = append(notes, fmt.Sprintf("%d of %d scrapes failed", failed, len(w.all)))
+	}
+	return notes
+}
+
+// fillKVCache sets the KV-cache usage peak: from the server's gauge,
+// else from llama.cpp's /slots, whose reading the note qualifies (and
+// says why there is none, slotsOff).
+func (w *promWindow) fillKVCache(row *results.Cell, slotsOff string) string {
+	if kv := w.pick(promKV...); kv != "" {
+		row.KVCacheUsagePeak = w.peak(kv)
+		return ""
+	}
+	var peak *float64
+	busy := false
+	for _, r := range w.ok {
+		if r.kv != nil && (peak == nil || *r.kv > *peak) {
+			v := *r.kv
+			peak = &v
+		}
+		busy = busy || r.kvBusy
+	}
+	row.KVCacheUsagePeak = peak
+	switch {
+	case peak != nil && busy:
+		return "kv_cache_usage_peak from llama.cpp /slots, counting a busy slot's whole context (no per-slot token counts): an upper bound"
+	case peak != nil:
+		return "kv_cache_usage_peak from llama.cpp /slots"
+	case slotsOff != "":
+		return "no KV-cache usage: llama.cpp /slots " + slotsOff
+	}
+	return ""
+}
+
+// fillPreemptions sets the preemptions: a counter's delta, else the
+// rises of SGLang's retraction gauge, as for the waiting queue.
+func (w *promWindow) fillPreemptions(row *results.Cell) {
 	if n := w.pick(promPreempt...); n != "" {
 		row.ServerPreemptions = w.delta(n)
 	} else if n := w.pick(promPreemptG...); n != "" {
-		// SGLang's retraction gauge: its rises, as for the waiting queue.
 		row.ServerPreemptions = w.rises(n)
 	}
+}
 
-	prompt := w.pick(promPrompt...)
+// fillTokenCounts sets the server's prompt and generation token counts
+// from its counters, else from TGI's histograms' sums; prompt is the
+// prompt counter read ("" for none).
+func (w *promWindow) fillTokenCounts(row *results.Cell) (prompt string) {
+	prompt = w.pick(promPrompt...)
 	switch {
 	case prompt == promLlamaPrompt && w.pick(promLlamaCached) != "":
 		// Newer llama.cpp counts cached prompt tokens apart; the client's
@@ -737,9 +781,12 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 	} else if w.pickHist(promTGIGen) != "" {
 		row.ServerGenerationTokens = w.delta(promTGIGen + "_sum")
 	}
+	return prompt
+}
 
-	row.ServerPrefixCacheHitRate = prefixHitRate(w)
-
+// fillLatencyMeans sets the server's TTFT, ITL and queue means from its
+// histograms; llama.cpp's ITL from its decode counters.
+func (w *promWindow) fillLatencyMeans(row *results.Cell) {
 	row.ServerTTFTMeanMs = w.histMeanMs(w.pickHist(promTTFT...))
 	if itl := w.pickHist(promITL...); itl != "" {
 		row.ServerITLMeanMs = w.histMeanMs(itl)
@@ -752,8 +799,11 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 		}
 	}
 	row.ServerQueueMeanMs = w.histMeanMs(w.pickHist(promQueue...))
+}
 
-	// Which older spellings were read, so a reader knows the version.
+// legacyNote names the older metric spellings read, so a reader knows
+// the server's version ("" for none).
+func (w *promWindow) legacyNote() string {
 	var legacy []string
 	for _, r := range w.ok {
 		for n := range r.vals {
@@ -763,10 +813,17 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 			}
 		}
 	}
-	if len(legacy) > 0 {
-		sort.Strings(legacy)
-		notes = append(notes, "older metric names read: "+strings.Join(legacy, ", "))
+	if len(legacy) == 0 {
+		return ""
 	}
+	sort.Strings(legacy)
+	return "older metric names read: " + strings.Join(legacy, ", ")
+}
+
+// notServedNote names the columns every engine should serve that this
+// server did not ("" for none); running, waiting and prompt are the
+// gauges and counter read.
+func (w *promWindow) notServedNote(row *results.Cell, running, waiting, prompt string) string {
 	var missing []string
 	for _, c := range []struct {
 		name string
@@ -780,18 +837,24 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 			missing = append(missing, c.name)
 		}
 	}
-	if len(missing) > 0 {
-		notes = append(notes, "not served: "+strings.Join(missing, ", "))
+	if len(missing) == 0 {
+		return ""
 	}
-	notes = append(notes, w.notes...)
+	return "not served: " + strings.Join(missing, ", ")
+}
 
-	if sp := row.ServerPromptTokens; sp != nil {
-		adm := float64(row.AdmittedTok)
-		if d := math.Abs(*sp - adm); (adm == 0 && *sp != 0) || (adm > 0 && d/adm > 0.01) {
-			notes = append(notes, fmt.Sprintf("the server counted %.0f prompt tokens, the client %d admitted (%s)", *sp, row.AdmittedTok, pctApart(*sp, adm)))
-		}
+// admittedNote says when the server's prompt-token count differs from
+// the tokens the client admitted by more than 1% ("" otherwise).
+func admittedNote(row *results.Cell) string {
+	sp := row.ServerPromptTokens
+	if sp == nil {
+		return ""
 	}
-	return strings.Join(dedupe(notes), "; ")
+	adm := float64(row.AdmittedTok)
+	if d := math.Abs(*sp - adm); (adm == 0 && *sp != 0) || (adm > 0 && d/adm > 0.01) {
+		return fmt.Sprintf("the server counted %.0f prompt tokens, the client %d admitted (%s)", *sp, row.AdmittedTok, pctApart(*sp, adm))
+	}
+	return ""
 }
 
 // prefixHitRate is Δhits/Δqueries of the first pair of prefix-cache
