@@ -73,16 +73,7 @@ func ReplayWith(dir string, uses []*SinkUse, o ReplayOptions) (*Summary, error) 
 		if status == "" {
 			status = run.Status
 		}
-		sum = &Summary{Run: ri, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
-		for _, st := range m.Stages {
-			sum.Stages = append(sum.Stages, StageResult(st))
-		}
-		if m.FinishedAt != nil && status != RunRunning && status != RunCrashed {
-			sum.FinishedAt = *m.FinishedAt
-		}
-		if m.ExitCode != nil {
-			sum.ExitCode = *m.ExitCode
-		}
+		sum = recordedSummary(ri, m, rows, status)
 	}
 	env := &SinkEnv{Run: ri, Progress: progress, Stdout: o.Stdout, Replay: true, Prior: func() (*Rows, error) { return nil, nil }, HistoryRoot: historyRoot(dir)}
 	for _, c := range rows.Cells {
@@ -92,7 +83,6 @@ func ReplayWith(dir string, uses []*SinkUse, o ReplayOptions) (*Summary, error) 
 		if c.BenchTest != "" {
 			env.NamedTests = true
 		}
-
 	}
 	var live []*SinkUse
 	for _, u := range uses {
@@ -104,92 +94,136 @@ func ReplayWith(dir string, uses []*SinkUse, o ReplayOptions) (*Summary, error) 
 	if err := ss.start(env); err != nil {
 		return nil, err
 	}
-	// A cell row is (cell id, attempt, measurement): a confirmation is a
-	// second row of one attempt, with its own requests.
-	type key struct {
-		cell                 string
-		attempt, measurement int64
-	}
-	reqs := map[key][]results.Request{}
-	for _, r := range rows.Requests {
-		k := key{r.CellID, results.AttemptOf(r.Attempt), results.MeasurementOf(r.Measurement)}
-		reqs[k] = append(reqs[k], r)
-	}
-	// Verdicts in the order stored: a cell's come right after its row,
-	// and a stage's or the run's (no cell id) where they were judged, so
-	// the cells before them are fed first.
-	var firstErr error
-	note := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	keyOf := func(c results.Cell) key {
-		return key{c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}
-	}
-	next := 0 // the next cell row to feed
-	// feedUntil feeds the cell rows before the next one of the cell and
-	// attempt (with no verdicts: they had none) and returns that row;
-	// false when no row left is of them (verdicts of a row not stored).
-	feedUntil := func(cell string, attempt int64) (results.Cell, bool) {
-		for i := next; i < len(rows.Cells); i++ {
-			if c := rows.Cells[i]; c.CellID != cell || results.AttemptOf(c.Attempt) != attempt {
-				continue
-			}
-			for ; next < i; next++ {
-				c := rows.Cells[next]
-				note(ss.cell(c, reqs[keyOf(c)], nil))
-			}
-			next = i + 1
-			return rows.Cells[i], true
-		}
-		return results.Cell{}, false
-	}
-	// One judging per group: the verdicts of one cell row (or stage, or
-	// run), judged together at one instant.
-	same := func(a, b results.Verdict) bool {
-		return a.CellID == b.CellID && results.AttemptOf(a.Attempt) == results.AttemptOf(b.Attempt) &&
-			a.Stage == b.Stage && a.Level == b.Level && a.JudgedAt.Equal(b.JudgedAt)
-	}
-	for i := 0; i < len(rows.Verdicts); {
-		v := rows.Verdicts[i]
-		j := i + 1
-		for j < len(rows.Verdicts) && same(rows.Verdicts[j], v) {
-			j++
-		}
-		group := rows.Verdicts[i:j]
-		i = j
-		stamp := results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}
-		if v.CellID == "" || v.Level == LevelRegression {
-			// A stage's or the run's, or judged after its cell at the end
-			// of the run (a regression check against history): handed on
-			// as the run did.
-			note(ss.verdicts(stamp, group))
-			continue
-		}
-		if c, ok := feedUntil(v.CellID, results.AttemptOf(v.Attempt)); ok {
-			note(ss.cell(c, reqs[keyOf(c)], group))
-		} else {
-			note(ss.verdicts(stamp, group))
-		}
-	}
-	for ; next < len(rows.Cells); next++ {
-		c := rows.Cells[next]
-		note(ss.cell(c, reqs[keyOf(c)], nil))
-	}
-	if len(rows.Samples) > 0 {
-		if err := ss.samples(rows.Samples); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	if reason := ss.stop(sum); reason != "" && firstErr == nil {
-		firstErr = fmt.Errorf("%s", reason)
+	f := newReplayFeeder(ss, rows)
+	f.feed()
+	if reason := ss.stop(sum); reason != "" {
+		f.note(fmt.Errorf("%s", reason))
 	}
 	sum.Sinks = ss.records()
-	if firstErr == nil {
-		firstErr = errorOfRecords(sum.Sinks)
+	if f.firstErr == nil {
+		f.firstErr = errorOfRecords(sum.Sinks)
 	}
-	return sum, firstErr
+	return sum, f.firstErr
+}
+
+// recordedSummary is the run's outcome as its manifest records it, with
+// status as the caller found the run.
+func recordedSummary(ri *RunInfo, m *rundir.Manifest, rows *Rows, status string) *Summary {
+	sum := &Summary{Run: ri, Cells: len(results.LatestCells(rows.Cells)), Status: status, Interrupted: status == RunInterrupted}
+	for _, st := range m.Stages {
+		sum.Stages = append(sum.Stages, StageResult(st))
+	}
+	if m.FinishedAt != nil && status != RunRunning && status != RunCrashed {
+		sum.FinishedAt = *m.FinishedAt
+	}
+	if m.ExitCode != nil {
+		sum.ExitCode = *m.ExitCode
+	}
+	return sum
+}
+
+// rowKey is a cell row: (cell id, attempt, measurement). A confirmation
+// is a second row of one attempt, with its own requests.
+type rowKey struct {
+	cell                 string
+	attempt, measurement int64
+}
+
+func rowKeyOf(c results.Cell) rowKey {
+	return rowKey{c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}
+}
+
+// replayFeeder hands a run's stored rows to the sinks in the order the run
+// emitted them: each cell row with its requests and verdicts, a stage's or
+// the run's verdicts where they were judged, the samples last.
+type replayFeeder struct {
+	ss       sinkSet
+	rows     *Rows
+	reqs     map[rowKey][]results.Request
+	next     int // the next cell row to feed
+	firstErr error
+}
+
+func newReplayFeeder(ss sinkSet, rows *Rows) *replayFeeder {
+	f := &replayFeeder{ss: ss, rows: rows, reqs: map[rowKey][]results.Request{}}
+	for _, r := range rows.Requests {
+		k := rowKey{r.CellID, results.AttemptOf(r.Attempt), results.MeasurementOf(r.Measurement)}
+		f.reqs[k] = append(f.reqs[k], r)
+	}
+	return f
+}
+
+func (f *replayFeeder) note(err error) {
+	if err != nil && f.firstErr == nil {
+		f.firstErr = err
+	}
+}
+
+// feed hands every row on. Verdicts go in the order stored: a cell's come
+// right after its row, and a stage's or the run's (no cell id) where they
+// were judged, so the cells before them are fed first.
+func (f *replayFeeder) feed() {
+	vs := f.rows.Verdicts
+	for i := 0; i < len(vs); {
+		j := i + 1
+		for j < len(vs) && sameJudging(vs[j], vs[i]) {
+			j++
+		}
+		f.verdicts(vs[i:j])
+		i = j
+	}
+	for ; f.next < len(f.rows.Cells); f.next++ {
+		c := f.rows.Cells[f.next]
+		f.note(f.ss.cell(c, f.reqs[rowKeyOf(c)], nil))
+	}
+	if len(f.rows.Samples) > 0 {
+		f.note(f.ss.samples(f.rows.Samples))
+	}
+}
+
+// sameJudging says two verdicts were judged together: one cell row's (or
+// stage's, or the run's), at one instant.
+func sameJudging(a, b results.Verdict) bool {
+	return a.CellID == b.CellID && results.AttemptOf(a.Attempt) == results.AttemptOf(b.Attempt) &&
+		a.Stage == b.Stage && a.Level == b.Level && a.JudgedAt.Equal(b.JudgedAt)
+}
+
+// verdicts hands on one judging's verdicts: with their cell row when they
+// judged one that is stored, else on their own.
+func (f *replayFeeder) verdicts(group []results.Verdict) {
+	v := group[0]
+	stamp := results.Cell{RunID: v.RunID, Plan: v.Plan, Stage: v.Stage, Attempt: v.Attempt}
+	if v.CellID == "" || v.Level == LevelRegression {
+		// A stage's or the run's, or judged after its cell at the end
+		// of the run (a regression check against history): handed on
+		// as the run did.
+		f.note(f.ss.verdicts(stamp, group))
+		return
+	}
+	if c, ok := f.feedUntil(v.CellID, results.AttemptOf(v.Attempt)); ok {
+		f.note(f.ss.cell(c, f.reqs[rowKeyOf(c)], group))
+		return
+	}
+	f.note(f.ss.verdicts(stamp, group))
+}
+
+// feedUntil feeds the cell rows before the next one of the cell and
+// attempt (with no verdicts: they had none) and returns that row; false
+// when no row left is of them (verdicts of a row not stored).
+func (f *replayFeeder) feedUntil(cell string, attempt int64) (results.Cell, bool) {
+	cells := f.rows.Cells
+	for i := f.next; i < len(cells); i++ {
+		if c := cells[i]; c.CellID != cell || results.AttemptOf(c.Attempt) != attempt {
+			continue
+		}
+		for ; f.next < i; f.next++ {
+			c := cells[f.next]
+			f.note(f.ss.cell(c, f.reqs[rowKeyOf(c)], nil))
+		}
+		f.next = i + 1
+		return cells[i], true
+	}
+	return results.Cell{}, false
 }
 
 // errorOfRecords is the first required sink's failure in records.
