@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/coord"
 	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/merge"
 	"github.com/benchrun/benchrun/internal/results"
@@ -342,7 +343,14 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 		t.Skip("runs the simulator and three benchrun processes")
 	}
 	dir := t.TempDir()
-	url := startSim(t, dir)
+	// That two shards keep what one process cannot is a claim about a
+	// quiet machine beyond what the lateness probe sees (CPU-bound
+	// neighbours starve a sender without delaying a sleeper's wake):
+	// judged last, against other processes' load. The single process
+	// being flagged is behaviour: a busy machine only flags it more.
+	machine := measuretest.Start()
+	url, simPID := startSimProc(t, dir)
+	machine.Own(simPID)
 	plan := filepath.Join(dir, "plan.cue")
 	if err := os.WriteFile(plan, []byte(overloadPlan), 0o644); err != nil {
 		t.Fatal(err)
@@ -413,6 +421,7 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 			t.Logf("shard %d/%d flagged within what the machine allowed: send lag p99 %.2f ms, its event loop up to %.2f ms late", sh.Shard, sh.Shards, *sh.SendLagP99Ms, late)
 			continue
 		}
+		machine.Judge(t, "two shards keeping a load one process cannot")
 		t.Errorf("the shards should keep the load, yet shard %d/%d lagged %.2f ms (p99), past 50 ms and the machine's lateness (up to %.2f ms): %s", sh.Shard, sh.Shards, *sh.SendLagP99Ms, late, all.Notes)
 	}
 }
@@ -459,7 +468,15 @@ func TestShardsInLockstep(t *testing.T) {
 		t.Skip("runs the simulator, a coordinator and two shard processes")
 	}
 	dir := t.TempDir()
-	url := startSim(t, dir)
+	// That the shards start each cell within 20 ms of each other is a
+	// claim about a quiet machine (a shard woken late by busy neighbours
+	// starts late): judged last, against other processes' load. The
+	// lockstep order (no cell before the previous one ended on both) is
+	// behaviour, judged on any machine.
+	machine := measuretest.Start()
+	url, simPID := startSimProc(t, dir)
+	machine.Own(simPID)
+	var imprecise []string
 	plan := filepath.Join(dir, "plan.cue")
 	if err := os.WriteFile(plan, []byte(lockstepPlan), 0o644); err != nil {
 		t.Fatal(err)
@@ -538,7 +555,7 @@ func TestShardsInLockstep(t *testing.T) {
 		d := sp[1].first.Sub(sp[0].first)
 		t.Logf("%s: shard 0 %s–%s, shard 1 %s–%s: start apart %v", id, sp[0].first.Format("15:04:05.000"), sp[0].last.Format("15:04:05.000"), sp[1].first.Format("15:04:05.000"), sp[1].last.Format("15:04:05.000"), d)
 		if d > 20*time.Millisecond || d < -20*time.Millisecond {
-			t.Errorf("%s: the shards started %v apart, want together", id, d)
+			imprecise = append(imprecise, fmt.Sprintf("%s: the shards started %v apart, want together (within 20 ms)", id, d))
 		}
 		if k == 0 {
 			continue
@@ -578,8 +595,12 @@ func TestShardsInLockstep(t *testing.T) {
 	}
 	for _, c := range mi.Cells {
 		if c.Flagged {
-			t.Errorf("%s flagged: %+v", c.CellID, c.Shards)
+			imprecise = append(imprecise, fmt.Sprintf("%s flagged: %+v", c.CellID, c.Shards))
 		}
+	}
+	if len(imprecise) > 0 {
+		machine.Judge(t, "the shards starting each cell together")
+		t.Error(strings.Join(imprecise, "\n"))
 	}
 }
 
@@ -612,7 +633,10 @@ func TestShardGoneStopsPeers(t *testing.T) {
 	if err := s1.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // both joined, in the first cell
+	// Killed once both joined and are in the first cell (a shard killed
+	// before it joined is waited for, coord.JoinWait, as a pod still
+	// being scheduled is): the coordinator's status says when.
+	waitBothInFirstCell(t, addr)
 	_ = s1.Process.Kill()
 	_ = s1.Wait()
 	began := time.Now()
@@ -628,13 +652,37 @@ func TestShardGoneStopsPeers(t *testing.T) {
 		if err == nil {
 			t.Errorf("shard 0 exited 0 with its peer gone:\n%s", out0.String())
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(2 * time.Minute):
+		// It notices within coord.DeadAfter and its cell's end; a shard
+		// still running far past that waits for a peer that is gone.
 		_ = s0.Process.Kill()
-		t.Fatalf("shard 0 still running 60s after its peer died:\n%s", out0.String())
+		t.Fatalf("shard 0 still running 2 minutes after its peer died:\n%s", out0.String())
 	}
 	if !strings.Contains(out0.String(), "shard 1/2 stopped answering") {
 		t.Errorf("shard 0's output does not name the gone shard:\n%s", out0.String())
 	}
+}
+
+// waitBothInFirstCell waits until the coordinator at addr has released
+// the first barrier (both shards joined and started the first cell).
+func waitBothInFirstCell(t *testing.T, addr string) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		r, err := http.Get("http://" + addr + "/v1/status")
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		var st coord.Status
+		err = json.NewDecoder(r.Body).Decode(&st)
+		r.Body.Close()
+		if err == nil && len(st.Joined) == 2 && len(st.Barriers) > 0 {
+			return
+		}
+		last = fmt.Sprintf("%+v %v", st, err)
+	}
+	t.Fatalf("the shards never both started the first cell: coordinator status %s", last)
 }
 
 // onlyRunDir is the one run directory under a --out folder.
