@@ -2,227 +2,168 @@ package siyuantest
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"mime/multipart"
-	"net/http"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
 
-// routes are the API calls this kernel answers (POST only, as SiYuan's).
-var routes = map[string]handler{
-	"/api/system/bootProgress":      (*Kernel).bootProgress,
-	"/api/system/version":           func(_ *Kernel, _ map[string]any, r *ret) { r.Data = Version },
-	"/api/notebook/lsNotebooks":     (*Kernel).lsNotebooks,
-	"/api/notebook/createNotebook":  (*Kernel).createNotebook,
-	"/api/notebook/openNotebook":    (*Kernel).openNotebook,
-	"/api/notebook/closeNotebook":   (*Kernel).closeNotebook,
-	"/api/notebook/removeNotebook":  (*Kernel).removeNotebook,
-	"/api/filetree/getIDsByHPath":   (*Kernel).getIDsByHPath,
-	"/api/filetree/createDocWithMd": (*Kernel).createDocWithMd,
-	"/api/filetree/getHPathByID":    (*Kernel).getHPathByID,
-	"/api/filetree/renameDocByID":   (*Kernel).renameDocByID,
-	"/api/filetree/removeDocByID":   (*Kernel).removeDocByID,
-	"/api/filetree/removeDoc":       (*Kernel).removeDoc,
-	"/api/block/updateBlock":        (*Kernel).updateBlock,
-	"/api/block/appendBlock":        (*Kernel).appendBlock,
-	"/api/block/getChildBlocks":     (*Kernel).getChildBlocks,
-	"/api/export/exportMdContent":   (*Kernel).exportMdContent,
-	"/api/attr/setBlockAttrs":       (*Kernel).setBlockAttrs,
-	"/api/attr/getBlockAttrs":       (*Kernel).getBlockAttrs,
-	"/api/sqlite/flushTransaction":  func(k *Kernel, _ map[string]any, _ *ret) { k.flushLocked() },
-	"/api/query/sql":                (*Kernel).querySQL,
-	"/api/asset/upload":             (*Kernel).upload,
+type handler func(k *Kernel, q *request, r *ret)
+
+type route struct {
+	h    handler
+	id   string // the argument holding the id the call is about, checked first
+	open bool   // answered without a token
+	raw  bool   // the body is not JSON arguments (none are read, or multipart)
+}
+
+// routes are the API calls the sink's client makes (POST only, as
+// SiYuan's).
+var routes = map[string]route{
+	"/api/system/bootProgress":      {h: (*Kernel).bootProgress, open: true, raw: true},
+	"/api/system/version":           {h: func(_ *Kernel, _ *request, r *ret) { r.Data = Version }, open: true, raw: true},
+	"/api/notebook/lsNotebooks":     {h: (*Kernel).lsNotebooks, raw: true},
+	"/api/notebook/createNotebook":  {h: (*Kernel).createNotebook},
+	"/api/notebook/openNotebook":    {h: (*Kernel).openNotebook, id: "notebook"},
+	"/api/notebook/closeNotebook":   {h: (*Kernel).closeNotebook, id: "notebook"},
+	"/api/notebook/removeNotebook":  {h: (*Kernel).removeNotebook, id: "notebook"},
+	"/api/filetree/getIDsByHPath":   {h: (*Kernel).getIDsByHPath},
+	"/api/filetree/createDocWithMd": {h: (*Kernel).createDocWithMd, id: "notebook"},
+	"/api/filetree/getHPathByID":    {h: (*Kernel).getHPathByID, id: "id"},
+	"/api/filetree/renameDocByID":   {h: (*Kernel).renameDocByID, id: "id"},
+	"/api/filetree/removeDocByID":   {h: (*Kernel).removeDocByID, id: "id"},
+	"/api/block/updateBlock":        {h: (*Kernel).updateBlock, id: "id"},
+	"/api/block/appendBlock":        {h: (*Kernel).appendBlock, id: "parentID"},
+	"/api/block/getChildBlocks":     {h: (*Kernel).getChildBlocks, id: "id"},
+	"/api/export/exportMdContent":   {h: (*Kernel).exportMdContent, id: "id"},
+	"/api/attr/setBlockAttrs":       {h: (*Kernel).setBlockAttrs, id: "id"},
+	"/api/attr/getBlockAttrs":       {h: (*Kernel).getBlockAttrs, id: "id"},
+	"/api/sqlite/flushTransaction":  {h: func(k *Kernel, _ *request, _ *ret) { k.flush() }, raw: true},
+	"/api/query/sql":                {h: (*Kernel).querySQL},
+	"/api/asset/upload":             {h: (*Kernel).upload, raw: true},
 }
 
 const (
-	msgInvalidID     = "invalid ID argument"
-	msgTreeNotFound  = "tree not found"
-	maxTitleRunes    = 512
-	workspaceDataDir = "/siyuan/workspace/data"
+	msgTreeNotFound = "tree not found"
+	maxTitleRunes   = 512
 )
 
 // closeTimeout is the data SiYuan sends with "tree not found" from the
 // rename/remove calls (the UI closes the tab after that many ms).
 var closeTimeout = map[string]int{"closeTimeout": 7000}
 
-// ---- system ----
-
-func (k *Kernel) bootProgress(_ map[string]any, r *ret) {
+func (k *Kernel) bootProgress(_ *request, r *ret) {
 	k.boots++
+	details, progress := "Finishing boot...", 100
 	if k.boots <= k.opts.BootCalls {
-		r.Data = map[string]any{"details": "v" + Version + " Initializing database...", "progress": 2}
-		return
+		details, progress = "Initializing database...", 2
 	}
-	r.Data = map[string]any{"details": "v" + Version + " Finishing boot...", "progress": 100}
+	r.Data = map[string]any{"details": "v" + Version + " " + details, "progress": progress}
+}
+
+func find[T any](s []*T, match func(*T) bool) *T {
+	if i := slices.IndexFunc(s, match); i >= 0 {
+		return s[i]
+	}
+	return nil
 }
 
 // ---- notebooks ----
 
-// nbJSON is a notebook as lsNotebooks and createNotebook write it (field
-// order as recorded).
-type nbJSON struct {
-	ID                string `json:"id"`
-	Name              string `json:"name"`
-	Icon              string `json:"icon"`
-	Sort              int    `json:"sort"`
-	SortMode          int    `json:"sortMode"`
-	Closed            bool   `json:"closed"`
-	SubFileCount      int    `json:"subFileCount"`
-	NewFlashcardCount int    `json:"newFlashcardCount"`
-	DueFlashcardCount int    `json:"dueFlashcardCount"`
-	FlashcardCount    int    `json:"flashcardCount"`
-	Encrypted         bool   `json:"encrypted"`
-	Unlocked          bool   `json:"unlocked"`
-}
-
-func (k *Kernel) nbJSON(b *box, sortIdx int) nbJSON {
+// nbJSON is a notebook as lsNotebooks and createNotebook write it, every
+// key in the recorded order.
+func (k *Kernel) nbJSON(b *Notebook, sort int) json.RawMessage {
+	name, _ := json.Marshal(b.Name)
 	n := 0
 	for _, d := range k.docs {
-		if d.box == b.id && d.parent == nil {
+		if d.box == b.ID && d.parent == nil {
 			n++
 		}
 	}
-	return nbJSON{ID: b.id, Name: b.name, Sort: sortIdx, SortMode: 15, Closed: b.closed, SubFileCount: n}
+	return json.RawMessage(fmt.Sprintf(`{"id":%q,"name":%s,"icon":"","sort":%d,"sortMode":15,"closed":%t,"subFileCount":%d,`+
+		`"newFlashcardCount":0,"dueFlashcardCount":0,"flashcardCount":0,"encrypted":false,"unlocked":false}`, b.ID, name, sort, b.Closed, n))
 }
 
-func (k *Kernel) lsNotebooks(_ map[string]any, r *ret) {
-	list := []nbJSON{}
+func (k *Kernel) lsNotebooks(_ *request, r *ret) {
+	list := []json.RawMessage{}
 	for i := len(k.boxes) - 1; i >= 0; i-- { // newest first
 		list = append(list, k.nbJSON(k.boxes[i], len(list)))
 	}
 	r.Data = map[string]any{"boxDocEnabled": true, "notebooks": list}
 }
 
-func (k *Kernel) createBox(name string) *box {
-	if name == "" {
-		name = "Untitled"
-	}
-	b := &box{id: k.newID(), name: name, created: k.now()}
+func (k *Kernel) createBox(name string) *Notebook {
+	b := &Notebook{ID: k.newID(), Name: cmp.Or(name, "Untitled")}
 	k.boxes = append(k.boxes, b)
 	return b
 }
 
-func (k *Kernel) findBox(id string) *box {
-	for _, b := range k.boxes {
-		if b.id == id {
-			return b
-		}
-	}
-	return nil
+func (k *Kernel) findBox(id string) *Notebook {
+	return find(k.boxes, func(b *Notebook) bool { return b.ID == id })
 }
 
-func (k *Kernel) createNotebook(arg map[string]any, r *ret) {
-	name, ok := arg["name"].(string)
-	if !ok {
+// openBox is a notebook documents can be read and written in.
+func (k *Kernel) openBox(id string) *Notebook {
+	return find(k.boxes, func(b *Notebook) bool { return b.ID == id && !b.Closed })
+}
+
+func (k *Kernel) createNotebook(q *request, r *ret) {
+	if name, ok := q.arg["name"].(string); ok {
+		r.Data = map[string]any{"notebook": k.nbJSON(k.createBox(name), 0)}
+	} else {
 		r.fail(-1, "Field [name] is required", nil)
-		return
 	}
-	b := k.createBox(name)
-	r.Data = map[string]any{"notebook": k.nbJSON(b, 0)}
 }
 
-func (k *Kernel) openNotebook(arg map[string]any, r *ret) {
-	id := str(arg, "notebook")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	b := k.findBox(id)
-	if b == nil {
+func (k *Kernel) openNotebook(q *request, r *ret) {
+	if b := k.findBox(q.id); b != nil {
+		b.Closed = false
+	} else {
 		r.fail(-1, "can not open file, just support open folder only", nil)
-		return
-	}
-	b.closed = false
-}
-
-func (k *Kernel) closeNotebook(arg map[string]any, r *ret) {
-	id := str(arg, "notebook")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	if b := k.findBox(id); b != nil {
-		b.closed = true
 	}
 }
 
-func (k *Kernel) removeNotebook(arg map[string]any, r *ret) {
-	id := str(arg, "notebook")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
+func (k *Kernel) closeNotebook(q *request, _ *ret) {
+	if b := k.findBox(q.id); b != nil {
+		b.Closed = true
 	}
-	for i, b := range k.boxes {
-		if b.id == id {
-			k.boxes = append(k.boxes[:i], k.boxes[i+1:]...)
-			break
-		}
-	}
-	var keep []*doc
-	for _, d := range k.docs {
-		if d.box == id {
-			k.removed[d.id] = true
-		} else {
-			keep = append(keep, d)
-		}
-	}
-	k.docs = keep
-	k.synced()
+}
+
+func (k *Kernel) removeNotebook(q *request, _ *ret) {
+	k.boxes = slices.DeleteFunc(k.boxes, func(b *Notebook) bool { return b.ID == q.id })
+	k.removeDocs(func(d *doc) bool { return d.box == q.id })
 }
 
 // ---- documents ----
 
 func (k *Kernel) findDoc(id string) *doc {
-	for _, d := range k.docs {
-		if d.id == id {
-			return d
-		}
-	}
-	return nil
+	return find(k.docs, func(d *doc) bool { return d.id == id })
 }
 
-// findBlock finds the document holding block id (a child block).
-func (k *Kernel) findBlock(id string) (*doc, int) {
-	for _, d := range k.docs {
-		for i, b := range d.blocks {
-			if b.ID == id {
-				return d, i
-			}
-		}
-	}
-	return nil, -1
+// blockDoc finds the document holding child block id.
+func (k *Kernel) blockDoc(id string) *doc {
+	return find(k.docs, func(d *doc) bool { return slices.ContainsFunc(d.blocks, func(b block) bool { return b.ID == id }) })
 }
 
-// openBox is a notebook documents can be read and written in.
-func (k *Kernel) openBox(id string) *box {
-	b := k.findBox(id)
-	if b == nil || b.closed {
-		return nil
-	}
-	return b
-}
-
-func (k *Kernel) getIDsByHPath(arg map[string]any, r *ret) {
-	nb := str(arg, "notebook") // missing: data null, as recorded
-	p := str(arg, "path")
+func (k *Kernel) getIDsByHPath(q *request, r *ret) {
+	nb, p := q.str("notebook"), q.str("path") // notebook missing: data null, as recorded
 	ids := []string{}
-	b := k.openBox(nb)
-	if b == nil {
-		r.Data = ids
-		return
-	}
-	if p == "/" {
-		r.Data = []string{b.id} // boxDocEnabled: the notebook is a document
-		return
-	}
-	for _, d := range k.docs {
-		if d.box == nb && d.hpath() == p {
-			ids = append(ids, d.id)
+	switch {
+	case k.openBox(nb) == nil:
+	case p == "/":
+		ids = append(ids, nb) // boxDocEnabled: the notebook is a document
+	default:
+		for _, d := range k.docs {
+			if d.box == nb && d.hpath() == p {
+				ids = append(ids, d.id)
+			}
 		}
 	}
 	r.Data = ids
@@ -235,10 +176,7 @@ func cleanTitle(t string) string {
 	if utf8.RuneCountInString(t) > maxTitleRunes {
 		t = string([]rune(t)[:maxTitleRunes])
 	}
-	if t == "" {
-		t = "Untitled"
-	}
-	return t
+	return cmp.Or(t, "Untitled")
 }
 
 // createDoc makes a document the way createDocWithMd does: the title is
@@ -246,281 +184,156 @@ func cleanTitle(t string) string {
 // "/" gives "Untitled" and "" gives "."), missing parents become empty
 // documents, and an existing document at the path is not reused.
 func (k *Kernel) createDoc(boxID, p, markdown string) *doc {
-	title := cleanTitle(path.Base(p))
 	var parent *doc
 	for _, seg := range strings.Split(path.Dir(p), "/") {
 		if seg == "" || seg == "." {
 			continue
 		}
 		seg = cleanTitle(seg)
-		var found *doc
-		for _, d := range k.docs {
-			if d.box == boxID && d.parent == parent && d.title == seg {
-				found = d
-				break
-			}
+		if found := find(k.docs, func(d *doc) bool { return d.box == boxID && d.parent == parent && d.title == seg }); found != nil {
+			parent = found
+		} else {
+			parent = k.newDoc(boxID, parent, seg, "")
 		}
-		if found == nil {
-			found = k.newDoc(boxID, parent, seg, "")
-		}
-		parent = found
 	}
-	return k.newDoc(boxID, parent, title, markdown)
+	return k.newDoc(boxID, parent, cleanTitle(path.Base(p)), markdown)
 }
 
 func (k *Kernel) newDoc(boxID string, parent *doc, title, markdown string) *doc {
 	now := k.now()
-	d := &doc{
-		id: k.newID(), box: boxID, parent: parent, title: title, markdown: markdown,
-		attrs: map[string]string{}, created: now, updated: now,
-	}
-	d.blocks = k.parseBlocks(markdown)
+	d := &doc{id: k.newID(), box: boxID, parent: parent, title: title, markdown: markdown,
+		attrs: map[string]string{}, blocks: k.parseBlocks(markdown), created: now, updated: now}
 	k.docs = append(k.docs, d)
-	k.synced()
 	return d
 }
 
-func (k *Kernel) createDocWithMd(arg map[string]any, r *ret) {
-	nb := str(arg, "notebook")
-	if !validID(nb) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	p := str(arg, "path")
-	md := str(arg, "markdown") // missing: code 0, data null, no document
-	if k.openBox(nb) == nil {
+func (k *Kernel) createDocWithMd(q *request, r *ret) {
+	p, md := q.str("path"), q.str("markdown") // markdown missing: code 0, data null, no document
+	if k.openBox(q.id) == nil {
 		r.fail(-1, "Query notebook failed", nil)
 		return
 	}
-	r.Data = k.createDoc(nb, p, md).id
+	r.Data = k.createDoc(q.id, p, md).id
 }
 
-func (k *Kernel) getHPathByID(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	if k.findBox(id) != nil {
-		r.Data = "/"
-		return
-	}
-	d := k.findDoc(id)
-	if d == nil {
-		d, _ = k.findBlock(id)
-	}
+func (k *Kernel) getHPathByID(q *request, r *ret) {
+	d := cmp.Or(k.findDoc(q.id), k.blockDoc(q.id))
 	switch {
+	case k.findBox(q.id) != nil:
+		r.Data = "/"
 	case d != nil:
 		r.Data = d.hpath()
-	case k.removed[id]:
+	case k.removed[q.id]:
 		r.fail(-1, "indexing", nil) // right after a removal, until the index settles
 	default:
 		r.fail(-1, msgTreeNotFound, nil)
 	}
 }
 
-func (k *Kernel) renameDocByID(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	title := str(arg, "title") // missing: code 0, nothing renamed
-	d := k.findDoc(id)
-	if d == nil {
+func (k *Kernel) renameDocByID(q *request, r *ret) {
+	title := strings.ReplaceAll(q.str("title"), "/", "") // title missing: code 0, nothing renamed
+	switch d := k.findDoc(q.id); {
+	case d == nil:
 		r.fail(-1, msgTreeNotFound, closeTimeout)
-		return
-	}
-	title = strings.ReplaceAll(title, "/", "")
-	if utf8.RuneCountInString(title) > maxTitleRunes {
+	case utf8.RuneCountInString(title) > maxTitleRunes:
 		r.fail(-1, "Maximum length is limited to 512 characters", nil)
-		return
+	default:
+		d.title, d.updated = cmp.Or(title, "Untitled"), k.now()
 	}
-	if title == "" {
-		title = "Untitled"
-	}
-	d.title = title
-	d.updated = k.now()
-	k.synced()
 }
 
-func (k *Kernel) removeDocByID(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	d := k.findDoc(id)
-	if d == nil {
+// removeDocByID removes the document and the documents under it.
+func (k *Kernel) removeDocByID(q *request, r *ret) {
+	if d := k.findDoc(q.id); d != nil {
+		k.removeDocs(func(x *doc) bool { return x.under(d) })
+	} else {
 		r.fail(-1, msgTreeNotFound, closeTimeout)
-		return
 	}
-	k.removeDocTree(d)
 }
 
-// removeDocTree removes d and the documents under it.
-func (k *Kernel) removeDocTree(d *doc) {
-	under := func(x *doc) bool {
-		for ; x != nil; x = x.parent {
-			if x == d {
-				return true
-			}
-		}
-		return false
-	}
-	var keep []*doc
-	for _, x := range k.docs {
-		if under(x) {
-			k.removed[x.id] = true
-		} else {
-			keep = append(keep, x)
+// under reports whether d is top or a document under it.
+func (d *doc) under(top *doc) bool {
+	for ; d != nil; d = d.parent {
+		if d == top {
+			return true
 		}
 	}
-	k.docs = keep
-	k.synced()
+	return false
 }
 
-// removeDoc takes the storage path ("/<id>.sy", "/<parent>/<id>.sy").
-func (k *Kernel) removeDoc(arg map[string]any, r *ret) {
-	nb := str(arg, "notebook")
-	p := str(arg, "path")
-	id := strings.TrimSuffix(path.Base(p), ".sy")
-	d := k.findDoc(id)
-	if d == nil || d.box != nb {
-		r.fail(-1, "block not found", nil)
-		return
-	}
-	k.removeDocTree(d)
+// removeDocs drops the documents gone and remembers them for "indexing".
+func (k *Kernel) removeDocs(gone func(*doc) bool) {
+	k.docs = slices.DeleteFunc(k.docs, func(d *doc) bool {
+		if !gone(d) {
+			return false
+		}
+		k.removed[d.id] = true
+		return true
+	})
 }
 
 // ---- blocks ----
 
-func (k *Kernel) updateBlock(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
+// targetDoc is the document a block call writes to: an unknown id is
+// "tree not found"; a child block is not supported here.
+func (k *Kernel) targetDoc(q *request, r *ret, call string) (*doc, string) {
+	data := q.str("data")
+	d := k.findDoc(q.id)
+	switch dt := q.str("dataType"); {
+	case dt != "markdown":
+		r.fail(-1, "siyuantest: "+call+" dataType "+dt+" not supported", nil)
+	case d == nil && k.blockDoc(q.id) != nil:
+		r.fail(-1, "siyuantest: "+call+" of a child block not supported", nil)
+	case d == nil:
+		r.fail(-1, "get block failed: "+msgTreeNotFound, nil)
+	default:
+		return d, data
 	}
-	data := str(arg, "data")
-	if dt := str(arg, "dataType"); dt != "markdown" {
-		r.fail(-1, "siyuantest: updateBlock dataType "+dt+" not supported", nil)
-		return
-	}
-	if d := k.findDoc(id); d != nil {
-		// A document id replaces the whole body: one delete per old block,
-		// one insert of the new blocks' DOM.
-		var ops []operation
+	return nil, ""
+}
+
+// updateBlock with a document id replaces the whole body: one delete per
+// old block, one insert of the new blocks' DOM.
+func (k *Kernel) updateBlock(q *request, r *ret) {
+	if d, data := k.targetDoc(q, r, "updateBlock"); d != nil {
+		var ops []string
 		for _, b := range d.blocks {
-			op := newOp("delete", b.ID)
-			op.Data = map[string]bool{"createEmptyParagraph": false}
-			ops = append(ops, op)
+			ops = append(ops, operation("delete", `{"createEmptyParagraph":false}`, b.ID, "", ""))
+		}
+		d.markdown, d.blocks, d.updated = data, k.parseBlocks(data), k.now()
+		r.Data = transaction(append(ops, operation("insert", blocksDOM(d.blocks, d.updated), d.blocks[0].ID, d.id, "")))
+	}
+}
+
+func (k *Kernel) appendBlock(q *request, r *ret) {
+	if d, data := k.targetDoc(q, r, "appendBlock"); d != nil {
+		prev, added := d.blocks[len(d.blocks)-1].ID, k.parseBlocks(data)
+		d.blocks, d.updated = append(d.blocks, added...), k.now()
+		if strings.TrimSpace(d.markdown) != "" {
+			data = strings.TrimRight(d.markdown, "\n") + "\n\n" + data
 		}
 		d.markdown = data
-		d.blocks = k.parseBlocks(data)
-		d.updated = k.now()
-		ins := newOp("insert", d.blocks[0].ID)
-		ins.Data = blocksDOM(d.blocks, d.updated)
-		ins.ParentID = d.id
-		r.Data = transactions(append(ops, ins))
-		k.synced()
-		return
+		r.Data = transaction([]string{operation("insert", blocksDOM(added, d.updated), added[0].ID, d.id, prev)})
 	}
-	d, i := k.findBlock(id)
-	if d == nil {
-		r.fail(-1, "get block failed: "+msgTreeNotFound, nil)
-		return
-	}
-	// A child block is replaced by what the markdown parses to; the first
-	// new block keeps the id.
-	nb := k.parseBlocks(data)
-	nb[0].ID = id
-	d.blocks = append(d.blocks[:i], append(nb, d.blocks[i+1:]...)...)
-	d.markdown = joinBlocks(d.blocks)
-	d.updated = k.now()
-	op := newOp("update", id)
-	op.Data = blocksDOM(nb, d.updated)
-	r.Data = transactions([]operation{op})
-	k.synced()
 }
 
-func (k *Kernel) appendBlock(arg map[string]any, r *ret) {
-	parentID := str(arg, "parentID")
-	if !validID(parentID) {
-		r.fail(-1, msgInvalidID, nil)
-		return
+func (k *Kernel) getChildBlocks(q *request, r *ret) {
+	r.Data = []block{}
+	if d := k.findDoc(q.id); d != nil {
+		r.Data = d.blocks
 	}
-	data := str(arg, "data")
-	if dt := str(arg, "dataType"); dt != "markdown" {
-		r.fail(-1, "siyuantest: appendBlock dataType "+dt+" not supported", nil)
-		return
-	}
-	d := k.findDoc(parentID)
-	if d == nil {
-		if x, _ := k.findBlock(parentID); x != nil {
-			r.fail(-1, "siyuantest: appendBlock into a child block not supported", nil)
-			return
-		}
-		r.fail(-1, "get block failed: "+msgTreeNotFound, nil)
-		return
-	}
-	prev := d.blocks[len(d.blocks)-1].ID
-	nb := k.parseBlocks(data)
-	d.blocks = append(d.blocks, nb...)
-	if strings.TrimSpace(d.markdown) == "" {
-		d.markdown = data
-	} else {
-		d.markdown = strings.TrimRight(d.markdown, "\n") + "\n\n" + data
-	}
-	d.updated = k.now()
-	op := newOp("insert", nb[0].ID)
-	op.Data = blocksDOM(nb, d.updated)
-	op.ParentID = d.id
-	op.PreviousID = prev
-	r.Data = transactions([]operation{op})
-	k.synced()
 }
 
-// childBlock is an entry of getChildBlocks (subType only for headings).
-type childBlock struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	SubType  string `json:"subType,omitempty"`
-	Content  string `json:"content"`
-	Markdown string `json:"markdown"`
-}
-
-func (k *Kernel) getChildBlocks(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	out := []childBlock{}
-	if d := k.findDoc(id); d != nil {
-		for _, b := range d.blocks {
-			out = append(out, childBlock(b))
-		}
-	}
-	r.Data = out
-}
-
-func (k *Kernel) exportMdContent(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	yfm := boolOr(arg, "yfm", true)
-	addTitle := boolOr(arg, "addTitle", true)
-	d := k.findDoc(id)
+func (k *Kernel) exportMdContent(q *request, r *ret) {
+	yfm, addTitle, d := q.boolOr("yfm", true), q.boolOr("addTitle", true), k.findDoc(q.id)
 	if d == nil {
 		r.Data = map[string]string{"content": "", "hPath": ""}
 		return
 	}
 	var sb strings.Builder
 	if yfm {
-		fmt.Fprintf(&sb, "---\ntitle: %s\ndate: %s\nlastmod: %s\n---\n\n", d.title,
-			d.created.Format("2006-01-02T15:04:05Z07:00"), d.updated.Format("2006-01-02T15:04:05Z07:00"))
+		const rfc3339 = "2006-01-02T15:04:05Z07:00"
+		fmt.Fprintf(&sb, "---\ntitle: %s\ndate: %s\nlastmod: %s\n---\n\n", d.title, d.created.Format(rfc3339), d.updated.Format(rfc3339))
 	}
 	if addTitle {
 		sb.WriteString("# " + d.title + "\n\n")
@@ -535,164 +348,113 @@ func (k *Kernel) exportMdContent(arg map[string]any, r *ret) {
 
 var attrName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
-func (k *Kernel) setBlockAttrs(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
-	raw, ok := arg["attrs"].(map[string]any)
+// setBlockAttrs refuses the whole call when one value is not a string or
+// one name is bad; upper case is lowered silently, an empty value deletes.
+// The kernel's own attributes (id, title, type, updated) are not
+// supported here.
+func (k *Kernel) setBlockAttrs(q *request, r *ret) {
+	attrs, ok := q.arg["attrs"].(map[string]any)
 	if !ok {
 		panic(missingField{"attrs"})
 	}
-	names := make([]string, 0, len(raw))
-	for n := range raw {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	attrs := map[string]string{}
-	for _, n := range names {
-		switch v := raw[n].(type) {
-		case nil:
-			attrs[n] = ""
-		case string:
-			attrs[n] = v
-		default:
-			r.fail(-1, fmt.Sprintf("the value of attr [%s] must be a string", n), nil)
-			return
-		}
-	}
-	d := k.findDoc(id)
-	if d == nil {
+	names := slices.Sorted(maps.Keys(attrs))
+	notString := slices.IndexFunc(names, func(n string) bool { _, ok := attrs[n].(string); return !ok && attrs[n] != nil })
+	d := k.findDoc(q.id)
+	switch {
+	case notString >= 0:
+		r.fail(-1, fmt.Sprintf("the value of attr [%s] must be a string", names[notString]), nil)
+	case d == nil:
 		r.fail(-1, msgTreeNotFound, nil)
-		return
-	}
-	// The whole call is refused when one name is bad; upper case is
-	// lowered silently.
-	set := map[string]string{}
-	for _, n := range names {
-		ln := strings.ToLower(n)
-		if !attrName.MatchString(ln) {
-			r.fail(-1, "The attribute name can only contain lowercase English letters, digits, and hyphens, and must start with a lowercase English letter ["+id+"]", nil)
-			return
-		}
-		set[ln] = attrs[n]
-	}
-	for n, v := range set {
-		switch {
-		case n == "id" || n == "updated" || n == "type":
-			// kept by the kernel
-		case n == "title":
-			if v != "" {
-				d.title = cleanTitle(v)
+	case slices.ContainsFunc(names, func(n string) bool { return !attrName.MatchString(strings.ToLower(n)) }):
+		r.fail(-1, "The attribute name can only contain lowercase English letters, digits, and hyphens, and must start with a lowercase English letter ["+q.id+"]", nil)
+	case slices.ContainsFunc(names, func(n string) bool { _, own := kernelAttrs(d)[strings.ToLower(n)]; return own }):
+		r.fail(-1, "siyuantest: setting the kernel's own attributes not supported", nil)
+	default:
+		for _, n := range names {
+			if v, _ := attrs[n].(string); v != "" {
+				d.attrs[strings.ToLower(n)] = v
+			} else {
+				delete(d.attrs, strings.ToLower(n))
 			}
-		case v == "":
-			delete(d.attrs, n)
-		default:
-			d.attrs[n] = v
 		}
+		d.updated = k.now()
 	}
-	d.updated = k.now()
-	k.synced()
 }
 
-func (k *Kernel) getBlockAttrs(arg map[string]any, r *ret) {
-	id := str(arg, "id")
-	if !validID(id) {
-		r.fail(-1, msgInvalidID, nil)
-		return
-	}
+// kernelAttrs are the attributes getBlockAttrs adds of its own.
+func kernelAttrs(d *doc) map[string]string {
+	return map[string]string{"id": d.id, "title": d.title, "type": "doc", "updated": d.updated.Format(tsLayout)}
+}
+
+func (k *Kernel) getBlockAttrs(q *request, r *ret) {
 	out := map[string]string{}
-	if d := k.findDoc(id); d != nil {
-		for n, v := range d.attrs {
-			out[n] = v
-		}
-		out["id"], out["title"], out["type"], out["updated"] = d.id, d.title, "doc", d.updated.Format(tsLayout)
-	} else if d, _ := k.findBlock(id); d != nil {
-		out["id"], out["updated"] = id, d.updated.Format(tsLayout)
+	if d := k.findDoc(q.id); d != nil {
+		maps.Copy(out, d.attrs)
+		maps.Copy(out, kernelAttrs(d))
+	} else if d := k.blockDoc(q.id); d != nil {
+		out["id"], out["updated"] = q.id, d.updated.Format(tsLayout)
 	}
 	r.Data = out
 }
 
-const tsLayout = "20060102150405"
-
 // ---- assets ----
 
-func (k *Kernel) upload(arg map[string]any, r *ret) {
-	req := arg["_req"].(*http.Request)
-	body := arg["_body"].([]byte)
-	mt, params, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+// workspaceDataDir is where the kernel resolves assetsDirPath from.
+const workspaceDataDir = "/siyuan/workspace/data"
+
+func (k *Kernel) upload(q *request, r *ret) {
+	mt, params, err := mime.ParseMediaType(q.contentType)
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		r.fail(-1, "request Content-Type isn't multipart/form-data", nil)
 		return
 	}
-	form, err := multipart.NewReader(bytes.NewReader(body), params["boundary"]).ReadForm(64 << 20)
+	form, err := multipart.NewReader(bytes.NewReader(q.body), params["boundary"]).ReadForm(64 << 20)
 	if err != nil {
 		r.fail(-1, "siyuantest: read multipart form: "+err.Error(), nil)
 		return
 	}
 	defer func() { _ = form.RemoveAll() }()
-	dir := "assets"
-	if v := form.Value["assetsDirPath"]; len(v) > 0 && v[0] != "" {
-		abs := path.Join(workspaceDataDir, v[0])
+	dir := ""
+	if v := form.Value["assetsDirPath"]; len(v) > 0 {
+		dir = v[0]
+	}
+	if dir != "" && path.Clean(dir) != "/assets" {
+		abs := path.Join(workspaceDataDir, dir)
 		if !strings.HasPrefix(abs+"/", path.Dir(workspaceDataDir)+"/") {
 			r.fail(-1, "Path ["+abs+"] is not in workspace", nil)
-			return
+		} else {
+			r.fail(-1, "siyuantest: assetsDirPath "+dir+" not supported", nil)
 		}
-		if rel := strings.TrimPrefix(abs, workspaceDataDir+"/"); rel != abs && strings.HasPrefix(rel+"/", "assets/") {
-			dir = rel
-		}
+		return
 	}
 	succ := map[string]string{}
 	for _, fh := range form.File["file[]"] {
-		f, err := fh.Open()
-		if err != nil {
-			continue
+		if f, err := fh.Open(); err == nil {
+			var buf bytes.Buffer
+			_, _ = buf.ReadFrom(f)
+			_ = f.Close()
+			succ[fh.Filename] = k.storeAsset(fh.Filename, buf.Bytes())
 		}
-		var buf bytes.Buffer
-		_, _ = buf.ReadFrom(f)
-		_ = f.Close()
-		succ[fh.Filename] = k.storeAsset(dir, fh.Filename, buf.Bytes())
 	}
-	r.Data = struct {
-		ErrFiles []string          `json:"errFiles"`
-		SuccMap  map[string]string `json:"succMap"`
-	}{nil, succ}
+	r.Data = map[string]any{"errFiles": nil, "succMap": succ}
 }
 
-// uploadNameDrop are the characters SiYuan drops from an uploaded file's
-// name (brackets and what file systems refuse); spaces are kept.
-const uploadNameDrop = `()[]{}<>\/:*?"|`
-
-func (k *Kernel) storeAsset(dir, name string, data []byte) string {
-	for _, a := range k.assets {
-		if a.Name == name && path.Dir(a.Path) == dir && bytes.Equal(a.Data, data) {
-			return a.Path // same name, same content: the existing asset
-		}
+// storeAsset stores an upload under assets/ as "<stem>-<id><ext>", with
+// the characters SiYuan drops from a file name (brackets and what file
+// systems refuse, not spaces) dropped; the same name with the same content
+// is the existing asset.
+func (k *Kernel) storeAsset(name string, data []byte) string {
+	if a := find(k.assets, func(a *Asset) bool { return a.Name == name && bytes.Equal(a.Data, data) }); a != nil {
+		return a.Path
 	}
 	clean := strings.Map(func(c rune) rune {
-		if strings.ContainsRune(uploadNameDrop, c) {
+		if strings.ContainsRune(`()[]{}<>\/:*?"|`, c) {
 			return -1
 		}
 		return c
 	}, name)
 	ext := path.Ext(clean)
-	p := dir + "/" + strings.TrimSuffix(clean, ext) + "-" + k.newID() + ext
+	p := "assets/" + strings.TrimSuffix(clean, ext) + "-" + k.newID() + ext
 	k.assets = append(k.assets, &Asset{Name: name, Path: p, Data: bytes.Clone(data)})
 	return p
-}
-
-func (k *Kernel) serveAsset(p string) (int, any) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, a := range k.assets {
-		if a.Path == p {
-			ct := mime.TypeByExtension(path.Ext(p))
-			if ct == "" {
-				ct = "application/octet-stream"
-			}
-			return http.StatusOK, rawAnswer{contentType: ct, data: bytes.Clone(a.Data)}
-		}
-	}
-	return http.StatusNotFound, nil
 }

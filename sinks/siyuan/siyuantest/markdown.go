@@ -1,153 +1,145 @@
 package siyuantest
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // The kernel parses markdown with Lute into a block tree. This is a small
-// approximation of its top level: headings ("h", subType h1..h6), tables
-// ("t", re-formatted as Lute writes them), fenced code ("c", a mermaid
-// fence included), lists ("l"), quotes ("b"), thematic breaks ("tb") and
-// paragraphs ("p", images included: an image is inline, not a block).
+// approximation of its top level, the block types the record shows:
+// headings ("h", subType h1..h6), tables ("t", re-formatted as Lute writes
+// them), fenced code ("c", a mermaid fence included) and paragraphs ("p",
+// everything else, images included: an image is inline, not a block).
+
+// block is a top-level block of a document, as getChildBlocks writes it.
+type block struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	SubType  string `json:"subType,omitempty"`
+	Content  string `json:"content"`
+	Markdown string `json:"markdown"`
+}
 
 var (
 	headingRe = regexp.MustCompile(`^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$`)
-	listRe    = regexp.MustCompile(`^\s{0,3}([-*+]|\d+[.)])\s`)
-	breakRe   = regexp.MustCompile(`^\s{0,3}([-*_])(\s*([-*_]))*\s*$`)
 	tableSep  = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
 	imageRe   = regexp.MustCompile(`!\[([^\]]*)\]\(([^)\s]*)(?:\s+"([^"]*)")?\)`)
 )
 
-func (k *Kernel) parseBlocks(md string) []Block {
+func (k *Kernel) parseBlocks(md string) []block {
 	lines := strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n")
-	var out []Block
 	var para []string
-	add := func(b Block) {
-		b.ID = k.newID()
-		out = append(out, b)
-	}
-	flush := func() {
-		if len(para) == 0 {
-			return
+	var blocks []block
+	endPara := func() {
+		if text := strings.Join(para, "\n"); len(para) > 0 {
+			blocks = append(blocks, block{Type: "p", Content: imageRe.ReplaceAllString(text, "$1 $2 $3"), Markdown: text})
 		}
-		text := strings.Join(para, "\n")
 		para = nil
-		if listRe.MatchString(text) {
-			add(Block{Type: "l", Content: text, Markdown: text})
-			return
-		}
-		if strings.HasPrefix(text, ">") {
-			add(Block{Type: "b", Content: strings.TrimSpace(strings.TrimLeft(text, "> ")), Markdown: text})
-			return
-		}
-		content := imageRe.ReplaceAllStringFunc(text, func(m string) string {
-			s := imageRe.FindStringSubmatch(m)
-			return s[1] + " " + s[2] + " " + s[3]
-		})
-		add(Block{Type: "p", Content: content, Markdown: text})
 	}
 	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		trim := strings.TrimSpace(line)
-		switch {
-		case trim == "":
-			flush()
-		case strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~"):
-			flush()
-			fence := trim[:3]
-			body := []string{}
-			j := i + 1
-			for ; j < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[j]), fence); j++ {
-				body = append(body, lines[j])
-			}
-			end := min(j, len(lines)-1)
-			add(Block{Type: "c", Content: strings.Join(body, "\n"), Markdown: strings.Join(append(append([]string{line}, body...), fence), "\n")})
-			i = end
-		case headingRe.MatchString(line):
-			flush()
-			m := headingRe.FindStringSubmatch(line)
-			add(Block{Type: "h", SubType: fmt.Sprintf("h%d", len(m[1])), Content: m[2], Markdown: m[1] + " " + m[2]})
-		case strings.HasPrefix(trim, "|") && len(para) == 0 && i+1 < len(lines) && tableSep.MatchString(strings.TrimSpace(lines[i+1])):
-			rows := []string{}
-			j := i
-			for ; j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "|"); j++ {
-				rows = append(rows, strings.TrimSpace(lines[j]))
-			}
-			add(formatTable(rows))
-			i = j - 1
-		case len(para) == 0 && breakRe.MatchString(line) && strings.Count(trim, string(trim[0])) >= 3:
-			add(Block{Type: "tb", Markdown: "---"})
-		default:
-			para = append(para, line)
-		}
-	}
-	flush()
-	if len(out) == 0 {
-		add(Block{Type: "p"}) // an empty document holds one empty paragraph
-	}
-	return out
-}
-
-func splitRow(row string) []string {
-	row = strings.TrimPrefix(row, "|")
-	row = strings.TrimSuffix(row, "|")
-	return strings.Split(row, "|")
-}
-
-// formatTable writes a table as Lute does: cells trimmed, no padding, and
-// a separator row of " " plus as many dashes as the widest cell of the
-// column as written (surrounding spaces counted).
-func formatTable(rows []string) Block {
-	var cells [][]string
-	for i, r := range rows {
-		if i == 1 {
+		if strings.TrimSpace(lines[i]) == "" {
+			endPara()
 			continue
 		}
-		cells = append(cells, splitRow(r))
+		b, n := nextBlock(lines[i:], len(para) > 0)
+		if n == 0 {
+			para = append(para, lines[i])
+			continue
+		}
+		endPara()
+		blocks = append(blocks, b)
+		i += n - 1
 	}
-	cols := len(cells[0])
-	width := make([]int, cols)
-	var content []string
-	for _, row := range cells {
-		for c := 0; c < cols && c < len(row); c++ {
+	endPara()
+	if len(blocks) == 0 {
+		blocks = append(blocks, block{Type: "p"}) // an empty document holds one empty paragraph
+	}
+	for i := range blocks {
+		blocks[i].ID = k.newID()
+	}
+	return blocks
+}
+
+// nextBlock is the block lines start with and how many lines it takes; 0
+// lines when the first one is (or continues) a paragraph.
+func nextBlock(lines []string, inPara bool) (block, int) {
+	trim := strings.TrimSpace(lines[0])
+	switch {
+	case strings.HasPrefix(trim, "```") || strings.HasPrefix(trim, "~~~"):
+		return fenced(lines)
+	case headingRe.MatchString(lines[0]):
+		m := headingRe.FindStringSubmatch(lines[0])
+		return block{Type: "h", SubType: fmt.Sprintf("h%d", len(m[1])), Content: m[2], Markdown: m[1] + " " + m[2]}, 1
+	case strings.HasPrefix(trim, "|") && !inPara && len(lines) > 1 && tableSep.MatchString(strings.TrimSpace(lines[1])):
+		return table(lines)
+	}
+	return block{}, 0
+}
+
+// fenced is the code block lines start with and how many lines it takes
+// (to the closing fence or the end).
+func fenced(lines []string) (block, int) {
+	fence := strings.TrimSpace(lines[0])[:3]
+	end := 1
+	for end < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[end]), fence) {
+		end++
+	}
+	md := strings.Join(append(slices.Clone(lines[:end]), fence), "\n")
+	return block{Type: "c", Content: strings.Join(lines[1:end], "\n"), Markdown: md}, min(end+1, len(lines))
+}
+
+// table is the table lines start with and how many lines it takes,
+// written as Lute does: cells trimmed, no padding, and a separator row of
+// " " plus as many dashes as the widest cell of the column as written
+// (surrounding spaces counted).
+func table(lines []string) (block, int) {
+	n := 0
+	for n < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[n]), "|") {
+		n++
+	}
+	var rows [][]string
+	for i, l := range lines[:n] {
+		if i != 1 { // the separator row
+			rows = append(rows, strings.Split(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(l), "|"), "|"), "|"))
+		}
+	}
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for c := 0; c < len(width) && c < len(row); c++ {
 			width[c] = max(width[c], utf8.RuneCountInString(row[c]))
 		}
 	}
-	var lines []string
-	for i, row := range cells {
-		var b strings.Builder
-		b.WriteString("|")
-		for c := 0; c < cols; c++ {
-			v := ""
+	var md, content []string
+	for i, row := range rows {
+		cells := make([]string, len(width))
+		for c := range cells {
 			if c < len(row) {
-				v = strings.TrimSpace(row[c])
+				cells[c] = strings.TrimSpace(row[c])
 			}
-			if v != "" {
-				content = append(content, v)
+			if cells[c] != "" {
+				content = append(content, cells[c])
 			}
-			b.WriteString(v + "|")
 		}
-		lines = append(lines, b.String())
+		md = append(md, "|"+strings.Join(cells, "|")+"|")
 		if i == 0 {
-			var s strings.Builder
-			s.WriteString("|")
-			for c := 0; c < cols; c++ {
-				s.WriteString(" " + strings.Repeat("-", max(width[c], 1)) + "|")
+			var sep strings.Builder
+			for _, w := range width {
+				sep.WriteString(" " + strings.Repeat("-", max(w, 1)) + "|")
 			}
-			lines = append(lines, s.String())
+			md = append(md, "|"+sep.String())
 		}
 	}
-	md := strings.Join(lines, "\n")
-	return Block{Type: "t", Content: strings.Join(content, " "), Markdown: md}
+	return block{Type: "t", Content: strings.Join(content, " "), Markdown: strings.Join(md, "\n")}, n
 }
 
 // joinBlocks is the document's markdown as the kernel writes it back.
-func joinBlocks(bs []Block) string {
+func joinBlocks(bs []block) string {
 	var parts []string
 	for _, b := range bs {
 		if b.Markdown != "" {
@@ -158,14 +150,12 @@ func joinBlocks(bs []Block) string {
 }
 
 var nodeTypes = map[string][2]string{ // block type → DOM data-type, class
-	"h": {"NodeHeading", ""}, "t": {"NodeTable", "table"}, "c": {"NodeCodeBlock", "code-block"},
-	"p": {"NodeParagraph", "p"}, "l": {"NodeList", "list"}, "b": {"NodeBlockquote", "bq"},
-	"tb": {"NodeThematicBreak", "hr"},
+	"h": {"NodeHeading", ""}, "t": {"NodeTable", "table"}, "c": {"NodeCodeBlock", "code-block"}, "p": {"NodeParagraph", "p"},
 }
 
 // blocksDOM approximates the protyle DOM the kernel sends in insert
 // operations.
-func blocksDOM(bs []Block, updated time.Time) string {
+func blocksDOM(bs []block, updated time.Time) string {
 	var sb strings.Builder
 	for i, b := range bs {
 		nt := nodeTypes[b.Type]
@@ -174,13 +164,11 @@ func blocksDOM(bs []Block, updated time.Time) string {
 			class = b.SubType
 		}
 		if b.Type == "c" {
-			first := strings.SplitN(b.Markdown, "\n", 2)[0]
-			sub = strings.TrimSpace(strings.TrimLeft(first, "`~"))
+			sub = strings.TrimSpace(strings.TrimLeft(strings.SplitN(b.Markdown, "\n", 2)[0], "`~"))
 		}
+		sb.WriteString("<div ")
 		if sub != "" {
-			fmt.Fprintf(&sb, `<div data-subtype="%s" `, html.EscapeString(sub))
-		} else {
-			sb.WriteString("<div ")
+			fmt.Fprintf(&sb, `data-subtype="%s" `, html.EscapeString(sub))
 		}
 		fmt.Fprintf(&sb, `data-node-id="%s" data-node-index="%d" data-type="%s" class="%s" updated="%s"><div contenteditable="true" spellcheck="false">%s</div><div class="protyle-attr" contenteditable="false">&#8203;</div></div>`,
 			b.ID, i+1, nt[0], class, updated.Format(tsLayout), html.EscapeString(b.Content))
@@ -188,48 +176,20 @@ func blocksDOM(bs []Block, updated time.Time) string {
 	return sb.String()
 }
 
-// operation is one entry of doOperations, every key the kernel writes, in
-// its order.
-type operation struct {
-	Action            string   `json:"action"`
-	Data              any      `json:"data"`
-	ID                string   `json:"id"`
-	RootID            string   `json:"rootID"`
-	ParentID          string   `json:"parentID"`
-	PreviousID        string   `json:"previousID"`
-	NextID            string   `json:"nextID"`
-	RetData           any      `json:"retData"`
-	BlockIDs          []string `json:"blockIDs"`
-	BlockID           string   `json:"blockID"`
-	DeckID            string   `json:"deckID"`
-	AvID              string   `json:"avID"`
-	SrcIDs            []string `json:"srcIDs"`
-	Srcs              []any    `json:"srcs"`
-	IsDetached        bool     `json:"isDetached"`
-	Name              string   `json:"name"`
-	Type              string   `json:"type"`
-	Format            string   `json:"format"`
-	KeyID             string   `json:"keyID"`
-	RowID             string   `json:"rowID"`
-	IsTwoWay          bool     `json:"isTwoWay"`
-	BackRelationKeyID string   `json:"backRelationKeyID"`
-	RemoveDest        bool     `json:"removeDest"`
-	Layout            string   `json:"layout"`
-	GroupID           string   `json:"groupID"`
-	TargetGroupID     string   `json:"targetGroupID"`
-	ViewID            string   `json:"viewID"`
-	IgnoreDefaultFill bool     `json:"ignoreDefaultFill"`
-	Context           any      `json:"context"`
+// operation is one entry of doOperations with every key the kernel
+// writes, in its order; data is JSON (an object) or a string to quote.
+func operation(action, data, id, parentID, previousID string) string {
+	if !strings.HasPrefix(data, "{") {
+		b, _ := json.Marshal(data)
+		data = string(b)
+	}
+	return fmt.Sprintf(`{"action":%q,"data":%s,"id":%q,"rootID":"","parentID":%q,"previousID":%q,"nextID":"","retData":null,`+
+		`"blockIDs":null,"blockID":"","deckID":"","avID":"","srcIDs":null,"srcs":null,"isDetached":false,"name":"","type":"",`+
+		`"format":"","keyID":"","rowID":"","isTwoWay":false,"backRelationKeyID":"","removeDest":false,"layout":"","groupID":"",`+
+		`"targetGroupID":"","viewID":"","ignoreDefaultFill":false,"context":null}`, action, data, id, parentID, previousID)
 }
 
-func newOp(action, id string) operation { return operation{Action: action, ID: id} }
-
-type transaction struct {
-	Timestamp      int64       `json:"timestamp"`
-	DoOperations   []operation `json:"doOperations"`
-	UndoOperations []operation `json:"undoOperations"`
-}
-
-func transactions(ops []operation) []transaction {
-	return []transaction{{DoOperations: ops}}
+// transaction is the answer of the block calls: one transaction of ops.
+func transaction(ops []string) json.RawMessage {
+	return json.RawMessage(`[{"timestamp":0,"doOperations":[` + strings.Join(ops, ",") + `],"undoOperations":null}]`)
 }
