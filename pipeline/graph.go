@@ -130,7 +130,6 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 			if k.Measuring && s.Retry != nil {
 				errs = append(errs, schema.Error{Pos: s.PosOf("retry"), Msg: fmt.Sprintf("stages.%s.retry: retry is not allowed on a measuring stage (kind %s): a retried measurement hides failures; put the retry on the launch or health stage instead", s.Name, s.Kind)})
 			}
-			errs = append(errs, n.attachAssertions(plan, p.Baseline != nil)...)
 		}
 		for i, d := range s.Needs {
 			if d == s.Name {
@@ -191,6 +190,13 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		}
 		if err := n.Stage.Validate(g.Check(n.Spec.Name)); err != nil {
 			errs = append(errs, asErrors(err, n.Spec)...)
+		}
+	}
+	// Compiled once every stage validated: a kind may add assertions of
+	// its own to its spec there (validate's band).
+	for _, n := range g.Nodes {
+		if n.Kind.Name != "" {
+			errs = append(errs, n.attachAssertions(plan, p.Baseline != nil)...)
 		}
 	}
 	if b := p.Baseline; b != nil && len(b.Metrics) > 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // This file is the kind's configuration and its decoding from the
@@ -14,16 +15,15 @@ import (
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	Target     string            `json:"target"`
-	Model      string            `json:"model"`
-	Engine     string            `json:"engine"`
-	Path       string            `json:"path"`
-	ModelsPath string            `json:"models_path"`
-	Probe      string            `json:"probe"`
-	Within     string            `json:"within"`
-	Interval   string            `json:"interval"`
-	Headers    map[string]string `json:"headers"`
-	APIKeyEnv  string            `json:"api_key_env"`
+	Target     string `json:"target"`
+	Model      string `json:"model"`
+	Engine     string `json:"engine"`
+	Path       string `json:"path"`
+	ModelsPath string `json:"models_path"`
+	Probe      string `json:"probe"`
+	Within     string `json:"within"`
+	Interval   string `json:"interval"`
+	client.Config
 }
 
 // New decodes the configuration.

@@ -10,17 +10,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/procrun"
-	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // What this kind implements, checked by the compiler (the runner finds
@@ -38,7 +37,7 @@ var schemaSource string
 var Kind = pipeline.Kind{
 	Name:   "health",
 	Doc:    "wait until a server answers its health path, lists the model and serves a 1-token request",
-	Schema: schema.KindSchema{Def: "#Health", Source: schemaSource},
+	Schema: schema.KindSchema{Def: "#Health", Source: client.WithSchema(schemaSource)},
 	New:    New,
 }
 
@@ -57,8 +56,8 @@ func (s *Stage) Validate(*pipeline.Check) error {
 			return schema.Error{Pos: s.spec.PosOf(f.name), Msg: fmt.Sprintf("stages.%s.%s: %q must start with /", s.spec.Name, f.name, f.v)}
 		}
 	}
-	if s.cfg.APIKeyEnv != "" && strings.ContainsAny(s.cfg.APIKeyEnv, " =$") {
-		return schema.Error{Pos: s.spec.PosOf("api_key_env"), Msg: fmt.Sprintf("stages.%s.api_key_env: %q should name an environment variable (OPENAI_API_KEY), not hold the key", s.spec.Name, s.cfg.APIKeyEnv)}
+	if errs := s.cfg.Check(s.spec); len(errs) > 0 {
+		return errs
 	}
 	return nil
 }
@@ -70,25 +69,6 @@ func (s *Stage) ReadinessOf() string { return s.cfg.Target }
 
 // errNeedsCredentials marks a 401 or 403: waiting cannot help.
 var errNeedsCredentials = errors.New("credentials refused")
-
-// credentials are what every check sends: the stage's headers, ${NAME}
-// expanded from benchrun's environment (an unset name is an error, not an
-// empty value; any other $ stays as written), and the api_key_env key,
-// sent as a bearer token.
-func (s *Stage) credentials() (map[string]string, string, error) {
-	h, err := pipeline.ExpandHeaders(s.spec.Name, s.cfg.Headers)
-	if err != nil {
-		return nil, "", err
-	}
-	key := ""
-	if s.cfg.APIKeyEnv != "" {
-		if key = os.Getenv(s.cfg.APIKeyEnv); key == "" {
-			return nil, "", fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", s.spec.Name, s.cfg.APIKeyEnv)
-		}
-		redact.Add(key) // masked in everything benchrun writes
-	}
-	return h, key, nil
-}
 
 // refused is the error for a 401 or 403: the server wants credentials
 // (or others than those sent), and will not change its mind.
@@ -127,7 +107,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 
 	ctx, cancel := context.WithTimeoutCause(ctx, s.within, fmt.Errorf("server at %s not ready within %s", base, s.within))
 	defer cancel()
-	headers, key, err := s.credentials()
+	headers, key, err := s.cfg.Credentials(s.spec.Name)
 	if err != nil {
 		return nil, err
 	}

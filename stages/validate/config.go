@@ -3,10 +3,10 @@ package validate
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // This file is the kind's configuration and its decoding from the
@@ -23,19 +23,17 @@ type Config struct {
 	Cell        string `json:"cell"`
 	Concurrency int    `json:"concurrency"`
 	// Documents is a glob or a list of globs (decoded from either).
-	Documents    any               `json:"documents"`
-	Exclude      []string          `json:"exclude"`
-	Field        string            `json:"field"`
-	Requests     int               `json:"requests"`
-	Warmup       int               `json:"warmup"`
-	Band         []float64         `json:"band"`
-	BandOn       *[]string         `json:"band_on"`
-	BandSeverity string            `json:"band_severity"`
-	Stream       bool              `json:"stream"`
-	ForceOSL     bool              `json:"force_osl"`
-	StallTimeout string            `json:"stall_timeout"`
-	Headers      map[string]string `json:"headers"`
-	Body         map[string]any    `json:"body"`
+	Documents    any       `json:"documents"`
+	Exclude      []string  `json:"exclude"`
+	Field        string    `json:"field"`
+	Requests     int       `json:"requests"`
+	Warmup       int       `json:"warmup"`
+	Band         []float64 `json:"band"`
+	BandOn       *[]string `json:"band_on"`
+	BandSeverity string    `json:"band_severity"`
+	Stream       bool      `json:"stream"`
+	ForceOSL     bool      `json:"force_osl"`
+	client.RequestConfig
 }
 
 // New decodes the configuration.
@@ -54,10 +52,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 			}
 		}
 	}
-	if st.cfg.StallTimeout == "" {
-		st.cfg.StallTimeout = "2m"
-	}
-	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout) // the schema's #Duration checked it
+	st.stallTimeout = st.cfg.Stall()
 	if len(st.cfg.Band) != 2 {
 		st.cfg.Band = []float64{0.3, 0.9}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // What this kind implements, checked by the compiler.
@@ -36,7 +37,7 @@ var Kind = pipeline.Kind{
 	Name:      "validate",
 	Doc:       "real documents at a sweep's synthetic cell (same endpoint, osl, concurrency): real/synthetic ratios, asserted within a band (default 0.3-0.9)",
 	Measuring: true,
-	Schema:    schema.KindSchema{Def: "#Validate", Source: schemaSource},
+	Schema:    schema.KindSchema{Def: "#Validate", Source: client.WithSchema(schemaSource)},
 	New:       New,
 }
 
@@ -116,6 +117,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	bad := func(field []string, msg string) {
 		errs = append(errs, schema.Error{Pos: s.spec.PosOf(field...), Msg: fmt.Sprintf("stages.%s.%s: %s", s.spec.Name, strings.Join(field, "."), msg)})
 	}
+	errs = append(errs, s.cfg.Check(s.spec)...)
 	l, why := s.shape(c.Peer, c.Plan)
 	endpoint := ""
 	if why != "" {
@@ -201,18 +203,12 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return &pipeline.Outputs{}, env.Emit(row, nil)
 	}
 	row.Documents = int64(len(docs))
-	t := &loadgen.Target{
-		BaseURL: target.URL, Model: model, Endpoint: loadgen.Endpoint(p.Endpoint), Stream: s.cfg.Stream,
-		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(p.Concurrency),
-		StallTimeout: s.stallTimeout, FirstTokenTimeout: s.stallTimeout,
-	}
-	defer t.HTTP.CloseIdleConnections()
-	if t.Headers, err = pipeline.ExpandHeaders(env.Stage.Name, s.cfg.Headers); err != nil {
+	t, err := s.cfg.NewTarget(env.Stage.Name, target.URL, model, loadgen.Endpoint(p.Endpoint), s.cfg.Stream, p.Concurrency)
+	if err != nil {
 		return nil, err
 	}
-	for k, v := range s.cfg.Body {
-		t.ExtraBody[k] = v
-	}
+	t.FirstTokenTimeout = s.stallTimeout
+	defer t.HTTP.CloseIdleConnections()
 	info := loadgen.Discover(ctx, t, target.Engine)
 	row.EngineVersion = synth.EngineVersion
 	if info.Version != "" {

@@ -3,6 +3,7 @@ package warmup
 import (
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // This file is the kind's configuration and its decoding from the
@@ -24,9 +25,8 @@ type Config struct {
 		Tolerance   float64 `json:"tolerance"`
 		MaxRequests int     `json:"max_requests"`
 	} `json:"settle"`
-	RequireSettled bool              `json:"require_settled"`
-	Headers        map[string]string `json:"headers"`
-	Body           map[string]any    `json:"body"`
+	RequireSettled bool `json:"require_settled"`
+	client.RequestConfig
 }
 
 // New decodes the configuration.

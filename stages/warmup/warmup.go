@@ -17,6 +17,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // What this kind implements, checked by the compiler (the runner finds
@@ -34,7 +35,7 @@ var schemaSource string
 var Kind = pipeline.Kind{
 	Name:   "warmup",
 	Doc:    "untimed requests at the next stage's concurrency, a fixed count or until TTFT settles",
-	Schema: schema.KindSchema{Def: "#Warmup", Source: schemaSource},
+	Schema: schema.KindSchema{Def: "#Warmup", Source: client.WithSchema(schemaSource)},
 	New:    New,
 }
 
@@ -46,6 +47,9 @@ type Stage struct {
 
 // Validate checks the configuration without side effects.
 func (s *Stage) Validate(c *pipeline.Check) error {
+	if errs := s.cfg.Check(s.spec); len(errs) > 0 {
+		return errs
+	}
 	if len(followers(c.Dependents(), s.spec.Name)) == 0 && s.cfg.Concurrency == 0 {
 		return schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no stage needs this warm-up, so its concurrency is unknown: add it to the next stage's needs, or set concurrency", s.spec.Name)}
 	}
@@ -224,19 +228,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, err
 	}
 	sh := s.ShapeFor(env.Dependents())
-	t := &loadgen.Target{
-		BaseURL: target.URL, Model: env.ModelName(s.cfg.Model), Endpoint: loadgen.Endpoint(sh.Endpoint), Stream: true,
-		Headers: map[string]string{}, ExtraBody: map[string]any{}, HTTP: loadgen.NewHTTPClient(max(sh.Concurrency, int(min(sh.Rate, 1024)))),
-	}
-	defer t.HTTP.CloseIdleConnections()
-	headers, err := pipeline.ExpandHeaders(env.Stage.Name, s.cfg.Headers)
+	t, err := s.cfg.NewTarget(env.Stage.Name, target.URL, env.ModelName(s.cfg.Model), loadgen.Endpoint(sh.Endpoint), true, max(sh.Concurrency, int(min(sh.Rate, 1024))))
 	if err != nil {
 		return nil, err
 	}
-	t.Headers = headers
-	for k, v := range s.cfg.Body {
-		t.ExtraBody[k] = v
-	}
+	defer t.HTTP.CloseIdleConnections()
 	// Size prompts exactly as the sweep will (the same calibration, shared
 	// through the cache), and never warm with a shape the server's context
 	// cannot hold.
