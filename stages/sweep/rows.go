@@ -43,27 +43,57 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	stampNote := loadgen.CellStamps(row, rs)
 	reqs := loadgen.RequestRows(*row, rs)
 	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span}, slo)
-	counted, estimated, continuous := 0, 0, 0
-	var firstIn float64 // a conversation's first turns: their prompts and count
-	firstN := 0
+	tally := tallyTokens(rs)
+
+	notes := promptNotes(row, cfg)
+	if note := tokenCountNote(row, tally); note != "" {
+		notes = append(notes, note)
+	}
+	notes = append(notes, shapeNotes(row, cfg, tally)...)
+	notes = append(notes, clientNotes(row, len(rs), sends, stampNote, cfg)...)
+	if note := coldNote(row, warmTTFT); note != "" {
+		notes = append(notes, note)
+	}
+	if slo != (measure.SLO{}) {
+		notes = append(notes, "goodput counts completed requests meeting every plan SLO; failed requests never count")
+	}
+	row.Notes = strings.Join(notes, "; ")
+	return reqs
+}
+
+// tokenTally is where the completed requests' token counts came from, and
+// a conversation's first turns (their prompts and count).
+type tokenTally struct {
+	counted, estimated, continuous int
+	firstIn                        float64
+	firstN                         int
+}
+
+func tallyTokens(rs []loadgen.Result) tokenTally {
+	var t tokenTally
 	for _, r := range rs {
 		if !r.OK() {
 			continue
 		}
 		switch {
 		case !r.UsageReported:
-			counted++
+			t.counted++
 		case r.ContinuousUsage:
-			continuous++
+			t.continuous++
 		case r.TokensEstimated:
-			estimated++
+			t.estimated++
 		}
 		if r.Turn == 1 {
-			firstIn += float64(r.InputTokens)
-			firstN++
+			t.firstIn += float64(r.InputTokens)
+			t.firstN++
 		}
 	}
+	return t
+}
 
+// promptNotes say how the cell's prompts were made: cold or warm, a shared
+// prefix, a conversation's history.
+func promptNotes(row *results.Cell, cfg Config) []string {
 	var notes []string
 	switch {
 	case cfg.Prompts == "warm" && cfg.conversation():
@@ -89,22 +119,34 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 		}
 		notes = append(notes, "multi-turn: "+how+think)
 	}
+	return notes
+}
+
+// tokenCountNote says where the token counts came from ("" when nothing
+// completed).
+func tokenCountNote(row *results.Cell, t tokenTally) string {
 	switch {
 	case row.Completed == 0:
-	case counted == int(row.Completed):
-		notes = append(notes, "tokens counted from events (the server sent no usage)")
-	case counted > 0:
-		notes = append(notes, fmt.Sprintf("tokens counted from events for %d of %d requests (no usage)", counted, row.Completed))
-	default:
-		src := "token counts from the server's usage"
-		if continuous > 0 {
-			src += fmt.Sprintf("; tokens per event from usage deltas (%d requests)", continuous)
-		}
-		if estimated > 0 {
-			src += fmt.Sprintf("; tokens per event estimated as an even share (%d requests sent multi-token events without per-event usage)", estimated)
-		}
-		notes = append(notes, src)
+		return ""
+	case t.counted == int(row.Completed):
+		return "tokens counted from events (the server sent no usage)"
+	case t.counted > 0:
+		return fmt.Sprintf("tokens counted from events for %d of %d requests (no usage)", t.counted, row.Completed)
 	}
+	src := "token counts from the server's usage"
+	if t.continuous > 0 {
+		src += fmt.Sprintf("; tokens per event from usage deltas (%d requests)", t.continuous)
+	}
+	if t.estimated > 0 {
+		src += fmt.Sprintf("; tokens per event estimated as an even share (%d requests sent multi-token events without per-event usage)", t.estimated)
+	}
+	return src
+}
+
+// shapeNotes say where the cell measured is not the shape asked for: an
+// output cut short, prompts of another length.
+func shapeNotes(row *results.Cell, cfg Config, t tokenTally) []string {
+	var notes []string
 	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
 		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", *row.EffectiveOSL, row.OSL))
 	}
@@ -114,10 +156,18 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 		// template's own tokens), and the cell is not the shape asked for.
 		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", *row.EffectiveISL, row.ISL))
 	}
-	if firstN > 0 && row.ISL > 0 && cfg.Dataset == nil && cfg.conversation() && math.Abs(firstIn/float64(firstN)-float64(row.ISL)) >= 0.5 {
-		notes = append(notes, fmt.Sprintf("first turns' isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", firstIn/float64(firstN), row.ISL))
+	if t.firstN > 0 && row.ISL > 0 && cfg.Dataset == nil && cfg.conversation() && math.Abs(t.firstIn/float64(t.firstN)-float64(row.ISL)) >= 0.5 {
+		notes = append(notes, fmt.Sprintf("first turns' isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", t.firstIn/float64(t.firstN), row.ISL))
 	}
-	if row.ConnRetries > 0 && float64(row.ConnRetries) >= 0.01*float64(len(rs)) {
+	return notes
+}
+
+// clientNotes say where the client, not the server, shaped the figures:
+// connections retried, the client's own CPU, requests it held back, its
+// timestamps' source, sends that left late.
+func clientNotes(row *results.Cell, requests int, sends sendSpan, stampNote string, cfg Config) []string {
+	var notes []string
+	if row.ConnRetries > 0 && float64(row.ConnRetries) >= 0.01*float64(requests) {
 		notes = append(notes, fmt.Sprintf("%d sends met a keep-alive connection the server had closed and went again on a fresh one (the server closes connections it advertises as kept alive; see conn_retries)", row.ConnRetries))
 	}
 	if n := float64(runtime.NumCPU()); row.ClientCPUUtil != nil && *row.ClientCPUUtil >= 0.8*n {
@@ -132,19 +182,21 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	if p99 := row.SendLagP99; p99 != nil && *p99 > cfg.SendLagThresholdMs {
 		notes = append(notes, fmt.Sprintf("client-bound: send_lag p99 %.2f ms exceeds %.2g ms, so sends left late; read ttft_sched/e2el_sched (from the schedule) rather than ttft/e2el", *p99, cfg.SendLagThresholdMs))
 	}
-	if p50 := row.TTFTP50Ms; len(warmTTFT) > 0 && p50 != nil {
-		// A cell whose last warm-up pass is far from the timed pass was
-		// still warming up: say so rather than hide it.
-		w := stats.Summarize(warmTTFT).P50
-		if w > 1.5**p50 && w-*p50 > 5 {
-			notes = append(notes, fmt.Sprintf("still cold after warm-up: last warm-up ttft p50 %.1f ms vs timed %.1f ms", w, *p50))
-		}
+	return notes
+}
+
+// coldNote says when the cell was still warming up: its last warm-up
+// pass far slower to a first token than the timed one ("" otherwise).
+func coldNote(row *results.Cell, warmTTFT []float64) string {
+	p50 := row.TTFTP50Ms
+	if len(warmTTFT) == 0 || p50 == nil {
+		return ""
 	}
-	if slo != (measure.SLO{}) {
-		notes = append(notes, "goodput counts completed requests meeting every plan SLO; failed requests never count")
+	w := stats.Summarize(warmTTFT).P50
+	if w > 1.5**p50 && w-*p50 > 5 {
+		return fmt.Sprintf("still cold after warm-up: last warm-up ttft p50 %.1f ms vs timed %.1f ms", w, *p50)
 	}
-	row.Notes = strings.Join(notes, "; ")
-	return reqs
+	return ""
 }
 
 // opt formats a nullable metric for a progress line: "–" when it was not

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
@@ -359,6 +358,53 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, err
 	}
 	points := s.points()
+	t := s.newTarget(target.URL, model, points)
+	defer t.HTTP.CloseIdleConnections()
+	if err := s.configureRequests(t, env.Stage.Name); err != nil {
+		return nil, err
+	}
+	if err := s.loadTrace(env); err != nil {
+		return nil, err
+	}
+	dataset, err := s.loadPrompts(env)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := s.loadReferences(env)
+	if err != nil {
+		return nil, fmt.Errorf("stages.%s.dataset.vector: %w", env.Stage.Name, err)
+	}
+	s.refs = refs
+
+	r := &sweepRun{
+		s: s, ctx: ctx, target: target, t: t, model: model, points: points, dataset: dataset,
+		prog: newProgress(env.Progress),
+		c1:   map[string]float64{},
+	}
+	defer func() { r.probes.close() }()
+	s.machine = s.startMachineProbe(env)
+	defer s.machine.stop()
+	// A search decides each probe from the rows before it (search.go).
+	env, searched := s.withRowLog(env)
+	r.env = env
+	for i, p := range s.sequence(env, searched, points) {
+		if err := r.cell(i, p); err != nil {
+			return nil, err
+		}
+	}
+	r.arriveSkipped()
+	if err := searched.err; err != nil {
+		return nil, err
+	}
+	if r.stopErr != nil {
+		return nil, r.stopErr
+	}
+	return &pipeline.Outputs{}, nil
+}
+
+// newTarget is the server as the sweep's requests reach it, with a
+// connection pool sized for the largest load of points.
+func (s *Stage) newTarget(url, model string, points []point) *loadgen.Target {
 	maxConns := s.cfg.MaxInflight
 	for _, p := range points {
 		maxConns = max(maxConns, p.concurrency, int(math.Min(p.rate, 4096)))
@@ -371,7 +417,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		}
 	}
 	t := &loadgen.Target{
-		BaseURL:         target.URL,
+		BaseURL:         url,
 		Model:           model,
 		Endpoint:        loadgen.Endpoint(s.cfg.Endpoint),
 		Stream:          s.cfg.Stream,
@@ -393,10 +439,15 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if s.cfg.Endpoint == "transcriptions" {
 		t.Stream = false
 	}
-	defer t.HTTP.CloseIdleConnections()
-	headers, err := pipeline.ExpandHeaders(env.Stage.Name, s.cfg.Headers)
+	return t
+}
+
+// configureRequests gives every request the plan's headers, extra body
+// fields (over the sweep's own) and API key.
+func (s *Stage) configureRequests(t *loadgen.Target, stage string) error {
+	headers, err := pipeline.ExpandHeaders(stage, s.cfg.Headers)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.Headers = headers
 	for k, v := range s.cfg.Body {
@@ -406,279 +457,38 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		t.APIKey = os.Getenv(s.cfg.APIKeyEnv)
 		redact.Add(t.APIKey) // masked in everything benchrun writes
 		if t.APIKey == "" {
-			return nil, fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", env.Stage.Name, s.cfg.APIKeyEnv)
+			return fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", stage, s.cfg.APIKeyEnv)
 		}
 	}
-	if err := s.loadTrace(env); err != nil {
-		return nil, err
-	}
-	var dataset []string
-	if d := s.cfg.Dataset; d != nil && !s.isTrace() {
-		path := d.Path
-		if !filepath.IsAbs(path) && env.Plan != nil && env.Plan.Path != "" {
-			// Relative to the plan file, so a plan runs from any directory.
-			path = filepath.Join(filepath.Dir(env.Plan.Path), path)
-		}
-		spec := loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)}
-		if d.Format == loadgen.FormatConversations {
-			s.convs, err = loadgen.LoadConversations(spec)
-			dataset = []string{} // prompts from a dataset: not calibrated
-		} else {
-			dataset, err = loadgen.LoadDataset(spec)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("stages.%s.dataset: %w", env.Stage.Name, err)
-		}
-	}
-	refs, err := s.loadReferences(env)
-	if err != nil {
-		return nil, fmt.Errorf("stages.%s.dataset.vector: %w", env.Stage.Name, err)
-	}
-	s.refs = refs
+	return nil
+}
 
-	prog := newProgress(env.Progress)
-	var vocab *loadgen.Vocab
-	calibNote := ""
-	var info loadgen.ServerInfo
-	discovered := false
-	c1 := map[string]float64{} // decode_tok_s at concurrency 1, per cell key and repeat
-	var stopErr error
-	var probes *probeSet
-	defer func() { probes.close() }()
-	s.machine = s.startMachineProbe(env)
-	defer s.machine.stop()
-	// pending is the cell whose start the other shards of a sharded run
-	// have not been told of yet: a shard arrives at every cell's start
-	// (Env.CellStart), measuring it or not, so that cells go in lockstep
-	// and no peer waits for a cell this shard skipped.
-	pending := ""
-	arriveSkipped := func() {
-		if pending == "" {
-			return
-		}
-		if _, err := env.CellStart(ctx, pending); err != nil && stopErr == nil {
-			stopErr = err
-		}
-		pending = ""
+// loadPrompts reads the dataset's prompts: nil when prompts are
+// synthetic (or the dataset is a trace), empty when the dataset holds
+// conversations (kept in s.convs), which are not calibrated either.
+func (s *Stage) loadPrompts(env *pipeline.Env) ([]string, error) {
+	d := s.cfg.Dataset
+	if d == nil || s.isTrace() {
+		return nil, nil
 	}
-	// A search decides each probe from the rows before it (search.go).
-	env, searched := s.withRowLog(env)
-	for i, p := range s.sequence(env, searched, points) {
-		arriveSkipped()
-		id := cellID(env.Stage.Name, p)
-		pending = id
-		if env.CellDone(id) {
-			continue // finished in the run being resumed
-		}
-		base := results.Cell{
-			Stage: env.Stage.Name, CellID: id, Model: model, Engine: target.Engine,
-			Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
-			Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(info, target), Repeat: int64(p.repeat),
-			Batch: int64(p.v.batch), Images: int64(p.v.images), ImageResolution: p.v.res, AudioSeconds: p.v.audio,
-			Shard: int64(s.shard), Shards: int64(s.shards),
-		}
-		if s.cfg.conversation() {
-			base.Turns = results.Some(int64(s.maxTurns()))
-			base.ThinkTimeMs = results.Some(ms(s.thinkTime))
-		}
-		if p.rate > 0 {
-			base.Arrival = s.cfg.Arrival
-			if s.cfg.Arrival == loadgen.ArrivalGamma {
-				base.Burstiness = s.cfg.Burstiness
-			}
-		}
-		s.stampPoint(&base, p)
-		emit := env.Emit
-		if len(p.cell.Server) > 0 {
-			// Every row of the cell says which server it measured.
-			note := "server: " + p.cell.serverVars(" ")
-			emit = func(row results.Cell, reqs []results.Request) error {
-				row.Notes = joinNotes(note, row.Notes)
-				return env.Emit(row, reqs)
-			}
-		}
-		if p.rate == 0 && !p.trace && loadgen.SplitCount(p.concurrency, s.shard, s.shards) == 0 {
-			// Fewer sessions than shards: this shard has none of the
-			// cell's; the others' rows hold it (benchrun merge).
-			row := base
-			row.StartedAt = time.Now().UTC()
-			row.Status, row.Reason = results.StatusSkipped, fmt.Sprintf("shard %d/%d: no session of the cell's %d", s.shard, s.shards, p.concurrency)
-			if err := emit(row, nil); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if stopErr != nil {
-			row := base
-			row.StartedAt = time.Now().UTC()
-			// Short: the full reason is on the row where the sweep
-			// stopped (and in the stage's reason), not repeated on each.
-			why := pipeline.OneLine(stopErr.Error())
-			if r := []rune(why); len(r) > 160 {
-				why = string(r[:157]) + "…"
-			}
-			row.Status, row.Reason = results.StatusSkipped, "not run: "+why
-			if err := emit(row, nil); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if target.Restart != nil {
-			if err := target.Restart(ctx, p.cell.Server); err != nil {
-				stopErr = fmt.Errorf("restarting the server before the cell %s: %w", p.label(), err)
-				row := base
-				row.StartedAt = time.Now().UTC()
-				row.Status, row.Reason = results.StatusError, stopErr.Error()
-				if err := emit(row, nil); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if target.StartupS != nil {
-				// The fresh server's start-up belongs to the cell measured on it.
-				base.StartupS = target.StartupS()
-			}
-		}
-		// Learn what the server is and how long a request may be (after
-		// every restart: a cell's server flags may change the context).
-		if !discovered || target.Restart != nil {
-			info = loadgen.Discover(ctx, t, target.Engine)
-			discovered = true
-			// The probes follow the server: a restarted one is a new
-			// process, maybe on other metrics.
-			probes.close()
-			engine := target.Engine
-			if engine == "" || engine == "custom" {
-				engine = info.Engine
-			}
-			probes = s.openProbes(env, target, engine, t.Headers, t.APIKey)
-		}
-		if (base.Engine == "" || base.Engine == "custom") && info.Engine != "" {
-			// A launch without a preset says "custom"; the server said more.
-			base.Engine = info.Engine
-		}
-		base.EngineVersion = engineVersion(info, target)
-		limit := contextLimit(info, env.Plan)
-		base.MaxModelLen = results.SomeIf(limit > 0, int64(limit)) // nil: unknown
-		// A cell that cannot fit the context is refused before any request
-		// is sent: every request would come back HTTP 400 (or, on Ollama,
-		// be silently truncated).
-		if why := doesNotFit(p.cell, s.cfg.Endpoint, s.contextTurns(), info, env.Plan); why != "" {
-			row := base
-			row.StartedAt = time.Now().UTC()
-			row.Status, row.Reason = results.StatusError, why
-			applyCost(&row, target)
-			if err := emit(row, nil); err != nil {
-				return nil, err
-			}
-			prog.line(fmt.Sprintf("%s %s: error %s", env.Stage.Name, p.label(), why))
-			continue
-		}
-		// Calibrate once, lazily (after any restart), unless prompts come
-		// from a dataset or calibration is off.
-		if vocab == nil && s.cfg.Endpoint == "transcriptions" {
-			vocab = loadgen.AssumedVocab() // no prompts to size
-		}
-		if vocab == nil {
-			vocab, calibNote = s.calibrate(ctx, t, dataset != nil, info)
-		}
-		// measurePoint measures the point once and emits its row; the
-		// second time (a confirmation) as measurement 2.
-		measurePoint := func(measurement int64) (results.Cell, error) {
-			var row results.Cell
-			var reqs []results.Request
-			var samples []results.Sample
-			if vocab == nil {
-				row = base
-				row.StartedAt = time.Now().UTC()
-				row.Status, row.Reason = results.StatusError, calibNote
-			} else if lateNote, err := s.startCell(ctx, env, id, &pending); err != nil {
-				// A peer shard is gone: this cell can no longer start in
-				// step with the others, nor can the rest.
-				row = base
-				row.StartedAt = time.Now().UTC()
-				row.Status, row.Reason = results.StatusError, "not started: "+err.Error()
-				if stopErr == nil {
-					stopErr = err
-				}
-			} else {
-				row, reqs, samples = s.measure(ctx, t, target, p, base, vocab, dataset, env.Plan.SLO, prog.point(i+1, pointsTotal(s, points), p.label()), probes)
-				if calibNote != "" {
-					row.Notes = joinNotes(row.Notes, calibNote)
-				}
-				if lateNote != "" {
-					row.Notes = joinNotes(row.Notes, lateNote)
-				}
-				if s.cfg.Calibrate != loadgen.CalibrateOff && dataset == nil {
-					// Calibration was asked for: a prompt off by more than a
-					// token is an error, also when calibration fell back.
-					s.checkPromptLength(&row, reqs)
-				}
-			}
-			row.Measurement = measurement
-			if ctx.Err() != nil {
-				stopErr = context.Cause(ctx)
-				row.Status, row.Reason = results.StatusError, stopErr.Error()
-			} else if died := serverDied(target, row.Failed > 0); died != nil {
-				// The server died during this point: the point carries the
-				// death as its reason (not its first broken request's), and
-				// the rest are skipped.
-				stopErr = died
-				row.Status, row.Reason = results.StatusError, died.Error()
-			}
-			if p.rate == 0 && !p.trace && p.concurrency == 1 && row.Status == results.StatusOK && row.DecodeTokS != nil {
-				c1[p.c1Key()] = *row.DecodeTokS
-			}
-			// Without a measured c=1 row of the cell there is nothing to compare
-			// with: speedup and batching efficiency stay nil, never 0.
-			if v, ok := c1[p.c1Key()]; ok && p.rate == 0 && v > 0 && row.DecodeTokS != nil {
-				row.SpeedupVsC1 = results.Some(*row.DecodeTokS / v)
-				row.BatchingEfficiency = results.Some(*row.SpeedupVsC1 / float64(p.concurrency))
-			}
-			applyCost(&row, target)
-			if err := emit(row, reqs); err != nil {
-				return row, err
-			}
-			if len(samples) > 0 && env.EmitSamples != nil {
-				if err := env.EmitSamples(samples); err != nil {
-					return row, err
-				}
-			}
-			line := fmt.Sprintf("%s %s: %s ttft %s ms, itl p50 %s ms p99 %s ms, %s tok/s, %s req/s %s",
-				env.Stage.Name, p.label(), row.Status, opt(row.TTFTMs, 1), opt(row.ITLP50Ms, 2), opt(row.ITLP99Ms, 2), opt(row.DecodeTokS, 0), opt(row.ReqS, 1), row.Reason)
-			if measurement > 1 {
-				line = strings.Replace(line, p.label()+":", p.label()+" (confirmation):", 1)
-			}
-			if env.Log != nil {
-				fmt.Fprintln(env.Log, line)
-			}
-			prog.line(line)
-			return row, nil
-		}
-		row, err := measurePoint(1)
-		if err != nil {
-			return nil, err
-		}
-		// A row with a check the machine could explain, or that breached
-		// its history, is measured once more while the server is up
-		// (Env.Confirm); the second is the one judged. A search's probes
-		// are not: each is chosen from the rows before it, and a second
-		// measurement would change the search (their checks stand as
-		// judged; the knee row is still checked against its history).
-		if stopErr == nil && s.cfg.Search == nil && env.Confirm(row) {
-			if _, err := measurePoint(2); err != nil {
-				return nil, err
-			}
-		}
+	path := d.Path
+	if !filepath.IsAbs(path) && env.Plan != nil && env.Plan.Path != "" {
+		// Relative to the plan file, so a plan runs from any directory.
+		path = filepath.Join(filepath.Dir(env.Plan.Path), path)
 	}
-	arriveSkipped()
-	if err := searched.err; err != nil {
-		return nil, err
+	spec := loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)}
+	var dataset []string
+	var err error
+	if d.Format == loadgen.FormatConversations {
+		s.convs, err = loadgen.LoadConversations(spec)
+		dataset = []string{} // prompts from a dataset: not calibrated
+	} else {
+		dataset, err = loadgen.LoadDataset(spec)
 	}
-	if stopErr != nil {
-		return nil, stopErr
+	if err != nil {
+		return nil, fmt.Errorf("stages.%s.dataset: %w", env.Stage.Name, err)
 	}
-	return &pipeline.Outputs{}, nil
+	return dataset, nil
 }
 
 // startCell waits for the instant the cell starts on every shard
@@ -780,35 +590,17 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 }
 
 // measure runs the warm-up passes, then the timed ones, and builds the row.
-func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline.Outputs, p point, row results.Cell, vocab *loadgen.Vocab, dataset []string, slo schema.SLO, pv *pointView, probes *probeSet) (results.Cell, []results.Request, []results.Sample) {
+func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Cell, []results.Request, []results.Sample) {
+	s := r.s
+	slo := measure.SLO(r.env.Plan.SLO)
 	row.StartedAt = time.Now().UTC()
-	t = s.bounded(t, p)
-	// Sending stops the moment the server is known dead, instead of
-	// going on into a closed port until the pipeline notices.
-	ctx, stopSending := context.WithCancelCause(ctx)
+	t := s.bounded(r.t, p)
+	ctx, stopSending := sendUntilDeath(r.ctx, r.target)
 	defer stopSending(nil)
-	if target.Done != nil {
-		go func() {
-			select {
-			case <-target.Done:
-				stopSending(deathOf(target))
-			case <-ctx.Done():
-			}
-		}()
-	}
-	_, expected := s.load(p, nil, 0)
-	src := &loadgen.PromptSource{
-		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
-		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
-		PointKey: loadgen.PointKey(row.Stage+"/"+p.cell.serverVars("/")+repeatKey(p), p.concurrency, p.rate), Shard: s.shard,
-	}
-	if s.cfg.conversation() {
-		src.Turns, src.Conversations = s.maxTurns(), s.convs
-	}
-	view := s.traceView(p)
-	src.Trace = view
-	src.Prepare()
-	if why := s.traceFits(row, view); why != "" {
+	pr := &pointRun{s: s, ctx: ctx, stopSending: stopSending, t: t, target: r.target, p: p, pv: pv}
+	pr.src = s.promptSource(p, row.Stage, r.vocab, r.dataset)
+	pr.view = pr.src.Trace
+	if why := s.traceFits(row, pr.view); why != "" {
 		row.Status, row.Reason = results.StatusError, why
 		return row, nil, nil
 	}
@@ -817,178 +609,40 @@ func (s *Stage) measure(ctx context.Context, t *loadgen.Target, target *pipeline
 		row.Status, row.Reason = results.StatusError, err.Error()
 		return row, nil, nil
 	}
-	var body map[string]any
-	if s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings && t.Endpoint != loadgen.Transcriptions {
-		body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
-	}
-	maxTokens := p.cell.OSL
-	expect := 0
-	if body != nil {
-		expect = maxTokens // forced: fewer tokens is a stream cut short
-	}
-	if t.Endpoint == loadgen.Embeddings || t.Endpoint == loadgen.Transcriptions {
-		maxTokens = 0
-	}
-	var mu sync.Mutex
-	var firstErr error
-	sessionBase := 0 // sessions of the cell's earlier timed passes
-	runPass := func(pass int, timed bool) ([]loadgen.Result, time.Duration, sendSpan) {
-		counters := &loadgen.Counters{}
-		l, expected := s.load(p, counters, pass)
-		// Prompts are built a bounded window ahead of the sends (the first
-		// window before the pass starts), so building them never delays a
-		// scheduled send and nothing grows with the pass's requests
-		// (BenchmarkPromptFeed).
-		exact := 0
-		if l.Duration == 0 && l.MinDuration == 0 {
-			exact = expected // the pass sends exactly this many
-		}
-		if p.v.batch > 1 && exact > 0 {
-			exact *= p.v.batch // each request takes batch prompts
-		}
-		var prompts *promptFeed
-		if !s.cfg.conversation() {
-			// A conversation builds each turn from the answer before it.
-			prompts = newPromptFeed(src, pass, exact)
-		}
-		var sent []sentResult
-		onResult := func(i int, r loadgen.Result) {
-			mu.Lock()
-			sent = append(sent, sentResult{i, r})
-			mu.Unlock()
-		}
-		pv.pass(pass, timed, expected, counters, s.duration)
-		var st loadgen.RunStats
-		var err error
-		if prompts == nil {
-			st, err = loadgen.RunSessions(ctx, t, l, s.conversation(src, pass, sessionBase, maxTokens, body, expect), onResult)
-			if timed {
-				sessionBase += st.Sessions
-			}
-		} else {
-			st, err = loadgen.Run(ctx, t, l, func(i int) loadgen.Request {
-				return s.traceRequest(p, view, i, kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect}))
-			}, onResult)
-			prompts.stop()
-		}
-		pv.endPass()
-		// Results arrive in completion order; request rows are in send
-		// order (their seq is the request's index, docs/RESULTS.md).
-		slices.SortFunc(sent, func(a, b sentResult) int { return a.i - b.i })
-		rs := make([]loadgen.Result, len(sent))
-		for k := range sent {
-			rs[k] = sent[k].r
-		}
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		// The pass's window: from the schedule's origin (first send) to the
-		// last response.
-		var last time.Time
-		for _, r := range rs {
-			if r.Finished.After(last) {
-				last = r.Finished
-			}
-		}
-		window := time.Duration(0)
-		if !last.IsZero() {
-			window = last.Sub(st.Start)
-		}
-		sp := spanOf(rs)
-		sp.held, sp.limit = st.Held, st.InFlightLimit
-		return rs, window, sp
-	}
-	// A pass whose connections failed may have met a dead server whose
-	// exit is not reaped yet (its sockets close first): the next pass
-	// waits for the verdict instead of sending into a closed port.
-	awaitDeath := func(rs []loadgen.Result) {
-		if target.Done == nil || ctx.Err() != nil {
-			return
-		}
-		for _, r := range rs {
-			if r.Err != nil && r.StatusCode == 0 {
-				if died := serverDied(target, true); died != nil {
-					stopSending(died)
-				}
-				return
-			}
-		}
-	}
-	var warmTTFT []float64
-	pass := 0
-	for ; pass < s.cfg.Warmup && ctx.Err() == nil; pass++ {
-		rs, _, _ := runPass(pass, false)
-		awaitDeath(rs)
-		if pass == 0 && len(rs) > 0 {
-			row.FirstCallMs = firstCallMs(rs)
-		}
-		warmTTFT = warmTTFT[:0]
-		for _, r := range rs {
-			if r.OK() {
-				warmTTFT = append(warmTTFT, ms(r.TTFT()))
-			}
-		}
-	}
-	var timed []loadgen.Result
-	var window time.Duration
-	var sends sendSpan
-	cpu0, cpuOK := processCPU()
-	wait0, waitOK := measure.CPUWait(0)
-	serverWait0, serverWaitOK := time.Duration(0), false
-	if target.PID > 0 {
-		serverWait0, serverWaitOK = measure.CPUWait(target.PID)
-	}
-	cpuFrom := time.Now()
+	pr.kit = kit
+	pr.shapeRequests()
+
+	pass, warmTTFT := pr.warmUp(&row)
+	cpu := markCPU(r.target.PID)
 	// Telemetry over the timed window only: the warm-up's load is not
 	// the point's.
-	probes.begin(ctx, row.CellID)
-	for it := 0; it < s.cfg.Iterations && ctx.Err() == nil; it++ {
-		rs, w, sp := runPass(pass+it, true)
-		awaitDeath(rs)
-		sends.intervals += sp.intervals
-		sends.span += sp.span
-		sends.held += sp.held
-		sends.limit = max(sends.limit, sp.limit)
-		if s.cfg.Warmup == 0 && it == 0 && len(rs) > 0 {
-			row.FirstCallMs = firstCallMs(rs)
-		}
-		timed = append(timed, rs...)
-		window += w
-	}
-	if cpu1, ok := processCPU(); ok && cpuOK && window > 0 {
-		// The client's own CPU over the timed passes, in cores: in a
-		// closed loop send lag is 0 by definition, so this is what shows
-		// a client that could not keep up. CPU and wall time are read over
-		// the same span (the passes' windows leave out what surrounds
-		// them, which the CPU reading does not), and a span too short to
-		// say anything (every request refused at once) gives none.
-		row.ClientCPUUtil = clientCPUUtil(cpu1-cpu0, time.Since(cpuFrom))
-	}
-	if wait1, ok := measure.CPUWait(0); ok && waitOK && window > 0 {
-		row.ClientCPUWaitMs = results.Some(ms(max(wait1-wait0, 0)))
-	}
-	if serverWaitOK && window > 0 {
-		if wait1, ok := measure.CPUWait(target.PID); ok {
-			row.ServerCPUWaitMs = results.Some(ms(max(wait1-serverWait0, 0)))
-		}
-	}
-	if firstErr != nil {
-		row.Status, row.Reason = results.StatusError, firstErr.Error()
+	probes := r.probes
+	probes.begin(pr.ctx, row.CellID)
+	timed := pr.timedPasses(&row, pass)
+	cpu.fill(&row, timed.window)
+	return pr.finish(row, timed, warmTTFT, probes, slo)
+}
+
+// finish builds the point's row from its timed passes, with the
+// telemetry read over them: an error row when a pass could not run or the
+// server died mid-point (its death is the reason).
+func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float64, probes *probeSet, slo measure.SLO) (results.Cell, []results.Request, []results.Sample) {
+	s, ctx := pr.s, pr.ctx
+	if pr.firstErr != nil {
+		row.Status, row.Reason = results.StatusError, pr.firstErr.Error()
 		return row, nil, probes.end(context.WithoutCancel(ctx), &row)
 	}
+	reqs := fillRow(&row, timed.rs, timed.window, timed.sends, warmTTFT, s.cfg, slo)
+	fillMedia(&row, timed.rs, timed.window, s.refs != nil)
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		// The server died mid-point: its death is the reason.
-		reqs := fillRow(&row, timed, window, sends, warmTTFT, s.cfg, measure.SLO(slo))
-		fillMedia(&row, timed, window, s.refs != nil)
 		samples := probes.end(context.WithoutCancel(ctx), &row)
 		turns.Fill(&row, reqs, turns.ExpectOf(row))
 		row.Status, row.Reason = results.StatusError, c.Error()
 		return row, reqs, samples
 	}
-	reqs := fillRow(&row, timed, window, sends, warmTTFT, s.cfg, measure.SLO(slo))
-	fillMedia(&row, timed, window, s.refs != nil)
-	row.Notes = joinNotes(row.Notes, answeredModelNote(t.Model, timed))
-	s.judgeTrace(&row, p, view, timed)
+	row.Notes = joinNotes(row.Notes, answeredModelNote(pr.t.Model, timed.rs))
+	s.judgeTrace(&row, pr.p, pr.view, timed.rs)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
 	// After telemetry: the hit rate falls back on the server's counters.

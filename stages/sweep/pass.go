@@ -1,0 +1,281 @@
+package sweep
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/pipeline"
+)
+
+// pointRun is one measurement of a point: what its passes send and what
+// they found.
+type pointRun struct {
+	s *Stage
+	// ctx ends, besides with the run, when the server is known dead
+	// (stopSending: sendUntilDeath).
+	ctx         context.Context
+	stopSending context.CancelCauseFunc
+	t           *loadgen.Target // bounded for the point (Stage.bounded)
+	target      *pipeline.Outputs
+	p           point
+	pv          *pointView
+	src         *loadgen.PromptSource
+	view        *loadgen.Trace // the trace the point replays (nil: none)
+	kit         *mediaKit
+	// maxTokens and body go on every request; expect is the output a
+	// forced one must reach (0: not forced).
+	maxTokens int
+	body      map[string]any
+	expect    int
+
+	mu          sync.Mutex // guards a pass's results as they arrive
+	firstErr    error      // the first error a pass's run returned
+	sessionBase int        // sessions of the cell's earlier timed passes
+}
+
+// sendUntilDeath is ctx, ended also the moment the server is known dead:
+// sending stops then, instead of going on into a closed port until the
+// pipeline notices. The caller calls the stop function when done.
+func sendUntilDeath(ctx context.Context, target *pipeline.Outputs) (context.Context, context.CancelCauseFunc) {
+	ctx, stopSending := context.WithCancelCause(ctx)
+	if target.Done != nil {
+		go func() {
+			select {
+			case <-target.Done:
+				stopSending(deathOf(target))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, stopSending
+}
+
+// promptSource is where the point's prompts come from (built on demand,
+// Prepare'd for the trace the point replays).
+func (s *Stage) promptSource(p point, stage string, vocab *loadgen.Vocab, dataset []string) *loadgen.PromptSource {
+	_, expected := s.load(p, nil, 0)
+	src := &loadgen.PromptSource{
+		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
+		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
+		PointKey: loadgen.PointKey(stage+"/"+p.cell.serverVars("/")+repeatKey(p), p.concurrency, p.rate), Shard: s.shard,
+	}
+	if s.cfg.conversation() {
+		src.Turns, src.Conversations = s.maxTurns(), s.convs
+	}
+	src.Trace = s.traceView(p)
+	src.Prepare()
+	return src
+}
+
+// shapeRequests sets what every request of the point asks for: its output
+// bound, and with force_osl the body that forces the whole output.
+func (pr *pointRun) shapeRequests() {
+	t, p := pr.t, pr.p
+	if pr.s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings && t.Endpoint != loadgen.Transcriptions {
+		pr.body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
+	}
+	pr.maxTokens = p.cell.OSL
+	if pr.body != nil {
+		pr.expect = pr.maxTokens // forced: fewer tokens is a stream cut short
+	}
+	if t.Endpoint == loadgen.Embeddings || t.Endpoint == loadgen.Transcriptions {
+		pr.maxTokens = 0
+	}
+}
+
+// passResult is one pass's results, in send order, its window (from the
+// schedule's origin, the first send, to the last response) and its sends.
+type passResult struct {
+	rs     []loadgen.Result
+	window time.Duration
+	sends  sendSpan
+}
+
+// runPass sends one pass of the point's load.
+func (pr *pointRun) runPass(pass int, timed bool) passResult {
+	s, p := pr.s, pr.p
+	counters := &loadgen.Counters{}
+	l, expected := s.load(p, counters, pass)
+	// Prompts are built a bounded window ahead of the sends (the first
+	// window before the pass starts), so building them never delays a
+	// scheduled send and nothing grows with the pass's requests
+	// (BenchmarkPromptFeed).
+	exact := 0
+	if l.Duration == 0 && l.MinDuration == 0 {
+		exact = expected // the pass sends exactly this many
+	}
+	if p.v.batch > 1 && exact > 0 {
+		exact *= p.v.batch // each request takes batch prompts
+	}
+	var prompts *promptFeed
+	if !s.cfg.conversation() {
+		// A conversation builds each turn from the answer before it.
+		prompts = newPromptFeed(pr.src, pass, exact)
+	}
+	var sent []sentResult
+	onResult := func(i int, r loadgen.Result) {
+		pr.mu.Lock()
+		sent = append(sent, sentResult{i, r})
+		pr.mu.Unlock()
+	}
+	pr.pv.pass(pass, timed, expected, counters, s.duration)
+	var st loadgen.RunStats
+	var err error
+	if prompts == nil {
+		st, err = loadgen.RunSessions(pr.ctx, pr.t, l, s.conversation(pr.src, pass, pr.sessionBase, pr.maxTokens, pr.body, pr.expect), onResult)
+		if timed {
+			pr.sessionBase += st.Sessions
+		}
+	} else {
+		kit, view, maxTokens, body, expect := pr.kit, pr.view, pr.maxTokens, pr.body, pr.expect
+		st, err = loadgen.Run(pr.ctx, pr.t, l, func(i int) loadgen.Request {
+			return s.traceRequest(p, view, i, kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect}))
+		}, onResult)
+		prompts.stop()
+	}
+	pr.pv.endPass()
+	rs := inSendOrder(sent)
+	if err != nil && pr.firstErr == nil {
+		pr.firstErr = err
+	}
+	sp := spanOf(rs)
+	sp.held, sp.limit = st.Held, st.InFlightLimit
+	return passResult{rs: rs, window: passWindow(rs, st.Start), sends: sp}
+}
+
+// inSendOrder is a pass's results in send order: they arrive in
+// completion order, and request rows are in send order (their seq is the
+// request's index, docs/RESULTS.md).
+func inSendOrder(sent []sentResult) []loadgen.Result {
+	slices.SortFunc(sent, func(a, b sentResult) int { return a.i - b.i })
+	rs := make([]loadgen.Result, len(sent))
+	for k := range sent {
+		rs[k] = sent[k].r
+	}
+	return rs
+}
+
+// passWindow is a pass's window: from the schedule's origin (first send)
+// to the last response; 0 when nothing came back.
+func passWindow(rs []loadgen.Result, start time.Time) time.Duration {
+	var last time.Time
+	for _, r := range rs {
+		if r.Finished.After(last) {
+			last = r.Finished
+		}
+	}
+	if last.IsZero() {
+		return 0
+	}
+	return last.Sub(start)
+}
+
+// awaitDeath waits for the server's verdict after a pass whose
+// connections failed: it may have met a dead server whose exit is not
+// reaped yet (its sockets close first), and the next pass should not send
+// into a closed port.
+func (pr *pointRun) awaitDeath(rs []loadgen.Result) {
+	if pr.target.Done == nil || pr.ctx.Err() != nil {
+		return
+	}
+	for _, r := range rs {
+		if r.Err != nil && r.StatusCode == 0 {
+			if died := serverDied(pr.target, true); died != nil {
+				pr.stopSending(died)
+			}
+			return
+		}
+	}
+}
+
+// warmUp runs the warm-up passes. It returns how many ran and the last
+// one's ttfts (for the row's still-cold note); the first request's
+// latency goes on the row.
+func (pr *pointRun) warmUp(row *results.Cell) (int, []float64) {
+	var warmTTFT []float64
+	pass := 0
+	for ; pass < pr.s.cfg.Warmup && pr.ctx.Err() == nil; pass++ {
+		rs := pr.runPass(pass, false).rs
+		pr.awaitDeath(rs)
+		if pass == 0 && len(rs) > 0 {
+			row.FirstCallMs = firstCallMs(rs)
+		}
+		warmTTFT = warmTTFT[:0]
+		for _, r := range rs {
+			if r.OK() {
+				warmTTFT = append(warmTTFT, ms(r.TTFT()))
+			}
+		}
+	}
+	return pass, warmTTFT
+}
+
+// timedPasses runs the timed passes, numbered on from the warm-up's
+// first, and sums their windows and sends.
+func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
+	var timed passResult
+	for it := 0; it < pr.s.cfg.Iterations && pr.ctx.Err() == nil; it++ {
+		res := pr.runPass(first+it, true)
+		pr.awaitDeath(res.rs)
+		timed.sends.intervals += res.sends.intervals
+		timed.sends.span += res.sends.span
+		timed.sends.held += res.sends.held
+		timed.sends.limit = max(timed.sends.limit, res.sends.limit)
+		if pr.s.cfg.Warmup == 0 && it == 0 && len(res.rs) > 0 {
+			row.FirstCallMs = firstCallMs(res.rs)
+		}
+		timed.rs = append(timed.rs, res.rs...)
+		timed.window += res.window
+	}
+	return timed
+}
+
+// cpuMark is the CPU readings at the start of the timed passes: the
+// client's CPU time, its and the server's time waiting for a CPU.
+type cpuMark struct {
+	cpu                  time.Duration
+	cpuOK                bool
+	wait, serverWait     time.Duration
+	waitOK, serverWaitOK bool
+	from                 time.Time
+	serverPID            int
+}
+
+// markCPU reads the CPU at the start of the timed passes.
+func markCPU(serverPID int) cpuMark {
+	m := cpuMark{serverPID: serverPID}
+	m.cpu, m.cpuOK = processCPU()
+	m.wait, m.waitOK = measure.CPUWait(0)
+	if serverPID > 0 {
+		m.serverWait, m.serverWaitOK = measure.CPUWait(serverPID)
+	}
+	m.from = time.Now()
+	return m
+}
+
+// fill puts the CPU used and waited for since the mark on the row, when
+// the timed passes had a window.
+func (m cpuMark) fill(row *results.Cell, window time.Duration) {
+	if cpu1, ok := processCPU(); ok && m.cpuOK && window > 0 {
+		// The client's own CPU over the timed passes, in cores: in a
+		// closed loop send lag is 0 by definition, so this is what shows
+		// a client that could not keep up. CPU and wall time are read over
+		// the same span (the passes' windows leave out what surrounds
+		// them, which the CPU reading does not), and a span too short to
+		// say anything (every request refused at once) gives none.
+		row.ClientCPUUtil = clientCPUUtil(cpu1-m.cpu, time.Since(m.from))
+	}
+	if wait1, ok := measure.CPUWait(0); ok && m.waitOK && window > 0 {
+		row.ClientCPUWaitMs = results.Some(ms(max(wait1-m.wait, 0)))
+	}
+	if m.serverWaitOK && window > 0 {
+		if wait1, ok := measure.CPUWait(m.serverPID); ok {
+			row.ServerCPUWaitMs = results.Some(ms(max(wait1-m.serverWait, 0)))
+		}
+	}
+}
