@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -67,7 +69,39 @@ func Describe(kinds, sinks []KindSchema, def string) (DefDoc, error) {
 		fd.Type, fd.Default = typeAndDefault(f)
 		out.Fields = append(out.Fields, fd)
 	}
+	// A definition's own fields first, then those of the shared fragments
+	// it embeds (#Client, #Requests), which CUE lists first.
+	shared := embeddedFields(sv, sourceOf(kinds, sinks, def), def)
+	slices.SortStableFunc(out.Fields, func(a, b FieldDoc) int {
+		return cmp.Compare(b2i(shared[a.Name]), b2i(shared[b.Name]))
+	})
 	return out, nil
+}
+
+// embeddedFields are the fields of the definitions other than the bases
+// and def itself that src embeds on a line of their own ("\t#Requests").
+func embeddedFields(sv cue.Value, src, def string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(src, "\n") {
+		name := strings.TrimSpace(line)
+		if !strings.HasPrefix(name, "#") || strings.ContainsAny(name, " :{") || name == def || name == "#StageBase" || name == "#SinkBase" {
+			continue
+		}
+		if v := sv.LookupPath(cue.ParsePath(name)); v.Exists() {
+			it, _ := v.Fields(cue.Optional(true))
+			for it != nil && it.Next() {
+				out[it.Selector().Unquoted()] = true
+			}
+		}
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func sourceOf(kinds, sinks []KindSchema, def string) string {

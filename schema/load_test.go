@@ -19,6 +19,20 @@ func stageKinds(t testing.TB) []KindSchema {
 		t.Fatalf("no stage schemas found: %v", err)
 	}
 	defRE := regexp.MustCompile(`(?m)^(#[A-Za-z]+):\s*\{\s*\n\s*#StageBase`)
+	// The fragments the kinds embed (#Client, #Requests), appended to
+	// each kind's source as the kinds do (client.WithSchema).
+	shared, err := filepath.Glob("../stages/internal/*/*.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fragments string
+	for _, f := range shared {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fragments += "\n" + strings.TrimPrefix(string(src), "package schema\n")
+	}
 	var kinds []KindSchema
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -29,7 +43,7 @@ func stageKinds(t testing.TB) []KindSchema {
 		if m == nil {
 			continue
 		}
-		kinds = append(kinds, KindSchema{Kind: filepath.Base(filepath.Dir(f)), Def: m[1], Source: string(src)})
+		kinds = append(kinds, KindSchema{Kind: filepath.Base(filepath.Dir(f)), Def: m[1], Source: string(src) + fragments})
 	}
 	return kinds
 }

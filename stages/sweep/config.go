@@ -9,6 +9,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // This file is the kind's configuration and its decoding from the
@@ -70,43 +71,41 @@ type DatasetConfig struct {
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	Target             string            `json:"target"`
-	Model              string            `json:"model"`
-	Endpoint           string            `json:"endpoint"`
-	Stream             bool              `json:"stream"`
-	Cells              []Cell            `json:"cells"`
-	Concurrency        []int             `json:"concurrency"`
-	Rates              []float64         `json:"rates"`
-	Arrival            string            `json:"arrival"`
-	Burstiness         float64           `json:"burstiness"`
-	Ramp               *RampConfig       `json:"ramp"`
-	MaxInflight        int               `json:"max_inflight"`
-	Requests           int               `json:"requests"`
-	Duration           string            `json:"duration"`
-	MinRequests        int               `json:"min_requests"`
-	MinDuration        string            `json:"min_duration"`
-	Warmup             int               `json:"warmup"`
-	Iterations         int               `json:"iterations"`
-	Repeats            int               `json:"repeats"`
-	Prompts            string            `json:"prompts"`
-	SharedPrefix       int               `json:"shared_prefix"`
-	Turns              int               `json:"turns"`
-	ThinkTime          string            `json:"think_time"`
-	ThinkTimeDist      string            `json:"think_time_dist"`
-	Seed               int64             `json:"seed"`
-	Calibrate          string            `json:"calibrate"`
-	Dataset            *DatasetConfig    `json:"dataset"`
-	ForceOSL           bool              `json:"force_osl"`
-	ContinuousUsage    bool              `json:"continuous_usage"`
-	SendLagThresholdMs float64           `json:"send_lag_threshold_ms"`
-	StallTimeout       string            `json:"stall_timeout"`
-	RequestTimeout     string            `json:"request_timeout"`
-	FirstTokenTimeout  string            `json:"first_token_timeout"`
-	APIKeyEnv          string            `json:"api_key_env"`
-	Headers            map[string]string `json:"headers"`
-	Body               map[string]any    `json:"body"`
-	Telemetry          TelemetryConfig   `json:"telemetry"`
-	Search             *SearchConfig     `json:"search"`
+	Target             string          `json:"target"`
+	Model              string          `json:"model"`
+	Endpoint           string          `json:"endpoint"`
+	Stream             bool            `json:"stream"`
+	Cells              []Cell          `json:"cells"`
+	Concurrency        []int           `json:"concurrency"`
+	Rates              []float64       `json:"rates"`
+	Arrival            string          `json:"arrival"`
+	Burstiness         float64         `json:"burstiness"`
+	Ramp               *RampConfig     `json:"ramp"`
+	MaxInflight        int             `json:"max_inflight"`
+	Requests           int             `json:"requests"`
+	Duration           string          `json:"duration"`
+	MinRequests        int             `json:"min_requests"`
+	MinDuration        string          `json:"min_duration"`
+	Warmup             int             `json:"warmup"`
+	Iterations         int             `json:"iterations"`
+	Repeats            int             `json:"repeats"`
+	Prompts            string          `json:"prompts"`
+	SharedPrefix       int             `json:"shared_prefix"`
+	Turns              int             `json:"turns"`
+	ThinkTime          string          `json:"think_time"`
+	ThinkTimeDist      string          `json:"think_time_dist"`
+	Seed               int64           `json:"seed"`
+	Calibrate          string          `json:"calibrate"`
+	Dataset            *DatasetConfig  `json:"dataset"`
+	ForceOSL           bool            `json:"force_osl"`
+	ContinuousUsage    bool            `json:"continuous_usage"`
+	SendLagThresholdMs float64         `json:"send_lag_threshold_ms"`
+	RequestTimeout     string          `json:"request_timeout"`
+	FirstTokenTimeout  string          `json:"first_token_timeout"`
+	Telemetry          TelemetryConfig `json:"telemetry"`
+	// headers, api_key_env, body and stall_timeout (#Requests).
+	client.RequestConfig
+	Search *SearchConfig `json:"search"`
 	// Embeddings and media (media.go).
 	Batch           []int     `json:"batch"`
 	Dimensions      int       `json:"dimensions"`
@@ -134,7 +133,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	// Bad durations stay zero here; Validate reports them with positions.
 	st.duration, _ = time.ParseDuration(st.cfg.Duration)
 	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
-	st.stallTimeout, _ = time.ParseDuration(st.cfg.StallTimeout)
+	st.stallTimeout = st.cfg.Stall()
 	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
 	st.firstTokenTimeout, _ = time.ParseDuration(st.cfg.FirstTokenTimeout)
 	st.thinkTime, _ = time.ParseDuration(st.cfg.ThinkTime)
@@ -182,9 +181,5 @@ func (s *Stage) setDefaults() {
 		if *f == "" {
 			*f = "auto"
 		}
-	}
-	if c.StallTimeout == "" {
-		c.StallTimeout = "2m"
-		s.stallTimeout = 2 * time.Minute
 	}
 }

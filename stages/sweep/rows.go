@@ -3,7 +3,6 @@ package sweep
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -15,10 +14,6 @@ import (
 	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/internal/turns"
 )
-
-// durationShape is a Go duration's form ("1h30m", "500ms"), whatever its
-// size.
-var durationShape = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
 
 // minCPUSpan is the shortest span over which the client's CPU use is
 // reported: over a millisecond, a scheduler tick's worth of CPU reads as

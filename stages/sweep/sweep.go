@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,11 +17,11 @@ import (
 
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/measure"
-	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // What this kind implements, checked by the compiler (the runner finds
@@ -43,7 +42,7 @@ var Kind = pipeline.Kind{
 	Name:      "sweep",
 	Doc:       "measure cells (isl:osl) × a concurrency or request-rate ladder: ttft, itl, tpot, throughput, goodput",
 	Measuring: true,
-	Schema:    schema.KindSchema{Def: "#Sweep", Source: schemaSource},
+	Schema:    schema.KindSchema{Def: "#Sweep", Source: client.WithSchema(schemaSource)},
 	New:       New,
 }
 
@@ -96,22 +95,15 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 		if v == "" {
 			return
 		}
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil && strings.Contains(err.Error(), "invalid duration") && durationShape.MatchString(v):
-			// Well formed, but past what a duration can hold (about 290
-			// years): too long, not "not positive".
-			bad([]string{field}, "%q is longer than any run (a duration holds at most about 290 years); write a bound such as \"30s\" or \"2m\"", v)
-			return
-		case err != nil || d <= 0:
-			bad([]string{field}, "%q is not a positive duration (write it as \"30s\" or \"2m\")", v)
+		d, err := schema.ParseDuration(v)
+		if err != nil {
+			bad([]string{field}, "%v", err)
 			return
 		}
 		*into = d
 	}
 	parse("duration", s.cfg.Duration, &s.duration)
 	parse("min_duration", s.cfg.MinDuration, &s.minDuration)
-	parse("stall_timeout", s.cfg.StallTimeout, &s.stallTimeout)
 	parse("request_timeout", s.cfg.RequestTimeout, &s.requestTimeout)
 	parse("first_token_timeout", s.cfg.FirstTokenTimeout, &s.firstTokenTimeout)
 	if s.cfg.Ramp != nil {
@@ -137,9 +129,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
 		bad([]string{"dataset", "path"}, "empty path")
 	}
-	if s.cfg.APIKeyEnv != "" && strings.ContainsAny(s.cfg.APIKeyEnv, " =$") {
-		bad([]string{"api_key_env"}, "%q should name an environment variable (OPENAI_API_KEY), not hold the key", s.cfg.APIKeyEnv)
-	}
+	errs = append(errs, s.cfg.RequestConfig.Check(s.spec)...)
 	if len(errs) > 0 {
 		return errs
 	}
@@ -358,11 +348,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		return nil, err
 	}
 	points := s.points()
-	t := s.newTarget(target.URL, model, points)
-	defer t.HTTP.CloseIdleConnections()
-	if err := s.configureRequests(t, env.Stage.Name); err != nil {
+	t, err := s.newTarget(env.Stage.Name, target.URL, model, points)
+	if err != nil {
 		return nil, err
 	}
+	defer t.HTTP.CloseIdleConnections()
 	if err := s.loadTrace(env); err != nil {
 		return nil, err
 	}
@@ -402,9 +392,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	return &pipeline.Outputs{}, nil
 }
 
-// newTarget is the server as the sweep's requests reach it, with a
-// connection pool sized for the largest load of points.
-func (s *Stage) newTarget(url, model string, points []point) *loadgen.Target {
+// newTarget is the server as the sweep's requests reach it (the plan's
+// headers, body fields and API key: #Requests), with a connection pool
+// sized for the largest load of points.
+func (s *Stage) newTarget(stage, url, model string, points []point) (*loadgen.Target, error) {
 	maxConns := s.cfg.MaxInflight
 	for _, p := range points {
 		maxConns = max(maxConns, p.concurrency, int(math.Min(p.rate, 4096)))
@@ -416,51 +407,24 @@ func (s *Stage) newTarget(url, model string, points []point) *loadgen.Target {
 			maxConns = max(maxConns, loadgen.InFlightLimit())
 		}
 	}
-	t := &loadgen.Target{
-		BaseURL:         url,
-		Model:           model,
-		Endpoint:        loadgen.Endpoint(s.cfg.Endpoint),
-		Stream:          s.cfg.Stream,
-		Headers:         map[string]string{},
-		ExtraBody:       map[string]any{},
-		HTTP:            loadgen.NewHTTPClient(maxConns),
-		ContinuousUsage: s.cfg.ContinuousUsage,
-		StallTimeout:    s.stallTimeout,
-		Timeout:         s.requestTimeout,
+	t, err := s.cfg.NewTarget(stage, url, model, loadgen.Endpoint(s.cfg.Endpoint), s.cfg.Stream, maxConns)
+	if err != nil {
+		return nil, err
 	}
+	t.ContinuousUsage = s.cfg.ContinuousUsage
+	t.Timeout = s.requestTimeout
 	if s.cfg.Endpoint == "embeddings" {
 		// Every vector of the sweep must have one length: the plan's,
 		// else the first answer's.
 		t.Dimension = loadgen.NewDimension(s.cfg.Dimensions)
-		if s.cfg.Dimensions > 0 {
-			t.ExtraBody["dimensions"] = s.cfg.Dimensions
+		if _, set := t.ExtraBody["dimensions"]; !set && s.cfg.Dimensions > 0 {
+			t.ExtraBody["dimensions"] = s.cfg.Dimensions // the plan's body fields win
 		}
 	}
 	if s.cfg.Endpoint == "transcriptions" {
 		t.Stream = false
 	}
-	return t
-}
-
-// configureRequests gives every request the plan's headers, extra body
-// fields (over the sweep's own) and API key.
-func (s *Stage) configureRequests(t *loadgen.Target, stage string) error {
-	headers, err := pipeline.ExpandHeaders(stage, s.cfg.Headers)
-	if err != nil {
-		return err
-	}
-	t.Headers = headers
-	for k, v := range s.cfg.Body {
-		t.ExtraBody[k] = v
-	}
-	if s.cfg.APIKeyEnv != "" {
-		t.APIKey = os.Getenv(s.cfg.APIKeyEnv)
-		redact.Add(t.APIKey) // masked in everything benchrun writes
-		if t.APIKey == "" {
-			return fmt.Errorf("stages.%s.api_key_env: the environment variable %s is empty or not set; export it before running", stage, s.cfg.APIKeyEnv)
-		}
-	}
-	return nil
+	return t, nil
 }
 
 // loadPrompts reads the dataset's prompts: nil when prompts are

@@ -1,0 +1,37 @@
+package stages_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEveryRequestKindSharesTheClientFields: the kinds that send requests
+// embed #Client (#Requests), so the same field means the same thing and
+// is checked the same way in each: a key written where its variable's name
+// belongs is refused at the field, in every kind.
+func TestEveryRequestKindSharesTheClientFields(t *testing.T) {
+	const sweep = `sweep: {kind: "sweep", target: "http://127.0.0.1:9", cells: [{isl: 8, osl: 8}], concurrency: [1]%s}`
+	for _, c := range []struct{ kind, body string }{
+		{"health", `health: {kind: "health", target: "http://127.0.0.1:9"%s}`},
+		{"warmup", `warmup: {kind: "warmup", target: "http://127.0.0.1:9", concurrency: 1, requests: 2%s}`},
+		{"sweep", sweep},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			fields := `, api_key_env: "sk-secret value", headers: {"X-Org": "acme"}`
+			want := `stages.` + c.kind + `.api_key_env: "sk-secret value" should name an environment variable`
+			if c.kind != "health" {
+				fields += `, body: {temperature: 0}, stall_timeout: "soon"`
+			}
+			_, err := buildPlan(t, strings.Replace(c.body, "%s", fields, 1))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v\nwant %s", err, want)
+			}
+			if c.kind != "health" && !strings.Contains(err.Error(), `stages.`+c.kind+`.stall_timeout: "soon" is not a positive duration`) {
+				t.Errorf("err %v\nwant the stall timeout refused at its field", err)
+			}
+			if !strings.Contains(err.Error(), "plan.cue:") {
+				t.Errorf("err %v: want a position in the plan", err)
+			}
+		})
+	}
+}
