@@ -487,38 +487,97 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	if client == nil {
 		client = httpsafe.Client
 	}
-	// The watchdogs cancel the request's own context with a cause that
-	// says which one fired; the error the transport returns then only says
-	// "context canceled", so failures below are replaced by that cause.
-	var wd *watchdog
-	if t.StallTimeout > 0 || t.Timeout > 0 {
-		wd = &watchdog{stall: t.StallTimeout}
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		wd.cancel, wd.res = cancel, &res
-		if t.Timeout > 0 {
-			total := time.AfterFunc(t.Timeout, func() {
-				cancel(&TimeoutError{Timeout: t.Timeout})
-			})
-			defer total.Stop()
-		}
-		if t.StallTimeout > 0 {
-			wd.start()
-			defer wd.stop()
+	ctx, g := t.guard(ctx, &res)
+	defer g.release()
+	wd := g.wd
+	var conn atomic.Pointer[connStamp] // the connection's kernel stamps
+	resp := t.post(ctx, client, url, body, contentType, wd, &res, &conn)
+	if resp == nil {
+		return res
+	}
+	if cs := conn.Load(); cs != nil && cs.w != nil {
+		// a is when the request's first byte was written (sendStamper).
+		if at, ok := cs.w.firstWrite(); ok && at.After(res.Sent) {
+			res.Sent = at
 		}
 	}
-	var firstToken *time.Timer // stopped by the first token event
-	if t.FirstTokenTimeout > 0 && !t.Endpoint.oneBody() {
-		if wd == nil {
-			wd = &watchdog{}
-			var cancel context.CancelCauseFunc
-			ctx, cancel = context.WithCancelCause(ctx)
-			defer cancel(nil)
-			wd.cancel, wd.res = cancel, &res
+	if res.Scheduled.IsZero() {
+		res.Scheduled = res.Sent
+	}
+	defer resp.Body.Close()
+	res.StatusCode = resp.StatusCode
+	var rbody io.Reader = resp.Body
+	if wd != nil {
+		wd.headers.Store(true)
+		wd.kick()
+		rbody = &watchedReader{r: resp.Body, wd: wd}
+	}
+	streamed := t.Stream && !t.Endpoint.oneBody()
+	if res.Err = unusableAnswer(resp, rbody, streamed); res.Err != nil {
+		res.Finished = time.Now()
+		return res
+	}
+	switch {
+	case streamed && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"):
+		// Asked to stream, the server sent one JSON body: an error object
+		// (reported as such) or a server that ignores "stream". Timing one
+		// body as a stream would make ttft = e2el without saying so.
+		if err := wd.explain(ctx, t.readWhole(rbody, req, &res)); err != nil {
+			res.Err = err
+		} else {
+			res.Err = errors.New("the server answered with one JSON body instead of an SSE stream; set stream: false for it")
 		}
-		w := wd
-		firstToken = time.AfterFunc(t.FirstTokenTimeout, func() {
+		res.Tokens = nil
+		res.Finished = time.Now()
+		return res
+	case streamed:
+		t.readStreamed(ctx, wd, resp, rbody, req, &res, conn.Load(), g.firstToken)
+	default:
+		res.Err = wd.explain(ctx, t.readWhole(rbody, req, &res))
+		res.Finished = time.Now()
+	}
+	if res.Err == nil {
+		res.Err = t.answerError(&res, req, streamed)
+	}
+	return res
+}
+
+// requestGuards are the timers that end one request early (Target's
+// StallTimeout, Timeout and FirstTokenTimeout): they cancel the request's
+// own context with a cause that says which one fired, and the watchdog
+// replaces the "context canceled" the transport then returns by that
+// cause (explain).
+type requestGuards struct {
+	wd         *watchdog // nil: no timeout is set
+	stall      bool      // wd's stall clock runs
+	cancel     context.CancelCauseFunc
+	total      *time.Timer
+	firstToken *time.Timer // stopped by the first token event
+}
+
+// guard arms the target's timeouts for a request whose result is res,
+// returning the request's context.
+func (t *Target) guard(ctx context.Context, res *Result) (context.Context, requestGuards) {
+	var g requestGuards
+	if t.StallTimeout > 0 || t.Timeout > 0 {
+		ctx = g.watch(ctx, res, t.StallTimeout)
+		if t.Timeout > 0 {
+			cancel := g.cancel
+			g.total = time.AfterFunc(t.Timeout, func() {
+				cancel(&TimeoutError{Timeout: t.Timeout})
+			})
+		}
+		if t.StallTimeout > 0 {
+			g.wd.start()
+			g.stall = true
+		}
+	}
+	if t.FirstTokenTimeout > 0 && !t.Endpoint.oneBody() {
+		if g.wd == nil {
+			ctx = g.watch(ctx, res, 0)
+		}
+		w := g.wd
+		g.firstToken = time.AfterFunc(t.FirstTokenTimeout, func() {
 			if !w.headers.Load() && t.StallTimeout > 0 && t.StallTimeout <= t.FirstTokenTimeout {
 				// Nothing at all arrived: that is the stall it also is
 				// (both limits are equal by default), said as such.
@@ -527,15 +586,45 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			}
 			w.cancel(&FirstTokenError{Timeout: t.FirstTokenTimeout, Bytes: w.headers.Load()})
 		})
-		defer firstToken.Stop()
 	}
-	var resp *http.Response
-	var conn atomic.Pointer[connStamp] // the connection's kernel stamps
+	return ctx, g
+}
+
+// watch makes the guards' watchdog (stall: its stall timeout, 0: none)
+// and the cancellable context it ends.
+func (g *requestGuards) watch(ctx context.Context, res *Result, stall time.Duration) context.Context {
+	g.wd = &watchdog{stall: stall}
+	ctx, g.cancel = context.WithCancelCause(ctx)
+	g.wd.cancel, g.wd.res = g.cancel, res
+	return ctx
+}
+
+// release disarms the guards once the request is done.
+func (g *requestGuards) release() {
+	if g.firstToken != nil {
+		g.firstToken.Stop()
+	}
+	if g.stall {
+		g.wd.stop()
+	}
+	if g.total != nil {
+		g.total.Stop()
+	}
+	if g.cancel != nil {
+		g.cancel(nil)
+	}
+}
+
+// post sends the request and returns the response, or nil when it
+// failed (res.Err says why). A send that fails on a stale pooled
+// connection goes again (staleConn). conn gets the kernel stamps of the
+// connection the request went on.
+func (t *Target) post(ctx context.Context, client *http.Client, url string, body []byte, contentType string, wd *watchdog, res *Result, conn *atomic.Pointer[connStamp]) *http.Response {
 	for {
 		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			res.Err = fmt.Errorf("building request: %w", err)
-			return res
+			return nil
 		}
 		hreq.Header.Set("Content-Type", contentType)
 		if t.Stream && !t.Endpoint.oneBody() {
@@ -558,9 +647,9 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 			},
 		}))
 		res.Sent = time.Now()
-		resp, err = client.Do(hreq)
+		resp, err := client.Do(hreq)
 		if err == nil {
-			break
+			return resp
 		}
 		if reused.Load() && ctx.Err() == nil && res.ConnRetries < maxConnRetries && staleConn(err) {
 			res.ConnRetries++
@@ -571,107 +660,84 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		}
 		res.Err = wd.explain(ctx, fmt.Errorf("sending request: %w", err))
 		res.Finished = time.Now()
-		return res
+		return nil
 	}
-	if cs := conn.Load(); cs != nil && cs.w != nil {
-		// a is when the request's first byte was written (sendStamper).
-		if at, ok := cs.w.firstWrite(); ok && at.After(res.Sent) {
-			res.Sent = at
-		}
-	}
-	if res.Scheduled.IsZero() {
-		res.Scheduled = res.Sent
-	}
-	defer resp.Body.Close()
-	res.StatusCode = resp.StatusCode
-	var rbody io.Reader = resp.Body
-	if wd != nil {
-		wd.headers.Store(true)
-		wd.kick()
-		rbody = &watchedReader{r: resp.Body, wd: wd}
-	}
+}
+
+// unusableAnswer is the error of an answer that cannot be read as one
+// (nil: it can): a non-2xx status, a compressed body, or a proxy's HTML
+// page. rbody is resp's body as the request reads it.
+func unusableAnswer(resp *http.Response, rbody io.Reader, streamed bool) error {
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(rbody, 2048))
-		res.Err = &HTTPError{Status: resp.StatusCode, Body: errorMessage(b)}
-		res.Finished = time.Now()
-		return res
+		return &HTTPError{Status: resp.StatusCode, Body: errorMessage(b)}
 	}
-	streamed := t.Stream && !t.Endpoint.oneBody()
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		// benchrun asks for no compression (it buffers tokens and skews
 		// their times); a body compressed anyway would fail to parse as
 		// "unexpected EOF" without saying why.
-		res.Err = fmt.Errorf("the server compressed its answer (Content-Encoding: %s) though benchrun asked for none: compression holds tokens back and skews their times; turn it off on the server or the proxy before it", ce)
-		res.Finished = time.Now()
-		return res
+		return fmt.Errorf("the server compressed its answer (Content-Encoding: %s) though benchrun asked for none: compression holds tokens back and skews their times; turn it off on the server or the proxy before it", ce)
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/html") {
 		// A proxy's or gateway's error page with a 200: say what arrived
 		// rather than fail later with "unexpected EOF" or "malformed".
 		b, _ := io.ReadAll(io.LimitReader(rbody, 200))
-		res.Err = fmt.Errorf("the server answered %d with Content-Type %q instead of %s (a proxy's page?); it begins %q",
+		return fmt.Errorf("the server answered %d with Content-Type %q instead of %s (a proxy's page?); it begins %q",
 			resp.StatusCode, ct, map[bool]string{true: "an SSE stream", false: "JSON"}[streamed], truncate(b, 120))
-		res.Finished = time.Now()
-		return res
 	}
-	if streamed && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		// Asked to stream, the server sent one JSON body: an error object
-		// (reported as such) or a server that ignores "stream". Timing one
-		// body as a stream would make ttft = e2el without saying so.
-		if err := wd.explain(ctx, t.readWhole(rbody, req, &res)); err != nil {
-			res.Err = err
-		} else {
-			res.Err = errors.New("the server answered with one JSON body instead of an SSE stream; set stream: false for it")
-		}
-		res.Tokens = nil
-		res.Finished = time.Now()
-		return res
+	return nil
+}
+
+// readStreamed reads a streamed answer into res, its token events timed
+// by the kernel's stamps of the connection (cs) where it has them.
+func (t *Target) readStreamed(ctx context.Context, wd *watchdog, resp *http.Response, rbody io.Reader, req Request, res *Result, cs *connStamp, firstToken *time.Timer) {
+	n := tokenCapacity(req)
+	if n > 0 {
+		res.Tokens = make([]TokenEvent, 0, n)
 	}
-	if streamed {
-		n := tokenCapacity(req)
+	var st *stampReader
+	if cs != nil && cs.s != nil {
+		st = &stampReader{r: rbody, c: cs.s}
+		rbody = st
 		if n > 0 {
-			res.Tokens = make([]TokenEvent, 0, n)
+			res.StampDelays = make([]time.Duration, 0, n)
 		}
-		var st *stampReader
-		if cs := conn.Load(); cs != nil && cs.s != nil {
-			st = &stampReader{r: rbody, c: cs.s}
-			rbody = st
-			if n > 0 {
-				res.StampDelays = make([]time.Duration, 0, n)
-			}
-		} else if cs != nil {
-			res.StampSource, res.StampNote = StampUser, cs.why
-		} else {
-			res.StampSource, res.StampNote = StampUser, "the HTTP client reported no connection (httptrace)"
-		}
-		res.Err = wd.explain(ctx, readStream(rbody, &res, firstToken, req.MaxTokens, req.KeepText, boardOf(ctx)))
-		if st != nil {
-			st.finish(&res)
-		}
-		res.Finished = time.Now()
-		if res.Err == nil {
-			// Read the rest (the chunked terminator after [DONE]) so the
-			// connection goes back to the pool instead of being closed; a
-			// server that holds the stream open after [DONE] gets 50 ms
-			// (closing the body ends the read).
-			stop := time.AfterFunc(50*time.Millisecond, func() { resp.Body.Close() })
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-			stop.Stop()
-		}
+	} else if cs != nil {
+		res.StampSource, res.StampNote = StampUser, cs.why
 	} else {
-		res.Err = wd.explain(ctx, t.readWhole(rbody, req, &res))
-		res.Finished = time.Now()
+		res.StampSource, res.StampNote = StampUser, "the HTTP client reported no connection (httptrace)"
 	}
-	if res.Err == nil && len(res.Tokens) == 0 && !t.Endpoint.oneBody() {
-		res.Err = ErrNoTokens
+	res.Err = wd.explain(ctx, readStream(rbody, res, firstToken, req.MaxTokens, req.KeepText, boardOf(ctx)))
+	if st != nil {
+		st.finish(res)
 	}
-	if res.Err == nil && res.UsageReported {
-		res.Err = impossibleUsage(&res, req, streamed)
+	res.Finished = time.Now()
+	if res.Err == nil {
+		// Read the rest (the chunked terminator after [DONE]) so the
+		// connection goes back to the pool instead of being closed; a
+		// server that holds the stream open after [DONE] gets 50 ms
+		// (closing the body ends the read).
+		stop := time.AfterFunc(50*time.Millisecond, func() { resp.Body.Close() })
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		stop.Stop()
 	}
-	if res.Err == nil && req.ExpectTokens > 0 && res.OutputTokens < req.ExpectTokens {
-		res.Err = &CutShortError{Events: len(res.Tokens), Tokens: res.OutputTokens, Want: req.ExpectTokens}
+}
+
+// answerError is the error of an answer read without one that still
+// cannot count: no token, impossible usage, or fewer tokens than forced.
+func (t *Target) answerError(res *Result, req Request, streamed bool) error {
+	if len(res.Tokens) == 0 && !t.Endpoint.oneBody() {
+		return ErrNoTokens
 	}
-	return res
+	if res.UsageReported {
+		if err := impossibleUsage(res, req, streamed); err != nil {
+			return err
+		}
+	}
+	if req.ExpectTokens > 0 && res.OutputTokens < req.ExpectTokens {
+		return &CutShortError{Events: len(res.Tokens), Tokens: res.OutputTokens, Want: req.ExpectTokens}
+	}
+	return nil
 }
 
 // errorMessage extracts OpenAI's {"error":{"message":...}} or returns the body.
@@ -764,28 +830,11 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 	finished := false // a finish_reason arrived
 	for {
 		ev, err := sr.Next()
-		if (err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)) && counted == 0 {
-			// A bare JSON body where an SSE stream was due (an error
-			// object with a 200 and text/event-stream): the server's own
-			// words, not "unexpected EOF".
-			if line := bytes.TrimSpace(sr.Ignored()); len(line) > 0 && line[0] == '{' {
-				if msg := errorMessage(line); msg != "" {
-					return &StreamError{Message: msg}
-				}
-			}
-		}
-		if err == io.EOF {
-			// A stream that ends without [DONE] is accepted when the
-			// server said the sequence finished (a finish_reason); one that
-			// just stops was cut short (Ollama ends the stream cleanly when
-			// its runner dies), however clean its end looked.
-			if !finished && counted > 0 {
-				return &CutShortError{Events: counted, NoEnd: true}
+		if err != nil {
+			if err := streamEnd(sr, err, counted, finished); err != nil {
+				return err
 			}
 			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading stream after %d token events: %w", counted, err)
 		}
 		at := time.Now()
 		b.readerPoll(at)
@@ -805,28 +854,7 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 		if c.HasFinish {
 			finished = true
 		}
-		if res.ResponseID == "" && len(c.ID) > 0 {
-			if c.IDEscaped {
-				res.ResponseID, _ = unquoteJSON(c.ID)
-			} else {
-				res.ResponseID = string(c.ID)
-			}
-		}
-		if res.Model == "" && len(c.Model) > 0 {
-			if c.ModelEscaped {
-				res.Model, _ = unquoteJSON(c.Model)
-			} else {
-				res.Model = string(c.Model)
-			}
-		}
-		if c.HasUsage && (c.PromptTokens > 0 || c.CompletionTokens > 0) {
-			// Some servers send zero usage on every chunk and the real one
-			// last: only a non-zero usage counts.
-			res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
-			res.UsageReported = true
-			// The cached share comes with the usage it belongs to.
-			res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
-		}
+		res.noteChunk(&c)
 		if keepText && len(c.Text) > 0 {
 			if c.TextEscaped {
 				t, err := unquoteJSON(c.Text)
@@ -838,40 +866,108 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 				text = append(text, c.Text...)
 			}
 		}
-		if c.HasText {
-			if counted == 0 && firstToken != nil {
-				firstToken.Stop()
-			}
-			user := at
-			if st != nil {
-				at, _ = st.stamp(at)
-			}
-			// One stream's bytes arrive in order: an event is never
-			// before the one it follows. A stamp from another source
-			// (the kernel's for one read, the clock's for the next) may
-			// say so by a few microseconds; the later event then shares
-			// the earlier one's time (a gap of 0, as events of one read
-			// have), never a negative gap.
-			if n := len(res.Tokens); n > 0 && at.Before(res.Tokens[n-1].At) {
-				at = res.Tokens[n-1].At
-			}
-			if st != nil {
-				// The delay is the time kept back from the user-space
-				// read, so userStamps restores it exactly.
-				res.StampDelays = append(res.StampDelays, user.Sub(at))
-			}
-			res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
-			counted++
-			if maxTokens > 0 && counted > overrunLimit(maxTokens) {
-				return &IgnoredMaxTokensError{MaxTokens: maxTokens, Events: counted}
-			}
-			if c.HasUsage && c.CompletionTokens > 0 && continuous {
-				usageAt = append(usageAt, c.CompletionTokens)
-			} else {
-				continuous = false
+		if !c.HasText {
+			continue
+		}
+		if counted == 0 && firstToken != nil {
+			firstToken.Stop()
+		}
+		res.stampToken(st, at)
+		counted++
+		if maxTokens > 0 && counted > overrunLimit(maxTokens) {
+			return &IgnoredMaxTokensError{MaxTokens: maxTokens, Events: counted}
+		}
+		if c.HasUsage && c.CompletionTokens > 0 && continuous {
+			usageAt = append(usageAt, c.CompletionTokens)
+		} else {
+			continuous = false
+		}
+	}
+	res.settleTokens(counted, continuous, usageAt)
+	return nil
+}
+
+// streamEnd is what the error from the SSE reader means for a stream
+// after counted token events: nil for a clean end.
+func streamEnd(sr *sse.Reader, err error, counted int, finished bool) error {
+	if (err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)) && counted == 0 {
+		// A bare JSON body where an SSE stream was due (an error
+		// object with a 200 and text/event-stream): the server's own
+		// words, not "unexpected EOF".
+		if line := bytes.TrimSpace(sr.Ignored()); len(line) > 0 && line[0] == '{' {
+			if msg := errorMessage(line); msg != "" {
+				return &StreamError{Message: msg}
 			}
 		}
 	}
+	if err == io.EOF {
+		// A stream that ends without [DONE] is accepted when the
+		// server said the sequence finished (a finish_reason); one that
+		// just stops was cut short (Ollama ends the stream cleanly when
+		// its runner dies), however clean its end looked.
+		if !finished && counted > 0 {
+			return &CutShortError{Events: counted, NoEnd: true}
+		}
+		return nil
+	}
+	return fmt.Errorf("reading stream after %d token events: %w", counted, err)
+}
+
+// noteChunk takes from a streamed chunk the response's id and model (the
+// first ones sent) and its usage (the last non-zero one).
+func (res *Result) noteChunk(c *chunkInfo) {
+	if res.ResponseID == "" && len(c.ID) > 0 {
+		if c.IDEscaped {
+			res.ResponseID, _ = unquoteJSON(c.ID)
+		} else {
+			res.ResponseID = string(c.ID)
+		}
+	}
+	if res.Model == "" && len(c.Model) > 0 {
+		if c.ModelEscaped {
+			res.Model, _ = unquoteJSON(c.Model)
+		} else {
+			res.Model = string(c.Model)
+		}
+	}
+	if c.HasUsage && (c.PromptTokens > 0 || c.CompletionTokens > 0) {
+		// Some servers send zero usage on every chunk and the real one
+		// last: only a non-zero usage counts.
+		res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
+		res.UsageReported = true
+		// The cached share comes with the usage it belongs to.
+		res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
+	}
+}
+
+// stampToken appends a token event read at at (the user-space clock),
+// timed by the kernel's stamp when st has one.
+func (res *Result) stampToken(st *stampReader, at time.Time) {
+	user := at
+	if st != nil {
+		at, _ = st.stamp(at)
+	}
+	// One stream's bytes arrive in order: an event is never
+	// before the one it follows. A stamp from another source
+	// (the kernel's for one read, the clock's for the next) may
+	// say so by a few microseconds; the later event then shares
+	// the earlier one's time (a gap of 0, as events of one read
+	// have), never a negative gap.
+	if n := len(res.Tokens); n > 0 && at.Before(res.Tokens[n-1].At) {
+		at = res.Tokens[n-1].At
+	}
+	if st != nil {
+		// The delay is the time kept back from the user-space
+		// read, so userStamps restores it exactly.
+		res.StampDelays = append(res.StampDelays, user.Sub(at))
+	}
+	res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
+}
+
+// settleTokens sets the output count and each token event's tokens once
+// the stream has ended: from the usage when the server reported it
+// (continuous usage, else an even share), else one per event.
+func (res *Result) settleTokens(counted int, continuous bool, usageAt []int) {
 	switch {
 	case !res.UsageReported:
 		res.OutputTokens = counted
@@ -890,7 +986,6 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 			}
 		}
 	}
-	return nil
 }
 
 // tokensFromUsage sets each event's tokens from the rise of the cumulative

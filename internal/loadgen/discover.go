@@ -80,8 +80,35 @@ func Discover(ctx context.Context, t *Target, engine string) ServerInfo {
 	if si.Engine == "custom" {
 		si.Engine = ""
 	}
-	// /v1/models: every OpenAI-compatible server has it; owned_by names
-	// the engine when the plan did not.
+	si.askModels(ctx, t)
+	if si.mayBe(EngineLlamaServer) {
+		si.askLlamaProps(ctx, t)
+	}
+	if si.mayBe(EngineSGLang) && si.Engine != EngineLlamaServer {
+		si.askSGLang(ctx, t)
+	}
+	if si.mayBe(EngineOllama) {
+		si.askOllama(ctx, t)
+	}
+	if si.Version == "" && si.Engine != EngineOllama && si.Engine != EngineLlamaServer {
+		var v struct {
+			Version string `json:"version"`
+		}
+		if t.getJSON(ctx, "/version", &v) == nil && v.Version != "" {
+			si.Version = v.Version
+		}
+	}
+	si.Tokenizer = engineDialect(si.Engine)
+	return si
+}
+
+// mayBe reports whether the server may be engine: the engine is not known
+// yet, or is that one.
+func (si *ServerInfo) mayBe(engine string) bool { return si.Engine == "" || si.Engine == engine }
+
+// askModels reads GET /v1/models: every OpenAI-compatible server has it;
+// owned_by names the engine when the plan did not.
+func (si *ServerInfo) askModels(ctx context.Context, t *Target) {
 	var models struct {
 		Data []struct {
 			ID          string `json:"id"`
@@ -93,97 +120,113 @@ func Discover(ctx context.Context, t *Target, engine string) ServerInfo {
 			} `json:"meta"`
 		} `json:"data"`
 	}
-	if t.getJSON(ctx, "/v1/models", &models) == nil && len(models.Data) > 0 {
-		m := models.Data[0]
-		for _, d := range models.Data {
-			if d.ID == t.Model {
-				m = d
-				break
-			}
-		}
-		if si.Engine == "" {
-			switch m.OwnedBy {
-			case "vllm":
-				si.Engine = EngineVLLM
-			case "llamacpp":
-				si.Engine = EngineLlamaServer
-			case "sglang":
-				si.Engine = EngineSGLang
-			case "library", "ollama":
-				si.Engine = EngineOllama
-			case "benchrun-sim":
-				si.Engine = EngineSim
-			}
-		}
-		switch {
-		case m.MaxModelLen > 0:
-			si.MaxModelLen, si.ContextFrom = m.MaxModelLen, "GET /v1/models max_model_len"
-		case m.Meta != nil && m.Meta.NCtx > 0:
-			si.MaxModelLen, si.ContextFrom = m.Meta.NCtx, "GET /v1/models meta.n_ctx"
+	if t.getJSON(ctx, "/v1/models", &models) != nil || len(models.Data) == 0 {
+		return
+	}
+	m := models.Data[0]
+	for _, d := range models.Data {
+		if d.ID == t.Model {
+			m = d
+			break
 		}
 	}
-	try := func(name string) bool { return si.Engine == "" || si.Engine == name }
-	if try(EngineLlamaServer) {
-		var props struct {
-			BuildInfo string `json:"build_info"`
-			Settings  *struct {
-				NCtx int `json:"n_ctx"`
-			} `json:"default_generation_settings"`
-			TotalSlots int `json:"total_slots"`
-		}
-		if t.getJSON(ctx, "/props", &props) == nil && (props.Settings != nil || props.BuildInfo != "") {
-			si.Engine = EngineLlamaServer
-			si.Version = props.BuildInfo
-			if props.Settings != nil && props.Settings.NCtx > 0 {
-				// The per-slot context, which is what one request gets
-				// (-c divided by -np), not the model's training context.
-				si.MaxModelLen, si.ContextFrom = props.Settings.NCtx, "GET /props default_generation_settings.n_ctx"
-			}
-		}
+	if si.Engine == "" {
+		si.Engine = engineOwning(m.OwnedBy)
 	}
-	if try(EngineSGLang) && si.Engine != EngineLlamaServer {
-		var info struct {
-			Version       string `json:"version"`
-			ContextLength int    `json:"context_length"`
-		}
-		if t.getJSON(ctx, "/get_server_info", &info) == nil && (info.Version != "" || info.ContextLength > 0) {
-			si.Engine = EngineSGLang
-			if info.Version != "" {
-				si.Version = info.Version
-			}
-			if info.ContextLength > 0 && si.MaxModelLen == 0 {
-				si.MaxModelLen, si.ContextFrom = info.ContextLength, "GET /get_server_info context_length"
-			}
-		}
+	switch {
+	case m.MaxModelLen > 0:
+		si.MaxModelLen, si.ContextFrom = m.MaxModelLen, "GET /v1/models max_model_len"
+	case m.Meta != nil && m.Meta.NCtx > 0:
+		si.MaxModelLen, si.ContextFrom = m.Meta.NCtx, "GET /v1/models meta.n_ctx"
 	}
-	if try(EngineOllama) {
-		var v struct {
-			Version string `json:"version"`
-		}
-		if t.getJSON(ctx, "/api/version", &v) == nil && v.Version != "" {
-			si.Engine, si.Version = EngineOllama, v.Version
-			if n, from := t.ollamaContext(ctx); n > 0 {
-				si.MaxModelLen, si.ContextFrom = n, from
-			}
-		}
+}
+
+// engineOwning is the engine whose /v1/models says owned_by owner ("":
+// none known).
+func engineOwning(owner string) string {
+	switch owner {
+	case "vllm":
+		return EngineVLLM
+	case "llamacpp":
+		return EngineLlamaServer
+	case "sglang":
+		return EngineSGLang
+	case "library", "ollama":
+		return EngineOllama
+	case "benchrun-sim":
+		return EngineSim
 	}
-	if si.Version == "" && si.Engine != EngineOllama && si.Engine != EngineLlamaServer {
-		var v struct {
-			Version string `json:"version"`
-		}
-		if t.getJSON(ctx, "/version", &v) == nil && v.Version != "" {
-			si.Version = v.Version
-		}
+	return ""
+}
+
+// askLlamaProps reads llama-server's GET /props: its build and the
+// per-slot context.
+func (si *ServerInfo) askLlamaProps(ctx context.Context, t *Target) {
+	var props struct {
+		BuildInfo string `json:"build_info"`
+		Settings  *struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+		TotalSlots int `json:"total_slots"`
 	}
-	switch si.Engine {
+	if t.getJSON(ctx, "/props", &props) != nil || (props.Settings == nil && props.BuildInfo == "") {
+		return
+	}
+	si.Engine = EngineLlamaServer
+	si.Version = props.BuildInfo
+	if props.Settings != nil && props.Settings.NCtx > 0 {
+		// The per-slot context, which is what one request gets
+		// (-c divided by -np), not the model's training context.
+		si.MaxModelLen, si.ContextFrom = props.Settings.NCtx, "GET /props default_generation_settings.n_ctx"
+	}
+}
+
+// askSGLang reads SGLang's GET /get_server_info: its version and context
+// (a context /v1/models gave stays).
+func (si *ServerInfo) askSGLang(ctx context.Context, t *Target) {
+	var info struct {
+		Version       string `json:"version"`
+		ContextLength int    `json:"context_length"`
+	}
+	if t.getJSON(ctx, "/get_server_info", &info) != nil || (info.Version == "" && info.ContextLength <= 0) {
+		return
+	}
+	si.Engine = EngineSGLang
+	if info.Version != "" {
+		si.Version = info.Version
+	}
+	if info.ContextLength > 0 && si.MaxModelLen == 0 {
+		si.MaxModelLen, si.ContextFrom = info.ContextLength, "GET /get_server_info context_length"
+	}
+}
+
+// askOllama reads Ollama's GET /api/version and, when it answers, the
+// model's context (ollamaContext).
+func (si *ServerInfo) askOllama(ctx context.Context, t *Target) {
+	var v struct {
+		Version string `json:"version"`
+	}
+	if t.getJSON(ctx, "/api/version", &v) != nil || v.Version == "" {
+		return
+	}
+	si.Engine, si.Version = EngineOllama, v.Version
+	if n, from := t.ollamaContext(ctx); n > 0 {
+		si.MaxModelLen, si.ContextFrom = n, from
+	}
+}
+
+// engineDialect is the tokenizer dialect an engine speaks ("": unknown,
+// calibration tries them).
+func engineDialect(engine string) string {
+	switch engine {
 	case EngineLlamaServer:
-		si.Tokenizer = DialectContent
+		return DialectContent
 	case EngineOllama:
-		si.Tokenizer = DialectNone
+		return DialectNone
 	case EngineVLLM, EngineSGLang, EngineSim:
-		si.Tokenizer = DialectPrompt
+		return DialectPrompt
 	}
-	return si
+	return ""
 }
 
 // ollamaDefaultNumCtx is Ollama's num_ctx when a model's parameters set

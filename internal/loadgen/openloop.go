@@ -18,7 +18,7 @@ import (
 const dispatchLead = 20 * time.Millisecond
 
 // longRequest is how long requests must take for a pause of the sender
-// to be caught up past the usual window (see runOpen).
+// to be caught up past the usual window (see openLoop.pace).
 const longRequest = 4 * behind
 
 // backstop is how late the sender hands over a due request itself while
@@ -182,226 +182,314 @@ func (b *board) close(last func()) {
 	b.mu.Unlock()
 }
 
-// runOpen is Run's open loop: requests sent on the schedule, whatever the
-// server's pace.
-func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(i int) Request, finish func(i int, r Result)) (RunStats, error) {
-	c := l.Counters
-	// Without a cap of the plan's, the client's own keeps an overload
-	// from failing on file descriptors or ports (limits.go).
-	limit, auto := l.MaxInFlight, l.MaxInFlight == 0
-	if auto {
-		limit = InFlightLimit()
-	}
-	sem := make(chan struct{}, limit)
-	held := 0
+// openLoop is runOpen's state: the sender's schedule and pacing, and the
+// pool of workers it hands requests to.
+type openLoop struct {
+	ctx   context.Context
+	t     *Target
+	l     Load
+	start time.Time
+	next  func(i int) Request
+	// finish receives each result, from the worker that measured it.
+	finish func(i int, r Result)
+
+	// limit caps requests in flight (sem's capacity); auto: it is the
+	// client's own, not the plan's.
+	limit int
+	auto  bool
+	sem   chan struct{}
+	held  int
 	// freed says a request in flight ended (one token: a send waiting
 	// for it takes it; completions while none waits collapse into one).
-	freed := make(chan struct{}, 1)
-	window := 0 // while behind: the in-flight count it may grow to (0: on schedule)
+	freed chan struct{}
+	// window, while behind: the in-flight count it may grow to (0: on
+	// schedule).
+	window int
 	// endedBehind: a request ended while the client waited, behind.
-	endedBehind := false
-	onSchedule := 0 // in flight when the client was last on schedule
-	lastPush := start
-	var lastTook atomic.Int64 // how long the last request to end took (ns)
-	var wg sync.WaitGroup
-	var sent atomic.Int64
+	endedBehind bool
+	onSchedule  int // in flight when the client was last on schedule
+	lastPush    time.Time
+	lastTook    atomic.Int64 // how long the last request to end took (ns)
+
 	// Requests go to a pool of workers that is grown on demand and reused,
 	// as vegeta does: a fresh goroutine per request would grow a fresh
 	// stack through the HTTP round trip every time (about a tenth of the
 	// client's CPU at a few thousand requests per second).
-	work := make(chan job)
-	var b *board
-	var dctx context.Context
-	var worker func(j job)
-	b = newBoard(start, func(j job) {
-		sent.Add(1)
-		c.Sent.Add(1)
-		select {
-		case work <- j:
-		default:
-			wg.Add(1)
-			go worker(j)
-		}
-	})
-	dctx = context.WithValue(ctx, boardKey{}, b)
-	worker = func(j job) {
-		defer wg.Done()
-		for {
-			r := t.Do(dctx, j.req)
-			if !r.Finished.IsZero() {
-				lastTook.Store(int64(r.Finished.Sub(r.Sent)))
-			}
-			<-sem
-			select {
-			case freed <- struct{}{}:
-			default:
-			}
-			finish(j.i, r)
-			b.poll(time.Now())
-			var ok bool
-			if j, ok = <-work; !ok {
-				return
-			}
-		}
-	}
+	work chan job
+	wg   sync.WaitGroup
+	sent atomic.Int64
+	b    *board
+	// dctx is the workers' context: ctx carrying the board, so readers
+	// of streams hand over due requests (boardOf).
+	dctx context.Context
 
-	streams := t.Stream && !t.Endpoint.oneBody()
-	gen := l.Schedule.NewGenerator()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	holdTimer := time.NewTimer(time.Hour)
-	defer holdTimer.Stop()
-	n := 0
-	// rateNear is the schedule's rate at offset off (a trace's: its mean
-	// so far).
-	rateNear := func(off time.Duration) float64 {
-		if r := l.Schedule.rateAt(off - l.Schedule.Phase); r > 0 {
-			return r
-		}
-		if off > 0 {
-			return float64(n) / off.Seconds()
-		}
-		return 0
+	streams   bool
+	gen       *Generator
+	timer     *time.Timer
+	holdTimer *time.Timer
+	n         int // requests built
+	pend      job // built, not yet on the board
+	havePend  bool
+	exhausted bool // the load's last request was built
+	readers   readerPace
+}
+
+// runOpen is Run's open loop: requests sent on the schedule, whatever the
+// server's pace.
+func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(i int) Request, finish func(i int, r Result)) (RunStats, error) {
+	o := &openLoop{ctx: ctx, t: t, l: l, start: start, next: next, finish: finish, lastPush: start}
+	// Without a cap of the plan's, the client's own keeps an overload
+	// from failing on file descriptors or ports (limits.go).
+	o.limit, o.auto = l.MaxInFlight, l.MaxInFlight == 0
+	if o.auto {
+		o.limit = InFlightLimit()
 	}
-	var pend job // built, not yet on the board
-	var readers readerPace
-	havePend, exhausted := false, false
-loop:
-	for ctx.Err() == nil {
-		if !havePend && !exhausted {
-			if l.Schedule.Trace != nil && n >= len(l.Schedule.Trace) {
-				exhausted = true // the trace's last request was built
-			} else if off := gen.Next(); l.done(n, off-l.Schedule.Phase) {
-				// A phased shard's bound is on its own time, not the phase's.
-				exhausted = true
-			} else {
-				// The request is built, body and all, before its time
-				// comes, so only the hand-off to a worker separates the
-				// schedule from the send.
-				req := next(n)
-				req.Scheduled = start.Add(off)
-				t.prepare(&req)
-				pend, havePend = job{n, req}, true
-				n++
-			}
+	o.sem = make(chan struct{}, o.limit)
+	o.freed = make(chan struct{}, 1)
+	o.work = make(chan job)
+	o.b = newBoard(start, o.dispatch)
+	o.dctx = context.WithValue(ctx, boardKey{}, o.b)
+
+	o.streams = t.Stream && !t.Endpoint.oneBody()
+	o.gen = l.Schedule.NewGenerator()
+	o.timer = time.NewTimer(time.Hour)
+	defer o.timer.Stop()
+	o.holdTimer = time.NewTimer(time.Hour)
+	defer o.holdTimer.Stop()
+	o.send()
+	o.b.close(func() { close(o.work) })
+	o.wg.Wait()
+	st := RunStats{Start: start, Sent: int(o.sent.Load()), Held: o.held}
+	if o.auto {
+		st.InFlightLimit = o.limit
+	}
+	return st, nil
+}
+
+// dispatch is the board's hand-over: to an idle worker, or a new one.
+func (o *openLoop) dispatch(j job) {
+	o.sent.Add(1)
+	o.l.Counters.Sent.Add(1)
+	select {
+	case o.work <- j:
+	default:
+		o.wg.Add(1)
+		go o.worker(j)
+	}
+}
+
+// worker sends j, then every request handed to it, until the board closes.
+func (o *openLoop) worker(j job) {
+	defer o.wg.Done()
+	for {
+		r := o.t.Do(o.dctx, j.req)
+		if !r.Finished.IsZero() {
+			o.lastTook.Store(int64(r.Finished.Sub(r.Sent)))
 		}
+		<-o.sem
+		select {
+		case o.freed <- struct{}{}:
+		default:
+		}
+		o.finish(j.i, r)
+		o.b.poll(time.Now())
+		var ok bool
+		if j, ok = <-o.work; !ok {
+			return
+		}
+	}
+}
+
+// send is the sender's loop: it builds each request ahead of its time,
+// puts it on the board when it is near due, and hands over what is due,
+// until the load's last request is on the board and handed over or ctx
+// ends.
+func (o *openLoop) send() {
+	b := o.b
+	for o.ctx.Err() == nil {
+		o.build()
 		headDue, boardBusy := b.nextDue()
 		// Behind its schedule, requests go on the board only once due:
 		// one put there early would be sent at its time past the hold
-		// below, and the holds are what keep an overload paced.
+		// (hold), and the holds are what keep an overload paced.
 		// Without streams there is no reader to hand a request over,
 		// and putting them there early costs non-streamed rate.
 		lead := dispatchLead
-		if window > 0 || !streams {
+		if o.window > 0 || !o.streams {
 			lead = 0
 		}
-		if !havePend && !boardBusy {
-			break
+		if !o.havePend && !boardBusy {
+			return
 		}
-		// One wake per request: at the first request's due time (to hand
-		// it over, unless a reader did), pushing then every request due
-		// within dispatchLead; a request waits for its own wake only when
-		// no due time comes before half the lead is left. While readers
-		// poll the board often, they hand requests over as they fall due
-		// and the sender only backs them up, a backstop later (see
-		// readerPace).
-		wake := headDue
-		if now := time.Now(); lead > 0 && boardBusy && readers.busy(b, now) {
-			wake = later(headDue, now).Add(backstop)
-		}
-		if havePend {
-			if at := pend.req.Scheduled.Add(-lead / 2); !boardBusy || at.Before(wake) {
-				wake = at
-			}
-		}
-		if wait := time.Until(wake); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				break loop
-			}
+		if !o.sleepUntil(o.wakeAt(headDue, boardBusy, lead)) {
+			return
 		}
 		now := time.Now()
 		handOver(b, now)
-		if !havePend || pend.req.Scheduled.After(now.Add(lead)) {
+		if !o.havePend || o.pend.req.Scheduled.After(now.Add(lead)) {
 			continue
 		}
-		// Far behind its schedule, the client is the limit. Sending every
-		// overdue request at once would open a connection (and a
-		// goroutine on both sides) for each, and the pile-up slows the
-		// client further than holding the in-flight count does. So
-		// once behind, it lets in-flight grow by
-		// behindWindow over what it was (a passing stall's backlog goes
-		// at once), and past that sends one request per request that
-		// ends; on schedule again, in-flight grows as the load needs.
-		switch late := now.Sub(pend.req.Scheduled); {
-		case late <= behind:
-			window, endedBehind = 0, false
-			onSchedule = len(sem)
-		case window == 0:
-			window = len(sem) + behindWindow
-			if now.Sub(lastPush) > behind && time.Duration(lastTook.Load()) > longRequest {
-				// The sender itself was held up (its thread preempted,
-				// a collection) while requests that last (streams)
-				// went on ending: the window grows from what was in
-				// flight while on schedule, not from what is left, or
-				// the requests that ended meanwhile would shrink it by
-				// as many and the backlog, paced one send per request
-				// that ends (the ones it just sent end only seconds
-				// later), would stay as late as the pause for as long
-				// as the load lasts. Short requests end soon enough to
-				// pace it, and an overload of them needs the tighter
-				// window to keep its delivered rate.
-				window = max(len(sem), onSchedule) + behindWindow
-			}
+		o.pace(now)
+		if !o.hold() || !o.admit() {
+			return
 		}
-		if window > 0 && len(sem) >= window {
-			// A hold waits for a request to end. Until one has ended in
-			// this spell behind, it waits at most behind: with requests
-			// that last seconds (streams starting) the first to end may
-			// be seconds away, and a pause of the client's own (a
-			// collection) would hold its backlog until then; so the window grows by what the
-			// schedule asks for in that time and then some, and the
-			// backlog drains. An overload of short requests keeps ending
-			// them and stays paced by them.
-			held++
-			if !endedBehind {
-				holdTimer.Reset(behind)
-			}
-			select {
-			case <-freed:
-				endedBehind = true
-			case <-holdC(holdTimer, endedBehind):
-				window = len(sem) + behindWindow + int(rateNear(pend.req.Scheduled.Sub(start))*behind.Seconds())
-			case <-ctx.Done():
-				break loop
-			}
-		}
-		select {
-		case sem <- struct{}{}:
-		default:
-			if auto {
-				held++
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				break loop
-			}
-		}
-		b.push(pend)
-		lastPush = time.Now()
-		havePend = false
+		b.push(o.pend)
+		o.lastPush = time.Now()
+		o.havePend = false
 		handOver(b, time.Now())
 	}
-	b.close(func() { close(work) })
-	wg.Wait()
-	st := RunStats{Start: start, Sent: int(sent.Load()), Held: held}
-	if auto {
-		st.InFlightLimit = limit
+}
+
+// build builds the next request, unless one is pending or the load's
+// last one was built.
+func (o *openLoop) build() {
+	if o.havePend || o.exhausted {
+		return
 	}
-	return st, nil
+	l := o.l
+	if l.Schedule.Trace != nil && o.n >= len(l.Schedule.Trace) {
+		o.exhausted = true // the trace's last request was built
+		return
+	}
+	off := o.gen.Next()
+	if l.done(o.n, off-l.Schedule.Phase) {
+		// A phased shard's bound is on its own time, not the phase's.
+		o.exhausted = true
+		return
+	}
+	// The request is built, body and all, before its time comes, so
+	// only the hand-off to a worker separates the schedule from the send.
+	req := o.next(o.n)
+	req.Scheduled = o.start.Add(off)
+	o.t.prepare(&req)
+	o.pend, o.havePend = job{o.n, req}, true
+	o.n++
+}
+
+// wakeAt is when the sender wakes next: one wake per request, at the
+// first request's due time (to hand it over, unless a reader did),
+// pushing then every request due within the lead; a request waits for
+// its own wake only when no due time comes before half the lead is left.
+// While readers poll the board often, they hand requests over as they
+// fall due and the sender only backs them up, a backstop later (see
+// readerPace).
+func (o *openLoop) wakeAt(headDue time.Time, boardBusy bool, lead time.Duration) time.Time {
+	wake := headDue
+	if now := time.Now(); lead > 0 && boardBusy && o.readers.busy(o.b, now) {
+		wake = later(headDue, now).Add(backstop)
+	}
+	if o.havePend {
+		if at := o.pend.req.Scheduled.Add(-lead / 2); !boardBusy || at.Before(wake) {
+			wake = at
+		}
+	}
+	return wake
+}
+
+// sleepUntil waits for wake; false: ctx ended first.
+func (o *openLoop) sleepUntil(wake time.Time) bool {
+	wait := time.Until(wake)
+	if wait <= 0 {
+		return true
+	}
+	o.timer.Reset(wait)
+	select {
+	case <-o.timer.C:
+		return true
+	case <-o.ctx.Done():
+		return false
+	}
+}
+
+// pace sets the in-flight window for the pending request, due at now or
+// earlier. Far behind its schedule, the client is the limit. Sending every
+// overdue request at once would open a connection (and a goroutine on both
+// sides) for each, and the pile-up slows the client further than holding
+// the in-flight count does. So once behind, it lets in-flight grow by
+// behindWindow over what it was (a passing stall's backlog goes at once),
+// and past that sends one request per request that ends; on schedule
+// again, in-flight grows as the load needs.
+func (o *openLoop) pace(now time.Time) {
+	switch late := now.Sub(o.pend.req.Scheduled); {
+	case late <= behind:
+		o.window, o.endedBehind = 0, false
+		o.onSchedule = len(o.sem)
+	case o.window == 0:
+		o.window = len(o.sem) + behindWindow
+		if now.Sub(o.lastPush) > behind && time.Duration(o.lastTook.Load()) > longRequest {
+			// The sender itself was held up (its thread preempted,
+			// a collection) while requests that last (streams)
+			// went on ending: the window grows from what was in
+			// flight while on schedule, not from what is left, or
+			// the requests that ended meanwhile would shrink it by
+			// as many and the backlog, paced one send per request
+			// that ends (the ones it just sent end only seconds
+			// later), would stay as late as the pause for as long
+			// as the load lasts. Short requests end soon enough to
+			// pace it, and an overload of them needs the tighter
+			// window to keep its delivered rate.
+			o.window = max(len(o.sem), o.onSchedule) + behindWindow
+		}
+	}
+}
+
+// hold waits, when in flight is at the window, for a request to end;
+// false: ctx ended first. Until one has ended in this spell behind, it
+// waits at most behind: with requests that last seconds (streams
+// starting) the first to end may be seconds away, and a pause of the
+// client's own (a collection) would hold its backlog until then; so the
+// window grows by what the schedule asks for in that time and then some,
+// and the backlog drains. An overload of short requests keeps ending them
+// and stays paced by them.
+func (o *openLoop) hold() bool {
+	if o.window == 0 || len(o.sem) < o.window {
+		return true
+	}
+	o.held++
+	if !o.endedBehind {
+		o.holdTimer.Reset(behind)
+	}
+	select {
+	case <-o.freed:
+		o.endedBehind = true
+	case <-holdC(o.holdTimer, o.endedBehind):
+		o.window = len(o.sem) + behindWindow + int(o.rateNear(o.pend.req.Scheduled.Sub(o.start))*behind.Seconds())
+	case <-o.ctx.Done():
+		return false
+	}
+	return true
+}
+
+// admit takes the pending request's place in flight, waiting for one
+// under the cap (counted as held when the cap is the client's own);
+// false: ctx ended first.
+func (o *openLoop) admit() bool {
+	select {
+	case o.sem <- struct{}{}:
+		return true
+	default:
+	}
+	if o.auto {
+		o.held++
+	}
+	select {
+	case o.sem <- struct{}{}:
+		return true
+	case <-o.ctx.Done():
+		return false
+	}
+}
+
+// rateNear is the schedule's rate at offset off (a trace's: its mean so
+// far).
+func (o *openLoop) rateNear(off time.Duration) float64 {
+	if r := o.l.Schedule.rateAt(off - o.l.Schedule.Phase); r > 0 {
+		return r
+	}
+	if off > 0 {
+		return float64(o.n) / off.Seconds()
+	}
+	return 0
 }
 
 // handOver is the sender's poll of the board: when more requests are due

@@ -53,173 +53,216 @@ var errScan = errors.New("malformed JSON")
 // wins; keys are case-sensitive); the fuzz test holds it to that. Invalid
 // JSON is an error, never a panic.
 func scanChunk(data []byte) (chunkInfo, error) {
-	s := scanner{b: data}
-	var info chunkInfo
-	s.ws()
-	if !s.consume('{') {
-		return info, s.fail()
+	c := chunkScan{s: scanner{b: data}}
+	c.s.ws()
+	if !c.s.consume('{') {
+		return c.info, c.s.fail()
 	}
-	err := s.object(func(key []byte) error {
-		switch string(key) { // no allocation: the compiler special-cases switch on string(bytes)
-		case "id":
-			info.ID, info.IDEscaped = nil, false
-			if s.peek() == '"' {
-				raw, esc, err := s.str()
-				if err != nil {
-					return err
-				}
-				info.ID, info.IDEscaped = raw, esc
-				return nil
-			}
-			return s.skip()
-		case "model":
-			info.Model, info.ModelEscaped = nil, false
-			if s.peek() == '"' {
-				raw, esc, err := s.str()
-				if err != nil {
-					return err
-				}
-				info.Model, info.ModelEscaped = raw, esc
-				return nil
-			}
-			return s.skip()
-		case "error":
-			null, err := s.isNullThenSkip()
-			info.HasError = !null
-			return err
-		case "usage":
-			info.HasUsage, info.PromptTokens, info.CompletionTokens = false, 0, 0
-			info.HasCached, info.CachedTokens = false, 0
-			if s.peek() != '{' {
-				return s.skip()
-			}
-			info.HasUsage = true
-			s.i++
-			return s.object(func(k []byte) error {
-				switch string(k) {
-				case "prompt_tokens":
-					n, err := s.intOrNull()
-					info.PromptTokens = n
-					return err
-				case "completion_tokens":
-					n, err := s.intOrNull()
-					info.CompletionTokens = n
-					return err
-				case "prompt_tokens_details":
-					info.HasCached, info.CachedTokens = false, 0
-					if s.peek() != '{' {
-						return s.skip()
-					}
-					s.i++
-					return s.object(func(k2 []byte) error {
-						if string(k2) != "cached_tokens" {
-							return s.skip()
-						}
-						n, isNum, err := s.intIfNumber()
-						info.HasCached, info.CachedTokens = isNum, n
-						return err
-					})
-				}
-				return s.skip()
-			})
-		case "choices":
-			info.HasText, info.HasFinish = false, false
-			info.Text, info.TextEscaped = nil, false
-			if s.peek() != '[' {
-				return s.skip()
-			}
-			s.i++
-			return s.array(func() error {
-				if s.peek() != '{' {
-					return s.skip()
-				}
-				s.i++
-				var text, content, rc, reasoning, msg, finish bool
-				// The raw strings of text, delta.content and message.content
-				// (the last of duplicate keys, as for the flags).
-				var textRaw, contentRaw, msgRaw []byte
-				var textEsc, contentEsc, msgEsc bool
-				err := s.object(func(k []byte) error {
-					switch string(k) {
-					case "finish_reason":
-						var err error
-						finish, err = s.nonEmptyString()
-						return err
-					case "text":
-						var err error
-						textRaw, textEsc, err = s.stringOrSkip()
-						text = len(textRaw) > 0
-						return err
-					case "delta":
-						content, rc, reasoning = false, false, false
-						contentRaw, contentEsc = nil, false
-						if s.peek() != '{' {
-							return s.skip()
-						}
-						s.i++
-						return s.object(func(k2 []byte) error {
-							var err error
-							switch string(k2) {
-							case "content":
-								contentRaw, contentEsc, err = s.stringOrSkip()
-								content = len(contentRaw) > 0
-							case "reasoning_content":
-								rc, err = s.nonEmptyString()
-							case "reasoning":
-								reasoning, err = s.nonEmptyString()
-							default:
-								err = s.skip()
-							}
-							return err
-						})
-					case "message":
-						msg = false
-						msgRaw, msgEsc = nil, false
-						if s.peek() != '{' {
-							return s.skip()
-						}
-						s.i++
-						return s.object(func(k2 []byte) error {
-							if string(k2) == "content" {
-								var err error
-								msgRaw, msgEsc, err = s.stringOrSkip()
-								msg = len(msgRaw) > 0
-								return err
-							}
-							return s.skip()
-						})
-					}
-					return s.skip()
-				})
-				if text || content || rc || reasoning || msg {
-					info.HasText = true
-				}
-				if finish {
-					info.HasFinish = true
-				}
-				if info.Text == nil {
-					switch {
-					case text:
-						info.Text, info.TextEscaped = textRaw, textEsc
-					case content:
-						info.Text, info.TextEscaped = contentRaw, contentEsc
-					case msg:
-						info.Text, info.TextEscaped = msgRaw, msgEsc
-					}
-				}
-				return err
-			})
-		}
-		return s.skip()
-	})
-	if err != nil {
+	if err := c.s.object(c.member); err != nil {
 		return chunkInfo{}, err
 	}
-	s.ws()
-	if s.i != len(s.b) {
-		return chunkInfo{}, s.fail()
+	c.s.ws()
+	if c.s.i != len(c.s.b) {
+		return chunkInfo{}, c.s.fail()
 	}
-	return info, nil
+	return c.info, nil
+}
+
+// chunkScan is scanChunk's walk over one event: the scanner, what the
+// event says so far, and the choice being read. Each member method reads
+// one key's value of one object; a key read again (a duplicate) resets
+// what the earlier one set, so the last one wins.
+type chunkScan struct {
+	s    scanner
+	info chunkInfo
+	ch   choiceScan
+}
+
+// choiceScan is what one element of choices says.
+type choiceScan struct {
+	text, content, rc, reasoning, msg, finish bool
+	// The raw strings of text, delta.content and message.content
+	// (the last of duplicate keys, as for the flags).
+	textRaw, contentRaw, msgRaw []byte
+	textEsc, contentEsc, msgEsc bool
+}
+
+// member reads a top-level member.
+func (c *chunkScan) member(key []byte) error {
+	switch string(key) { // no allocation: the compiler special-cases switch on string(bytes)
+	case "id":
+		return c.rawString(&c.info.ID, &c.info.IDEscaped)
+	case "model":
+		return c.rawString(&c.info.Model, &c.info.ModelEscaped)
+	case "error":
+		null, err := c.s.isNullThenSkip()
+		c.info.HasError = !null
+		return err
+	case "usage":
+		return c.usage()
+	case "choices":
+		return c.choices()
+	}
+	return c.s.skip()
+}
+
+// rawString reads a string's raw contents into raw and esc (nil and
+// false for any other value).
+func (c *chunkScan) rawString(raw *[]byte, esc *bool) error {
+	*raw, *esc = nil, false
+	if c.s.peek() != '"' {
+		return c.s.skip()
+	}
+	r, e, err := c.s.str()
+	if err != nil {
+		return err
+	}
+	*raw, *esc = r, e
+	return nil
+}
+
+// usage reads the top-level usage value.
+func (c *chunkScan) usage() error {
+	c.info.HasUsage, c.info.PromptTokens, c.info.CompletionTokens = false, 0, 0
+	c.info.HasCached, c.info.CachedTokens = false, 0
+	if c.s.peek() != '{' {
+		return c.s.skip()
+	}
+	c.info.HasUsage = true
+	c.s.i++
+	return c.s.object(c.usageMember)
+}
+
+func (c *chunkScan) usageMember(k []byte) error {
+	switch string(k) {
+	case "prompt_tokens":
+		n, err := c.s.intOrNull()
+		c.info.PromptTokens = n
+		return err
+	case "completion_tokens":
+		n, err := c.s.intOrNull()
+		c.info.CompletionTokens = n
+		return err
+	case "prompt_tokens_details":
+		c.info.HasCached, c.info.CachedTokens = false, 0
+		if c.s.peek() != '{' {
+			return c.s.skip()
+		}
+		c.s.i++
+		return c.s.object(c.detailsMember)
+	}
+	return c.s.skip()
+}
+
+// detailsMember reads a member of usage.prompt_tokens_details.
+func (c *chunkScan) detailsMember(k []byte) error {
+	if string(k) != "cached_tokens" {
+		return c.s.skip()
+	}
+	n, isNum, err := c.s.intIfNumber()
+	c.info.HasCached, c.info.CachedTokens = isNum, n
+	return err
+}
+
+// choices reads the top-level choices value.
+func (c *chunkScan) choices() error {
+	c.info.HasText, c.info.HasFinish = false, false
+	c.info.Text, c.info.TextEscaped = nil, false
+	if c.s.peek() != '[' {
+		return c.s.skip()
+	}
+	c.s.i++
+	return c.s.array(c.choice)
+}
+
+// choice reads one element of choices into info: whether it carries
+// text or a finish reason, and its answer text when no choice before it
+// had one.
+func (c *chunkScan) choice() error {
+	if c.s.peek() != '{' {
+		return c.s.skip()
+	}
+	c.s.i++
+	c.ch = choiceScan{}
+	err := c.s.object(c.choiceMember)
+	ch := &c.ch
+	if ch.text || ch.content || ch.rc || ch.reasoning || ch.msg {
+		c.info.HasText = true
+	}
+	if ch.finish {
+		c.info.HasFinish = true
+	}
+	if c.info.Text == nil {
+		switch {
+		case ch.text:
+			c.info.Text, c.info.TextEscaped = ch.textRaw, ch.textEsc
+		case ch.content:
+			c.info.Text, c.info.TextEscaped = ch.contentRaw, ch.contentEsc
+		case ch.msg:
+			c.info.Text, c.info.TextEscaped = ch.msgRaw, ch.msgEsc
+		}
+	}
+	return err
+}
+
+func (c *chunkScan) choiceMember(k []byte) error {
+	ch := &c.ch
+	switch string(k) {
+	case "finish_reason":
+		var err error
+		ch.finish, err = c.s.nonEmptyString()
+		return err
+	case "text":
+		var err error
+		ch.textRaw, ch.textEsc, err = c.s.stringOrSkip()
+		ch.text = len(ch.textRaw) > 0
+		return err
+	case "delta":
+		ch.content, ch.rc, ch.reasoning = false, false, false
+		ch.contentRaw, ch.contentEsc = nil, false
+		if c.s.peek() != '{' {
+			return c.s.skip()
+		}
+		c.s.i++
+		return c.s.object(c.deltaMember)
+	case "message":
+		ch.msg = false
+		ch.msgRaw, ch.msgEsc = nil, false
+		if c.s.peek() != '{' {
+			return c.s.skip()
+		}
+		c.s.i++
+		return c.s.object(c.messageMember)
+	}
+	return c.s.skip()
+}
+
+func (c *chunkScan) deltaMember(k []byte) error {
+	ch := &c.ch
+	var err error
+	switch string(k) {
+	case "content":
+		ch.contentRaw, ch.contentEsc, err = c.s.stringOrSkip()
+		ch.content = len(ch.contentRaw) > 0
+	case "reasoning_content":
+		ch.rc, err = c.s.nonEmptyString()
+	case "reasoning":
+		ch.reasoning, err = c.s.nonEmptyString()
+	default:
+		err = c.s.skip()
+	}
+	return err
+}
+
+func (c *chunkScan) messageMember(k []byte) error {
+	if string(k) != "content" {
+		return c.s.skip()
+	}
+	ch := &c.ch
+	var err error
+	ch.msgRaw, ch.msgEsc, err = c.s.stringOrSkip()
+	ch.msg = len(ch.msgRaw) > 0
+	return err
 }
 
 // scanner is a minimal validating JSON walker over a byte slice.
