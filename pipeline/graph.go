@@ -99,83 +99,8 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		g.Nodes = append(g.Nodes, n)
 		g.byName[s.Name] = n
 	}
-	addDep := func(n *Node, d, via string) {
-		if !slices.Contains(n.Deps, d) {
-			n.Deps = append(n.Deps, d)
-			n.Via[d] = via
-		}
-	}
 	for _, n := range g.Nodes {
-		s := n.Spec
-		if !stageNameRE.MatchString(s.Name) {
-			// The name becomes a file name (NAME.log) and part of every
-			// cell id (NAME/isl:osl/cN): "../x" or "a/b" would escape the
-			// run directory or break the ids.
-			errs = append(errs, schema.Error{Pos: s.Pos, Msg: fmt.Sprintf("stages.%q: a stage name is letters, digits, '.', '_' and '-', starting with a letter or digit (it names the stage's log file and its cell ids)", s.Name)})
-		}
-		k, known := reg.Kind(s.Kind)
-		switch {
-		case !known && s.Kind != "" && !s.Invalid:
-			errs = append(errs, schema.Error{Pos: s.PosOf("kind"), Msg: fmt.Sprintf("stages.%s.kind: unknown stage kind %q (known stage kinds: %s)", s.Name, s.Kind, strings.Join(reg.kindNames(), ", "))})
-		case known:
-			n.Kind = k
-			if !s.Invalid {
-				st, err := k.New(s)
-				if err != nil {
-					errs = append(errs, asErrors(err, s)...)
-				} else {
-					n.Stage = st
-				}
-			}
-			if k.Measuring && s.Retry != nil {
-				errs = append(errs, schema.Error{Pos: s.PosOf("retry"), Msg: fmt.Sprintf("stages.%s.retry: retry is not allowed on a measuring stage (kind %s): a retried measurement hides failures; put the retry on the launch or health stage instead", s.Name, s.Kind)})
-			}
-		}
-		for i, d := range s.Needs {
-			if d == s.Name {
-				errs = append(errs, schema.Error{Pos: s.PosOf("needs", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.needs: a stage cannot need itself", s.Name)})
-				continue
-			}
-			if _, ok := g.byName[d]; !ok {
-				errs = append(errs, schema.Error{Pos: s.PosOf("needs", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.needs: unknown stage %q (stages: %s)", s.Name, d, strings.Join(g.names(), ", "))})
-				continue
-			}
-			addDep(n, d, "needs")
-		}
-		if t := s.Target; t != "" {
-			switch {
-			case g.byName[t] != nil && t != s.Name:
-				addDep(n, t, "target")
-			case isURL(t):
-			case t == s.Name:
-				errs = append(errs, schema.Error{Pos: s.PosOf("target"), Msg: fmt.Sprintf("stages.%s.target: a stage cannot target itself", s.Name)})
-			default:
-				errs = append(errs, schema.Error{Pos: s.PosOf("target"), Msg: fmt.Sprintf("stages.%s.target: %q is neither a stage (stages: %s) nor an http(s) URL", s.Name, t, strings.Join(g.names(), ", "))})
-			}
-		}
-		if s.When != "" {
-			prog, refs, tagRefs, err := compileWhen(s)
-			if err != nil {
-				errs = append(errs, asErrors(err, s)...)
-			}
-			n.when = prog
-			n.whenReads = refs
-			for _, t := range tagRefs {
-				if !slices.ContainsFunc(p.Tags, func(f schema.TagField) bool { return f.Name == t }) {
-					errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: tags.%s: the plan marks no field @tag(%s), so it is always \"\" (declare it: x: *\"\" | string @tag(%s))", s.Name, t, t, t)})
-				}
-			}
-			for _, d := range refs {
-				switch {
-				case d == s.Name:
-					errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: a stage's when cannot read its own status", s.Name)})
-				case g.byName[d] == nil:
-					errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: unknown stage %q (stages: %s)", s.Name, d, strings.Join(g.names(), ", "))})
-				default:
-					addDep(n, d, "when")
-				}
-			}
-		}
+		errs = append(errs, g.link(n, reg)...)
 	}
 	// The sinks before the stages' Validate: a post stage checks the
 	// names it posts to.
@@ -225,6 +150,92 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		g.Warnings = g.Warnings.Sort()
 	}
 	return g, nil
+}
+
+// link decodes a stage with its kind and adds its edges (needs, target,
+// the stages its `when` reads), with every problem it finds.
+func (g *Graph) link(n *Node, reg *Registry) schema.Errors {
+	var errs schema.Errors
+	p := g.Plan
+	s := n.Spec
+	if !stageNameRE.MatchString(s.Name) {
+		// The name becomes a file name (NAME.log) and part of every
+		// cell id (NAME/isl:osl/cN): "../x" or "a/b" would escape the
+		// run directory or break the ids.
+		errs = append(errs, schema.Error{Pos: s.Pos, Msg: fmt.Sprintf("stages.%q: a stage name is letters, digits, '.', '_' and '-', starting with a letter or digit (it names the stage's log file and its cell ids)", s.Name)})
+	}
+	k, known := reg.Kind(s.Kind)
+	switch {
+	case !known && s.Kind != "" && !s.Invalid:
+		errs = append(errs, schema.Error{Pos: s.PosOf("kind"), Msg: fmt.Sprintf("stages.%s.kind: unknown stage kind %q (known stage kinds: %s)", s.Name, s.Kind, strings.Join(reg.kindNames(), ", "))})
+	case known:
+		n.Kind = k
+		if !s.Invalid {
+			st, err := k.New(s)
+			if err != nil {
+				errs = append(errs, asErrors(err, s)...)
+			} else {
+				n.Stage = st
+			}
+		}
+		if k.Measuring && s.Retry != nil {
+			errs = append(errs, schema.Error{Pos: s.PosOf("retry"), Msg: fmt.Sprintf("stages.%s.retry: retry is not allowed on a measuring stage (kind %s): a retried measurement hides failures; put the retry on the launch or health stage instead", s.Name, s.Kind)})
+		}
+	}
+	for i, d := range s.Needs {
+		if d == s.Name {
+			errs = append(errs, schema.Error{Pos: s.PosOf("needs", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.needs: a stage cannot need itself", s.Name)})
+			continue
+		}
+		if _, ok := g.byName[d]; !ok {
+			errs = append(errs, schema.Error{Pos: s.PosOf("needs", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.needs: unknown stage %q (stages: %s)", s.Name, d, strings.Join(g.names(), ", "))})
+			continue
+		}
+		n.addDep(d, "needs")
+	}
+	if t := s.Target; t != "" {
+		switch {
+		case g.byName[t] != nil && t != s.Name:
+			n.addDep(t, "target")
+		case isURL(t):
+		case t == s.Name:
+			errs = append(errs, schema.Error{Pos: s.PosOf("target"), Msg: fmt.Sprintf("stages.%s.target: a stage cannot target itself", s.Name)})
+		default:
+			errs = append(errs, schema.Error{Pos: s.PosOf("target"), Msg: fmt.Sprintf("stages.%s.target: %q is neither a stage (stages: %s) nor an http(s) URL", s.Name, t, strings.Join(g.names(), ", "))})
+		}
+	}
+	if s.When != "" {
+		prog, refs, tagRefs, err := compileWhen(s)
+		if err != nil {
+			errs = append(errs, asErrors(err, s)...)
+		}
+		n.when = prog
+		n.whenReads = refs
+		for _, t := range tagRefs {
+			if !slices.ContainsFunc(p.Tags, func(f schema.TagField) bool { return f.Name == t }) {
+				errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: tags.%s: the plan marks no field @tag(%s), so it is always \"\" (declare it: x: *\"\" | string @tag(%s))", s.Name, t, t, t)})
+			}
+		}
+		for _, d := range refs {
+			switch {
+			case d == s.Name:
+				errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: a stage's when cannot read its own status", s.Name)})
+			case g.byName[d] == nil:
+				errs = append(errs, schema.Error{Pos: s.WhenPos, Msg: fmt.Sprintf("stages.%s.when: unknown stage %q (stages: %s)", s.Name, d, strings.Join(g.names(), ", "))})
+			default:
+				n.addDep(d, "when")
+			}
+		}
+	}
+	return errs
+}
+
+// addDep makes the node wait for stage d, which via names.
+func (n *Node) addDep(d, via string) {
+	if !slices.Contains(n.Deps, d) {
+		n.Deps = append(n.Deps, d)
+		n.Via[d] = via
+	}
 }
 
 // compilePlanAssertions compiles the plan's own assertions once each:
