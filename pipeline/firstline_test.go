@@ -18,6 +18,10 @@ func TestFirstLineKeepsTheCause(t *testing.T) {
 		// No line says error: the last that is not the program's data.
 		{"sh failed: exit status 2; last lines of bench.log:\n  | ggml_cuda: device lost\n  | {\"n_prompt\": 64}\n", "sh failed: exit status 2; last lines of bench.log: … | ggml_cuda: device lost"},
 		{"sh failed: exit status 2; last lines of bench.log:\n  | {\"n_prompt\": 64}\n", "sh failed: exit status 2; last lines of bench.log: … | {\"n_prompt\": 64}"},
+		// benchrun's own note of how it stopped the program follows the
+		// program's last words, which say where it hung.
+		{"stage bench timed out after 1s; last lines of bench.log:\n  | running test pp512\n  | benchrun: program still running 100ms after SIGINT; sending SIGTERM\n", "stage bench timed out after 1s; last lines of bench.log: … | running test pp512"},
+		{"stage bench timed out after 1s; last lines of bench.log:\n  | benchrun: program still running 100ms after SIGINT; sending SIGTERM\n", "stage bench timed out after 1s; last lines of bench.log: … | benchrun: program still running 100ms after SIGINT; sending SIGTERM"},
 		// A structured line below error level is not the cause.
 		{"x: exit status 1; last lines of x.log:\n  | fatal: no GPU\n  | level=INFO msg=\"error budget unknown\"\n", "x: exit status 1; last lines of x.log: … | fatal: no GPU"},
 	} {

@@ -58,9 +58,11 @@ func OneLine(s string) string { return firstLine(s) }
 // the manifest's run reason: its first line, and, when what follows is a
 // log's tail ("  | " lines: a server that exited before listening), the
 // tail's last line that reads as an error ("… | error: bad flag -x"), or
-// its last line that is not JSON data when none does: a program's stdout
-// and stderr share the log in whatever order the pipes gave them, so its
-// data ("[", a record) may follow its error.
+// its last line that is neither JSON data nor benchrun's own note when
+// none does: a program's stdout and stderr share the log in whatever
+// order the pipes gave them, so its data ("[", a record) may follow its
+// error, and benchrun's notes of how it stopped the program ("benchrun:
+// program still running 100ms after SIGINT") follow its last words.
 func firstLine(s string) string {
 	i := strings.IndexByte(s, '\n')
 	if i < 0 {
@@ -79,9 +81,14 @@ func firstLine(s string) string {
 		}
 	}
 	for j := len(tail) - 1; j >= 0; j-- {
-		if !strings.HasPrefix(tail[j], "{") && !strings.HasPrefix(tail[j], "[") || j == 0 {
-			return first + " … | " + tail[j] // a JSON record is data, not a cause
+		l := tail[j]
+		if strings.HasPrefix(l, "{") || strings.HasPrefix(l, "[") || strings.HasPrefix(l, "benchrun: ") {
+			continue // a JSON record is data, benchrun's own note (a stop's escalation) is not the program's
 		}
+		return first + " … | " + l
+	}
+	if len(tail) > 0 {
+		return first + " … | " + tail[0]
 	}
 	return first + " …"
 }

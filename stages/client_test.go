@@ -35,3 +35,25 @@ func TestEveryRequestKindSharesTheClientFields(t *testing.T) {
 		})
 	}
 }
+
+// TestBothProgramKindsShareTheProgramFields: launch and exec embed
+// #Program, so its fields are read and checked the same way in both.
+func TestBothProgramKindsShareTheProgramFields(t *testing.T) {
+	for _, kind := range []string{"launch", "exec"} {
+		t.Run(kind, func(t *testing.T) {
+			extra := ""
+			if kind == "exec" {
+				extra = `, parser: "llama-bench"`
+			}
+			_, err := buildPlan(t, `p: {kind: "`+kind+`", cmd: [" "], gpus: [0, "RTX 3090"], stop_grace: "1s"`+extra+`}`)
+			want := `stages.p.cmd: the command is empty`
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v\nwant %s", err, want)
+			}
+			_, err = buildPlan(t, `p: {kind: "`+kind+`", cmd: ["x"], on: ""`+extra+`}`)
+			if err == nil || !strings.Contains(err.Error(), "stages.p.on") {
+				t.Errorf("on: \"\": err %v, want it refused at the field", err)
+			}
+		})
+	}
+}

@@ -1,12 +1,9 @@
 package exec
 
 import (
-	"fmt"
-	"strconv"
-	"time"
-
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/program"
 )
 
 // This file is the kind's configuration and its decoding from the
@@ -15,16 +12,12 @@ import (
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	On        string            `json:"on"`
-	Cmd       []string          `json:"cmd"`
-	Shell     bool              `json:"shell"`
-	Parser    string            `json:"parser"`
-	Fields    map[string]string `json:"fields"`
-	Env       map[string]string `json:"env"`
-	Dir       string            `json:"dir"`
-	GPUs      []any             `json:"gpus"`
-	Model     string            `json:"model"`
-	StopGrace string            `json:"stop_grace"`
+	// on, cmd, shell, env, gpus and stop_grace (#Program).
+	program.Config
+	Parser string            `json:"parser"`
+	Fields map[string]string `json:"fields"`
+	Dir    string            `json:"dir"`
+	Model  string            `json:"model"`
 }
 
 // New decodes the configuration.
@@ -34,24 +27,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 		return nil, err
 	}
 	var errs schema.Errors
-	d, err := time.ParseDuration(st.cfg.StopGrace)
-	if err != nil {
-		errs = append(errs, schema.Error{Pos: s.PosOf("stop_grace"), Msg: fmt.Sprintf("stages.%s.stop_grace: %v", s.Name, err)})
-	}
-	st.stopGrace = d
-	// The same selection as launch's: an index or a name NVML matches.
-	for i, g := range st.cfg.GPUs {
-		switch v := g.(type) {
-		case string:
-			st.gpuSel = append(st.gpuSel, v)
-		case float64:
-			st.gpuSel = append(st.gpuSel, strconv.Itoa(int(v)))
-		case int, int64:
-			st.gpuSel = append(st.gpuSel, fmt.Sprint(v))
-		default:
-			errs = append(errs, schema.Error{Pos: s.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: want an index or a GPU name, got %v", s.Name, i, g)})
-		}
-	}
+	st.prog, errs = st.cfg.Decode(s)
 	if len(errs) > 0 {
 		return nil, errs
 	}

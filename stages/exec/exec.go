@@ -28,6 +28,7 @@ import (
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/program"
 )
 
 // What this kind implements, checked by the compiler.
@@ -58,16 +59,16 @@ var Kind = pipeline.Kind{
 	Name:      "exec",
 	Doc:       "run a benchmark program (llama-bench, mlx-lm, or one printing JSON, JSON lines or CSV) and turn its output into rows",
 	Measuring: true,
-	Schema:    schema.KindSchema{Def: "#Exec", Source: schemaSource},
+	Schema:    schema.KindSchema{Def: "#Exec", Source: program.WithSchema(schemaSource)},
 	New:       New,
 }
 
 // Stage is a configured exec stage.
 type Stage struct {
-	spec      *schema.Stage
-	cfg       Config
-	stopGrace time.Duration
-	gpuSel    []string
+	spec *schema.Stage
+	cfg  Config
+	// prog is the GPU selection and stop grace the #Program fields give.
+	prog program.Decoded
 }
 
 // NamesTests implements pipeline.TestNamer: llama-bench's and mlx-lm's
@@ -89,14 +90,7 @@ const maxStdout = 64 << 20
 func (s *Stage) Validate(c *pipeline.Check) error {
 	var errs schema.Errors
 	name := s.spec.Name
-	if len(s.cfg.Cmd) == 0 || strings.TrimSpace(s.cfg.Cmd[0]) == "" {
-		errs = append(errs, schema.Error{Pos: s.spec.PosOf("cmd"), Msg: fmt.Sprintf("stages.%s.cmd: the command is empty", name)})
-	}
-	for i, g := range s.gpuSel {
-		if strings.TrimSpace(g) == "" {
-			errs = append(errs, schema.Error{Pos: s.spec.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: empty GPU name", name, i)})
-		}
-	}
+	errs = append(errs, s.cfg.Config.Check(s.spec, s.prog)...)
 	generic := s.cfg.Parser == parserJSON || s.cfg.Parser == parserJSONL || s.cfg.Parser == parserCSV
 	if len(s.cfg.Fields) > 0 && !generic {
 		errs = append(errs, schema.Error{Pos: s.spec.PosOf("fields"), Msg: fmt.Sprintf("stages.%s.fields: the %s parser maps the program's fields itself; fields is for the json, jsonl and csv parsers", name, s.cfg.Parser)})
@@ -193,13 +187,13 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 		machine = c.Machine().String()
 		started = time.Now().UTC()
 		fmt.Fprintf(env.Progress, "%s: running %s on %s\n", name, redact.String(strings.Join(argv, " ")), machine)
-		runErr = s.runOn(ctx, c, argv, remoteEnv(environ), dir, io.MultiWriter(stdout, logf), logf)
+		runErr = s.runOn(ctx, c, argv, program.RemoteEnv(environ), dir, io.MultiWriter(stdout, logf), logf)
 	} else {
 		spec := procrun.Spec{
 			Argv: argv, Env: append(os.Environ(), environ...), Dir: dir, LogPath: logPath,
 			Stdout: io.MultiWriter(stdout, logf),
 			Name:   name, Noun: "program", Progress: env.Progress,
-			Graces: procrun.Graces{Int: s.stopGrace, Term: s.stopGrace, IntName: "stop_grace", TermName: "stop_grace"},
+			Graces: procrun.Graces{Int: s.prog.StopGrace, Term: s.prog.StopGrace, IntName: "stop_grace", TermName: "stop_grace"},
 		}
 		started = time.Now().UTC()
 		fmt.Fprintf(env.Progress, "%s: running %s\n", name, strings.Join(argv, " "))
@@ -272,10 +266,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 func (s *Stage) environ(env *pipeline.Env, vars map[string]string, onMachine bool) ([]string, error) {
 	var environ []string
 	switch {
-	case len(s.gpuSel) > 0 && onMachine:
+	case len(s.prog.GPUs) > 0 && onMachine:
 		// By index only (vet): NVML here does not know the machine's GPUs.
-		environ = append(environ, telemetry.CUDADevicesEnv(s.gpuSel)...)
-	case len(s.gpuSel) > 0:
+		environ = append(environ, telemetry.CUDADevicesEnv(s.prog.GPUs)...)
+	case len(s.prog.GPUs) > 0:
 		devices, err := s.chooseGPUs(env.Log)
 		if err != nil {
 			return nil, err
@@ -483,36 +477,16 @@ func (s *Stage) engineName(argv []string) string {
 	return ""
 }
 
-// vars are what ${...} expands to in cmd, env and dir: launch's names,
-// without a port (a program is not a server).
+// vars are what ${...} expands to in cmd, env and dir: a program's
+// (program.Vars), no port (a program is not a server).
 func (s *Stage) vars(env *pipeline.Env) map[string]string {
-	planDir := "."
-	if env.Plan.Path != "" {
-		if abs, err := filepath.Abs(env.Plan.Path); err == nil {
-			planDir = filepath.Dir(abs)
-		}
-	}
-	modelFile := env.Plan.Model.File
-	if modelFile != "" && !filepath.IsAbs(modelFile) {
-		modelFile = filepath.Join(planDir, modelFile)
-	}
-	runDir, _ := filepath.Abs(env.Dir)
-	vars := map[string]string{"model": s.modelName(env), "model_file": modelFile, "run_dir": runDir, "plan_dir": planDir, "stage": env.Stage.Name}
-	for name, d := range env.Deps {
-		for k, v := range d.Values {
-			vars[name+"."+k] = fmt.Sprint(v)
-		}
-		if d.URL != "" {
-			vars[name+".url"] = d.URL
-		}
-	}
-	return vars
+	return program.Vars(env, env.Stage.Name, s.modelName(env))
 }
 
 // chooseGPUs resolves the plan's GPU selection as launch does: by UUID
 // when NVML names them, else by NVML index (said in the stage log).
 func (s *Stage) chooseGPUs(log io.Writer) ([]string, error) {
-	devices, err := telemetry.ChooseDevices(s.gpuSel, listGPUs, log)
+	devices, err := telemetry.ChooseDevices(s.prog.GPUs, listGPUs, log)
 	if err != nil {
 		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
 	}

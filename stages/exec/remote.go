@@ -32,18 +32,9 @@ func (s *Stage) validateOn(c *pipeline.Check) schema.Errors {
 	if on == "" {
 		return nil
 	}
-	var errs schema.Errors
+	errs := s.cfg.Config.CheckOn(c, s.spec, s.prog, "the program")
 	bad := func(pos []string, format string, args ...any) {
 		errs = append(errs, schema.Error{Pos: s.spec.PosOf(pos...), Msg: fmt.Sprintf("stages.%s.%s: ", s.spec.Name, strings.Join(pos, ".")) + fmt.Sprintf(format, args...)})
-	}
-	if why := c.MachineProblem(on, "the program"); why != "" {
-		bad([]string{"on"}, "%s", why)
-	}
-	for _, g := range s.gpuSel {
-		if !isIndex(g) {
-			bad([]string{"gpus"}, "%q: on another machine GPUs are chosen by index (NVML here does not know the machine's names)", g)
-			break
-		}
 	}
 	local := func(pos []string, v string) {
 		if m := localVars.FindString(v); m != "" {
@@ -58,18 +49,6 @@ func (s *Stage) validateOn(c *pipeline.Check) schema.Errors {
 	}
 	local([]string{"dir"}, s.cfg.Dir)
 	return errs
-}
-
-func isIndex(g string) bool {
-	if g == "" {
-		return false
-	}
-	for _, r := range g {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -112,7 +91,7 @@ func (s *Stage) connect(ctx context.Context, env *pipeline.Env) (*remote.Client,
 func (s *Stage) runOn(ctx context.Context, c *remote.Client, argv []string, env map[string]string, dir string, stdout, log io.Writer) error {
 	// The start marker: a failure's tail is what this start printed.
 	fmt.Fprintf(log, "benchrun: starting %s on %s\n", redact.String(strings.Join(argv, " ")), c.Machine())
-	return c.Run(ctx, argv, env, dir, stdout, log, remote.Graces{Int: s.stopGrace, Term: s.stopGrace})
+	return c.Run(ctx, argv, env, dir, stdout, log, remote.Graces{Int: s.prog.StopGrace, Term: s.prog.StopGrace})
 }
 
 // remoteCommandLine is procrun.CommandLine for the machine: "benchrun"
@@ -122,16 +101,4 @@ func remoteCommandLine(cmd []string, shell bool) []string {
 		return []string{"/bin/sh", "-c", strings.Join(cmd, " ")}
 	}
 	return append([]string(nil), cmd...)
-}
-
-// remoteEnv is the KEY=VALUE list as the map remote.Run takes; a later
-// entry wins, as in an environment.
-func remoteEnv(environ []string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			out[k] = v
-		}
-	}
-	return out
 }

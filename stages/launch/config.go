@@ -2,11 +2,11 @@ package launch
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/program"
 )
 
 // This file is the kind's configuration and its decoding from the
@@ -16,17 +16,13 @@ import (
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
+	// on, cmd, shell, env, gpus and stop_grace (#Program).
+	program.Config
 	Engine      string            `json:"engine"`
-	On          string            `json:"on"`
-	Cmd         []string          `json:"cmd"`
-	Shell       bool              `json:"shell"`
-	Env         map[string]string `json:"env"`
 	Dir         string            `json:"dir"`
 	Port        any               `json:"port"`
 	Host        string            `json:"host"`
 	Model       string            `json:"model"`
-	GPUs        []any             `json:"gpus"`
-	StopGrace   string            `json:"stop_grace"`
 	TermGrace   string            `json:"term_grace"`
 	MetricsURL  string            `json:"metrics_url"`
 	Restart     string            `json:"restart"`
@@ -67,7 +63,9 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 		}
 		return d
 	}
-	st.stopGrace = dur("stop_grace", st.cfg.StopGrace)
+	var perrs schema.Errors
+	st.prog, perrs = st.cfg.Decode(s)
+	errs = append(errs, perrs...)
 	st.termGrace = dur("term_grace", st.cfg.TermGrace)
 	st.startWithin = dur("start_within", st.cfg.StartWithin)
 	for _, list := range []struct {
@@ -76,18 +74,6 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	}{{"setup", st.cfg.Setup}, {"after_start", st.cfg.AfterStart}} {
 		for i := range list.cmds {
 			list.cmds[i].timeout = dur(fmt.Sprintf("%s.%d.timeout", list.field, i), list.cmds[i].Timeout)
-		}
-	}
-	for i, g := range st.cfg.GPUs {
-		switch v := g.(type) {
-		case string:
-			st.gpuSel = append(st.gpuSel, v)
-		case float64:
-			st.gpuSel = append(st.gpuSel, strconv.Itoa(int(v)))
-		case int, int64:
-			st.gpuSel = append(st.gpuSel, fmt.Sprint(v))
-		default:
-			errs = append(errs, schema.Error{Pos: s.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: want an index or a GPU name, got %v", s.Name, i, g)})
 		}
 	}
 	if len(errs) > 0 {

@@ -31,6 +31,7 @@ import (
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/program"
 )
 
 // What this kind implements, checked by the compiler (the runner finds
@@ -54,18 +55,18 @@ var listGPUs = telemetry.ListGPUs
 var Kind = pipeline.Kind{
 	Name:   "launch",
 	Doc:    "start a server process, keep it up while its dependents run, stop it afterwards",
-	Schema: schema.KindSchema{Def: "#Launch", Source: schemaSource},
+	Schema: schema.KindSchema{Def: "#Launch", Source: program.WithSchema(schemaSource)},
 	New:    New,
 }
 
 // Stage is a configured launch stage.
 type Stage struct {
-	spec        *schema.Stage
-	cfg         Config
-	stopGrace   time.Duration
+	spec *schema.Stage
+	cfg  Config
+	// prog is the GPU selection and stop grace the #Program fields give.
+	prog        program.Decoded
 	termGrace   time.Duration
 	startWithin time.Duration
-	gpuSel      []string
 	gpus        []string // the devices the server is given: UUIDs, else NVML indices
 
 	// Set by Run, read by restarts.
@@ -124,14 +125,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	if s.cfg.Model == "" && p.Model.Name == "" {
 		errs = append(errs, schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no served model name: set model: {name: ...} in the plan or model in the stage", s.spec.Name)})
 	}
-	if len(s.cfg.Cmd) == 0 || strings.TrimSpace(s.cfg.Cmd[0]) == "" {
-		errs = append(errs, schema.Error{Pos: s.spec.PosOf("cmd"), Msg: fmt.Sprintf("stages.%s.cmd: the command is empty", s.spec.Name)})
-	}
-	for i, g := range s.gpuSel {
-		if strings.TrimSpace(g) == "" {
-			errs = append(errs, schema.Error{Pos: s.spec.PosOf("gpus"), Msg: fmt.Sprintf("stages.%s.gpus[%d]: empty GPU name", s.spec.Name, i)})
-		}
-	}
+	errs = append(errs, s.cfg.Config.Check(s.spec, s.prog)...)
 	if refs := cellRefs(s.cfg); len(refs) > 0 {
 		field := "cmd"
 		if len(pipeline.CellVarRefs(strings.Join(s.cfg.Cmd, " "))) == 0 {
@@ -337,11 +331,11 @@ func (s *Stage) prepareEnviron(env *pipeline.Env) error {
 		// variables (its credentials) reach it only through env. GPUs are
 		// the machine's, by index: NVML here knows none of them.
 		s.baseEnviron = nil
-		if len(s.gpuSel) > 0 {
-			s.gpus = slices.Clone(s.gpuSel)
+		if len(s.prog.GPUs) > 0 {
+			s.gpus = slices.Clone(s.prog.GPUs)
 			s.baseEnviron = telemetry.CUDADevicesEnv(s.gpus)
 		}
-	} else if len(s.gpuSel) > 0 {
+	} else if len(s.prog.GPUs) > 0 {
 		var err error
 		if s.gpus, err = s.chooseGPUs(env.Log); err != nil {
 			return err
@@ -411,7 +405,7 @@ func (s *Stage) outputs(env *pipeline.Env, base, version string, vars map[string
 // enumerates in; else by NVML index (said in the stage log), which CUDA
 // numbers the same way only with CUDA_DEVICE_ORDER=PCI_BUS_ID.
 func (s *Stage) chooseGPUs(log io.Writer) ([]string, error) {
-	devices, err := telemetry.ChooseDevices(s.gpuSel, listGPUs, log)
+	devices, err := telemetry.ChooseDevices(s.prog.GPUs, listGPUs, log)
 	if err != nil {
 		return nil, fmt.Errorf("stages.%s.gpus: %w", s.spec.Name, err)
 	}
@@ -446,32 +440,11 @@ func showDetails(w io.Writer, err error) {
 	}
 }
 
-// vars are what ${...} expands to in cmd, env, files and commands.
+// vars are what ${...} expands to in cmd, env, files and commands: a
+// program's (program.Vars), and the server's ${port} and ${host}.
 func (s *Stage) vars(env *pipeline.Env) map[string]string {
-	planDir := "."
-	if env.Plan.Path != "" {
-		if abs, err := filepath.Abs(env.Plan.Path); err == nil {
-			planDir = filepath.Dir(abs)
-		}
-	}
-	modelFile := env.Plan.Model.File
-	if modelFile != "" && !filepath.IsAbs(modelFile) {
-		modelFile = filepath.Join(planDir, modelFile)
-	}
-	runDir, _ := filepath.Abs(env.Dir)
-	vars := map[string]string{
-		"port": strconv.Itoa(s.port), "host": s.cfg.Host, "model": s.model,
-		"model_file": modelFile, "run_dir": runDir, "plan_dir": planDir, "stage": s.spec.Name,
-	}
-	// ${provision.host}: the values earlier stages output.
-	for name, d := range env.Deps {
-		for k, v := range d.Values {
-			vars[name+"."+k] = fmt.Sprint(v)
-		}
-		if d.URL != "" {
-			vars[name+".url"] = d.URL
-		}
-	}
+	vars := program.Vars(env, s.spec.Name, s.model)
+	vars["port"], vars["host"] = strconv.Itoa(s.port), s.cfg.Host
 	return vars
 }
 
@@ -977,7 +950,7 @@ func (s *Stage) stop(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	err := p.Stop(ctx, procrun.Graces{Int: s.stopGrace, Term: s.termGrace, IntName: "stop_grace", TermName: "term_grace"})
+	err := p.Stop(ctx, procrun.Graces{Int: s.prog.StopGrace, Term: s.termGrace, IntName: "stop_grace", TermName: "term_grace"})
 	if err != nil {
 		return fmt.Errorf("stopping the server: %w", err)
 	}

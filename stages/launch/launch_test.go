@@ -25,6 +25,7 @@ import (
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/program"
 )
 
 // The test binary doubles as the processes these tests launch: with
@@ -1052,10 +1053,10 @@ stages: server: {kind: "launch", engine: "llama-server", cmd: ["llama-server", "
 			}
 		})
 	}
-	if parser, _ := versionCommand(Config{Cmd: []string{"benchrun", "sim"}}, []string{"/x/benchrun", "sim"}); parser != "sim" {
+	if parser, _ := versionCommand(Config{Config: program.Config{Cmd: []string{"benchrun", "sim"}}}, []string{"/x/benchrun", "sim"}); parser != "sim" {
 		t.Errorf("benchrun sim is engine %q, want sim", parser)
 	}
-	if parser, _ := versionCommand(Config{Engine: "vllm", Cmd: []string{"ssh", "pod", "vllm", "serve"}}, []string{"ssh", "pod", "vllm", "serve"}); parser != "" {
+	if parser, _ := versionCommand(Config{Engine: "vllm", Config: program.Config{Cmd: []string{"ssh", "pod", "vllm", "serve"}}}, []string{"ssh", "pod", "vllm", "serve"}); parser != "" {
 		t.Errorf("ssh's --version would be taken for vllm's (%q)", parser)
 	}
 }

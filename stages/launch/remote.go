@@ -15,6 +15,7 @@ import (
 	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
+	"github.com/benchrun/benchrun/stages/internal/program"
 )
 
 // This file is on: "<provision stage>": the server runs on the machine
@@ -30,35 +31,11 @@ func (s *Stage) validateOn(c *pipeline.Check) schema.Errors {
 	if on == "" {
 		return nil
 	}
-	var errs schema.Errors
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, schema.Error{Pos: s.spec.PosOf(field), Msg: fmt.Sprintf("stages.%s.%s: ", s.spec.Name, field) + fmt.Sprintf(format, args...)})
-	}
-	if why := c.MachineProblem(on, "the server"); why != "" {
-		bad("on", "%s", why)
-	}
-	for _, g := range s.gpuSel {
-		if !isIndex(g) {
-			bad("gpus", "%q: on another machine GPUs are chosen by index (NVML here does not know the machine's names)", g)
-			break
-		}
-	}
+	errs := s.cfg.Config.CheckOn(c, s.spec, s.prog, "the server")
 	if len(s.cfg.Files) > 0 {
-		bad("files", "files are written into the run directory on benchrun's machine, which the server on %s's machine does not see: write them with a setup command there", on)
+		errs = append(errs, schema.Error{Pos: s.spec.PosOf("files"), Msg: fmt.Sprintf("stages.%s.files: ", s.spec.Name) + fmt.Sprintf("files are written into the run directory on benchrun's machine, which the server on %s's machine does not see: write them with a setup command there", on)})
 	}
 	return errs
-}
-
-func isIndex(g string) bool {
-	if g == "" {
-		return false
-	}
-	for _, r := range g {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // connect dials the machine of on: from that stage's outputs, waiting up
@@ -114,18 +91,6 @@ func remoteCommandLine(cmd []string, shell bool, vars map[string]string) []strin
 	return argv
 }
 
-// remoteEnv is the KEY=VALUE list as the map remote.Start takes; a later
-// entry wins, as in an environment.
-func remoteEnv(environ []string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // remoteServer is a server on the machine, its output appended to the
 // stage's log.
 type remoteServer struct {
@@ -148,7 +113,7 @@ func (s *Stage) startRemote() (serverProc, error) {
 	fmt.Fprintf(log, "benchrun: starting %s on %s\n", shownCommand(s.argv), s.remote.Machine())
 	// The server outlives Run's context: Cleanup (or a restart) stops it,
 	// and the watcher on the machine when benchrun is gone.
-	p, err := s.remote.Start(context.Background(), s.argv, remoteEnv(s.environ), s.dir, log, log)
+	p, err := s.remote.Start(context.Background(), s.argv, program.RemoteEnv(s.environ), s.dir, log, log)
 	if err != nil {
 		fmt.Fprintf(log, "benchrun: %v\n", err)
 		log.Close()
@@ -189,7 +154,7 @@ func (s *Stage) runRemoteCommands(ctx context.Context, env *pipeline.Env, phase 
 			}
 			environ = append(environ, k+"="+ev)
 		}
-		if err := s.runRemote(ctx, argv, remoteEnv(environ), expand(c.Dir, vars), logPath, c.timeout); err != nil {
+		if err := s.runRemote(ctx, argv, program.RemoteEnv(environ), expand(c.Dir, vars), logPath, c.timeout); err != nil {
 			return fmt.Errorf("stages.%s.%s[%d] (%s) on %s: %w", s.spec.Name, phase, i, shownCommand(argv), s.remote.Machine(), err)
 		}
 	}
