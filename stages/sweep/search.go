@@ -603,9 +603,8 @@ func (sr *search) saturated(row *results.Cell, load float64) string {
 		// have flattened is not called saturated (a fixed 6 ms server read
 		// 152 then 94 req/s beside busy neighbours).
 		late := measure.Late(row)
-		starvedUp, starvedDown := starved(row)
-		bestRise := (*row.ReqS+max(measure.Allowance("req_s", row, late).Up, starvedUp)) / *q.row.ReqS - 1
-		bestClimb := (*row.E2ELP99Ms-max(measure.Allowance("e2el_p99_ms", row, late).Down, starvedDown)) / *q.row.E2ELP99Ms - 1
+		bestRise := (*row.ReqS+measure.MachineBound("req_s", row, late).Up) / *q.row.ReqS - 1
+		bestClimb := (*row.E2ELP99Ms-min(measure.MachineBound("e2el_p99_ms", row, late).Down, *row.E2ELP99Ms)) / *q.row.E2ELP99Ms - 1
 		if bestRise < satRise*(ratio-1) && bestClimb > satLatency {
 			why = append(why, fmt.Sprintf("throughput flat: req_s %.4g at %g %s vs %.4g at %g (%+.1f%% for %.2g× the load) while e2el_p99_ms rose %.4g → %.4g",
 				*row.ReqS, load, unit, *q.row.ReqS, q.load, 100*rise, ratio, *q.row.E2ELP99Ms, *row.E2ELP99Ms))
@@ -634,27 +633,6 @@ func (sr *search) saturated(row *results.Cell, load float64) string {
 		}
 	}
 	return strings.Join(why, "; ")
-}
-
-// starved is what CPU-bound neighbours could have taken from a probe's
-// throughput (up: req_s up to this much higher) and added to its tail
-// (down: e2el_p99_ms up to this much lower): while benchrun's or the
-// server's threads waited for a CPU (client_cpu_wait_ms,
-// server_cpu_wait_ms, the larger) for a share f of the probe's window,
-// the work could have taken (1 − f) of it. A sleeping probe's lateness
-// misses this: the kernel wakes a sleeper promptly while busy threads
-// wait their turn.
-func starved(row *results.Cell) (up, down float64) {
-	wait := max(results.ValueOr(row.ClientCPUWaitMs, 0), results.ValueOr(row.ServerCPUWaitMs, 0))
-	if wait <= 0 || row.DurationS <= 0 || row.ReqS == nil {
-		return 0, 0
-	}
-	f := min(wait/(1000*row.DurationS), 0.9)
-	up = *row.ReqS * f / (1 - f)
-	if row.E2ELP99Ms != nil {
-		down = min(wait, *row.E2ELP99Ms)
-	}
-	return up, down
 }
 
 // knee is the search's knee row.
