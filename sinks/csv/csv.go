@@ -30,7 +30,7 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Sink = (*Output)(nil)
+	_ pipeline.Sink = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -79,9 +79,9 @@ var DefaultColumns = []string{
 	"decode_tok_s", "speedup_vs_c1", "batching_efficiency", "status", "measurement", "reason", "notes",
 }
 
-// Output writes CSV rows to W (with Columns), to Prefix+".csv" (with
+// Sink writes CSV rows to W (with Columns), to Prefix+".csv" (with
 // Columns) and to cells.csv in the run directory (every column).
-type Output struct {
+type Sink struct {
 	W       io.Writer // usually stdout; nil for none
 	Columns []string
 	// Prefix, when set, also streams W's table to Prefix+".csv".
@@ -130,10 +130,10 @@ func (t *target) leanNotes(c results.Cell) string {
 
 // New returns a CSV output writing to w with the given columns (nil:
 // DefaultColumns). An unknown column is an error naming the valid ones.
-func New(w io.Writer, columns []string) (*Output, error) {
+func New(w io.Writer, columns []string) (*Sink, error) {
 	if len(columns) == 0 {
 		// Start picks the defaults for the plan (a rate column for open loops).
-		return &Output{W: w}, nil
+		return &Sink{W: w}, nil
 	}
 	for i := range columns {
 		columns[i] = strings.TrimSpace(columns[i])
@@ -142,7 +142,7 @@ func New(w io.Writer, columns []string) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Output{W: w, Columns: columns, index: idx}, nil
+	return &Sink{W: w, Columns: columns, index: idx}, nil
 }
 
 // defaultColumnsFor is DefaultColumns with the rate column after
@@ -189,12 +189,12 @@ func columnIndex(columns []string) ([]int, error) {
 }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return "csv" }
+func (o *Sink) Name() string { return "csv" }
 
 // Start opens the files and writes the headers. A live run appends to
 // cells.csv (a resumed run keeps the rows it has); a replay writes it
 // afresh.
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	run := env.Run
 	if o.toStdout && env.Stdout != nil {
 		o.W = env.Stdout
@@ -315,7 +315,7 @@ func upgradeHeader(path string, columns []string) error {
 
 // Cell writes one row to every target and flushes, so each row appears
 // as its cell finishes.
-func (o *Output) Cell(c results.Cell, _ []results.Request) error {
+func (o *Sink) Cell(c results.Cell, _ []results.Request) error {
 	for i := range o.targets {
 		t := &o.targets[i]
 		row := c
@@ -332,7 +332,7 @@ func (o *Output) Cell(c results.Cell, _ []results.Request) error {
 }
 
 // Stop closes the files.
-func (o *Output) Stop(*pipeline.Summary) error {
+func (o *Sink) Stop(*pipeline.Summary) error {
 	var first error
 	for _, f := range o.files {
 		if err := f.Close(); err != nil && first == nil {

@@ -1,4 +1,4 @@
 package json
 
 // Writes is how many times o wrote result.json (for the tests).
-func Writes(o *Output) int { return o.writes }
+func Writes(o *Sink) int { return o.writes }

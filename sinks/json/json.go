@@ -22,8 +22,8 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Sink        = (*Output)(nil)
-	_ pipeline.VerdictSink = (*Output)(nil)
+	_ pipeline.Sink        = (*Sink)(nil)
+	_ pipeline.VerdictSink = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -51,8 +51,8 @@ var Kind = pipeline.SinkKind{
 // FileName is the output's name in the run directory.
 const FileName = resultdoc.FileName
 
-// Output writes result.json (and Prefix+".json" when Prefix is set).
-type Output struct {
+// Sink writes result.json (and Prefix+".json" when Prefix is set).
+type Sink struct {
 	Prefix string
 
 	ri       *pipeline.RunInfo
@@ -76,15 +76,15 @@ type Output struct {
 const largeFile = 256 << 10
 
 // New returns the result.json output.
-func New() *Output { return &Output{} }
+func New() *Sink { return &Sink{} }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return "json" }
+func (o *Sink) Name() string { return "json" }
 
 // Start writes result.json as it stands: empty for a new run or a
 // replay; for a resumed run, with the cells and verdicts its earlier
 // attempts stored (SinkEnv.Prior).
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	o.ri = env.Run
 	prior, err := env.Prior()
 	if err != nil {
@@ -103,7 +103,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 
 // Cell adds a cell (replacing an earlier row of the same cell id, as a
 // resumed run re-measures) and rewrites the file.
-func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	r := resultdoc.NewCellResult(c, reqs)
 	if o.index == nil {
 		o.index = map[string]int{}
@@ -122,8 +122,8 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 }
 
 // writeSoon writes result.json now, unless the last write was slow and
-// recent (see Output).
-func (o *Output) writeSoon() error {
+// recent (see Sink).
+func (o *Sink) writeSoon() error {
 	if o.lastSize >= largeFile && time.Since(o.lastEnd) < 10*o.lastCost {
 		return nil
 	}
@@ -131,7 +131,7 @@ func (o *Output) writeSoon() error {
 }
 
 // Verdicts adds the cell's verdicts and rewrites the file.
-func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
+func (o *Sink) Verdicts(c results.Cell, rows []results.Verdict) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -145,7 +145,7 @@ func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 }
 
 // Stop writes the final file with the run's outcome.
-func (o *Output) Stop(sum *pipeline.Summary) error {
+func (o *Sink) Stop(sum *pipeline.Summary) error {
 	if err := o.write(sum); err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 	return pipeline.WriteFileAtomic(o.Prefix+".json", b)
 }
 
-func (o *Output) write(sum *pipeline.Summary) error {
+func (o *Sink) write(sum *pipeline.Summary) error {
 	start := time.Now()
 	b, err := resultdoc.Encode(resultdoc.Build(pipeline.RunRecord(o.ri, sum), o.cells, o.verdicts))
 	if err != nil {

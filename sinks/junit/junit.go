@@ -27,8 +27,8 @@ import (
 // What this sink implements, checked by the compiler (the runner finds
 // the optional interfaces by type assertion).
 var (
-	_ pipeline.Sink        = (*Output)(nil)
-	_ pipeline.VerdictSink = (*Output)(nil)
+	_ pipeline.Sink        = (*Sink)(nil)
+	_ pipeline.VerdictSink = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -67,9 +67,9 @@ type entry struct {
 	verdicts []results.Verdict
 }
 
-// Output writes junit.xml (and Prefix+".junit.xml" at Stop when Prefix
+// Sink writes junit.xml (and Prefix+".junit.xml" at Stop when Prefix
 // is set).
-type Output struct {
+type Sink struct {
 	Prefix string
 
 	ri      *pipeline.RunInfo
@@ -79,14 +79,14 @@ type Output struct {
 }
 
 // New returns the junit.xml output.
-func New() *Output { return &Output{byCell: map[string]*entry{}} }
+func New() *Sink { return &Sink{byCell: map[string]*entry{}} }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return "junit" }
+func (o *Sink) Name() string { return "junit" }
 
 // Start writes junit.xml as it stands: for a resumed run with the cells
 // and verdicts its earlier attempts stored, fed in as a replay feeds them.
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	o.ri = env.Run
 	if env.Prior != nil {
 		prior, err := env.Prior()
@@ -103,7 +103,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 // seed feeds the rows of earlier attempts: every cell row in the order
 // stored, each with the verdicts judged on it, and the verdicts of
 // stages and of the run.
-func (o *Output) seed(prior *pipeline.Rows) {
+func (o *Sink) seed(prior *pipeline.Rows) {
 	type key struct {
 		cell    string
 		attempt int64
@@ -136,12 +136,12 @@ func (o *Output) seed(prior *pipeline.Rows) {
 // Cell records a cell row, replacing an earlier row of the same cell id
 // (a resumed run measures again) and its verdicts. The file is rewritten
 // after the cell's verdicts, which the pipeline hands over right after.
-func (o *Output) Cell(c results.Cell, _ []results.Request) error {
+func (o *Sink) Cell(c results.Cell, _ []results.Request) error {
 	o.addCell(c)
 	return nil
 }
 
-func (o *Output) addCell(c results.Cell) {
+func (o *Sink) addCell(c results.Cell) {
 	if e := o.byCell[c.CellID]; e != nil && c.CellID != "" {
 		// The cell again: a resume's attempt replaces it; its own
 		// re-measurement keeps the earlier measurement's failures, which
@@ -166,12 +166,12 @@ func (o *Output) addCell(c results.Cell) {
 
 // Verdicts records a cell's verdicts (or, for a cell without an id, the
 // verdicts of a stage's or the run's rows) and rewrites the file.
-func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
+func (o *Sink) Verdicts(c results.Cell, rows []results.Verdict) error {
 	o.addVerdicts(c, rows)
 	return o.write(nil)
 }
 
-func (o *Output) addVerdicts(c results.Cell, rows []results.Verdict) {
+func (o *Sink) addVerdicts(c results.Cell, rows []results.Verdict) {
 	if c.CellID == "" {
 		if len(rows) == 0 {
 			return
@@ -198,7 +198,7 @@ func (o *Output) addVerdicts(c results.Cell, rows []results.Verdict) {
 }
 
 // Stop writes the final file with the run's outcome, and PREFIX.junit.xml.
-func (o *Output) Stop(sum *pipeline.Summary) error {
+func (o *Sink) Stop(sum *pipeline.Summary) error {
 	b := o.render(sum)
 	if err := pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b); err != nil {
 		return err
@@ -212,11 +212,11 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 	return pipeline.WriteFileAtomic(o.Prefix+"."+FileName, b)
 }
 
-func (o *Output) write(sum *pipeline.Summary) error {
+func (o *Sink) write(sum *pipeline.Summary) error {
 	return pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), o.render(sum))
 }
 
-func (o *Output) render(sum *pipeline.Summary) []byte {
+func (o *Sink) render(sum *pipeline.Summary) []byte {
 	rec := pipeline.RunRecord(o.ri, nil)
 	if o.record != nil {
 		rec = o.record()

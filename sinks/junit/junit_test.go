@@ -166,7 +166,7 @@ func drive(t *testing.T, groups []group, sum *pipeline.Summary) []byte {
 	return b
 }
 
-func feed(t *testing.T, o *Output, groups []group) {
+func feed(t *testing.T, o *Sink, groups []group) {
 	t.Helper()
 	for _, g := range groups {
 		if g.cell.CellID != "" {
@@ -727,7 +727,7 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := s.(*Output); o.Prefix != "out/x" {
+	if o := s.(*Sink); o.Prefix != "out/x" {
 		t.Errorf("prefix %q", o.Prefix)
 	}
 	if _, err := Kind.New(pipeline.SinkSpec{Kind: "junit", Name: "junit", Params: map[string]any{"prefx": "x"}}); err == nil || !strings.Contains(err.Error(), "prefx") {

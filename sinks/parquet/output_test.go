@@ -66,7 +66,7 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 // sort in writing order.
 func TestPartNamesDoNotCollideAcrossAttempts(t *testing.T) {
 	dir := t.TempDir()
-	var outs []*pqs.Output
+	var outs []*pqs.Sink
 	for attempt := 1; attempt <= 2; attempt++ {
 		o := pqs.New()
 		ri := &pipeline.RunInfo{ID: "r1", Plan: &schema.Plan{Name: "p"}, Dir: dir, StartedAt: time.Now(), Attempt: attempt}

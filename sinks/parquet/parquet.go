@@ -24,9 +24,9 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Sink        = (*Output)(nil)
-	_ pipeline.VerdictSink = (*Output)(nil)
-	_ pipeline.SampleSink  = (*Output)(nil)
+	_ pipeline.Sink        = (*Sink)(nil)
+	_ pipeline.VerdictSink = (*Sink)(nil)
+	_ pipeline.SampleSink  = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -53,8 +53,8 @@ var Kind = pipeline.SinkKind{
 // Tables are the folders this output writes, in a run directory.
 var Tables = []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples}
 
-// Output is the Parquet sink.
-type Output struct {
+// Sink is the Parquet sink.
+type Sink struct {
 	dir        string
 	attempt    int
 	part       int // the last cell part number used
@@ -62,16 +62,16 @@ type Output struct {
 }
 
 // New returns a Parquet output.
-func New() *Output { return &Output{} }
+func New() *Sink { return &Sink{} }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return "parquet" }
+func (o *Sink) Name() string { return "parquet" }
 
 // Start creates the table directories. Part files are named with the
 // run's attempt (part-<attempt>-<n>.parquet), and numbers continue after
 // any part already there, so a resumed run never overwrites a finished
 // cell, nor one attempt another's.
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	run := env.Run
 	o.dir = run.Dir
 	o.attempt = max(run.Attempt, 1)
@@ -88,11 +88,11 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 	return nil
 }
 
-func (o *Output) partName(n int) string { return rundir.PartName(o.attempt, n) }
+func (o *Sink) partName(n int) string { return rundir.PartName(o.attempt, n) }
 
 // Cell writes the cell's request rows, then its cell row, as new part files
 // with the same number.
-func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	o.part++
 	name := o.partName(o.part)
 	// Requests first: a cells row whose requests are missing would be worse
@@ -108,7 +108,7 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 // Verdicts writes the cell's assertion verdicts under the cell's part
 // number; verdicts of no one cell (a stage's rows, the run's) get a part
 // number of their own.
-func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
+func (o *Sink) Verdicts(c results.Cell, rows []results.Verdict) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -124,7 +124,7 @@ func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 }
 
 // Samples writes a batch of telemetry rows as a new part file.
-func (o *Output) Samples(rows []results.Sample) error {
+func (o *Sink) Samples(rows []results.Sample) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -133,7 +133,7 @@ func (o *Output) Samples(rows []results.Sample) error {
 }
 
 // Stop implements pipeline.Sink.
-func (o *Output) Stop(*pipeline.Summary) error { return nil }
+func (o *Sink) Stop(*pipeline.Summary) error { return nil }
 
 // WriteFile writes rows to path atomically (rundir.WriteFile).
 func WriteFile[T any](path string, rows []T) error { return rundir.WriteFile(path, rows) }

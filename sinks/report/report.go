@@ -30,9 +30,9 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Sink        = (*Output)(nil)
-	_ pipeline.VerdictSink = (*Output)(nil)
-	_ pipeline.SampleSink  = (*Output)(nil)
+	_ pipeline.Sink        = (*Sink)(nil)
+	_ pipeline.VerdictSink = (*Sink)(nil)
+	_ pipeline.SampleSink  = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -252,8 +252,8 @@ func num(v float64, ok bool) string {
 	}
 }
 
-// Output writes the reports when the run ends.
-type Output struct {
+// Sink writes the reports when the run ends.
+type Sink struct {
 	Prefix string
 
 	ri *pipeline.RunInfo
@@ -261,14 +261,14 @@ type Output struct {
 }
 
 // New returns the report output.
-func New() *Output { return &Output{} }
+func New() *Sink { return &Sink{} }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return "report" }
+func (o *Sink) Name() string { return "report" }
 
 // Start takes the rows a resumed run's earlier attempts stored
 // (SinkEnv.Prior): the latest row of each cell and its verdicts.
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	o.ri = env.Run
 	prior, err := env.Prior()
 	if err != nil {
@@ -293,7 +293,7 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 
 // Cell keeps the row (replacing an earlier row of the same cell), and a
 // conversation cell's TTFT by turn from its requests.
-func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	o.d.keepTurns(c, reqs)
 	o.d.keepDist(c, reqs)
 	for i := range o.d.Cells {
@@ -314,7 +314,7 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 }
 
 // Verdicts keeps the rows.
-func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
+func (o *Sink) Verdicts(_ results.Cell, rows []results.Verdict) error {
 	o.d.Verdicts = append(o.d.Verdicts, rows...)
 	return nil
 }
@@ -323,13 +323,13 @@ func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
 // their cell row only when the reports are written, so it does not matter
 // whether they come before their cell (live) or after every cell (a
 // replay).
-func (o *Output) Samples(rows []results.Sample) error {
+func (o *Sink) Samples(rows []results.Sample) error {
 	o.d.Samples = keepSamples(o.d.Samples, rows)
 	return nil
 }
 
 // Stop writes the reports.
-func (o *Output) Stop(sum *pipeline.Summary) error {
+func (o *Sink) Stop(sum *pipeline.Summary) error {
 	o.d.Run = pipeline.RunRecord(o.ri, sum)
 	FillRunFromCells(&o.d.Run, o.d.Cells)
 	return Write(o.ri.Dir, o.d, o.Prefix)

@@ -35,8 +35,8 @@ import (
 
 // What this sink implements, checked by the compiler.
 var (
-	_ pipeline.Sink        = (*Output)(nil)
-	_ pipeline.VerdictSink = (*Output)(nil)
+	_ pipeline.Sink        = (*Sink)(nil)
+	_ pipeline.VerdictSink = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -78,8 +78,8 @@ type Config struct {
 	DryRun      bool   `json:"dry_run"`
 }
 
-// Output is a configured siyuan sink.
-type Output struct {
+// Sink is a configured siyuan sink.
+type Sink struct {
 	name    string
 	cfg     Config
 	timeout time.Duration
@@ -93,7 +93,7 @@ type Output struct {
 
 // New decodes the configuration (no I/O; the environment is read at Start).
 func New(spec pipeline.SinkSpec) (pipeline.Sink, error) {
-	o := &Output{name: spec.Name, cfg: Config{Notebook: "ML Benchmarks", Path: "/benchrun/{plan}/{date} {run}", TokenEnv: "SIYUAN_TOKEN", CompareLast: 5, Timeout: "30s"}}
+	o := &Sink{name: spec.Name, cfg: Config{Notebook: "ML Benchmarks", Path: "/benchrun/{plan}/{date} {run}", TokenEnv: "SIYUAN_TOKEN", CompareLast: 5, Timeout: "30s"}}
 	if err := spec.Decode(&o.cfg); err != nil {
 		return nil, err
 	}
@@ -112,13 +112,13 @@ func New(spec pipeline.SinkSpec) (pipeline.Sink, error) {
 }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return o.name }
+func (o *Sink) Name() string { return o.name }
 
 // Start resolves the kernel's URL and the token. A token that is not set
 // is not an error here: a kernel without a lock-screen password accepts
 // calls from 127.0.0.1 without one, and one that wants it says "Auth
 // failed", which the post turns into what to set.
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	o.env = env
 	o.url = strings.TrimRight(firstNonEmpty(o.cfg.URL, os.Getenv("SIYUAN_URL"), DefaultURL), "/")
 	o.token = os.Getenv(o.cfg.TokenEnv)
@@ -128,13 +128,13 @@ func (o *Output) Start(env *pipeline.SinkEnv) error {
 }
 
 // Cell implements pipeline.Sink.
-func (o *Output) Cell(c results.Cell, _ []results.Request) error {
+func (o *Sink) Cell(c results.Cell, _ []results.Request) error {
 	o.cells = append(o.cells, c)
 	return nil
 }
 
 // Verdicts implements pipeline.VerdictSink.
-func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
+func (o *Sink) Verdicts(_ results.Cell, rows []results.Verdict) error {
 	o.verdicts = append(o.verdicts, rows...)
 	return nil
 }
@@ -142,7 +142,7 @@ func (o *Output) Verdicts(_ results.Cell, rows []results.Verdict) error {
 // Stop posts the run. Every step can be repeated (the pipeline retries a
 // transient failure by calling Stop again): the notebook and the document
 // are looked up before anything is made.
-func (o *Output) Stop(sum *pipeline.Summary) error {
+func (o *Sink) Stop(sum *pipeline.Summary) error {
 	run := pipeline.RunRecord(o.env.Run, sum)
 	doc := Document{
 		Run: run, Status: run.Status, Reason: sum.Reason,
@@ -182,7 +182,7 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 // post is Stop's work against the kernel: the notebook, the charts, the
 // document (found or made), its attributes, and the dedupe. It returns
 // the document's id.
-func (o *Output) post(ctx context.Context, c *Client, doc Document, charts []chart.Rendered, path string, run results.Run) (string, error) {
+func (o *Sink) post(ctx context.Context, c *Client, doc Document, charts []chart.Rendered, path string, run results.Run) (string, error) {
 	nb, err := o.notebook(ctx, c)
 	if err != nil {
 		return "", err
@@ -237,7 +237,7 @@ func (o *Output) post(ctx context.Context, c *Client, doc Document, charts []cha
 // is the oldest to the second). With none it creates it, then looks
 // again and keeps the lowest id, removing its own if another post made
 // one at the same time.
-func (o *Output) notebook(ctx context.Context, c *Client) (string, error) {
+func (o *Sink) notebook(ctx context.Context, c *Client) (string, error) {
 	find := func() (Notebook, bool, error) {
 		nbs, err := c.ListNotebooks(ctx)
 		if err != nil {
@@ -291,7 +291,7 @@ func (o *Output) notebook(ctx context.Context, c *Client) (string, error) {
 // seconds), else one at the run's path under any status title (a post
 // that died before marking it); "" when there is none. Several: the
 // oldest.
-func (o *Output) findDoc(ctx context.Context, c *Client, nb string, run results.Run) (string, error) {
+func (o *Sink) findDoc(ctx context.Context, c *Client, nb string, run results.Run) (string, error) {
 	ids, err := o.markedDocs(ctx, c, run.RunID)
 	if err != nil {
 		return "", err
@@ -313,7 +313,7 @@ func (o *Output) findDoc(ctx context.Context, c *Client, nb string, run results.
 }
 
 // markedDocs are the documents whose run attribute is runID, sorted.
-func (o *Output) markedDocs(ctx context.Context, c *Client, runID string) ([]string, error) {
+func (o *Sink) markedDocs(ctx context.Context, c *Client, runID string) ([]string, error) {
 	if err := c.FlushTransaction(ctx); err != nil {
 		return nil, fmt.Errorf("flushing the kernel's index: %w", err)
 	}
@@ -334,7 +334,7 @@ func (o *Output) markedDocs(ctx context.Context, c *Client, runID string) ([]str
 // dedupe removes the run's documents but the oldest, when two posts at
 // once (from two machines: the lock covers one) each made one; it
 // returns the one kept.
-func (o *Output) dedupe(ctx context.Context, c *Client, id, runID string) (string, error) {
+func (o *Sink) dedupe(ctx context.Context, c *Client, id, runID string) (string, error) {
 	ids, err := o.markedDocs(ctx, c, runID)
 	if err != nil || len(ids) < 2 {
 		return id, err
@@ -349,7 +349,7 @@ func (o *Output) dedupe(ctx context.Context, c *Client, id, runID string) (strin
 
 // docPath fills the path template for the run with the given status: a
 // run that did not end ok says so in its title.
-func (o *Output) docPath(run results.Run, status string) string {
+func (o *Sink) docPath(run results.Run, status string) string {
 	date := ""
 	if !run.StartedAt.IsZero() {
 		date = run.StartedAt.UTC().Format("2006-01-02")
@@ -375,7 +375,7 @@ func (o *Output) docPath(run results.Run, status string) string {
 // nothing: to the command's stdout under `benchrun post --dry-run`, else
 // to the progress writer. The token is never printed (only whether it is
 // set).
-func (o *Output) dryRun(doc Document, charts []chart.Rendered, path string, run results.Run) error {
+func (o *Sink) dryRun(doc Document, charts []chart.Rendered, path string, run results.Run) error {
 	w := o.env.Stdout
 	if w == nil {
 		w = o.env.Progress

@@ -40,8 +40,8 @@ import (
 // the optional interfaces by type assertion, so a renamed method would
 // silently drop the capability).
 var (
-	_ pipeline.Sink        = (*Output)(nil)
-	_ pipeline.VerdictSink = (*Output)(nil)
+	_ pipeline.Sink        = (*Sink)(nil)
+	_ pipeline.VerdictSink = (*Sink)(nil)
 )
 
 //go:embed schema.cue
@@ -88,7 +88,7 @@ func New(spec pipeline.SinkSpec) (pipeline.Sink, error) {
 	if err := spec.Decode(&cfg); err != nil {
 		return nil, err
 	}
-	o := &Output{name: spec.Name, rawURL: strings.TrimSpace(cfg.URL), rawHeaders: cfg.Headers, payload: cfg.Payload, dryRun: cfg.DryRun, timeout: DefaultTimeout}
+	o := &Sink{name: spec.Name, rawURL: strings.TrimSpace(cfg.URL), rawHeaders: cfg.Headers, payload: cfg.Payload, dryRun: cfg.DryRun, timeout: DefaultTimeout}
 	if o.name == "" {
 		o.name = kindName
 	}
@@ -160,9 +160,9 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// Output is a webhook sink: it gathers the rows as the json sink does and
+// Sink is a webhook sink: it gathers the rows as the json sink does and
 // POSTs once, at Stop.
-type Output struct {
+type Sink struct {
 	name       string
 	rawURL     string
 	rawHeaders map[string]string
@@ -184,13 +184,13 @@ type Output struct {
 }
 
 // Name implements pipeline.Sink.
-func (o *Output) Name() string { return o.name }
+func (o *Sink) Name() string { return o.name }
 
 // Start expands the url and the headers (an unset variable is an error
 // naming it, before anything is measured), registers what came from the
 // environment as secrets, and, for a resumed run, seeds the rows with
 // what its earlier attempts stored, as the json sink does.
-func (o *Output) Start(env *pipeline.SinkEnv) error {
+func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	o.env = env
 	u, err := pipeline.ExpandEnv(o.rawURL, nil)
 	if err != nil {
@@ -253,7 +253,7 @@ func shown(raw, expanded string) string {
 
 // Cell adds a cell, replacing an earlier row of the same cell id (a
 // resumed run measures again), as the json sink does.
-func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	r := resultdoc.NewCellResult(c, reqs)
 	for i := range o.cells {
 		if o.cells[i].CellID == c.CellID && c.CellID != "" {
@@ -268,7 +268,7 @@ func (o *Output) Cell(c results.Cell, reqs []results.Request) error {
 
 // Verdicts adds the cell's verdicts, stamped with the judged row's
 // attempt as the json sink stamps them.
-func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
+func (o *Sink) Verdicts(c results.Cell, rows []results.Verdict) error {
 	for _, v := range rows {
 		if v.Attempt == 0 {
 			v.Attempt = c.Attempt
@@ -281,7 +281,7 @@ func (o *Output) Verdicts(c results.Cell, rows []results.Verdict) error {
 // Stop builds the payload and POSTs it (or prints it, for a dry run).
 // The pipeline calls Stop again on a transient failure, so it holds no
 // state a failed try changed.
-func (o *Output) Stop(sum *pipeline.Summary) error {
+func (o *Sink) Stop(sum *pipeline.Summary) error {
 	// The pipeline names the sink in what it says of an error.
 	body, err := o.Body(sum)
 	if err != nil {
@@ -301,7 +301,7 @@ func (o *Output) Stop(sum *pipeline.Summary) error {
 // document or the summary payload, with every registered secret masked
 // (the rows are masked before any sink sees them; this covers what a sink
 // adds, such as the run's reason).
-func (o *Output) Body(sum *pipeline.Summary) ([]byte, error) {
+func (o *Sink) Body(sum *pipeline.Summary) ([]byte, error) {
 	res := resultdoc.Build(pipeline.RunRecord(o.env.Run, sum), o.cells, o.verdicts)
 	var body []byte
 	var err error
@@ -319,7 +319,7 @@ func (o *Output) Body(sum *pipeline.Summary) ([]byte, error) {
 
 // printRequest writes what send would send, secrets masked, to stdout
 // (or the progress writer when the run has no stdout, as in a replay).
-func (o *Output) printRequest(body []byte) error {
+func (o *Sink) printRequest(body []byte) error {
 	w := o.env.Stdout
 	if w == nil {
 		w = o.env.Progress
@@ -345,7 +345,7 @@ func (o *Output) printRequest(body []byte) error {
 
 // requestHeaders are the headers sent: the plan's, with Content-Type and
 // User-Agent unless it sets them.
-func (o *Output) requestHeaders() map[string]string {
+func (o *Sink) requestHeaders() map[string]string {
 	h := map[string]string{"Content-Type": "application/json", "User-Agent": "benchrun"}
 	for name, v := range o.headers {
 		for std := range h {
@@ -376,7 +376,7 @@ const excerptLen = 200
 // A retried POST may reach the receiver twice when the first answer was
 // lost (a timeout after the receiver acted): a repeated notification is
 // the lesser harm than a lost one.
-func (o *Output) send(body []byte) error {
+func (o *Sink) send(body []byte) error {
 	req, err := http.NewRequest(http.MethodPost, o.url, bytes.NewReader(body))
 	if err != nil {
 		return o.masked(fmt.Sprintf("POST %s", o.shownURL), unwrapURL(err), "")
@@ -468,7 +468,7 @@ func unwrapURL(err error) error {
 // masked is an error whose text has every secret masked (and the URL's
 // host when it came from the environment: a dial error quotes it) but
 // whose chain is the cause's, for pipeline.IsTransient.
-func (o *Output) masked(msg string, cause error, hint string) error {
+func (o *Sink) masked(msg string, cause error, hint string) error {
 	return &sendError{msg: msg, cause: cause, hint: hint, hide: o.hideHost}
 }
 

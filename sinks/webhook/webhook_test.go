@@ -106,13 +106,13 @@ func setup(t *testing.T, r *receiver) {
 
 // newSink decodes an entry as the pipeline does (New sees the fields
 // beside #SinkBase).
-func newSink(t *testing.T, params map[string]any) *webhook.Output {
+func newSink(t *testing.T, params map[string]any) *webhook.Sink {
 	t.Helper()
 	s, err := webhook.Kind.New(pipeline.SinkSpec{Kind: "webhook", Name: "webhook", Params: params, Index: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.(*webhook.Output)
+	return s.(*webhook.Sink)
 }
 
 // fixtureRun is the run the fixture rows belong to, and its summary.

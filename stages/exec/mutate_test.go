@@ -36,17 +36,28 @@ func TestMutatedOutputs(t *testing.T) {
 				b = append(b[:i], append([]byte{"0123456789e.-{}[]\",:\n"[r.Intn(21)]}, b[i:]...)...)
 			}
 		}
-		start := time.Now()
-		recs, _ := parseLlamaBench(b)
-		checkRecords(t, recs)
-		recs, _ = parseMLX(b)
-		checkRecords(t, recs)
-		for _, p := range []string{parserJSON, parserJSONL, parserCSV} {
-			recs, _ = parseGeneric(p, b, genericFields)
+		parseAll := func() time.Duration {
+			start := time.Now()
+			recs, _ := parseLlamaBench(b)
 			checkRecords(t, recs)
+			recs, _ = parseMLX(b)
+			checkRecords(t, recs)
+			for _, p := range []string{parserJSON, parserJSONL, parserCSV} {
+				recs, _ = parseGeneric(p, b, genericFields)
+				checkRecords(t, recs)
+			}
+			return time.Since(start)
 		}
-		if d := time.Since(start); d > 200*time.Millisecond {
-			t.Fatalf("slow (%s) on %q", d, b)
+		// An input the parsers choke on is slow every time; a busy
+		// machine's preemption is not: the fastest of three tries judges.
+		if d := parseAll(); d > 200*time.Millisecond {
+			best := d
+			for range 2 {
+				best = min(best, parseAll())
+			}
+			if best > 200*time.Millisecond {
+				t.Fatalf("slow (%s, the fastest of three) on %q", best, b)
+			}
 		}
 		n++
 	}

@@ -218,14 +218,17 @@ func TestSecretOutputsStayOutOfLogs(t *testing.T) {
 // every program benchrun runs is (procrun): SIGINT first, so a cloud CLI
 // may clean up, and the error says the timeout and carries the log's tail.
 func TestTimeoutInterruptsFirst(t *testing.T) {
-	s, env, dir := stage(t, `create: {cmd: ["sh", "-c", "trap 'echo interrupted, cleaning up >&2; exit 1' INT; echo creating >&2; while :; do sleep 0.05; done"], timeout: "300ms"}
+	// The timeout leaves a busy machine time to start the shell and set
+	// its trap (a SIGINT before the trap kills it before it can clean up,
+	// which is not what is tested here).
+	s, env, dir := stage(t, `create: {cmd: ["sh", "-c", "trap 'echo interrupted, cleaning up >&2; exit 1' INT; echo creating >&2; while :; do sleep 0.05; done"], timeout: "2s"}
 	teardown: {cmd: ["true"]}`)
 	start := time.Now()
 	_, err := s.Run(context.Background(), env)
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("Run took %s", d)
 	}
-	if err == nil || !strings.Contains(err.Error(), "): timed out after 300ms; last lines of pod.create.log:\n") || !strings.Contains(err.Error(), "  | interrupted, cleaning up") {
+	if err == nil || !strings.Contains(err.Error(), "): timed out after 2s; last lines of pod.create.log:\n") || !strings.Contains(err.Error(), "  | interrupted, cleaning up") {
 		t.Fatalf("err = %v", err)
 	}
 	if !errors.Is(err, procrun.ErrTimeout) {

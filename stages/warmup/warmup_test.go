@@ -320,7 +320,9 @@ func TestUntilSettled(t *testing.T) {
 }
 
 func TestNeverSettles(t *testing.T) {
-	ts, n, _ := counting(t, 4*time.Millisecond) // each request 4 ms slower than the last
+	// Each request 10 ms slower than the last: two windows' medians 30 ms
+	// apart, which a busy machine's late wakes do not close.
+	ts, n, _ := counting(t, 10*time.Millisecond)
 	s, p := loaded(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2`, ``)
 	out, progress, err := run(t, s, p, ts.URL)
 	if err != nil {
