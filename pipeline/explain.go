@@ -55,7 +55,7 @@ var requestColumnsBound = []struct {
 // lateness) returns "", false.
 func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *results.Cell) (string, bool) {
 	late := measure.Late(&c)
-	if (late <= 0 && measure.DescribeStarved(&c) == "") || a.Level != LevelRow {
+	if late <= 0 || a.Level != LevelRow {
 		return "", false
 	}
 	rv := reflect.ValueOf(c)
@@ -65,7 +65,7 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 		if !f.IsValid() || !f.CanFloat() {
 			continue
 		}
-		if b := measure.MachineBound(n, &c, late); !b.Zero() {
+		if b := measure.Allowance(n, &c, late); !b.Zero() {
 			dims = append(dims, explainDim{name: n, field: i, b: b, value: f.Float()})
 		}
 	}
@@ -121,7 +121,7 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 func shiftRequests(rc requestColumns, c *results.Cell, late float64, up bool) requestColumns {
 	out := rc
 	for _, col := range requestColumnsBound {
-		b := measure.MachineBound(col.column, c, late)
+		b := measure.Allowance(col.column, c, late)
 		delta := -b.Down
 		if up {
 			delta = b.Up
@@ -148,9 +148,6 @@ func (a *Assertion) explanation(c results.Cell, dims []explainDim, moved map[str
 		fmt.Fprintf(&b, "the check failed by %.3g; ", m)
 	}
 	b.WriteString(measure.Describe(&c))
-	if s := measure.DescribeStarved(&c); s != "" {
-		b.WriteString(", and " + s)
-	}
 	var with []string
 	for _, d := range dims {
 		if x, ok := moved[d.name]; ok {
@@ -158,9 +155,9 @@ func (a *Assertion) explanation(c results.Cell, dims []explainDim, moved map[str
 		}
 	}
 	if len(with) > 0 {
-		fmt.Fprintf(&b, "; with %s (what that could account for) it holds", strings.Join(with, ", "))
+		fmt.Fprintf(&b, ", and with %s (what that lateness could account for) it holds", strings.Join(with, ", "))
 	} else {
-		b.WriteString("; with the requests' latencies moved by what that could account for it holds")
+		b.WriteString(", and with the requests' latencies moved by what that lateness could account for it holds")
 	}
 	return b.String()
 }

@@ -12,7 +12,11 @@ import (
 // (client_cpu_wait_ms, server_cpu_wait_ms: how long their threads were
 // runnable but waited for a CPU over the timed window) is that starvation.
 // Starved and MachineBound turn it into what it could have done to a
-// metric, beside the probe's lateness (Allowance).
+// metric, beside the probe's lateness (Allowance). The SLO search's
+// saturation call takes it; a row-level check does not: these bounds sum
+// every thread's wait and grow as a cell's requests get fewer, so on a
+// machine shared with CPU-bound processes they would excuse any miss,
+// a tenfold slowdown included (docs/METRICS.md).
 
 // starvedWait is the larger of the client's and the local server's CPU
 // wait over the row's window, in ms; 0 when neither was measured.
