@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 )
@@ -44,6 +45,11 @@ func TestTraceReplayAgainstSimulator(t *testing.T) {
 }
 
 func testTraceReplay(t *testing.T, persona string) {
+	// Arrival within 50 ms of the send is a claim about a quiet machine
+	// (a busy one stalls the server's accept for longer): judged last,
+	// against other processes' load. Sending on the trace's times is
+	// behaviour, judged on any machine.
+	machine := measuretest.Start()
 	srv, url := startPersona(t, persona, func(c *sim.Config) { c.Mode = sim.ModeEngine })
 	usage := persona == sim.PersonaVLLM // the answers say what was cached
 	path := syntheticTrace(t)
@@ -120,10 +126,11 @@ func testTraceReplay(t *testing.T, persona string) {
 	sorted := slices.Clone(offsets)
 	slices.Sort(sorted)
 	origin := sorted[len(sorted)/2]
+	var late []string
 	for i, o := range offsets {
 		lag := time.Duration(c.reqs[i].SendLagMs * float64(time.Millisecond))
 		if d := o - origin; d > lag+50*time.Millisecond || d < -50*time.Millisecond {
-			t.Errorf("request %d (line %d) received %v off the trace's time over 2 (send lag %v)", i, tr.Requests[i].Line, d, lag)
+			late = append(late, fmt.Sprintf("request %d (line %d) received %v off the trace's time over 2 (send lag %v)", i, tr.Requests[i].Line, d, lag))
 		}
 	}
 	// The server's own counters over the window say the same, and so do
@@ -138,6 +145,10 @@ func testTraceReplay(t *testing.T, persona string) {
 	}
 	if r := row.PrefixCacheHitRate; r == nil || math.Abs(*r-want) > tol || v(row.CachedTokens) != wantSum {
 		t.Errorf("row: prefix_cache_hit_rate %v cached_tokens %v, want %.4f and %d", v(r), v(row.CachedTokens), want, wantSum)
+	}
+	if len(late) > 0 {
+		machine.Judge(t, "each request reaching the simulator within 50 ms of its send")
+		t.Error(strings.Join(late, "\n"))
 	}
 }
 
