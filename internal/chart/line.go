@@ -131,15 +131,7 @@ func (c *Line) SVG() string {
 	yMap := func(v float64) float64 { return plotB - (v-yLo)/(yMax-yLo)*(plotB-plotT) }
 
 	// Grid and axes.
-	b.WriteString(`<g stroke="#e4e7eb" stroke-width="1">`)
-	for _, t := range yTicks {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, plotL, yMap(t), plotR, yMap(t))
-	}
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, xMap(t), plotT, xMap(t), plotB)
-	}
-	b.WriteString(`</g>`)
-	fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
+	drawGrid(&b, yTicks, yMap, xTicks, xMap, plotL, plotR, plotT, plotB)
 	b.WriteString(`<g fill="#52606d" font-size="11">`)
 	for _, t := range yTicks {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, plotL-6, yMap(t)+4, formatTick(t))
@@ -320,6 +312,19 @@ func ticksFrom(start, hi, step float64) []float64 {
 		}
 	}
 	return out
+}
+
+// drawGrid draws the grid lines at the ticks and the axes' corner.
+func drawGrid(b *strings.Builder, yTicks []float64, yMap func(float64) float64, xTicks []float64, xMap func(float64) float64, plotL, plotR, plotT, plotB float64) {
+	b.WriteString(`<g stroke="#e4e7eb" stroke-width="1">`)
+	for _, t := range yTicks {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, plotL, yMap(t), plotR, yMap(t))
+	}
+	for _, t := range xTicks {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, xMap(t), plotT, xMap(t), plotB)
+	}
+	b.WriteString(`</g>`)
+	fmt.Fprintf(b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
 }
 
 // header opens a chart's SVG document (class "" for none) and writes its

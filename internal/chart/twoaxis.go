@@ -80,15 +80,7 @@ func (c *TwoAxis) SVG() string {
 	}
 	gTicks := gridAxis.ticks()
 	gMap := yMapOf(gTicks)
-	b.WriteString(`<g stroke="#e4e7eb" stroke-width="1">`)
-	for _, t := range gTicks {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, plotL, gMap(t), plotR, gMap(t))
-	}
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, xMap(t), plotT, xMap(t), plotB)
-	}
-	b.WriteString(`</g>`)
-	fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
+	drawGrid(&b, gTicks, gMap, xTicks, xMap, plotL, plotR, plotT, plotB)
 	b.WriteString(`<g fill="#52606d" font-size="11">`)
 	for _, t := range xTicks {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, formatTick(t))

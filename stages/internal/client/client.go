@@ -25,9 +25,7 @@ import (
 var Schema string
 
 // WithSchema is a kind's schema source with #Client and #Requests.
-func WithSchema(kindSource string) string {
-	return kindSource + "\n" + strings.TrimPrefix(Schema, "package schema\n")
-}
+func WithSchema(kindSource string) string { return schema.WithFragment(kindSource, Schema) }
 
 // Config is #Client: how a stage reaches a server.
 type Config struct {
