@@ -170,11 +170,12 @@ func TestClientReportsFailures(t *testing.T) {
 	}
 	t.Run("a healthy stream never trips the stall watchdog", func(t *testing.T) {
 		tg := newTarget(url, 1)
-		tg.StallTimeout = 50 * time.Millisecond
-		tg.Headers = map[string]string{"X-Sim-Timing": "ttft=20ms,itl=20ms"}
-		// 10 gaps of 20 ms: 220 ms in all, four times the stall limit.
-		r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 10, Body: map[string]any{"ignore_eos": true}})
-		if r.Err != nil || r.OutputTokens != 10 {
+		tg.StallTimeout = 250 * time.Millisecond
+		tg.Headers = map[string]string{"X-Sim-Timing": "ttft=50ms,itl=50ms"}
+		// 12 gaps of 50 ms: 600 ms in all, over twice the stall limit,
+		// and each gap 200 ms under it (room for a busy machine's stalls).
+		r := tg.Do(context.Background(), Request{Prompt: "x", MaxTokens: 12, Body: map[string]any{"ignore_eos": true}})
+		if r.Err != nil || r.OutputTokens != 12 {
 			t.Fatalf("err %v, %d tokens", r.Err, r.OutputTokens)
 		}
 	})
