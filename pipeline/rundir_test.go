@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
@@ -500,12 +501,12 @@ func TestResumeRecordsACrashedAttempt(t *testing.T) {
 	if parts, _ := filepath.Glob(filepath.Join(ri.Dir, "*", "part-002-*.parquet")); len(parts) != 3 {
 		t.Errorf("attempt 2's part files: %v; want its cell, requests and assertions parts", parts)
 	}
-	cells, err := results.ReadTable[results.Cell](ri.Dir, results.TableCells)
+	cells, err := resultstest.ReadTable[results.Cell](ri.Dir, results.TableCells)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, _ := results.ReadTable[results.Request](ri.Dir, results.TableRequests)
-	vs, _ := results.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
+	reqs, _ := resultstest.ReadTable[results.Request](ri.Dir, results.TableRequests)
+	vs, _ := resultstest.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
 	got := map[string]int64{}
 	for _, c := range cells {
 		got["cell "+c.CellID] = c.Attempt

@@ -160,7 +160,7 @@ func TestNullIsAnEmptyField(t *testing.T) {
 	for i, h := range recs[0] {
 		row[h] = recs[1][i]
 	}
-	for _, col := range results.NullableColumns() {
+	for _, col := range resultstest.NullableColumns() {
 		measured := map[string]bool{"req_s": true, "output_tok_s": true, "decode_tok_s": true, "total_tok_s": true, "goodput": true,
 			"goodput_ratio": true, "sent_req_s": true}[col] || strings.HasPrefix(col, "send_lag")
 		switch {
