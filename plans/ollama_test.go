@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
@@ -330,7 +330,7 @@ func TestOllamaServerKilledMidSweep(t *testing.T) {
 	if err != nil || len(cells) != 3 || cells[0].Status != "ok" || cells[0].Completed != 100 {
 		t.Fatalf("cells on disk: %d, %v", len(cells), err)
 	}
-	if left := procrun.LiveInGroup(pgid); len(left) > 0 {
+	if left := procruntest.LiveInGroup(pgid); len(left) > 0 {
 		t.Errorf("the server's process group %d still has %v", pgid, left)
 	}
 	if left := processesOf(run); len(left) > 0 {
@@ -443,7 +443,7 @@ func TestOllamaInterrupted(t *testing.T) {
 			if cells := readCells(t, run); len(cells) < 1 || cells[0].Status != "ok" {
 				t.Errorf("cells on disk: %+v", cells)
 			}
-			if left := procrun.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
+			if left := procruntest.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
 				t.Errorf("the server's process group %d still has %v", pgid, left)
 			}
 			if left := processesOf(run); len(left) > 0 {

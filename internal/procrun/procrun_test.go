@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/redact"
 )
 
@@ -279,7 +280,7 @@ func TestStopEscalates(t *testing.T) {
 		t.Errorf("exit status %q, want signal: killed", got)
 	}
 	waitGone(t, "after Stop", child)
-	if left := LiveInGroup(p.Pid()); len(left) > 0 {
+	if left := procruntest.LiveInGroup(p.Pid()); len(left) > 0 {
 		t.Errorf("the group still has %v", left)
 	}
 	for _, want := range []string{"  server: still running 3", "ms after SIGINT; sending SIGTERM\n", "ms after SIGTERM; sending SIGKILL\n"} {
