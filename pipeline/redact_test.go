@@ -14,6 +14,7 @@ import (
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -115,7 +116,7 @@ stages: {
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return leaky{}, nil }})
 	out := &everything{}
 	var progress lockedBuffer
-	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(out), Progress: &progress})
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipelinetest.UseSinks(out), Progress: &progress})
 	var buf strings.Builder
 	pipeline.PrintSummary(&buf, sum)
 

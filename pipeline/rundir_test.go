@@ -178,7 +178,7 @@ func resumeRun(t *testing.T, g *pipeline.Graph, runDir string, outs ...pipeline.
 		return nil, "", err
 	}
 	var progress bytes.Buffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(outs...), Progress: &progress, FinallyTimeout: 5 * time.Second})
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(outs...), Progress: &progress, FinallyTimeout: 5 * time.Second})
 	return sum, progress.String(), err
 }
 
@@ -294,7 +294,7 @@ func TestResumeWithNothingLeftStartsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())})
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(parquet.New())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestManifestFinishedWhenTheRunFailsBeforeItsFirstStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(failingStart{})})
+	_, err = pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(failingStart{})})
 	if err == nil || pipeline.ExitCode(err) != pipeline.ExitInfra {
 		t.Fatalf("run with an output that cannot start: %v", err)
 	}
@@ -431,7 +431,7 @@ func TestResumeRecordsACrashedAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())}); err != nil {
+	if _, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(parquet.New())}); err != nil {
 		t.Fatal(err)
 	}
 	// Make it look killed: the manifest as it is while the run runs, one

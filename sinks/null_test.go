@@ -18,6 +18,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
@@ -63,7 +64,7 @@ func TestNullsAndZerosRoundTripThroughEverySink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Start(pipeline.LiveEnv(ri)); err != nil {
+		if err := s.Start(pipelinetest.LiveEnv(ri)); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []results.Cell{nulls, zeros} {

@@ -14,6 +14,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -27,7 +28,7 @@ import (
 func TestNullRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	o := pqs.New()
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0})); err != nil {
 		t.Fatal(err)
 	}
 	ok, bad := resultstest.Points()[0], resultstest.Unmeasured()
