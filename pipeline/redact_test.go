@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/redact/redacttest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
@@ -102,7 +102,7 @@ func TestSecretsRedactedInProcess(t *testing.T) {
 	t.Setenv("LEAKY_KEY", key)
 	t.Setenv("LEAKY_TOKEN", token)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Cleanup(redact.Reset)
+	t.Cleanup(redacttest.Reset)
 	dir := t.TempDir()
 	src := `name: "leaky"
 model: {name: "m"}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/redact/redacttest"
 )
 
 // The test binary doubles as a stand-in for benchrun: with helperEnv set
@@ -492,8 +493,8 @@ func TestFirstErrorLineSkipsWarnings(t *testing.T) {
 // end-of-run scrub kept it there), and a failure's tail still carries the
 // last lines.
 func TestLogMaskedAsWritten(t *testing.T) {
-	redact.Reset()
-	defer redact.Reset()
+	redacttest.Reset()
+	defer redacttest.Reset()
 	const key = "sk-live-0123456789abcdef"
 	redact.Add(key)
 	dir := t.TempDir()

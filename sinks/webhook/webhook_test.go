@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/redact/redacttest"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
@@ -96,8 +97,8 @@ func (r *receiver) requests() []received {
 // in the environment: HOOK_URL is the receiver's URL with a secret path.
 func setup(t *testing.T, r *receiver) {
 	t.Helper()
-	redact.Reset()
-	t.Cleanup(redact.Reset)
+	redacttest.Reset()
+	t.Cleanup(redacttest.Reset)
 	t.Setenv("HOOK_TOKEN", token)
 	if r != nil {
 		t.Setenv("HOOK_URL", r.URL+"/services/"+secretPath)
