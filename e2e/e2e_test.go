@@ -24,8 +24,8 @@ import (
 
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/testbin"
-	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
 )
 
 var binary string
@@ -189,7 +189,7 @@ func TestEndToEnd(t *testing.T) {
 	{
 		parts, _ := filepath.Glob(filepath.Join(runDir(t, r.out), "cells", "*.parquet"))
 		for _, p := range parts {
-			cs, err := parquetsink.ReadFile[results.Cell](p)
+			cs, err := resultstest.ReadFile[results.Cell](p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,7 +275,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	byKey := map[string]results.Cell{}
 	for _, p := range parts {
-		cells, err := parquetsink.ReadFile[results.Cell](p)
+		cells, err := resultstest.ReadFile[results.Cell](p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestEndToEnd(t *testing.T) {
 	reqParts, _ := filepath.Glob(filepath.Join(dir, "requests", "*.parquet"))
 	var nreq int
 	for _, p := range reqParts {
-		reqs, err := parquetsink.ReadFile[results.Request](p)
+		reqs, err := resultstest.ReadFile[results.Request](p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +416,7 @@ func TestInterruptStopsSimulator(t *testing.T) {
 		t.Errorf("finished cells were lost: %v", parts)
 	}
 	for _, p := range parts {
-		if _, err := parquetsink.ReadFile[results.Cell](p); err != nil {
+		if _, err := resultstest.ReadFile[results.Cell](p); err != nil {
 			t.Errorf("part %s unreadable after interrupt: %v", p, err)
 		}
 	}

@@ -112,7 +112,7 @@ func runDigestPlan(t *testing.T, dir, src string) {
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return dmeasure{clock: clock}, nil }})
 	rows := pipelinetest.NewRecordingSink()
 	var progress lockedBuffer
-	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(rows), Progress: &progress})
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipelinetest.UseSinks(rows), Progress: &progress})
 	if sum.ExitCode != pipeline.ExitOK {
 		t.Fatalf("exit %d: %s\n%s", sum.ExitCode, sum.Reason, progress.String())
 	}

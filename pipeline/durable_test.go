@@ -9,6 +9,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -53,7 +54,7 @@ func TestARowNotStoredIsNotReportedAsStored(t *testing.T) {
 	// Durability is the sink kind's, given after the CSV on purpose.
 	durable := &pipeline.SinkUse{Kind: pipeline.SinkKind{Name: "parquet", Durable: true}, Sink: parquet}
 	sum, _ := runPlan(t, context.Background(), t.TempDir(), reg, "name: \"p\"\nmodel: {name: \"m\"}\nstages: e: {kind: \"emit\"}\n",
-		pipeline.Options{Sinks: []*pipeline.SinkUse{pipeline.UseSink(csv), durable}, Progress: os.Stderr})
+		pipeline.Options{Sinks: []*pipeline.SinkUse{pipelinetest.UseSink(csv), durable}, Progress: os.Stderr})
 	if len(csv.rows) != 1 {
 		t.Fatalf("csv got %d rows", len(csv.rows))
 	}

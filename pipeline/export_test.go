@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -29,3 +30,35 @@ func SetSinkSleep(t testing.TB, sleep func(time.Duration)) {
 // Assertions returns the graph's compiled assertions as the runner takes
 // them: by the stage whose rows they judge, and the run-level ones.
 func (g *Graph) Assertions() (map[string][]*Assertion, []*Assertion) { return g.assertions() }
+
+// ModelDigest returns "sha256:<hex>" of a model file, looked up as given
+// and then relative to planDir; "" when the file cannot be read (a model
+// served by a remote server, a name rather than a path). The digest is the
+// same as `sha256sum` and as Ollama's blob names, so rows can be matched
+// with a model registry. It hashes the file unless this process or the
+// digest cache on disk knows it already; a run hashes before it measures
+// (runner.startDigest, runner.joinDigest), never while: the tests hash
+// through this what the run would.
+func ModelDigest(file, planDir string) string {
+	key, ok := resolveModelFile(file, planDir)
+	if !ok {
+		return ""
+	}
+	return digestOf(context.Background(), key, nil)
+}
+
+// CheckResume refuses to resume ri with g when the configuration of what
+// is left to run differs from the one the run was made with (its
+// plan.json): cell ids name cells, not configurations, so a resume with
+// another server command or sweep setting would put two configurations in
+// one run. The error lists each difference as `path: old → new`. What
+// cannot change a measurement is not compared: descriptions, sinks, the
+// plan's timeout, helper fields (what they feed is compared where it
+// lands), stages with nothing left to run and finally stages. A run checks
+// this as it starts; the tests ask it directly.
+func CheckResume(g *Graph, ri *RunInfo) error {
+	if !ri.Resumed {
+		return nil
+	}
+	return checkResume(g, ri, g.nothingLeftToResume(ri.doneCells))
+}

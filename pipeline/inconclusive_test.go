@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks"
@@ -178,7 +179,7 @@ func TestInconclusiveVerdicts(t *testing.T) {
 				}
 			}
 			// The assertions table: every judging, with its measurement.
-			vs, err := results.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
+			vs, err := resultstest.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -95,7 +95,7 @@ func TestJudgeDirJudgesAsTheRunDid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())})
+		sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(parquet.New())})
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}

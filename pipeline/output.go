@@ -309,21 +309,6 @@ func resolveModelFile(file, planDir string) (digestKey, bool) {
 	return digestKey{path: path, size: st.Size(), mtime: st.ModTime()}, true
 }
 
-// ModelDigest returns "sha256:<hex>" of a model file, looked up as given
-// and then relative to planDir; "" when the file cannot be read (a model
-// served by a remote server, a name rather than a path). The digest is the
-// same as `sha256sum` and as Ollama's blob names, so rows can be matched
-// with a model registry. It hashes the file unless this process or the
-// digest cache on disk knows it already; a run hashes before it measures
-// (runner.startDigest, runner.joinDigest), never while.
-func ModelDigest(file, planDir string) string {
-	key, ok := resolveModelFile(file, planDir)
-	if !ok {
-		return ""
-	}
-	return digestOf(context.Background(), key, nil)
-}
-
 // knownDigest returns the digest of the model file as it is now when this
 // process or the disk cache already knows it, and "" otherwise: it never
 // hashes.

@@ -68,7 +68,7 @@ stages: {
 	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src) // the model file beside it
 	p := g.Plan
 	pl := &plain{}
-	capt := pipelinetest.Run(t, context.Background(), g, pipeline.Options{Sinks: pipeline.UseSinks(pl)})
+	capt := pipelinetest.Run(t, context.Background(), g, pipeline.Options{Sinks: pipelinetest.UseSinks(pl)})
 	res, ri := capt.Summary, capt.Summary.Run
 	if res.ExitCode != pipeline.ExitAssertion {
 		t.Errorf("exit %d, want %d (the second cell fails its ITL assertion)", res.ExitCode, pipeline.ExitAssertion)

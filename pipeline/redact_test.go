@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/redact/redacttest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -101,7 +102,7 @@ func TestSecretsRedactedInProcess(t *testing.T) {
 	t.Setenv("LEAKY_KEY", key)
 	t.Setenv("LEAKY_TOKEN", token)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Cleanup(redact.Reset)
+	t.Cleanup(redacttest.Reset)
 	dir := t.TempDir()
 	src := `name: "leaky"
 model: {name: "m"}
@@ -115,7 +116,7 @@ stages: {
 		New:    func(*schema.Stage) (pipeline.Stage, error) { return leaky{}, nil }})
 	out := &everything{}
 	var progress lockedBuffer
-	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipeline.UseSinks(out), Progress: &progress})
+	sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Sinks: pipelinetest.UseSinks(out), Progress: &progress})
 	var buf strings.Builder
 	pipeline.PrintSummary(&buf, sum)
 

@@ -350,7 +350,7 @@ func sinksFromRecords(reg *Registry, recs []SinkRecord, params map[string]any, k
 		if err != nil {
 			return nil, fmt.Errorf("sink %s: %w", rec.Name, err)
 		}
-		uses = append(uses, &SinkUse{Kind: k, Spec: spec, Sink: s, Optional: !rec.Required, Attempts: defaultSinkAttempts, Backoff: defaultSinkBackoff})
+		uses = append(uses, &SinkUse{Kind: k, Spec: spec, Sink: s, Optional: !rec.Required, Attempts: DefaultSinkAttempts, Backoff: DefaultSinkBackoff})
 	}
 	return uses, nil
 }

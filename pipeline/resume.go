@@ -186,21 +186,6 @@ func (g *Graph) nothingLeftToResume(done map[string]bool) map[string]bool {
 	return idle
 }
 
-// CheckResume refuses to resume ri with g when the configuration of what
-// is left to run differs from the one the run was made with (its
-// plan.json): cell ids name cells, not configurations, so a resume with
-// another server command or sweep setting would put two configurations in
-// one run. The error lists each difference as `path: old → new`. What
-// cannot change a measurement is not compared: descriptions, sinks, the
-// plan's timeout, helper fields (what they feed is compared where it
-// lands), stages with nothing left to run and finally stages.
-func CheckResume(g *Graph, ri *RunInfo) error {
-	if !ri.Resumed {
-		return nil
-	}
-	return checkResume(g, ri, g.nothingLeftToResume(ri.doneCells))
-}
-
 func checkResume(g *Graph, ri *RunInfo, idle map[string]bool) error {
 	// Without the configuration the run was made with, nothing says this
 	// plan is the same: refused, never resumed unchecked.

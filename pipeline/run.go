@@ -29,7 +29,7 @@ const (
 // Options controls a run.
 type Options struct {
 	// Sinks are sinks beyond the graph's (Graph.Sinks): embedders' and
-	// tests' (UseSink).
+	// tests' (pipelinetest.UseSink).
 	Sinks []*SinkUse
 	// Stdout is where data goes (the CSV table); nil for none.
 	Stdout io.Writer
@@ -226,7 +226,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	r.asserts, r.runAsserts = g.assertions()
 	// Failed verdicts of cells a resume does not measure again still count.
 	r.failed = append(r.failed, ri.priorFailed...)
-	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), NamedTests: g.namedTests(), Prior: priorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
+	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), NamedTests: g.namedTests(), Prior: PriorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
 	if err := r.sinks.start(env); err != nil {
 		return fail(ExitInfra, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
@@ -177,7 +178,7 @@ func resumeRun(t *testing.T, g *pipeline.Graph, runDir string, outs ...pipeline.
 		return nil, "", err
 	}
 	var progress bytes.Buffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(outs...), Progress: &progress, FinallyTimeout: 5 * time.Second})
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(outs...), Progress: &progress, FinallyTimeout: 5 * time.Second})
 	return sum, progress.String(), err
 }
 
@@ -293,7 +294,7 @@ func TestResumeWithNothingLeftStartsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())})
+	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(parquet.New())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestManifestFinishedWhenTheRunFailsBeforeItsFirstStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(failingStart{})})
+	_, err = pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(failingStart{})})
 	if err == nil || pipeline.ExitCode(err) != pipeline.ExitInfra {
 		t.Fatalf("run with an output that cannot start: %v", err)
 	}
@@ -430,7 +431,7 @@ func TestResumeRecordsACrashedAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipeline.UseSinks(parquet.New())}); err != nil {
+	if _, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Sinks: pipelinetest.UseSinks(parquet.New())}); err != nil {
 		t.Fatal(err)
 	}
 	// Make it look killed: the manifest as it is while the run runs, one
@@ -500,12 +501,12 @@ func TestResumeRecordsACrashedAttempt(t *testing.T) {
 	if parts, _ := filepath.Glob(filepath.Join(ri.Dir, "*", "part-002-*.parquet")); len(parts) != 3 {
 		t.Errorf("attempt 2's part files: %v; want its cell, requests and assertions parts", parts)
 	}
-	cells, err := results.ReadTable[results.Cell](ri.Dir, results.TableCells)
+	cells, err := resultstest.ReadTable[results.Cell](ri.Dir, results.TableCells)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs, _ := results.ReadTable[results.Request](ri.Dir, results.TableRequests)
-	vs, _ := results.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
+	reqs, _ := resultstest.ReadTable[results.Request](ri.Dir, results.TableRequests)
+	vs, _ := resultstest.ReadTable[results.Verdict](ri.Dir, results.TableAssertions)
 	got := map[string]int64{}
 	for _, c := range cells {
 		got["cell "+c.CellID] = c.Attempt

@@ -252,7 +252,7 @@ func (ss sinkSet) failedReason() string {
 
 // priorRows reads, once, the rows earlier attempts of a resumed run stored
 // (every table of the run directory), for SinkEnv.Prior.
-func priorRows(ri *RunInfo) func() (*Rows, error) {
+func PriorRows(ri *RunInfo) func() (*Rows, error) {
 	if ri == nil || !ri.Resumed {
 		return func() (*Rows, error) { return nil, nil }
 	}

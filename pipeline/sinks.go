@@ -197,26 +197,13 @@ func (u *SinkUse) Name() string {
 }
 
 // Default sink retry policy: a transient failure (see Transient) is
-// tried again twice, 200 ms and then 400 ms later.
+// tried again twice, 200 ms and then 400 ms later. A sink a plan names
+// gets it unless its entry says otherwise, as does one attached outside
+// the registry (Options.Sinks).
 const (
-	defaultSinkAttempts = 3
-	defaultSinkBackoff  = 200 * time.Millisecond
+	DefaultSinkAttempts = 3
+	DefaultSinkBackoff  = 200 * time.Millisecond
 )
-
-// UseSink wraps a sink built outside the registry (tests, embedders) as a
-// required, non-durable sink with the default retry policy.
-func UseSink(s Sink) *SinkUse {
-	return &SinkUse{Kind: SinkKind{Name: s.Name()}, Spec: SinkSpec{Kind: s.Name(), Name: s.Name(), Index: -1}, Sink: s, Attempts: defaultSinkAttempts, Backoff: defaultSinkBackoff}
-}
-
-// UseSinks is UseSink for each sink.
-func UseSinks(ss ...Sink) []*SinkUse {
-	out := make([]*SinkUse, len(ss))
-	for i, s := range ss {
-		out[i] = UseSink(s)
-	}
-	return out
-}
 
 // AddSink registers a sink kind; registering a name twice is a programming error.
 func (r *Registry) AddSink(k SinkKind) {
@@ -285,7 +272,7 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 			if !k.isDefault() || k.Durable != durable {
 				continue
 			}
-			u := &SinkUse{Kind: k, Spec: SinkSpec{Kind: k.Name, Name: k.Name, Index: -1}, Attempts: defaultSinkAttempts, Backoff: defaultSinkBackoff}
+			u := &SinkUse{Kind: k, Spec: SinkSpec{Kind: k.Name, Name: k.Name, Index: -1}, Attempts: DefaultSinkAttempts, Backoff: DefaultSinkBackoff}
 			uses = append(uses, u)
 			byName[k.Name] = u
 		}
@@ -331,7 +318,7 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 		}
 		u.Spec = SinkSpec{Kind: k.Name, Name: name, Params: params, Pos: sk.Pos, Index: sk.Index, entry: sk}
 		u.Optional = e.Optional
-		u.Attempts, u.Backoff = defaultSinkAttempts, defaultSinkBackoff
+		u.Attempts, u.Backoff = DefaultSinkAttempts, DefaultSinkBackoff
 		if e.Retry != nil {
 			if e.Retry.Attempts > 0 {
 				u.Attempts = e.Retry.Attempts
@@ -405,11 +392,4 @@ func (g *Graph) SetSinkParam(flag string, value any) error {
 		u.Spec, u.Sink = spec, s
 	}
 	return nil
-}
-
-// LiveEnv is the SinkEnv of a live run with nothing but its RunInfo, for
-// driving a sink by hand (tests, embedders): no stdout, progress
-// discarded, and a resumed run's earlier rows read from its directory.
-func LiveEnv(ri *RunInfo) *SinkEnv {
-	return &SinkEnv{Run: ri, Progress: io.Discard, Prior: priorRows(ri)}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
-	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
 // runPlan runs a plan through the binary, the simulator ("benchrun sim")
@@ -86,7 +86,7 @@ func TestChatMultiturnPlan(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	cells := readCells(t, run)
-	reqs, err := parquetsink.ReadTable[results.Request](run, "requests")
+	reqs, err := resultstest.ReadTable[results.Request](run, "requests")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestChatMultiturnPlan(t *testing.T) {
 			t.Errorf("cache off %s: %s, hit rate %v, notes %s", c.CellID, c.Status, c.PrefixCacheHitRate, c.Notes)
 		}
 	}
-	verdicts, err := parquetsink.ReadTable[results.Verdict](run, "assertions")
+	verdicts, err := resultstest.ReadTable[results.Verdict](run, "assertions")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestOllamaMultiTurn(t *testing.T) {
 	}
 	run := b.runDir(t)
 	cells := readCells(t, run)
-	reqs, err := parquetsink.ReadTable[results.Request](run, "requests")
+	reqs, err := resultstest.ReadTable[results.Request](run, "requests")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/results"
-	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
 // ollamaDir finds the ollama binary (PATH, then $(go env GOPATH)/bin) and
@@ -215,7 +215,7 @@ func waitFor(t *testing.T, b *benchrun, within time.Duration, what string, cond 
 
 func readCells(t *testing.T, run string) []results.Cell {
 	t.Helper()
-	cells, err := parquetsink.ReadTable[results.Cell](run, "cells")
+	cells, err := resultstest.ReadTable[results.Cell](run, "cells")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestOllamaStories(t *testing.T) {
 	}
 	t.Logf("ollama-stories in %s:\n%s", time.Since(start).Round(time.Second), b.stdout.String())
 	run := b.runDir(t)
-	cells, err := parquetsink.ReadTable[results.Cell](run, "cells")
+	cells, err := resultstest.ReadTable[results.Cell](run, "cells")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestOllamaStories(t *testing.T) {
 		}
 		t.Logf("cell %s: server CPU %.2f s (%.2f cores), RSS peak %.0f MiB", c.CellID, results.ValueOr(c.ServerCPUS, 0), results.ValueOr(c.ServerCPUUtil, 0), float64(results.ValueOr(c.ServerRSSPeakBytes, 0))/(1<<20))
 	}
-	samples, err := parquetsink.ReadTable[results.Sample](run, "samples")
+	samples, err := resultstest.ReadTable[results.Sample](run, "samples")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,11 +326,11 @@ func TestOllamaServerKilledMidSweep(t *testing.T) {
 	if rows[2]["status"] != "skipped" || !strings.Contains(rows[2]["reason"], "not run: server died: signal: killed") {
 		t.Errorf("later cell: status %q reason %q", rows[2]["status"], rows[2]["reason"])
 	}
-	cells, err := parquetsink.ReadTable[results.Cell](run, "cells")
+	cells, err := resultstest.ReadTable[results.Cell](run, "cells")
 	if err != nil || len(cells) != 3 || cells[0].Status != "ok" || cells[0].Completed != 100 {
 		t.Fatalf("cells on disk: %d, %v", len(cells), err)
 	}
-	if left := procrun.LiveInGroup(pgid); len(left) > 0 {
+	if left := procruntest.LiveInGroup(pgid); len(left) > 0 {
 		t.Errorf("the server's process group %d still has %v", pgid, left)
 	}
 	if left := processesOf(run); len(left) > 0 {
@@ -443,7 +443,7 @@ func TestOllamaInterrupted(t *testing.T) {
 			if cells := readCells(t, run); len(cells) < 1 || cells[0].Status != "ok" {
 				t.Errorf("cells on disk: %+v", cells)
 			}
-			if left := procrun.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
+			if left := procruntest.LiveInGroup(pgid); pgid == 0 || len(left) > 0 {
 				t.Errorf("the server's process group %d still has %v", pgid, left)
 			}
 			if left := processesOf(run); len(left) > 0 {

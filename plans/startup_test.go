@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
-	parquetsink "github.com/benchrun/benchrun/sinks/parquet"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
 // TestStartup: the launch stage's start-up rows and the sweep cells after
@@ -78,7 +78,7 @@ func TestStartup(t *testing.T) {
 			t.Errorf("%s: first_call_ms %v, want about 10 ms", id, fmtMs(c.FirstCallMs))
 		}
 	}
-	verdicts, err := parquetsink.ReadTable[results.Verdict](b.runDir(t), "assertions")
+	verdicts, err := resultstest.ReadTable[results.Verdict](b.runDir(t), "assertions")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -348,10 +348,6 @@ func Load(path string, opts Options) (*Plan, error) {
 	return LoadSource(path, src, opts)
 }
 
-// ReadPlan reads a plan file for LoadSource, refusing one over
-// MaxPlanBytes (with its size and the limit) before reading it.
-func ReadPlan(path string) ([]byte, error) { return readPlan(path) }
-
 // LoadSource is Load on a plan already in memory; path names it in
 // positions and anchors relative imports.
 func LoadSource(path string, src []byte, opts Options) (p *Plan, err error) {

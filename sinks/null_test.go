@@ -18,6 +18,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
@@ -40,7 +41,7 @@ func TestNullsAndZerosRoundTripThroughEverySink(t *testing.T) {
 	nulls, zeros := resultstest.Unmeasured().Cell, resultstest.Unmeasured().Cell
 	nulls.CellID, zeros.CellID = "sweep/64:32/c1", "sweep/64:32/c2"
 	zeros.StartedAt = zeros.StartedAt.Add(1e9)
-	for _, col := range results.NullableColumns() {
+	for _, col := range resultstest.NullableColumns() {
 		f := fieldOf(&nulls, col)
 		f.SetZero()
 		z := fieldOf(&zeros, col)
@@ -63,7 +64,7 @@ func TestNullsAndZerosRoundTripThroughEverySink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Start(pipeline.LiveEnv(ri)); err != nil {
+		if err := s.Start(pipelinetest.LiveEnv(ri)); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []results.Cell{nulls, zeros} {
@@ -85,7 +86,7 @@ func TestNullsAndZerosRoundTripThroughEverySink(t *testing.T) {
 	}
 	for _, got := range cells {
 		w := want[got.CellID]
-		for _, col := range results.NullableColumns() {
+		for _, col := range resultstest.NullableColumns() {
 			g, e := fieldOf(&got, col), fieldOf(&w, col)
 			if g.IsNil() != e.IsNil() || (!g.IsNil() && !g.Elem().IsZero()) {
 				t.Errorf("reader: %s %s = %s, want %s", got.CellID, col, show(g), show(e))
@@ -132,7 +133,7 @@ func TestNullsAndZerosRoundTripThroughEverySink(t *testing.T) {
 			}
 			t.Logf("sink %s: %d nullable columns checked", k.Name, len(seen))
 			if k.Name != "json" { // result.json holds a subset, under vLLM's names
-				for _, col := range results.NullableColumns() {
+				for _, col := range resultstest.NullableColumns() {
 					if !seen[col] {
 						t.Errorf("sink %s: no column %s in its output", k.Name, col)
 					}
@@ -176,7 +177,7 @@ func csvNulls(t *testing.T, dir string) []observed {
 		at[c] = i
 	}
 	var out []observed
-	for _, col := range results.NullableColumns() {
+	for _, col := range resultstest.NullableColumns() {
 		i, ok := at[col]
 		if !ok {
 			continue
@@ -211,7 +212,7 @@ func jsonNulls(t *testing.T, dir string) []observed {
 	}
 	var probe results.Cell
 	colOf := map[string]string{} // the probe's value -> column
-	for i, col := range results.NullableColumns() {
+	for i, col := range resultstest.NullableColumns() {
 		f := fieldOf(&probe, col)
 		p := reflect.New(f.Type().Elem())
 		if p.Elem().CanFloat() {
@@ -269,7 +270,7 @@ func arrowNulls(t *testing.T, dir string) []observed {
 			t.Fatal("cells.arrow has no cell_id column")
 		}
 		idCol := rec.Column(ids[0])
-		for _, col := range results.NullableColumns() {
+		for _, col := range resultstest.NullableColumns() {
 			idx := sc.FieldIndices(col)
 			if len(idx) != 1 {
 				continue

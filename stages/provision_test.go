@@ -16,6 +16,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -86,7 +87,7 @@ stages: {
 		t.Fatal(err)
 	}
 	out := &rowsOut{}
-	opts := pipeline.Options{Sinks: pipeline.UseSinks(out), FinallyTimeout: 20 * time.Second}
+	opts := pipeline.Options{Sinks: pipelinetest.UseSinks(out), FinallyTimeout: 20 * time.Second}
 	for _, o := range options {
 		o(&opts)
 	}

@@ -31,11 +31,8 @@ func registry() *pipeline.Registry {
 // them) the graph's: kinds, edges, cycles, `when` and assertions.
 // A plan over schema.MaxPlanBytes is refused before it is read.
 func loadGraph(path string, tags []string, reg *pipeline.Registry) (*pipeline.Graph, error) {
-	src, err := schema.ReadPlan(path)
-	if err != nil {
-		return nil, err
-	}
-	return loadGraphSource(path, src, tags, reg)
+	p, lerr := schema.Load(path, reg.LoadOptions(tags))
+	return buildGraph(path, p, lerr, reg)
 }
 
 // loadGraphContext is loadGraph that gives up when ctx ends (the first
@@ -118,6 +115,13 @@ func planErrorExit(stderr io.Writer, err error) int {
 // loadGraphSource is loadGraph on a plan already read.
 func loadGraphSource(path string, src []byte, tags []string, reg *pipeline.Registry) (*pipeline.Graph, error) {
 	p, lerr := schema.LoadSource(path, src, reg.LoadOptions(tags))
+	return buildGraph(path, p, lerr, reg)
+}
+
+// buildGraph builds the graph of the plan the loader returned with its
+// problems lerr (a partial plan with them), and reports both at once; a
+// load that returned no plan (an unreadable file) is lerr alone.
+func buildGraph(path string, p *schema.Plan, lerr error, reg *pipeline.Registry) (*pipeline.Graph, error) {
 	if p == nil {
 		return nil, lerr
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 )
 
 // Against every engine personality: discovery names the engine, its
@@ -80,7 +81,7 @@ func TestEmptyTokenListIsNotACount(t *testing.T) {
 		t.Fatalf("prompt dialect on llama-server: err = %v", err)
 	}
 	n, err := tg.tokenizeCount(context.Background(), DialectContent, "the of and", false)
-	if err != nil || n != sim.CountPromptTokens(sim.PersonaLlamaServer, "the of and", false) {
+	if err != nil || n != simtest.CountPromptTokens(sim.PersonaLlamaServer, "the of and", false) {
 		t.Fatalf("content dialect: %d, %v", n, err)
 	}
 	requests := 0
@@ -100,14 +101,14 @@ func TestOllamaFirstWordQuirkIsInTheOverhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lead := sim.CompletionPromptTokens(sim.PersonaOllama, v.Lead); v.Overhead != lead {
+	if lead := simtest.CompletionPromptTokens(sim.PersonaOllama, v.Lead); v.Overhead != lead {
 		t.Fatalf("overhead %d, want the lead's own cost %d", v.Overhead, lead)
 	}
 	src := &PromptSource{ISL: 48, Seed: 1, CellKey: 48, Vocab: v}
 	src.Prepare()
 	for i := 0; i < 20; i++ {
 		p := src.Prompt(1, i)
-		if n := sim.CompletionPromptTokens(sim.PersonaOllama, p); n != 48 {
+		if n := simtest.CompletionPromptTokens(sim.PersonaOllama, p); n != 48 {
 			t.Fatalf("prompt %d: %d tokens, want 48: %q", i, n, p)
 		}
 	}

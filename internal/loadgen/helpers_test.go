@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"math/rand/v2"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,3 +37,18 @@ func newTarget(url string, conns int) *Target {
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// SyntheticPrompt returns a prompt of n words drawn from rng (the
+// package's word list): a conversation's user turns, in the tests, where
+// the prompt's exact token count does not matter.
+func SyntheticPrompt(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	b.Grow(n * 6)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	return b.String()
+}

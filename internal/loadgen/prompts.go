@@ -26,19 +26,6 @@ near sentence better best across during today others however sure means knew try
 ways thing whole hear example heard several change answer room sea against top turned learn point city
 play toward five using himself usually`)
 
-// SyntheticPrompt returns a prompt of n words drawn from rng.
-func SyntheticPrompt(rng *rand.Rand, n int) string {
-	var b strings.Builder
-	b.Grow(n * 6)
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(words[rng.IntN(len(words))])
-	}
-	return b.String()
-}
-
 // PromptSource gives every request of a cell its prompt. A prompt depends
 // only on the seed, the cell key, the point key, the pass and the
 // request's index, never on goroutine timing, so a run is reproducible.

@@ -1,10 +1,6 @@
 package measure
 
-import (
-	"fmt"
-
-	"github.com/benchrun/benchrun/internal/results"
-)
+import "github.com/benchrun/benchrun/internal/results"
 
 // The lateness probe is a sleeper: the kernel wakes it promptly even when
 // CPU-bound neighbours hold every core, so it misses what they do to the
@@ -71,14 +67,4 @@ func MachineBound(metric string, c *results.Cell, late float64) Bound {
 		s = Bound{Up: v * f / (1 - f)}
 	}
 	return Bound{Down: max(b.Down, s.Down), Up: max(b.Up, s.Up)}
-}
-
-// DescribeStarved says how long the client's and server's threads waited
-// for a CPU during the row's window; "" when neither did.
-func DescribeStarved(c *results.Cell) string {
-	if starvedWait(c) <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("its threads waited for a CPU %.0f ms (client) and %.0f ms (server) over the %.2f s window",
-		results.ValueOr(c.ClientCPUWaitMs, 0), results.ValueOr(c.ServerCPUWaitMs, 0), c.DurationS)
 }

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/redact/redacttest"
 )
 
 // The test binary doubles as a stand-in for benchrun: with helperEnv set
@@ -279,7 +281,7 @@ func TestStopEscalates(t *testing.T) {
 		t.Errorf("exit status %q, want signal: killed", got)
 	}
 	waitGone(t, "after Stop", child)
-	if left := LiveInGroup(p.Pid()); len(left) > 0 {
+	if left := procruntest.LiveInGroup(p.Pid()); len(left) > 0 {
 		t.Errorf("the group still has %v", left)
 	}
 	for _, want := range []string{"  server: still running 3", "ms after SIGINT; sending SIGTERM\n", "ms after SIGTERM; sending SIGKILL\n"} {
@@ -491,8 +493,8 @@ func TestFirstErrorLineSkipsWarnings(t *testing.T) {
 // end-of-run scrub kept it there), and a failure's tail still carries the
 // last lines.
 func TestLogMaskedAsWritten(t *testing.T) {
-	redact.Reset()
-	defer redact.Reset()
+	redacttest.Reset()
+	defer redacttest.Reset()
 	const key = "sk-live-0123456789abcdef"
 	redact.Add(key)
 	dir := t.TempDir()

@@ -60,18 +60,6 @@ func parseStat(pid int, s string) (procEntry, bool) {
 	return procEntry{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]}, true
 }
 
-// LiveInGroup lists the live (not zombie) processes of a process group,
-// from /proc; tests use it to prove that nothing outlived a stop.
-func LiveInGroup(pgid int) []int {
-	var out []int
-	for _, p := range readProcs() {
-		if p.live() && p.pgrp == pgid {
-			out = append(out, p.pid)
-		}
-	}
-	return out
-}
-
 // GroupGone says whether the program of a process group is gone: no live
 // process is left in it but a guard (its members exited, even if not
 // reaped yet). known is false where there is no /proc to tell.

@@ -20,8 +20,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"github.com/benchrun/benchrun/internal/redact/internal/registry"
 	"github.com/benchrun/benchrun/internal/safetext"
 )
 
@@ -30,13 +30,6 @@ const Mask = "[REDACTED]"
 
 // MinLen is the shortest secret registered (see the package comment).
 const MinLen = 4
-
-var (
-	addMu sync.Mutex
-	// secrets holds the registered forms, longest first (so that a secret
-	// containing another is replaced whole). Readers load it without a lock.
-	secrets atomic.Pointer[[]string]
-)
 
 // Add registers a secret: from now on every redacting function replaces
 // it (and its JSON-escaped and URL-escaped forms) with Mask. Leading and
@@ -58,10 +51,10 @@ func Add(secret string) {
 			forms = append(forms, e)
 		}
 	}
-	addMu.Lock()
-	defer addMu.Unlock()
+	registry.Mu.Lock()
+	defer registry.Mu.Unlock()
 	var cur []string
-	if p := secrets.Load(); p != nil {
+	if p := registry.Secrets.Load(); p != nil {
 		cur = *p
 	}
 	next := slices.Clone(cur)
@@ -74,7 +67,7 @@ func Add(secret string) {
 		return
 	}
 	slices.SortStableFunc(next, func(a, b string) int { return len(b) - len(a) })
-	secrets.Store(&next)
+	registry.Secrets.Store(&next)
 }
 
 // Headers registers the header values a stage sends that came from the
@@ -106,15 +99,8 @@ func envRefs(s string) []string {
 	return names
 }
 
-// Reset forgets every registered secret (for tests).
-func Reset() {
-	addMu.Lock()
-	defer addMu.Unlock()
-	secrets.Store(nil)
-}
-
 func current() []string {
-	if p := secrets.Load(); p != nil {
+	if p := registry.Secrets.Load(); p != nil {
 		return *p
 	}
 	return nil

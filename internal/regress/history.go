@@ -443,7 +443,7 @@ func predict(v *Verdict, xs []float64, confidence float64) {
 	}
 	m, s := meanSD(ys)
 	n := float64(len(ys))
-	half := TQuantile(confidence, n-1) * s * math.Sqrt(1+1/n)
+	half := predictionHalfWidth(s, n, confidence)
 	v.Old = inv(m)
 	v.Low, v.High = inv(m-half), inv(m+half)
 	if v.Old != 0 {

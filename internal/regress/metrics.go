@@ -217,10 +217,6 @@ var table = sync.OnceValue(func() []Metric {
 	return out
 })
 
-// Metrics returns every metric a check can read (a copy: change
-// thresholds and floors freely).
-func Metrics() []Metric { return slices.Clone(table()) }
-
 // DefaultMetrics returns the metrics checked when none are named: TTFT
 // p50/p99, ITL p50/p99, TPOT p50, E2EL p50/p99, output tok/s and req/s.
 func DefaultMetrics() []Metric {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
 // docCells reads the cells table of docs/RESULTS.md: column → (type,
@@ -58,7 +59,7 @@ func TestMetricsAgreeWithDoc(t *testing.T) {
 		case d[1] != m.Better.Arrow():
 			t.Errorf("metric %s: the table says %s is better (%s), the doc marks %q", m.Name, m.Better, m.Better.Arrow(), d[1])
 		}
-		if !results.IsNullable(m.Name) {
+		if !resultstest.IsNullable(m.Name) {
 			t.Errorf("metric %s is not a nullable column of results.Cell", m.Name)
 		}
 		if _, ok := cellColumns()[m.Name]; !ok {

@@ -48,13 +48,13 @@ func meanSD(xs []float64) (mean, sd float64) {
 	return mean, math.Sqrt(ss / float64(len(xs)-1))
 }
 
-// PredictionLimit is the one-sided upper limit of a prediction interval
-// for one new value drawn like n values of mean and sample standard
-// deviation sd: mean + t(p, n−1)·sd·sqrt(1 + 1/n). Bencher's t_test
-// threshold is this (25 values of mean 100, sd 10 at p = 0.977 give
-// 121.46); the lower limit is the mirror, mean − (limit − mean).
-func PredictionLimit(mean, sd float64, n int, p float64) float64 {
-	return mean + TQuantile(p, float64(n-1))*sd*math.Sqrt(1+1/float64(n))
+// predictionHalfWidth is how far a prediction interval's limit lies from
+// the mean, for one new value drawn like n values of sample standard
+// deviation sd, at one-sided probability p: t(p, n−1)·sd·sqrt(1 + 1/n).
+// Bencher's t_test threshold is the mean plus this (25 values of mean
+// 100, sd 10 at p = 0.977 give 121.46); the lower limit is the mirror.
+func predictionHalfWidth(sd, n, p float64) float64 {
+	return TQuantile(p, n-1) * sd * math.Sqrt(1+1/n)
 }
 
 // MannWhitney is the two-sided p-value of the Mann–Whitney U test

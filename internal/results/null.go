@@ -53,11 +53,6 @@ var floatMetric = reflect.TypeFor[*float64]()
 // assertions, baselines and searches read.
 func (c Column) IsMetric() bool { return c.Type == floatMetric }
 
-// Metric is the row's value of a metric column (nil: not measured).
-func (c Column) Metric(row *Cell) *float64 {
-	return reflect.ValueOf(row).Elem().Field(c.Index).Interface().(*float64)
-}
-
 // Columns lists the cells table's columns in column order: the one walk
 // over Cell's tags that sinks, kinds and assertions share.
 var Columns = sync.OnceValue(func() []Column {
@@ -83,30 +78,6 @@ var ColumnNames = sync.OnceValue(func() []string {
 	}
 	return out
 })
-
-// NullableColumns lists the cell columns that can be null, in column
-// order: the metrics that a cell can fail to measure.
-func NullableColumns() []string { return nullable() }
-
-var nullable = sync.OnceValue(func() []string {
-	var out []string
-	for _, c := range Columns() {
-		if c.Nullable {
-			out = append(out, c.Name)
-		}
-	}
-	return out
-})
-
-// IsNullable says whether a cell column can be null.
-func IsNullable(column string) bool {
-	for _, c := range nullable() {
-		if c == column {
-			return true
-		}
-	}
-	return false
-}
 
 // WhyNull says in words why a null column of the cell row was not
 // measured: "every request failed", "no c=1 row of this cell measured

@@ -1,32 +1,5 @@
 package results
 
-import (
-	"fmt"
-	"path/filepath"
-
-	pq "github.com/parquet-go/parquet-go"
-)
-
-// ReadTable reads every part file of one table of a run directory
-// (<runDir>/<table>/*.parquet) in part order. Columns a file lacks (it was
-// written by an older benchrun) read as zero values; a missing table reads
-// as no rows.
-func ReadTable[T any](runDir, table string) ([]T, error) {
-	files, err := filepath.Glob(filepath.Join(runDir, table, "*.parquet"))
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", table, err)
-	}
-	var out []T
-	for _, f := range files { // Glob sorts; part numbers are zero-padded
-		rows, err := pq.ReadFile[T](f)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", f, err)
-		}
-		out = append(out, rows...)
-	}
-	return out, nil
-}
-
 // AttemptOf is the attempt a row belongs to: its attempt column, or 1 for
 // a row written before the column existed (schema version 1 files read it
 // as 0). DuckDB users write coalesce(attempt, 1).

@@ -7,7 +7,7 @@ package results
 // so a reader of version N reads every file of versions 1..N
 // (sinks/parquet/testdata/v1 holds files of version 1, read by a test).
 // Version 2 added `attempt`; version 3 made the metrics that can lack
-// samples nullable (NullableColumns) where earlier files wrote 0; version 4
+// samples nullable (Column.Nullable) where earlier files wrote 0; version 4
 // added the assertions table's `name`, `severity` and `level`; version 8
 // added conversations, trace replay, SLO search, start-up, prefix-cache
 // accounting and kernel-stamp columns; version 9 added the machine's

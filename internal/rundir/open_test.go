@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -302,7 +303,7 @@ func TestNullsReadAsNil(t *testing.T) {
 			}
 		}
 	}
-	cols := results.NullableColumns()
+	cols := resultstest.NullableColumns()
 	if len(cols) < 10 {
 		t.Fatalf("only %d nullable columns", len(cols))
 	}

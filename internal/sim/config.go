@@ -123,8 +123,8 @@ type Config struct {
 	// PersonaGeneric ("" or "generic", the vLLM-shaped default), PersonaVLLM,
 	// PersonaLlamaServer, PersonaSGLang or PersonaOllama. It selects the
 	// endpoints, dialects, error shapes and the tokenizer; ApplyPersonality
-	// (or DefaultConfigFor) also sets the knobs below to the engine's
-	// defaults. See docs/SIM.md.
+	// (or, in tests, simtest.DefaultConfigFor) also sets the knobs below to
+	// the engine's defaults. See docs/SIM.md.
 	Personality string
 	// Version is the engine version the personality reports (/version,
 	// /props build_info, /api/version); "" means DefaultVersion(Personality).

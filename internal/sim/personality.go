@@ -89,16 +89,6 @@ func ApplyPersonality(cfg *Config, name string) error {
 	return nil
 }
 
-// DefaultConfigFor is DefaultConfig with ApplyPersonality(name); it panics
-// on an unknown name (a programming error in a test).
-func DefaultConfigFor(name string) Config {
-	cfg := DefaultConfig()
-	if err := ApplyPersonality(&cfg, name); err != nil {
-		panic("sim: " + err.Error())
-	}
-	return cfg
-}
-
 // version is what the server reports as its engine version.
 func (s *Server) version() string {
 	if s.cfg.Version != "" {

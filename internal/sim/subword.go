@@ -9,13 +9,16 @@ import (
 // The subword tokenizer of the vllm, llama-server, sglang and ollama
 // personalities. Real BPE and SentencePiece tokenizers split words, so a
 // client that counts words (or assumes one token per word) is off; this
-// rule is simple enough for a test to compute the ground truth:
+// rule is simple enough for a test to compute the ground truth
+// (simtest.CountPromptTokens):
 //
 //   - a word (strings.Fields) of the simulator's 4096-word vocabulary, which
 //     is what generated text consists of, is 1 token;
 //   - any other word is ceil(len(word)/4) tokens: consecutive 4-byte pieces
 //     ("the", "of", "time" are 1 token, "between" 2, "something" 3);
-//   - a BOS token where the engine adds one (see CountPromptTokens);
+//   - a BOS token where the engine adds one: completions with a string
+//     prompt and chat always, /tokenize as the engine's own does
+//     (docs/SIM.md);
 //   - Ollama only: the first word of the text costs 1 more token when its
 //     length is even and 2 more when odd, so a calibration that assumes the
 //     rule above is off by 1-2 tokens, as one against a real engine is.
@@ -44,14 +47,6 @@ const (
 var pieceOffset = [pieceLen + 1]int{0, 0, nPrintable, nPrintable + nPrintable*nPrintable,
 	nPrintable + nPrintable*nPrintable + nPrintable*nPrintable*nPrintable}
 
-// wordTokens is the subword cost of one word (no Ollama quirk).
-func wordTokens(w string) int {
-	if _, ok := vocabIndex[w]; ok {
-		return 1
-	}
-	return (len(w) + pieceLen - 1) / pieceLen
-}
-
 // ollamaExtra is Ollama's extra cost for the first word of a prompt.
 func ollamaExtra(first string) int {
 	if len(first)%2 == 0 {
@@ -63,71 +58,10 @@ func ollamaExtra(first string) int {
 // subword reports whether personality uses the subword tokenizer.
 func subword(personality string) bool { return normPersona(personality) != PersonaGeneric }
 
-// CountPromptTokens is how many tokens personality's tokenizer makes of
-// text, with a BOS token first when addSpecial (the generic personality has
-// no BOS and counts one token per word whatever addSpecial says). It panics
-// on an unknown personality. Which endpoints add BOS:
-//
-//   - completions with a string prompt and chat: every personality but
-//     generic (CompletionPromptTokens, ChatPromptTokens);
-//   - /tokenize: vllm and sglang unless add_special_tokens is false;
-//     llama-server only with add_special: true.
-func CountPromptTokens(personality, text string, addSpecial bool) int {
-	mustPersona(personality)
-	if !subword(personality) {
-		return CountTokens(text)
-	}
-	n := 0
-	if addSpecial {
-		n++
-	}
-	first := true
-	forEachWord(text, func(w string) {
-		n += wordTokens(w)
-		if first && normPersona(personality) == PersonaOllama {
-			n += ollamaExtra(w)
-		}
-		first = false
-	})
-	return n
-}
-
-// CompletionPromptTokens is usage.prompt_tokens of a /v1/completions
-// request whose prompt is text (before Ollama's truncation to its context).
-func CompletionPromptTokens(personality, text string) int {
-	return CountPromptTokens(personality, text, subword(personality))
-}
-
 // ChatMessage is one message of a chat request.
 type ChatMessage struct {
 	Role    string
 	Content string
-}
-
-// RenderChat is the chat template's text for msgs, as llama-server's
-// /apply-template returns it: "<|role|> content <|end|> " per message, then
-// "<|assistant|>".
-func RenderChat(personality string, msgs []ChatMessage) string {
-	mustPersona(personality)
-	return renderChat(msgs)
-}
-
-// ChatPromptTokens is usage.prompt_tokens of a chat request with msgs: the
-// rendered template counted by the personality's rule, plus BOS for every
-// personality but generic.
-func ChatPromptTokens(personality string, msgs []ChatMessage) int {
-	return CountPromptTokens(personality, renderChat(msgs), subword(personality))
-}
-
-// TokenizeAs returns the ids personality's tokenizer gives text (BOS first
-// when addSpecial, for the subword personalities).
-func TokenizeAs(personality, text string, addSpecial bool) []int {
-	mustPersona(personality)
-	if !subword(personality) {
-		return Tokenize(text)
-	}
-	ids, _ := tokenizeSubword(normPersona(personality), text, addSpecial, false)
-	return ids
 }
 
 // DetokenizeAs renders ids with personality's tokenizer.

@@ -43,9 +43,6 @@ func init() {
 	}
 }
 
-// Word returns the vocabulary word for id mod VocabSize.
-func Word(id int) string { return vocab[uint(id)%VocabSize] }
-
 // CountTokens counts the tokens of text without allocating.
 func CountTokens(text string) int {
 	n := 0
@@ -123,14 +120,9 @@ func unitFloat(h uint64) float64 { return float64(h>>11) / (1 << 53) }
 
 // Chat template: each message renders as "<|role|> content <|end|>", and the
 // prompt ends with "<|assistant|>", so a chat prompt costs
-// sum(words(content) + 2) + 1 tokens. This mimics the overhead real chat
-// templates add, which clients must calibrate for (via /tokenize with
-// "messages").
-const (
-	chatTokensPerMessage = 2
-	chatTokensTrailer    = 1
-)
-
+// sum(words(content) + 2) + 1 tokens (chatTokenCount, in the tests). This
+// mimics the overhead real chat templates add, which clients must
+// calibrate for (via /tokenize with "messages").
 type chatMessage = ChatMessage
 
 func renderChat(msgs []chatMessage) string {
@@ -144,12 +136,4 @@ func renderChat(msgs []chatMessage) string {
 	}
 	b.WriteString("<|assistant|>")
 	return b.String()
-}
-
-func chatTokenCount(msgs []chatMessage) int {
-	n := chatTokensTrailer
-	for _, m := range msgs {
-		n += CountTokens(m.Content) + chatTokensPerMessage
-	}
-	return n
 }

@@ -1,9 +1,6 @@
 package telemetry
 
-import (
-	"sort"
-	"strings"
-)
+import "strings"
 
 // Engine is what benchrun knows about a serving engine's HTTP surface.
 type Engine struct {
@@ -52,16 +49,6 @@ func EngineFor(name string) Engine {
 		return e
 	}
 	return Engines["custom"]
-}
-
-// EngineNames lists the presets, sorted.
-func EngineNames() []string {
-	var out []string
-	for k := range Engines {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Serves reports whether a served-model id answers to the plan's model

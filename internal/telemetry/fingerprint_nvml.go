@@ -24,9 +24,9 @@ func GPUFingerprint(lib nvml.Interface) (Fingerprint, error) {
 		return f, fmt.Errorf("initialising NVML: %w", ret)
 	}
 	defer nvCall0(lib.Shutdown)
-	// listGPUs initialises NVML again: NVML counts its initialisations,
-	// so this holds it open across both.
-	gpus, err := listGPUs(lib)
+	// ListGPUsWith initialises NVML again: NVML counts its
+	// initialisations, so this holds it open across both.
+	gpus, err := ListGPUsWith(lib)
 	if err != nil {
 		return f, fmt.Errorf("listing GPUs: %w", err)
 	}

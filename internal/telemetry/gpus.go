@@ -83,19 +83,6 @@ func ResolveGPUs(sel []string, list func() ([]GPU, error)) ([]int, error) {
 	return out, nil
 }
 
-// CUDAEnv is the environment that makes a CUDA program see exactly the
-// GPUs at the given NVML indices, numbered as NVML and nvidia-smi number
-// them: without CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA orders devices fastest
-// first. Indices are the fallback when NVML cannot name the devices by
-// UUID (CUDADevicesEnv).
-func CUDAEnv(indices []int) []string {
-	s := make([]string, len(indices))
-	for i, n := range indices {
-		s[i] = strconv.Itoa(n)
-	}
-	return CUDADevicesEnv(s)
-}
-
 // CUDADevicesEnv is the environment that makes a CUDA program see exactly
 // the given devices, by UUID ("GPU-…") or, failing that, NVML index:
 // CUDA_VISIBLE_DEVICES takes either, and a UUID is the same device to

@@ -59,8 +59,11 @@ func TestResolveGPUsListsOnlyForNames(t *testing.T) {
 	}
 }
 
-func TestCUDAEnv(t *testing.T) {
-	got := CUDAEnv([]int{2, 0})
+// TestCUDADevicesEnv: devices named by NVML index (the fallback when NVML
+// cannot name them by UUID), in the order given, numbered as NVML numbers
+// them (PCI bus order).
+func TestCUDADevicesEnv(t *testing.T) {
+	got := CUDADevicesEnv([]string{"2", "0"})
 	want := []string{"CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=2,0"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)

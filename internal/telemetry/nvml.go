@@ -9,16 +9,13 @@ import (
 )
 
 // ListGPUs lists this machine's GPUs through NVML.
-func ListGPUs() ([]GPU, error) { return listGPUs(nvml.New()) }
+func ListGPUs() ([]GPU, error) { return ListGPUsWith(nvml.New()) }
 
-// ListGPUsWith lists the GPUs a given NVML implementation reports: tests
-// of the stages that choose GPUs pass go-nvml's mock, as there is no GPU
-// on the machines they run on.
-func ListGPUsWith(lib nvml.Interface) ([]GPU, error) { return listGPUs(lib) }
-
-// listGPUs lists the GPUs an NVML implementation reports (the real
-// library, or go-nvml's mock in tests).
-func listGPUs(lib nvml.Interface) ([]GPU, error) {
+// ListGPUsWith lists the GPUs a given NVML implementation reports: the
+// real library (ListGPUs, the fingerprint), or go-nvml's mock, which the
+// tests of the stages that choose GPUs pass, as there is no GPU on the
+// machines they run on.
+func ListGPUsWith(lib nvml.Interface) ([]GPU, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		if ret == nvml.ERROR_LIBRARY_NOT_FOUND || ret == nvml.ERROR_DRIVER_NOT_LOADED {
 			return nil, ErrNoNVML

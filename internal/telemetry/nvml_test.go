@@ -41,7 +41,7 @@ func mockNVML(names []string, initRet nvml.Return) *mock.Interface {
 
 func TestListGPUsThroughNVML(t *testing.T) {
 	lib := mockNVML([]string{"NVIDIA GeForce RTX 3090", "NVIDIA H100 80GB HBM3"}, nvml.SUCCESS)
-	gpus, err := listGPUs(lib)
+	gpus, err := ListGPUsWith(lib)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,18 +54,18 @@ func TestListGPUsThroughNVML(t *testing.T) {
 	if len(lib.ShutdownCalls()) != 1 {
 		t.Fatal("NVML must be shut down after listing")
 	}
-	idx, err := ResolveGPUs([]string{"H100"}, func() ([]GPU, error) { return listGPUs(lib) })
+	idx, err := ResolveGPUs([]string{"H100"}, func() ([]GPU, error) { return ListGPUsWith(lib) })
 	if err != nil || len(idx) != 1 || idx[0] != 1 {
 		t.Fatalf("resolve H100 = %v, %v", idx, err)
 	}
 }
 
 func TestListGPUsWithoutDriver(t *testing.T) {
-	_, err := listGPUs(mockNVML(nil, nvml.ERROR_LIBRARY_NOT_FOUND))
+	_, err := ListGPUsWith(mockNVML(nil, nvml.ERROR_LIBRARY_NOT_FOUND))
 	if !errors.Is(err, ErrNoNVML) {
 		t.Fatalf("err = %v, want ErrNoNVML", err)
 	}
-	_, err = listGPUs(mockNVML(nil, nvml.ERROR_NO_PERMISSION))
+	_, err = ListGPUsWith(mockNVML(nil, nvml.ERROR_NO_PERMISSION))
 	if err == nil || !strings.Contains(err.Error(), "initialising NVML") {
 		t.Fatalf("err = %v", err)
 	}

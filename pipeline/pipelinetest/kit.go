@@ -44,7 +44,7 @@
 // after a run that failed half way and was resumed, and with --output
 // PREFIX when the sink takes the prefix flag. A sink that writes the time
 // it wrote a file, or appends on replay, fails it. Its own tests drive it
-// by hand (pipeline.LiveEnv) or through a run:
+// by hand (LiveEnv) or through a run:
 //
 //	reg := pipeline.NewRegistry()
 //	stages.Builtin(reg)
@@ -135,7 +135,7 @@ func runWith(t testing.TB, ctx context.Context, g *pipeline.Graph, ri *pipeline.
 		w = io.MultiWriter(progress, opts.Progress)
 	}
 	opts.Progress = w
-	opts.Sinks = append(append([]*pipeline.SinkUse{}, opts.Sinks...), pipeline.UseSink(rs))
+	opts.Sinks = append(append([]*pipeline.SinkUse{}, opts.Sinks...), UseSink(rs))
 	if opts.FinallyTimeout <= 0 {
 		opts.FinallyTimeout = 5 * time.Second
 	}

@@ -65,7 +65,7 @@ func (r *Recording) Cell(id string) (results.Cell, bool) {
 }
 
 // RecordingSink is a sink that keeps every call it gets, for tests: attach
-// it with pipeline.UseSink (Run and RunStage do). Read its Recording once
+// it with UseSink (Run and RunStage do). Read its Recording once
 // the run has returned, or through Snapshot while it runs.
 type RecordingSink struct {
 	// SinkName is its name in the manifest and messages ("recording").

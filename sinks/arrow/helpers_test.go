@@ -18,6 +18,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/internal/rundir"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
 
@@ -117,7 +118,7 @@ func writeParquet(t testing.TB, dir string, cells []cellOf) ([]results.Cell, []r
 		}
 	}
 	for i, c := range cells {
-		name := pqs.PartName(1, i+1)
+		name := rundir.PartName(1, i+1)
 		if len(c.reqs) > 0 {
 			if err := pqs.WriteFile(filepath.Join(dir, results.TableRequests, name), c.reqs); err != nil {
 				t.Fatal(err)
@@ -127,11 +128,11 @@ func writeParquet(t testing.TB, dir string, cells []cellOf) ([]results.Cell, []r
 			t.Fatal(err)
 		}
 	}
-	cs, err := results.ReadTable[results.Cell](dir, results.TableCells)
+	cs, err := resultstest.ReadTable[results.Cell](dir, results.TableCells)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := results.ReadTable[results.Request](dir, results.TableRequests)
+	rs, err := resultstest.ReadTable[results.Request](dir, results.TableRequests)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ type jsFile struct {
 // TestNodeReadsIt reads both files with another Arrow implementation,
 // the apache-arrow npm package under node (testdata/read.mjs), and
 // compares every value with the rows the Parquet files of the same cells
-// read back as (results.ReadTable): strings, 64-bit integers and
+// read back as (resultstest.ReadTable): strings, 64-bit integers and
 // timestamps exactly, doubles bit for bit (-0 included), NULL where
 // Parquet has NULL, lists and maps entry for entry (maps in key order);
 // and the schema: the Parquet columns in order, typed and nullable as

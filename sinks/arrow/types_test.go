@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
 
@@ -210,7 +211,7 @@ func TestSchemaOtherTypes(t *testing.T) {
 	if err := pqs.WriteFile(filepath.Join(dir, "other.parquet"), rows); err != nil {
 		t.Fatal(err)
 	}
-	fromParquet, err := pqs.ReadFile[otherRow](filepath.Join(dir, "other.parquet"))
+	fromParquet, err := resultstest.ReadFile[otherRow](filepath.Join(dir, "other.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 // TestValues writes the test cells with Tables and reads both files back
 // with arrow-go's ipc.FileReader: every value of every row equals the
 // value the Parquet output's files of the same rows read back as
-// (results.ReadTable), NULL metrics NULL and measured zeros 0 (-0 keeping
+// (resultstest.ReadTable), NULL metrics NULL and measured zeros 0 (-0 keeping
 // its sign), strings byte for byte, maps entry for entry, times to the
 // microsecond Parquet keeps; one record batch per cell for each table
 // (none for a cell without requests).
@@ -212,7 +212,7 @@ func TestNoCells(t *testing.T) {
 
 // TestZeroTime: a zero time.Time (year 1) is the Parquet file's value,
 // -62135596800000000 µs, as pqarrow (and DuckDB) read the file. parquet-go's
-// own reader (results.ReadTable) turns that value into 1754-08-30: it
+// own reader (resultstest.ReadTable) turns that value into 1754-08-30: it
 // converts through nanoseconds, which overflow int64 outside 1678-2262.
 // The Arrow file holds what the Parquet file holds, not that misreading.
 func TestZeroTime(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	csvsink "github.com/benchrun/benchrun/sinks/csv"
 )
 
@@ -27,7 +28,7 @@ func runOutput(t *testing.T, columns []string, prefix string) (string, string) {
 		t.Fatal(err)
 	}
 	o.Prefix = prefix
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range resultstest.Points() {
@@ -105,7 +106,7 @@ func TestCellsCSVAppendsOnResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{Dir: dir})); err != nil {
+		if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{Dir: dir})); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Cell(p.Cell, nil); err != nil {
@@ -135,7 +136,7 @@ func TestNullIsAnEmptyField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
 		t.Fatal(err)
 	}
 	bad := resultstest.Unmeasured()
@@ -160,7 +161,7 @@ func TestNullIsAnEmptyField(t *testing.T) {
 	for i, h := range recs[0] {
 		row[h] = recs[1][i]
 	}
-	for _, col := range results.NullableColumns() {
+	for _, col := range resultstest.NullableColumns() {
 		measured := map[string]bool{"req_s": true, "output_tok_s": true, "decode_tok_s": true, "total_tok_s": true, "goodput": true,
 			"goodput_ratio": true, "sent_req_s": true}[col] || strings.HasPrefix(col, "send_lag")
 		switch {
@@ -193,7 +194,7 @@ func TestTerminalTableLeavesOutNotes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})
+		env := pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})
 		env.Progress = &progress
 		if err := o.Start(env); err != nil {
 			t.Fatal(err)
@@ -224,7 +225,7 @@ func TestFieldsAreNeverFormulas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: t.TempDir()})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: t.TempDir()})); err != nil {
 		t.Fatal(err)
 	}
 	c := resultstest.Points()[0].Cell
@@ -284,7 +285,7 @@ func TestNamedTestsColumn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: t.TempDir()})
+		env := pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: t.TempDir()})
 		env.Stdout, env.RateLadder, env.NamedTests = &stdout, tc.rate, tc.named
 		if err := o.Start(env); err != nil {
 			t.Fatal(err)
@@ -309,7 +310,7 @@ func TestStdoutSaysEachNoteOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Dir: dir})); err != nil {
 		t.Fatal(err)
 	}
 	rows := []results.Cell{

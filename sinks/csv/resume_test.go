@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	csvsink "github.com/benchrun/benchrun/sinks/csv"
 )
@@ -28,7 +29,7 @@ func TestResumeUpgradesAnOlderCellsCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: "r1", Plan: &schema.Plan{Name: "p"}, Dir: dir, StartedAt: time.Now(), Attempt: 2})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: "r1", Plan: &schema.Plan{Name: "p"}, Dir: dir, StartedAt: time.Now(), Attempt: 2})); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Cell(results.Cell{RunID: "r1", CellID: "sweep/16:4/c2", Attempt: 2, ISL: 16, Status: "ok"}, nil); err != nil {

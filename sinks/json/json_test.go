@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
 	jsonsink "github.com/benchrun/benchrun/sinks/json"
@@ -84,7 +85,7 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: p, Dir: dir, StartedAt: resultstest.T0}
 	o := jsonsink.New()
 	o.Prefix = filepath.Join(dir, "copy")
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	read := func(path string) resultdoc.Result {
@@ -178,7 +179,7 @@ func TestManyCellsAreNotQuadratic(t *testing.T) {
 	dir := t.TempDir()
 	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "many"}, Dir: dir, StartedAt: resultstest.T0}
 	o := jsonsink.New()
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	base := resultstest.Points()[0]

@@ -14,6 +14,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -149,7 +150,7 @@ func drive(t *testing.T, groups []group, sum *pipeline.Summary) []byte {
 	ri := runInfo(dir)
 	o := New()
 	o.record = fixtureRecord
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	feed(t, o, groups)
@@ -574,7 +575,7 @@ func TestReplayIdentical(t *testing.T) {
 		return f, p
 	}
 	end := finished.Add(987654321 * time.Nanosecond)
-	live, liveOut := run(filepath.Join(base, "live"), pipeline.LiveEnv,
+	live, liveOut := run(filepath.Join(base, "live"), pipelinetest.LiveEnv,
 		&pipeline.Summary{ExitCode: pipeline.ExitInfra, Reason: "stage sweep: 1 cell error", FinishedAt: end, Stages: stages, Cells: 7})
 	replayed, replayedOut := run(filepath.Join(base, "replay"), func(ri *pipeline.RunInfo) *pipeline.SinkEnv {
 		return &pipeline.SinkEnv{Run: ri, Progress: &bytes.Buffer{}, Replay: true, Prior: func() (*pipeline.Rows, error) { return nil, nil }}
@@ -680,7 +681,7 @@ func TestWrittenAsCellsFinish(t *testing.T) {
 	dir := t.TempDir()
 	o := New()
 	o.record = fixtureRecord
-	if err := o.Start(pipeline.LiveEnv(runInfo(dir))); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(runInfo(dir))); err != nil {
 		t.Fatal(err)
 	}
 	read := func() xSuites {

@@ -100,7 +100,7 @@ func TestV1ColumnsStillExist(t *testing.T) {
 // The current reader reads v1 files.
 func TestReadV1WithCurrentReader(t *testing.T) {
 	wantCells, wantReqs, wantVs, wantSamples := v1Rows()
-	cells, err := pqs.ReadFile[results.Cell](filepath.Join(v1Dir, "cells.parquet"))
+	cells, err := resultstest.ReadFile[results.Cell](filepath.Join(v1Dir, "cells.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,18 +113,18 @@ func TestReadV1WithCurrentReader(t *testing.T) {
 			t.Errorf("cell %d read back as %s p99 %v tok/s %v md %v at %v", i, c.CellID, val(c.TTFTP99Ms), val(c.OutputTokS), c.Metadata, c.StartedAt)
 		}
 	}
-	reqs, err := pqs.ReadFile[results.Request](filepath.Join(v1Dir, "requests.parquet"))
+	reqs, err := resultstest.ReadFile[results.Request](filepath.Join(v1Dir, "requests.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(reqs) != len(wantReqs) || len(reqs[0].ChunkGapsMs) != len(wantReqs[0].ChunkGapsMs) || val(reqs[5].TTFTMs) != val(wantReqs[5].TTFTMs) || reqs[5].TTFTMs == nil {
 		t.Errorf("requests read back wrong: %d rows", len(reqs))
 	}
-	vs, err := pqs.ReadFile[results.Verdict](filepath.Join(v1Dir, "assertions.parquet"))
+	vs, err := resultstest.ReadFile[results.Verdict](filepath.Join(v1Dir, "assertions.parquet"))
 	if err != nil || len(vs) != len(wantVs) {
 		t.Fatalf("assertions: %d rows, %v", len(vs), err)
 	}
-	samples, err := pqs.ReadFile[results.Sample](filepath.Join(v1Dir, "samples.parquet"))
+	samples, err := resultstest.ReadFile[results.Sample](filepath.Join(v1Dir, "samples.parquet"))
 	if err != nil || len(samples) != len(wantSamples) || samples[0].Value != 87.5 {
 		t.Fatalf("samples: %v, %v", samples, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/testbin"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -420,7 +421,7 @@ func TestKill9DuringPartWrite(t *testing.T) {
 		if want := fmt.Sprint(parts * writerRows); rows[0][0] != want || rows[0][1] != fmt.Sprint(parts) {
 			t.Errorf("round %d: DuckDB read %s rows from %s files; want %s from %d", round, rows[0][0], rows[0][1], want, parts)
 		}
-		reqs, err := pqs.ReadTable[results.Request](filepath.Dir(dir), filepath.Base(dir))
+		reqs, err := resultstest.ReadTable[results.Request](filepath.Dir(dir), filepath.Base(dir))
 		if err != nil || len(reqs) != parts*writerRows {
 			t.Errorf("round %d: benchrun's reader: %d rows, %v; want %d", round, len(reqs), err, parts*writerRows)
 		}

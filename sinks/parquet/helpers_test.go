@@ -15,6 +15,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -89,7 +90,7 @@ func writeRun(t testing.TB, root, plan, runID string, day time.Time, metadata ma
 		t.Fatal(err)
 	}
 	o := pqs.New()
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: runID, Plan: &schema.Plan{Name: plan}, Dir: dir, StartedAt: day})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: runID, Plan: &schema.Plan{Name: plan}, Dir: dir, StartedAt: day})); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range resultstest.Points() {

@@ -12,7 +12,9 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -26,7 +28,7 @@ import (
 func TestNullRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	o := pqs.New()
-	if err := o.Start(pipeline.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0})); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(&pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0})); err != nil {
 		t.Fatal(err)
 	}
 	ok, bad := resultstest.Points()[0], resultstest.Unmeasured()
@@ -40,12 +42,12 @@ func TestNullRoundTrip(t *testing.T) {
 	}
 
 	// benchrun's reader.
-	cells, err := results.ReadTable[results.Cell](dir, results.TableCells)
+	cells, err := resultstest.ReadTable[results.Cell](dir, results.TableCells)
 	if err != nil || len(cells) != 2 {
 		t.Fatalf("read %d cells: %v", len(cells), err)
 	}
 	got := cells[1]
-	for _, col := range results.NullableColumns() {
+	for _, col := range resultstest.NullableColumns() {
 		if have, want := fieldByColumn(got, col), fieldByColumn(bad.Cell, col); have != want {
 			t.Errorf("reader: %s = %s, want %s", col, have, want)
 		}
@@ -58,7 +60,7 @@ func TestNullRoundTrip(t *testing.T) {
 	if m := cells[0]; m.TTFTP99Ms == nil || *m.TTFTP99Ms != *ok.Cell.TTFTP99Ms || m.SpeedupVsC1 == nil {
 		t.Errorf("reader: the measured row lost its values: ttft p99 %v speedup %v", show(m.TTFTP99Ms), show(m.SpeedupVsC1))
 	}
-	reqs, err := results.ReadTable[results.Request](dir, results.TableRequests)
+	reqs, err := resultstest.ReadTable[results.Request](dir, results.TableRequests)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestNullRoundTrip(t *testing.T) {
 	}
 
 	// The file's schema: nullable metrics optional, counts required.
-	f, err := os.Open(filepath.Join(dir, "cells", pqs.PartName(1, 2)))
+	f, err := os.Open(filepath.Join(dir, "cells", rundir.PartName(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +173,7 @@ func TestNullableColumnsDocumented(t *testing.T) {
 			}
 		}
 	}
-	if n := len(results.NullableColumns()); n < 60 {
+	if n := len(resultstest.NullableColumns()); n < 60 {
 		t.Errorf("%d nullable cell columns; every metric that can lack samples is one", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
@@ -18,7 +19,7 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 	dir := t.TempDir()
 	ri := &pipeline.RunInfo{ID: "r1", Plan: &schema.Plan{Name: "p"}, Dir: dir, StartedAt: time.Now()}
 	o := pqs.New()
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	s := results.Sample{RunID: "r1", Plan: "p", At: time.Now(), Source: "nvml", Device: "gpu0", Metric: "power_w", Unit: "W", Value: 312.5}
@@ -33,7 +34,7 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 	o2 := pqs.New()
 	ri2 := *ri
 	ri2.Attempt = 2
-	if err := o2.Start(pipeline.LiveEnv(&ri2)); err != nil {
+	if err := o2.Start(pipelinetest.LiveEnv(&ri2)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o2.Cell(results.Cell{RunID: "r1", CellID: "b"}, []results.Request{{RunID: "r1", CellID: "b"}}); err != nil {
@@ -70,7 +71,7 @@ func TestPartNamesDoNotCollideAcrossAttempts(t *testing.T) {
 	for attempt := 1; attempt <= 2; attempt++ {
 		o := pqs.New()
 		ri := &pipeline.RunInfo{ID: "r1", Plan: &schema.Plan{Name: "p"}, Dir: dir, StartedAt: time.Now(), Attempt: attempt}
-		if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+		if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 			t.Fatal(err)
 		}
 		outs = append(outs, o)

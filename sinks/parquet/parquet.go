@@ -12,8 +12,6 @@ import (
 	"os"
 	"path/filepath"
 
-	pq "github.com/parquet-go/parquet-go"
-
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
@@ -137,22 +135,3 @@ func (o *Sink) Stop(*pipeline.Summary) error { return nil }
 
 // WriteFile writes rows to path atomically (rundir.WriteFile).
 func WriteFile[T any](path string, rows []T) error { return rundir.WriteFile(path, rows) }
-
-// PartName is the file name of part n of an attempt (rundir.PartName).
-func PartName(attempt, n int) string { return rundir.PartName(attempt, n) }
-
-// ReadFile reads every row of a Parquet file. Columns the file lacks (it
-// was written by an older benchrun) read as zero values.
-func ReadFile[T any](path string) ([]T, error) {
-	rows, err := pq.ReadFile[T](path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return rows, nil
-}
-
-// ReadTable reads every part file of one table of a run directory, in
-// part order. A missing table reads as no rows.
-func ReadTable[T any](runDir, table string) ([]T, error) {
-	return results.ReadTable[T](runDir, table)
-}

@@ -11,6 +11,7 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
 // skeletonRun is a real run directory written by an earlier benchrun: the
@@ -92,7 +93,7 @@ func TestSkeletonColumnsStillExist(t *testing.T) {
 // as a required column reads as measured), the new ones zero, or null
 // for a nullable one.
 func TestReadSkeletonWithCurrentReader(t *testing.T) {
-	cells, err := results.ReadTable[results.Cell](skeletonRun, results.TableCells)
+	cells, err := resultstest.ReadTable[results.Cell](skeletonRun, results.TableCells)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestReadSkeletonWithCurrentReader(t *testing.T) {
 			t.Errorf("%s: columns the skeleton did not write read as %d, %v, %v, %q; want zero values (null for a nullable metric)", c.CellID, c.AdmittedTok, val(c.ITLTokP50Ms), val(c.TTFTSchedP99Ms), c.Arrival)
 		}
 	}
-	reqs, err := results.ReadTable[results.Request](skeletonRun, results.TableRequests)
+	reqs, err := resultstest.ReadTable[results.Request](skeletonRun, results.TableRequests)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/report"
 )
@@ -126,7 +127,7 @@ func TestReMeasuredCellsToldApart(t *testing.T) {
 	o := report.New()
 	dir := t.TempDir()
 	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0, Attempt: 1}
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	p := resultstest.Points()[0]

@@ -11,6 +11,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/report"
 )
@@ -41,7 +42,7 @@ func TestResumedRunReportsEveryCell(t *testing.T) {
 	}
 	o := report.New()
 	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0, Resumed: true, Attempt: 2}
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pts[2:] { // the resumed run re-measures the failed cell, then the rest

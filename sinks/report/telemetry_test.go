@@ -16,6 +16,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/report"
 )
@@ -367,7 +368,7 @@ func TestSampleSinkLiveAndReplay(t *testing.T) {
 		if !ok {
 			t.Fatal("the report sink does not implement pipeline.SampleSink")
 		}
-		if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+		if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range d.Cells {
@@ -421,7 +422,7 @@ func TestSampleSinkLiveAndReplay(t *testing.T) {
 	writeParquet(t, filepath.Join(dir, "samples", "part-00001.parquet"), stored)
 	o := report.New()
 	ri := &pipeline.RunInfo{ID: resultstest.RunID, Plan: &schema.Plan{Name: "fixture"}, Dir: dir, StartedAt: resultstest.T0, Resumed: true, Attempt: 2}
-	if err := o.Start(pipeline.LiveEnv(ri)); err != nil {
+	if err := o.Start(pipelinetest.LiveEnv(ri)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Stop(sum(ri)); err != nil {

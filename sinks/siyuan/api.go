@@ -154,21 +154,9 @@ func (e *AnswerError) Error() string {
 	return fmt.Sprintf("SiYuan at %s gave a malformed answer to %s (HTTP %d): %s", e.URL, e.Call, e.HTTPStatus, e.Reason)
 }
 
-// IsAuth reports whether err is the kernel refusing the token.
-func IsAuth(err error) bool {
-	var e *APIError
-	return errors.As(err, &e) && e.Auth()
-}
-
 // IsNotFound reports whether err means the document or block is not
 // there (e.g. a second removeDocByID: "tree not found").
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// IsUnreachable reports whether err is a call that got no whole answer.
-func IsUnreachable(err error) bool {
-	var e *UnreachableError
-	return errors.As(err, &e)
-}
 
 // ---- transport ----
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/redact/redacttest"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
@@ -96,8 +97,8 @@ func (r *receiver) requests() []received {
 // in the environment: HOOK_URL is the receiver's URL with a secret path.
 func setup(t *testing.T, r *receiver) {
 	t.Helper()
-	redact.Reset()
-	t.Cleanup(redact.Reset)
+	redacttest.Reset()
+	t.Cleanup(redacttest.Reset)
 	t.Setenv("HOOK_TOKEN", token)
 	if r != nil {
 		t.Setenv("HOOK_URL", r.URL+"/services/"+secretPath)
@@ -165,7 +166,7 @@ func TestResultPayloadIsResultJSON(t *testing.T) {
 	ri, sum := fixtureRun(t)
 
 	js := jsonsink.New()
-	feed(t, js, pipeline.LiveEnv(ri))
+	feed(t, js, pipelinetest.LiveEnv(ri))
 	if err := js.Stop(sum); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestResultPayloadIsResultJSON(t *testing.T) {
 	}
 
 	var progress bytes.Buffer
-	env := pipeline.LiveEnv(ri)
+	env := pipelinetest.LiveEnv(ri)
 	env.Progress = &progress
 	s := newSink(t, map[string]any{"url": "${HOOK_URL}", "headers": map[string]any{"Authorization": "Bearer ${HOOK_TOKEN}", "X-Plain": "as written"}})
 	feed(t, s, env)
@@ -224,7 +225,7 @@ func TestSummaryPayload(t *testing.T) {
 	sum.Reason = "1 assertion failed (token " + token + " in a reason)" // a secret a stage let through
 	redact.Add(token)
 	s := newSink(t, map[string]any{"url": "${HOOK_URL}", "payload": "summary"})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	if err := s.Stop(sum); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestUnsetVariable(t *testing.T) {
 		{map[string]any{"url": "http://127.0.0.1:1/x", "headers": map[string]any{"Authorization": "Bearer ${WEBHOOK_TEST_UNSET_TOKEN}"}},
 			[]string{"headers.Authorization", "${WEBHOOK_TEST_UNSET_TOKEN}", "export"}},
 	} {
-		err := newSink(t, tc.params).Start(pipeline.LiveEnv(ri))
+		err := newSink(t, tc.params).Start(pipelinetest.LiveEnv(ri))
 		if err == nil {
 			t.Fatalf("%v: Start succeeded", tc.params)
 		}
@@ -292,7 +293,7 @@ func TestServiceUnavailableIsTransient(t *testing.T) {
 	setup(t, r)
 	ri, sum := fixtureRun(t)
 	s := newSink(t, map[string]any{"url": "${HOOK_URL}", "headers": map[string]any{"Authorization": "Bearer ${HOOK_TOKEN}"}})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	err := s.Stop(sum)
 	if err == nil || !pipeline.IsTransient(err) || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("Stop: %v (transient %v), want a transient 503", err, pipeline.IsTransient(err))
@@ -309,7 +310,7 @@ func TestServiceUnavailableIsTransient(t *testing.T) {
 	for _, code := range []int{408, 425, 429, 500, 502} {
 		r := newReceiver(t, code)
 		s := newSink(t, map[string]any{"url": r.URL})
-		feed(t, s, pipeline.LiveEnv(ri))
+		feed(t, s, pipelinetest.LiveEnv(ri))
 		if err := s.Stop(sum); !pipeline.IsTransient(err) {
 			t.Errorf("HTTP %d: %v, want a transient error", code, err)
 		}
@@ -324,7 +325,7 @@ func TestClientErrorIsPermanent(t *testing.T) {
 	r.body = "invalid_payload: missing field `text` (you sent Bearer " + token + ")\n" + strings.Repeat("x", 1000)
 	ri, sum := fixtureRun(t)
 	s := newSink(t, map[string]any{"url": "${HOOK_URL}", "headers": map[string]any{"Authorization": "Bearer ${HOOK_TOKEN}"}})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	err := s.Stop(sum)
 	if err == nil || pipeline.IsTransient(err) {
 		t.Fatalf("Stop: %v, want a permanent error", err)
@@ -346,7 +347,7 @@ func TestClientErrorIsPermanent(t *testing.T) {
 	t.Log(err)
 	r401 := newReceiver(t, http.StatusUnauthorized)
 	s = newSink(t, map[string]any{"url": r401.URL})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	if err := s.Stop(sum); err == nil || pipeline.IsTransient(err) || !strings.Contains(err.Error(), "credentials") {
 		t.Errorf("401: %v, want a permanent error about the credentials", err)
 	}
@@ -361,7 +362,7 @@ func TestTimeout(t *testing.T) {
 	t.Cleanup(func() { close(r.hang) })
 	ri, sum := fixtureRun(t)
 	s := newSink(t, map[string]any{"url": "${HOOK_URL}", "timeout": "300ms"})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	t0 := time.Now()
 	err := s.Stop(sum)
 	took := time.Since(t0)
@@ -388,7 +389,7 @@ func TestConnectionRefused(t *testing.T) {
 	t.Setenv("HOOK_URL", "http://"+addr+"/services/"+secretPath)
 	ri, sum := fixtureRun(t)
 	s := newSink(t, map[string]any{"url": "${HOOK_URL}"})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	err = s.Stop(sum)
 	if err == nil || !pipeline.IsTransient(err) || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("Stop: %v (transient %v), want a transient connection refused", err, pipeline.IsTransient(err))
@@ -408,7 +409,7 @@ func TestDryRun(t *testing.T) {
 	ri, sum := fixtureRun(t)
 	for _, toStdout := range []bool{true, false} {
 		var stdout, progress bytes.Buffer
-		env := pipeline.LiveEnv(ri)
+		env := pipelinetest.LiveEnv(ri)
 		env.Progress = &progress
 		if toStdout {
 			env.Stdout = &stdout
@@ -592,7 +593,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	setup(t, nil)
 	ri, sum := fixtureRun(t)
 	s := newSink(t, map[string]any{"url": redirect.URL, "headers": map[string]any{"Authorization": "Bearer ${HOOK_TOKEN}"}})
-	feed(t, s, pipeline.LiveEnv(ri))
+	feed(t, s, pipelinetest.LiveEnv(ri))
 	err := s.Stop(sum)
 	if err == nil || !strings.Contains(err.Error(), "follows no redirect") || !strings.Contains(err.Error(), other.URL+"/elsewhere") {
 		t.Fatalf("Stop: %v; want the redirect refused, naming where it pointed", err)

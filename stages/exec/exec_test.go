@@ -485,7 +485,7 @@ func TestInterruptStopsStoringRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := &cancelOnCell{cancel: cancel}
-	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{Sinks: pipeline.UseSinks(stop)})
+	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{Sinks: pipelinetest.UseSinks(stop)})
 	if n := len(rec.Cells); n == 0 || n > 10 {
 		t.Errorf("%d of 2000 rows stored after an interrupt at the first: want the storing stopped", n)
 	}

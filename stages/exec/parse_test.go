@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/golden"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
 // genericFields is the mapping the generic fixtures are read with.
@@ -69,7 +70,7 @@ func compact(v any) map[string]any {
 				delete(m, k)
 			}
 		case float64:
-			if y == 0 && !results.IsNullable(k) {
+			if y == 0 && !resultstest.IsNullable(k) {
 				delete(m, k)
 			}
 		case bool:

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -192,7 +192,7 @@ func waitHTTP(t *testing.T, url string, within time.Duration) int {
 func groupGone(pgid int) bool {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		if len(procrun.LiveInGroup(pgid)) == 0 {
+		if len(procruntest.LiveInGroup(pgid)) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {

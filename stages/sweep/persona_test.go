@@ -9,12 +9,13 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 )
 
 // startPersona serves the simulator with a real engine's habits.
 func startPersona(t *testing.T, persona string, edit func(*sim.Config)) (*sim.Server, string) {
 	t.Helper()
-	cfg := sim.DefaultConfigFor(persona)
+	cfg := simtest.DefaultConfigFor(persona)
 	cfg.Models = []string{"sim-llama"}
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 20*time.Millisecond, time.Millisecond, 0
 	if edit != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
@@ -55,7 +56,7 @@ func corpusTokens(t *testing.T) []int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, sim.CompletionPromptTokens("", strings.TrimSpace(string(b))))
+		out = append(out, simtest.CompletionPromptTokens("", strings.TrimSpace(string(b))))
 	}
 	if len(out) < 3 {
 		t.Fatalf("the corpus has %d documents", len(out))

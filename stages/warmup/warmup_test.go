@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -374,7 +375,7 @@ func TestAllFailStopsEarly(t *testing.T) {
 // calibration): against llama-server's habits every warm-up prompt is isl
 // tokens as the server counts them. Before, a "64" cell's warm-up sent 185.
 func TestWarmupPromptsAreCalibrated(t *testing.T) {
-	cfg := sim.DefaultConfigFor(sim.PersonaLlamaServer)
+	cfg := simtest.DefaultConfigFor(sim.PersonaLlamaServer)
 	cfg.Models = []string{"tiny"}
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, time.Millisecond, 0
 	srv := sim.New(cfg)

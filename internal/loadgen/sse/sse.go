@@ -9,7 +9,7 @@
 //   - The client must never be the bottleneck: no per-event allocations in the
 //     steady state, and no fixed line limit (a 64 KB cap is what broke
 //     aiohttp-based clients at long contexts). Lines and events grow the
-//     buffer up to a configurable cap (default 64 MiB).
+//     buffer up to a cap (DefaultMaxEventSize).
 //   - Timing must be honest: Next returns as soon as a complete event is
 //     buffered and never issues another Read to "look ahead" (a CR at the end
 //     of a read is handled with state, not by waiting for the next byte).
@@ -58,7 +58,7 @@ type Event struct {
 	Type string
 	// Data is the event's `data:` field values joined with "\n".
 	// It aliases the Reader's internal buffer and is valid only until the
-	// next call to Next or Reset; callers that keep it must copy it.
+	// next call to Next; callers that keep it must copy it.
 	Data []byte
 	// ID is the stream's last event ID at dispatch time. Per the spec it is
 	// sticky: it keeps the value of the most recent `id:` field, even from
@@ -67,7 +67,7 @@ type Event struct {
 }
 
 // Reader reads events from an SSE byte stream. It is not safe for concurrent
-// use. The zero value is not usable; use NewReader or NewReaderSize.
+// use. The zero value is not usable; use NewReaderSize.
 type Reader struct {
 	rd   io.Reader
 	buf  []byte // read buffer; buf[r:w] is unconsumed input
@@ -104,9 +104,6 @@ const maxIgnored = 4 << 10
 // no SSE: a bare JSON error object), up to 4 KiB; nil when none came.
 func (r *Reader) Ignored() []byte { return r.ignored }
 
-// NewReader returns a Reader with the default buffer size.
-func NewReader(r io.Reader) *Reader { return NewReaderSize(r, DefaultBufferSize) }
-
 // NewReaderSize returns a Reader whose buffer starts at size bytes (at least
 // MinBufferSize). The buffer grows as needed for long lines, up to the
 // maximum event size.
@@ -121,37 +118,6 @@ func NewReaderSize(r io.Reader, size int) *Reader {
 		max:   DefaultMaxEventSize,
 	}
 }
-
-// SetMaxEventSize sets the cap on a single line (field name included, line
-// terminator excluded; comment lines count too, since they are buffered
-// whole) and on one event's joined data; n <= 0 restores
-// DefaultMaxEventSize. Beyond it Next returns an error wrapping
-// ErrEventTooLarge. The read buffer never grows past n+1 bytes.
-func (r *Reader) SetMaxEventSize(n int) {
-	if n <= 0 {
-		n = DefaultMaxEventSize
-	}
-	r.max = n
-}
-
-// Reset discards all state and makes r read from rd, keeping its buffers
-// (and maximum event size) so one Reader can serve many requests without
-// allocating. A buffer grown for a huge event is kept as well.
-func (r *Reader) Reset(rd io.Reader) {
-	*r = Reader{
-		rd:      rd,
-		buf:     r.buf[:cap(r.buf)],
-		data:    r.data[:0],
-		typ:     r.typ[:0],
-		lastTyp: r.lastTyp,
-		retry:   -1,
-		max:     r.max,
-	}
-}
-
-// Retry returns the last valid `retry:` field value in milliseconds and
-// whether one has been seen.
-func (r *Reader) Retry() (ms int64, ok bool) { return r.retry, r.retry >= 0 }
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
 

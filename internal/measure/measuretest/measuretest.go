@@ -13,8 +13,6 @@ package measuretest
 import (
 	"runtime"
 	"testing"
-
-	"github.com/benchrun/benchrun/internal/measure"
 )
 
 // busyCores is how much CPU other processes may use during a precision
@@ -24,14 +22,14 @@ import (
 const busyCores = 0.25
 
 // Watch watches the machine during a precision check.
-type Watch struct{ w measure.CPUWindow }
+type Watch struct{ w cpuWindow }
 
 // Start opens the watch; call Judge when the check has measured.
-func Start() *Watch { return &Watch{w: measure.StartCPUWindow()} }
+func Start() *Watch { return &Watch{w: startCPUWindow()} }
 
 // Own counts process pid (a server the test started) as the test's own
 // load from now on, not a neighbour's.
-func (w *Watch) Own(pid int) { w.w.Own(pid) }
+func (w *Watch) Own(pid int) { w.w.own(pid) }
 
 // Judge skips the test, as inconclusive, when other processes used more
 // than busyCores of the machine since Start; it logs what they used
@@ -39,7 +37,7 @@ func (w *Watch) Own(pid int) { w.w.Own(pid) }
 // within 2%").
 func (w *Watch) Judge(tb testing.TB, what string) {
 	tb.Helper()
-	others, ok := w.w.Others()
+	others, ok := w.w.others()
 	if !ok {
 		tb.Logf("the machine's other load could not be read (not Linux): %s judged as written", what)
 		return

@@ -1,6 +1,8 @@
 // Package resultstest builds deterministic rows for the outputs' golden
 // tests: a two-cell sweep over a concurrency ladder whose metrics follow
-// simple formulas, with requests and assertion verdicts to match.
+// simple formulas, with requests and assertion verdicts to match. It also
+// reads back the Parquet files a test's sink or run wrote, and lists the
+// nullable columns that the outputs' null round-trip tests walk.
 package resultstest
 
 import (

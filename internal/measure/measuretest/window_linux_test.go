@@ -1,6 +1,6 @@
 //go:build linux
 
-package measure
+package measuretest
 
 import (
 	"os/exec"
@@ -23,7 +23,7 @@ func TestCPUWindowCountsOthersOnly(t *testing.T) {
 	cpus := float64(runtime.NumCPU())
 
 	selfBefore, _ := selfCPU()
-	w := StartCPUWindow()
+	w := startCPUWindow()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range runtime.NumCPU() {
@@ -35,7 +35,7 @@ func TestCPUWindowCountsOthersOnly(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	othersOwn, ok := w.Others()
+	othersOwn, ok := w.others()
 	if !ok {
 		t.Fatal("not readable on Linux")
 	}
@@ -43,7 +43,7 @@ func TestCPUWindowCountsOthersOnly(t *testing.T) {
 	own := (selfAfter - selfBefore).Seconds() / time.Since(start).Seconds()
 
 	var spinners []*exec.Cmd
-	w = StartCPUWindow()
+	w = startCPUWindow()
 	start = time.Now()
 	for range runtime.NumCPU() {
 		spin := exec.Command("sh", "-c", "while :; do :; done")
@@ -53,7 +53,7 @@ func TestCPUWindowCountsOthersOnly(t *testing.T) {
 		spinners = append(spinners, spin)
 	}
 	time.Sleep(500 * time.Millisecond)
-	othersSpin, _ := w.Others()
+	othersSpin, _ := w.others()
 	wall := time.Since(start).Seconds()
 	var spun time.Duration
 	for _, spin := range spinners {
@@ -78,18 +78,18 @@ func TestCPUWindowCountsOthersOnly(t *testing.T) {
 	// The same children, named as this process's own (servers a check
 	// started): their CPU is no neighbour's.
 	spinners = spinners[:0]
-	w = StartCPUWindow()
+	w = startCPUWindow()
 	start = time.Now()
 	for range runtime.NumCPU() {
 		spin := exec.Command("sh", "-c", "while :; do :; done")
 		if err := spin.Start(); err != nil {
 			t.Fatal(err)
 		}
-		w.Own(spin.Process.Pid)
+		w.own(spin.Process.Pid)
 		spinners = append(spinners, spin)
 	}
 	time.Sleep(500 * time.Millisecond)
-	othersOwned, _ := w.Others()
+	othersOwned, _ := w.others()
 	wall = time.Since(start).Seconds()
 	spun = 0
 	for _, spin := range spinners {
