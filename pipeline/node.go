@@ -223,22 +223,30 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 		attempts, backoff = n.Spec.Retry.Attempts, n.Spec.Retry.Backoff
 	}
 	var out *Outputs
-	for i := 1; i <= attempts; i++ {
-		st.attempts = i
-		out, err = n.Stage.Run(ctx, env)
-		if err == nil || ctx.Err() != nil || i == attempts {
-			break
-		}
-		fmt.Fprintf(r.opts.Progress, "↻ %s attempt %d/%d failed: %s; retrying in %s\n", n.Spec.Name, i, attempts, firstLine(err.Error()), backoff)
-		if c, ok := n.Stage.(Cleaner); ok {
-			_ = c.Cleanup(context.WithoutCancel(ctx))
-		}
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-		}
-		backoff *= 2
-	}
+	err = retrying(attempts, backoff,
+		func(i int) error {
+			st.attempts = i
+			var err error
+			out, err = n.Stage.Run(ctx, env)
+			return err
+		},
+		func(i int, err error, next time.Duration) bool {
+			if ctx.Err() != nil {
+				return false
+			}
+			fmt.Fprintf(r.opts.Progress, "↻ %s attempt %d/%d failed: %s; retrying in %s\n", n.Spec.Name, i, attempts, firstLine(err.Error()), next)
+			if c, ok := n.Stage.(Cleaner); ok {
+				_ = c.Cleanup(context.WithoutCancel(ctx))
+			}
+			return true
+		},
+		func(d time.Duration) bool {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+			return true
+		})
 	if err != nil {
 		// Say why the context ended when that is the real reason.
 		// A stage that already said it (a sweep names the server's death

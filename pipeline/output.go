@@ -77,9 +77,15 @@ func newModelDigester(p *schema.Plan, progress io.Writer) *modelDigester {
 	return &modelDigester{file: p.Model.File, planDir: filepath.Dir(p.Path), progress: progress}
 }
 
-// start begins hashing in the background; ctx ending stops it.
+// start begins hashing in the background when the model file is there
+// as the run starts; ctx ending stops it. A file that is not there yet (a
+// stage downloads it) is hashed when a stage that needs it is about to
+// run: a background hash started late would read it half written.
 func (m *modelDigester) start(ctx context.Context) {
-	if m != nil {
+	if m == nil {
+		return
+	}
+	if _, ok := resolveModelFile(m.file, m.planDir); ok {
 		go m.get(ctx, "")
 	}
 }

@@ -92,19 +92,18 @@ func (s *sinkRun) call(op string, f func() error) error {
 	}
 	s.rec.Calls++
 	attempts := max(s.use.Attempts, 1)
-	backoff := s.use.Backoff
-	var err error
-	for i := 1; ; i++ {
-		if err = f(); err == nil {
-			return nil
-		}
-		if i >= attempts || !IsTransient(err) {
-			break
-		}
-		s.rec.Retries++
-		fmt.Fprintf(s.progress, "↻ sink %s: %s failed (attempt %d/%d): %s; retrying in %s\n", s.rec.Name, op, i, attempts, firstLine(err.Error()), backoff)
-		sinkSleep(backoff)
-		backoff *= 2
+	err := retrying(attempts, s.use.Backoff, func(int) error { return f() },
+		func(i int, err error, next time.Duration) bool {
+			if !IsTransient(err) {
+				return false
+			}
+			s.rec.Retries++
+			fmt.Fprintf(s.progress, "↻ sink %s: %s failed (attempt %d/%d): %s; retrying in %s\n", s.rec.Name, op, i, attempts, firstLine(err.Error()), next)
+			return true
+		},
+		func(d time.Duration) bool { sinkSleep(d); return true })
+	if err == nil {
+		return nil
 	}
 	s.rec.Failures++
 	s.rec.LastError = redact.String(fmt.Sprintf("%s: %v", op, err))
