@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -233,7 +234,7 @@ func compactTable[T any](dir, table string, dryRun bool) (TableCompaction, error
 		tc.Skipped = AlreadyCompact
 		return tc, nil
 	}
-	if tc.Skipped, err = whyNotRewrite(tableDir, files); tc.Skipped != "" || err != nil {
+	if tc.Skipped, err = whyNotRewrite[T](tableDir, files); tc.Skipped != "" || err != nil {
 		return tc, err
 	}
 	name := compactName(files)
@@ -241,15 +242,11 @@ func compactTable[T any](dir, table string, dryRun bool) (TableCompaction, error
 		tc.Into = name
 		return tc, nil
 	}
-	rows, err := readTable[T](dir, table)
-	if err != nil {
-		return tc, err
-	}
 	tmp := compactTmp(dir, table)
 	if err := os.Mkdir(tmp, st.Mode().Perm()); err != nil {
 		return tc, fmt.Errorf("compacting %s: %w", tableDir, err)
 	}
-	if err := writeTablePart(filepath.Join(tmp, name), table, rows); err != nil {
+	if err := writeTablePart(filepath.Join(tmp, name), table, func(w *pq.GenericWriter[T]) error { return copyParts(w, files) }); err != nil {
 		os.RemoveAll(tmp)
 		return tc, fmt.Errorf("compacting %s: %w", tableDir, err)
 	}
@@ -261,13 +258,16 @@ func compactTable[T any](dir, table string, dryRun bool) (TableCompaction, error
 	return tc, nil
 }
 
+// exchange is exchangeDirs; the tests replace it to take the fallback.
+var exchange = exchangeDirs
+
 // swapInto replaces the table folder with the compacted one built at its
 // compactTmp name, then removes the old one. Where folders cannot be
 // exchanged in one step, the old one is renamed away first: readers then
 // see no table for an instant, which is better than its rows twice.
 func swapInto(dir, table string) error {
 	tableDir, tmp := filepath.Join(dir, table), compactTmp(dir, table)
-	exchanged, err := exchangeDirs(tableDir, tmp)
+	exchanged, err := exchange(tableDir, tmp)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("compacting %s: swapping in the compacted folder: %w", tableDir, err)
@@ -306,7 +306,7 @@ func syncDir(dir string) {
 // whyNotRewrite says why a table's part files are not to be rewritten
 // into one ("" when they may): the folder holds something else than part
 // files (which the swap would drop), or a part of another schema version.
-func whyNotRewrite(tableDir string, files []string) (string, error) {
+func whyNotRewrite[T any](tableDir string, files []string) (string, error) {
 	entries, err := os.ReadDir(tableDir)
 	if err != nil {
 		return "", fmt.Errorf("listing %s: %w", tableDir, err)
@@ -320,39 +320,69 @@ func whyNotRewrite(tableDir string, files []string) (string, error) {
 		}
 	}
 	want := strconv.Itoa(results.SchemaVersion)
-	for _, f := range files {
-		v, err := schemaVersionOf(f)
-		if err != nil {
-			return "", err
-		}
-		if v != want {
-			if v == "" {
-				v = "none"
+	schema := pq.SchemaOf(new(T))
+	for _, path := range files {
+		var why string
+		err := withPart(path, func(pf *pq.File) error {
+			v, _ := pf.Lookup("benchrun.schema_version")
+			switch {
+			case v != want:
+				why = fmt.Sprintf("mixed schema versions (%s is version %s, this benchrun writes %s: rewriting would change old rows' columns)", filepath.Base(path), cmp.Or(v, "none"), want)
+			case !pq.EqualNodes(pf.Schema(), schema):
+				why = fmt.Sprintf("%s's columns are not this benchrun's, though its version is (a development build wrote it?): rewriting would change its rows' columns", filepath.Base(path))
 			}
-			return fmt.Sprintf("mixed schema versions (%s is version %s, this benchrun writes %s: rewriting would change old rows' columns)", filepath.Base(f), v, want), nil
+			return nil
+		})
+		if why != "" || err != nil {
+			return why, err
 		}
 	}
 	return "", nil
 }
 
-// schemaVersionOf is the benchrun.schema_version a part file carries (""
-// when it has none: an early benchrun wrote it).
-func schemaVersionOf(path string) (string, error) {
+// withPart opens a part file (its footer) for use.
+func withPart(path string, use func(*pq.File) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	pf, err := pq.OpenFile(f, st.Size(), pq.SkipPageIndex(true), pq.SkipBloomFilters(true))
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w (a part file benchrun wrote is complete; this one was changed or truncated since: move it away to compact the rest)", path, err)
 	}
-	v, _ := pf.Lookup("benchrun.schema_version")
-	return v, nil
+	if err := use(pf); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	return nil
+}
+
+// copyParts writes the rows of files, in order, to w as they are stored:
+// values are copied, not decoded into Go values and encoded again, so a
+// timestamp or a float reads back bit for bit. Their columns are w's
+// (whyNotRewrite checked).
+func copyParts[T any](w *pq.GenericWriter[T], files []string) error {
+	for _, path := range files {
+		err := withPart(path, func(pf *pq.File) error {
+			for _, rg := range pf.RowGroups() {
+				rows := rg.Rows()
+				_, err := pq.CopyRows(w, rows)
+				rows.Close()
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compactName is the name of the part that replaces files (in part
