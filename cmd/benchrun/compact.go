@@ -63,7 +63,7 @@ func runCompact(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, e := range runs {
 		res, err := rundir.Compact(e.Dir, rundir.CompactOptions{DryRun: *dryRun})
 		if err != nil {
-			fmt.Fprintf(stdout, "%s: failed: %v\n", e.Dir, err)
+			fmt.Fprintf(stderr, "benchrun compact: %s: %v\n", e.Dir, err)
 			code = pipeline.ExitInfra
 			continue
 		}
