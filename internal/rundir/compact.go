@@ -72,8 +72,9 @@ var compactTables = []struct {
 // hidden name (".cells.compact-tmp", which no `*/cells/*.parquet` glob
 // matches) and the two are exchanged in one rename (Linux, macOS; on
 // other systems the old folder is renamed away, then the new one in).
-// The new part is named after the highest part it replaces, so it sorts
-// where they did and a later resume's parts (LastPart) follow it.
+// The new part is named part-000-NNNNN.parquet after the highest part it
+// replaces, a name none of them has, so it sorts where they did and a
+// later resume's parts (LastPart) follow it.
 //
 // Compact holds the run directory's lock as a writer does, so no run or
 // resume starts writing meanwhile; a run a writer holds, or whose
@@ -238,6 +239,13 @@ func compactTable[T any](dir, table string, dryRun bool) (TableCompaction, error
 		return tc, err
 	}
 	name := compactName(files)
+	for _, f := range files {
+		if filepath.Base(f) == name {
+			// Only files of other names added beside an earlier compaction's part.
+			tc.Skipped = "the compacted part's name, " + name + ", is taken: give the other files part-AAA-NNNNN.parquet names"
+			return tc, nil
+		}
+	}
 	if dryRun {
 		tc.Into = name
 		return tc, nil
@@ -386,17 +394,23 @@ func copyParts[T any](w *pq.GenericWriter[T], files []string) error {
 }
 
 // compactName is the name of the part that replaces files (in part
-// order): the highest part number among them, with the highest attempt,
-// so that it sorts after none of them and a resume numbers its parts
-// after it.
+// order): part-000-<the highest part number among them>. No writer uses
+// attempt 0, so the name is none of the files' own: a reader that listed
+// the old files just before the swap and opens one by its name after it
+// finds nothing, and fails, rather than reading the new file's rows
+// among the old ones. It sorts after no file it replaces, both by name
+// and in part order, and a resume numbers its parts after it (LastPart).
 func compactName(files []string) string {
-	attempt, n := 1, 0
+	n := 0
 	for _, f := range files {
 		if m := partRE.FindStringSubmatch(filepath.Base(f)); m != nil {
-			a, _ := strconv.Atoi(m[1])
 			v, _ := strconv.Atoi(m[2])
-			attempt, n = max(attempt, a), max(n, v)
+			n = max(n, v)
 		}
 	}
-	return PartName(attempt, n)
+	return PartName(compactedAttempt, n)
 }
+
+// compactedAttempt is the attempt a compacted part's name carries: its
+// rows are every attempt's (each row says its own).
+const compactedAttempt = 0

@@ -3,9 +3,11 @@ package rundir
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,14 +24,16 @@ func TestCompactName(t *testing.T) {
 		files []string
 		want  string
 	}{
-		{[]string{"part-001-00001.parquet", "part-001-00002.parquet"}, "part-001-00002.parquet"},
+		{[]string{"part-001-00001.parquet", "part-001-00002.parquet"}, "part-000-00002.parquet"},
 		// A resume numbers its parts after the first attempt's.
-		{[]string{"part-001-00001.parquet", "part-001-00002.parquet", "part-002-00003.parquet"}, "part-002-00003.parquet"},
+		{[]string{"part-001-00001.parquet", "part-001-00002.parquet", "part-002-00003.parquet"}, "part-000-00003.parquet"},
 		// Parts of runs written before names carried the attempt.
-		{[]string{"part-00001.parquet", "part-00002.parquet", "part-002-00003.parquet"}, "part-002-00003.parquet"},
-		{[]string{"part-00001.parquet", "part-00007.parquet"}, "part-001-00007.parquet"},
+		{[]string{"part-00001.parquet", "part-00002.parquet", "part-002-00003.parquet"}, "part-000-00003.parquet"},
+		{[]string{"part-00001.parquet", "part-00007.parquet"}, "part-000-00007.parquet"},
+		// An earlier compaction's part and a resume's after it.
+		{[]string{"part-000-00003.parquet", "part-002-00004.parquet"}, "part-000-00004.parquet"},
 		// Names of another shape: a resume's part 1 still sorts after.
-		{[]string{"a.parquet", "b.parquet"}, "part-001-00000.parquet"},
+		{[]string{"a.parquet", "b.parquet"}, "part-000-00000.parquet"},
 	} {
 		if got := compactName(tc.files); got != tc.want {
 			t.Errorf("compactName(%v) = %s, want %s", tc.files, got, tc.want)
@@ -119,7 +123,7 @@ func TestCompactRewritesEachTableIntoOnePart(t *testing.T) {
 			dir := compactRun(t)
 			before := readRows(t, dir)
 			dry, err := Compact(dir, CompactOptions{DryRun: true})
-			if err != nil || len(dry.Tables) != 4 || dry.Tables[0].Into != "part-002-00003.parquet" || dry.Tables[0].Parts != 3 {
+			if err != nil || len(dry.Tables) != 4 || dry.Tables[0].Into != "part-000-00003.parquet" || dry.Tables[0].Parts != 3 {
 				t.Fatalf("dry run: %+v, %v", dry, err)
 			}
 			if n := len(listing(t, dir)); n != 12+1 {
@@ -135,7 +139,7 @@ func TestCompactRewritesEachTableIntoOnePart(t *testing.T) {
 				names = append(names, name)
 			}
 			slices.Sort(names)
-			want := []string{"assertions/part-002-00003.parquet", "cells/part-002-00003.parquet", ManifestFile, "requests/part-002-00003.parquet", "samples/part-002-00003.parquet"}
+			want := []string{"assertions/part-000-00003.parquet", "cells/part-000-00003.parquet", ManifestFile, "requests/part-000-00003.parquet", "samples/part-000-00003.parquet"}
 			if !slices.Equal(names, want) {
 				t.Fatalf("files after compaction: %v, want %v", names, want)
 			}
@@ -145,7 +149,7 @@ func TestCompactRewritesEachTableIntoOnePart(t *testing.T) {
 			if LastPart(filepath.Join(dir, results.TableCells)) != 3 {
 				t.Errorf("a resume would not continue after part 3")
 			}
-			pf := openPart(t, filepath.Join(dir, "requests", "part-002-00003.parquet"))
+			pf := openPart(t, filepath.Join(dir, "requests", "part-000-00003.parquet"))
 			if v, _ := pf.Lookup("benchrun.table"); v != "requests" {
 				t.Errorf("benchrun.table %q, want requests", v)
 			}
@@ -198,11 +202,11 @@ func TestCompactRecoversFromAnInterruption(t *testing.T) {
 		restored  []string
 	}{
 		{"new folder half written", func(t *testing.T, dir string) {
-			writeTestPart(t, dir, ".cells.compact-tmp", "part-002-00003.parquet", []results.Cell{{CellID: "half"}})
+			writeTestPart(t, dir, ".cells.compact-tmp", "part-000-00003.parquet", []results.Cell{{CellID: "half"}})
 		}, []string{".cells.compact-tmp"}, nil},
 		{"exchanged, old not yet removed", func(t *testing.T, dir string) {
 			rows := cellsOf(t, dir)
-			writeTestPart(t, dir, ".cells.compact-tmp", "part-002-00003.parquet", rows)
+			writeTestPart(t, dir, ".cells.compact-tmp", "part-000-00003.parquet", rows)
 			if err := os.Rename(filepath.Join(dir, "cells"), filepath.Join(dir, "x")); err != nil {
 				t.Fatal(err)
 			}
@@ -210,11 +214,11 @@ func TestCompactRecoversFromAnInterruption(t *testing.T) {
 			mustRename(t, filepath.Join(dir, "x"), filepath.Join(dir, ".cells.compact-tmp"))
 		}, []string{".cells.compact-tmp"}, nil},
 		{"fallback: old moved away, new not in", func(t *testing.T, dir string) {
-			writeTestPart(t, dir, ".cells.compact-tmp", "part-002-00003.parquet", cellsOf(t, dir))
+			writeTestPart(t, dir, ".cells.compact-tmp", "part-000-00003.parquet", cellsOf(t, dir))
 			mustRename(t, filepath.Join(dir, "cells"), filepath.Join(dir, ".cells.compact-old"))
 		}, []string{".cells.compact-tmp"}, []string{"cells"}},
 		{"fallback: new in, old not removed", func(t *testing.T, dir string) {
-			writeTestPart(t, dir, ".cells.compact-tmp", "part-002-00003.parquet", cellsOf(t, dir))
+			writeTestPart(t, dir, ".cells.compact-tmp", "part-000-00003.parquet", cellsOf(t, dir))
 			mustRename(t, filepath.Join(dir, "cells"), filepath.Join(dir, ".cells.compact-old"))
 			mustRename(t, filepath.Join(dir, ".cells.compact-tmp"), filepath.Join(dir, "cells"))
 		}, []string{".cells.compact-old"}, nil},
@@ -243,7 +247,7 @@ func TestCompactRecoversFromAnInterruption(t *testing.T) {
 	}
 	t.Run("a writer made the table again since", func(t *testing.T) {
 		dir := compactRun(t)
-		writeTestPart(t, dir, ".cells.compact-tmp", "part-002-00003.parquet", cellsOf(t, dir))
+		writeTestPart(t, dir, ".cells.compact-tmp", "part-000-00003.parquet", cellsOf(t, dir))
 		mustRename(t, filepath.Join(dir, "cells"), filepath.Join(dir, ".cells.compact-old"))
 		writeTestPart(t, dir, "cells", "part-003-00001.parquet", []results.Cell{{CellID: "resumed"}})
 		_, err := Compact(dir, CompactOptions{})
@@ -312,4 +316,56 @@ func TestCompactSkips(t *testing.T) {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})
+}
+
+// A reader listing a table while it is compacted reads its rows once:
+// from the old parts or from the new one, never both sets nor neither
+// (a file listed just before the swap may be gone when it is opened:
+// that read fails, and is not counted).
+func TestCompactReadersSeeOneSetOrTheOther(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("folders are exchanged in one step on Linux and macOS only")
+	}
+	for range 10 {
+		dir := compactRun(t)
+		stop := make(chan struct{})
+		done := make(chan string)
+		go func() {
+			reads, wrong := 0, ""
+			for {
+				select {
+				case <-stop:
+					if reads == 0 {
+						wrong = "no read finished"
+					}
+					done <- wrong
+					return
+				default:
+				}
+				files, _ := filepath.Glob(filepath.Join(dir, results.TableCells, "*.parquet"))
+				n, complete := 0, true
+				for _, f := range files {
+					rows, err := pq.ReadFile[results.Cell](f)
+					if err != nil {
+						complete = false
+						break
+					}
+					n += len(rows)
+				}
+				if complete {
+					reads++
+					if n != 3 && wrong == "" {
+						wrong = fmt.Sprintf("%d rows from %v", n, files)
+					}
+				}
+			}
+		}()
+		if _, err := Compact(dir, CompactOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		if wrong := <-done; wrong != "" {
+			t.Fatalf("a reader saw %s", wrong)
+		}
+	}
 }
