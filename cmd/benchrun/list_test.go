@@ -75,7 +75,7 @@ func TestAlsoTakesListsTheBaseDefinitionsFields(t *testing.T) {
 func TestEveryCommandExplainsItself(t *testing.T) {
 	withFlags := map[string]string{
 		"run": "-resume", "vet": "-q", "graph": "-format", "sim": "-itl", "self-bench": "", "report": "", "post": "-dry-run",
-		"compare": "-format", "history": "-hide-failed", "k8s": "-shards", "coordinate": "-shards", "merge": "-out",
+		"compare": "-format", "history": "-hide-failed", "compact": "-dry-run", "k8s": "-shards", "coordinate": "-shards", "merge": "-out",
 	}
 	for _, c := range commands() {
 		for _, flag := range []string{"--help", "-h"} {

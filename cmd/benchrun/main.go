@@ -76,6 +76,7 @@ func commands() []command {
 		{"post", "post RUN_DIR [flags]      send a run's results to its remote sinks again (SiYuan, webhooks); --dry-run prints them", runPost},
 		{"compare", "compare OLD NEW [flags]   compare runs cell by cell (regressed, improved, same, unknown; exit 1 on a regression)", runCompare},
 		{"history", "history RUNS [flags]      each cell's metrics over the runs under a folder, with change points (--html FILE)", runHistory},
+		{"compact", "compact RUNS [--dry-run]  rewrite each run's many small Parquet part files into one per table, atomically", runCompact},
 		{"k8s", "k8s render PLAN [flags]   Kubernetes manifests that run a plan as N shards and merge them (docs/SCALE.md)", runK8s},
 		{"coordinate", "coordinate --shards N      keep a sharded run's shards in step (--coordinator HOST:PORT on each)", runCoordinate},
 		{"merge", "merge RUN_DIR... --out DIR  join a sharded run's run directories, recomputing every cell from the pooled requests", runMerge},

@@ -16,7 +16,7 @@ import (
 // itself in it (pid, host, start); the kernel frees the lock when the
 // writer's process ends, however it ends, so a free lock with a manifest
 // that says "running" means that writer crashed. Taking the lock is the
-// writer's business (pipeline); this package only looks.
+// writer's business (pipeline, and Compact here); readers only look.
 const LockFile = ".benchrun.lock"
 
 // LockHolder is what the lock file says about the writer holding it.

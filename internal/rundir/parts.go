@@ -45,8 +45,19 @@ func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parque
 
 // WriteFile writes rows to path atomically: it streams them to a temporary
 // file beside path (".part-001-00001.parquet.tmp-123", which no `*.parquet`
-// glob matches), syncs it and renames it into place.
-func WriteFile[T any](path string, rows []T) (err error) {
+// glob matches), syncs it and renames it into place. The file's
+// benchrun.table key is the name of the folder it is written in.
+func WriteFile[T any](path string, rows []T) error {
+	return writeTablePart(path, filepath.Base(filepath.Dir(path)), func(w *pq.GenericWriter[T]) error {
+		_, err := w.Write(rows)
+		return err
+	})
+}
+
+// writeTablePart writes a part file of table atomically as WriteFile
+// does, its rows written by write; the folder it is written in may have
+// another name (Compact builds a table beside the one it replaces).
+func writeTablePart[T any](path, table string, write func(*pq.GenericWriter[T]) error) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -65,9 +76,9 @@ func WriteFile[T any](path string, rows []T) (err error) {
 		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
 		pq.CreatedBy("benchrun", Version(), ""),
 		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),
-		pq.KeyValueMetadata("benchrun.table", filepath.Base(filepath.Dir(path))),
+		pq.KeyValueMetadata("benchrun.table", table),
 	)
-	if _, err := w.Write(rows); err != nil {
+	if err := write(w); err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)
 	}
 	if err := w.Close(); err != nil {

@@ -11,10 +11,11 @@
 //	  cells/ requests/ assertions/ samples/   Parquet part files
 //
 // Open reads one; Find lists the runs under a folder from their manifests
-// alone. Nothing here writes, removes or locks anything for longer than an
-// instant: writing, taking the lock and removing a killed writer's
-// temporary files are pipeline's, which imports this package (never the
-// other way round).
+// alone. Nothing here but Compact writes, removes or locks anything for
+// longer than an instant: writing a run, taking the lock for it and
+// removing a killed writer's temporary files are pipeline's, which
+// imports this package (never the other way round). Compact rewrites a
+// finished run's part files, holding the run's lock as a writer does.
 package rundir
 
 import (
