@@ -498,8 +498,8 @@ func TestResumeRecordsACrashedAttempt(t *testing.T) {
 		t.Errorf("manifest status %v, want failed (the run's latest verdict)", m["status"])
 	}
 	// The re-measured cell's rows carry attempt 2, in parts named for it.
-	if parts, _ := filepath.Glob(filepath.Join(ri.Dir, "*", "part-002-*.parquet")); len(parts) != 3 {
-		t.Errorf("attempt 2's part files: %v; want its cell, requests and assertions parts", parts)
+	if parts, _ := filepath.Glob(filepath.Join(ri.Dir, "*", "part-002-*.parquet")); len(parts) != 4 {
+		t.Errorf("attempt 2's part files: %v; want its cell, requests, slices and assertions parts", parts)
 	}
 	cells, err := resultstest.ReadTable[results.Cell](ri.Dir, results.TableCells)
 	if err != nil {

@@ -59,6 +59,9 @@ type Line struct {
 	// Marks are ringed points with a dashed line down to the x axis
 	// (change points), drawn over the series.
 	Marks []Mark
+	// Bands are shaded ranges drawn under the series (a baseline's
+	// prediction interval at each load level).
+	Bands []Band
 	// Empty is what an empty chart says ("no ok cells to plot" if unset).
 	Empty string
 	// Width and Height in pixels; 600 × 360 if unset.
@@ -69,6 +72,18 @@ type Line struct {
 type Mark struct {
 	X, Y float64
 	Tip  string
+}
+
+// Band is a shaded range over x: Low to High at each point, joined.
+type Band struct {
+	Name, Color string
+	Points      []BandPoint
+}
+
+// BandPoint is a band's range at one x.
+type BandPoint struct {
+	X, Low, High float64
+	Tip          string
 }
 
 // Rendered is a chart drawn: its file name stem (charts/<Name>.svg), its
@@ -114,6 +129,12 @@ func (c *Line) SVG() string {
 			ys = append(ys, p.Y)
 		}
 	}
+	for _, band := range c.Bands {
+		for _, p := range band.Points {
+			xs = append(xs, p.X)
+			ys = append(ys, p.Low, p.High)
+		}
+	}
 	if len(xs) == 0 {
 		empty := c.Empty
 		if empty == "" {
@@ -143,6 +164,9 @@ func (c *Line) SVG() string {
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, H-10, esc(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(16 %.1f) rotate(-90)" text-anchor="middle" fill="#323f4b">%s</text>`, (plotT+plotB)/2, esc(c.YLabel))
 
+	for _, band := range c.Bands {
+		drawBand(&b, band, xMap, yMap)
+	}
 	for _, s := range c.Series {
 		if len(s.Points) > 0 {
 			drawSeries(&b, s, xMap, yMap)
@@ -168,6 +192,43 @@ func (c *Line) dropUnplottable() {
 			return !finite(p.X) || !finite(p.Y) || (c.LogX && p.X <= 0)
 		})
 	}
+	for i := range c.Bands {
+		c.Bands[i].Points = slices.DeleteFunc(slices.Clone(c.Bands[i].Points), func(p BandPoint) bool {
+			return !finite(p.X) || !finite(p.Low) || !finite(p.High) || (c.LogX && p.X <= 0)
+		})
+	}
+}
+
+// drawBand shades a band: along its lows in x order, back along its highs,
+// with each point's range tipped.
+func drawBand(b *strings.Builder, band Band, xMap, yMap func(float64) float64) {
+	if len(band.Points) == 0 {
+		return
+	}
+	pts := slices.Clone(band.Points)
+	slices.SortStableFunc(pts, func(a, b BandPoint) int { return cmpFloat(a.X, b.X) })
+	var d strings.Builder
+	for i, p := range pts {
+		cmd := "L"
+		if i == 0 {
+			cmd = "M"
+		}
+		fmt.Fprintf(&d, "%s%.1f %.1f ", cmd, xMap(p.X), yMap(p.Low))
+	}
+	for i := len(pts) - 1; i >= 0; i-- {
+		fmt.Fprintf(&d, "L%.1f %.1f ", xMap(pts[i].X), yMap(pts[i].High))
+	}
+	if len(pts) == 1 { // one x: a bar a few pixels wide
+		x := xMap(pts[0].X)
+		d.Reset()
+		fmt.Fprintf(&d, "M%.1f %.1f L%.1f %.1f L%.1f %.1f L%.1f %.1f ", x-6, yMap(pts[0].Low), x+6, yMap(pts[0].Low), x+6, yMap(pts[0].High), x-6, yMap(pts[0].High))
+	}
+	fmt.Fprintf(b, `<path class="band" d="%sZ" fill="%s" fill-opacity="0.18" stroke="%s" stroke-opacity="0.5" stroke-width="1"/>`, d.String(), band.Color, band.Color)
+	for _, p := range pts {
+		if p.Tip != "" {
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="transparent" stroke-width="8"><title>%s</title></line>`, xMap(p.X), yMap(p.Low), xMap(p.X), yMap(p.High), esc(p.Tip))
+		}
+	}
 }
 
 // legend writes one entry per distinct series name, wrapped across lines,
@@ -175,6 +236,14 @@ func (c *Line) dropUnplottable() {
 // below it.
 func (c *Line) legend(b *strings.Builder, w, y int) int {
 	lx, ly := marginL-40, y
+	for _, band := range c.Bands {
+		if len(band.Points) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="16" height="9" fill="%s" fill-opacity="0.3"/>`, lx, ly-9, band.Color)
+		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#323f4b">%s</text>`, lx+20, ly, esc(band.Name))
+		lx += 36 + 7*len(band.Name)
+	}
 	seen := map[string]bool{}
 	for _, s := range c.Series {
 		if seen[s.Name] || len(s.Points) == 0 {

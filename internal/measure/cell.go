@@ -32,6 +32,8 @@ type CellWindow struct {
 	Span          time.Duration
 	SendIntervals int
 	SendSpan      time.Duration
+	// Slice is the plan's time-slice width (0: about AutoSlices windows).
+	Slice time.Duration
 }
 
 // SendsOf is the send span of one pass's requests: first to last send.
@@ -149,6 +151,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	// Throughputs over a window are measured whenever there is a window:
 	// a cell whose requests all failed served 0 tokens/s, a measurement.
 	row.DurationS = w.Span.Seconds()
+	row.SliceS = SliceWidth(reqs, w.Slice).Seconds()
 	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.Goodput = nil, nil, nil, nil, nil
 	if s := w.Span.Seconds(); s > 0 {
 		row.ReqS = results.Some(float64(row.Completed) / s)

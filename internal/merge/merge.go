@@ -180,13 +180,7 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		for i := range reqs {
 			reqs[i].RunID, reqs[i].Attempt, reqs[i].Seq = runID, 1, int64(i)
 		}
-		name := rundir.PartName(1, n+1)
-		if len(reqs) > 0 {
-			if err := rundir.WriteFile(filepath.Join(out, results.TableRequests, name), reqs); err != nil {
-				return nil, err
-			}
-		}
-		if err := rundir.WriteFile(filepath.Join(out, results.TableCells, name), []results.Cell{row}); err != nil {
+		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, reqs); err != nil {
 			return nil, err
 		}
 		res.Cells = append(res.Cells, row)
@@ -304,7 +298,7 @@ func prepareOut(out string) error {
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 		return fmt.Errorf("--out %s exists and is not empty: give a new directory", out)
 	}
-	for _, t := range []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples} {
+	for _, t := range results.Tables {
 		if err := os.MkdirAll(filepath.Join(out, t), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", t, err)
 		}
@@ -565,7 +559,11 @@ func userStamps(r *results.Request) {
 // send to the latest finish of any shard.
 func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
 	intervals, span := measure.SendsOf(rs)
-	measure.FillCell(row, rs, measure.CellWindow{Span: measure.UnionWindow(rs), SendIntervals: intervals, SendSpan: span}, measure.SLO(slo))
+	// The shards cut their passes with the plan's slice width; the merged
+	// cell keeps it (a width chosen for about ten windows of one shard's
+	// pass suits the union, which spans the same time).
+	slice := time.Duration(row.SliceS * float64(time.Second))
+	measure.FillCell(row, rs, measure.CellWindow{Span: measure.UnionWindow(rs), SendIntervals: intervals, SendSpan: span, Slice: slice}, measure.SLO(slo))
 	var first time.Time
 	for _, r := range rs {
 		if first.IsZero() || r.SentAt.Before(first) {

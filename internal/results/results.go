@@ -96,7 +96,12 @@ type Cell struct {
 	SendLagP99 *float64 `parquet:"send_lag_p99_ms" json:"send_lag_p99_ms" expr:"send_lag_p99_ms"`
 
 	// Throughput over the cell's window (first send to last completion).
-	DurationS    float64  `parquet:"duration_s" json:"duration_s" expr:"duration_s"`
+	DurationS float64 `parquet:"duration_s" json:"duration_s" expr:"duration_s"`
+	// SliceS is the width of the windows the cell's timed pass is cut into
+	// (the slices table): the plan's `slice`, or the width that gives about
+	// ten windows; 0 for a cell without requests and in files older than
+	// schema version 10.
+	SliceS       float64  `parquet:"slice_s" json:"slice_s" expr:"slice_s"`
 	ReqS         *float64 `parquet:"req_s" json:"req_s" expr:"req_s"`
 	OutputTokS   *float64 `parquet:"output_tok_s" json:"output_tok_s" expr:"output_tok_s"`
 	TotalTokS    *float64 `parquet:"total_tok_s" json:"total_tok_s" expr:"total_tok_s"`

@@ -12,8 +12,9 @@ package results
 // added conversations, trace replay, SLO search, start-up, prefix-cache
 // accounting and kernel-stamp columns; version 9 added the machine's
 // lateness (the cells' machine_* columns) and the assertions table's
-// `measurement`, `explained` and the outcome `inconclusive`.
-const SchemaVersion = 9
+// `measurement`, `explained` and the outcome `inconclusive`; version 10
+// added the cells' `slice_s` and the slices table.
+const SchemaVersion = 10
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (
@@ -21,4 +22,10 @@ const (
 	TableRequests   = "requests"
 	TableAssertions = "assertions"
 	TableSamples    = "samples"
+	TableSlices     = "slices"
 )
+
+// Tables are every table of a run directory, in the order a run writes a
+// cell's parts (requests before the slices and the cell row they are
+// derived from).
+var Tables = []string{TableCells, TableRequests, TableSlices, TableAssertions, TableSamples}

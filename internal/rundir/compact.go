@@ -60,6 +60,7 @@ var compactTables = []struct {
 }{
 	{results.TableCells, compactTable[results.Cell]},
 	{results.TableRequests, compactTable[results.Request]},
+	{results.TableSlices, compactTable[results.Slice]},
 	{results.TableAssertions, compactTable[results.Verdict]},
 	{results.TableSamples, compactTable[results.Sample]},
 }

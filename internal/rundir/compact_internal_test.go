@@ -60,6 +60,7 @@ func compactRun(t *testing.T) string {
 		at := start.Add(time.Duration(i) * time.Second)
 		writeTestPart(t, dir, results.TableCells, name, []results.Cell{{RunID: "r", CellID: id, Attempt: attempt, StartedAt: at, Status: "ok"}})
 		writeTestPart(t, dir, results.TableRequests, name, []results.Request{{RunID: "r", CellID: id, Attempt: attempt, SentAt: at}, {RunID: "r", CellID: id, Attempt: attempt, Seq: 1}})
+		writeTestPart(t, dir, results.TableSlices, name, []results.Slice{{RunID: "r", CellID: id, Attempt: attempt, StartedAt: at}, {RunID: "r", CellID: id, Attempt: attempt, Slice: 1}})
 		writeTestPart(t, dir, results.TableAssertions, name, []results.Verdict{{RunID: "r", CellID: id, Attempt: attempt, JudgedAt: at}})
 		writeTestPart(t, dir, results.TableSamples, name, []results.Sample{{RunID: "r", CellID: id, Attempt: attempt, At: at}})
 	}
@@ -123,10 +124,10 @@ func TestCompactRewritesEachTableIntoOnePart(t *testing.T) {
 			dir := compactRun(t)
 			before := readRows(t, dir)
 			dry, err := Compact(dir, CompactOptions{DryRun: true})
-			if err != nil || len(dry.Tables) != 4 || dry.Tables[0].Into != "part-000-00003.parquet" || dry.Tables[0].Parts != 3 {
+			if err != nil || len(dry.Tables) != len(results.Tables) || dry.Tables[0].Into != "part-000-00003.parquet" || dry.Tables[0].Parts != 3 {
 				t.Fatalf("dry run: %+v, %v", dry, err)
 			}
-			if n := len(listing(t, dir)); n != 12+1 {
+			if n := len(listing(t, dir)); n != 3*len(results.Tables)+1 {
 				t.Fatalf("a dry run changed the run: %d files", n)
 			}
 			res, err := Compact(dir, CompactOptions{})
@@ -139,7 +140,7 @@ func TestCompactRewritesEachTableIntoOnePart(t *testing.T) {
 				names = append(names, name)
 			}
 			slices.Sort(names)
-			want := []string{"assertions/part-000-00003.parquet", "cells/part-000-00003.parquet", ManifestFile, "requests/part-000-00003.parquet", "samples/part-000-00003.parquet"}
+			want := []string{"assertions/part-000-00003.parquet", "cells/part-000-00003.parquet", ManifestFile, "requests/part-000-00003.parquet", "samples/part-000-00003.parquet", "slices/part-000-00003.parquet"}
 			if !slices.Equal(names, want) {
 				t.Fatalf("files after compaction: %v, want %v", names, want)
 			}
@@ -282,12 +283,12 @@ func TestCompactSkips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := res.Tables[3]
-		if s.Into != "" || !strings.Contains(s.Skipped, "mixed schema versions (part-00000.parquet is version 8") || res.Tables[0].Into == "" {
+		s := res.Tables[len(res.Tables)-1]
+		if s.Table != results.TableSamples || s.Into != "" || !strings.Contains(s.Skipped, "mixed schema versions (part-00000.parquet is version 8") || res.Tables[0].Into == "" {
 			t.Errorf("%+v", res)
 		}
-		if n := len(listing(t, dir)); n != 3+4+1 {
-			t.Errorf("%d files, want 3 tables of one part, samples' 4 and the manifest", n)
+		if n := len(listing(t, dir)); n != 4+4+1 {
+			t.Errorf("%d files, want 4 tables of one part, samples' 4 and the manifest", n)
 		}
 	})
 	t.Run("a file that is no part", func(t *testing.T) {
@@ -304,7 +305,7 @@ func TestCompactSkips(t *testing.T) {
 		dir := compactRun(t)
 		writeTestManifest(t, dir, RunRunning)
 		res, err := Compact(dir, CompactOptions{})
-		if err != nil || !strings.HasPrefix(res.Skipped, "running") || len(listing(t, dir)) != 13 {
+		if err != nil || !strings.HasPrefix(res.Skipped, "running") || len(listing(t, dir)) != 3*len(results.Tables)+1 {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -42,6 +43,24 @@ func LastPart(dir string) int {
 // Names sort by attempt, then part, after those of older runs
 // (part-00003.parquet).
 func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parquet", attempt, n) }
+
+// WriteCell writes a finished cell's parts under one part name: its request
+// rows, its time slices (measure.Slices, derived from them), then its cell
+// row. Requests go first: a cell row whose requests are missing would be
+// worse than requests without their (reproducible) summary rows.
+func WriteCell(dir, name string, c results.Cell, reqs []results.Request) error {
+	if len(reqs) > 0 {
+		if err := WriteFile(filepath.Join(dir, results.TableRequests, name), reqs); err != nil {
+			return err
+		}
+	}
+	if slices := measure.Slices(c, reqs); len(slices) > 0 {
+		if err := WriteFile(filepath.Join(dir, results.TableSlices, name), slices); err != nil {
+			return err
+		}
+	}
+	return WriteFile(filepath.Join(dir, results.TableCells, name), []results.Cell{c})
+}
 
 // WriteFile writes rows to path atomically: it streams them to a temporary
 // file beside path (".part-001-00001.parquet.tmp-123", which no `*.parquet`

@@ -8,7 +8,7 @@
 //
 //	runs/plan=<name>/date=<YYYY-MM-DD>/run=<id>/
 //	  manifest.json, plan.cue, plan.json, .benchrun.lock
-//	  cells/ requests/ assertions/ samples/   Parquet part files
+//	  cells/ requests/ slices/ assertions/ samples/   Parquet part files
 //
 // Open reads one; Find lists the runs under a folder from their manifests
 // alone. Nothing here but Compact writes, removes or locks anything for
@@ -42,7 +42,7 @@ const (
 // of these names would overwrite the run's (or be overwritten).
 var ownNames = []string{
 	PlanFile, ResolvedFile, ManifestFile, LockFile, "merge.json",
-	results.TableCells, results.TableRequests, results.TableSamples, results.TableAssertions,
+	results.TableCells, results.TableRequests, results.TableSlices, results.TableSamples, results.TableAssertions,
 	"cells.csv", "result.json", "report.md", "report.html", "charts", "cells.arrow", "requests.arrow", "junit.xml",
 }
 

@@ -72,6 +72,7 @@ func writeTables(t *testing.T) map[string]string {
 		results.TableRequests:   func(p string) error { return pqs.WriteFile(p, []results.Request{{}}) },
 		results.TableAssertions: func(p string) error { return pqs.WriteFile(p, []results.Verdict{{}}) },
 		results.TableSamples:    func(p string) error { return pqs.WriteFile(p, []results.Sample{{}}) },
+		results.TableSlices:     func(p string) error { return pqs.WriteFile(p, []results.Slice{{}}) },
 	} {
 		paths[table] = filepath.Join(dir, table+".parquet")
 		if err := write(paths[table]); err != nil {
@@ -93,8 +94,12 @@ func TestEveryColumnDocumented(t *testing.T) {
 	rowTypes := map[string]any{
 		results.TableCells: results.Cell{}, results.TableRequests: results.Request{},
 		results.TableAssertions: results.Verdict{}, results.TableSamples: results.Sample{},
+		results.TableSlices: results.Slice{},
 	}
 	for _, table := range pqs.Tables {
+		if rowTypes[table] == nil {
+			t.Fatalf("table %s has no row type in this test: add it to rowTypes and writeTables", table)
+		}
 		documented := docs[table]
 		duckType := map[string]string{}
 		for _, r := range query(t, db, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+sqlPath(files[table])+"))") {

@@ -1,6 +1,7 @@
 package parquet_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
 
@@ -51,7 +53,7 @@ func atof(t *testing.T, s string) float64 {
 func TestDocumentedQueries(t *testing.T) {
 	root := threeRuns(t)
 	qs := docQueries(t, root)
-	for _, name := range []string{"per-plan-cell", "requests-join-cells", "recompute-p99-ttft", "recompute-itl", "metadata-filter", "failed-assertions"} {
+	for _, name := range []string{"per-plan-cell", "requests-join-cells", "recompute-p99-ttft", "recompute-itl", "metadata-filter", "failed-assertions", "slices-shape"} {
 		if qs[name] == "" {
 			t.Fatalf("docs/RESULTS.md has no ```sql block starting with -- query: %s", name)
 		}
@@ -117,6 +119,48 @@ func TestDocumentedQueries(t *testing.T) {
 		for _, r := range rows {
 			if r[0] != "20261201T010000Z-bbbbbb" || r[2] != "Q8_0" {
 				t.Errorf("row %v: want run 20261201T010000Z-bbbbbb, quant Q8_0", r)
+			}
+		}
+	})
+	t.Run("slices-shape", func(t *testing.T) {
+		// Every measured cell has windows, numbered from 0, whose sends and
+		// tokens add up to the cell's requests and output tokens.
+		rows := query(t, db, qs["slices-shape"])
+		type sum struct {
+			windows, sent int
+			tokens        float64
+		}
+		got := map[string]*sum{}
+		for _, r := range rows {
+			k := r[0] + " " + r[1]
+			if got[k] == nil {
+				got[k] = &sum{}
+			}
+			if r[2] != strconv.Itoa(got[k].windows) {
+				t.Errorf("%s: window %s after %d windows", k, r[2], got[k].windows)
+			}
+			got[k].windows++
+			got[k].sent += int(atof(t, r[10]))
+			got[k].tokens += atof(t, r[5]) * atof(t, r[4])
+		}
+		for _, p := range resultstest.Points() {
+			var outTok float64
+			for _, q := range p.Requests {
+				if q.Status == results.StatusOK {
+					outTok += float64(q.OutputTokens)
+				}
+			}
+			for _, run := range []string{"20261130T010000Z-aaaaaa", "20261201T010000Z-bbbbbb", "20261201T020000Z-cccccc"} {
+				g := got[run+" "+p.Cell.CellID]
+				if len(p.Requests) == 0 {
+					if g != nil {
+						t.Errorf("%s %s: %d windows for a cell without requests", run, p.Cell.CellID, g.windows)
+					}
+					continue
+				}
+				if g == nil || g.sent != len(p.Requests) || math.Abs(g.tokens-outTok) > 1e-6 {
+					t.Errorf("%s %s: windows %+v, want %d sends and %g tokens", run, p.Cell.CellID, g, len(p.Requests), outTok)
+				}
 			}
 		}
 	})

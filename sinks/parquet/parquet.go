@@ -38,7 +38,7 @@ var Kind = pipeline.SinkKind{
 	Schema:  schema.KindSchema{Def: "#Parquet", Source: schemaSource},
 	Default: true,
 	Durable: true,
-	Writes:  "the Parquet tables (cells/, requests/, assertions/, samples/)",
+	Writes:  "the Parquet tables (cells/, requests/, slices/, assertions/, samples/)",
 	New: func(spec pipeline.SinkSpec) (pipeline.Sink, error) {
 		var cfg struct{}
 		if err := spec.Decode(&cfg); err != nil {
@@ -49,7 +49,7 @@ var Kind = pipeline.SinkKind{
 }
 
 // Tables are the folders this output writes, in a run directory.
-var Tables = []string{results.TableCells, results.TableRequests, results.TableAssertions, results.TableSamples}
+var Tables = results.Tables
 
 // Sink is the Parquet sink.
 type Sink struct {
@@ -88,19 +88,11 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 
 func (o *Sink) partName(n int) string { return rundir.PartName(o.attempt, n) }
 
-// Cell writes the cell's request rows, then its cell row, as new part files
-// with the same number.
+// Cell writes the cell's request rows, time slices and cell row as new
+// part files with the same number (rundir.WriteCell).
 func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	o.part++
-	name := o.partName(o.part)
-	// Requests first: a cells row whose requests are missing would be worse
-	// than requests without their (reproducible) summary row.
-	if len(reqs) > 0 {
-		if err := WriteFile(filepath.Join(o.dir, results.TableRequests, name), reqs); err != nil {
-			return err
-		}
-	}
-	return WriteFile(filepath.Join(o.dir, results.TableCells, name), []results.Cell{c})
+	return rundir.WriteCell(o.dir, o.partName(o.part), c, reqs)
 }
 
 // Verdicts writes the cell's assertion verdicts under the cell's part

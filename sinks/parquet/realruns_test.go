@@ -126,6 +126,25 @@ func TestDocumentedQueriesOnRealRuns(t *testing.T) {
 				if len(rows) != 4 {
 					t.Errorf("%d failed checks, want the ladder's 4: %v", len(rows), rows)
 				}
+			case "slices-shape":
+				// Every cell with requests is cut into about ten windows
+				// (the default width), numbered from 0.
+				windows := map[string]int{}
+				for _, r := range rows {
+					k := r[0] + " " + r[1]
+					if r[2] != strconv.Itoa(windows[k]) {
+						t.Errorf("%s: window %s after %d", k, r[2], windows[k])
+					}
+					windows[k]++
+				}
+				if len(windows) != 4+2+probes {
+					t.Errorf("%d cells with windows, want %d", len(windows), 4+2+probes)
+				}
+				for k, n := range windows {
+					if n < 4 || n > 11 {
+						t.Errorf("%s: %d windows, want about ten", k, n)
+					}
+				}
 			default:
 				t.Errorf("a documented query without a check here: add one")
 			}

@@ -30,8 +30,8 @@ func TestChartsByLoadKind(t *testing.T) {
 		want  string
 	}{
 		{"closed loop", closed, "throughput ttft itl tradeoff"},
-		{"open loop", open, "throughput-rate ttft-rate itl-rate tradeoff-rate"},
-		{"both", append(append([]results.Cell(nil), closed...), open...), "throughput ttft itl tradeoff throughput-rate ttft-rate itl-rate tradeoff-rate"},
+		{"open loop", open, "throughput-rate ttft-rate itl-rate tradeoff-rate rate-sweep-64-32 rate-sweep-256-32"},
+		{"both", append(append([]results.Cell(nil), closed...), open...), "throughput ttft itl tradeoff throughput-rate ttft-rate itl-rate tradeoff-rate rate-sweep-64-32 rate-sweep-256-32"},
 		{"no ok cell", broken, ""},
 		{"unmeasured values", nan, "throughput ttft itl tradeoff"},
 	} {

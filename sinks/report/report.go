@@ -68,30 +68,20 @@ type Data struct {
 	// Turns are the conversation cells' TTFT by turn, by cell id, from
 	// their request rows (the "TTFT by turn" section).
 	Turns map[string][]turns.TurnTTFT
-	// Dists are the cells' latency distributions, by cell id, from their
-	// request rows (the distribution charts).
-	Dists map[string]runview.Dist
+	// Views are what the charts draw from the cells' request rows: their
+	// latency distributions, time slices and timelines, by cell id.
+	Views runview.Views
 }
 
 // Chart is one rendered chart (charts/<Name>.svg).
 type Chart = chart.Rendered
 
-// Charts builds the report's charts: the run's load levels, its programs'
-// results, then its cells' latency distributions.
+// Charts builds the report's charts (runview.RunCharts): the run's load
+// levels, its programs' results, its rate ladders' achieved rates, its
+// baseline bands, then per shape the latency distributions, time slices
+// and a request timeline.
 func Charts(d Data) []Chart {
-	return append(runview.Charts(d.Cells), runview.DistCharts(d.Cells, d.Dists)...)
-}
-
-// keepDist records a cell's latency distributions from its requests (nil
-// requests leave what an earlier feed recorded).
-func (d *Data) keepDist(c results.Cell, reqs []results.Request) {
-	if reqs == nil || c.CellID == "" {
-		return
-	}
-	if d.Dists == nil {
-		d.Dists = map[string]runview.Dist{}
-	}
-	d.Dists[c.CellID] = runview.DistOf(reqs)
+	return runview.RunCharts(d.Cells, d.Verdicts, d.Views)
 }
 
 // Write writes report.md, report.html and charts/*.svg into dir, and, when
@@ -285,7 +275,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 				}
 			}
 			o.d.keepTurns(c, reqs)
-			o.d.keepDist(c, reqs)
+			o.d.Views.Keep(c, reqs)
 		}
 	}
 	return nil
@@ -295,7 +285,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 // conversation cell's TTFT by turn from its requests.
 func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	o.d.keepTurns(c, reqs)
-	o.d.keepDist(c, reqs)
+	o.d.Views.Keep(c, reqs)
 	for i := range o.d.Cells {
 		if o.d.Cells[i].CellID == c.CellID && c.CellID != "" {
 			// The cell again: a resume's attempt replaces its verdicts; its

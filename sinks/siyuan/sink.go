@@ -89,6 +89,8 @@ type Sink struct {
 	token    string
 	cells    []results.Cell
 	verdicts []results.Verdict
+	// views are what the charts draw from the cells' requests.
+	views runview.Views
 }
 
 // New decodes the configuration (no I/O; the environment is read at Start).
@@ -123,13 +125,14 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	o.url = strings.TrimRight(firstNonEmpty(o.cfg.URL, os.Getenv("SIYUAN_URL"), DefaultURL), "/")
 	o.token = os.Getenv(o.cfg.TokenEnv)
 	redact.Add(o.token) // masked in every row, log and message
-	o.cells, o.verdicts = nil, nil
+	o.cells, o.verdicts, o.views = nil, nil, runview.Views{}
 	return nil
 }
 
 // Cell implements pipeline.Sink.
-func (o *Sink) Cell(c results.Cell, _ []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	o.cells = append(o.cells, c)
+	o.views.Keep(c, reqs)
 	return nil
 }
 
@@ -157,7 +160,7 @@ func (o *Sink) Stop(sum *pipeline.Summary) error {
 	}
 	var charts []chart.Rendered
 	if o.cfg.Charts == nil || *o.cfg.Charts {
-		charts = runview.Charts(doc.Cells)
+		charts = runview.RunCharts(doc.Cells, doc.Verdicts, o.views)
 	}
 	path := o.docPath(run, run.Status)
 	if o.cfg.DryRun {

@@ -86,6 +86,7 @@ type Config struct {
 	Duration           string          `json:"duration"`
 	MinRequests        int             `json:"min_requests"`
 	MinDuration        string          `json:"min_duration"`
+	Slice              string          `json:"slice"`
 	Warmup             int             `json:"warmup"`
 	Iterations         int             `json:"iterations"`
 	Repeats            int             `json:"repeats"`
@@ -133,6 +134,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	// Bad durations stay zero here; Validate reports them with positions.
 	st.duration, _ = time.ParseDuration(st.cfg.Duration)
 	st.minDuration, _ = time.ParseDuration(st.cfg.MinDuration)
+	st.slice, _ = time.ParseDuration(st.cfg.Slice)
 	st.stallTimeout = st.cfg.Stall()
 	st.requestTimeout, _ = time.ParseDuration(st.cfg.RequestTimeout)
 	st.firstTokenTimeout, _ = time.ParseDuration(st.cfg.FirstTokenTimeout)

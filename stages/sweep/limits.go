@@ -3,6 +3,8 @@ package sweep
 import (
 	"fmt"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/measure"
 )
 
 // What one sweep point may ask of the machine benchrun runs on. Past
@@ -64,6 +66,7 @@ func (s *Stage) validateLimits(bad func([]string, string, ...any)) {
 	check(c.MinRequests <= MaxRequests, []string{"min_requests"}, "%d requests per pass: at most %d (every request's result is kept in memory until its point is written)", c.MinRequests, MaxRequests)
 	check(s.duration <= MaxPassDuration, []string{"duration"}, "%q per pass: at most %q", c.Duration, "24h")
 	check(s.minDuration <= MaxPassDuration, []string{"min_duration"}, "%q per pass: at most %q", c.MinDuration, "24h")
+	check(c.Slice == "" || s.slice >= time.Millisecond, []string{"slice"}, "%q: time slices are at least \"1ms\" wide (leave slice out for about %d windows a cell)", c.Slice, measure.AutoSlices)
 	if !fieldsOK {
 		return // what follows would only repeat it
 	}

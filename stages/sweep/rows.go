@@ -37,7 +37,8 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	// First: it may set a mixed cell's kernel stamps back to user ones.
 	stampNote := loadgen.CellStamps(row, rs)
 	reqs := loadgen.RequestRows(*row, rs)
-	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span}, slo)
+	slice, _ := time.ParseDuration(cfg.Slice) // vet refused a bad one
+	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span, Slice: slice}, slo)
 	tally := tallyTokens(rs)
 
 	notes := promptNotes(row, cfg)

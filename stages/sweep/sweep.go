@@ -52,6 +52,7 @@ type Stage struct {
 	cfg  Config
 	// parsed durations
 	duration, minDuration, rampDuration time.Duration
+	slice                               time.Duration // the time slices' width (0: measure.AutoSlices)
 	stallTimeout, requestTimeout        time.Duration
 	firstTokenTimeout                   time.Duration
 	thinkTime                           time.Duration
@@ -104,6 +105,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	}
 	parse("duration", s.cfg.Duration, &s.duration)
 	parse("min_duration", s.cfg.MinDuration, &s.minDuration)
+	parse("slice", s.cfg.Slice, &s.slice)
 	parse("request_timeout", s.cfg.RequestTimeout, &s.requestTimeout)
 	parse("first_token_timeout", s.cfg.FirstTokenTimeout, &s.firstTokenTimeout)
 	if s.cfg.Ramp != nil {
