@@ -2,8 +2,10 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
@@ -183,13 +185,21 @@ func (pr *pointRun) awaitDeath(rs []loadgen.Result) {
 	if pr.target.Done == nil || pr.ctx.Err() != nil {
 		return
 	}
+	evidence := noFailures
 	for _, r := range rs {
 		if r.Err != nil && r.StatusCode == 0 {
-			if died := serverDied(pr.target, true); died != nil {
-				pr.stopSending(died)
+			evidence = failedRequests
+			if errors.Is(r.Err, syscall.ECONNREFUSED) {
+				evidence = refusedConnections
+				break
 			}
-			return
 		}
+	}
+	if evidence == noFailures {
+		return
+	}
+	if died := serverDied(pr.target, evidence); died != nil {
+		pr.stopSending(died)
 	}
 }
 

@@ -303,7 +303,7 @@ func (r *sweepRun) judgeStop(row *results.Cell) {
 	if r.ctx.Err() != nil {
 		r.stopErr = context.Cause(r.ctx)
 		row.Status, row.Reason = results.StatusError, r.stopErr.Error()
-	} else if died := serverDied(r.target, row.Failed > 0); died != nil {
+	} else if died := serverDied(r.target, failuresOf(*row)); died != nil {
 		// The server died during this point: the point carries the
 		// death as its reason (not its first broken request's), and
 		// the rest are skipped.

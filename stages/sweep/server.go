@@ -109,11 +109,35 @@ func (s *Stage) meanTurns() float64 {
 	return float64(sum) / float64(len(s.convs))
 }
 
+// deathEvidence is what a point saw that may mean its server died.
+type deathEvidence int
+
+const (
+	noFailures deathEvidence = iota
+	// failedRequests: some requests failed, for any reason.
+	failedRequests
+	// refusedConnections: the server's port refused a connection. A
+	// local server that closed its listener is dying even while a child
+	// of its (a model runner) lives on in its process group.
+	refusedConnections
+)
+
+// failuresOf is what a measured row says of its server: failed requests,
+// or none. (A pass that met refused connections waited for the verdict
+// already: awaitDeath.)
+func failuresOf(row results.Cell) deathEvidence {
+	if row.Failed > 0 {
+		return failedRequests
+	}
+	return noFailures
+}
+
 // serverDied reports the target's death. When the point had failures the
 // death may not be reaped yet (the sockets close before the exit status
 // is known), so it waits for it: as long as reaping takes when a local
-// server's processes are gone, a little when it cannot tell.
-func serverDied(target *pipeline.Outputs, hadFailures bool) error {
+// server's processes are gone or its port refused connections, a little
+// when it cannot tell.
+func serverDied(target *pipeline.Outputs, evidence deathEvidence) error {
 	if target.Done == nil {
 		return nil
 	}
@@ -122,16 +146,17 @@ func serverDied(target *pipeline.Outputs, hadFailures bool) error {
 		return deathOf(target)
 	default:
 	}
-	if !hadFailures {
+	if evidence == noFailures {
 		return nil
 	}
 	// A local server's process group tells at once: alive, nothing to wait
-	// for; gone, its death is certain and only waits to be reaped, which
-	// on a busy machine may take a while.
+	// for (unless its port refused connections); gone, its death is
+	// certain and only waits to be reaped, which on a busy machine may take
+	// a while.
 	wait := 500 * time.Millisecond
 	if target.PID > 0 {
 		if gone, known := procrun.GroupGone(target.PID); known {
-			if !gone {
+			if !gone && evidence != refusedConnections {
 				return nil
 			}
 			wait = 10 * time.Second

@@ -51,8 +51,6 @@ func TestSweepConversations(t *testing.T) {
 			sessions := map[int64][]results.Request{}
 			var sumCached, sumIn int64
 			var first, later []float64
-			late := map[int64][]float64{}      // per turn: the simulator's first write - its rule, ms
-			clientErr := map[int64][]float64{} // per turn: the client's ttft - the simulator's, ms
 			for _, q := range c.reqs {
 				if q.Session == nil || q.Turn == nil || q.HistoryTokens == nil || q.CachedTokens == nil {
 					t.Fatalf("request %d: session %v turn %v history %v cached %v", q.Seq, q.Session, q.Turn, q.HistoryTokens, q.CachedTokens)
@@ -73,27 +71,23 @@ func TestSweepConversations(t *testing.T) {
 				sumCached += *q.CachedTokens
 				sumIn += q.InputTokens
 				sessions[*q.Session] = append(sessions[*q.Session], q)
-				// The simulator's TTFT rule: its first write never comes
-				// before ttft × uncached / prompt tokens after the request
-				// arrived, and per turn the timeliest is within a few ms of
-				// it (a loaded machine delays some writes, never all); the
-				// client measured what the simulator did.
+				// The simulator's TTFT rule, as it planned it: ttft ×
+				// uncached / prompt tokens after the request arrived (the
+				// cache discount benchrun's cached_tokens must account
+				// for). Its first write never comes before the plan, and the
+				// client never reads it before the write; how much later a
+				// busy machine makes either is the accuracy benchmarks' to
+				// measure.
 				want := ms(ttft) * float64(q.InputTokens-*q.CachedTokens) / float64(q.InputTokens)
 				server := ms(rec.Events[0].Time.Sub(rec.Received))
-				if server < want-0.1 || *q.TTFTMs < server {
-					t.Errorf("session %d turn %d: ttft %.1f ms, the simulator wrote after %.1f, its rule %.1f (%d of %d cached)", *q.Session, *q.Turn, *q.TTFTMs, server, want, *q.CachedTokens, q.InputTokens)
+				if math.Abs(ms(rec.PlannedTTFT)-want) > 0.001 || server < want-0.1 || *q.TTFTMs < server {
+					t.Errorf("session %d turn %d: ttft %.1f ms, the simulator planned %.3f and wrote after %.1f, its rule %.3f (%d of %d cached)",
+						*q.Session, *q.Turn, *q.TTFTMs, ms(rec.PlannedTTFT), server, want, *q.CachedTokens, q.InputTokens)
 				}
-				late[*q.Turn] = append(late[*q.Turn], server-want)
-				clientErr[*q.Turn] = append(clientErr[*q.Turn], *q.TTFTMs-server)
 				if *q.Turn == 1 {
 					first = append(first, *q.TTFTMs)
 				} else {
 					later = append(later, *q.TTFTMs)
-				}
-			}
-			for k := range late {
-				if best, p50 := slices.Min(late[k]), stats.Percentile(clientErr[k], 50); best > 6 || p50 > 3 {
-					t.Errorf("turn %d: the simulator's timeliest first write %.1f ms after its rule; the client's ttft a median %.1f ms over the simulator's", k, best, p50)
 				}
 			}
 			if len(sessions) != 4 || len(perTurn) != 4 {
