@@ -34,9 +34,12 @@ stage, cell id, endpoint, model digest, engine and version, hardware and
 metadata (--ignore lets parts differ). --by KEY compares the variants of a
 metadata key within the runs given (the first value seen is the baseline),
 or of a column: engine (its version with it), engine_version, model,
-model_digest, hardware or plan; the values label the variants. A change
-the machine's own lateness could explain (one side's machine ran tasks
-later than the other's, measured in each run) is inconclusive, not
+model_digest, hardware or plan; the values label the variants. --html FILE
+also writes one self-contained page: per stage and shape, each variant's
+latency against throughput across its load levels (the Pareto front
+ringed), TTFT and ITL per load level, and the verdicts beside them. A
+change the machine's own lateness could explain (one side's machine ran
+tasks later than the other's, measured in each run) is inconclusive, not
 regressed. Exit 1 when any metric regressed, 5 when none did but one was
 inconclusive and --inconclusive is fail, 0 otherwise, 2 on bad arguments
 or when no cell matches.
@@ -49,6 +52,7 @@ type compareFlags struct {
 	ignore     string
 	by         string
 	correction string
+	html       string
 	alpha      float64
 	seed       uint64
 	resamples  int
@@ -64,6 +68,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cf.metrics, "metric", "", "metrics to compare, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
 	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key")
 	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant), or of a column: engine, engine_version, model, model_digest, hardware or plan")
+	fs.StringVar(&cf.html, "html", "", "also write a self-contained HTML page to this file: each variant's latency-throughput curves (the Pareto front ringed), TTFT and ITL per load level, and the verdicts")
 	fs.StringVar(&cf.correction, "correction", "bh", "multiple-comparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
 	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
 	fs.Uint64Var(&cf.seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
@@ -102,7 +107,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return bad("%v", err)
 	}
-	_, comps, code := cmpSides(cf, pos, stderr)
+	sides, comps, code := cmpSides(cf, pos, stderr)
 	if code != 0 {
 		return code
 	}
@@ -116,6 +121,12 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := cmpWrite(stdout, cf.format, comps); err != nil {
 		fmt.Fprintf(stderr, "benchrun compare: writing: %v\n", err)
 		return pipeline.ExitInfra
+	}
+	if cf.html != "" {
+		if err := cmpWritePageFile(cf.html, cmpPage{By: cf.by, Sides: sides, Comps: comps, Options: o}); err != nil {
+			fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
+			return pipeline.ExitInfra
+		}
 	}
 	if !matched {
 		why := "no cell matches"
