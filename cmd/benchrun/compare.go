@@ -10,6 +10,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,18 +22,27 @@ import (
 )
 
 const compareUsage = `usage: benchrun compare OLD NEW [flags]
+       benchrun compare BASELINE VARIANT... [flags]
        benchrun compare --by KEY RUNS... [flags]
 
 OLD and NEW are each a run directory, a glob of run directories (quote it),
-or a folder of runs; several runs a side pool as repeats. Cells are compared
-when they match on plan, stage, cell id, endpoint, model digest, engine and
-version, hardware and metadata (--ignore lets parts differ). --by KEY compares
-the variants of a metadata key within the runs given (the first value seen is
-the baseline). A change the machine's own lateness could explain (one side's
-machine ran tasks later than the other's, measured in each run) is
-inconclusive, not regressed. Exit 1 when any metric regressed, 5 when none
-did but one was inconclusive and --inconclusive is fail, 0 otherwise, 2 on
-bad arguments or when no cell matches.
+or a folder of runs; several runs a side pool as repeats. Given three or
+more, each is a variant (engines, quants, versions), the first the
+baseline that every other is compared against, labelled by its run
+directory's or folder's name. Cells are compared when they match on plan,
+stage, cell id, endpoint, model digest, engine and version, hardware and
+metadata (--ignore lets parts differ). --by KEY compares the variants of a
+metadata key within the runs given (the first value seen is the baseline),
+or of a column: engine (its version with it), engine_version, model,
+model_digest, hardware or plan; the values label the variants. --html FILE
+also writes one self-contained page: per stage and shape, each variant's
+latency against throughput across its load levels (the Pareto front
+ringed), TTFT and ITL per load level, and the verdicts beside them. A
+change the machine's own lateness could explain (one side's machine ran
+tasks later than the other's, measured in each run) is inconclusive, not
+regressed. Exit 1 when any metric regressed, 5 when none did but one was
+inconclusive and --inconclusive is fail, 0 otherwise, 2 on bad arguments
+or when no cell matches.
 `
 
 // compareFlags are compare's and history's shared options.
@@ -42,6 +52,7 @@ type compareFlags struct {
 	ignore     string
 	by         string
 	correction string
+	html       string
 	alpha      float64
 	seed       uint64
 	resamples  int
@@ -56,7 +67,8 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cf.format, "format", "text", "output format: text, markdown, csv, json or html (one self-contained page)")
 	fs.StringVar(&cf.metrics, "metric", "", "metrics to compare, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
 	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key")
-	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant)")
+	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant), or of a column: engine, engine_version, model, model_digest, hardware or plan")
+	fs.StringVar(&cf.html, "html", "", "also write a self-contained HTML page to this file: each variant's latency-throughput curves (the Pareto front ringed), TTFT and ITL per load level, and the verdicts")
 	fs.StringVar(&cf.correction, "correction", "bh", "multiple-comparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
 	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
 	fs.Uint64Var(&cf.seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
@@ -78,7 +90,7 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return pipeline.ExitInvalid
 	}
 	switch {
-	case cf.by == "" && len(pos) != 2:
+	case cf.by == "" && len(pos) < 2:
 		fs.Usage()
 		return pipeline.ExitInvalid
 	case cf.by != "" && len(pos) == 0:
@@ -95,51 +107,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return bad("%v", err)
 	}
-	side := func(args []string) ([]*regress.Run, int) {
-		var runs []*regress.Run
-		for _, a := range args {
-			dirs, err := cmpResolveRuns(a, stderr)
-			if err != nil {
-				return nil, bad("%v", err)
-			}
-			for _, d := range dirs {
-				r, err := regress.Load(d, true)
-				if err != nil {
-					fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
-					return nil, pipeline.ExitInfra
-				}
-				runs = append(runs, r)
-			}
-		}
-		return runs, 0
-	}
-
-	var comps []cmpComparison
-	if cf.by != "" {
-		runs, code := side(pos)
-		if code != 0 {
-			return code
-		}
-		values, variants := regress.SplitBy(runs, cf.by)
-		if len(values) < 2 {
-			return bad("--by %s: the runs given have %d value of %s (%s); give runs of at least two variants", cf.by, len(values), cf.by, strings.Join(cmpQuoteAll(values), ", "))
-		}
-		for _, v := range values[1:] {
-			comps = append(comps, cmpComparison{
-				Title: fmt.Sprintf("%s: %s → %s", cf.by, cmpOrNone(values[0]), cmpOrNone(v)),
-				Old:   variants[values[0]], New: variants[v], By: cf.by, Baseline: values[0], Variant: v,
-			})
-		}
-	} else {
-		olds, code := side(pos[:1])
-		if code != 0 {
-			return code
-		}
-		news, code := side(pos[1:])
-		if code != 0 {
-			return code
-		}
-		comps = append(comps, cmpComparison{Old: olds, New: news})
+	sides, comps, code := cmpSides(cf, pos, stderr)
+	if code != 0 {
+		return code
 	}
 	matched := false
 	for i := range comps {
@@ -151,6 +121,12 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := cmpWrite(stdout, cf.format, comps); err != nil {
 		fmt.Fprintf(stderr, "benchrun compare: writing: %v\n", err)
 		return pipeline.ExitInfra
+	}
+	if cf.html != "" {
+		if err := cmpWritePageFile(cf.html, cmpPage{By: cf.by, Sides: sides, Comps: comps, Options: o}); err != nil {
+			fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
+			return pipeline.ExitInfra
+		}
 	}
 	if !matched {
 		why := "no cell matches"
@@ -204,6 +180,130 @@ func (cf compareFlags) options() (regress.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// cmpSide is one variant: its label and its runs.
+type cmpSide struct {
+	Label string
+	Runs  []*regress.Run
+}
+
+// cmpSides loads the runs the arguments name and pairs them: OLD against
+// NEW; each variant against the first (the baseline); or, with --by, each
+// value of the key against the first value seen. sides are the variants
+// as the page draws them, labelled. A code other than 0 is the exit code
+// of a failure, said on stderr.
+func cmpSides(cf compareFlags, pos []string, stderr io.Writer) (sides []cmpSide, comps []cmpComparison, code int) {
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "benchrun compare: "+format+"\n", a...)
+		return pipeline.ExitInvalid
+	}
+	load := func(args []string) ([]*regress.Run, int) {
+		var runs []*regress.Run
+		for _, a := range args {
+			dirs, err := cmpResolveRuns(a, stderr)
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			for _, d := range dirs {
+				r, err := regress.Load(d, true)
+				if err != nil {
+					fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
+					return nil, pipeline.ExitInfra
+				}
+				runs = append(runs, r)
+			}
+		}
+		return runs, 0
+	}
+	if cf.by != "" {
+		runs, code := load(pos)
+		if code != 0 {
+			return nil, nil, code
+		}
+		values, variants := regress.SplitBy(runs, cf.by)
+		if len(values) < 2 {
+			return nil, nil, bad("--by %s: the runs given have %d value of %s (%s); give runs of at least two variants", cf.by, len(values), cf.by, strings.Join(cmpQuoteAll(values), ", "))
+		}
+		for _, v := range values {
+			sides = append(sides, cmpSide{Label: cmpOrNone(v), Runs: variants[v]})
+		}
+		for _, v := range values[1:] {
+			comps = append(comps, cmpComparison{
+				Title: fmt.Sprintf("%s: %s → %s", cf.by, cmpOrNone(values[0]), cmpOrNone(v)),
+				Old:   variants[values[0]], New: variants[v], By: cf.by, Baseline: values[0], Variant: v,
+			})
+		}
+		return sides, comps, 0
+	}
+	labels := cmpArgLabels(pos)
+	for i, a := range pos {
+		runs, code := load([]string{a})
+		if code != 0 {
+			return nil, nil, code
+		}
+		sides = append(sides, cmpSide{Label: labels[i], Runs: runs})
+	}
+	if len(sides) == 2 {
+		return sides, []cmpComparison{{Old: sides[0].Runs, New: sides[1].Runs}}, 0
+	}
+	for _, s := range sides[1:] {
+		comps = append(comps, cmpComparison{
+			Title: fmt.Sprintf("%s → %s", sides[0].Label, s.Label),
+			Old:   sides[0].Runs, New: s.Runs, Baseline: sides[0].Label, Variant: s.Label,
+		})
+	}
+	return sides, comps, 0
+}
+
+// cmpArgLabels names each argument's variant: the name of its run
+// directory (less the hive's "run=") or folder, or of the folder a glob
+// lies under. Where two names are alike, the arguments themselves are the
+// labels, numbered where those are alike too.
+func cmpArgLabels(args []string) []string {
+	labels := make([]string, len(args))
+	for i, a := range args {
+		labels[i] = cmpArgLabel(a)
+	}
+	if !cmpUnique(labels) {
+		copy(labels, args)
+	}
+	if !cmpUnique(labels) {
+		for i := range labels {
+			labels[i] = fmt.Sprintf("%s #%d", labels[i], i+1)
+		}
+	}
+	return labels
+}
+
+func cmpArgLabel(arg string) string {
+	p := filepath.ToSlash(arg)
+	if i := strings.IndexAny(p, "*?["); i >= 0 {
+		j := strings.LastIndex(p[:i], "/")
+		if j < 0 {
+			return arg
+		}
+		p = p[:j]
+	}
+	base := path.Base(strings.TrimRight(p, "/"))
+	if base == "." || base == "/" || base == ".." || base == "" {
+		return arg
+	}
+	if id, ok := strings.CutPrefix(base, "run="); ok && id != "" {
+		return id
+	}
+	return base
+}
+
+func cmpUnique(xs []string) bool {
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+	}
+	return true
 }
 
 func cmpValidFormat(f string) bool {
@@ -559,7 +659,7 @@ func cmpWriteJSON(w io.Writer, comps []cmpComparison) error {
 	var reps []cmpJSONReport
 	for _, c := range comps {
 		jr := cmpJSONReport{Report: c.Report, Counts: map[string]int{}}
-		if c.By != "" {
+		if c.By != "" || c.Variant != "" {
 			jr.By, jr.Baseline, jr.Variant = c.By, &c.Baseline, &c.Variant
 		}
 		for _, o := range []regress.Outcome{regress.Regressed, regress.Improved, regress.Same, regress.Unknown, regress.Inconclusive} {
@@ -594,37 +694,53 @@ func cmpWriteHTML(w io.Writer, comps []cmpComparison) error {
 		fmt.Fprintf(&b, "<h1>%s</h1>\n<p>old: %s<br>new: %s</p>\n<p class=\"method\">%s</p>\n", e(title), e(cmpRunList(rep.RunsOld)), e(cmpRunList(rep.RunsNew)), e(cmpMethodLine(rep)))
 		keys, cells := cmpByCell(rep)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "<h2>%s</h2>\n<div class=\"key\">%s</div>\n<table><tr><th>metric</th><th>old</th><th>new</th><th>change</th><th>interval</th><th>p</th><th>n</th><th>verdict</th></tr>\n", e(k.CellID), e(k.String()))
-			for _, v := range cells[k] {
-				class := strings.Fields(string(v.Outcome))[0]
-				fmt.Fprintf(&b, "<tr class=\"%s\"><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td>%s</td><td>%d+%d</td><td>%s</td></tr>\n",
-					class, e(v.Metric), e(cmpNum(v.Old)), e(cmpNum(v.New)), e(cmpChange(v)), e(cmpInterval(v)), e(cmpP(v)), v.N, v.NNew, e(cmpVerdict(v)))
-			}
-			b.WriteString("</table>\n")
+			fmt.Fprintf(&b, "<h2>%s</h2>\n<div class=\"key\">%s</div>\n<table>", e(k.CellID), e(k.String()))
+			cmpHTMLVerdictRows(&b, cells[k])
 		}
-		if len(rep.Summaries) > 0 {
-			b.WriteString("<h2>geomean</h2>\n<table><tr><th>metric</th><th>cells</th><th>old</th><th>new</th><th>change</th></tr>\n")
-			for _, s := range rep.Summaries {
-				fmt.Fprintf(&b, "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%+.2f%%</td></tr>\n", e(s.Metric), s.Cells, e(cmpNum(s.Old)), e(cmpNum(s.New)), 100*s.Change)
-			}
-			b.WriteString("</table>\n")
-		}
-		b.WriteString("<ul>\n")
-		for _, u := range rep.OnlyOld {
-			fmt.Fprintf(&b, "<li>%s</li>\n", e(cmpUnmatchedLine("old", "new", u)))
-		}
-		for _, u := range rep.OnlyNew {
-			fmt.Fprintf(&b, "<li>%s</li>\n", e(cmpUnmatchedLine("new", "old", u)))
-		}
-		if rep.NoMatch != "" {
-			fmt.Fprintf(&b, "<li>%s</li>\n", e(rep.NoMatch))
-		}
-		if x := regress.DescribeExcluded(rep.Excluded); x != "" {
-			fmt.Fprintf(&b, "<li>excluded: %s</li>\n", e(x))
-		}
-		fmt.Fprintf(&b, "<li><strong>%s</strong></li>\n</ul>\n", e(cmpTotals(rep)))
+		cmpHTMLNotes(&b, rep, "h2")
 	}
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cmpHTMLVerdictRows writes a cell's verdicts as the rows of its table,
+// from the header on, and closes the table.
+func cmpHTMLVerdictRows(b *strings.Builder, vs []regress.Verdict) {
+	e := html.EscapeString
+	b.WriteString("<tr><th>metric</th><th>old</th><th>new</th><th>change</th><th>interval</th><th>p</th><th>n</th><th>verdict</th></tr>\n")
+	for _, v := range vs {
+		class := strings.Fields(string(v.Outcome))[0]
+		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td>%s</td><td>%d+%d</td><td>%s</td></tr>\n",
+			class, e(v.Metric), e(cmpNum(v.Old)), e(cmpNum(v.New)), e(cmpChange(v)), e(cmpInterval(v)), e(cmpP(v)), v.N, v.NNew, e(cmpVerdict(v)))
+	}
+	b.WriteString("</table>\n")
+}
+
+// cmpHTMLNotes writes a report's geometric means (under a heading of the
+// given level) and its notes: the cells on one side only, what was left
+// out, and the totals.
+func cmpHTMLNotes(b *strings.Builder, rep *regress.Report, heading string) {
+	e := html.EscapeString
+	if len(rep.Summaries) > 0 {
+		fmt.Fprintf(b, "<%s>geomean</%s>\n<table><tr><th>metric</th><th>cells</th><th>old</th><th>new</th><th>change</th></tr>\n", heading, heading)
+		for _, s := range rep.Summaries {
+			fmt.Fprintf(b, "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%+.2f%%</td></tr>\n", e(s.Metric), s.Cells, e(cmpNum(s.Old)), e(cmpNum(s.New)), 100*s.Change)
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("<ul>\n")
+	for _, u := range rep.OnlyOld {
+		fmt.Fprintf(b, "<li>%s</li>\n", e(cmpUnmatchedLine("old", "new", u)))
+	}
+	for _, u := range rep.OnlyNew {
+		fmt.Fprintf(b, "<li>%s</li>\n", e(cmpUnmatchedLine("new", "old", u)))
+	}
+	if rep.NoMatch != "" {
+		fmt.Fprintf(b, "<li>%s</li>\n", e(rep.NoMatch))
+	}
+	if x := regress.DescribeExcluded(rep.Excluded); x != "" {
+		fmt.Fprintf(b, "<li>excluded: %s</li>\n", e(x))
+	}
+	fmt.Fprintf(b, "<li><strong>%s</strong></li>\n</ul>\n", e(cmpTotals(rep)))
 }

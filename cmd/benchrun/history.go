@@ -345,7 +345,7 @@ func historyHTML(h historyData) string {
 	e := html.EscapeString
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>benchrun history</title><style>" + compareCSS +
 		" td.cp{font-weight:600;color:#c81e1e}</style></head><body>\n")
-	fmt.Fprintf(&b, "<h1>benchrun history</h1>\n<p>%s</p>\n<p class=\"method\">Change points (red rings) are e-divisive means with a t-test, as Apache Otava.</p>\n", e(h.runsLine()))
+	fmt.Fprintf(&b, "<h1>benchrun history</h1>\n<p>%s</p>\n<p class=\"method\">Change points (red rings) are e-divisive means with a t-test, as Apache Otava; a red cross marks a night whose baseline check called the value regressed.</p>\n", e(h.runsLine()))
 	// One chart per metric, in the order metrics first appear.
 	var names []string
 	byMetric := map[string][]regress.Series{}
@@ -397,7 +397,8 @@ func historyHTML(h historyData) string {
 }
 
 // historyChart draws a metric's series over time with the report's line
-// chart (internal/chart), change points ringed in red.
+// chart (internal/chart), change points ringed in red and the values a
+// night's baseline check called regressed crossed in red.
 func historyChart(title string, ss []regress.Series) string {
 	c := &chart.Line{Title: title, XLabel: "run start (UTC)", TimeX: true, FitY: true, Empty: "no values", Width: 760, Height: 360}
 	for i, s := range ss {
@@ -409,6 +410,12 @@ func historyChart(title string, ss []regress.Series) string {
 		for _, cp := range s.ChangePoints {
 			p := s.Points[cp.Index]
 			c.Marks = append(c.Marks, chart.Mark{X: unixSeconds(p.At), Y: p.Value, Tip: histChangeLine(s, cp)})
+		}
+		for _, p := range s.Points {
+			if p.Regressed {
+				c.Marks = append(c.Marks, chart.Mark{X: unixSeconds(p.At), Y: p.Value, Shape: chart.MarkAlert,
+					Tip: fmt.Sprintf("%s %s regressed at run %s (%s): %s %s, called so by its baseline check", s.CellID, s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), cmpNum(p.Value), s.Metric.Unit)})
+			}
 		}
 	}
 	return chart.Inline(c.SVG())

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/sinks/parquet"
@@ -186,5 +188,72 @@ func TestHistoryCommand(t *testing.T) {
 	}
 	if code := benchrunMain([]string{"history", root, "--plan", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "no runs of plan nope under") {
 		t.Errorf("no runs: %s", errb.String())
+	}
+}
+
+// TestHistoryMarksRegressedNights: on the page's chart, a night whose
+// baseline check called a value regressed is crossed where its value is
+// drawn, with a tip that names it; a change point keeps its ring, and a
+// night that failed without calling that metric regressed is not crossed.
+func TestHistoryMarksRegressedNights(t *testing.T) {
+	root := t.TempDir()
+	start := time.Date(2026, 10, 1, 2, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 12 {
+		ttft := 40.0 + float64(i%3)
+		if i >= 6 {
+			ttft = 60 + float64(i%3)
+		}
+		status := rundir.RunOK
+		if i == 6 || i == 9 {
+			status = rundir.RunFailed // checks failed: night 6 on ttft_p50_ms, night 9 on output_tok_s
+		}
+		at := start.AddDate(0, 0, i)
+		id := writeSyntheticRun(t, root, "nightly", at, status, []results.Cell{syntheticCell("sweep/128:128/c4", ttft, 450)})
+		ids = append(ids, id)
+		if status == rundir.RunFailed {
+			metric := map[int]string{6: "ttft_p50_ms", 9: "output_tok_s"}[i]
+			dir := filepath.Join(root, "plan=nightly", "date="+at.Format(time.DateOnly), "run="+id)
+			vs := []results.Verdict{{RunID: id, Plan: "nightly", Stage: "sweep", CellID: "sweep/128:128/c4", Attempt: 1, JudgedAt: at.Add(time.Minute),
+				Level: regress.LevelRegression, Name: metric, Outcome: string(regress.Regressed)}}
+			if err := os.MkdirAll(filepath.Join(dir, results.TableAssertions), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := parquet.WriteFile(filepath.Join(dir, results.TableAssertions, "part-001-00001.parquet"), vs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	page := filepath.Join(t.TempDir(), "history.html")
+	var out, errb bytes.Buffer
+	if code := benchrunMain([]string{"history", root, "--metric", "ttft_p50_ms", "--window", "12", "--html", page}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !regexp.MustCompile(`(?m)^  2026-10-07T02:00:00Z  ` + ids[6] + ` ✗  6[0-9.]+ ! ◆$`).MatchString(out.String()) {
+		t.Errorf("night 6's row is not marked regressed and a change point:\n%s", out.String())
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	crosses := regexp.MustCompile(`<path class="mark alert" d="M([0-9.]+) ([0-9.]+) l10 10 M[0-9.]+ [0-9.]+ l-10 10"[^>]*><title>([^<]*)</title>`).FindAllStringSubmatch(html, -1)
+	if len(crosses) != 1 {
+		t.Fatalf("%d crossed nights, want 1 (night 6's ttft_p50_ms):\n%s", len(crosses), html)
+	}
+	if want := "sweep/128:128/c4 ttft_p50_ms regressed at run " + ids[6] + " (2026-10-07T02:00:00Z): "; !strings.HasPrefix(crosses[0][3], want) {
+		t.Errorf("cross tip %q, want it to start %q", crosses[0][3], want)
+	}
+	// The cross is centred on night 6's marker.
+	marker := regexp.MustCompile(`<circle cx="([0-9.]+)" cy="([0-9.]+)"[^>]*><title>sweep/128:128/c4 ` + ids[6] + `: `).FindStringSubmatch(html)
+	if marker == nil {
+		t.Fatal("no marker for night 6")
+	}
+	f := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	if math.Abs(f(crosses[0][1])+5-f(marker[1])) > 0.11 || math.Abs(f(crosses[0][2])+5-f(marker[2])) > 0.11 {
+		t.Errorf("cross at (%s+5, %s+5), night 6's marker at (%s, %s)", crosses[0][1], crosses[0][2], marker[1], marker[2])
+	}
+	if n := strings.Count(html, `<circle class="mark"`); n != 1 {
+		t.Errorf("%d change-point rings, want 1", n)
 	}
 }

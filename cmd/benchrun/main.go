@@ -74,7 +74,7 @@ func commands() []command {
 		{"self-bench", "self-bench [flags]        measure the load generator's own ceiling on this machine", runSelfBench},
 		{"report", "report RUN_DIR            regenerate report.md, report.html and result.json from a run's Parquet files", runReport},
 		{"post", "post RUN_DIR [flags]      send a run's results to its remote sinks again (SiYuan, webhooks); --dry-run prints them", runPost},
-		{"compare", "compare OLD NEW [flags]   compare runs cell by cell (regressed, improved, same, unknown; exit 1 on a regression)", runCompare},
+		{"compare", "compare OLD NEW [flags]   compare runs cell by cell (regressed, improved, same, unknown; exit 1 on a regression); 3+ variants, --html FILE", runCompare},
 		{"history", "history RUNS [flags]      each cell's metrics over the runs under a folder, with change points (--html FILE)", runHistory},
 		{"compact", "compact RUNS [--dry-run]  rewrite each run's many small Parquet part files into one per table, atomically", runCompact},
 		{"k8s", "k8s render PLAN [flags]   Kubernetes manifests that run a plan as N shards and merge them (docs/SCALE.md)", runK8s},

@@ -35,6 +35,10 @@ type Series struct {
 	// Plain draws the line without a marker at each point (a curve of
 	// many points); a point with a tip gets an invisible marker for it.
 	Plain bool
+	// Ordered draws the line through the points in the order given
+	// rather than by x: a curve whose x can turn back (throughput across
+	// load levels, which can fall past saturation).
+	Ordered bool
 }
 
 // Line is a line chart rendered as a standalone SVG document: no script,
@@ -56,8 +60,8 @@ type Line struct {
 	// FitX does the same for a linear x axis: a distribution of
 	// latencies that all sit near 20 ms.
 	FitX bool
-	// Marks are ringed points with a dashed line down to the x axis
-	// (change points), drawn over the series.
+	// Marks are points called out over the series: each drawn as its
+	// Shape says.
 	Marks []Mark
 	// Bands are shaded ranges drawn under the series (a baseline's
 	// prediction interval at each load level).
@@ -70,8 +74,9 @@ type Line struct {
 
 // Mark is a point called out on a chart.
 type Mark struct {
-	X, Y float64
-	Tip  string
+	X, Y  float64
+	Tip   string
+	Shape MarkShape
 }
 
 // Band is a shaded range over x: Low to High at each point, joined.
@@ -85,6 +90,22 @@ type BandPoint struct {
 	X, Low, High float64
 	Tip          string
 }
+
+// MarkShape is how a mark is drawn; each has its own class, so a page's
+// marks can be told apart and counted.
+type MarkShape int
+
+const (
+	// MarkChange is a red ring with a dashed line down to the x axis
+	// (class "mark"): a change point.
+	MarkChange MarkShape = iota
+	// MarkAlert is a red cross (class "mark alert"): a value a check
+	// failed, such as a night whose baseline check called it regressed.
+	MarkAlert
+	// MarkRing is a dark ring (class "mark ring"): a point that belongs
+	// to a set drawn across series, such as a Pareto front.
+	MarkRing
+)
 
 // Rendered is a chart drawn: its file name stem (charts/<Name>.svg), its
 // title and the SVG document.
@@ -173,14 +194,27 @@ func (c *Line) SVG() string {
 		}
 	}
 	for _, m := range c.Marks {
-		if !finite(m.X) || !finite(m.Y) {
+		if !finite(m.X) || !finite(m.Y) || (c.LogX && m.X <= 0) {
 			continue
 		}
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e15759" stroke-dasharray="4 3"/>`, xMap(m.X), plotT, xMap(m.X), plotB)
-		fmt.Fprintf(&b, `<circle class="mark" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, xMap(m.X), yMap(m.Y), esc(m.Tip))
+		drawMark(&b, m, xMap(m.X), yMap(m.Y), plotT, plotB)
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// drawMark writes one mark at pixel (x, y), its tip as its title.
+func drawMark(b *strings.Builder, m Mark, x, y, plotT, plotB float64) {
+	switch m.Shape {
+	case MarkAlert:
+		fmt.Fprintf(b, `<path class="mark alert" d="M%.1f %.1f l10 10 M%.1f %.1f l-10 10" stroke="#c81e1e" stroke-width="2.6" stroke-linecap="round"><title>%s</title></path>`,
+			x-5, y-5, x+5, y-5, esc(m.Tip))
+	case MarkRing:
+		fmt.Fprintf(b, `<circle class="mark ring" cx="%.1f" cy="%.1f" r="7.5" fill="none" stroke="#323f4b" stroke-width="1.6"><title>%s</title></circle>`, x, y, esc(m.Tip))
+	default:
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e15759" stroke-dasharray="4 3"/>`, x, plotT, x, plotB)
+		fmt.Fprintf(b, `<circle class="mark" cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#c81e1e" stroke-width="2"><title>%s</title></circle>`, x, y, esc(m.Tip))
+	}
 }
 
 // dropUnplottable leaves out of the series the points that cannot be drawn.
@@ -254,7 +288,11 @@ func (c *Line) legend(b *strings.Builder, w, y int) int {
 		if lx+sw > w-marginR {
 			lx, ly = marginL-40, ly+16
 		}
-		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`, lx, ly-4, lx+16, ly-4, s.Color)
+		dash := "" // a name's first series sets its entry: solid, or dashed
+		if s.Dash {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"%s/>`, lx, ly-4, lx+16, ly-4, s.Color, dash)
 		fmt.Fprintf(b, `<text x="%d" y="%d" fill="#323f4b">%s</text>`, lx+20, ly, esc(s.Name))
 		lx += sw + 10
 	}
@@ -308,11 +346,13 @@ func (c *Line) xAxis(xs []float64, plotL, plotR float64) (xTicks []float64, xMap
 	return xTicks, xMap, xLabel
 }
 
-// drawSeries writes one series: a line through its points in x order,
-// then its markers.
+// drawSeries writes one series: a line through its points in x order
+// (in their order when Ordered), then its markers.
 func drawSeries(b *strings.Builder, s Series, xMap, yMap func(float64) float64) {
 	pts := slices.Clone(s.Points)
-	slices.SortStableFunc(pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+	if !s.Ordered {
+		slices.SortStableFunc(pts, func(a, b Point) int { return cmpFloat(a.X, b.X) })
+	}
 	var d strings.Builder
 	for i, p := range pts {
 		cmd := "L"

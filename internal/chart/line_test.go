@@ -147,6 +147,61 @@ func TestLineOverTime(t *testing.T) {
 	}
 }
 
+// Each mark shape has its own class and keeps its tip; a mark that cannot
+// be placed is left out.
+func TestLineMarkShapes(t *testing.T) {
+	pts := []Point{{X: 1, Y: 10}, {X: 2, Y: 30}, {X: 4, Y: 20}}
+	c := &Line{Title: "t", LogX: true, Series: []Series{{Name: "s", Color: Palette[0], Points: pts}},
+		Marks: []Mark{{X: 1, Y: 10, Tip: "change"}, {X: 2, Y: 30, Tip: "night", Shape: MarkAlert}, {X: 4, Y: 20, Tip: "front", Shape: MarkRing}, {X: 0, Y: 5, Tip: "off the log axis", Shape: MarkRing}}}
+	got := map[string]string{}
+	parse(t, c.SVG()).walk(func(n svgNode) {
+		if cl := n.attr("class"); strings.HasPrefix(cl, "mark") {
+			got[n.XMLName.Local+"."+cl] += n.Nodes[0].Text
+		}
+	})
+	want := map[string]string{"circle.mark": "change", "path.mark alert": "night", "circle.mark ring": "front"}
+	if len(got) != len(want) {
+		t.Errorf("marks %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("mark %s: tip %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// An ordered series' line goes through its points as given; any other
+// through them by x.
+func TestLineOrderedSeries(t *testing.T) {
+	pts := []Point{{X: 1, Y: 10}, {X: 3, Y: 20}, {X: 2, Y: 30}}
+	for _, ordered := range []bool{false, true} {
+		c := &Line{Title: "t", Series: []Series{{Name: "s", Color: Palette[0], Points: pts, Ordered: ordered}}}
+		var d string
+		var cx []float64
+		parse(t, c.SVG()).walk(func(n svgNode) {
+			switch {
+			case n.XMLName.Local == "path" && n.attr("class") == "series":
+				d = n.attr("d")
+			case n.XMLName.Local == "circle":
+				cx = append(cx, num(t, n.attr("cx")))
+			}
+		})
+		var xs []float64
+		for _, f := range strings.Fields(d) {
+			if f[0] == 'M' || f[0] == 'L' {
+				xs = append(xs, num(t, f[1:]))
+			}
+		}
+		if len(xs) != 3 || len(cx) != 3 {
+			t.Fatalf("ordered %v: path %q, %d markers", ordered, d, len(cx))
+		}
+		back := xs[2] < xs[1] // the path turns back from x=3 to x=2
+		if back != ordered {
+			t.Errorf("ordered %v: path %q", ordered, d)
+		}
+	}
+}
+
 func TestInline(t *testing.T) {
 	svg := (&Line{Title: "t"}).SVG()
 	if in := Inline(svg); strings.Contains(in, "http") || !strings.HasPrefix(in, "<svg viewBox=") {

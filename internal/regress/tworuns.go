@@ -427,17 +427,19 @@ func decideRatio(v *Verdict, o Options, family int) {
 }
 
 // SplitBy splits runs into variants by the value of a metadata key (the
-// `--by quant` of `benchrun compare`): for each value, in the order values
-// first appear, the runs' cells that carry it, with the key taken out of
-// their metadata so that the variants' cells match each other. A cell
+// `--by quant` of `benchrun compare`) or of a column of SplitColumns (`--by
+// engine`): for each value, in the order values first appear, the runs'
+// cells that carry it, with the key taken out of their metadata (the
+// column blanked) so that the variants' cells match each other. A cell
 // without the key is the variant "". Requests follow their cells.
 func SplitBy(runs []*Run, key string) (values []string, variants map[string][]*Run) {
+	value, strip := splitter(key)
 	variants = map[string][]*Run{}
 	for _, r := range runs {
 		parts := map[string]*Run{}
 		var order []string
 		for _, c := range r.Cells {
-			v := c.Metadata[key]
+			v := value(&c)
 			p := parts[v]
 			if p == nil {
 				p = &Run{ID: r.ID, Dir: r.Dir, StartedAt: r.StartedAt, Status: r.Status, SendLagThresholdMs: r.SendLagThresholdMs}
@@ -447,9 +449,7 @@ func SplitBy(runs []*Run, key string) (values []string, variants map[string][]*R
 				parts[v] = p
 				order = append(order, v)
 			}
-			meta := maps.Clone(c.Metadata)
-			delete(meta, key)
-			c.Metadata = meta
+			strip(&c)
 			p.Cells = append(p.Cells, c)
 			if r.Requests != nil {
 				p.Requests[c.CellID] = r.Requests[c.CellID]
@@ -463,4 +463,38 @@ func SplitBy(runs []*Run, key string) (values []string, variants map[string][]*R
 		}
 	}
 	return values, variants
+}
+
+// SplitColumns are the cell columns SplitBy splits by as well as metadata
+// keys: what a server was (its engine, version, model and hardware) and
+// the plan. A column's name means the column, never a metadata key of the
+// same name.
+var SplitColumns = []string{"engine", "engine_version", "model", "model_digest", "hardware", "plan"}
+
+// splitter is how SplitBy reads a cell's variant and takes it out of the
+// cell's key. Splitting by engine blanks the engine's version too: two
+// engines' versions differ with them.
+func splitter(key string) (value func(*results.Cell) string, strip func(*results.Cell)) {
+	col := func(f func(*results.Cell) *string) (func(*results.Cell) string, func(*results.Cell)) {
+		return func(c *results.Cell) string { return *f(c) }, func(c *results.Cell) { *f(c) = "" }
+	}
+	switch key {
+	case "engine":
+		return func(c *results.Cell) string { return c.Engine }, func(c *results.Cell) { c.Engine, c.EngineVersion = "", "" }
+	case "engine_version":
+		return col(func(c *results.Cell) *string { return &c.EngineVersion })
+	case "model":
+		return col(func(c *results.Cell) *string { return &c.Model })
+	case "model_digest":
+		return col(func(c *results.Cell) *string { return &c.ModelDigest })
+	case "hardware":
+		return col(func(c *results.Cell) *string { return &c.Hardware })
+	case "plan":
+		return col(func(c *results.Cell) *string { return &c.Plan })
+	}
+	return func(c *results.Cell) string { return c.Metadata[key] }, func(c *results.Cell) {
+		meta := maps.Clone(c.Metadata)
+		delete(meta, key)
+		c.Metadata = meta
+	}
 }

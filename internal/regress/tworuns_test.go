@@ -3,6 +3,7 @@ package regress
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -367,6 +368,34 @@ func TestSplitByAndIgnore(t *testing.T) {
 	}
 	if rep := CompareRuns([]*Run{a}, []*Run{b}, Options{Ignore: []string{"engine_version"}}); len(rep.Verdicts) == 0 || rep.NoMatch != "" {
 		t.Errorf("--ignore engine_version: %d verdicts, %q", len(rep.Verdicts), rep.NoMatch)
+	}
+}
+
+// TestSplitByColumn: variants by a column of the rows: --by engine splits
+// by the engine and blanks it and its version, so two engines' cells
+// match; a metadata key of a column's name is not read.
+func TestSplitByColumn(t *testing.T) {
+	a, b := reqRun(1, "a", 60, 4, 40, 8, 0.05, 450), reqRun(2, "b", 60, 4, 60, 12, 0.05, 300)
+	b.Cells[0].Engine, b.Cells[0].EngineVersion = "sglang", "0.5.1"
+	meta := a.Cells[0].Metadata
+	a.Cells[0].Metadata = maps.Clone(meta)
+	a.Cells[0].Metadata["engine"] = "ignored"
+	values, variants := SplitBy([]*Run{a, b}, "engine")
+	if len(values) != 2 || values[0] != a.Cells[0].Engine || values[1] != "sglang" {
+		t.Fatalf("SplitBy engine: %v", values)
+	}
+	c := variants["sglang"][0].Cells[0]
+	if c.Engine != "" || c.EngineVersion != "" || b.Cells[0].Engine != "sglang" {
+		t.Errorf("variant cell engine %q %q (the run's own %q must stay)", c.Engine, c.EngineVersion, b.Cells[0].Engine)
+	}
+	if variants[values[0]][0].Cells[0].Metadata["engine"] != "ignored" {
+		t.Error("the metadata key of a column's name was taken out")
+	}
+	a.Cells[0].Metadata = meta
+	_, variants = SplitBy([]*Run{a, b}, "engine")
+	rep := CompareRuns(variants[values[0]], variants["sglang"], Options{})
+	if v := verdictOf(rep, "ttft_p50_ms"); v == nil || v.Outcome != Regressed {
+		t.Errorf("engine a → sglang ttft: %v (%s)", v, rep.NoMatch)
 	}
 }
 

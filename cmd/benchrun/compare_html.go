@@ -1,0 +1,396 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"html"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/benchrun/benchrun/internal/chart"
+	"github.com/benchrun/benchrun/internal/regress"
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
+)
+
+// The page of `benchrun compare --html FILE`: the variants drawn against
+// each other, shape by shape, with the verdicts beside the charts.
+//
+//   - A variant (side) is an argument's runs, or with --by the runs' cells
+//     of one value of the key. The first is the baseline.
+//   - A shape is one stage's isl:osl under one kind of load: closed loop
+//     (x: concurrency) or open loop (x: request rate). Each gets four
+//     charts: TTFT p50 and TPOT p50 against output tokens/s (one curve per
+//     variant through its load levels in load order, the Pareto front over
+//     every variant's points dashed and ringed), and TTFT and ITL p50
+//     (solid) and p99 (dashed) against the load.
+//   - A variant's value at a load level is the median of its rows there:
+//     its runs' (repeats') values; a NULL is no value, never 0. Rows the
+//     verdicts leave out (not ok, client-bound: regress.Exclusion) are not
+//     drawn, nor are an SLO search's knee rows (copies of a probe) or a
+//     benchmark program's rows (no load level).
+//   - Beside the charts, the verdicts of the shape's cells, comparison by
+//     comparison; a cell whose shape is not known (--ignore cell_id) is in
+//     a last section. Each comparison's geometric means and notes close the
+//     page.
+
+// cmpPage is what `compare --html` draws.
+type cmpPage struct {
+	By      string
+	Sides   []cmpSide
+	Comps   []cmpComparison
+	Options regress.Options
+}
+
+// cmpShape is a chart group: one stage's isl:osl under one kind of load.
+type cmpShape struct {
+	Stage    string
+	ISL, OSL int64
+	Rate     bool // open loop: the load is the request rate
+}
+
+func (s cmpShape) String() string {
+	n := fmt.Sprintf("%s %d:%d", s.Stage, s.ISL, s.OSL)
+	if s.Rate {
+		n += " (open loop)"
+	}
+	return n
+}
+
+// cmpPlotted are the metrics the page draws.
+var cmpPlotted = []string{"output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms"}
+
+// cmpLevel is one variant's values at one load level of a shape: the
+// median of each plotted metric over its rows (NaN when none measured it).
+type cmpLevel struct {
+	Load  float64 // the concurrency, or the request rate
+	Label string  // "c=4", "2 req/s"
+	Rows  int
+	Vals  map[string]float64
+}
+
+// cmpCurves is one shape's load levels, by variant, in load order.
+type cmpCurves struct {
+	Shape  cmpShape
+	Levels [][]cmpLevel
+}
+
+// cmpPlotRow says whether the page draws a row: one the verdicts would
+// read, at a load level.
+func cmpPlotRow(c *results.Cell, r *regress.Run, o regress.Options) bool {
+	return regress.Exclusion(c, r, o) == "" && c.Search != "knee" && c.Program == ""
+}
+
+func cmpShapeOf(c *results.Cell) cmpShape {
+	return cmpShape{Stage: c.Stage, ISL: c.ISL, OSL: c.OSL, Rate: c.Rate > 0}
+}
+
+func cmpLoadOf(c *results.Cell) (float64, string) {
+	if c.Rate > 0 {
+		return c.Rate, fmt.Sprintf("%g req/s", c.Rate)
+	}
+	return float64(c.Concurrency), fmt.Sprintf("c=%d", c.Concurrency)
+}
+
+// cmpCollect gathers every variant's load levels, shape by shape in the
+// order shapes first appear.
+func cmpCollect(sides []cmpSide, o regress.Options) []cmpCurves {
+	type acc struct {
+		label string
+		rows  int
+		vals  map[string][]float64
+	}
+	var shapes []cmpShape
+	byShape := map[cmpShape][]map[float64]*acc{}
+	metrics := make([]regress.Metric, len(cmpPlotted))
+	for i, n := range cmpPlotted {
+		metrics[i], _ = regress.LookupMetric(n)
+	}
+	for si, side := range sides {
+		for _, r := range side.Runs {
+			for i := range r.Cells {
+				c := &r.Cells[i]
+				if !cmpPlotRow(c, r, o) {
+					continue
+				}
+				sh := cmpShapeOf(c)
+				if _, ok := byShape[sh]; !ok {
+					shapes = append(shapes, sh)
+					byShape[sh] = make([]map[float64]*acc, len(sides))
+				}
+				if byShape[sh][si] == nil {
+					byShape[sh][si] = map[float64]*acc{}
+				}
+				load, label := cmpLoadOf(c)
+				a := byShape[sh][si][load]
+				if a == nil {
+					a = &acc{label: label, vals: map[string][]float64{}}
+					byShape[sh][si][load] = a
+				}
+				a.rows++
+				for _, m := range metrics {
+					if v := m.Value(c); v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
+						a.vals[m.Name] = append(a.vals[m.Name], *v)
+					}
+				}
+			}
+		}
+	}
+	out := make([]cmpCurves, 0, len(shapes))
+	for _, sh := range shapes {
+		cv := cmpCurves{Shape: sh, Levels: make([][]cmpLevel, len(sides))}
+		for si, levels := range byShape[sh] {
+			for _, load := range slices.Sorted(maps.Keys(levels)) {
+				a := levels[load]
+				l := cmpLevel{Load: load, Label: a.label, Rows: a.rows, Vals: map[string]float64{}}
+				for _, n := range cmpPlotted {
+					l.Vals[n] = stats.Percentile(a.vals[n], 50) // NaN for none
+				}
+				cv.Levels[si] = append(cv.Levels[si], l)
+			}
+		}
+		out = append(out, cv)
+	}
+	return out
+}
+
+// paretoFront is the points no other point beats: none has at least its
+// throughput (X) and at most its latency (Y) while better in one of them.
+// They come in order of throughput (and so of latency); points alike are
+// all on it, and a point not finite is not.
+func paretoFront(pts []chart.Point) []chart.Point {
+	ok := func(p chart.Point) bool {
+		return !math.IsNaN(p.X) && !math.IsNaN(p.Y) && !math.IsInf(p.X, 0) && !math.IsInf(p.Y, 0)
+	}
+	var front []chart.Point
+	for i, p := range pts {
+		if !ok(p) {
+			continue
+		}
+		beaten := slices.ContainsFunc(pts, func(q chart.Point) bool {
+			return ok(q) && q.X >= p.X && q.Y <= p.Y && (q.X > p.X || q.Y < p.Y)
+		})
+		if !beaten {
+			front = append(front, pts[i])
+		}
+	}
+	slices.SortStableFunc(front, func(a, b chart.Point) int { return cmp.Or(cmp.Compare(a.X, b.X), cmp.Compare(a.Y, b.Y)) })
+	return front
+}
+
+// cmpMedianNote says what a point's value is, for its tip.
+func cmpMedianNote(rows int) string {
+	if rows <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (median of %d rows)", rows)
+}
+
+const (
+	cmpChartW = 480
+	cmpChartH = 340
+)
+
+// cmpTradeoffChart draws one latency against throughput: a curve per
+// variant through its load levels, the Pareto front of all their points
+// dashed and ringed.
+func cmpTradeoffChart(cv cmpCurves, sides []cmpSide, metric, name string) *chart.Line {
+	c := &chart.Line{Title: name + " vs throughput", XLabel: "output tokens/s, all requests (higher is better)",
+		YLabel: name + ", ms (lower is better)", Note: "a point per load level · ringed, dashed: the Pareto front",
+		Empty: "nothing measured", Width: cmpChartW, Height: cmpChartH}
+	var all []chart.Point
+	for si, levels := range cv.Levels {
+		s := chart.Series{Name: sides[si].Label, Color: chart.Palette[si%len(chart.Palette)], Ordered: true}
+		last := ""
+		for _, l := range levels {
+			x, y := l.Vals["output_tok_s"], l.Vals[metric]
+			if math.IsNaN(x) || math.IsNaN(y) {
+				continue
+			}
+			s.Points = append(s.Points, chart.Point{X: x, Y: y,
+				Tip: fmt.Sprintf("%s %s: %s output tok/s, %s %s ms%s", sides[si].Label, l.Label, cmpNum(x), name, cmpNum(y), cmpMedianNote(l.Rows))})
+			last = l.Label
+		}
+		if n := len(s.Points); n > 0 {
+			// The highest load's point is labelled, so a curve reads from
+			// its start; every point's tip names its load.
+			s.Points[n-1].Label = last
+		}
+		c.Series = append(c.Series, s)
+		all = append(all, s.Points...)
+	}
+	front := paretoFront(all)
+	if len(front) > 0 {
+		line := chart.Series{Name: "Pareto front", Color: "#7b8794", Dash: true, Plain: true}
+		for _, p := range front {
+			line.Points = append(line.Points, chart.Point{X: p.X, Y: p.Y})
+			c.Marks = append(c.Marks, chart.Mark{X: p.X, Y: p.Y, Shape: chart.MarkRing, Tip: "Pareto front: " + p.Tip})
+		}
+		c.Series = append(c.Series, line)
+	}
+	return c
+}
+
+// cmpLevelChart draws a latency's p50 (solid) and p99 (dashed) against the
+// load, a colour per variant.
+func cmpLevelChart(cv cmpCurves, sides []cmpSide, p50, p99, name, what string) *chart.Line {
+	xLabel := "concurrency (in-flight requests)"
+	if cv.Shape.Rate {
+		xLabel = "request rate (req/s)"
+	}
+	c := &chart.Line{Title: name + " p50 and p99 vs load", XLabel: xLabel, YLabel: what + ", ms (lower is better)",
+		LogX: !cv.Shape.Rate, Note: "solid: p50 · dashed: p99", Empty: "nothing measured", Width: cmpChartW, Height: cmpChartH}
+	for si, levels := range cv.Levels {
+		color := chart.Palette[si%len(chart.Palette)]
+		for _, q := range []struct {
+			metric, pct string
+			dash        bool
+		}{{p50, "p50", false}, {p99, "p99", true}} {
+			s := chart.Series{Name: sides[si].Label, Color: color, Dash: q.dash}
+			for _, l := range levels {
+				if y := l.Vals[q.metric]; !math.IsNaN(y) {
+					s.Points = append(s.Points, chart.Point{X: l.Load, Y: y,
+						Tip: fmt.Sprintf("%s %s: %s %s %s ms%s", sides[si].Label, l.Label, name, q.pct, cmpNum(y), cmpMedianNote(l.Rows))})
+				}
+			}
+			c.Series = append(c.Series, s)
+		}
+	}
+	return c
+}
+
+// cmpPageCSS lays a shape's charts out beside its verdicts (below them on
+// a narrow window) and wraps a table's long values within its width.
+const cmpPageCSS = ` .shape{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start;border-top:1px solid #cbd2d9;margin-top:1.5em}
+.charts{display:grid;gap:.5em;flex:0 1 500px;min-width:0}.charts svg{width:100%;height:auto}
+.verdicts{flex:1 1 560px;min-width:0}.verdicts h4{margin:.8em 0 .2em}
+table.v{table-layout:fixed;width:100%}table.v th,table.v td{white-space:normal;overflow-wrap:anywhere;word-break:break-word}
+ul.sides li span.swatch{display:inline-block;width:1.6em;height:.35em;vertical-align:middle;margin-right:.4em}`
+
+// cmpVerdictCols are the widths of a verdict table's columns.
+const cmpVerdictCols = `<colgroup><col style="width:15%"><col style="width:8%"><col style="width:8%"><col style="width:10%"><col style="width:16%"><col style="width:10%"><col style="width:6%"><col style="width:27%"></colgroup>`
+
+// cmpWritePageFile writes the page to path.
+func cmpWritePageFile(path string, p cmpPage) error {
+	if err := os.WriteFile(path, []byte(cmpPageHTML(p)), 0o644); err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	return nil
+}
+
+// cmpPageHTML is the page: the variants and their runs, then each shape's
+// charts with its verdicts, then each comparison's summary.
+func cmpPageHTML(p cmpPage) string {
+	var b strings.Builder
+	e := html.EscapeString
+	title := "benchrun compare"
+	if p.By != "" {
+		title += " by " + p.By
+	}
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + e(title) + "</title><style>" + compareCSS + cmpPageCSS + "</style></head><body>\n")
+	fmt.Fprintf(&b, "<h1>%s</h1>\n<ul class=\"sides\">\n", e(title))
+	for i, s := range p.Sides {
+		var ids []string
+		for _, r := range s.Runs {
+			ids = append(ids, r.ID)
+		}
+		role := ""
+		if i == 0 && len(p.Sides) > 1 {
+			role = " (baseline)"
+		}
+		fmt.Fprintf(&b, "<li><span class=\"swatch\" style=\"background:%s\"></span><strong>%s</strong>%s: %s</li>\n",
+			chart.Palette[i%len(chart.Palette)], e(s.Label), role, e(cmpRunList(ids)))
+	}
+	b.WriteString("</ul>\n")
+	for _, c := range p.Comps {
+		fmt.Fprintf(&b, "<p><strong>%s</strong>: %s</p>\n", e(cmpCompTitle(c, p.Sides)), e(cmpTotals(c.Report)))
+	}
+	if len(p.Comps) > 0 {
+		fmt.Fprintf(&b, "<p class=\"method\">%s. A point is the median of a variant's rows at a load level.</p>\n", e(cmpMethodLine(p.Comps[0].Report)))
+	}
+	shapes := cmpCollect(p.Sides, p.Options)
+	placed := cmpCellShapes(p.Sides)
+	if len(shapes) == 0 {
+		b.WriteString("<p>No ok cells to plot.</p>\n")
+	}
+	for _, cv := range shapes {
+		fmt.Fprintf(&b, "<section class=\"shape\">\n<div class=\"charts\">\n<h2 style=\"grid-column:1/-1\">%s</h2>\n", e(cv.Shape.String()))
+		for _, c := range []*chart.Line{
+			cmpTradeoffChart(cv, p.Sides, "ttft_p50_ms", "TTFT p50"),
+			cmpTradeoffChart(cv, p.Sides, "tpot_p50_ms", "TPOT p50"),
+			cmpLevelChart(cv, p.Sides, "ttft_p50_ms", "ttft_p99_ms", "TTFT", "time to first token"),
+			cmpLevelChart(cv, p.Sides, "itl_p50_ms", "itl_p99_ms", "ITL", "inter-token latency"),
+		} {
+			b.WriteString(chart.Inline(c.SVG()))
+			b.WriteString("\n")
+		}
+		b.WriteString("</div>\n<div class=\"verdicts\">\n")
+		cmpHTMLShapeVerdicts(&b, p, func(k regress.Key) bool { s, ok := placed[k.CellID]; return ok && s == cv.Shape })
+		b.WriteString("</div>\n</section>\n")
+	}
+	plotted := map[cmpShape]bool{}
+	for _, cv := range shapes {
+		plotted[cv.Shape] = true
+	}
+	var rest strings.Builder
+	cmpHTMLShapeVerdicts(&rest, p, func(k regress.Key) bool { s, ok := placed[k.CellID]; return !ok || !plotted[s] })
+	if rest.Len() > 0 {
+		fmt.Fprintf(&b, "<section class=\"shape\"><div class=\"verdicts\">\n<h2>other cells</h2>\n%s</div></section>\n", rest.String())
+	}
+	for _, c := range p.Comps {
+		fmt.Fprintf(&b, "<h2>%s</h2>\n", e(cmpCompTitle(c, p.Sides)))
+		cmpHTMLNotes(&b, c.Report, "h3")
+	}
+	b.WriteString("</body></html>\n")
+	return b.String()
+}
+
+// cmpCompTitle names a comparison: its title, or old → new by the sides'
+// labels.
+func cmpCompTitle(c cmpComparison, sides []cmpSide) string {
+	if c.Title != "" {
+		return c.Title
+	}
+	if len(sides) == 2 {
+		return sides[0].Label + " → " + sides[1].Label
+	}
+	return "old → new"
+}
+
+// cmpCellShapes maps each cell id (less its repeat) of the sides' rows
+// to its shape.
+func cmpCellShapes(sides []cmpSide) map[string]cmpShape {
+	m := map[string]cmpShape{}
+	for _, s := range sides {
+		for _, r := range s.Runs {
+			for i := range r.Cells {
+				c := &r.Cells[i]
+				if _, ok := m[regress.PointID(*c)]; !ok {
+					m[regress.PointID(*c)] = cmpShapeOf(c)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// cmpHTMLShapeVerdicts writes the verdict tables of the cells that keep
+// chooses, comparison by comparison; nothing when it chooses none.
+func cmpHTMLShapeVerdicts(b *strings.Builder, p cmpPage, keep func(regress.Key) bool) {
+	e := html.EscapeString
+	for _, c := range p.Comps {
+		keys, cells := cmpByCell(c.Report)
+		keys = slices.DeleteFunc(keys, func(k regress.Key) bool { return !keep(k) })
+		if len(keys) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "<h3>%s</h3>\n", e(cmpCompTitle(c, p.Sides)))
+		for _, k := range keys {
+			fmt.Fprintf(b, "<h4>%s</h4>\n<div class=\"key\">%s</div>\n<table class=\"v\">%s", e(k.CellID), e(k.String()), cmpVerdictCols)
+			cmpHTMLVerdictRows(b, cells[k])
+		}
+	}
+}
