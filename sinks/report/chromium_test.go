@@ -2,62 +2,14 @@ package report_test
 
 import (
 	"bytes"
-	"context"
-	"image"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/benchrun/benchrun/internal/chromiumtest"
 	"github.com/benchrun/benchrun/sinks/report"
 )
-
-// chromium finds the browser, or skips (fails under CI) when it is missing.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed (CI is set): apt-get install -y chromium")
-	}
-	t.Skip("chromium is not installed: apt-get install -y chromium (Debian) to render report.html")
-	return ""
-}
-
-// headless runs one headless Chromium command on a file:// URL, offline,
-// in its own process group, killed whole if it overruns.
-func headless(t *testing.T, bin, url string, extra ...string) []byte {
-	t.Helper()
-	out, _ := headlessLog(t, bin, url, extra...)
-	return out
-}
-
-// headlessLog is headless with the browser's log (stderr) too, where
-// --enable-logging=stderr puts the page's console messages.
-func headlessLog(t *testing.T, bin, url string, extra ...string) ([]byte, []byte) {
-	t.Helper()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--window-size=1200,2000"}, extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.Bytes())
-	}
-	return stdout.Bytes(), stderr.Bytes()
-}
 
 // TestTelemetryRendersInChromium renders a report with telemetry: the
 // page logs no console error, the DOM has the telemetry tables (the GPU
@@ -65,7 +17,7 @@ func headlessLog(t *testing.T, bin, url string, extra ...string) ([]byte, []byte
 // and the five usage charts with their lines, and the charts' colours
 // show in the screenshot.
 func TestTelemetryRendersInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := chromiumtest.Find(t, "report.html")
 	dir := t.TempDir()
 	// Without the load charts, so that the series colours in the
 	// screenshot are the usage charts' own.
@@ -77,11 +29,9 @@ func TestTelemetryRendersInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "file://" + filepath.Join(dir, "report.html")
-	dom, log := headlessLog(t, bin, url, "--dump-dom", "--enable-logging=stderr", "--v=0")
-	for _, l := range bytes.Split(log, []byte("\n")) {
-		if bytes.Contains(l, []byte("CONSOLE")) || bytes.Contains(l, []byte("Uncaught")) || bytes.Contains(l, []byte("error on line")) {
-			t.Errorf("console: %s", l)
-		}
+	dom, console := chromiumtest.DOM(t, bin, url)
+	for _, l := range console {
+		t.Errorf("console: %s", l)
 	}
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAll(dom, -1)) }
 	if n := count(`<table class="telemetry" id="telemetry-(gpu|cpu)"`); n != 2 {
@@ -103,18 +53,8 @@ func TestTelemetryRendersInChromium(t *testing.T) {
 		}
 	}
 
-	shot := filepath.Join(dir, "shot.png")
-	headless(t, bin, url, "--screenshot="+shot, "--window-size=1200,6000")
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, blue, orange := pixelStats(img)
+	px := chromiumtest.Count(chromiumtest.Screenshot(t, bin, url, "--window-size=1200,6000"), chromiumtest.Blue, chromiumtest.Orange)
+	blue, orange := px.Near[0], px.Near[1]
 	if blue < 500 || orange < 500 {
 		t.Errorf("the usage lines' colours barely appear (%d blue, %d orange pixels): charts not drawn", blue, orange)
 	}
@@ -124,14 +64,14 @@ func TestTelemetryRendersInChromium(t *testing.T) {
 // DOM has the four charts with their lines and markers, and the screenshot
 // is a page with charts on it, not a blank or an error page.
 func TestHTMLRendersInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := chromiumtest.Find(t, "report.html")
 	dir := t.TempDir()
 	if err := report.Write(dir, fixture(), ""); err != nil {
 		t.Fatal(err)
 	}
 	url := "file://" + filepath.Join(dir, "report.html")
 
-	dom := headless(t, bin, url, "--dump-dom")
+	dom, _ := chromiumtest.Run(t, bin, url, "--dump-dom")
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAll(dom, -1)) }
 	if n := count(`<svg[ >]`); n != 4 {
 		t.Errorf("rendered DOM has %d <svg> charts, want 4", n)
@@ -160,21 +100,9 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("rendered DOM has %d table rows, want the cells, verdicts and stages", n)
 	}
 
-	shot := filepath.Join(dir, "shot.png")
-	headless(t, bin, url, "--screenshot="+shot)
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	colors, inked, blue, orange := pixelStats(img)
-	b := img.Bounds()
-	total := b.Dx() * b.Dy()
-	t.Logf("screenshot %dx%d: %d colours, %.1f%% non-background, %d series-blue and %d series-orange pixels", b.Dx(), b.Dy(), colors, 100*float64(inked)/float64(total), blue, orange)
+	px := chromiumtest.Count(chromiumtest.Screenshot(t, bin, url), chromiumtest.Blue, chromiumtest.Orange)
+	colors, inked, total, blue, orange := px.Colours, px.Inked, px.Total, px.Near[0], px.Near[1]
+	t.Logf("screenshot: %d colours, %.1f%% non-background, %d series-blue and %d series-orange pixels", colors, 100*float64(inked)/float64(total), blue, orange)
 	if colors < 100 {
 		t.Errorf("screenshot has %d distinct colours: blank or unstyled", colors)
 	}
@@ -184,38 +112,4 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if blue < 500 || orange < 500 {
 		t.Errorf("the chart series colours barely appear (%d blue, %d orange pixels): charts not drawn", blue, orange)
 	}
-}
-
-// pixelStats counts distinct colours, pixels that differ from the page
-// backgrounds, and pixels of the first two series colours (#4e79a7,
-// #f28e2b, within anti-aliasing tolerance).
-func pixelStats(img image.Image) (colors, inked, blue, orange int) {
-	seen := map[uint32]bool{}
-	near := func(r, g, b uint32, R, G, B int) bool {
-		d := func(a uint32, b int) int {
-			x := int(a>>8) - b
-			if x < 0 {
-				return -x
-			}
-			return x
-		}
-		return d(r, R) < 24 && d(g, G) < 24 && d(b, B) < 24
-	}
-	bounds := img.Bounds()
-	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
-		for x := bounds.Min.X; x < bounds.Max.X; x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			seen[(r>>8)<<16|(g>>8)<<8|b>>8] = true
-			if !near(r, g, b, 0xf5, 0xf7, 0xfa) && !near(r, g, b, 0xff, 0xff, 0xff) {
-				inked++
-			}
-			if near(r, g, b, 0x4e, 0x79, 0xa7) {
-				blue++
-			}
-			if near(r, g, b, 0xf2, 0x8e, 0x2b) {
-				orange++
-			}
-		}
-	}
-	return len(seen), inked, blue, orange
 }

@@ -2,13 +2,12 @@ package report_test
 
 import (
 	"bytes"
-	"image/png"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/benchrun/benchrun/internal/chromiumtest"
 	"github.com/benchrun/benchrun/internal/golden"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
@@ -79,17 +78,15 @@ func TestViewChartsGolden(t *testing.T) {
 // error, each chart in the DOM with its parts (a timeline's requests, the
 // band, the ringed regression), and a screenshot with the charts' colours.
 func TestViewChartsRenderInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := chromiumtest.Find(t, "report.html")
 	dir := t.TempDir()
 	if err := report.Write(dir, viewsFixture(), ""); err != nil {
 		t.Fatal(err)
 	}
 	url := "file://" + filepath.Join(dir, "report.html")
-	dom, log := headlessLog(t, bin, url, "--dump-dom", "--enable-logging=stderr", "--v=0")
-	for _, l := range bytes.Split(log, []byte("\n")) {
-		if bytes.Contains(l, []byte("CONSOLE")) || bytes.Contains(l, []byte("Uncaught")) || bytes.Contains(l, []byte("error on line")) {
-			t.Errorf("console: %s", l)
-		}
+	dom, console := chromiumtest.DOM(t, bin, url)
+	for _, l := range console {
+		t.Errorf("console: %s", l)
 	}
 	count := func(re string) int { return len(regexp.MustCompile(re).FindAll(dom, -1)) }
 	// A timeline per shape, of its most loaded cell: c=16's 32 requests (the
@@ -112,18 +109,8 @@ func TestViewChartsRenderInChromium(t *testing.T) {
 			t.Errorf("rendered DOM lacks %q", label)
 		}
 	}
-	shot := filepath.Join(dir, "shot.png")
-	headless(t, bin, url, "--screenshot="+shot, "--window-size=1200,12000")
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	colors, _, blue, orange := pixelStats(img)
+	px := chromiumtest.Count(chromiumtest.Screenshot(t, bin, url, "--window-size=1200,12000"), chromiumtest.Blue, chromiumtest.Orange)
+	colors, blue, orange := px.Colours, px.Near[0], px.Near[1]
 	if colors < 100 || blue < 2000 || orange < 2000 {
 		t.Errorf("screenshot: %d colours, %d blue and %d orange pixels: charts not drawn", colors, blue, orange)
 	}
