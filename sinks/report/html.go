@@ -173,6 +173,7 @@ tr.bad td { background:#fdecea; }
 th.group { text-align:center; border-left:2px solid var(--line); } td.first, th.first { border-left:2px solid var(--line); }
 tr:last-child td { border-bottom:none; }
 .scroll { overflow-x:auto; }
+td.wrap, td.reason { white-space:normal; overflow-wrap:anywhere; min-width:14em; }
 code { font:12.5px ui-monospace,SFMono-Regular,Menlo,monospace; background:#f0f4f8; padding:1px 5px; border-radius:4px; }
 .reason { color:var(--bad); white-space:normal; }
 footer { margin-top:32px; color:var(--muted); font-size:12px; }
@@ -243,7 +244,7 @@ footer { margin-top:32px; color:var(--muted); font-size:12px; }
 <h2>Assertions</h2>
 {{if .Verdicts}}<div class="scroll"><table id="assertions">
 <thead><tr><th>outcome</th><th>cell</th><th>assertion</th><th>values</th><th>where</th></tr></thead>
-<tbody>{{range .Verdicts}}<tr{{if not .Passed}} class="bad"{{end}}><td><span class="badge {{.Outcome}}">{{.Outcome}}</span></td><td>{{.Cell}}</td><td><code>{{.Assertion}}</code></td><td>{{.ValuesText}}</td><td>{{.Pos}}</td></tr>
+<tbody>{{range .Verdicts}}<tr{{if not .Passed}} class="bad"{{end}}><td><span class="badge {{.Outcome}}">{{.Outcome}}</span></td><td>{{.Cell}}</td><td class="wrap"><code>{{.Assertion}}</code></td><td class="wrap">{{.ValuesText}}</td><td>{{.Pos}}</td></tr>
 {{end}}</tbody></table></div>
 {{else}}<p class="desc">No assertions were checked.</p>{{end}}
 
