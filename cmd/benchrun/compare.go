@@ -12,6 +12,7 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -66,8 +67,8 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	var cf compareFlags
 	fs.StringVar(&cf.format, "format", "text", "output format: text, markdown, csv, json or html (one self-contained page)")
 	fs.StringVar(&cf.metrics, "metric", "", "metrics to compare, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
-	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key")
-	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant), or of a column: engine, engine_version, model, model_digest, hardware or plan")
+	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key (metadata.KEY where KEY is also a part's name, e.g. metadata.engine)")
+	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant), or of a column: engine, engine_version, model, model_digest, hardware or plan (metadata.KEY for a metadata key of a column's name)")
 	fs.StringVar(&cf.html, "html", "", "also write a self-contained HTML page to this file: each variant's latency-throughput curves (the Pareto front ringed), TTFT and ITL per load level, and the verdicts")
 	fs.StringVar(&cf.correction, "correction", "bh", "multiple-comparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
 	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
@@ -138,7 +139,12 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		hint := ""
 		if field, _, ok := strings.Cut(strings.TrimPrefix(why, "no cell matches: "), " differs"); ok && !strings.Contains(field, "cell_id") {
-			hint = fmt.Sprintf(" (--ignore %s compares them anyway)", strings.TrimPrefix(field, "metadata."))
+			// A metadata key keeps its prefix where a column has its name.
+			name := strings.TrimPrefix(field, "metadata.")
+			if slices.Contains(regress.KeyFields, name) {
+				name = field
+			}
+			hint = fmt.Sprintf(" (--ignore %s compares them anyway)", name)
 		}
 		fmt.Fprintf(stderr, "benchrun compare: %s%s\n", why, hint)
 		return pipeline.ExitInvalid
@@ -711,7 +717,7 @@ func cmpHTMLVerdictRows(b *strings.Builder, vs []regress.Verdict) {
 	b.WriteString("<tr><th>metric</th><th>old</th><th>new</th><th>change</th><th>interval</th><th>p</th><th>n</th><th>verdict</th></tr>\n")
 	for _, v := range vs {
 		class := strings.Fields(string(v.Outcome))[0]
-		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td>%s</td><td>%d+%d</td><td>%s</td></tr>\n",
+		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%d+%d</td><td>%s</td></tr>\n",
 			class, e(v.Metric), e(cmpNum(v.Old)), e(cmpNum(v.New)), e(cmpChange(v)), e(cmpInterval(v)), e(cmpP(v)), v.N, v.NNew, e(cmpVerdict(v)))
 	}
 	b.WriteString("</table>\n")

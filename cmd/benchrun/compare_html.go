@@ -267,11 +267,12 @@ func cmpLevelChart(cv cmpCurves, sides []cmpSide, p50, p99, name, what string) *
 const cmpPageCSS = ` .shape{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start;border-top:1px solid #cbd2d9;margin-top:1.5em}
 .charts{display:grid;gap:.5em;flex:0 1 500px;min-width:0}.charts svg{width:100%;height:auto}
 .verdicts{flex:1 1 560px;min-width:0}.verdicts h4{margin:.8em 0 .2em}
-table.v{table-layout:fixed;width:100%}table.v th,table.v td{white-space:normal;overflow-wrap:anywhere;word-break:break-word}
+table.v{table-layout:fixed;width:100%;font-size:13px}table.v th,table.v td{white-space:normal;overflow-wrap:anywhere;word-break:break-word;padding:4px 5px}
+table.v th,table.v td.n{overflow-wrap:normal;word-break:normal}
 ul.sides li span.swatch{display:inline-block;width:1.6em;height:.35em;vertical-align:middle;margin-right:.4em}`
 
 // cmpVerdictCols are the widths of a verdict table's columns.
-const cmpVerdictCols = `<colgroup><col style="width:15%"><col style="width:8%"><col style="width:8%"><col style="width:10%"><col style="width:16%"><col style="width:10%"><col style="width:6%"><col style="width:27%"></colgroup>`
+const cmpVerdictCols = `<colgroup><col style="width:15%"><col style="width:10%"><col style="width:10%"><col style="width:11%"><col style="width:14%"><col style="width:9%"><col style="width:6%"><col style="width:25%"></colgroup>`
 
 // cmpWritePageFile writes the page to path.
 func cmpWritePageFile(path string, p cmpPage) error {

@@ -135,7 +135,9 @@ func (k Key) Without(names ...string) Key {
 			if meta == nil {
 				meta = k.Meta()
 			}
-			delete(meta, n)
+			// metadata.NAME names a metadata key even where NAME is a
+			// column's (metadata.engine).
+			delete(meta, strings.TrimPrefix(n, "metadata."))
 			k.Metadata = canonicalMeta(meta)
 		}
 	}

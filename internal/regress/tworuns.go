@@ -478,19 +478,23 @@ func splitter(key string) (value func(*results.Cell) string, strip func(*results
 	col := func(f func(*results.Cell) *string) (func(*results.Cell) string, func(*results.Cell)) {
 		return func(c *results.Cell) string { return *f(c) }, func(c *results.Cell) { *f(c) = "" }
 	}
-	switch key {
-	case "engine":
-		return func(c *results.Cell) string { return c.Engine }, func(c *results.Cell) { c.Engine, c.EngineVersion = "", "" }
-	case "engine_version":
-		return col(func(c *results.Cell) *string { return &c.EngineVersion })
-	case "model":
-		return col(func(c *results.Cell) *string { return &c.Model })
-	case "model_digest":
-		return col(func(c *results.Cell) *string { return &c.ModelDigest })
-	case "hardware":
-		return col(func(c *results.Cell) *string { return &c.Hardware })
-	case "plan":
-		return col(func(c *results.Cell) *string { return &c.Plan })
+	if meta, ok := strings.CutPrefix(key, "metadata."); ok {
+		key = meta // a metadata key named like a column: metadata.engine
+	} else {
+		switch key {
+		case "engine":
+			return func(c *results.Cell) string { return c.Engine }, func(c *results.Cell) { c.Engine, c.EngineVersion = "", "" }
+		case "engine_version":
+			return col(func(c *results.Cell) *string { return &c.EngineVersion })
+		case "model":
+			return col(func(c *results.Cell) *string { return &c.Model })
+		case "model_digest":
+			return col(func(c *results.Cell) *string { return &c.ModelDigest })
+		case "hardware":
+			return col(func(c *results.Cell) *string { return &c.Hardware })
+		case "plan":
+			return col(func(c *results.Cell) *string { return &c.Plan })
+		}
 	}
 	return func(c *results.Cell) string { return c.Metadata[key] }, func(c *results.Cell) {
 		meta := maps.Clone(c.Metadata)

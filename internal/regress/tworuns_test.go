@@ -455,3 +455,29 @@ func TestCompareRunToRunNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataKeyNamedLikeAColumn: a metadata key with a column's name
+// (metadata engine: "eng-a") is reached as metadata.engine, by --by and by
+// --ignore, where the bare name means the column.
+func TestMetadataKeyNamedLikeAColumn(t *testing.T) {
+	a, b := reqRun(1, "a", 60, 4, 40, 8, 0.05, 450), reqRun(2, "b", 60, 4, 60, 12, 0.05, 300)
+	a.Cells[0].Metadata = map[string]string{"engine": "eng-a"}
+	b.Cells[0].Metadata = map[string]string{"engine": "eng-b"}
+	if rep := CompareRuns([]*Run{a}, []*Run{b}, Options{Ignore: []string{"engine"}}); len(rep.Verdicts) != 0 {
+		t.Errorf("--ignore engine (the column) matched cells whose metadata engine differs")
+	}
+	if rep := CompareRuns([]*Run{a}, []*Run{b}, Options{Ignore: []string{"metadata.engine"}}); len(rep.Verdicts) == 0 || rep.NoMatch != "" {
+		t.Errorf("--ignore metadata.engine: %d verdicts, %q", len(rep.Verdicts), rep.NoMatch)
+	}
+	values, variants := SplitBy([]*Run{a, b}, "metadata.engine")
+	if len(values) != 2 || values[0] != "eng-a" || values[1] != "eng-b" {
+		t.Fatalf("SplitBy metadata.engine: %v", values)
+	}
+	if m := variants["eng-b"][0].Cells[0].Metadata; len(m) != 0 || b.Cells[0].Metadata["engine"] != "eng-b" {
+		t.Errorf("variant metadata %v (the run's own %v must stay)", m, b.Cells[0].Metadata)
+	}
+	rep := CompareRuns(variants["eng-a"], variants["eng-b"], Options{})
+	if v := verdictOf(rep, "ttft_p50_ms"); v == nil || v.Outcome != Regressed {
+		t.Errorf("eng-a → eng-b ttft: %v (%s)", v, rep.NoMatch)
+	}
+}
