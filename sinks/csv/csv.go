@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -310,7 +311,7 @@ func upgradeHeader(path string, columns []string) error {
 	if err := w.Error(); err != nil {
 		return err
 	}
-	return pipeline.WriteFileAtomic(path, []byte(b.String()))
+	return rundir.WriteFileAtomic(path, []byte(b.String()))
 }
 
 // Cell writes one row to every target and flushes, so each row appears
