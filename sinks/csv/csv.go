@@ -381,9 +381,7 @@ func format(v reflect.Value) string {
 		if t.IsZero() {
 			return ""
 		}
-		// Microseconds, as the Parquet tables store them: cells.csv shows
-		// the stored row, live and when rebuilt from the tables.
-		return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+		return t.UTC().Format(time.RFC3339Nano)
 	}
 	switch v.Kind() {
 	case reflect.Float64, reflect.Float32:
