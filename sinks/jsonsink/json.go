@@ -1,8 +1,8 @@
-// Package json writes result.json in the run directory (its document is
-// sinks/internal/resultdoc's: vLLM `bench serve` keys plus benchrun's). The
-// file is rewritten atomically after every cell, so it is current and whole
-// even when a run is killed.
-package json
+// Package jsonsink is the json sink kind: it writes result.json in the run
+// directory (its document is sinks/internal/resultdoc's: vLLM `bench
+// serve` keys plus benchrun's). The file is rewritten atomically after
+// every cell, so it is current and whole even when a run is killed.
+package jsonsink
 
 import (
 	_ "embed"

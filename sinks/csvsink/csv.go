@@ -1,9 +1,9 @@
-// Package csv writes cell rows as CSV as each cell finishes: to stdout (a
-// table that pastes into a spreadsheet; the seed `bench` command's columns
-// unless --columns chooses), to PREFIX.csv with the same columns when
-// --output PREFIX is given, and to cells.csv in the run directory with every
-// column.
-package csv
+// Package csvsink is the csv sink kind: it writes cell rows as CSV as each
+// cell finishes: to stdout (a table that pastes into a spreadsheet; the
+// seed `bench` command's columns unless --columns chooses), to PREFIX.csv
+// with the same columns when --output PREFIX is given, and to cells.csv in
+// the run directory with every column.
+package csvsink
 
 import (
 	_ "embed"
