@@ -176,7 +176,7 @@ func (ss sinkSet) start(env *SinkEnv) error {
 // that a row the others show is one already stored, or is marked as not
 // stored. It returns the failures of required sinks.
 func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []results.Verdict) error {
-	cell, reqs, verdicts = cell.Stored(), results.StoredRows(reqs), results.StoredRows(verdicts)
+	cell, reqs, verdicts = results.Stored(cell), results.StoredRows(reqs), results.StoredRows(verdicts)
 	var errs, notStored []string
 	reason := cell.Reason
 	for _, s := range ss {
@@ -208,7 +208,7 @@ func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []res
 // run's) to the sinks that take verdicts; cell carries the stage and the
 // attempt, with no cell id.
 func (ss sinkSet) verdicts(cell results.Cell, rows []results.Verdict) error {
-	cell, rows = cell.Stored(), results.StoredRows(rows)
+	cell, rows = results.Stored(cell), results.StoredRows(rows)
 	var errs []error
 	for _, s := range ss {
 		if vs, ok := s.use.Sink.(VerdictSink); ok {

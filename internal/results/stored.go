@@ -9,44 +9,37 @@ import "time"
 // of its own.
 func StoredTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// Stored is the cell row as the cells table stores it.
-func (c Cell) Stored() Cell {
-	c.StartedAt = StoredTime(c.StartedAt)
-	return c
+// Row is a row of one of a run directory's tables.
+type Row interface {
+	Cell | Request | Slice | Verdict | Sample
 }
 
-// Stored is the request row as the requests table stores it.
-func (r Request) Stored() Request {
-	r.SentAt = StoredTime(r.SentAt)
-	return r
-}
-
-// Stored is the verdict row as the assertions table stores it.
-func (v Verdict) Stored() Verdict {
-	v.JudgedAt = StoredTime(v.JudgedAt)
-	return v
-}
-
-// Stored is the sample row as the samples table stores it.
-func (s Sample) Stored() Sample {
-	s.At = StoredTime(s.At)
-	return s
-}
-
-// Stored is the slice row as the slices table stores it.
-func (s Slice) Stored() Slice {
-	s.StartedAt = StoredTime(s.StartedAt)
-	return s
+// Stored is row as its table stores it: each of its timestamp columns at
+// StoredTime.
+func Stored[T Row](row T) T {
+	switch r := any(&row).(type) {
+	case *Cell:
+		r.StartedAt = StoredTime(r.StartedAt)
+	case *Request:
+		r.SentAt = StoredTime(r.SentAt)
+	case *Slice:
+		r.StartedAt = StoredTime(r.StartedAt)
+	case *Verdict:
+		r.JudgedAt = StoredTime(r.JudgedAt)
+	case *Sample:
+		r.At = StoredTime(r.At)
+	}
+	return row
 }
 
 // StoredRows is a copy of rows, each as its table stores it (nil for nil).
-func StoredRows[T interface{ Stored() T }](rows []T) []T {
+func StoredRows[T Row](rows []T) []T {
 	if rows == nil {
 		return nil
 	}
 	out := make([]T, len(rows))
 	for i, r := range rows {
-		out[i] = r.Stored()
+		out[i] = Stored(r)
 	}
 	return out
 }
