@@ -298,7 +298,7 @@ func InspectRunDir(dir string) (RunDirState, error) {
 	return st, nil
 }
 
-// tempRE matches the temporary names WriteFileAtomic and the Parquet
+// tempRE matches the temporary names rundir.WriteFileAtomic and the Parquet
 // output write before their rename: ".<name>.tmp-<digits>".
 var tempRE = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
 
