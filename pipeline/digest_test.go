@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
@@ -135,7 +136,7 @@ func runDigestPlan(t *testing.T, dir, src string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m pipeline.Manifest
+	var m rundir.Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}

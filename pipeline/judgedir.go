@@ -156,7 +156,7 @@ func JudgeDir(ctx context.Context, g *Graph, dir string, o JudgeOptions) (*Summa
 // recordJudgement writes a judged run's outcome into its manifest, as a
 // run's end does: status, reason, exit code and the failed checks.
 func recordJudgement(dir string, sum *Summary) error {
-	m, err := ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
@@ -167,10 +167,9 @@ func recordJudgement(dir string, sum *Summary) error {
 	case sum.ExitCode == ExitOK:
 		status = RunOK
 	}
-	m.Stages = sum.Stages
-	m.Verdicts, m.Inconclusive = sum.Failed, sum.Inconclusive
-	m.finish(status, sum.Reason, sum.ExitCode, sum.FinishedAt)
-	return m.write(dir)
+	recordOutcome(m, sum)
+	m.Finish(status, sum.Reason, sum.ExitCode, sum.FinishedAt)
+	return writeManifest(dir, m)
 }
 
 // verdictCollector is the sink JudgeDir's runner hands verdict rows to:

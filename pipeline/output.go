@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -200,7 +201,7 @@ func (r *runner) joinDigest(ctx context.Context, n *Node) {
 	defer r.emitMu.Unlock()
 	if r.manifest != nil && r.manifest.ModelDigest != d {
 		r.manifest.ModelDigest = d
-		if err := r.manifest.write(r.ri.Dir); err != nil {
+		if err := writeManifest(r.ri.Dir, r.manifest); err != nil {
 			fmt.Fprintf(r.opts.Progress, "benchrun: %v\n", err)
 		}
 	}
@@ -473,7 +474,7 @@ func storeDigest(k digestKey, d string) {
 		}
 	}
 	if b, err := json.MarshalIndent(entries, "", "  "); err == nil {
-		_ = WriteFileAtomic(p, append(b, '\n'))
+		_ = rundir.WriteFileAtomic(p, append(b, '\n'))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/redact"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -145,5 +146,5 @@ func scrubFile(path string) {
 	if err != nil || !redact.Contains(string(b)) {
 		return
 	}
-	_ = WriteFileAtomic(path, redact.Bytes(b))
+	_ = rundir.WriteFileAtomic(path, redact.Bytes(b))
 }

@@ -62,7 +62,7 @@ func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*Ru
 	if run.Manifest == nil {
 		return nil, fmt.Errorf("--resume %s: not a run directory (no manifest.json)", dir)
 	}
-	m := manifestOf(run.Manifest)
+	m := run.Manifest
 	if m.Plan != p.Name {
 		return nil, fmt.Errorf("--resume %s: the run is of plan %q, not %q", dir, m.Plan, p.Name)
 	}
@@ -72,7 +72,7 @@ func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*Ru
 	if was, now := normTags(m.Tags), normTags(tags); was != now {
 		return nil, fmt.Errorf("--resume %s: the run was made with %s but this resume gives %s: resuming would mix two configurations in one run (give the same -t values, or start a new run)", dir, was, now)
 	}
-	attempts := attemptsOf(m)
+	attempts := m.AttemptRecords()
 	ri := &RunInfo{Plan: p, Dir: dir, StartedAt: now, Tags: tags, Resumed: true, Attempt: len(attempts) + 1, prev: m}
 	ri.ID = run.ID()
 	if last := attempts[len(attempts)-1]; last.Status == RunRunning {

@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // Stage statuses.
@@ -134,7 +135,7 @@ type runner struct {
 	sync     *shardSync
 	emitErr  error
 	tally    cellTallies // each stage's cell rows and error rows
-	manifest *Manifest
+	manifest *rundir.Manifest
 	// sinks receive the rows, durable ones first.
 	sinks sinkSet
 	// idle are the stages a resume has nothing left for (skipped).
@@ -185,7 +186,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 	r.sinks = newSinkSet(append(g.liveSinks(), opts.Sinks...), opts.Progress)
 	r.manifest = newManifest(ri)
 	r.manifest.Sinks = r.sinkRecords()
-	if err := r.manifest.write(ri.Dir); err != nil {
+	if err := writeManifest(ri.Dir, r.manifest); err != nil {
 		return nil, &ExitError{Code: ExitInfra, Err: err}
 	}
 	// Hash the model file now, while the first stages start servers;
@@ -218,7 +219,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 			return fail(ExitInvalid, err)
 		}
 		if len(ri.prevPlan) > 0 && string(ri.prevPlan) != string(resolved) {
-			if err := WriteFileAtomic(filepath.Join(ri.Dir, "plan.resumed.json"), resolved); err != nil {
+			if err := rundir.WriteFileAtomic(filepath.Join(ri.Dir, "plan.resumed.json"), resolved); err != nil {
 				return fail(ExitInfra, err)
 			}
 		}
@@ -281,8 +282,7 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 // finishManifest records how the attempt ended and rewrites manifest.json.
 func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 	if sum != nil {
-		r.manifest.Stages = sum.Stages
-		r.manifest.Verdicts, r.manifest.Inconclusive = sum.Failed, sum.Inconclusive
+		recordOutcome(r.manifest, sum)
 	}
 	r.manifest.Sinks = r.sinkRecords()
 	if r.manifest.ModelDigest == "" && r.md != nil {
@@ -292,8 +292,8 @@ func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 	if sum != nil && !sum.FinishedAt.IsZero() {
 		at = sum.FinishedAt // what result.json and the reports say too
 	}
-	r.manifest.finish(status, reason, code, at)
-	if err := r.manifest.write(r.ri.Dir); err != nil {
+	r.manifest.Finish(status, reason, code, at)
+	if err := writeManifest(r.ri.Dir, r.manifest); err != nil {
 		fmt.Fprintf(r.opts.Progress, "benchrun: %v\n", err)
 	}
 }

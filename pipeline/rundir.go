@@ -48,7 +48,7 @@ type RunInfo struct {
 	// temporary files a killed writer left (removed), the resolved plan
 	// the run was made with, and the failed verdicts of the cells already
 	// done (they still count).
-	prev        *Manifest
+	prev        *rundir.Manifest
 	crashed     *AttemptRecord
 	removed     []string
 	prevPlan    []byte
@@ -83,7 +83,7 @@ func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*Run
 	ri := &RunInfo{ID: id, Plan: p, Dir: dir, StartedAt: now, Tags: tags, Attempt: 1, lock: lock}
 	// The plan as written and as resolved, with URL passwords and
 	// registered secrets masked (pipeline/redact.go).
-	if err := WriteFileAtomic(filepath.Join(dir, "plan.cue"), planFileText(p, p.Source)); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.PlanFile), planFileText(p, p.Source)); err != nil {
 		ri.Close()
 		return nil, err
 	}
@@ -92,15 +92,16 @@ func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*Run
 		ri.Close()
 		return nil, err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "plan.json"), resolved); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.ResolvedFile), resolved); err != nil {
 		ri.Close()
 		return nil, err
 	}
 	return ri, nil
 }
 
-// The manifest.json types live in internal/rundir, the one reader of run
-// directories; these names keep pipeline's callers as they were.
+// manifest.json is rundir.Manifest, with its records: internal/rundir
+// owns the run directory both ways; these names keep pipeline's callers
+// as they were.
 const (
 	RunRunning     = rundir.RunRunning
 	RunOK          = rundir.RunOK
@@ -122,44 +123,6 @@ type (
 	LockHolder = rundir.LockHolder
 )
 
-// Manifest is manifest.json as the run writing it holds it. Its fields,
-// and reading them, are rundir.Manifest's (one definition for the writer
-// and every reader); only the stages and failed assertions are kept here
-// in pipeline's own types, which the runner fills from its Summary, and
-// they stand in for rundir's fields of the same JSON names (the shallower
-// field wins in encoding/json). When StageResult and Verdict become
-// aliases of rundir.StageRecord and rundir.VerdictRecord, this can become
-// `type Manifest = rundir.Manifest` and its methods pipeline functions.
-type Manifest struct {
-	rundir.Manifest
-	Stages       []StageResult `json:"stages,omitempty"`
-	Verdicts     []Verdict     `json:"failed_assertions,omitempty"`
-	Inconclusive []Verdict     `json:"inconclusive_checks,omitempty"`
-}
-
-// manifestOf turns the manifest a reader read into the writer's. The
-// conversions StageResult(s) and Verdict(v) compile only while the two
-// pairs of types have the same fields: a field added to one side alone
-// fails the build here instead of vanishing from manifest.json.
-func manifestOf(rm *rundir.Manifest) *Manifest {
-	m := &Manifest{Manifest: *rm}
-	m.Manifest.Stages, m.Manifest.Verdicts, m.Manifest.Inconclusive = nil, nil, nil
-	for _, s := range rm.Stages {
-		m.Stages = append(m.Stages, StageResult(s))
-	}
-	for _, v := range rm.Verdicts {
-		m.Verdicts = append(m.Verdicts, Verdict(v))
-	}
-	for _, v := range rm.Inconclusive {
-		m.Inconclusive = append(m.Inconclusive, Verdict(v))
-	}
-	return m
-}
-
-// attemptsOf returns a manifest's attempt records, rebuilt for a manifest
-// written before they existed (rundir.Manifest.AttemptRecords).
-func attemptsOf(m *Manifest) []AttemptRecord { return m.AttemptRecords() }
-
 // crashReason is what an attempt found running with nobody holding the
 // run directory is recorded with.
 const crashReason = rundir.CrashReason
@@ -167,7 +130,9 @@ const crashReason = rundir.CrashReason
 // Version is benchrun's version, from the build info (rundir.Version).
 func Version() string { return rundir.Version() }
 
-func newManifest(ri *RunInfo) *Manifest {
+// newManifest is the manifest an attempt starts with: the earlier
+// attempts' on a resume, a new run's otherwise.
+func newManifest(ri *RunInfo) *rundir.Manifest {
 	id := RunIdentity(ri)
 	this := AttemptRecord{
 		Attempt: max(ri.Attempt, 1), StartedAt: ri.StartedAt.UTC(), Status: RunRunning,
@@ -177,7 +142,7 @@ func newManifest(ri *RunInfo) *Manifest {
 		// Keep what the first attempt recorded; note the resumption and
 		// how the attempts before this one ended.
 		m := *ri.prev
-		attempts := attemptsOf(&m)
+		attempts := m.AttemptRecords()
 		if last := &attempts[len(attempts)-1]; last.Status == RunRunning {
 			last.Status, last.Reason = RunCrashed, crashReason
 		}
@@ -187,7 +152,7 @@ func newManifest(ri *RunInfo) *Manifest {
 		m.ResumedAt = append(slices.Clone(m.ResumedAt), ri.StartedAt.UTC())
 		return &m
 	}
-	return &Manifest{Manifest: rundir.Manifest{
+	return &rundir.Manifest{
 		RunID: ri.ID, Plan: ri.Plan.Name, PlanFile: ri.Plan.Path, Tags: ri.Tags,
 		Metadata: ri.Plan.Metadata, StartedAt: ri.StartedAt.UTC(),
 		Benchrun: id.BenchrunVersion, GoVersion: runtime.Version(),
@@ -196,70 +161,37 @@ func newManifest(ri *RunInfo) *Manifest {
 		GPUs: gpuRecords(hostIdentity().gpus), DriverVersion: hostIdentity().gpus.DriverVersion, CUDAVersion: hostIdentity().gpus.CUDADriverVersion,
 		Status:   RunRunning,
 		Attempts: []AttemptRecord{this},
-	}}
-}
-
-// finish records how the current attempt (and so the run) ended.
-func (m *Manifest) finish(status, reason string, code int, at time.Time) {
-	at = at.UTC()
-	m.Status, m.Reason, m.ExitCode, m.FinishedAt = status, reason, &code, &at
-	if n := len(m.Attempts); n > 0 {
-		a := &m.Attempts[n-1]
-		c := code
-		a.Status, a.Reason, a.ExitCode, a.FinishedAt = status, reason, &c, &at
 	}
 }
 
-// ReadManifest reads a run directory's manifest.json (rundir.ReadManifest;
-// a missing file wraps fs.ErrNotExist).
-func ReadManifest(dir string) (*Manifest, error) {
-	m, err := rundir.ReadManifest(dir)
-	if err != nil {
-		return nil, err
+// recordOutcome puts a judged run's stages and its failed and
+// inconclusive checks into the manifest, in the manifest's records.
+func recordOutcome(m *rundir.Manifest, sum *Summary) {
+	m.Stages = nil
+	for _, s := range sum.Stages {
+		m.Stages = append(m.Stages, rundir.StageRecord(s))
 	}
-	return manifestOf(m), nil
+	m.Verdicts, m.Inconclusive = verdictRecords(sum.Failed), verdictRecords(sum.Inconclusive)
 }
 
-func (m *Manifest) write(dir string) error {
-	b, err := json.MarshalIndent(redact.Value(*m), "", "  ")
-	if err != nil {
-		return err
+// verdictRecords are verdicts as the manifest keeps them. The conversion
+// compiles only while Verdict and rundir.VerdictRecord have the same
+// fields (as StageResult and rundir.StageRecord must): a field added to
+// one side alone fails the build here instead of vanishing from
+// manifest.json.
+func verdictRecords(vs []Verdict) []rundir.VerdictRecord {
+	var out []rundir.VerdictRecord
+	for _, v := range vs {
+		out = append(out, rundir.VerdictRecord(v))
 	}
-	return WriteFileAtomic(filepath.Join(dir, "manifest.json"), append(b, '\n'))
+	return out
 }
 
-// WriteFileAtomic writes data to a temporary file beside path and renames
-// it into place, so a reader (or a crash) never sees a partial file.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	// CreateTemp makes 0600 files; results are for reading by others too.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+// writeManifest writes the manifest into the run directory, with URL
+// passwords and registered secrets masked.
+func writeManifest(dir string, m *rundir.Manifest) error {
+	masked := redact.Value(*m)
+	return rundir.WriteManifest(dir, &masked)
 }
 
 // LockFile is the run directory's lock file (rundir.LockFile): a writer
@@ -366,7 +298,7 @@ func InspectRunDir(dir string) (RunDirState, error) {
 	return st, nil
 }
 
-// tempRE matches the temporary names WriteFileAtomic and the Parquet
+// tempRE matches the temporary names rundir.WriteFileAtomic and the Parquet
 // output write before their rename: ".<name>.tmp-<digits>".
 var tempRE = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
 
@@ -408,13 +340,13 @@ func gpuRecords(fp telemetry.Fingerprint) []rundir.GPURecord {
 // worker could not). A manifest that no longer says running (the worker
 // finished it) is left as it is.
 func MarkCrashed(dir, reason string, code int, at time.Time) error {
-	m, err := ReadManifest(dir)
+	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
 	if m.Status != RunRunning {
 		return nil
 	}
-	m.finish(RunCrashed, reason, code, at)
-	return m.write(dir)
+	m.Finish(RunCrashed, reason, code, at)
+	return writeManifest(dir, m)
 }

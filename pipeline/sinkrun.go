@@ -167,10 +167,16 @@ func (ss sinkSet) start(env *SinkEnv) error {
 	return nil
 }
 
+// The sinks get rows as the tables store them (results.Stored: times to
+// the microsecond, in UTC), live as replayed, here where every row reaches
+// them: what a sink writes is then a function of the stored rows, and no
+// sink rounds a time of its own.
+
 // cell hands a judged cell row to every sink: the durable ones first, so
 // that a row the others show is one already stored, or is marked as not
 // stored. It returns the failures of required sinks.
 func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []results.Verdict) error {
+	cell, reqs, verdicts = results.Stored(cell), results.StoredRows(reqs), results.StoredRows(verdicts)
 	var errs, notStored []string
 	reason := cell.Reason
 	for _, s := range ss {
@@ -202,6 +208,7 @@ func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []res
 // run's) to the sinks that take verdicts; cell carries the stage and the
 // attempt, with no cell id.
 func (ss sinkSet) verdicts(cell results.Cell, rows []results.Verdict) error {
+	cell, rows = results.Stored(cell), results.StoredRows(rows)
 	var errs []error
 	for _, s := range ss {
 		if vs, ok := s.use.Sink.(VerdictSink); ok {
@@ -215,6 +222,7 @@ func (ss sinkSet) verdicts(cell results.Cell, rows []results.Verdict) error {
 
 // samples hands telemetry rows to the sinks that take them.
 func (ss sinkSet) samples(rows []results.Sample) error {
+	rows = results.StoredRows(rows)
 	var errs []error
 	for _, s := range ss {
 		if so, ok := s.use.Sink.(SampleSink); ok {

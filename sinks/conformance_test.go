@@ -155,17 +155,56 @@ func liveRun(t *testing.T, reg *pipeline.Registry, planPath, src string, prefix 
 	return runGraph(t, g, ri)
 }
 
+// runGraph runs g, a recording sink beside the registry's: every row it
+// is handed live must already be as the tables store it (checkStored), so
+// that the byte-for-byte replay below holds with no sink rounding a time
+// of its own.
 func runGraph(t *testing.T, g *pipeline.Graph, ri *pipeline.RunInfo) (*pipeline.Summary, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, progress bytes.Buffer
-	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{Stdout: &stdout, Progress: &progress, FinallyTimeout: 5 * time.Second})
+	rec := pipelinetest.NewRecordingSink()
+	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{Stdout: &stdout, Progress: &progress, FinallyTimeout: 5 * time.Second,
+		Sinks: pipelinetest.UseSinks(rec)})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, progress.String())
 	}
 	t.Logf("attempt %d: exit %d\n%s", ri.Attempt, sum.ExitCode, progress.String())
+	got := rec.Snapshot()
+	if len(got.Cells) == 0 || len(got.Requests) == 0 || len(got.Verdicts) == 0 {
+		t.Fatalf("the recording sink was handed %d cells, %d requests, %d verdicts live: nothing to check", len(got.Cells), len(got.Requests), len(got.Verdicts))
+	}
+	checkStored(t, "handed live", &pipeline.Rows{Cells: got.Cells, Requests: got.Requests, Verdicts: got.Verdicts, Samples: got.Samples})
 	return sum, ri.Dir
+}
+
+// checkStored requires every time of rows (and of slices) to be as the
+// tables store it (results.StoredTime: UTC, to the microsecond).
+func checkStored(t *testing.T, what string, rows *pipeline.Rows, windows ...results.Slice) {
+	t.Helper()
+	var times []time.Time
+	for _, s := range windows {
+		times = append(times, s.StartedAt)
+	}
+	for _, c := range rows.Cells {
+		times = append(times, c.StartedAt)
+	}
+	for _, r := range rows.Requests {
+		times = append(times, r.SentAt)
+	}
+	for _, v := range rows.Verdicts {
+		times = append(times, v.JudgedAt)
+	}
+	for _, s := range rows.Samples {
+		times = append(times, s.At)
+	}
+	for _, tm := range times {
+		if tm != results.StoredTime(tm) {
+			t.Fatalf("rows %s carry the time %s, not as the tables store it (%s): a sink would have to round it itself",
+				what, tm.Format(time.RFC3339Nano), results.StoredTime(tm).Format(time.RFC3339Nano))
+		}
+	}
 }
 
 // checkRows asserts what the conformance plan is for: cell rows of both
@@ -192,6 +231,11 @@ func checkRows(t *testing.T, dir string) {
 	if ok == 0 || nulls == 0 || len(rows.Verdicts) == 0 || len(rows.Requests) == 0 {
 		t.Fatalf("the run has %d ok cells, %d with null metrics, %d verdicts, %d requests: the plan no longer exercises the sinks", ok, nulls, len(rows.Verdicts), len(rows.Requests))
 	}
+	sl, err := run.Slices()
+	if err != nil || len(sl) == 0 {
+		t.Fatalf("the run's slices: %d, %v", len(sl), err)
+	}
+	checkStored(t, "read back for a replay", rows, sl...)
 }
 
 func TestSinkConformance(t *testing.T) {

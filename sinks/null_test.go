@@ -21,7 +21,7 @@ import (
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
-	jsonsink "github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/jsonsink"
 )
 
 // Null is "not measured"; 0 is a measurement. Two cell rows, one with

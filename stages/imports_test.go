@@ -95,9 +95,9 @@ func TestImportProblem(t *testing.T) {
 		{"internal/merge", module + "internal/rundir", false},
 		{"pipeline", module + "stages/sweep", true},
 		{"pipeline", module + "internal/remote", false},
-		{"sinks/webhook", module + "sinks/json", true},
+		{"sinks/webhook", module + "sinks/jsonsink", true},
 		{"sinks/siyuan", module + "sinks/internal/runview", false},
-		{"sinks", module + "sinks/json", false}, // the registry lists them all
+		{"sinks", module + "sinks/jsonsink", false}, // the registry lists them all
 		{"stages/exec", module + "stages/launch", true},
 		{"stages/exec/sub", module + "stages/launch", true},
 		{"stages/launch", module + "stages/launch/sub", false},

@@ -97,7 +97,8 @@ type sliceAcc struct {
 // Slices cuts a cell's timed pass into windows of the cell's slice_s
 // (SliceWidth's when it is 0: rows older than schema version 10) and
 // says what happened in each (results.Slice). The rows carry the cell's
-// identity. nil without requests.
+// identity and are as the slices table stores them (results.Stored),
+// whether a sink derives them or reads them back. nil without requests.
 func Slices(cell results.Cell, reqs []results.Request) []results.Slice {
 	width := SliceWidth(reqs, time.Duration(cell.SliceS*float64(time.Second)))
 	if width <= 0 {
@@ -142,7 +143,7 @@ func Slices(cell results.Cell, reqs []results.Request) []results.Slice {
 		if !we.After(ws) {
 			we = ws.Add(width) // a pass of one instant: one full window
 		}
-		out[i] = acc[i].row(cell, i, start, ws, we.Sub(ws))
+		out[i] = results.Stored(acc[i].row(cell, i, start, ws, we.Sub(ws)))
 	}
 	return out
 }
@@ -198,7 +199,7 @@ func (a *sliceAcc) row(cell results.Cell, i int, passStart, ws time.Time, w time
 	s := results.Slice{
 		RunID: cell.RunID, Plan: cell.Plan, Stage: cell.Stage, CellID: cell.CellID,
 		Attempt: cell.Attempt, Measurement: cell.Measurement,
-		Slice: int64(i), StartS: ws.Sub(passStart).Seconds(), StartedAt: ws.UTC(), WidthS: sec,
+		Slice: int64(i), StartS: ws.Sub(passStart).Seconds(), StartedAt: ws, WidthS: sec,
 		Sent: a.sent, Completed: a.completed, Failed: a.failed,
 		InFlight: a.busy.Seconds() / sec, ReqS: float64(a.completed) / sec, OutputTokS: a.tokens / sec,
 	}

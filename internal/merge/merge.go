@@ -599,19 +599,19 @@ func writeRunFiles(shards []shardRun, out, runID string, res *Result, now time.T
 		m.Metadata = map[string]string{}
 	}
 	m.Metadata["merged_from"] = strings.Join(res.Info.Shards, ",")
-	if err := writeJSON(filepath.Join(out, rundir.ManifestFile), m); err != nil {
+	if err := rundir.WriteManifest(out, &m); err != nil {
 		return err
 	}
-	for _, f := range []string{rundir.PlanFile, rundir.ResolvedFile} {
-		b, err := os.ReadFile(filepath.Join(shards[0].dir, f))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	run0 := shards[0].run
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{rundir.PlanFile, run0.PlanCUE}, {rundir.ResolvedFile, run0.PlanJSON}} {
+		if f.b == nil {
+			continue // shard 0 has no such file
 		}
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", f, err)
-		}
-		if err := os.WriteFile(filepath.Join(out, f), b, 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", f, err)
+		if err := rundir.WriteFileAtomic(filepath.Join(out, f.name), f.b); err != nil {
+			return err
 		}
 	}
 	return writeJSON(filepath.Join(out, InfoFile), res.Info)
@@ -622,8 +622,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return rundir.WriteFileAtomic(path, append(b, '\n'))
 }

@@ -166,8 +166,6 @@ func show[T any](p *T) string {
 	return fmt.Sprint(*p)
 }
 
-func jsonMarshal(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
-
 // recordEqual compares run records, times by instant.
 func recordEqual(a, b results.Run) bool {
 	if !a.StartedAt.Equal(b.StartedAt) || (a.FinishedAt == nil) != (b.FinishedAt == nil) || a.FinishedAt != nil && !a.FinishedAt.Equal(*b.FinishedAt) {

@@ -60,13 +60,8 @@ type Manifest struct {
 	// interrupted (crashed is an attempt's status, found on resume).
 	Status string `json:"status"`
 	// Reason says why, when the status is not ok.
-	Reason   string          `json:"reason,omitempty"`
-	ExitCode *int            `json:"exit_code,omitempty"`
-	Stages   []StageRecord   `json:"stages,omitempty"`
-	Verdicts []VerdictRecord `json:"failed_assertions,omitempty"`
-	// Inconclusive are the checks the machine's own lateness could
-	// explain (neither passed nor failed; docs/PLANS.md).
-	Inconclusive []VerdictRecord `json:"inconclusive_checks,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
 	// ResumedAt lists when the run was continued with --resume.
 	ResumedAt []time.Time `json:"resumed_at,omitempty"`
 	// Attempts records every attempt of the run, the first and each
@@ -84,6 +79,14 @@ type Manifest struct {
 	// its start was agreed and its clock's measured offset (nil: not
 	// sharded). benchrun merge reads it from every shard.
 	Shard *ShardRecord `json:"shard,omitempty"`
+	// The run's outcome stage by stage, then its failed checks, last in
+	// the file: the writer fills them from the judged run (pipeline
+	// converts its StageResult and Verdict into these records).
+	Stages   []StageRecord   `json:"stages,omitempty"`
+	Verdicts []VerdictRecord `json:"failed_assertions,omitempty"`
+	// Inconclusive are the checks the machine's own lateness could
+	// explain (neither passed nor failed; docs/PLANS.md).
+	Inconclusive []VerdictRecord `json:"inconclusive_checks,omitempty"`
 }
 
 // ShardRecord is one shard process's account of a sharded run.
@@ -212,6 +215,30 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s is not a manifest benchrun can read (%w); its Parquet tables may still read with DuckDB", path, err)
 	}
 	return &m, nil
+}
+
+// WriteManifest writes m as dir's manifest.json, indented, atomically
+// (WriteFileAtomic): the one encoding of a manifest, for a run's writer
+// and for merge. Masking secrets is the caller's (it knows them).
+func WriteManifest(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the manifest: %w", err)
+	}
+	return WriteFileAtomic(filepath.Join(dir, ManifestFile), append(b, '\n'))
+}
+
+// Finish records how the current attempt, and so the run, ended: status,
+// reason and exit code, at the time given, on the run and on its last
+// attempt record.
+func (m *Manifest) Finish(status, reason string, code int, at time.Time) {
+	at = at.UTC()
+	m.Status, m.Reason, m.ExitCode, m.FinishedAt = status, reason, &code, &at
+	if n := len(m.Attempts); n > 0 {
+		a := &m.Attempts[n-1]
+		c := code
+		a.Status, a.Reason, a.ExitCode, a.FinishedAt = status, reason, &c, &at
+	}
 }
 
 // AttemptRecords returns the manifest's attempt records. A manifest

@@ -240,10 +240,10 @@ func TestOlderRunsRead(t *testing.T) {
 		if rec.Plan != "quickstart" || rec.Hostname != "vm" || rec.ExitCode == nil || *rec.ExitCode != 1 || len(rec.Stages) != 3 || rec.Metadata["engine"] != "sim" || rec.FinishedAt == nil {
 			t.Errorf("Record() = %+v", rec)
 		}
-		// pipeline reads the same manifest through rundir, into its types.
-		pm, err := pipeline.ReadManifest(dir)
+		// The manifest's stages and failed checks, as its writer recorded them.
+		pm, err := rundir.ReadManifest(dir)
 		if err != nil || len(pm.Stages) != 3 || pm.Stages[2].Name != "sweep" || pm.Stages[2].Attempts != 1 || len(pm.Verdicts) != 2 || pm.Verdicts[0].CellID != "sweep/64:32/c4" {
-			t.Errorf("pipeline.ReadManifest = %+v, %v", pm, err)
+			t.Errorf("rundir.ReadManifest = %+v, %v", pm, err)
 		}
 	})
 	t.Run("schema v1", func(t *testing.T) {
@@ -471,33 +471,35 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// What pipeline writes, rundir reads: the writer's manifest keeps the
-// stages and failed assertions in pipeline's types, which must land on
-// the JSON keys rundir reads (and the sinks' accounts with them).
+// What the writer writes, every reader reads: a manifest written by
+// WriteManifest, and rewritten by pipeline (a supervisor marking its
+// worker crashed), reads back whole, its stages, failed assertions and
+// the sinks' accounts with it.
 func TestPipelineManifestReads(t *testing.T) {
 	dir := t.TempDir()
-	var pm pipeline.Manifest
-	pm.RunID, pm.Plan, pm.Status, pm.StartedAt = "r1", "p", rundir.RunOK, t0
-	pm.Stages = []pipeline.StageResult{{Name: "sweep", Kind: "sweep", Status: "ok", DurationS: 1.5, Attempts: 2}}
-	pm.Verdicts = []pipeline.Verdict{{Assertion: "ttft_ms < 1", CellID: "sweep/a", Values: map[string]string{"ttft_ms": "3"}}}
+	var pm rundir.Manifest
+	pm.RunID, pm.Plan, pm.Status, pm.StartedAt = "r1", "p", rundir.RunRunning, t0
+	pm.Stages = []rundir.StageRecord{{Name: "sweep", Kind: "sweep", Status: "ok", DurationS: 1.5, Attempts: 2}}
+	pm.Verdicts = []rundir.VerdictRecord{{Assertion: "ttft_ms < 1", CellID: "sweep/a", Values: map[string]string{"ttft_ms": "3"}}}
 	pm.Sinks = []rundir.SinkRecord{{Name: "notes", Kind: "siyuan", Required: true, Status: "ok", Calls: 3, Retries: 1, Config: map[string]any{"notebook": "ML"}}}
-	b, err := jsonMarshal(pm)
-	if err != nil {
+	if err := rundir.WriteManifest(dir, &pm); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "manifest.json"), b)
 	m, err := rundir.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m.Stages) != 1 || m.Stages[0].Attempts != 2 || len(m.Verdicts) != 1 || m.Verdicts[0].Values["ttft_ms"] != "3" {
-		t.Errorf("stages %+v, verdicts %+v; want pipeline's, read back", m.Stages, m.Verdicts)
+		t.Errorf("stages %+v, verdicts %+v; want the writer's, read back", m.Stages, m.Verdicts)
 	}
 	if len(m.Sinks) != 1 || m.Sinks[0].Retries != 1 || m.Sinks[0].Config["notebook"] != "ML" || !m.Sinks[0].Required {
 		t.Errorf("sinks %+v", m.Sinks)
 	}
-	back, err := pipeline.ReadManifest(dir)
-	if err != nil || len(back.Stages) != 1 || back.Stages[0] != pm.Stages[0] || len(back.Verdicts) != 1 || len(back.Manifest.Stages) != 0 {
-		t.Errorf("pipeline.ReadManifest = %+v, %v", back, err)
+	if err := pipeline.MarkCrashed(dir, "killed", 137, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	back, err := rundir.ReadManifest(dir)
+	if err != nil || back.Status != rundir.RunCrashed || len(back.Stages) != 1 || back.Stages[0] != pm.Stages[0] || len(back.Verdicts) != 1 || len(back.Sinks) != 1 {
+		t.Errorf("pipeline.MarkCrashed, read back = %+v, %v", back, err)
 	}
 }

@@ -1,8 +1,11 @@
-// Package rundir reads run directories: the one reader that `benchrun
-// report`, `benchrun compare`, regression history and --resume share, so
-// that a run reads the same everywhere, whoever wrote it (a finished run, a
-// failed or interrupted one, one killed before its manifest, one written
-// by an older benchrun).
+// Package rundir is the run directory both ways: the one reader that
+// `benchrun report`, `benchrun compare`, regression history and --resume
+// share, so that a run reads the same everywhere, whoever wrote it (a
+// finished run, a failed or interrupted one, one killed before its
+// manifest, one written by an older benchrun), and the writers' pieces:
+// the one Manifest and its encoding (WriteManifest), the atomic writers
+// (WriteFileAtomic for a file's bytes, WriteFile and WriteCell for Parquet
+// parts).
 //
 // A run directory (docs/RESULTS.md) is
 //
@@ -11,9 +14,9 @@
 //	  cells/ requests/ slices/ assertions/ samples/   Parquet part files
 //
 // Open reads one; Find lists the runs under a folder from their manifests
-// alone. Nothing here but Compact writes, removes or locks anything for
-// longer than an instant: writing a run, taking the lock for it and
-// removing a killed writer's temporary files are pipeline's, which
+// alone. The readers write, remove or lock nothing for longer than an
+// instant: deciding what a run writes and when, taking the lock for it
+// and removing a killed writer's temporary files are pipeline's, which
 // imports this package (never the other way round). Compact rewrites a
 // finished run's part files, holding the run's lock as a writer does.
 package rundir

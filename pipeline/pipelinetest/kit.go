@@ -33,10 +33,11 @@
 //
 // # Adding a sink
 //
-// A sink lives in sinks/<kind>/ (schema.cue, New, the pipeline.Sink
-// methods) and is one line in sinks/builtin.go (see pipeline/sinks.go for
-// the contract: a sink learns everything through its calls and never
-// reads another sink's files). Registering it is enough for the sink
+// A sink lives in sinks/<kind>/ (sinks/<kind>sink/ when the standard
+// library has a package of the kind's name; schema.cue, New, the
+// pipeline.Sink methods) and is one line in sinks/builtin.go (see
+// pipeline/sinks.go for the contract: a sink learns everything through
+// its calls and never reads another sink's files). Registering it is enough for the sink
 // conformance test (sinks/conformance_test.go) to cover it: it runs a real
 // sweep against the simulator live through every registered non-durable
 // sink, then replays the run directory (as `benchrun report RUN_DIR`

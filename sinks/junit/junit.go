@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -200,7 +201,7 @@ func (o *Sink) addVerdicts(c results.Cell, rows []results.Verdict) {
 // Stop writes the final file with the run's outcome, and PREFIX.junit.xml.
 func (o *Sink) Stop(sum *pipeline.Summary) error {
 	b := o.render(sum)
-	if err := pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b); err != nil {
 		return err
 	}
 	if o.Prefix == "" {
@@ -209,11 +210,11 @@ func (o *Sink) Stop(sum *pipeline.Summary) error {
 	if err := os.MkdirAll(filepath.Dir(o.Prefix), 0o755); err != nil {
 		return fmt.Errorf("--output: %w", err)
 	}
-	return pipeline.WriteFileAtomic(o.Prefix+"."+FileName, b)
+	return rundir.WriteFileAtomic(o.Prefix+"."+FileName, b)
 }
 
 func (o *Sink) write(sum *pipeline.Summary) error {
-	return pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), o.render(sum))
+	return rundir.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), o.render(sum))
 }
 
 func (o *Sink) render(sum *pipeline.Summary) []byte {

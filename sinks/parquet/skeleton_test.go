@@ -216,11 +216,13 @@ func TestReportOnSkeletonRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The four load charts, and each shape's three latency distributions
-	// from the request rows.
+	// The four load charts, and from the request rows each shape's three
+	// latency distributions, two time-slice charts and a timeline.
 	dists := strings.Count(string(page), `id="chart-dist-`)
-	if n := strings.Count(string(page), "<svg") - dists; n != 4 || dists == 0 || dists%3 != 0 {
-		t.Errorf("report.html of the skeleton run has %d load charts and %d distributions, want 4 and 3 a shape", n, dists)
+	slices := strings.Count(string(page), `id="chart-slices-`)
+	timelines := strings.Count(string(page), `id="chart-timeline-`)
+	if n := strings.Count(string(page), "<svg") - dists - slices - timelines; n != 4 || timelines == 0 || dists != 3*timelines || slices != 2*timelines {
+		t.Errorf("report.html of the skeleton run has %d load charts, %d distributions, %d slice charts and %d timelines, want 4, then 3, 2 and 1 a shape", n, dists, slices, timelines)
 	}
 	js, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil || strings.Count(string(js), `"output_throughput"`) != 4 {

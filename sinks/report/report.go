@@ -20,6 +20,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/turns"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -98,7 +99,7 @@ func Write(dir string, d Data, prefix string) error {
 		return fmt.Errorf("creating charts: %w", err)
 	}
 	for _, c := range charts {
-		if err := pipeline.WriteFileAtomic(filepath.Join(dir, "charts", c.Name+".svg"), []byte(c.SVG+"\n")); err != nil {
+		if err := rundir.WriteFileAtomic(filepath.Join(dir, "charts", c.Name+".svg"), []byte(c.SVG+"\n")); err != nil {
 			return err
 		}
 	}
@@ -107,10 +108,10 @@ func Write(dir string, d Data, prefix string) error {
 	if err != nil {
 		return err
 	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(dir, "report.md"), md); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(dir, "report.md"), md); err != nil {
 		return err
 	}
-	if err := pipeline.WriteFileAtomic(filepath.Join(dir, "report.html"), page); err != nil {
+	if err := rundir.WriteFileAtomic(filepath.Join(dir, "report.html"), page); err != nil {
 		return err
 	}
 	if prefix == "" {
@@ -123,10 +124,10 @@ func Write(dir string, d Data, prefix string) error {
 	if err != nil {
 		rel = filepath.Join(dir, "charts")
 	}
-	if err := pipeline.WriteFileAtomic(prefix+".md", Markdown(d, charts, filepath.ToSlash(rel)+"/")); err != nil {
+	if err := rundir.WriteFileAtomic(prefix+".md", Markdown(d, charts, filepath.ToSlash(rel)+"/")); err != nil {
 		return err
 	}
-	return pipeline.WriteFileAtomic(prefix+".html", page)
+	return rundir.WriteFileAtomic(prefix+".html", page)
 }
 
 // sortedKeys returns a map's keys in order.

@@ -1,5 +1,5 @@
 // Package webhook POSTs a run's results to a URL when the run ends: the
-// document result.json holds (payload "result", built by sinks/json's own
+// document result.json holds (payload "result", built by sinks/jsonsink's own
 // functions from the same calls, so the two never differ) or a short
 // summary with the failed verdicts (payload "summary") that chat hooks can
 // show. It is a remote sink (pipeline.SinkKind.Remote): it writes nothing

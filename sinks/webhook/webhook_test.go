@@ -26,7 +26,7 @@ import (
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
-	jsonsink "github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/jsonsink"
 	"github.com/benchrun/benchrun/sinks/webhook"
 	"github.com/benchrun/benchrun/stages"
 )

@@ -268,8 +268,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	}
 
 	for name, content := range s.cfg.Files {
-		if err := os.WriteFile(filepath.Join(env.Dir, name), []byte(expand(content, vars)), 0o644); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", name, err)
+		if err := rundir.WriteFileAtomic(filepath.Join(env.Dir, name), []byte(expand(content, vars))); err != nil {
+			return nil, fmt.Errorf("the launch stage's files: %w", err)
 		}
 	}
 	if err := s.runCommands(ctx, env, "setup", s.cfg.Setup, vars); err != nil {

@@ -160,7 +160,7 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		MeanITLMs: c.ITLMs, MedianITLMs: c.ITLP50Ms, P90ITLMs: c.ITLP90Ms, P99ITLMs: c.ITLP99Ms,
 		MeanE2ELMs: c.E2ELMs, MedianE2ELMs: c.E2ELP50Ms, P90E2ELMs: c.E2ELP90Ms, P99E2ELMs: c.E2ELP99Ms,
 		RunID: c.RunID, Plan: c.Plan, Stage: c.Stage, CellID: c.CellID, Attempt: results.AttemptOf(c.Attempt),
-		StartedAt:   c.StartedAt.UTC().Truncate(time.Microsecond), // as the Parquet tables store it
+		StartedAt:   c.StartedAt.UTC(),
 		ModelDigest: c.ModelDigest, Endpoint: c.Endpoint, ISL: c.ISL, OSL: c.OSL, Concurrency: c.Concurrency,
 		DecodeTokS: c.DecodeTokS, PrefillTokS: c.PrefillTokS,
 		Status: c.Status, Reason: c.Reason, Notes: c.Notes, Metadata: c.Metadata,
@@ -232,8 +232,7 @@ func Build(run results.Run, cells []CellResult, verdicts []results.Verdict) Resu
 		res.Cells = []CellResult{}
 	}
 	for _, v := range verdicts {
-		v.Attempt = results.AttemptOf(v.Attempt)           // rows of older files count as attempt 1
-		v.JudgedAt = v.JudgedAt.Truncate(time.Microsecond) // as the Parquet tables store it
+		v.Attempt = results.AttemptOf(v.Attempt) // rows of older files count as attempt 1
 		res.Assertions.Verdicts = append(res.Assertions.Verdicts, v)
 	}
 	res.Assertions.Checked = len(verdicts)

@@ -1,4 +1,4 @@
-package json_test
+package jsonsink_test
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
-	jsonsink "github.com/benchrun/benchrun/sinks/json"
+	"github.com/benchrun/benchrun/sinks/jsonsink"
 )
 
 func fixture() resultdoc.Result {

@@ -1,8 +1,8 @@
-// Package json writes result.json in the run directory (its document is
-// sinks/internal/resultdoc's: vLLM `bench serve` keys plus benchrun's). The
-// file is rewritten atomically after every cell, so it is current and whole
-// even when a run is killed.
-package json
+// Package jsonsink is the json sink kind: it writes result.json in the run
+// directory (its document is sinks/internal/resultdoc's: vLLM `bench
+// serve` keys plus benchrun's). The file is rewritten atomically after
+// every cell, so it is current and whole even when a run is killed.
+package jsonsink
 
 import (
 	_ "embed"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
@@ -159,7 +160,7 @@ func (o *Sink) Stop(sum *pipeline.Summary) error {
 	if err := os.MkdirAll(filepath.Dir(o.Prefix), 0o755); err != nil {
 		return fmt.Errorf("--output: %w", err)
 	}
-	return pipeline.WriteFileAtomic(o.Prefix+".json", b)
+	return rundir.WriteFileAtomic(o.Prefix+".json", b)
 }
 
 func (o *Sink) write(sum *pipeline.Summary) error {
@@ -168,7 +169,7 @@ func (o *Sink) write(sum *pipeline.Summary) error {
 	if err != nil {
 		return err
 	}
-	err = pipeline.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b)
+	err = rundir.WriteFileAtomic(filepath.Join(o.ri.Dir, FileName), b)
 	o.lastEnd = time.Now()
 	o.lastCost, o.lastSize = o.lastEnd.Sub(start), len(b)
 	o.writes++

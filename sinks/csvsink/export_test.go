@@ -1,4 +1,4 @@
-package csv
+package csvsink
 
 // ColumnIndex is columnIndex, for the tests.
 var ColumnIndex = columnIndex

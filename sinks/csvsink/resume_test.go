@@ -1,4 +1,4 @@
-package csv_test
+package csvsink_test
 
 import (
 	"encoding/csv"
@@ -12,7 +12,7 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
-	csvsink "github.com/benchrun/benchrun/sinks/csv"
+	"github.com/benchrun/benchrun/sinks/csvsink"
 )
 
 // A resume appended rows with today's columns under the header an older

@@ -1,8 +1,8 @@
-package csv_test
+package csvsink_test
 
 import (
 	"bytes"
-	encsv "encoding/csv"
+	"encoding/csv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +14,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
-	csvsink "github.com/benchrun/benchrun/sinks/csv"
+	"github.com/benchrun/benchrun/sinks/csvsink"
 )
 
 // runOutput streams the fixture's cells through a CSV output the way a run
@@ -117,7 +117,7 @@ func TestCellsCSVAppendsOnResume(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "cells.csv"))
-	recs, err := encsv.NewReader(bytes.NewReader(b)).ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestNullIsAnEmptyField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := encsv.NewReader(bytes.NewReader(b)).ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("cells.csv: %d records, %v", len(recs), err)
 	}
@@ -239,7 +239,7 @@ func TestFieldsAreNeverFormulas(t *testing.T) {
 	if err := o.Stop(nil); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := encsv.NewReader(&stdout).ReadAll()
+	recs, err := csv.NewReader(&stdout).ReadAll()
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
@@ -351,7 +351,7 @@ func readCellsCSV(t *testing.T, dir string) [][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := encsv.NewReader(bytes.NewReader(all)).ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(all)).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
-// Package csv writes cell rows as CSV as each cell finishes: to stdout (a
-// table that pastes into a spreadsheet; the seed `bench` command's columns
-// unless --columns chooses), to PREFIX.csv with the same columns when
-// --output PREFIX is given, and to cells.csv in the run directory with every
-// column.
-package csv
+// Package csvsink is the csv sink kind: it writes cell rows as CSV as each
+// cell finishes: to stdout (a table that pastes into a spreadsheet; the
+// seed `bench` command's columns unless --columns chooses), to PREFIX.csv
+// with the same columns when --output PREFIX is given, and to cells.csv in
+// the run directory with every column.
+package csvsink
 
 import (
 	_ "embed"
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -310,7 +311,7 @@ func upgradeHeader(path string, columns []string) error {
 	if err := w.Error(); err != nil {
 		return err
 	}
-	return pipeline.WriteFileAtomic(path, []byte(b.String()))
+	return rundir.WriteFileAtomic(path, []byte(b.String()))
 }
 
 // Cell writes one row to every target and flushes, so each row appears
@@ -380,9 +381,7 @@ func format(v reflect.Value) string {
 		if t.IsZero() {
 			return ""
 		}
-		// Microseconds, as the Parquet tables store them: cells.csv shows
-		// the stored row, live and when rebuilt from the tables.
-		return t.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+		return t.UTC().Format(time.RFC3339Nano)
 	}
 	switch v.Kind() {
 	case reflect.Float64, reflect.Float32:
