@@ -53,6 +53,8 @@ type Assertion struct {
 	stagesRead []string
 	// ReadsBaseline: a row-level assertion that reads `baseline.COLUMN`.
 	ReadsBaseline bool
+	// baselineNames are the COLUMNs of the `baseline.COLUMN` it reads.
+	baselineNames []string
 	// sides are the two sides of a top-level comparison, compiled (nil
 	// otherwise): by how much a failed check missed (explain.go).
 	sides [2]*vm.Program
@@ -356,6 +358,9 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 	ids := identifiers(prog.Node())
 	out := &Assertion{Expr: a.Expr, Name: a.Name, Severity: severity, Level: level, Pos: a.Pos, Stage: stage, prog: prog,
 		names: ids, nullAware: testsNull(prog.Node()), stagesRead: stagesRead, ReadsBaseline: level == LevelRow && slices.Contains(ids, "baseline")}
+	if out.ReadsBaseline {
+		out.baselineNames = membersOf(prog.Node(), "baseline")
+	}
 	if level == LevelRow {
 		out.sides = comparisonSides(prog.Node(), append([]expr.Option{expr.Env(env)}, assertFuncs...))
 	}
@@ -407,6 +412,35 @@ func identifiers(n ast.Node) []string {
 	v := &identVisitor{names: map[string]bool{}}
 	ast.Walk(&n, v)
 	var out []string
+	for k := range v.names {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type memberVisitor struct {
+	of    string
+	names map[string]bool
+}
+
+func (v *memberVisitor) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	prop, isName := m.Property.(*ast.StringNode)
+	if ok && isName && id.Value == v.of {
+		v.names[prop.Value] = true
+	}
+}
+
+// membersOf are the NAMEs of the `of.NAME` an expression reads, sorted.
+func membersOf(n ast.Node, of string) []string {
+	v := &memberVisitor{of: of, names: map[string]bool{}}
+	ast.Walk(&n, v)
+	out := make([]string, 0, len(v.names))
 	for k := range v.names {
 		out = append(out, k)
 	}

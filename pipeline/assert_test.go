@@ -158,3 +158,50 @@ func TestAssertionLevels(t *testing.T) {
 		t.Errorf("a warn check that does not hold must not fail the run: %+v", v)
 	}
 }
+
+// TestBaselineJudgedWithItsOwnMachine: a check against `baseline.COLUMN`
+// is inconclusive when the lateness measured in the baseline's own run
+// (or a baseline gap percentile that fell among token events joined in
+// one read, which reads 0 whatever the server did) could explain its
+// failure, and fails when neither side's machine can.
+func TestBaselineJudgedWithItsOwnMachine(t *testing.T) {
+	a, err := CompileAssertion(schema.Assertion{Expr: "itl_p50_ms <= 2 * baseline.itl_p50_ms"}, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(itl, late, joined float64) *results.Cell {
+		c := &results.Cell{Stage: "sweep", CellID: "sweep/16:8/c1", ISL: 16, OSL: 8, Concurrency: 1, Status: results.StatusOK,
+			Requests: 6, Completed: 6, ITLP50Ms: results.Some(itl), EventsJoinedPct: results.Some(joined), RunID: "r"}
+		if late > 0 {
+			c.MachineLateP99Ms = results.Some(late)
+		}
+		return c
+	}
+	now := *row(2.02, 0.3, 0)
+	for _, tc := range []struct {
+		name         string
+		base         *results.Cell
+		inconclusive bool
+		explained    []string
+	}{
+		{"the baseline's p50 fell among joined events", row(0, 1, 50), true,
+			[]string{"baseline.itl_p50_ms any value above 0", "50% of its token events came joined", "in the baseline's run the machine ran an event loop's tasks up to 1.00 ms late"}},
+		{"the baseline's run was late enough", row(0.8, 0.2, 0), true,
+			[]string{"baseline.itl_p50_ms 1 instead of 0.8", "itl_p50_ms 1.72 instead of 2.02"}},
+		{"neither machine explains it", row(0.8, 0.05, 5), false, nil},
+		{"joined, but the baseline's lateness was not measured", row(0, 0, 50), false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := a.JudgeRow(now, nil, tc.base)
+			if v.Passed || v.Error != "" || v.Inconclusive != tc.inconclusive || v.Fails() == tc.inconclusive {
+				t.Fatalf("verdict %+v; want failed, inconclusive=%v", v, tc.inconclusive)
+			}
+			t.Log(v.Explained)
+			for _, want := range tc.explained {
+				if !strings.Contains(v.Explained, want) {
+					t.Errorf("reason %q lacks %q", v.Explained, want)
+				}
+			}
+		})
+	}
+}

@@ -29,7 +29,8 @@ const maxExplainDims = 8
 // have moved, with how far.
 type explainDim struct {
 	name  string
-	field int // the Cell field; -1 for the requests' columns
+	field int  // the Cell field; -1 for the requests' columns
+	base  bool // a column of the baseline's cell (`baseline.NAME`)
 	b     measure.Bound
 	value float64
 }
@@ -50,38 +51,32 @@ var requestColumnsBound = []struct {
 
 // explain says whether the machine's lateness during the cell could
 // explain a row-level check that failed on c, and why in numbers. A
-// check whose failure the machine cannot explain (a column it reads that
+// baseline's columns (`baseline.NAME`) were measured in the baseline's
+// run: they move by what its machine's lateness, measured there, allows.
+// A check whose failure the machine cannot explain (a column it reads that
 // no lateness moves, a lateness not measured, a miss larger than the
 // lateness) returns "", false.
 func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *results.Cell) (string, bool) {
-	late := measure.Late(&c)
-	if late <= 0 || a.Level != LevelRow {
+	if a.Level != LevelRow {
 		return "", false
 	}
-	rv := reflect.ValueOf(c)
-	var dims []explainDim
-	for _, n := range a.names {
-		f, i, _ := column(rv, n)
-		if !f.IsValid() || !f.CanFloat() {
-			continue
-		}
-		if b := measure.Allowance(n, &c, late); !b.Zero() {
-			dims = append(dims, explainDim{name: n, field: i, b: b, value: f.Float()})
-		}
-	}
-	readsRequests := slices.Contains(a.names, "requests")
-	if readsRequests {
-		dims = append(dims, explainDim{name: "requests", field: -1, b: measure.Bound{Down: late, Up: late}})
-	}
+	dims := a.explainDims(c, base)
 	if len(dims) == 0 {
 		return "", false
 	}
 	dims = dims[:min(len(dims), maxExplainDims)]
+	late := measure.Late(&c)
 	rc := requestColumnsOf(reqs)
 	for mask := 0; mask < 1<<len(dims); mask++ {
 		cc := c
 		crc := rc
 		cv := reflect.ValueOf(&cc).Elem()
+		var cb *results.Cell
+		var bv reflect.Value
+		if base != nil {
+			copied := *base
+			cb, bv = &copied, reflect.ValueOf(&copied).Elem()
+		}
 		moved := map[string]float64{}
 		for k, d := range dims {
 			up := mask&(1<<k) != 0
@@ -99,21 +94,59 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 			x := max(d.value+delta, 0)
 			moved[d.name] = x
 			f := cv.Field(d.field)
+			if d.base {
+				f = bv.Field(d.field)
+			}
 			if f.Kind() == reflect.Pointer {
 				f.Set(reflect.ValueOf(&x))
 			} else {
 				f.SetFloat(x)
 			}
 		}
-		out, err := expr.Run(a.prog, rowEnv{Cell: cc, Requests: crc, Baseline: base})
+		out, err := expr.Run(a.prog, rowEnv{Cell: cc, Requests: crc, Baseline: cb})
 		if err != nil {
 			continue
 		}
 		if ok, _ := out.(bool); ok {
-			return a.explanation(c, dims, moved, rowEnv{Cell: c, Requests: rc, Baseline: base}), true
+			return a.explanation(c, base, dims, moved, rowEnv{Cell: c, Requests: rc, Baseline: base}), true
 		}
 	}
 	return "", false
+}
+
+// explainDims are the columns the check reads that the machine could
+// have moved: the row's by the lateness during the cell, the baseline's
+// by the lateness during the baseline's cell.
+func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim {
+	var dims []explainDim
+	add := func(row *results.Cell, names []string, isBase bool) {
+		late := measure.Late(row)
+		if late <= 0 {
+			return
+		}
+		rv := reflect.ValueOf(*row)
+		for _, n := range names {
+			f, i, _ := column(rv, n)
+			if !f.IsValid() || !f.CanFloat() {
+				continue
+			}
+			if b := measure.Allowance(n, row, late); !b.Zero() {
+				name := n
+				if isBase {
+					name = "baseline." + n
+				}
+				dims = append(dims, explainDim{name: name, field: i, base: isBase, b: b, value: f.Float()})
+			}
+		}
+		if !isBase && slices.Contains(names, "requests") {
+			dims = append(dims, explainDim{name: "requests", field: -1, b: measure.Bound{Down: late, Up: late}})
+		}
+	}
+	add(&c, a.names, false)
+	if base != nil {
+		add(base, a.baselineNames, true)
+	}
+	return dims
 }
 
 // shiftRequests moves every latency of the requests' columns by its
@@ -140,19 +173,36 @@ func shiftRequests(rc requestColumns, c *results.Cell, late float64, up bool) re
 }
 
 // explanation is the reason of an inconclusive verdict: by how much the
-// check failed (for a comparison), how late the machine was, and the
-// values with which it would hold.
-func (a *Assertion) explanation(c results.Cell, dims []explainDim, moved map[string]float64, env rowEnv) string {
+// check failed (for a comparison), how late the machine was (in the
+// baseline's run too, when a baseline column moved), and the values with
+// which it would hold.
+func (a *Assertion) explanation(c results.Cell, base *results.Cell, dims []explainDim, moved map[string]float64, env rowEnv) string {
 	var b strings.Builder
 	if m, ok := a.margin(env); ok {
 		fmt.Fprintf(&b, "the check failed by %.3g; ", m)
 	}
 	b.WriteString(measure.Describe(&c))
 	var with []string
+	movedBase := false
 	for _, d := range dims {
-		if x, ok := moved[d.name]; ok {
-			with = append(with, fmt.Sprintf("%s %.4g instead of %.4g", d.name, x, d.value))
+		x, ok := moved[d.name]
+		if !ok {
+			continue
 		}
+		movedBase = movedBase || d.base
+		if math.IsInf(x, 1) {
+			row := &c
+			if d.base {
+				row = base
+			}
+			with = append(with, fmt.Sprintf("%s any value above %.4g (%.0f%% of its token events came joined in one socket read: the percentile fell among gaps those reads made 0)",
+				d.name, d.value, *row.EventsJoinedPct))
+			continue
+		}
+		with = append(with, fmt.Sprintf("%s %.4g instead of %.4g", d.name, x, d.value))
+	}
+	if movedBase {
+		b.WriteString("; in the baseline's run " + strings.TrimPrefix(measure.Describe(base), "the machine's lateness "))
 	}
 	if len(with) > 0 {
 		fmt.Fprintf(&b, ", and with %s (what that lateness could account for) it holds", strings.Join(with, ", "))

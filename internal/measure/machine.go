@@ -169,7 +169,8 @@ func (b Bound) Zero() bool { return b.Down == 0 && b.Up == 0 }
 //   - From the schedule (the _sched columns) the client's send may be
 //     late too: up to twice that.
 //   - A gap between two events (itl) has a late wake at either end: late
-//     either way.
+//     either way; a percentile that fell among gaps a late read joined
+//     to 0 (FellAmongJoined) any amount up.
 //   - TPOT spreads its request's two ends over its N_out − 1 gaps:
 //     late / (N_out − 1) either way; ntpot over N_out.
 //   - The client's own lateness (send_lag, stamp_delay) and the server's
@@ -196,6 +197,12 @@ func Allowance(name string, c *results.Cell, late float64) Bound {
 		}
 		return Bound{late, late}
 	case strings.HasPrefix(name, "itl"):
+		if FellAmongJoined(name, c) {
+			// A late read joined the events whose gap this is: the
+			// true gap is as long as that read was late, which no
+			// probe of the loop bounds.
+			return Bound{late, math.Inf(1)}
+		}
 		return Bound{late, late}
 	case strings.Contains(name, "_sched"):
 		return Bound{Down: 2 * late}
@@ -235,6 +242,46 @@ func throughput(name string, c *results.Cell) (value, durMs float64) {
 		return val(c.Goodput), e2el
 	}
 	return 0, 0
+}
+
+// FellAmongJoined says whether the gap percentile column name of row c
+// (itl_p50_ms, itl_tok_p99_ms, ...) fell among gaps that read 0 because
+// both their token events came in one socket read: when the share of
+// such gaps is at least the percentile, the value is the reads', not
+// the server's. Each joined event makes its gap to the one before it 0;
+// a request of n events has n − 1 gaps, so the share of gaps is
+// events_joined_pct × n / (n − 1), with n the tokens per request (an
+// upper bound of its events, so the share is never overstated).
+func FellAmongJoined(name string, c *results.Cell) bool {
+	p, ok := gapPercentile(name)
+	if !ok || c == nil || c.EventsJoinedPct == nil || math.IsNaN(*c.EventsJoinedPct) {
+		return false
+	}
+	share := *c.EventsJoinedPct
+	if n := outputTokens(c); n > 1 {
+		share *= n / (n - 1)
+	}
+	return share >= p
+}
+
+// gapPercentile is the percentile an itl percentile column reads
+// (itl_p50_ms: 50, itl_tok_p99_ms: 99); false for any other column.
+func gapPercentile(name string) (float64, bool) {
+	rest, ok := strings.CutPrefix(name, "itl_")
+	if !ok {
+		return 0, false
+	}
+	rest = strings.TrimPrefix(rest, "tok_")
+	digits, ok := strings.CutPrefix(rest, "p")
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ = strings.Cut(digits, "_")
+	p, err := strconv.ParseFloat(digits, 64)
+	if err != nil || p <= 0 || p > 100 {
+		return 0, false
+	}
+	return p, true
 }
 
 // outputTokens is the row's tokens per request: effective_osl, else osl.
