@@ -6,13 +6,13 @@ import (
 	"html"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
@@ -276,7 +276,7 @@ const cmpVerdictCols = `<colgroup><col style="width:15%"><col style="width:10%">
 
 // cmpWritePageFile writes the page to path.
 func cmpWritePageFile(path string, p cmpPage) error {
-	if err := os.WriteFile(path, []byte(cmpPageHTML(p)), 0o644); err != nil {
+	if err := rundir.WriteFileAtomic(path, []byte(cmpPageHTML(p))); err != nil {
 		return fmt.Errorf("--html: %w", err)
 	}
 	return nil

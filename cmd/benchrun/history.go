@@ -139,7 +139,7 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return pipeline.ExitInfra
 	}
 	if *htmlOut != "" {
-		if err := os.WriteFile(*htmlOut, []byte(historyHTML(h)), 0o644); err != nil {
+		if err := rundir.WriteFileAtomic(*htmlOut, []byte(historyHTML(h))); err != nil {
 			fmt.Fprintf(stderr, "benchrun history: %v\n", err)
 			return pipeline.ExitInfra
 		}

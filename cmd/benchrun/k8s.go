@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/k8s"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -97,7 +98,7 @@ func runK8s(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case strings.HasSuffix(*out, ".yaml") || strings.HasSuffix(*out, ".yml"):
 		b, err := k8s.MarshalAll(res.Objects)
 		if err == nil {
-			err = os.WriteFile(*out, b, 0o644)
+			err = rundir.WriteFileAtomic(*out, b)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, "benchrun k8s render:", err)
@@ -111,7 +112,7 @@ func runK8s(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, o := range res.Objects {
 			b, err := k8s.Marshal(o.Object)
 			if err == nil {
-				err = os.WriteFile(filepath.Join(*out, o.File), b, 0o644)
+				err = rundir.WriteFileAtomic(filepath.Join(*out, o.File), b)
 			}
 			if err != nil {
 				fmt.Fprintln(stderr, "benchrun k8s render:", err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -86,11 +87,7 @@ func saveCapacity(c capacity) (string, error) {
 		return "", err
 	}
 	// Written aside and renamed, so a dry run never reads half a file.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp, path)
+	return path, rundir.WriteFileAtomic(path, append(b, '\n'))
 }
 
 // loadCapacity reads this machine's ceilings; ok is false when there are
