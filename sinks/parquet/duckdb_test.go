@@ -123,8 +123,9 @@ func TestDocumentedQueries(t *testing.T) {
 		}
 	})
 	t.Run("slices-shape", func(t *testing.T) {
-		// Every measured cell has windows, numbered from 0, whose sends and
-		// tokens add up to the cell's requests and output tokens.
+		// Every measured cell (one pass each in the fixtures) has windows,
+		// numbered from 0, whose sends and tokens add up to the cell's
+		// requests and output tokens.
 		rows := query(t, db, qs["slices-shape"])
 		type sum struct {
 			windows, sent int
@@ -136,12 +137,12 @@ func TestDocumentedQueries(t *testing.T) {
 			if got[k] == nil {
 				got[k] = &sum{}
 			}
-			if r[2] != strconv.Itoa(got[k].windows) {
-				t.Errorf("%s: window %s after %d windows", k, r[2], got[k].windows)
+			if r[4] != strconv.Itoa(got[k].windows) {
+				t.Errorf("%s: window %s after %d windows", k, r[4], got[k].windows)
 			}
 			got[k].windows++
-			got[k].sent += int(atof(t, r[10]))
-			got[k].tokens += atof(t, r[5]) * atof(t, r[4])
+			got[k].sent += int(atof(t, r[12]))
+			got[k].tokens += atof(t, r[7]) * atof(t, r[6])
 		}
 		for _, p := range resultstest.Points() {
 			var outTok float64
