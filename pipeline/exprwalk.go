@@ -75,4 +75,3 @@ func membersOf(n ast.Node, of string) []string {
 	sort.Strings(out)
 	return out
 }
-
