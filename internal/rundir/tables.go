@@ -34,12 +34,6 @@ func (r *Run) Requests() ([]results.Request, error) {
 	return readTable[results.Request](r.Dir, results.TableRequests)
 }
 
-// Slices reads every time slice of the run, in part order (none in runs
-// older than schema version 10).
-func (r *Run) Slices() ([]results.Slice, error) {
-	return readTable[results.Slice](r.Dir, results.TableSlices)
-}
-
 // Verdicts reads every assertion verdict of the run, in part order.
 func (r *Run) Verdicts() ([]results.Verdict, error) {
 	return readTable[results.Verdict](r.Dir, results.TableAssertions)
