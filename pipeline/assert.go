@@ -17,6 +17,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -61,27 +62,9 @@ type Assertion struct {
 }
 
 // Verdict is one assertion judged on one cell row (or on a stage's rows,
-// or across stages).
-type Verdict struct {
-	Assertion string            `json:"assertion"`
-	Name      string            `json:"name,omitempty"`
-	Severity  string            `json:"severity,omitempty"`
-	Level     string            `json:"level,omitempty"`
-	Pos       string            `json:"pos"`
-	Stage     string            `json:"stage"`
-	CellID    string            `json:"cell_id"`
-	Cell      string            `json:"cell"`
-	Passed    bool              `json:"passed"`
-	Values    map[string]string `json:"values"`
-	Error     string            `json:"error,omitempty"`
-	// Inconclusive: the check did not hold, but the machine's lateness
-	// during the cell could explain it; Explained says how, in numbers.
-	Inconclusive bool   `json:"inconclusive,omitempty"`
-	Explained    string `json:"explained,omitempty"`
-	// Measurement is the judged row's (1, 2 for a confirmation; 0 for a
-	// stage's or the run's verdict).
-	Measurement int64 `json:"measurement,omitempty"`
-}
+// or across stages). Its fields are the manifest's record of it, defined
+// once in rundir, so a field cannot reach one and miss the other.
+type Verdict rundir.VerdictRecord
 
 // Fails reports whether the verdict fails the run (a failed or
 // unevaluable check of severity fail that the machine does not explain).

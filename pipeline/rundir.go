@@ -167,18 +167,11 @@ func newManifest(ri *RunInfo) *rundir.Manifest {
 // recordOutcome puts a judged run's stages and its failed and
 // inconclusive checks into the manifest, in the manifest's records.
 func recordOutcome(m *rundir.Manifest, sum *Summary) {
-	m.Stages = nil
-	for _, s := range sum.Stages {
-		m.Stages = append(m.Stages, rundir.StageRecord(s))
-	}
+	m.Stages = append([]rundir.StageRecord(nil), sum.Stages...)
 	m.Verdicts, m.Inconclusive = verdictRecords(sum.Failed), verdictRecords(sum.Inconclusive)
 }
 
-// verdictRecords are verdicts as the manifest keeps them. The conversion
-// compiles only while Verdict and rundir.VerdictRecord have the same
-// fields (as StageResult and rundir.StageRecord must): a field added to
-// one side alone fails the build here instead of vanishing from
-// manifest.json.
+// verdictRecords are verdicts as the manifest keeps them.
 func verdictRecords(vs []Verdict) []rundir.VerdictRecord {
 	var out []rundir.VerdictRecord
 	for _, v := range vs {

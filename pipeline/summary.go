@@ -10,17 +10,12 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/procrun"
+	"github.com/benchrun/benchrun/internal/rundir"
 )
 
-// StageResult is one stage's outcome, for the summary and the manifest.
-type StageResult struct {
-	Name      string  `json:"name"`
-	Kind      string  `json:"kind"`
-	Status    string  `json:"status"`
-	Reason    string  `json:"reason,omitempty"`
-	DurationS float64 `json:"duration_s"`
-	Attempts  int     `json:"attempts,omitempty"`
-}
+// StageResult is one stage's outcome, for the summary and the manifest:
+// one type, so the manifest keeps every field the summary has.
+type StageResult = rundir.StageRecord
 
 // Summary is how a run ended.
 type Summary struct {

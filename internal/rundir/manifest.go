@@ -111,8 +111,8 @@ type ShardRecord struct {
 	BarrierWaitMaxMs float64 `json:"barrier_wait_max_ms"`
 }
 
-// StageRecord is one stage's outcome as manifest.json keeps it (the
-// fields of pipeline.StageResult).
+// StageRecord is one stage's outcome as manifest.json keeps it (and as
+// pipeline.StageResult, the same type, reports it).
 type StageRecord struct {
 	Name      string  `json:"name"`
 	Kind      string  `json:"kind"`
@@ -122,8 +122,8 @@ type StageRecord struct {
 	Attempts  int     `json:"attempts,omitempty"`
 }
 
-// VerdictRecord is one failed assertion as manifest.json keeps it (the
-// fields of pipeline.Verdict): the assertions table has every verdict, the
+// VerdictRecord is one failed assertion as manifest.json keeps it (and
+// the fields of pipeline.Verdict, defined on it): the assertions table has every verdict, the
 // manifest the failed ones, so a glance at it says why a run exited 1.
 type VerdictRecord struct {
 	Assertion string            `json:"assertion"`
