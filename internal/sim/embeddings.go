@@ -126,21 +126,10 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.update(func(r *RequestRecord) { r.Model, r.PromptTokens, r.Fault = model, total, f.String() })
+	if s.faultBeforeAnswer(w, r, rec, false, f, fail) {
+		return
+	}
 	ctx := r.Context()
-	if f.slowHeaders > 0 && !s.sleep(ctx, f.slowHeaders) {
-		s.finishAbort(rec, "client gone or shutdown during slow headers")
-		s.abortIfClosing()
-		return
-	}
-	if f.errCode != 0 {
-		typ, msg := errorTypeFor(f.errCode)
-		setRetryAfter(w, f.errCode)
-		fail(f.errCode, typ, msg)
-		return
-	}
-	if s.hostileAnswer(w, r, rec, false, f) {
-		return
-	}
 
 	s.inflight.Add(1)
 	s.inflightT.Add(int64(total))

@@ -261,6 +261,25 @@ func setRetryAfter(w http.ResponseWriter, code int) {
 // sequence that would clear a terminal.
 const ProxyPage = "<html><body><h1>502 Passerelle d\xe9faillante</h1>\x1b[2J\x1b[32m\u2713 all good\x1b[0m</body></html>"
 
+// faultBeforeAnswer plays f's faults that come before the answer: the
+// headers held back (slow-headers), then an error status in place of the
+// answer (fail writes it), then the answers that replace the server's
+// (hostileAnswer). It reports whether the request is over.
+func (s *Server) faultBeforeAnswer(w http.ResponseWriter, r *http.Request, rec *record, stream bool, f faults, fail func(status int, typ, msg string)) bool {
+	if f.slowHeaders > 0 && !s.sleep(r.Context(), f.slowHeaders) {
+		s.finishAbort(rec, "client gone or shutdown during slow headers")
+		s.abortIfClosing()
+		return true
+	}
+	if f.errCode != 0 {
+		typ, msg := errorTypeFor(f.errCode)
+		setRetryAfter(w, f.errCode)
+		fail(f.errCode, typ, msg)
+		return true
+	}
+	return s.hostileAnswer(w, r, rec, stream, f)
+}
+
 // hostileAnswer answers f's faults that replace the server's answer: a
 // proxy's error page, or a 200 whose body never ends (until the client
 // goes away or the server shuts down). It reports whether it answered.

@@ -190,21 +190,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	// growing the slice per token costs allocations on the hot path.
 	rec.reserve(min((plan.target+plan.tpc-1)/plan.tpc, 512))
 
+	if s.faultBeforeAnswer(w, r, rec, plan.stream, f, fail) {
+		return
+	}
 	ctx := r.Context()
-	if f.slowHeaders > 0 && !s.sleep(ctx, f.slowHeaders) {
-		s.finishAbort(rec, "client gone or shutdown during slow headers")
-		s.abortIfClosing()
-		return
-	}
-	if f.errCode != 0 {
-		typ, msg := errorTypeFor(f.errCode)
-		setRetryAfter(w, f.errCode)
-		fail(f.errCode, typ, msg)
-		return
-	}
-	if s.hostileAnswer(w, r, rec, plan.stream, f) {
-		return
-	}
 
 	start := received
 	if at := s.modelReady(); at.After(received) {

@@ -168,10 +168,7 @@ func (s *Server) handleTranscriptions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.update(func(r *RequestRecord) { r.Model, r.Fault = model, f.String() })
-	if f.errCode != 0 {
-		typ, msg := errorTypeFor(f.errCode)
-		setRetryAfter(w, f.errCode)
-		fail(f.errCode, typ, msg)
+	if s.faultBeforeAnswer(w, r, rec, false, f, fail) {
 		return
 	}
 	start := received
