@@ -1,20 +1,16 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/benchrun/benchrun/internal/httpsafe"
 )
 
 // Calibration methods.
@@ -361,47 +357,20 @@ func (t *Target) probeCount(ctx context.Context, text string) (int, error) {
 	return r.InputTokens, nil
 }
 
+// postJSON is a small POST (a tokenizer's count, Ollama's /api/show),
+// bounded by the stall timeout so a server that never answers cannot
+// hang calibration.
 func (t *Target) postJSON(ctx context.Context, path string, body any, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	// A small answer: the stall timeout bounds the whole exchange, so a
-	// server that never answers /tokenize cannot hang calibration.
 	if d := t.StallTimeout; d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("no answer within %v (the stall timeout)", d))
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.BaseURL, "/")+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	t.setAuth(req)
-	client := t.HTTP
-	if client == nil {
-		client = httpsafe.Client
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
-			err = c
-		}
-		return fmt.Errorf("POST %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("POST %s: reading answer: %w", path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %w", path, &HTTPError{Status: resp.StatusCode, Body: errorMessage(data)})
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
-	}
-	return nil
+	return t.exchangeJSON(ctx, http.MethodPost, path, b, 16<<20, out)
 }
 
 // calibrations caches calibrated vocabularies per server, model, endpoint

@@ -268,9 +268,24 @@ func (t *Target) ollamaContext(ctx context.Context) (int, string) {
 func (t *Target) getJSON(ctx context.Context, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(t.BaseURL, "/")+path, nil)
+	return t.exchangeJSON(ctx, http.MethodGet, path, nil, 4<<20, out)
+}
+
+// exchangeJSON is one side request (discovery's, calibration's; never a
+// measured one) with the target's credentials: body, when not nil, is
+// sent as JSON; an answer of at most limit bytes that is a JSON object
+// is decoded into out. A 4xx or 5xx is an *HTTPError.
+func (t *Target) exchangeJSON(ctx context.Context, method, path string, body []byte, limit int64, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(t.BaseURL, "/")+path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	t.setAuth(req)
 	client := t.HTTP
@@ -279,20 +294,26 @@ func (t *Target) getJSON(ctx context.Context, path string, out any) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
+		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
+			err = c
+		}
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
+		return fmt.Errorf("%s %s: reading answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("GET %s: %w", path, &HTTPError{Status: resp.StatusCode, Body: errorMessage(data)})
+		return fmt.Errorf("%s %s: %w", method, path, &HTTPError{Status: resp.StatusCode, Body: errorMessage(data)})
 	}
 	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
-		return fmt.Errorf("GET %s: not a JSON object", path)
+		return fmt.Errorf("%s %s: not a JSON object", method, path)
 	}
-	return json.Unmarshal(data, out)
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return nil
 }
 
 func (t *Target) setAuth(req *http.Request) {
