@@ -17,7 +17,7 @@ func (b *boolValue) IsBoolFlag() bool { return true }
 // The plan may stand anywhere among the flags; which flags take a value
 // is the flag set's to say, so a boolean flag added to the set (of any
 // Value type) never swallows the plan, and no list in the parser needs it.
-func TestSplitPlanArgAsksTheFlagSetWhichFlagsAreBoolean(t *testing.T) {
+func TestParseInterspersedAsksTheFlagSetWhichFlagsAreBoolean(t *testing.T) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.String("out", "runs", "")
@@ -29,22 +29,20 @@ func TestSplitPlanArgAsksTheFlagSetWhichFlagsAreBoolean(t *testing.T) {
 		{"--out", "o", "plan.cue", "--brand-new", "-quiet"},
 		{"-quiet", "--out=o", "--brand-new", "plan.cue"},
 	} {
-		plan, rest, err := splitPlanArg(fs, args)
-		if err != nil {
-			t.Fatalf("%q: %v", args, err)
-		}
-		if plan != "plan.cue" {
-			t.Errorf("%q: plan %q, want plan.cue (rest %q)", args, plan, rest)
-		}
 		fresh, *quiet = false, false
-		if err := fs.Parse(rest); err != nil || fs.NArg() != 0 || !bool(fresh) || !*quiet || fs.Lookup("out").Value.String() != "o" {
-			t.Errorf("%q: rest %q parsed to err %v, args %q, brand-new %v, quiet %v, out %s", args, rest, err, fs.Args(), fresh, *quiet, fs.Lookup("out").Value)
+		pos, err := parseInterspersed(fs, args)
+		if err != nil || !slices.Equal(pos, []string{"plan.cue"}) || !bool(fresh) || !*quiet || fs.Lookup("out").Value.String() != "o" {
+			t.Errorf("%q: positional %q, err %v, brand-new %v, quiet %v, out %s", args, pos, err, fresh, *quiet, fs.Lookup("out").Value)
 		}
 	}
 	// A flag with a value still takes the next argument, even one that
-	// looks like a plan.
-	plan, rest, err := splitPlanArg(fs, []string{"--out", "x.cue", "plan.cue"})
-	if err != nil || plan != "plan.cue" || !slices.Equal(rest, []string{"--out", "x.cue"}) {
-		t.Errorf("--out x.cue plan.cue: plan %q, rest %q, err %v", plan, rest, err)
+	// looks like a plan; every positional argument is kept, in order.
+	pos, err := parseInterspersed(fs, []string{"a.cue", "--out", "x.cue", "plan.cue", "-quiet", "b.cue"})
+	if err != nil || !slices.Equal(pos, []string{"a.cue", "plan.cue", "b.cue"}) || fs.Lookup("out").Value.String() != "x.cue" {
+		t.Errorf("a.cue --out x.cue plan.cue -quiet b.cue: positional %q, out %s, err %v", pos, fs.Lookup("out").Value, err)
+	}
+	// A flag the set does not know is refused, wherever it stands.
+	if _, err := parseInterspersed(fs, []string{"plan.cue", "--nope"}); err == nil {
+		t.Error("an unknown flag after the plan was accepted")
 	}
 }

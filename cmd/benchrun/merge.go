@@ -32,14 +32,13 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "usage: benchrun merge RUN_DIR... --out DIR [--baseline RUNS]")
 		fs.PrintDefaults()
 	}
-	dirs, rest := splitArgs(fs, args)
-	if err := fs.Parse(rest); err != nil {
+	dirs, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return pipeline.ExitOK
 		}
 		return pipeline.ExitInvalid
 	}
-	dirs = append(dirs, fs.Args()...)
 	if len(dirs) == 0 || *out == "" {
 		fs.Usage()
 		return pipeline.ExitInvalid

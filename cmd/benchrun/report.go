@@ -51,21 +51,18 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: benchrun report RUN_DIR [--output PREFIX]")
 		fset.PrintDefaults()
 	}
-	pos, rest := splitArgs(fset, args)
-	var dir string
-	if len(pos) > 0 {
-		dir, rest = pos[0], append(rest, pos[1:]...)
-	}
-	if err := fset.Parse(rest); err != nil {
+	pos, err := parseInterspersed(fset, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return pipeline.ExitOK
 		}
 		return pipeline.ExitInvalid
 	}
-	if dir == "" || fset.NArg() > 0 {
+	if len(pos) != 1 {
 		fset.Usage()
 		return pipeline.ExitInvalid
 	}
+	dir := pos[0]
 	run, err := rundir.Open(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "benchrun report:", err)

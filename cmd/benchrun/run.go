@@ -42,18 +42,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 		return pipeline.ExitOK
 	}
-	plan, rest, err := splitPlanArg(fs, args)
+	// The plan may stand anywhere among the flags: `benchrun plan.cue -t
+	// a=b` and `benchrun -t a=b plan.cue` are the same.
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
 		return pipeline.ExitInvalid
 	}
-	if err := fs.Parse(rest); err != nil {
+	if len(pos) == 0 {
+		fmt.Fprintln(stderr, "benchrun: no plan file given (usage: benchrun PLAN.cue [flags])")
 		return pipeline.ExitInvalid
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", fs.Args())
+	if len(pos) > 1 {
+		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", pos[1:])
 		return pipeline.ExitInvalid
 	}
+	plan := pos[0]
 	switch *inconclusive {
 	case "", pipeline.InconclusiveTolerate, pipeline.InconclusiveFail:
 	default:
@@ -186,51 +189,6 @@ func setSinkFlags(stderr io.Writer, g *pipeline.Graph, columns, output string) i
 		}
 	}
 	return pipeline.ExitOK
-}
-
-// splitPlanArg takes the plan path from anywhere in args, so both
-// `benchrun plan.cue -t a=b` and `benchrun -t a=b plan.cue` work.
-func splitPlanArg(fs *flag.FlagSet, args []string) (string, []string, error) {
-	pos, rest := splitArgs(fs, args)
-	if len(pos) == 0 {
-		return "", nil, fmt.Errorf("no plan file given (usage: benchrun PLAN.cue [flags])")
-	}
-	// Arguments past the plan stay for fs.Parse, which leaves them in
-	// fs.Args() for the caller to refuse.
-	return pos[0], append(rest, pos[1:]...), nil
-}
-
-// splitArgs separates the positional arguments from the flags (with
-// their values) wherever they stand in args. A flag written without "="
-// takes the next argument as its value unless fs says it is boolean.
-func splitArgs(fs *flag.FlagSet, args []string) (pos, flags []string) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		if !strings.Contains(a, "=") && flagTakesValue(fs, a) && i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return pos, flags
-}
-
-// flagTakesValue asks fs whether the flag f ("-x", "--x") takes a value:
-// every flag does but a boolean one (its Value has IsBoolFlag() true, as
-// flag.Bool's has). A flag fs does not know is taken to have a value;
-// fs.Parse refuses it anyway.
-func flagTakesValue(fs *flag.FlagSet, f string) bool {
-	name := strings.TrimLeft(f, "-")
-	fl := fs.Lookup(name)
-	if fl == nil {
-		return name != "h" && name != "help" // flag's own help flags take none
-	}
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return !ok || !b.IsBoolFlag()
 }
 
 // parseShard reads --shard i/n (0 <= i < n); "" is 0 of 1, unsharded.
