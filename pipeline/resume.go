@@ -28,7 +28,7 @@ import (
 // Temporary files a killed writer left are removed. Run refuses a plan
 // whose configuration of what is left to run differs from the run's.
 func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*RunInfo, error) {
-	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ManifestFile)); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("--resume %s: not a run directory (no manifest.json)", dir)
 		}
