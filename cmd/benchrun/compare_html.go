@@ -88,13 +88,6 @@ func cmpShapeOf(c *results.Cell) cmpShape {
 	return cmpShape{Stage: c.Stage, ISL: c.ISL, OSL: c.OSL, Rate: c.Rate > 0}
 }
 
-func cmpLoadOf(c *results.Cell) (float64, string) {
-	if c.Rate > 0 {
-		return c.Rate, fmt.Sprintf("%g req/s", c.Rate)
-	}
-	return float64(c.Concurrency), fmt.Sprintf("c=%d", c.Concurrency)
-}
-
 // cmpCollect gathers every variant's load levels, shape by shape in the
 // order shapes first appear.
 func cmpCollect(sides []cmpSide, o regress.Options) []cmpCurves {
@@ -124,7 +117,7 @@ func cmpCollect(sides []cmpSide, o regress.Options) []cmpCurves {
 				if byShape[sh][si] == nil {
 					byShape[sh][si] = map[float64]*acc{}
 				}
-				load, label := cmpLoadOf(c)
+				load, label := results.LoadPoint(c)
 				a := byShape[sh][si][load]
 				if a == nil {
 					a = &acc{label: label, vals: map[string][]float64{}}

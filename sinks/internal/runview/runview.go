@@ -330,14 +330,7 @@ func CellLabel(c results.Cell) string {
 
 // LoadLabel is a cell's load: the ladder point, and its repeat.
 func LoadLabel(c results.Cell) string {
-	l := fmt.Sprintf("c=%d", c.Concurrency)
-	if c.Rate > 0 {
-		l = fmt.Sprintf("%g req/s", c.Rate)
-	}
-	if c.TimeScale != nil {
-		// A trace replay: its speed-up and the mean rate it made.
-		l = fmt.Sprintf("trace x%g (%.3g req/s)", *c.TimeScale, c.Rate)
-	}
+	_, l := results.LoadPoint(&c)
 	if c.Search == "knee" {
 		// An SLO search's knee: a copy of the probe it names.
 		l = "knee: " + l
