@@ -11,6 +11,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/benchrun/benchrun/internal/regress"
+	"github.com/benchrun/benchrun/pipeline/judge"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -560,7 +561,7 @@ func (g *Graph) checkRunAssertions() schema.Errors {
 		all = append(all, n.Spec.Assert...)
 	}
 	for _, a := range all {
-		lvl, read, err := levelOf(a.Expr)
+		lvl, read, err := judge.LevelOf(a.Expr)
 		if err != nil || lvl != LevelRun {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/benchrun/benchrun/pipeline/judge"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -39,7 +40,7 @@ type WhenEnv struct {
 func compileWhen(s *schema.Stage) (*vm.Program, []string, []string, error) {
 	prog, err := expr.Compile(s.When, expr.Env(WhenEnv{}), expr.AsBool())
 	if err != nil {
-		msg, at := exprProblem(err, s.When, s.WhenPos, []string{"stages", "metadata", "tags"})
+		msg, at := judge.ExprProblem(err, s.When, s.WhenPos, []string{"stages", "metadata", "tags"})
 		return nil, nil, nil, schema.Error{Pos: at, Msg: fmt.Sprintf("stages.%s.when: %q: %s (it reads stages.NAME.status|reason|duration_s|attempts|url|model|outputs, metadata, tags)", s.Name, s.When, msg)}
 	}
 	v := &stageRefs{}

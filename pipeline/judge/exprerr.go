@@ -1,9 +1,8 @@
-package pipeline
+package judge
 
 import (
 	"errors"
 	"fmt"
-	"github.com/benchrun/benchrun/internal/suggest"
 	"reflect"
 	"regexp"
 	"sort"
@@ -11,17 +10,18 @@ import (
 
 	"github.com/expr-lang/expr/file"
 
+	"github.com/benchrun/benchrun/internal/suggest"
 	"github.com/benchrun/benchrun/schema"
 )
 
-// exprProblem turns an expr compile error into one line and the position
+// ExprProblem turns an expr compile error into one line and the position
 // of the offending character in the plan file: the string literal's
 // position moved by the error's column, when the literal is one plain line
 // (no escapes, so columns in the expression are columns in the file).
-func exprProblem(err error, src string, at schema.Pos, names []string) (string, schema.Pos) {
+func ExprProblem(err error, src string, at schema.Pos, names []string) (string, schema.Pos) {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		return firstLine(err.Error()), at
+		return oneLine(err.Error()), at
 	}
 	msg := fe.Message
 	if at.Line > 0 && fe.Line == 1 && !strings.ContainsAny(src, "\"\\\n") {
@@ -41,6 +41,13 @@ func exprProblem(err error, src string, at schema.Pos, names []string) (string, 
 		}
 	}
 	return msg, at
+}
+
+// oneLine is an error's first line: expr puts the expression and a caret
+// under it on the lines that follow, which the position already says.
+func oneLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }
 
 var (

@@ -1,4 +1,10 @@
-package pipeline
+// Package judge is how benchrun judges rows: an assertion compiled once
+// against the typed environment of its level (a cell row, a stage's rows,
+// every stage's), judged on rows in and verdicts out, and, when a check
+// fails, whether the machine's own lateness during the cell could explain
+// the miss (explain.go). It runs nothing and keeps no state: the runner
+// decides when to judge, the baseline what a row is judged against.
+package judge
 
 import (
 	"errors"
@@ -265,11 +271,11 @@ func number(fn string, v any) (float64, error) {
 	return 0, fmt.Errorf("%s: %v is not a number", fn, v)
 }
 
-// levelOf says what the expression reads: `rows` makes it a stage-level
+// LevelOf says what the expression reads: `rows` makes it a stage-level
 // assertion, `stages` a run-level one, anything else a row-level one;
 // reading both levels at once is an error. It also returns the NAMEs of
 // `stages.NAME`.
-func levelOf(src string) (level string, stagesRead []string, err error) {
+func LevelOf(src string) (level string, stagesRead []string, err error) {
 	tree, perr := parser.Parse(src)
 	if perr != nil {
 		return LevelRow, nil, nil // the compile reports it, with its position
@@ -310,7 +316,7 @@ func (v *levelVisitor) Visit(node *ast.Node) {
 // of its level, so a misspelt column is an error at vet time, with the
 // assertion's position.
 func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
-	level, stagesRead, err := levelOf(a.Expr)
+	level, stagesRead, err := LevelOf(a.Expr)
 	if err != nil {
 		return nil, schema.Error{Pos: a.Pos, Msg: fmt.Sprintf("assertion %q: %v", a.Expr, err)}
 	}
@@ -328,7 +334,7 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 	opts := append([]expr.Option{expr.Env(env), expr.AsBool()}, assertFuncs...)
 	prog, err := expr.Compile(a.Expr, opts...)
 	if err != nil {
-		msg, at := exprProblem(err, a.Expr, a.Pos, names)
+		msg, at := ExprProblem(err, a.Expr, a.Pos, names)
 		if strings.Contains(msg, "unknown name") {
 			msg += " (columns: `benchrun schema columns`)"
 		}
@@ -453,7 +459,7 @@ func (a *Assertion) JudgeRun(byStage map[string][]results.Cell) Verdict {
 func (a *Assertion) run(v *Verdict, env any) {
 	out, err := expr.Run(a.prog, env)
 	if err != nil {
-		v.Error = firstLine(err.Error())
+		v.Error = oneLine(err.Error())
 		return
 	}
 	v.Passed, _ = out.(bool)

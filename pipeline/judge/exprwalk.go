@@ -1,4 +1,4 @@
-package pipeline
+package judge
 
 import (
 	"sort"
