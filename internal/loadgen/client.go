@@ -490,12 +490,12 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	ctx, g := t.guard(ctx, &res)
 	defer g.release()
 	wd := g.wd
-	var conn atomic.Pointer[connStamp] // the connection's kernel stamps
-	resp := t.post(ctx, client, url, body, contentType, wd, &res, &conn)
+	st := new(sendTrace)
+	resp := t.post(ctx, client, url, body, contentType, wd, &res, st)
 	if resp == nil {
 		return res
 	}
-	if cs := conn.Load(); cs != nil && cs.w != nil {
+	if cs := st.conn.Load(); cs != nil && cs.w != nil {
 		// a is when the request's first byte was written (sendStamper).
 		if at, ok := cs.w.firstWrite(); ok && at.After(res.Sent) {
 			res.Sent = at
@@ -531,7 +531,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		res.Finished = time.Now()
 		return res
 	case streamed:
-		t.readStreamed(ctx, wd, resp, rbody, req, &res, conn.Load(), g.firstToken)
+		t.readStreamed(ctx, wd, resp, rbody, req, &res, st.conn.Load(), g.firstToken)
 	default:
 		res.Err = wd.explain(ctx, t.readWhole(rbody, req, &res))
 		res.Finished = time.Now()
@@ -615,13 +615,38 @@ func (g *requestGuards) release() {
 	}
 }
 
+// sendTrace is what a request learns from net/http about the connection
+// it went on: whether it came from the pool, and its kernel stamps. One
+// per request, whatever the number of tries, with its trace hook bound
+// once.
+type sendTrace struct {
+	// reused: the try's connection came from the pool, so a failure
+	// before the first response byte may be a stale keep-alive
+	// connection (a server that closes after every stream while its
+	// headers promise keep-alive: llama-server, proxies).
+	reused atomic.Bool
+	conn   atomic.Pointer[connStamp] // the connection's kernel stamps
+	trace  httptrace.ClientTrace
+}
+
+func (st *sendTrace) gotConn(i httptrace.GotConnInfo) {
+	st.reused.Store(i.Reused)
+	s, w, why := connStamps(i.Conn)
+	if w != nil {
+		w.beginRequest()
+	}
+	st.conn.Store(&connStamp{s, w, why})
+}
+
 // post sends the request and returns the response, or nil when it
 // failed (res.Err says why). A send that fails on a stale pooled
-// connection goes again (staleConn). conn gets the kernel stamps of the
-// connection the request went on.
-func (t *Target) post(ctx context.Context, client *http.Client, url string, body []byte, contentType string, wd *watchdog, res *Result, conn *atomic.Pointer[connStamp]) *http.Response {
+// connection goes again (staleConn). st learns the connection each try
+// went on.
+func (t *Target) post(ctx context.Context, client *http.Client, url string, body []byte, contentType string, wd *watchdog, res *Result, st *sendTrace) *http.Response {
+	st.trace.GotConn = st.gotConn
+	tctx := httptrace.WithClientTrace(ctx, &st.trace)
 	for {
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		hreq, err := http.NewRequestWithContext(tctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			res.Err = fmt.Errorf("building request: %w", err)
 			return nil
@@ -631,27 +656,13 @@ func (t *Target) post(ctx context.Context, client *http.Client, url string, body
 			hreq.Header.Set("Accept", "text/event-stream")
 		}
 		t.setAuth(hreq)
-		// Whether the connection came from the pool decides whether a
-		// failure before the first response byte may be a stale
-		// keep-alive connection (a server that closes after every stream
-		// while its headers promise keep-alive: llama-server, proxies).
-		var reused atomic.Bool
-		hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(i httptrace.GotConnInfo) {
-				reused.Store(i.Reused)
-				s, w, why := connStamps(i.Conn)
-				if w != nil {
-					w.beginRequest()
-				}
-				conn.Store(&connStamp{s, w, why})
-			},
-		}))
+		st.reused.Store(false)
 		res.Sent = time.Now()
 		resp, err := client.Do(hreq)
 		if err == nil {
 			return resp
 		}
-		if reused.Load() && ctx.Err() == nil && res.ConnRetries < maxConnRetries && staleConn(err) {
+		if st.reused.Load() && ctx.Err() == nil && res.ConnRetries < maxConnRetries && staleConn(err) {
 			res.ConnRetries++
 			continue
 		}
@@ -763,42 +774,6 @@ func rawErrorMessage(b []byte) string {
 		}
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// chunk is the subset of a completion or chat response readWhole decodes
-// (non-streamed responses arrive once, so encoding/json is fine there).
-type chunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Text  string `json:"text"`
-		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
-		} `json:"delta"`
-		Message struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-		} `json:"message"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens *float64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
-
-func (c *chunk) hasText() bool {
-	for _, ch := range c.Choices {
-		if ch.Text != "" || ch.Delta.Content != "" || ch.Delta.ReasoningContent != "" || ch.Delta.Reasoning != "" || ch.Message.Content != "" || ch.Message.ReasoningContent != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // streamBufferSize is the SSE reader's initial buffer: a few typical
@@ -1049,28 +1024,32 @@ func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
 	if ep == Transcriptions {
 		return readTranscription(b, at, res)
 	}
-	var c chunk
-	if err := json.Unmarshal(b, &c); err != nil {
+	// The body is read as a streamed event is (scanChunk), without
+	// decoding it into Go values: the same keys, the same rules, and no
+	// allocation but the strings kept.
+	c, err := scanChunk(b)
+	if err != nil {
 		return fmt.Errorf("malformed response: %w (body %q)", err, truncate(b, 80))
 	}
-	if len(c.Error) > 0 && string(c.Error) != "null" {
+	if c.HasError {
 		return &StreamError{Message: errorMessage(b)}
 	}
-	res.ResponseID, res.Model = c.ID, c.Model
-	if c.Usage != nil {
-		res.InputTokens, res.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+	res.noteChunk(&c)
+	if c.HasUsage {
+		// A whole answer's usage is its one report, zeros included.
+		res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
 		res.UsageReported = true
-		if d := c.Usage.PromptTokensDetails; d != nil && d.CachedTokens != nil {
-			res.CachedTokens, res.CachedReported = int(*d.CachedTokens), true
+		res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
+	}
+	if req.KeepText && len(c.Text) > 0 {
+		res.Text = string(c.Text)
+		if c.TextEscaped {
+			if res.Text, err = unquoteJSON(c.Text); err != nil {
+				return fmt.Errorf("malformed text in the response: %w", err)
+			}
 		}
 	}
-	if req.KeepText && len(c.Choices) > 0 {
-		res.Text = c.Choices[0].Text
-		if res.Text == "" {
-			res.Text = c.Choices[0].Message.Content
-		}
-	}
-	if ep == Embeddings || c.hasText() {
+	if ep == Embeddings || c.HasText {
 		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1)})
 	}
 	if ep == Embeddings {
