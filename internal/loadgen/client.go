@@ -510,7 +510,8 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	if wd != nil {
 		wd.headers.Store(true)
 		wd.kick()
-		rbody = &watchedReader{r: resp.Body, wd: wd}
+		wd.body = watchedReader{r: resp.Body, wd: wd}
+		rbody = &wd.body
 	}
 	streamed := t.Stream && !t.Endpoint.oneBody()
 	if res.Err = unusableAnswer(resp, rbody, streamed); res.Err != nil {
@@ -522,7 +523,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		// Asked to stream, the server sent one JSON body: an error object
 		// (reported as such) or a server that ignores "stream". Timing one
 		// body as a stream would make ttft = e2el without saying so.
-		if err := wd.explain(ctx, t.readWhole(rbody, req, &res)); err != nil {
+		if err := wd.explain(ctx, t.readWhole(rbody, resp.ContentLength, req, &res)); err != nil {
 			res.Err = err
 		} else {
 			res.Err = errors.New("the server answered with one JSON body instead of an SSE stream; set stream: false for it")
@@ -533,7 +534,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	case streamed:
 		t.readStreamed(ctx, wd, resp, rbody, req, &res, st.conn.Load(), g.firstToken)
 	default:
-		res.Err = wd.explain(ctx, t.readWhole(rbody, req, &res))
+		res.Err = wd.explain(ctx, t.readWhole(rbody, resp.ContentLength, req, &res))
 		res.Finished = time.Now()
 	}
 	if res.Err == nil {
@@ -1010,10 +1011,11 @@ func (t *Target) bodyLimit(req Request) int64 {
 	return maxBodyBytes
 }
 
-func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
+// readWhole reads a whole answer of size bytes (-1: unknown) from r.
+func (t *Target) readWhole(r io.Reader, size int64, req Request, res *Result) error {
 	ep := t.Endpoint
 	limit := t.bodyLimit(req)
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	b, err := readAtMost(r, limit+1, size)
 	at := time.Now()
 	if err != nil {
 		return fmt.Errorf("reading response: %w", err)
@@ -1058,6 +1060,31 @@ func (t *Target) readWhole(r io.Reader, req Request, res *Result) error {
 	return nil
 }
 
+// readAtMost reads r to its end or to n bytes, whichever comes first,
+// into one buffer of the size the answer announced (size, when it is
+// known and under n), so a short answer costs one allocation.
+func readAtMost(r io.Reader, n, size int64) ([]byte, error) {
+	c := int64(512)
+	if size >= 0 {
+		c = min(size+1, n) // +1: the read that finds the end needs room
+	}
+	b := make([]byte, 0, c)
+	for int64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as append does
+		}
+		m, err := r.Read(b[len(b):min(int64(cap(b)), n)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
 func truncate(b []byte, n int) string {
 	if len(b) > n {
 		return string(b[:n]) + "…"
@@ -1083,6 +1110,7 @@ type watchdog struct {
 	last    atomic.Int64 // when bytes last arrived, since base
 	mu      sync.Mutex   // orders fire's re-arming against stop
 	stopped bool
+	body    watchedReader // the response body as the request reads it
 }
 
 // start arms the stall clock from now.
