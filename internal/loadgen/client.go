@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -616,6 +618,44 @@ func (g *requestGuards) release() {
 	}
 }
 
+// noRedirects is httpsafe.NoRedirects's code: a client whose
+// CheckRedirect is it follows no redirect.
+var noRedirects = reflect.ValueOf(httpsafe.NoRedirects).Pointer()
+
+// send is client.Do(req), for a client that follows no redirect
+// (httpsafe.NoRedirects, as NewHTTPClient's) and has a transport, no
+// cookie jar and no overall timeout, to a URL without credentials (which
+// Client.Do turns into basic auth), without Client.Do's redirect machinery:
+// that copies every request's headers in case a redirect follows, and
+// benchrun follows none. A redirect is refused as httpsafe.NoRedirects
+// refuses it, and errors read as Client.Do's do.
+func send(client *http.Client, req *http.Request) (*http.Response, error) {
+	if client.CheckRedirect == nil || reflect.ValueOf(client.CheckRedirect).Pointer() != noRedirects || client.Jar != nil || client.Timeout != 0 || client.Transport == nil || req.URL.User != nil {
+		return client.Do(req)
+	}
+	resp, err := client.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: urlOp(req.Method), URL: req.URL.Redacted(), Err: err}
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		loc, lerr := resp.Location()
+		if lerr != nil {
+			return resp, nil // no Location: Client.Do returns the answer as it is
+		}
+		// As Client.Do: the answer, its body closed, with the error that
+		// names the Location as the server wrote it.
+		resp.Body.Close()
+		return resp, &url.Error{Op: urlOp(req.Method), URL: resp.Header.Get("Location"), Err: &httpsafe.RedirectError{Status: resp.StatusCode, Location: loc.Redacted()}}
+	}
+	return resp, nil
+}
+
+// urlOp is the operation a url.Error from Client.Do names: "Post".
+func urlOp(method string) string {
+	return method[:1] + strings.ToLower(method[1:])
+}
+
 // sendTrace is what a request learns from net/http about the connection
 // it went on: whether it came from the pool, and its kernel stamps. One
 // per request, whatever the number of tries, with its trace hook bound
@@ -659,7 +699,7 @@ func (t *Target) post(ctx context.Context, client *http.Client, url string, body
 		t.setAuth(hreq)
 		st.reused.Store(false)
 		res.Sent = time.Now()
-		resp, err := client.Do(hreq)
+		resp, err := send(client, hreq)
 		if err == nil {
 			return resp
 		}
