@@ -113,6 +113,93 @@ func Late(c *results.Cell) float64 {
 	return max(*c.MachineLateP99Ms, 0)
 }
 
+// LateOn is the machine's lateness a verdict on column name of row c
+// judged against a fixed limit allows for, in ms. Late (the loop's p99)
+// is what one late wake does to each request; a latency column also
+// carries the cell's longest stall (machine_late_max_ms, the machine
+// standing still) as far as that stall reaches the column's statistic.
+// One stall holds up at most k of the n values at once (StallReach):
+//
+//   - a mean moves by the stall's length × k / n;
+//   - a percentile p by its whole length when k ≥ (1 − p/100) × n, as
+//     many values as lie at and above that rank (else not at all);
+//   - a max by its whole length.
+//
+// Other columns (throughputs, counts, ratios) take Late.
+func LateOn(name string, c *results.Cell) float64 {
+	late := Late(c)
+	if c == nil || c.MachineLateMaxMs == nil || math.IsNaN(*c.MachineLateMaxMs) || !stallMoves(name) {
+		return late
+	}
+	stall := max(*c.MachineLateMaxMs, 0)
+	k, n := StallReach(name, c)
+	if n <= 0 {
+		return late
+	}
+	switch stat, p := columnStat(name); stat {
+	case "max":
+		return late + stall
+	case "percentile":
+		if k >= (1-p/100)*n {
+			return late + stall
+		}
+		return late
+	default:
+		return late + stall*min(k, n)/n
+	}
+}
+
+// stallMoves says whether column name is a latency a stall delays: one
+// from a send or a schedule to an event (ttft, e2el, first_call), a gap
+// between events (itl) or a request's gaps together (tpot, ntpot).
+func stallMoves(name string) bool {
+	for _, p := range []string{"ttft", "e2el", "itl", "tpot", "ntpot", "first_call"} {
+		if strings.HasPrefix(name, p) {
+			return !strings.HasSuffix(name, "_ratio")
+		}
+	}
+	return false
+}
+
+// StallReach is how many of the values column name of row c summarizes
+// one stall can hold up at once (k), and how many there are (n): a
+// request each in flight for a request latency (the concurrency of a
+// closed loop; every request of an open loop, whose sends keep falling due
+// while the machine stands still), a gap each in flight for a gap (itl),
+// of every gap the ok requests had.
+func StallReach(name string, c *results.Cell) (k, n float64) {
+	if name == "first_call_ms" {
+		return 1, 1 // one request, the first
+	}
+	n = float64(c.Completed)
+	k = float64(c.Concurrency)
+	if c.Rate > 0 || k <= 0 {
+		k = n
+	}
+	if strings.HasPrefix(name, "itl") {
+		if t := outputTokens(c); t > 1 {
+			n *= t - 1
+		}
+	}
+	return min(k, n), n
+}
+
+// columnStat is the statistic column name takes over its values: "max",
+// "percentile" (and which), or "mean".
+func columnStat(name string) (string, float64) {
+	if strings.HasSuffix(name, "_max_ms") {
+		return "max", 100
+	}
+	for _, f := range strings.Split(name, "_") {
+		if digits, ok := strings.CutPrefix(f, "p"); ok {
+			if p, err := strconv.ParseFloat(digits, 64); err == nil && p > 0 && p <= 100 {
+				return "percentile", p
+			}
+		}
+	}
+	return "mean", 0
+}
+
 // LateFor is the machine's lateness a verdict on metric of row c allows
 // for, in ms, at the statistic the metric takes: a tail (p90 and up)
 // moves with the loop path's p99 (its max for a max), a median, a mean or
@@ -304,4 +391,20 @@ func Describe(c *results.Cell) string {
 		s += fmt.Sprintf(", with some task waiting for a CPU %.0f%% of it", *c.MachineCPUPressurePct)
 	}
 	return s
+}
+
+// DescribeStall is the stall's part of a reason, for a verdict on column
+// name that LateOn widened by the cell's longest stall: "and stood still
+// for 10321 ms once, which can hold up 4 of its 8 requests at a time";
+// "" when the stall did not reach name.
+func DescribeStall(name string, c *results.Cell) string {
+	if c == nil || c.MachineLateMaxMs == nil || LateOn(name, c) <= Late(c) {
+		return ""
+	}
+	k, n := StallReach(name, c)
+	what := "requests"
+	if strings.HasPrefix(name, "itl") {
+		what = "token gaps"
+	}
+	return fmt.Sprintf(" and stood still for %.0f ms once (machine_late_max_ms), which can hold up %.0f of its %.0f %s at a time", *c.MachineLateMaxMs, k, n, what)
 }

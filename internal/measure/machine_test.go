@@ -76,3 +76,42 @@ func TestFellAmongJoined(t *testing.T) {
 		t.Errorf("allowance of a p99 above the joined share: %+v, want {2 2}", b)
 	}
 }
+
+// LateOn widens a latency's allowance by the cell's longest stall as far
+// as one stall reaches the column's statistic: k of n values at once.
+func TestLateOn(t *testing.T) {
+	cell := func(conc, completed int64, rate, p99, maxLate float64) *results.Cell {
+		return &results.Cell{Concurrency: conc, Completed: completed, Rate: rate, OSL: 32,
+			MachineLateP99Ms: results.Some(p99), MachineLateMaxMs: results.Some(maxLate)}
+	}
+	// The quickstart's 64:32 c=4 cell on a starved machine: 8 requests,
+	// the loop's p99 2,286 ms, one stall of 10,321 ms.
+	starved := cell(4, 8, 0, 2286, 10321)
+	lone := cell(1, 8, 0, 43.8, 13287)
+	for _, tc := range []struct {
+		name string
+		c    *results.Cell
+		col  string
+		want float64
+	}{
+		{"a mean: the stall's share of 4 of 8", starved, "ttft_ms", 2286 + 10321*4.0/8},
+		{"the median: 4 of 8 reach it", starved, "ttft_p50_ms", 2286 + 10321},
+		{"p90", starved, "e2el_p90_ms", 2286 + 10321},
+		{"a max", starved, "ttft_max_ms", 2286 + 10321},
+		{"c=1: a mean, 1 of 8", lone, "ttft_ms", 43.8 + 13287.0/8},
+		{"c=1: the median is out of one stall's reach", lone, "ttft_p50_ms", 43.8},
+		{"c=1: p90 is within it (1 ≥ 0.8)", lone, "ttft_p90_ms", 43.8 + 13287},
+		{"c=1: a gap median over 8 × 31 gaps", lone, "itl_p50_ms", 43.8},
+		{"c=1: the gaps' mean", lone, "itl_ms", 43.8 + 13287.0/(8*31)},
+		{"the first call is one request", lone, "first_call_ms", 43.8 + 13287},
+		{"open loop: every request may be caught", cell(64, 8, 2, 5, 100), "ttft_p50_ms", 105},
+		{"a throughput takes the p99", starved, "output_tok_s", 2286},
+		{"a ratio takes the p99", starved, "ttft_ratio", 2286},
+		{"no max measured", &results.Cell{Concurrency: 4, Completed: 8, MachineLateP99Ms: results.Some(3.0)}, "ttft_ms", 3},
+		{"nothing measured", &results.Cell{Concurrency: 4, Completed: 8}, "ttft_ms", 0},
+	} {
+		if got := LateOn(tc.col, tc.c); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: LateOn(%s) = %g, want %g", tc.name, tc.col, got, tc.want)
+		}
+	}
+}

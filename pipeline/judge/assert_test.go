@@ -205,3 +205,44 @@ func TestBaselineJudgedWithItsOwnMachine(t *testing.T) {
 		})
 	}
 }
+
+// The quickstart's rows from a starved machine (benchrun at nice 19 beside
+// four CPU burners and a test run): a stall of 10 s held up the requests in
+// flight, so a mean TTFT of 5 s is the machine's; the same row with no such
+// stall fails.
+func TestStallExplainsWhatItHeldUp(t *testing.T) {
+	a, err := CompileAssertion(schema.Assertion{Expr: "ttft_ms < 40"}, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(conc int64, ttft, p99, maxLate float64) results.Cell {
+		return results.Cell{Stage: "sweep", CellID: "sweep/64:32/c4", ISL: 64, OSL: 32, Concurrency: conc, Status: results.StatusOK,
+			Requests: 8, Completed: 8, TTFTMs: results.Some(ttft),
+			MachineLateP99Ms: results.Some(p99), MachineLateMaxMs: results.Some(maxLate)}
+	}
+	for _, tc := range []struct {
+		name         string
+		c            results.Cell
+		inconclusive bool
+		explained    []string
+	}{
+		{"c=4: a 10 s stall held up 4 of 8", row(4, 5179.67, 2286.6, 10321), true,
+			[]string{"stood still for 10321 ms once (machine_late_max_ms), which can hold up 4 of its 8 requests", "ttft_ms 0 instead of 5180"}},
+		{"c=1: a 13 s stall held up 1 of 8", row(1, 1560.2, 43.8, 13287), true,
+			[]string{"hold up 1 of its 8 requests"}},
+		{"c=1: the stall's share is too small", row(1, 1560.2, 43.8, 3000), false, nil},
+		{"no stall to speak of", row(4, 5179.67, 2.3, 31), false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := a.JudgeRow(tc.c, nil, nil)
+			if v.Passed || v.Error != "" || v.Inconclusive != tc.inconclusive {
+				t.Fatalf("verdict %+v; want failed, inconclusive=%v", v, tc.inconclusive)
+			}
+			for _, want := range tc.explained {
+				if !strings.Contains(v.Explained, want) {
+					t.Errorf("reason %q lacks %q", v.Explained, want)
+				}
+			}
+		})
+	}
+}

@@ -17,9 +17,11 @@ import (
 
 // A check that fails while the machine's own lateness could explain it is
 // inconclusive, not failed (docs/PLANS.md, "Inconclusive verdicts"): the
-// row's machine_late_p99_ms bounds how far each latency it reads may lie
-// from the truth (measure.Allowance), and if the check holds anywhere in
-// that box it is the machine, not the server, that cannot be ruled out.
+// row's machine_late_p99_ms, and for a latency its longest stall as far as
+// that reaches the column's statistic (measure.LateOn), bound how far each
+// latency it reads may lie from the truth (measure.Allowance), and if the
+// check holds anywhere in that box it is the machine, not the server, that
+// cannot be ruled out.
 
 // maxExplainDims bounds the corners tried (2^dims): an expression reading
 // more latency columns than this is judged on its first ones.
@@ -130,7 +132,7 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 			if !f.IsValid() || !f.CanFloat() {
 				continue
 			}
-			if b := measure.Allowance(n, row, late); !b.Zero() {
+			if b := measure.Allowance(n, row, measure.LateOn(n, row)); !b.Zero() {
 				name := n
 				if isBase {
 					name = "baseline." + n
@@ -182,6 +184,14 @@ func (a *Assertion) explanation(c results.Cell, base *results.Cell, dims []expla
 		fmt.Fprintf(&b, "the check failed by %.3g; ", m)
 	}
 	b.WriteString(measure.Describe(&c))
+	for _, d := range dims {
+		if _, ok := moved[d.name]; ok && !d.base {
+			if stall := measure.DescribeStall(d.name, &c); stall != "" {
+				b.WriteString(stall)
+				break
+			}
+		}
+	}
 	var with []string
 	movedBase := false
 	for _, d := range dims {
