@@ -132,6 +132,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 			out.Done, out.DoneReason, out.Restart, out.StartupS = nil, nil, nil, nil
 			return &out, nil
 		}
+		if ctx.Err() != nil && last != "" {
+			// The deadline cut this check short: what the server last
+			// answered says more than the cancellation.
+			why = last
+		}
 		if why != last {
 			fmt.Fprintf(env.Log, "benchrun: %s: %s\n", time.Since(start).Round(time.Millisecond), why)
 		}
