@@ -109,7 +109,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 	if maxConns < 16 {
 		maxConns = 16
 	}
-	return &http.Client{CheckRedirect: httpsafe.NoRedirects, Transport: &http.Transport{
+	return &http.Client{CheckRedirect: httpsafe.NoRedirects, Transport: newH1Transport(&http.Transport{
 		Proxy:               nil, // benchmarks talk to the server, never through a proxy
 		DialContext:         stampDial((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        maxConns,
@@ -117,7 +117,7 @@ func NewHTTPClient(maxConns int) *http.Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // compression would buffer tokens and skew timing
 		ForceAttemptHTTP2:   false,
-	}}
+	})}
 }
 
 // Request is one request to send.
@@ -235,6 +235,10 @@ type Result struct {
 	// "" for a request that was not streamed.
 	StampSource string
 	StampNote   string
+	// NetHTTP is why the request went through Go's net/http transport
+	// instead of the HTTP/1.1 fast path (h1Transport): "" when it took
+	// the fast path.
+	NetHTTP string
 	// StampDelays[k], with kernel stamps, is how much later the client's
 	// own clock read token event k than the kernel stamped its bytes:
 	// Tokens[k].At + StampDelays[k] is the user-space stamp. It is 0 for
@@ -492,6 +496,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	ctx, g := t.guard(ctx, &res)
 	defer g.release()
 	wd := g.wd
+	res.NetHTTP = netHTTPReason(client, url)
 	st := new(sendTrace)
 	resp := t.post(ctx, client, url, body, contentType, wd, &res, st)
 	if resp == nil {

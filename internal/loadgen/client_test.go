@@ -334,7 +334,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	var dials atomic.Int64
 	tg := newTarget(url, 4)
 	defer tg.HTTP.CloseIdleConnections()
-	tr := tg.HTTP.Transport.(*http.Transport)
+	tr := tg.HTTP.Transport.(*h1Transport)
 	d := &net.Dialer{Timeout: time.Second}
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)

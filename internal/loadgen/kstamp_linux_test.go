@@ -70,7 +70,8 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 	// the request rows carry each event's delay.
 	var row results.Cell
 	// (A busy machine may make events share reads, which the note says.)
-	if note := CellStamps(&row, rs); strings.Contains(note, "no usable") || strings.Contains(note, "user-space stamps:") {
+	// Plain HTTP took the fast path, so the notes say nothing of net/http.
+	if note := CellNotes(&row, rs); strings.Contains(note, "no usable") || strings.Contains(note, "user-space stamps:") || strings.Contains(note, "net/http") {
 		t.Errorf("note %q", note)
 	}
 	q := RequestRows(row, rs)
@@ -91,13 +92,18 @@ func TestKernelStampsThroughTLS(t *testing.T) {
 	hs := httptest.NewTLSServer(srv)
 	t.Cleanup(func() { srv.Close(); hs.CloseClientConnections(); hs.Close() })
 	tg := newTarget(hs.URL, 1)
-	tg.HTTP.Transport.(*http.Transport).TLSClientConfig = hs.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	tg.HTTP.Transport.(*h1Transport).TLSClientConfig = hs.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	defer tg.HTTP.CloseIdleConnections()
 	var rs []Result
 	for range 2 {
 		rs = append(rs, tg.Do(context.Background(), Request{Prompt: "a b c", MaxTokens: 8, Body: map[string]any{"ignore_eos": true}}))
 	}
 	checkStampsMatchEvents(t, srv, rs)
+	// TLS is net/http's, and the row says so.
+	var row results.Cell
+	if note := CellNotes(&row, rs); !strings.Contains(note, "2 of 2 requests went through Go's net/http transport") || !strings.Contains(note, "TLS") {
+		t.Errorf("note %q", note)
+	}
 }
 
 // A kernel that refuses the option leaves today's stamps, and the row

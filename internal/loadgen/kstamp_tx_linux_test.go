@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"sort"
 	"sync"
 	"testing"
@@ -80,7 +79,7 @@ func measureSendGaps(tb testing.TB, tc accuracyCase) sendGaps {
 	tb.Helper()
 	url := startRefServer(tb, 10*time.Millisecond, tc.itl)
 	tg := newTarget(url, tc.conc)
-	tr := tg.HTTP.Transport.(*http.Transport)
+	tr := tg.HTTP.Transport.(*h1Transport)
 	var mu sync.Mutex
 	conns := map[string]*txConn{}
 	dial := stampDial((&net.Dialer{Timeout: 10 * time.Second}).DialContext)

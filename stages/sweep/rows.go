@@ -35,7 +35,7 @@ func clientCPUUtil(cpu, wall time.Duration) *float64 {
 // cell's request rows.
 func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
 	// First: it may set a mixed cell's kernel stamps back to user ones.
-	stampNote := loadgen.CellStamps(row, rs)
+	stampNote := loadgen.CellNotes(row, rs)
 	reqs := loadgen.RequestRows(*row, rs)
 	slice, _ := time.ParseDuration(cfg.Slice) // vet refused a bad one
 	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span, Slice: slice}, slo)

@@ -16,7 +16,7 @@ import (
 // latency figure.
 func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, slo measure.SLO) []results.Request {
 	// First: it may set a mixed cell's kernel stamps back to user ones.
-	stampNote := loadgen.CellStamps(row, rs)
+	stampNote := loadgen.CellNotes(row, rs)
 	reqs := loadgen.RequestRows(*row, rs)
 	intervals, span := measure.SendsOf(reqs)
 	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: intervals, SendSpan: span}, slo)

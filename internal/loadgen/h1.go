@@ -1,0 +1,428 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/benchrun/benchrun/internal/results"
+)
+
+// h1Transport is benchrun's HTTP transport: plain-HTTP/1.1 requests go on
+// the caller's goroutine over its own pool of connections; everything else
+// (https, a request whose body length is unknown, a header net/http would
+// refuse) goes to the embedded net/http transport, which also holds the
+// settings both share (DialContext, the idle pool's size and timeout).
+//
+// Why: net/http hands every request between three goroutines (the
+// caller's, the connection's writer and its reader) and keeps the latter
+// two, with a buffer each, for every connection. On a small machine those
+// hand-offs were most of the client's cost per request, and the two
+// goroutines most of its memory per stream. Here the caller writes the
+// request in one write and reads the answer itself; a connection is a
+// socket and a read buffer.
+//
+// What it keeps of net/http's behaviour: the answer is parsed by
+// http.ReadResponse (status, headers, chunked and sized bodies, trailers);
+// the request's context cancels a blocked dial, write or read; a
+// connection goes back to the pool only after its answer was read to the
+// end and neither side asked to close it; a pooled connection the server
+// closed while it sat idle is not reused (aliveIdle); the httptrace
+// GotConn hook reports each connection and whether it was pooled, so that
+// kernel stamps and the stale-connection resend (Target.post) work alike
+// on both paths.
+type h1Transport struct {
+	*http.Transport
+
+	mu   sync.Mutex
+	idle map[string][]*h1Conn // by host:port, the most recently used last
+}
+
+// h1Conn is one pooled connection.
+type h1Conn struct {
+	conn  net.Conn
+	br    *bufio.Reader
+	alive func() bool // false: the server closed it or sent something unasked
+	used  time.Time   // when it was last put back in the pool
+}
+
+// h1WriteBuffers hold one request's bytes while it is written.
+var h1WriteBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// h1MaxPooledBuffer is the largest write buffer kept for reuse: a rare
+// huge prompt does not pin its size in the pool.
+const h1MaxPooledBuffer = 256 << 10
+
+func newH1Transport(tr *http.Transport) *h1Transport {
+	return &h1Transport{Transport: tr, idle: map[string][]*h1Conn{}}
+}
+
+// RoundTrip sends req and returns the answer, its body still to be read.
+func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.fast(req) {
+		return t.Transport.RoundTrip(req)
+	}
+	ctx := req.Context()
+	addr := req.URL.Host
+	if req.URL.Port() == "" {
+		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	}
+	bufp := h1WriteBuffers.Get().(*[]byte)
+	msg, err := appendRequest((*bufp)[:0], req)
+	if err != nil {
+		h1WriteBuffers.Put(bufp)
+		return nil, err
+	}
+	c, reused, err := t.conn(ctx, addr)
+	if err != nil {
+		*bufp = msg[:0]
+		putWriteBuffer(bufp)
+		return nil, err
+	}
+	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.GotConn != nil {
+		var idleFor time.Duration
+		if reused {
+			idleFor = time.Since(c.used)
+		}
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: reused, WasIdle: reused, IdleTime: idleFor})
+	}
+	// A cancelled context ends a blocked write or read: the deadline in
+	// the past wakes it, and the error it returns is the context's.
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	_, err = c.conn.Write(msg)
+	*bufp = msg[:0]
+	putWriteBuffer(bufp)
+	if err != nil {
+		return nil, t.fail(ctx, c, stop, fmt.Errorf("writing the request: %w", err))
+	}
+	// Nothing of an answer before the end: the connection closed under
+	// the request, which on a pooled one is a stale connection (io.EOF;
+	// http.ReadResponse would say io.ErrUnexpectedEOF).
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, t.fail(ctx, c, stop, fmt.Errorf("reading the answer: %w", err))
+	}
+	resp, err := readResponse(c.br, req)
+	if err != nil {
+		return nil, t.fail(ctx, c, stop, fmt.Errorf("reading the answer: %w", err))
+	}
+	body := &h1Body{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, addr: addr,
+		keep: !req.Close && !resp.Close}
+	if resp.Body == http.NoBody {
+		body.eof.Store(true)
+	}
+	resp.Body = body
+	return resp, nil
+}
+
+// netHTTPReason says why a request to url with client goes through Go's
+// net/http transport rather than the fast path ("": it takes the fast
+// path). Requests whose headers net/http refuses fail either way.
+func netHTTPReason(client *http.Client, url string) string {
+	t, ok := client.Transport.(*h1Transport)
+	switch {
+	case !ok:
+		return "the HTTP client is not benchrun's (loadgen.NewHTTPClient)"
+	case !strings.HasPrefix(url, "http://"):
+		return "TLS (https) goes through Go's net/http transport"
+	case t.Transport.Proxy != nil || t.Transport.DisableKeepAlives:
+		return "the transport has a proxy or no keep-alive"
+	}
+	return ""
+}
+
+// CellNotes sets a cell's stamp columns (CellStamps) and returns what the
+// row's notes say about how its requests were sent and timed ("" for
+// nothing to say).
+func CellNotes(row *results.Cell, rs []Result) string {
+	notes := CellStamps(row, rs)
+	if note := cellTransport(rs); note != "" {
+		notes = strings.TrimPrefix(notes+"; "+note, "; ")
+	}
+	return notes
+}
+
+// cellTransport returns the note a cell's row carries when some of its
+// requests went through Go's net/http transport ("" when all took the
+// fast path).
+func cellTransport(rs []Result) string {
+	n, why := 0, ""
+	for i := range rs {
+		if rs[i].NetHTTP != "" {
+			n++
+			why = rs[i].NetHTTP
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d requests went through Go's net/http transport, not benchrun's HTTP/1.1 fast path (%s): more client CPU per request and two more goroutines per connection", n, len(rs), why)
+}
+
+// fast reports whether req goes on the caller's goroutine.
+func (t *h1Transport) fast(req *http.Request) bool {
+	if req.URL.Scheme != "http" || t.Transport.Proxy != nil || t.Transport.DisableKeepAlives || req.URL.User != nil {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		return false // unknown length: net/http chunks it
+	}
+	if req.Method != http.MethodPost && req.Method != http.MethodGet {
+		return false
+	}
+	for k, vs := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false // net/http refuses it, and says so
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fail closes the request's connection and returns its error: the
+// context's when it was cancelled (as net/http's transport does).
+func (t *h1Transport) fail(ctx context.Context, c *h1Conn, stop func() bool, err error) error {
+	stop()
+	c.conn.Close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// conn takes a pooled connection to addr, or dials one.
+func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, error) {
+	for {
+		c := t.takeIdle(addr)
+		if c == nil {
+			break
+		}
+		if c.alive() {
+			return c, true, nil
+		}
+		c.conn.Close()
+	}
+	dial := t.Transport.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false, fmt.Errorf("dial tcp %s: %w", addr, unwrapDial(err))
+	}
+	c := &h1Conn{conn: nc, br: bufio.NewReaderSize(nc, 4096)}
+	c.alive = aliveFunc(nc)
+	return c, false, nil
+}
+
+// unwrapDial keeps a dial error's own message ("dial tcp …: connect:
+// connection refused") from saying "dial tcp" twice.
+func unwrapDial(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return op.Err
+	}
+	return err
+}
+
+// takeIdle pops the most recently used idle connection to addr, closing
+// those idle past the transport's IdleConnTimeout.
+func (t *h1Transport) takeIdle(addr string) *h1Conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for {
+		cs := t.idle[addr]
+		if len(cs) == 0 {
+			return nil
+		}
+		c := cs[len(cs)-1]
+		cs[len(cs)-1] = nil
+		t.idle[addr] = cs[:len(cs)-1]
+		if t.Transport.IdleConnTimeout > 0 && time.Since(c.used) > t.Transport.IdleConnTimeout {
+			c.conn.Close()
+			continue
+		}
+		return c
+	}
+}
+
+// putIdle returns c to the pool, or closes it when the pool for addr is
+// full.
+func (t *h1Transport) putIdle(addr string, c *h1Conn) {
+	c.used = time.Now()
+	t.mu.Lock()
+	limit := t.Transport.MaxIdleConnsPerHost
+	if limit <= 0 {
+		limit = http.DefaultMaxIdleConnsPerHost
+	}
+	if len(t.idle[addr]) < limit {
+		t.idle[addr] = append(t.idle[addr], c)
+		c = nil
+	}
+	t.mu.Unlock()
+	if c != nil {
+		c.conn.Close()
+	}
+}
+
+// CloseIdleConnections closes the idle connections of both paths.
+func (t *h1Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = map[string][]*h1Conn{}
+	t.mu.Unlock()
+	for _, cs := range idle {
+		for _, c := range cs {
+			c.conn.Close()
+		}
+	}
+	t.Transport.CloseIdleConnections()
+}
+
+// h1Body is an answer's body on the fast path. Closing it after the body
+// was read to its end hands the connection back to the pool; closing it
+// earlier, or after a failed read, closes the connection (which also ends
+// a read blocked on another goroutine, as net/http's body does).
+type h1Body struct {
+	rc     io.ReadCloser // http.ReadResponse's body
+	t      *h1Transport
+	c      *h1Conn
+	ctx    context.Context
+	stop   func() bool // disarms the cancellation
+	addr   string
+	keep   bool        // neither side asked to close the connection
+	eof    atomic.Bool // the body was read to its end
+	failed atomic.Bool // a read failed: the connection is unusable
+	closed atomic.Bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errors.New("http: read on closed response body")
+	}
+	n, err := b.rc.Read(p)
+	switch {
+	case err == io.EOF:
+		b.eof.Store(true)
+	case err != nil:
+		b.failed.Store(true)
+		if b.ctx.Err() != nil {
+			err = b.ctx.Err()
+		}
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	// stop is false when the cancellation already ran: the connection's
+	// deadline is in the past, so it is closed whatever was read.
+	if b.stop() && b.keep && b.eof.Load() && !b.failed.Load() {
+		b.t.putIdle(b.addr, b.c)
+		return nil
+	}
+	return b.c.conn.Close()
+}
+
+// appendRequest appends req as HTTP/1.1 to dst: the request line, Host,
+// User-Agent and Content-Length as net/http writes them, the other
+// headers in sorted order, and the body.
+func appendRequest(dst []byte, req *http.Request) ([]byte, error) {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	dst = append(dst, req.Method...)
+	dst = append(dst, ' ')
+	dst = append(dst, req.URL.RequestURI()...)
+	dst = append(dst, " HTTP/1.1\r\nHost: "...)
+	dst = append(dst, host...)
+	dst = append(dst, "\r\nUser-Agent: "...)
+	if ua, ok := req.Header["User-Agent"]; ok {
+		if len(ua) > 0 {
+			dst = append(dst, ua[0]...)
+		}
+	} else {
+		dst = append(dst, "Go-http-client/1.1"...)
+	}
+	dst = append(dst, "\r\n"...)
+	hasBody := req.Body != nil && req.Body != http.NoBody && req.ContentLength > 0
+	if hasBody || req.Method == http.MethodPost {
+		dst = append(dst, "Content-Length: "...)
+		dst = strconv.AppendInt(dst, max(req.ContentLength, 0), 10)
+		dst = append(dst, "\r\n"...)
+	}
+	if req.Close {
+		dst = append(dst, "Connection: close\r\n"...)
+	}
+	var keysBuf [16]string
+	keys := keysBuf[:0]
+	for k := range req.Header {
+		switch k {
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer", "Connection":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range req.Header[k] {
+			dst = append(dst, k...)
+			dst = append(dst, ": "...)
+			dst = append(dst, strings.Trim(v, " \t")...)
+			dst = append(dst, "\r\n"...)
+		}
+	}
+	dst = append(dst, "\r\n"...)
+	if !hasBody {
+		return dst, nil
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, int(req.ContentLength))[:n+int(req.ContentLength)]
+	_, err := io.ReadFull(req.Body, dst[n:])
+	req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the request's body: %w", err)
+	}
+	return dst, nil
+}
+
+// putWriteBuffer returns a write buffer to the pool unless it grew past
+// h1MaxPooledBuffer.
+func putWriteBuffer(b *[]byte) {
+	if cap(*b) <= h1MaxPooledBuffer {
+		h1WriteBuffers.Put(b)
+	}
+}
+
+// readResponse reads the answer to req, skipping informational (1xx)
+// answers before it as net/http does.
+func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+	}
+}

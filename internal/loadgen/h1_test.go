@@ -1,0 +1,373 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rawServer answers every request on a connection with the raw bytes
+// answer returns for it (nil: close the connection), reading requests one
+// after another while the connection stays open (an HTTP/1.0 answer or
+// one that says "Connection: close" or X-Test-Then-Close ends it). It records each request
+// as the server read it.
+func rawServer(t *testing.T, answer func(n int, req *http.Request, body []byte) []byte) (string, func() []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					body, _ := io.ReadAll(req.Body)
+					var dump bytes.Buffer
+					_ = req.Header.Write(&dump)
+					mu.Lock()
+					seen = append(seen, req.Method+" "+req.RequestURI+" "+req.Host+"\n"+dump.String()+string(body))
+					mu.Unlock()
+					out := answer(int(count.Add(1)), req, body)
+					if out == nil {
+						return
+					}
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+					if bytes.HasPrefix(out, []byte("HTTP/1.0")) || bytes.Contains(out, []byte("Connection: close")) || bytes.Contains(out, []byte("X-Test-Then-Close")) {
+						return // the answer ends with the connection
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// The fast path reads every shape of answer as net/http's transport does:
+// sized and chunked bodies, trailers, an informational answer first, a
+// body that ends with the connection, an empty one; and the server reads
+// the same request from both.
+func TestFastPathAnswersAsNetHTTP(t *testing.T) {
+	for _, tc := range []struct{ name, raw string }{
+		{"sized", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"bcd\"}"},
+		{"chunked", "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n3\r\nx\n\n\r\n0\r\n\r\n"},
+		{"trailer", "HTTP/1.1 200 OK\r\nTrailer: X-T\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: v\r\n\r\n"},
+		{"informational", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"},
+		{"until-close", "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it"},
+		{"empty", "HTTP/1.1 204 No Content\r\nX-Empty: 1\r\n\r\n"},
+		{"error-status", "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 7\r\nRetry-After: 1\r\n\r\nloading"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, seen := rawServer(t, func(int, *http.Request, []byte) []byte { return []byte(tc.raw) })
+			get := func(rt http.RoundTripper) (*http.Response, string) {
+				req, err := http.NewRequest(http.MethodPost, url+"/v1/completions?x=1", strings.NewReader(`{"prompt":"p"}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer k")
+				req.Header.Add("X-Multi", "a")
+				req.Header.Add("X-Multi", "b")
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp, string(b)
+			}
+			fast := NewHTTPClient(1).Transport.(*h1Transport)
+			defer fast.CloseIdleConnections()
+			slow := &http.Transport{DisableCompression: true}
+			defer slow.CloseIdleConnections()
+			fr, fb := get(fast)
+			if fast.fast(fr.Request) == false {
+				t.Fatal("the request did not take the fast path")
+			}
+			sr, sb := get(slow)
+			if fr.StatusCode != sr.StatusCode || fr.Proto != sr.Proto || fr.ContentLength != sr.ContentLength || fr.Close != sr.Close || fb != sb {
+				t.Errorf("fast %d %s len %d close %v %q; net/http %d %s len %d close %v %q",
+					fr.StatusCode, fr.Proto, fr.ContentLength, fr.Close, fb, sr.StatusCode, sr.Proto, sr.ContentLength, sr.Close, sb)
+			}
+			if fh, sh := headerText(fr.Header), headerText(sr.Header); fh != sh {
+				t.Errorf("headers: fast\n%s\nnet/http\n%s", fh, sh)
+			}
+			if fh, sh := headerText(fr.Trailer), headerText(sr.Trailer); fh != sh {
+				t.Errorf("trailers: fast %q, net/http %q", fh, sh)
+			}
+			if s := seen(); len(s) != 2 || s[0] != s[1] {
+				t.Errorf("the server read different requests:\n%q", s)
+			}
+		})
+	}
+}
+
+func headerText(h http.Header) string {
+	var b bytes.Buffer
+	_ = h.Write(&b)
+	return b.String()
+}
+
+// A connection goes back to the pool after an answer read to its end, and
+// only then: not after a body closed early, not after "Connection:
+// close", and not one the server closed while it sat idle (no resend
+// needed: the send goes on a fresh connection).
+func TestFastPathPool(t *testing.T) {
+	var closeNext atomic.Bool
+	url, _ := rawServer(t, func(n int, req *http.Request, body []byte) []byte {
+		if req.URL.Path == "/close" {
+			return []byte("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+		}
+		if closeNext.Swap(false) {
+			// Answer, then close without a word (llama-server's way).
+			return []byte("HTTP/1.1 200 OK\r\nX-Test-Then-Close: 1\r\nContent-Length: 2\r\n\r\nok")
+		}
+		return []byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+	})
+	client := NewHTTPClient(4)
+	tr := client.Transport.(*h1Transport)
+	defer tr.CloseIdleConnections()
+	var dials atomic.Int64
+	d := &net.Dialer{}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+	do := func(path string, readAll bool) bool {
+		t.Helper()
+		var reused bool
+		ctx := httptraceReused(context.Background(), &reused)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+path, strings.NewReader("{}"))
+		resp, err := send(client, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readAll {
+			_, _ = io.ReadAll(resp.Body)
+		} else {
+			_, _ = resp.Body.Read(make([]byte, 1))
+		}
+		resp.Body.Close()
+		return reused
+	}
+	steps := []struct {
+		path    string
+		readAll bool
+		reused  bool
+		dials   int64
+	}{
+		{"/", true, false, 1},     // a first dial
+		{"/", true, true, 1},      // read to the end: pooled
+		{"/", false, true, 1},     // closed early: not pooled
+		{"/", true, false, 2},     // so this one dials
+		{"/close", true, true, 2}, // the server says close
+		{"/", true, false, 3},     // so this one dials
+		{"/", true, true, 3},      // and pools
+	}
+	for i, s := range steps {
+		if got := do(s.path, s.readAll); got != s.reused || dials.Load() != s.dials {
+			t.Fatalf("step %d (%s, read all %v): reused %v dials %d, want %v %d", i, s.path, s.readAll, got, dials.Load(), s.reused, s.dials)
+		}
+	}
+	// The server closes the pooled connection while it is idle: the next
+	// send sees it closed and dials, with no failed send to resend.
+	closeNext.Store(true)
+	do("/", true) // its answer ends the connection from the server's side
+	waitServerClosed(t, tr)
+	before := dials.Load()
+	if reused := do("/", true); reused || dials.Load() != before+1 {
+		t.Fatalf("a connection the server closed was reused (dials %d → %d)", before, dials.Load())
+	}
+}
+
+// waitServerClosed waits until tr's one idle connection sees that the
+// server closed it (the server's goroutine closes it when it gets to run,
+// later on a loaded machine); on a system without the peek (aliveFunc)
+// it fails.
+func waitServerClosed(t *testing.T, tr *h1Transport) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		tr.mu.Lock()
+		var c *h1Conn
+		for _, cs := range tr.idle {
+			if len(cs) == 1 {
+				c = cs[0]
+			}
+		}
+		tr.mu.Unlock()
+		if c == nil {
+			t.Fatal("no idle connection")
+		}
+		if !c.alive() {
+			return
+		}
+	}
+	t.Fatal("the idle connection never saw the server close it")
+}
+
+// httptraceReused records GotConn's Reused in *reused.
+func httptraceReused(ctx context.Context, reused *bool) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { *reused = i.Reused }})
+}
+
+// A cancelled context ends a request blocked waiting for headers, and one
+// blocked reading the body, with the context's error, at once.
+func TestFastPathCancel(t *testing.T) {
+	block := make(chan struct{})
+	url, _ := rawServer(t, func(n int, req *http.Request, body []byte) []byte {
+		if req.URL.Path == "/headers" {
+			<-block
+			return nil
+		}
+		return []byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+	})
+	t.Cleanup(func() { close(block) }) // before the server's own cleanup waits for its handlers
+	client := NewHTTPClient(1)
+	defer client.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/headers", strings.NewReader("{}"))
+	start := time.Now()
+	if _, err := send(client, req); !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("waiting for headers: err %v after %v", err, time.Since(start))
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, url+"/body", strings.NewReader("{}"))
+	resp, err := send(client, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start = time.Now()
+	if _, err := resp.Body.Read(buf); !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("reading the body: err %v after %v", err, time.Since(start))
+	}
+}
+
+// What the fast path cannot send as net/http would goes to net/http: a
+// header value net/http refuses gets net/http's error, and a body of
+// unknown length is sent chunked.
+func TestFastPathFallsBack(t *testing.T) {
+	url, seen := rawServer(t, func(int, *http.Request, []byte) []byte {
+		return []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	})
+	client := NewHTTPClient(1)
+	defer client.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer a\r\nX-Injected: 1")
+	if _, err := send(client, req); err == nil || !strings.Contains(err.Error(), "invalid header field value") {
+		t.Fatalf("err = %v", err)
+	}
+	req, _ = http.NewRequest(http.MethodPost, url, io.MultiReader(strings.NewReader("{"), strings.NewReader("}")))
+	resp, err := send(client, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if s := seen(); len(s) != 1 || !strings.Contains(s[0], "{}") {
+		t.Fatalf("the server read %q", s)
+	}
+}
+
+// A stream on the fast path is read on the request's own goroutine:
+// open streams cost no transport goroutines (net/http keeps a reader and
+// a writer goroutine for every connection).
+func TestFastPathStreamsNeedNoTransportGoroutines(t *testing.T) {
+	hold := make(chan struct{})
+	started := make(chan struct{}, 64)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		started <- struct{}{}
+		<-hold
+	}))
+	defer hs.Close()
+	const streams = 32
+	for _, fast := range []bool{true, false} {
+		client := NewHTTPClient(streams)
+		if !fast {
+			client.Transport = client.Transport.(*h1Transport).Transport
+		}
+		base := runtime.NumGoroutine()
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader("{}"))
+				resp, err := send(client, req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}()
+		}
+		for range streams {
+			<-started
+		}
+		// Each stream holds its own goroutine and the server's handler
+		// and connection goroutines; the rest is the transport's.
+		extra := runtime.NumGoroutine() - base - 3*streams
+		t.Logf("fast path %v: %d goroutines beyond the streams' own", fast, extra)
+		if fast && extra > 2 {
+			t.Errorf("fast path: %d transport goroutines for %d streams", extra, streams)
+		}
+		if !fast && extra < streams {
+			t.Errorf("net/http: only %d goroutines beyond the streams': the count does not see the transport's", extra)
+		}
+		for range streams {
+			hold <- struct{}{}
+		}
+		wg.Wait()
+		client.CloseIdleConnections()
+		hs.CloseClientConnections()
+	}
+}
