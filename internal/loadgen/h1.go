@@ -224,21 +224,11 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 	}
 	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
-		return nil, false, fmt.Errorf("dial tcp %s: %w", addr, unwrapDial(err))
+		return nil, false, err // "dial tcp …: connect: connection refused", as net/http says it
 	}
 	c := &h1Conn{conn: nc, br: bufio.NewReaderSize(nc, 4096)}
 	c.alive = aliveFunc(nc)
 	return c, false, nil
-}
-
-// unwrapDial keeps a dial error's own message ("dial tcp …: connect:
-// connection refused") from saying "dial tcp" twice.
-func unwrapDial(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return op.Err
-	}
-	return err
 }
 
 // takeIdle pops the most recently used idle connection to addr, closing
