@@ -170,18 +170,21 @@ func cell(t *testing.T, p Probe, s *sim.Server, url string, n, maxTokens int) (r
 }
 
 // TestPromQueue: with 2 slots and 8 requests at once the server queues
-// 6, and the waiting peak and park waits say so; with 2 requests, both
-// admitted, they are 0 (measured, not NULL).
+// at least 6, and the waiting peak and park waits say so; with 2
+// requests, both admitted, they are 0 (measured, not NULL). Every request
+// enters the waiting queue and is admitted at the next step, so on a busy
+// machine the step loop may find all 8 waiting: the bound is the 8 sent.
 func TestPromQueue(t *testing.T) {
 	s, url := engineSim(t)
 	p := NewPromProbe(url+"/metrics", "vllm", promInterval, nil)
 	defer p.Close()
-	row, _, note, u := cell(t, p, s, url, 8, 100)
-	if row.ServerWaitingPeak == nil || *row.ServerWaitingPeak <= 0 || *row.ServerWaitingPeak > 6 {
-		t.Errorf("waiting peak %s, want 1..6 (%s)", f(row.ServerWaitingPeak), note)
+	const sent = 8
+	row, _, note, u := cell(t, p, s, url, sent, 100)
+	if row.ServerWaitingPeak == nil || *row.ServerWaitingPeak <= 0 || *row.ServerWaitingPeak > sent {
+		t.Errorf("waiting peak %s, want 1..%d (%s)", f(row.ServerWaitingPeak), sent, note)
 	}
-	if row.ServerParkWaits == nil || *row.ServerParkWaits <= 0 || *row.ServerParkWaits > 6 {
-		t.Errorf("park waits %s, want 1..6", f(row.ServerParkWaits))
+	if row.ServerParkWaits == nil || *row.ServerParkWaits <= 0 || *row.ServerParkWaits > sent {
+		t.Errorf("park waits %s, want 1..%d", f(row.ServerParkWaits), sent)
 	}
 	if row.ServerRunningPeak == nil || *row.ServerRunningPeak != 2 {
 		t.Errorf("running peak %s, want 2", f(row.ServerRunningPeak))
