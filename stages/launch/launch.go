@@ -291,17 +291,52 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	s.mu.Unlock()
 	s.emit, s.restarts, s.version = env.Emit, 0, version
 	started := time.Now()
-	if err := s.start(); err != nil {
-		return nil, err
-	}
-	// Up means listening: a stage after this one (a sweep without a
-	// health stage) would otherwise send into a closed port. A server
-	// that is not told its port (no ${port} anywhere, port: "auto") could
-	// not listen there, so it is not waited for.
-	if len(s.cfg.AfterStart) > 0 || s.toldPort() {
-		if err := s.waitListening(ctx, env.Log); err != nil {
+	for attempt := 1; ; attempt++ {
+		if err := s.start(); err != nil {
 			return nil, err
 		}
+		// Up means listening: a stage after this one (a sweep without a
+		// health stage) would otherwise send into a closed port. A server
+		// that is not told its port (no ${port} anywhere, port: "auto")
+		// could not listen there, so it is not waited for.
+		if len(s.cfg.AfterStart) == 0 && !s.toldPort() {
+			break
+		}
+		err := s.waitListening(ctx, env.Log)
+		if err == nil {
+			break
+		}
+		var taken *portTakenError
+		if !errors.As(err, &taken) || attempt == portAttempts || !s.mayMovePort() {
+			return nil, err
+		}
+		// An automatic port is free when benchrun picks it and the
+		// server binds it later: another process (a parallel run's
+		// server, a client's ephemeral port) can take it in between.
+		// The server died of it, so it starts again on another port.
+		old := s.port
+		if s.port, err = s.pickPort(); err != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("port %d was taken before the server bound it (%s); starting it again on port %d", old, taken.holder, s.port)
+		if env.Log != nil {
+			fmt.Fprintln(env.Log, "benchrun: "+msg)
+		}
+		if env.Progress != nil {
+			fmt.Fprintf(env.Progress, "  %s: %s\n", s.spec.Name, msg)
+		}
+		vars = s.vars(env)
+		s.stageVars = vars
+		if err := s.configure(first); err != nil {
+			return nil, err
+		}
+		for name, content := range s.cfg.Files {
+			if err := rundir.WriteFileAtomic(filepath.Join(env.Dir, name), []byte(expand(content, vars))); err != nil {
+				return nil, fmt.Errorf("the launch stage's files: %w", err)
+			}
+		}
+		s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
+		started = time.Now()
 	}
 	if len(s.cfg.AfterStart) > 0 {
 		if err := s.runCommands(ctx, env, "after_start", s.cfg.AfterStart, vars); err != nil {
@@ -618,7 +653,11 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 		}
 		select {
 		case <-p.Done():
-			return fmt.Errorf("server exited before listening on %s: %s", addr, s.deathDetails())
+			err := fmt.Errorf("server exited before listening on %s: %s", addr, s.deathDetails())
+			if holder := s.portTaker(foreign); holder != "" {
+				return &portTakenError{holder: holder, err: err}
+			}
+			return err
 		case <-ctx.Done():
 			return fmt.Errorf("server not listening on %s after %s: %w", addr, time.Since(start).Round(time.Millisecond), context.Cause(ctx))
 		case <-time.After(min(max(time.Since(start)/50, 10*time.Millisecond), 100*time.Millisecond)):
@@ -633,6 +672,60 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 			return fmt.Errorf("server %s on %s within %s (start_within); last lines of its log:\n%s", why, addr, s.startWithin, procrun.Tail(s.logPath, procrun.TailLines))
 		}
 	}
+}
+
+// portAttempts bounds the starts on automatic ports that another
+// process took first.
+const portAttempts = 3
+
+// portTakenError is a server that died because its port was taken.
+type portTakenError struct {
+	holder string // who holds it, or what the server's log said
+	err    error
+}
+
+func (e *portTakenError) Error() string { return e.err.Error() }
+func (e *portTakenError) Unwrap() error { return e.err }
+
+// portTaker says why a server that exited before listening lost its
+// port, or "" when it did not: another process listens there (seen while
+// waiting, or now), or the server's log says the address was in use.
+func (s *Stage) portTaker(foreign string) string {
+	if foreign != "" {
+		return foreign + " listens on it"
+	}
+	if s.remote == nil {
+		if h := portHolder(s.port); h != "" {
+			return h + " listens on it"
+		}
+	}
+	tail := strings.ToLower(procrun.Tail(s.logPath, procrun.TailLines))
+	if strings.Contains(tail, "address already in use") || strings.Contains(tail, "eaddrinuse") {
+		return "the server's log says the address is already in use"
+	}
+	return ""
+}
+
+// mayMovePort reports whether the server may start again on another
+// port: the port is benchrun's choice, and nothing already run (the setup
+// commands) was told the old one.
+func (s *Stage) mayMovePort() bool {
+	if _, auto := s.cfg.Port.(string); !auto {
+		return false
+	}
+	for _, c := range s.cfg.Setup {
+		for _, a := range c.Cmd {
+			if strings.Contains(a, "${port}") {
+				return false
+			}
+		}
+		for _, v := range c.Env {
+			if strings.Contains(v, "${port}") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // toldPort reports whether the server knows the port benchrun will wait
@@ -975,7 +1068,7 @@ func (s *Stage) pickPort() (int, error) {
 		if s.remote != nil {
 			return s.remote.FreePort()
 		}
-		return freePort(s.cfg.Host)
+		return pickFreePort(s.cfg.Host)
 	case float64:
 		return int(p), nil
 	case int:
@@ -987,8 +1080,12 @@ func (s *Stage) pickPort() (int, error) {
 	}
 }
 
+// pickFreePort is freePort; a test makes it return a taken port.
+var pickFreePort = freePort
+
 // freePort asks the kernel for a free port on host. Another process could
-// take it before the server binds; the health stage would then fail clearly.
+// take it before the server binds; a server that dies of that starts
+// again on another port (Run).
 func freePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(urlHost(host), "0"))
 	if err != nil {

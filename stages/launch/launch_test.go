@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -920,6 +921,76 @@ stages: server: {kind: "launch", port: %d, start_within: "3s", cmd: ["sh", "-c",
 	}
 	if want := fmt.Sprintf("  server: 127.0.0.1:%d answers, but pid %d (", port, os.Getpid()); !strings.Contains(progress.String(), want) {
 		t.Errorf("progress does not say who holds the port (%q):\n%s", want, progress.String())
+	}
+}
+
+// TestTakenAutoPortMovesTheServer: an automatic port is free when benchrun
+// picks it, but another process can bind it before the server does (a
+// parallel run's server did, under load). The server dies of "address
+// already in use"; the launch starts it again on another port, says so,
+// and is up there with ${port} and the files told the new port.
+func TestTakenAutoPortMovesTheServer(t *testing.T) {
+	taken, holder := holdPort(t)
+	picks := 0
+	pickFreePort = func(host string) (int, error) {
+		picks++
+		if picks == 1 {
+			return taken, nil
+		}
+		return freePort(host)
+	}
+	t.Cleanup(func() { pickFreePort = freePort })
+	self, _ := os.Executable()
+	var progress syncBuffer
+	_, out, dir, err := launchWith(t, fmt.Sprintf(`name: "p"
+model: {name: "m"}
+stages: server: {
+	kind: "launch"
+	cmd: [%q, "-test.run=^$"]
+	env: {%s: "${host}:${port}", LAUNCH_TEST_SIM_MODEL: "${model}"}
+	files: {"port.txt": "${port}"}
+}
+`, self, simEnv), &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(out.URL)
+	port, _ := strconv.Atoi(u.Port())
+	if port == taken || port == 0 || picks != 2 {
+		t.Fatalf("up at %s after %d picks; the taken port was %d", out.URL, picks, taken)
+	}
+	waitHTTP(t, out.URL+"/health", 5*time.Second)
+	if b, _ := os.ReadFile(filepath.Join(dir, "port.txt")); string(b) != strconv.Itoa(port) {
+		t.Errorf("port.txt = %q, want the new port %d", b, port)
+	}
+	want := fmt.Sprintf("port %d was taken before the server bound it (pid %d (", taken, holder.Process.Pid)
+	if !strings.Contains(progress.String(), want) || !strings.Contains(progress.String(), fmt.Sprintf("starting it again on port %d", port)) {
+		t.Errorf("progress does not say the port moved (%q):\n%s", want, progress.String())
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "server.log")); !strings.Contains(string(log), "benchrun: "+want) {
+		t.Errorf("server.log does not say the port moved:\n%s", log)
+	}
+}
+
+// TestTakenPortIsNotMovedWhenSetupKnowsIt: a setup command already told
+// the port (it is not run again), so a server that dies of it is an
+// error, not a move.
+func TestTakenPortIsNotMovedWhenSetupKnowsIt(t *testing.T) {
+	taken, _ := holdPort(t)
+	pickFreePort = func(string) (int, error) { return taken, nil }
+	t.Cleanup(func() { pickFreePort = freePort })
+	self, _ := os.Executable()
+	_, _, _, err := launch(t, fmt.Sprintf(`name: "p"
+model: {name: "m"}
+stages: server: {
+	kind: "launch"
+	setup: [{cmd: ["sh", "-c", "echo ${port} > setup-port"]}]
+	cmd: [%q, "-test.run=^$"]
+	env: {%s: "${host}:${port}", LAUNCH_TEST_SIM_MODEL: "${model}"}
+}
+`, self, simEnv))
+	if err == nil || !strings.Contains(err.Error(), "server exited before listening") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("err = %v, want the server's death on its taken port", err)
 	}
 }
 
