@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,50 +20,34 @@ import (
 // every streamed response. It counts the requests it actually read.
 func closeAfterStreamServer(t *testing.T, closeDelay time.Duration) (url string, served *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	served = &atomic.Int64{}
-	var wg sync.WaitGroup
 	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				_, _ = ioDiscard(req)
-				served.Add(1)
-				fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
-				for _, ev := range []string{
-					`data: {"id":"a","choices":[{"index":0,"text":" x"}]}` + "\n\n",
-					`data: {"id":"a","choices":[{"index":0,"text":" y","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\n",
-					"data: [DONE]\n\n",
-				} {
-					fmt.Fprintf(c, "%x\r\n%s\r\n", len(ev), ev)
-				}
-				fmt.Fprint(c, "0\r\n\r\n")
-				select {
-				case <-time.After(closeDelay):
-				case <-done:
-				}
-			}()
+	addr := serveRawConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String(), served
+		_, _ = ioDiscard(req)
+		served.Add(1)
+		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5, max=100\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for _, ev := range []string{
+			`data: {"id":"a","choices":[{"index":0,"text":" x"}]}` + "\n\n",
+			`data: {"id":"a","choices":[{"index":0,"text":" y","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\n",
+			"data: [DONE]\n\n",
+		} {
+			fmt.Fprintf(c, "%x\r\n%s\r\n", len(ev), ev)
+		}
+		fmt.Fprint(c, "0\r\n\r\n")
+		select {
+		case <-time.After(closeDelay):
+		case <-done:
+		}
+	})
+	// Registered after serveRawConns's cleanup, so it runs first: the
+	// held connections end before the cleanup waits for them.
+	t.Cleanup(func() { close(done) })
+	return "http://" + addr, served
 }
 
 func ioDiscard(r *http.Request) (int64, error) {

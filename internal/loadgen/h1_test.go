@@ -25,13 +25,50 @@ import (
 // as the server read it.
 func rawServer(t *testing.T, answer func(n int, req *http.Request, body []byte) []byte) (string, func() []string) {
 	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	var count atomic.Int64
+	addr := serveRawConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			var dump bytes.Buffer
+			_ = req.Header.Write(&dump)
+			mu.Lock()
+			seen = append(seen, req.Method+" "+req.RequestURI+" "+req.Host+"\n"+dump.String()+string(body))
+			mu.Unlock()
+			out := answer(int(count.Add(1)), req, body)
+			if out == nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+			if bytes.HasPrefix(out, []byte("HTTP/1.0")) || bytes.Contains(out, []byte("Connection: close")) || bytes.Contains(out, []byte("X-Test-Then-Close")) {
+				return // the answer ends with the connection
+			}
+		}
+	})
+	return "http://" + addr, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// serveRawConns accepts connections on a loopback port until the test
+// ends, each handled by serve on its own goroutine and closed after it;
+// cleanup waits for them all. It returns the address.
+func serveRawConns(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var seen []string
-	var count atomic.Int64
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)
@@ -46,37 +83,11 @@ func rawServer(t *testing.T, answer func(n int, req *http.Request, body []byte) 
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					body, _ := io.ReadAll(req.Body)
-					var dump bytes.Buffer
-					_ = req.Header.Write(&dump)
-					mu.Lock()
-					seen = append(seen, req.Method+" "+req.RequestURI+" "+req.Host+"\n"+dump.String()+string(body))
-					mu.Unlock()
-					out := answer(int(count.Add(1)), req, body)
-					if out == nil {
-						return
-					}
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-					if bytes.HasPrefix(out, []byte("HTTP/1.0")) || bytes.Contains(out, []byte("Connection: close")) || bytes.Contains(out, []byte("X-Test-Then-Close")) {
-						return // the answer ends with the connection
-					}
-				}
+				serve(c)
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String(), func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
+	return ln.Addr().String()
 }
 
 // The fast path reads every shape of answer as net/http's transport does:

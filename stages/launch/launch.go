@@ -267,10 +267,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		return nil, err
 	}
 
-	for name, content := range s.cfg.Files {
-		if err := rundir.WriteFileAtomic(filepath.Join(env.Dir, name), []byte(expand(content, vars))); err != nil {
-			return nil, fmt.Errorf("the launch stage's files: %w", err)
-		}
+	if err := s.writeFiles(env, vars); err != nil {
+		return nil, err
 	}
 	if err := s.runCommands(ctx, env, "setup", s.cfg.Setup, vars); err != nil {
 		return nil, err
@@ -330,10 +328,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 		if err := s.configure(first); err != nil {
 			return nil, err
 		}
-		for name, content := range s.cfg.Files {
-			if err := rundir.WriteFileAtomic(filepath.Join(env.Dir, name), []byte(expand(content, vars))); err != nil {
-				return nil, fmt.Errorf("the launch stage's files: %w", err)
-			}
+		if err := s.writeFiles(env, vars); err != nil {
+			return nil, err
 		}
 		s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
 		started = time.Now()
@@ -672,6 +668,17 @@ func (s *Stage) waitListening(ctx context.Context, log io.Writer) error {
 			return fmt.Errorf("server %s on %s within %s (start_within); last lines of its log:\n%s", why, addr, s.startWithin, procrun.Tail(s.logPath, procrun.TailLines))
 		}
 	}
+}
+
+// writeFiles writes the stage's files into the run directory, expanded
+// with vars.
+func (s *Stage) writeFiles(env *pipeline.Env, vars map[string]string) error {
+	for name, content := range s.cfg.Files {
+		if err := rundir.WriteFileAtomic(filepath.Join(env.Dir, name), []byte(expand(content, vars))); err != nil {
+			return fmt.Errorf("the launch stage's files: %w", err)
+		}
+	}
+	return nil
 }
 
 // portAttempts bounds the starts on automatic ports that another
