@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/ktimer"
 )
 
 // dispatchLead is how long before its time a streamed request is built and put on
@@ -16,6 +18,16 @@ import (
 // client keeps its schedule, measured", has the figures behind this file's
 // constants).
 const dispatchLead = 20 * time.Millisecond
+
+// preciseWait is the shortest wait the sender sleeps on the kernel's
+// timer (package ktimer); shorter ones are the runtime's, whose wakes
+// come at the network poller's next return, at most a millisecond late.
+// A precise wake is one more time the process goes idle and wakes, which
+// costs CPU, while the runtime's wakes serve every send due within the
+// millisecond at once: past a thousand requests a second a wake per
+// request costs the client more per request than the lateness it saves
+// (docs/METRICS.md, "The sender's timer").
+const preciseWait = time.Millisecond
 
 // longRequest is how long requests must take for a pause of the sender
 // to be caught up past the usual window (see openLoop.pace).
@@ -223,9 +235,12 @@ type openLoop struct {
 	// of streams hand over due requests (boardOf).
 	dctx context.Context
 
-	streams   bool
-	gen       *Generator
-	timer     *time.Timer
+	streams bool
+	gen     *Generator
+	// timer wakes the sender at its due times to the kernel timer's
+	// precision: on the runtime's timers an idle client sends up to a
+	// millisecond late (package ktimer).
+	timer     *ktimer.Timer
 	holdTimer *time.Timer
 	n         int // requests built
 	pend      job // built, not yet on the board
@@ -252,7 +267,8 @@ func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(
 
 	o.streams = t.Stream && !t.Endpoint.oneBody()
 	o.gen = l.Schedule.NewGenerator()
-	o.timer = time.NewTimer(time.Hour)
+	o.timer = ktimer.New(ctx)
+	o.timer.PreciseFrom = preciseWait
 	defer o.timer.Stop()
 	o.holdTimer = time.NewTimer(time.Hour)
 	defer o.holdTimer.Stop()
@@ -388,17 +404,7 @@ func (o *openLoop) wakeAt(headDue time.Time, boardBusy bool, lead time.Duration)
 
 // sleepUntil waits for wake; false: ctx ended first.
 func (o *openLoop) sleepUntil(wake time.Time) bool {
-	wait := time.Until(wake)
-	if wait <= 0 {
-		return true
-	}
-	o.timer.Reset(wait)
-	select {
-	case <-o.timer.C:
-		return true
-	case <-o.ctx.Done():
-		return false
-	}
+	return o.timer.SleepUntil(wake)
 }
 
 // pace sets the in-flight window for the pending request, due at now or

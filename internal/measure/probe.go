@@ -9,6 +9,7 @@ package measure
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/ktimer"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
@@ -257,7 +259,7 @@ func serveProbe() {
 // loopPeriod and hands each expiry to another goroutine, which takes how
 // late it runs.
 func loopSamples(out *sampleWriter) {
-	t := newLoopTimer()
+	t := ktimer.New(context.Background()) // a timerfd on the poller: the kernel's precision
 	handoff := make(chan time.Time)
 	go func() {
 		for due := range handoff {
@@ -266,7 +268,7 @@ func loopSamples(out *sampleWriter) {
 	}()
 	for {
 		due := time.Now().Add(loopPeriod)
-		t.waitUntil(due)
+		t.SleepUntil(due)
 		handoff <- due
 	}
 }

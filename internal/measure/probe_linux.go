@@ -3,7 +3,6 @@
 package measure
 
 import (
-	"os"
 	"syscall"
 	"time"
 	"unsafe"
@@ -35,44 +34,4 @@ func sleepThread(d time.Duration) {
 // it dies.
 func childSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
-// loopTimer is a timerfd that the runtime's poller watches: a timer on
-// an event loop, to the kernel timer's precision (a Go timer's wake is
-// millisecond grained when the process is idle).
-type loopTimer struct {
-	fd   int
-	file *os.File
-	goTimer
-}
-
-func newLoopTimer() interface{ waitUntil(time.Time) } {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
-	if err != nil {
-		return &goTimer{}
-	}
-	return &loopTimer{fd: fd, file: os.NewFile(uintptr(fd), "machine-probe-timerfd")}
-}
-
-func (t *loopTimer) waitUntil(due time.Time) {
-	d := time.Until(due)
-	if d <= 0 {
-		return
-	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	if unix.TimerfdSettime(t.fd, 0, &spec, nil) != nil {
-		t.goTimer.waitUntil(due)
-		return
-	}
-	var buf [8]byte
-	for {
-		n, err := t.file.Read(buf[:])
-		if err != nil {
-			t.goTimer.waitUntil(due)
-			return
-		}
-		if n == 8 {
-			return
-		}
-	}
 }

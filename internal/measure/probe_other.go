@@ -13,6 +13,3 @@ func sleepThread(d time.Duration) { time.Sleep(d) }
 
 // childSysProcAttr: a helper child ends when its stdin closes.
 func childSysProcAttr() *syscall.SysProcAttr { return nil }
-
-// newLoopTimer is a Go timer: the runtime's poller's own wake.
-func newLoopTimer() interface{ waitUntil(time.Time) } { return &goTimer{} }
