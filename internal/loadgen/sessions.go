@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/ktimer"
 )
 
 // Think-time distributions of a conversation.
@@ -222,7 +224,10 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 		sem = make(chan struct{}, l.MaxInFlight)
 	}
 	gen := l.Schedule.NewGenerator()
-	timer := time.NewTimer(time.Hour)
+	// Sessions start on the schedule as the open loop's requests are sent
+	// (its sender's timer: preciseWait).
+	timer := ktimer.New(ctx)
+	timer.PreciseFrom = preciseWait
 	defer timer.Stop()
 loop:
 	for ctx.Err() == nil {
@@ -232,13 +237,8 @@ loop:
 			break
 		}
 		due := start.Add(off)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				break loop
-			}
+		if !timer.SleepUntil(due) {
+			break loop
 		}
 		if sem != nil {
 			select {
