@@ -115,6 +115,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Sprintf("achieved %.0f req/s, %d failed%s", st.achieved, st.failed, floorNote(probe, st, *lagMs)))
 		return st.lagP99 <= *lagMs && st.failed == 0, nil
 	}))
+	nt.HTTP.CloseIdleConnections() // the stream search and the memory check need the files
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
 		return 3
@@ -125,10 +126,19 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// streamEvents events streamITL apart, so all n are in flight at once;
 	// searched the same way (from 256) for the most whose send lag p99
 	// stays under the bound with every stream complete.
+	// Both ends of every stream are this process's open files (the
+	// simulator is in-process), so the search stops where they would run
+	// out, and says so: past it the steps fail on "too many open files",
+	// the client's limit on this machine, not its ceiling.
+	searchStreams, capNote := *maxStreams, ""
+	if c := selfBenchStreamCap(); searchStreams > c {
+		searchStreams = c
+		capNote = fmt.Sprintf("; the search stopped at %d, where this process's open files (both ends of every stream) would run out", c)
+	}
 	st := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true,
-		HTTP: loadgen.NewHTTPClient(*maxStreams), StallTimeout: 2 * time.Minute}
+		HTTP: loadgen.NewHTTPClient(searchStreams), StallTimeout: 2 * time.Minute}
 	defer st.HTTP.CloseIdleConnections()
-	bestStreams, err := loadgen.SearchMax(ctx, min(256, *maxStreams), *maxStreams, 0.05, twice(func(n int, try int) (bool, error) {
+	bestStreams, err := loadgen.SearchMax(ctx, min(256, searchStreams), searchStreams, 0.05, twice(func(n int, try int) (bool, error) {
 		s, err := streamStep(ctx, st, n, *step)
 		if err != nil {
 			return false, err
@@ -137,11 +147,12 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			fmt.Sprintf("%d in flight at the peak, %d failed%s", s.peak, s.failed, floorNote(probe, s, *lagMs)))
 		return s.lagP99 <= *lagMs && s.failed == 0 && s.peak >= int64(n)*9/10, nil
 	}))
+	st.HTTP.CloseIdleConnections() // the memory check needs the files
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v\n", err)
 		return 3
 	}
-	row("max_streams", float64(bestStreams), "streams", fmt.Sprintf("concurrent streams, an event every %s each, send lag p99 under %g ms, every stream complete, simulator in-process", streamITL, *lagMs))
+	row("max_streams", float64(bestStreams), "streams", fmt.Sprintf("concurrent streams, an event every %s each, send lag p99 under %g ms, every stream complete, simulator in-process%s", streamITL, *lagMs, capNote))
 	if probe != nil {
 		w := probe.Record().Wake.Between(searchStart, time.Now()).Lateness()
 		row("machine_wake_p99_ms", w.P99, "ms", fmt.Sprintf("how late a thread that asked to wake ran while the searches ran (a probe process, %d wakes; max %.1f ms): no client on this machine keeps a schedule closer than this", w.N, w.Max))
@@ -158,7 +169,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *save {
 		c := capacity{Fingerprint: machineFingerprint(), MeasuredAt: time.Now().UTC(), SendLagMs: *lagMs,
-			MaxStreams: bestStreams, MaxRate: float64(bestRate), StreamsCapped: bestStreams == *maxStreams, RateCapped: bestRate == *maxRate}
+			MaxStreams: bestStreams, MaxRate: float64(bestRate), StreamsCapped: bestStreams == searchStreams, RateCapped: bestRate == *maxRate}
 		path, err := saveCapacity(c)
 		if err != nil {
 			fmt.Fprintf(stderr, "benchrun self-bench: saving the ceilings: %v\n", err)
@@ -168,6 +179,12 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return 0
 }
+
+// selfBenchStreamCap is the most streams the self-bench's search tries
+// whatever --max-streams says: half of what this process can hold in
+// flight, as each stream is a connection at both ends (a variable, so a
+// test can lower it).
+var selfBenchStreamCap = func() int { return loadgen.InFlightLimit() / 2 }
 
 // rowFunc prints one self-bench measurement.
 type rowFunc func(name string, v float64, unit, detail string)

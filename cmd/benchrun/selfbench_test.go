@@ -43,6 +43,31 @@ func TestSelfBench(t *testing.T) {
 	}
 }
 
+// TestSelfBenchStopsWhereFilesRunOut: the stream search tries no more
+// streams than this process's open files hold at both ends, says so in
+// the max_streams row, and saves the ceiling as the bound it reached.
+func TestSelfBenchStopsWhereFilesRunOut(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	old := selfBenchStreamCap
+	selfBenchStreamCap = func() int { return 20 }
+	t.Cleanup(func() { selfBenchStreamCap = old })
+	var out, errb bytes.Buffer
+	code := runSelfBench(context.Background(), []string{"--concurrency", "4", "--streams", "16", "--step", "200ms", "--max-streams", "24", "--max-rate", "300", "--max-send-lag-ms", "1000"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "_at_24_streams") || !strings.Contains(out.String(), "send_lag_p99_ms_at_20_streams,") {
+		t.Errorf("the search went past the cap of 20 streams, or not to it:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "the search stopped at 20, where this process's open files (both ends of every stream) would run out") {
+		t.Errorf("max_streams does not say the search was capped:\n%s", out.String())
+	}
+	c, _, ok := loadCapacity()
+	if !ok || c.MaxStreams != 20 || !c.StreamsCapped {
+		t.Errorf("saved %+v, want max_streams 20, capped", c)
+	}
+}
+
 // TestDryRunWarnsPastTheClientsCeiling: a dry run says which steps ask
 // more concurrency or rate than this machine's last self-bench measured,
 // nothing when they fit or when there is no measurement, and counts a
