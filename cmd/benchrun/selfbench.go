@@ -133,7 +133,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	searchStreams, capNote := *maxStreams, ""
 	if c := selfBenchStreamCap(); searchStreams > c {
 		searchStreams = c
-		capNote = fmt.Sprintf("; the search stopped at %d, where this process's open files (both ends of every stream) would run out", c)
+		capNote = fmt.Sprintf("; searched up to %d, not --max-streams: past it this process's open files (both ends of every stream) run out", c)
 	}
 	st := &loadgen.Target{BaseURL: lightURL, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: true,
 		HTTP: loadgen.NewHTTPClient(searchStreams), StallTimeout: 2 * time.Minute}

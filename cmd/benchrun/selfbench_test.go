@@ -59,7 +59,7 @@ func TestSelfBenchStopsWhereFilesRunOut(t *testing.T) {
 	if strings.Contains(out.String(), "_at_24_streams") || !strings.Contains(out.String(), "send_lag_p99_ms_at_20_streams,") {
 		t.Errorf("the search went past the cap of 20 streams, or not to it:\n%s", out.String())
 	}
-	if !strings.Contains(out.String(), "the search stopped at 20, where this process's open files (both ends of every stream) would run out") {
+	if !strings.Contains(out.String(), "searched up to 20, not --max-streams: past it this process's open files (both ends of every stream) run out") {
 		t.Errorf("max_streams does not say the search was capped:\n%s", out.String())
 	}
 	c, _, ok := loadCapacity()
