@@ -28,9 +28,10 @@ type Timer struct {
 	// shorter ones use the runtime's timers. Zero: every wait is precise.
 	PreciseFrom time.Duration
 
-	ctx context.Context
-	k   kernelTimer // nil: the Go runtime's timers
-	t   *time.Timer
+	ctx      context.Context
+	k        kernelTimer // made at the first precise wait
+	noKernel bool        // none could be made, or one failed: the runtime's timers
+	t        *time.Timer
 }
 
 // kernelTimer is the platform's precise timer: wait blocks until d has
@@ -40,14 +41,26 @@ type kernelTimer interface {
 	close()
 }
 
-// New returns a timer whose sleeps end early when ctx ends.
+// New returns a timer whose sleeps end early when ctx ends. Its kernel
+// timer (an open file on Linux) is made at its first wait of PreciseFrom
+// or longer, so a timer whose waits are all shorter holds none.
 func New(ctx context.Context) *Timer {
-	return &Timer{ctx: ctx, k: newKernelTimer(ctx)}
+	return &Timer{ctx: ctx}
 }
 
 // Precise reports whether the timer wakes at the kernel timer's
-// precision (false: the Go runtime's timers).
-func (t *Timer) Precise() bool { return t.k != nil }
+// precision for waits of PreciseFrom and longer (false: the Go
+// runtime's timers), making its kernel timer if it has none yet.
+func (t *Timer) Precise() bool { return t.kernel() != nil }
+
+// kernel returns the kernel timer, made on first use (nil: none).
+func (t *Timer) kernel() kernelTimer {
+	if t.k == nil && !t.noKernel {
+		t.k = newKernelTimer(t.ctx)
+		t.noKernel = t.k == nil
+	}
+	return t.k
+}
 
 // SleepUntil waits until due; false: ctx ended first.
 func (t *Timer) SleepUntil(due time.Time) bool {
@@ -59,12 +72,12 @@ func (t *Timer) SleepUntil(due time.Time) bool {
 		if d <= early {
 			return true
 		}
-		if t.k != nil && d >= t.PreciseFrom {
+		if d >= t.PreciseFrom && t.kernel() != nil {
 			if t.k.wait(d) {
 				continue // checked again: a wake cut short sleeps the rest
 			}
 			t.k.close() // it failed once: the runtime's timers from now on
-			t.k = nil
+			t.k, t.noKernel = nil, true
 		}
 		if t.t == nil {
 			t.t = time.NewTimer(time.Hour)
@@ -86,6 +99,7 @@ func (t *Timer) Stop() {
 		t.k.close()
 		t.k = nil
 	}
+	t.noKernel = true
 	if t.t != nil {
 		t.t.Stop()
 	}

@@ -54,6 +54,22 @@ func TestSleepUntilEndsWithTheContext(t *testing.T) {
 	}
 }
 
+// A timer holds no kernel timer until a wait of PreciseFrom or longer
+// asks for one.
+func TestKernelTimerMadeAtFirstPreciseWait(t *testing.T) {
+	tm := New(context.Background())
+	defer tm.Stop()
+	tm.PreciseFrom = time.Millisecond
+	tm.SleepUntil(time.Now().Add(200 * time.Microsecond))
+	if tm.k != nil {
+		t.Fatal("a wait under PreciseFrom made a kernel timer")
+	}
+	tm.SleepUntil(time.Now().Add(2 * time.Millisecond))
+	if got, want := tm.k != nil, runtime.GOOS == "linux"; got != want {
+		t.Errorf("after a wait of 2 ms: kernel timer %v, want %v on %s", got, want, runtime.GOOS)
+	}
+}
+
 // On Linux the timer is the kernel's; Stop can be called twice.
 func TestPreciseOnLinux(t *testing.T) {
 	tm := New(context.Background())
@@ -71,7 +87,7 @@ func newTimer(t *testing.T, ctx context.Context, precise bool) *Timer {
 	t.Cleanup(tm.Stop)
 	if !precise {
 		tm.PreciseFrom = time.Hour
-	} else if tm.k == nil {
+	} else if !tm.Precise() {
 		t.Skip("no kernel timer on this system")
 	}
 	return tm

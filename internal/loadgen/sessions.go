@@ -195,7 +195,7 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 			due = time.Time{}
 			if pause := conv.pause(rng); pause > 0 {
 				due = time.Now().Add(pause)
-				if !sleepCtx(ctx, pause) {
+				if !thinkUntil(ctx, due) {
 					return
 				}
 			}
@@ -258,15 +258,15 @@ loop:
 	return RunStats{Start: start, Sent: int(sent.Load()), Sessions: started}, nil
 }
 
-// sleepCtx sleeps for d or until ctx ends; it reports whether the whole
-// pause passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// thinkUntil sleeps a session's think time until due or until ctx
+// ends; it reports whether due came. It wakes as the open loop's sender
+// does (preciseWait): the next turn's send lag is how late it went after
+// due, and the runtime's timers alone would put up to a millisecond of
+// their own in it. The kernel timer is the session's own for the pause
+// (one open file while it thinks; where none can be had, the runtime's).
+func thinkUntil(ctx context.Context, due time.Time) bool {
+	t := ktimer.New(ctx)
+	t.PreciseFrom = preciseWait
+	defer t.Stop()
+	return t.SleepUntil(due)
 }
