@@ -156,6 +156,7 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 		var msgs []Message
 		var text string
 		history, known := 0, true
+		thinking := false // due is the end of a think time
 		for k := 1; k <= turns && ctx.Err() == nil; k++ {
 			user := conv.User(id, k)
 			req := conv.Request
@@ -168,6 +169,15 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 				req.Prompt = user
 			} else {
 				req.Prompt = text + HistorySeparator + user
+			}
+			// The turn is built, body and all, while its session thinks
+			// (the answer it carries is in), so only the wake separates
+			// the end of the think time from the send.
+			if thinking {
+				t.prepare(&req)
+				if !thinkUntil(ctx, due) {
+					return
+				}
 			}
 			i := int(sent.Add(1) - 1)
 			c.Sent.Add(1)
@@ -192,12 +202,9 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 			// its send lag is how late the client sent it after that.
 			// Without a pause it goes at once, as a closed loop's next
 			// request (no schedule, no lag).
-			due = time.Time{}
+			due, thinking = time.Time{}, false
 			if pause := conv.pause(rng); pause > 0 {
-				due = time.Now().Add(pause)
-				if !thinkUntil(ctx, due) {
-					return
-				}
+				due, thinking = time.Now().Add(pause), true
 			}
 		}
 	}
