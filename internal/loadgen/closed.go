@@ -103,6 +103,12 @@ type RunStats struct {
 	// them (they left late, which their send lag shows).
 	InFlightLimit int
 	Held          int
+	// Paced counts the requests of an open loop of short requests that
+	// waited for one in flight to end because in flight was at what the
+	// server had been turning over (see openLoop.paceShort): the server,
+	// not the client, was slower than the schedule for them, and they
+	// left late (their send lag shows it).
+	Paced int
 }
 
 // Run sends the load and waits for every request it sent. next(i) builds

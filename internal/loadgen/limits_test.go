@@ -2,13 +2,15 @@ package loadgen
 
 import (
 	"context"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -201,5 +203,151 @@ func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
 	if after.P99 > 50 {
 		machine.Judge(t, "the backlog of a 300 ms stall drained within 200 ms (send lag p99 under 50 ms)")
 		t.Errorf("send lag p99 %.0f ms for requests due 200 ms after a 300 ms stall of the sender: the backlog drained late", after.P99)
+	}
+}
+
+// gatedSim is the simulator (1 ms a request, non-streamed) behind a gate
+// that holds every request arriving in [from, to) after the first one
+// until to: a server that stops turning requests over for a while. peak
+// is the most requests the server held at once.
+type gatedSim struct {
+	url  string
+	srv  *sim.Server
+	peak atomic.Int64
+}
+
+func startGatedSim(t *testing.T, from, to time.Duration) *gatedSim {
+	t.Helper()
+	cfg := sim.DefaultConfig()
+	cfg.EOSProb = 0
+	cfg.MaxRecords = 20000
+	cfg.TTFT, cfg.ITL = time.Millisecond, 0
+	g := &gatedSim{srv: sim.New(cfg)}
+	var first atomic.Int64
+	var in atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := in.Add(1)
+		defer in.Add(-1)
+		for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+		}
+		now := time.Now().UnixNano()
+		first.CompareAndSwap(0, now)
+		if at := time.Duration(now - first.Load()); at >= from && at < to {
+			time.Sleep(to - at)
+		}
+		g.srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		g.srv.Close()
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	g.url = hs.URL
+	return g
+}
+
+// TestOpenLoopShortRequestsServerStops: short requests at 5,000 a second
+// to a server that stops turning them over for 300 ms. Sent on schedule,
+// the 1,500 requests due meanwhile would each open a connection and wait
+// at the server (the pile that kept a pass at the box's ceiling at 0.6-0.8
+// of its rate for the rest of the pass). The client keeps in flight near
+// what the server was turning over instead, counts the sends that waited
+// (Paced, not Held: the server, not the client, was the limit), sends and
+// completes every request, and drains the backlog once the server is back.
+// A plan's own cap is the plan's choice: with one, the requests pile up
+// to it.
+func TestOpenLoopShortRequestsServerStops(t *testing.T) {
+	const rate, n = 5000, 5000
+	const stopFrom, stopTo = 400 * time.Millisecond, 700 * time.Millisecond
+	run := func(maxInFlight int) (*gatedSim, RunStats, []float64) {
+		g := startGatedSim(t, stopFrom, stopTo)
+		tg := newTarget(g.url, 512)
+		tg.Stream = false
+		defer tg.HTTP.CloseIdleConnections()
+		lags := make([]float64, n)
+		var failed atomic.Int64
+		st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalConstant}, Requests: n, MaxInFlight: maxInFlight},
+			func(int) Request { return Request{Prompt: "x", MaxTokens: 1} },
+			func(i int, r Result) {
+				if r.Err != nil {
+					failed.Add(1)
+				}
+				lags[i] = msf(r.SendLag())
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Sent != n || failed.Load() != 0 {
+			t.Fatalf("max_inflight %d: sent %d, failed %d; want %d, 0", maxInFlight, st.Sent, failed.Load(), n)
+		}
+		return g, st, lags
+	}
+
+	g, st, lags := run(0)
+	// Due 300 ms after the server is back: the backlog has gone.
+	after := stats.Summarize(lags[int((stopTo+300*time.Millisecond).Seconds()*rate):])
+	t.Logf("server stopped 300 ms: peak in flight at the server %d, %d sends paced, %d held; send lag ms max %.1f, 300 ms after: p50 %.2f p99 %.2f",
+		g.peak.Load(), st.Paced, st.Held, slices.Max(lags), after.P50, after.P99)
+	// The window: 64, the requests due within 4 of the quickest request
+	// times (a few dozen), and one per millisecond waited (300).
+	if p := g.peak.Load(); p > 750 {
+		t.Errorf("the server held %d requests at once: in flight piled up while it was stopped (the schedule sent 1,500 meanwhile)", p)
+	}
+	if st.Paced == 0 {
+		t.Errorf("no send was paced: the test no longer stops the server")
+	}
+	if slices.Max(lags) < 100 {
+		t.Errorf("send lag max %.1f ms: the wait is hidden", slices.Max(lags))
+	}
+	if after.P50 > 50 {
+		t.Errorf("send lag p50 %.1f ms 300 ms after the server was back: the backlog never drained", after.P50)
+	}
+
+	g, st, _ = run(n)
+	if p := g.peak.Load(); p < 1000 || st.Paced != 0 {
+		t.Errorf("with max_inflight %d: the server held %d at once, %d sends paced; want the pile the plan allowed (over 1,000) and none paced", n, p, st.Paced)
+	}
+}
+
+// TestOpenLoopShortRequestsBurst: a burst of the schedule's own goes at
+// once: 300 short requests due at the same instant after a steady start
+// all reach the server together, none waits for another to end.
+func TestOpenLoopShortRequestsBurst(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.TTFT = 20 * time.Millisecond
+		c.ITL = 0
+	})
+	tg := newTarget(url, 512)
+	tg.Stream = false
+	defer tg.HTTP.CloseIdleConnections()
+	var trace []time.Duration
+	for i := range 40 {
+		trace = append(trace, time.Duration(i)*5*time.Millisecond)
+	}
+	for range 300 {
+		trace = append(trace, 250*time.Millisecond)
+	}
+	var failed atomic.Int64
+	st, err := Run(context.Background(), tg, Load{Schedule: &Schedule{Trace: trace}, Requests: len(trace)},
+		func(int) Request { return Request{Prompt: "x", MaxTokens: 1} },
+		func(i int, r Result) {
+			if r.Err != nil {
+				failed.Add(1)
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spans [][2]time.Time
+	for _, r := range srv.Records() {
+		spans = append(spans, [2]time.Time{r.Received, r.Finished})
+	}
+	peak := PeakOverlap(spans)
+	t.Logf("burst of 300: the server held %d at once; %d sends paced", peak, st.Paced)
+	if st.Sent != len(trace) || failed.Load() != 0 {
+		t.Fatalf("sent %d, failed %d; want %d, 0", st.Sent, failed.Load(), len(trace))
+	}
+	if peak < 300 || st.Paced != 0 {
+		t.Errorf("the server held %d at once and %d sends were paced; want the whole burst of 300 at once, none paced", peak, st.Paced)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,20 @@ const preciseWait = time.Millisecond
 // longRequest is how long requests must take for a pause of the sender
 // to be caught up past the usual window (see openLoop.pace).
 const longRequest = 4 * behind
+
+// shortRequest is the longest a request may take on average (from its
+// send to its end, successful ones only) for an open loop's load to count
+// as one of short requests (see openLoop.paceShort).
+const shortRequest = behind
+
+// turnoverSpans is how many of the quickest request times the in-flight
+// window of short requests leaves room for: requests scheduled within
+// that span of now may all be in flight, and then some (behindWindow).
+const turnoverSpans = 4
+
+// growStep is how long the sender waits, in flight at the window of
+// short requests, before the window grows by one.
+const growStep = time.Millisecond
 
 // backstop is how late the sender hands over a due request itself while
 // the readers poll the board many times in that span (readerPace).
@@ -223,6 +238,14 @@ type openLoop struct {
 	lastPush    time.Time
 	lastTook    atomic.Int64 // how long the last request to end took (ns)
 
+	// The window of short requests (paceShort).
+	tookAvg   atomic.Int64  // moving average of how long successful requests took (ns)
+	quickest  time.Duration // the least tookAvg seen by the sender
+	shortWin  bool          // window is the window of short requests
+	grown     int           // what the window grew by while the sender waited at it
+	paced     int
+	scheduled recentTimes // scheduled times of the requests sent lately
+
 	// Requests go to a pool of workers that is grown on demand and reused,
 	// as vegeta does: a fresh goroutine per request would grow a fresh
 	// stack through the HTTP round trip every time (about a tenth of the
@@ -275,7 +298,7 @@ func runOpen(ctx context.Context, t *Target, l Load, start time.Time, next func(
 	o.send()
 	o.b.close(func() { close(o.work) })
 	o.wg.Wait()
-	st := RunStats{Start: start, Sent: int(o.sent.Load()), Held: o.held}
+	st := RunStats{Start: start, Sent: int(o.sent.Load()), Held: o.held, Paced: o.paced}
 	if o.auto {
 		st.InFlightLimit = o.limit
 	}
@@ -300,7 +323,17 @@ func (o *openLoop) worker(j job) {
 	for {
 		r := o.t.Do(o.dctx, j.req)
 		if !r.Finished.IsZero() {
-			o.lastTook.Store(int64(r.Finished.Sub(r.Sent)))
+			took := int64(r.Finished.Sub(r.Sent))
+			o.lastTook.Store(took)
+			if r.Err == nil {
+				// Racing workers may lose an update: an average
+				// of the others is as good.
+				avg := o.tookAvg.Load()
+				if avg == 0 {
+					avg = took
+				}
+				o.tookAvg.Store(avg + (took-avg)/16)
+			}
 		}
 		<-o.sem
 		select {
@@ -350,6 +383,7 @@ func (o *openLoop) send() {
 			return
 		}
 		b.push(o.pend)
+		o.scheduled.add(o.pend.req.Scheduled)
 		o.lastPush = time.Now()
 		o.havePend = false
 		handOver(b, time.Now())
@@ -416,6 +450,9 @@ func (o *openLoop) sleepUntil(wake time.Time) bool {
 // and past that sends one request per request that ends; on schedule
 // again, in-flight grows as the load needs.
 func (o *openLoop) pace(now time.Time) {
+	if o.paceShort(now) {
+		return
+	}
 	switch late := now.Sub(o.pend.req.Scheduled); {
 	case late <= behind:
 		o.window, o.endedBehind = 0, false
@@ -451,6 +488,9 @@ func (o *openLoop) hold() bool {
 	if o.window == 0 || len(o.sem) < o.window {
 		return true
 	}
+	if o.shortWin {
+		return o.holdShort()
+	}
 	o.held++
 	if !o.endedBehind {
 		o.holdTimer.Reset(behind)
@@ -464,6 +504,89 @@ func (o *openLoop) hold() bool {
 		return false
 	}
 	return true
+}
+
+// paceShort sets the in-flight window of an open loop of short requests
+// and reports whether the load is one: the plan set no cap of its own,
+// and its requests took shortRequest or less on average, at least once
+// (a server that stops for a while makes the requests it held take
+// longer; the load stays one of short requests).
+//
+// Why: sent on schedule whatever the server's pace, every request that
+// finds no connection free opens one. With short requests a server that
+// falls behind for a moment (a cold start, a collection, the machine's
+// own stop) then gets a connection per request due meanwhile: tens of
+// thousands a second, each costing the server and the client more than a
+// request on a warm one, so the server falls further behind and the pass
+// runs on with that many queued at it, delivering less than the server
+// carries (docs/METRICS.md, "Short requests and the server's turnover").
+//
+// So in flight may reach the requests scheduled within turnoverSpans of
+// the quickest time requests took (how long they take when the server
+// holds no queue of this client's), plus behindWindow: a burst of the
+// schedule's own goes at once, a server that stops turning requests over
+// does not get a connection per request due while it is stopped. A send
+// that finds in flight at the window waits for a request to end, and the
+// window grows by one for every growStep it waits (a server that needs
+// more in flight than that, because its requests got slower, gets it).
+// Waiting sends keep their scheduled time: the lateness is in send_lag,
+// and RunStats.Paced counts them.
+func (o *openLoop) paceShort(now time.Time) bool {
+	if avg := time.Duration(o.tookAvg.Load()); avg > 0 && (o.quickest == 0 || avg < o.quickest) {
+		o.quickest = avg
+	}
+	if !o.auto || o.quickest == 0 || o.quickest > shortRequest {
+		return false
+	}
+	o.shortWin = true
+	o.window = behindWindow + o.scheduled.since(now.Add(-turnoverSpans*o.quickest)) + o.grown
+	return true
+}
+
+// holdShort waits, in flight at the window of short requests, until a
+// request ends, growing the window by one for every growStep it waits;
+// false: ctx ended first.
+func (o *openLoop) holdShort() bool {
+	o.paced++
+	for len(o.sem) >= o.window {
+		o.holdTimer.Reset(growStep)
+		select {
+		case <-o.freed:
+		case <-o.holdTimer.C:
+			o.grown++
+			o.window++
+		case <-o.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// recentTimes are the scheduled times of the requests an open loop sent
+// within the last turnoverSpans*shortRequest, in send order.
+type recentTimes struct {
+	at   []time.Time
+	head int
+}
+
+func (r *recentTimes) add(t time.Time) {
+	r.at = append(r.at, t)
+	// Drop what is too old to count, copying down once half is dropped.
+	old := t.Add(-turnoverSpans * shortRequest)
+	for r.head < len(r.at) && r.at[r.head].Before(old) {
+		r.head++
+	}
+	if r.head > len(r.at)/2 {
+		n := copy(r.at, r.at[r.head:])
+		r.at, r.head = r.at[:n], 0
+	}
+}
+
+// since counts the times at or after t.
+func (r *recentTimes) since(t time.Time) int {
+	live := r.at[r.head:]
+	i, _ := slices.BinarySearchFunc(live, t, func(a, b time.Time) int { return a.Compare(b) })
+	return len(live) - i
 }
 
 // admit takes the pending request's place in flight, waiting for one

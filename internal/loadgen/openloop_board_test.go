@@ -95,3 +95,38 @@ func TestReaderPace(t *testing.T) {
 	var nilBoard *board
 	nilBoard.readerPoll(at(0)) // a stream not sent by an open loop has no board
 }
+
+// TestRecentTimes: the open loop's count of requests scheduled lately
+// counts those at or after a time and forgets what is past its horizon.
+func TestRecentTimes(t *testing.T) {
+	var r recentTimes
+	t0 := time.Now()
+	for i := range 301 {
+		r.add(t0.Add(time.Duration(i) * time.Millisecond))
+	}
+	last := t0.Add(300 * time.Millisecond)
+	for _, tc := range []struct {
+		back time.Duration
+		want int
+	}{
+		{0, 1},
+		{time.Millisecond / 2, 1},
+		{10 * time.Millisecond, 11},
+		{turnoverSpans * shortRequest, turnoverSpans*int(shortRequest/time.Millisecond) + 1},
+		{time.Second, turnoverSpans*int(shortRequest/time.Millisecond) + 1}, // forgotten
+	} {
+		if got := r.since(last.Add(-tc.back)); got != tc.want {
+			t.Errorf("since(last-%v) = %d, want %d", tc.back, got, tc.want)
+		}
+	}
+	if len(r.at) > 2*(turnoverSpans*int(shortRequest/time.Millisecond)+1) {
+		t.Errorf("%d times kept for a horizon of %v at one a millisecond", len(r.at), turnoverSpans*shortRequest)
+	}
+	// A burst at one instant counts whole.
+	for range 50 {
+		r.add(last)
+	}
+	if got := r.since(last); got != 51 {
+		t.Errorf("after a burst of 50 at the last time: since(last) = %d, want 51", got)
+	}
+}

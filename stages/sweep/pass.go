@@ -146,7 +146,7 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		pr.firstErr = err
 	}
 	sp := spanOf(rs)
-	sp.held, sp.limit = st.Held, st.InFlightLimit
+	sp.held, sp.limit, sp.paced = st.Held, st.InFlightLimit, st.Paced
 	return passResult{rs: rs, window: passWindow(rs, st.Start), sends: sp}
 }
 
@@ -235,6 +235,7 @@ func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 		timed.sends.intervals += res.sends.intervals
 		timed.sends.span += res.sends.span
 		timed.sends.held += res.sends.held
+		timed.sends.paced += res.sends.paced
 		timed.sends.limit = max(timed.sends.limit, res.sends.limit)
 		if pr.s.cfg.Warmup == 0 && it == 0 && len(res.rs) > 0 {
 			row.FirstCallMs = firstCallMs(res.rs)

@@ -172,6 +172,9 @@ func clientNotes(row *results.Cell, requests int, sends sendSpan, stampNote stri
 	if sends.held > 0 {
 		notes = append(notes, fmt.Sprintf("client-bound: %d requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most %d connections, its open-file and local-port limits): the client, not the server, capped the load offered; read ttft_sched/e2el_sched", sends.held, sends.limit))
 	}
+	if sends.paced > 0 {
+		notes = append(notes, fmt.Sprintf("server-paced: %d requests waited for one in flight to end and left late (with short requests the client keeps in flight near what the server has been turning over, rather than opening a connection for every request due while the server is behind); the server did not keep up with the schedule; read ttft_sched/e2el_sched", sends.paced))
+	}
 	if stampNote != "" {
 		notes = append(notes, stampNote)
 	}

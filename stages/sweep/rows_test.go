@@ -135,18 +135,29 @@ func TestClientCPUSaturationIsNoted(t *testing.T) {
 }
 
 // Requests the client held back (behind its schedule, or at its own
-// in-flight limit) are the client's limit, and the notes say so.
+// in-flight limit) are the client's limit, and the notes say so; short
+// requests that waited for the server's turnover are the server's, and
+// the notes say that instead.
 func TestClientInFlightLimitIsNoted(t *testing.T) {
 	t0 := time.Now()
 	rs := []loadgen.Result{{Scheduled: t0, Sent: t0, Tokens: []loadgen.TokenEvent{{At: t0.Add(time.Millisecond), Tokens: 1}}, Finished: t0.Add(2 * time.Millisecond), OutputTokens: 1}}
-	for _, held := range []int{0, 7} {
+	const clientBound = "client-bound: 7 requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most 18750 connections"
+	const serverPaced = "server-paced: 5 requests waited for one in flight to end and left late"
+	for _, tc := range []struct {
+		held, paced    int
+		client, server bool
+	}{
+		{0, 0, false, false},
+		{7, 0, true, false},
+		{0, 5, false, true},
+		{7, 5, true, true},
+	} {
 		var row results.Cell
 		sp := spanOf(rs)
-		sp.held, sp.limit = held, 18750
+		sp.held, sp.limit, sp.paced = tc.held, 18750, tc.paced
 		fillRow(&row, rs, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
-		want := "client-bound: 7 requests were held back by the client and left late (behind its schedule it sends one request per request that ends, and it holds at most 18750 connections"
-		if got := strings.Contains(row.Notes, want); got != (held > 0) {
-			t.Errorf("held %d: notes %q", held, row.Notes)
+		if strings.Contains(row.Notes, clientBound) != tc.client || strings.Contains(row.Notes, serverPaced) != tc.server {
+			t.Errorf("held %d, paced %d: notes %q", tc.held, tc.paced, row.Notes)
 		}
 	}
 }

@@ -232,6 +232,10 @@ type sendSpan struct {
 	// held requests waited for the client's own in-flight limit (limit,
 	// loadgen.InFlightLimit) before they were sent.
 	held, limit int
+	// paced requests of short requests waited for one in flight to end:
+	// in flight was at what the server had been turning over
+	// (loadgen.RunStats.Paced).
+	paced int
 }
 
 func spanOf(rs []loadgen.Result) sendSpan {
