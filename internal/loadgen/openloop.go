@@ -44,9 +44,13 @@ const shortRequest = behind
 // that span of now may all be in flight, and then some (behindWindow).
 const turnoverSpans = 4
 
-// growStep is how long the sender waits, in flight at the window of
-// short requests, before the window grows by one.
-const growStep = time.Millisecond
+// growStep is how long the sender waits, in flight at the window of short
+// requests, before the window grows by one; it grows by shortSlack at most
+// (see paceShort).
+const (
+	growStep   = time.Millisecond
+	shortSlack = 1024
+)
 
 // backstop is how late the sender hands over a due request itself while
 // the readers poll the board many times in that span (readerPace).
@@ -242,7 +246,7 @@ type openLoop struct {
 	tookAvg   atomic.Int64  // moving average of how long successful requests took (ns)
 	quickest  time.Duration // the least tookAvg seen by the sender
 	shortWin  bool          // window is the window of short requests
-	grown     int           // what the window grew by while the sender waited at it
+	grown     int           // what that window grew by while the sender waited at it
 	paced     int
 	scheduled recentTimes // scheduled times of the requests sent lately
 
@@ -332,7 +336,7 @@ func (o *openLoop) worker(j job) {
 				if avg == 0 {
 					avg = took
 				}
-				o.tookAvg.Store(avg + (took-avg)/16)
+				o.tookAvg.Store(avg + (took-avg)/8)
 			}
 		}
 		<-o.sem
@@ -521,16 +525,16 @@ func (o *openLoop) hold() bool {
 // runs on with that many queued at it, delivering less than the server
 // carries (docs/METRICS.md, "Short requests and the server's turnover").
 //
-// So in flight may reach the requests scheduled within turnoverSpans of
-// the quickest time requests took (how long they take when the server
-// holds no queue of this client's), plus behindWindow: a burst of the
-// schedule's own goes at once, a server that stops turning requests over
-// does not get a connection per request due while it is stopped. A send
-// that finds in flight at the window waits for a request to end, and the
-// window grows by one for every growStep it waits (a server that needs
-// more in flight than that, because its requests got slower, gets it).
-// Waiting sends keep their scheduled time: the lateness is in send_lag,
-// and RunStats.Paced counts them.
+// So in flight may reach the requests sent within turnoverSpans of the
+// quickest the requests took on average (how long they take when the
+// server holds no queue of this client's) of now, plus behindWindow: a
+// burst of the schedule's own goes at once. A send that finds in flight at
+// the window waits for a request to end, keeping its scheduled time (the
+// lateness is in send_lag, and RunStats.Paced counts the sends that
+// waited), and the window grows by one for every growStep it waits, by
+// shortSlack at most: requests that take longer than the quickest get
+// their room, and a server that stops turning requests over gets at most
+// shortSlack more while it is stopped, not a connection per request due.
 func (o *openLoop) paceShort(now time.Time) bool {
 	if avg := time.Duration(o.tookAvg.Load()); avg > 0 && (o.quickest == 0 || avg < o.quickest) {
 		o.quickest = avg
@@ -544,8 +548,8 @@ func (o *openLoop) paceShort(now time.Time) bool {
 }
 
 // holdShort waits, in flight at the window of short requests, until a
-// request ends, growing the window by one for every growStep it waits;
-// false: ctx ended first.
+// request ends, growing the window by one for every growStep it waits
+// (by shortSlack at most); false: ctx ended first.
 func (o *openLoop) holdShort() bool {
 	o.paced++
 	for len(o.sem) >= o.window {
@@ -553,8 +557,10 @@ func (o *openLoop) holdShort() bool {
 		select {
 		case <-o.freed:
 		case <-o.holdTimer.C:
-			o.grown++
-			o.window++
+			if o.grown < shortSlack {
+				o.grown++
+				o.window++
+			}
 		case <-o.ctx.Done():
 			return false
 		}
