@@ -525,10 +525,12 @@ func (o *openLoop) hold() bool {
 // runs on with that many queued at it, delivering less than the server
 // carries (docs/METRICS.md, "Short requests and the server's turnover").
 //
-// So in flight may reach the requests sent within turnoverSpans of the
-// quickest the requests took on average (how long they take when the
-// server holds no queue of this client's) of now, plus behindWindow: a
-// burst of the schedule's own goes at once. A send that finds in flight at
+// So in flight may reach behindWindow plus the requests sent that were
+// scheduled within turnoverSpans of the quickest the requests took on
+// average (how long they take when the server holds no queue of this
+// client's) before now: a burst of the schedule's own goes at once, and
+// behind its schedule (the requests sent were due long ago) the window is
+// what the server turns over. A send that finds in flight at
 // the window waits for a request to end, keeping its scheduled time (the
 // lateness is in send_lag, and RunStats.Paced counts the sends that
 // waited), and the window grows by one for every growStep it waits, by
