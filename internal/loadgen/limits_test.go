@@ -207,24 +207,34 @@ func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
 }
 
 // gatedSim is the simulator (1 ms a request, non-streamed) behind a gate
-// that holds every request arriving in [from, to) after the first one
-// until to: a server that stops turning requests over for a while. peak
-// is the most requests the server held at once.
+// that holds request n (counted from 0 as they arrive), arriving at after
+// the first, for hold(n, at) before the simulator answers it: a server
+// that stops turning requests over for a while, or whose requests grow
+// longer. peak is the most requests the server held at once.
 type gatedSim struct {
 	url  string
 	srv  *sim.Server
 	peak atomic.Int64
 }
 
-func startGatedSim(t *testing.T, from, to time.Duration) *gatedSim {
+// stopped holds every request arriving in [from, to) until to.
+func stopped(from, to time.Duration) func(int64, time.Duration) time.Duration {
+	return func(_ int64, at time.Duration) time.Duration {
+		if at >= from && at < to {
+			return to - at
+		}
+		return 0
+	}
+}
+
+func startGatedSim(t *testing.T, hold func(n int64, at time.Duration) time.Duration) *gatedSim {
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.EOSProb = 0
 	cfg.MaxRecords = 20000
 	cfg.TTFT, cfg.ITL = time.Millisecond, 0
 	g := &gatedSim{srv: sim.New(cfg)}
-	var first atomic.Int64
-	var in atomic.Int64
+	var first, arrived, in atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := in.Add(1)
 		defer in.Add(-1)
@@ -232,9 +242,7 @@ func startGatedSim(t *testing.T, from, to time.Duration) *gatedSim {
 		}
 		now := time.Now().UnixNano()
 		first.CompareAndSwap(0, now)
-		if at := time.Duration(now - first.Load()); at >= from && at < to {
-			time.Sleep(to - at)
-		}
+		time.Sleep(hold(arrived.Add(1)-1, time.Duration(now-first.Load())))
 		g.srv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -246,13 +254,12 @@ func startGatedSim(t *testing.T, from, to time.Duration) *gatedSim {
 	return g
 }
 
-// gatedRun sends n short requests at rate (constant arrivals) to a
-// simulator that stops turning them over from stopFrom to stopTo after the
-// first, and returns the gate, the run's stats and each request's send
-// lag (ms). Every request must succeed.
-func gatedRun(t *testing.T, rate float64, n int, stopFrom, stopTo time.Duration, maxInFlight int) (*gatedSim, RunStats, []float64) {
+// gatedRun sends n requests at rate (constant arrivals) to a gated
+// simulator (startGatedSim) and returns the gate, the run's stats and each
+// request's send lag (ms). Every request must succeed.
+func gatedRun(t *testing.T, rate float64, n int, hold func(int64, time.Duration) time.Duration, maxInFlight int) (*gatedSim, RunStats, []float64) {
 	t.Helper()
-	g := startGatedSim(t, stopFrom, stopTo)
+	g := startGatedSim(t, hold)
 	tg := newTarget(g.url, 512)
 	tg.Stream = false
 	defer tg.HTTP.CloseIdleConnections()
@@ -288,7 +295,7 @@ func gatedRun(t *testing.T, rate float64, n int, stopFrom, stopTo time.Duration,
 func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 	const rate, n = 5000, 5000
 	const stopFrom, stopTo = 400 * time.Millisecond, 700 * time.Millisecond
-	g, st, lags := gatedRun(t, rate, n, stopFrom, stopTo, 0)
+	g, st, lags := gatedRun(t, rate, n, stopped(stopFrom, stopTo), 0)
 	// Due 300 ms after the server is back: the backlog has gone.
 	after := stats.Summarize(lags[int((stopTo+300*time.Millisecond).Seconds()*rate):])
 	t.Logf("server stopped 300 ms: peak in flight at the server %d, %d sends paced, %d held; send lag ms max %.1f, 300 ms after: p50 %.2f p99 %.2f",
@@ -308,7 +315,7 @@ func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 		t.Errorf("send lag p50 %.1f ms 300 ms after the server was back: the backlog never drained", after.P50)
 	}
 
-	g, st, _ = gatedRun(t, rate, n, stopFrom, stopTo, n)
+	g, st, _ = gatedRun(t, rate, n, stopped(stopFrom, stopTo), n)
 	if p := g.peak.Load(); p < 1000 || st.Paced != 0 {
 		t.Errorf("with max_inflight %d: the server held %d at once, %d sends paced; want the pile the plan allowed (over 1,000) and none paced", n, p, st.Paced)
 	}
@@ -319,7 +326,7 @@ func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 // allowed before it stopped, however long it stays stopped (the 3,000 due
 // meanwhile at 2,000 a second would otherwise reach it one a millisecond).
 func TestOpenLoopShortRequestsLongStop(t *testing.T) {
-	g, st, _ := gatedRun(t, 2000, 4000, 200*time.Millisecond, 1700*time.Millisecond, 0)
+	g, st, _ := gatedRun(t, 2000, 4000, stopped(200*time.Millisecond, 1700*time.Millisecond), 0)
 	t.Logf("server stopped 1.5 s: peak in flight at the server %d, %d sends paced", g.peak.Load(), st.Paced)
 	// 64, the requests sent within 4 of the quickest request times (2,000
 	// a second: under 100 unless requests took 12 ms), and shortSlack.
@@ -368,5 +375,47 @@ func TestOpenLoopShortRequestsBurst(t *testing.T) {
 	}
 	if peak < 300 || st.Paced != 0 {
 		t.Errorf("the server held %d at once and %d sends were paced; want the whole burst of 300 at once, none paced", peak, st.Paced)
+	}
+}
+
+// TestOpenLoopShortRegimeNeedsSeveralRequests: a few quick answers at the
+// start of a load of 200 ms requests do not make it one of short requests:
+// none of its sends waits for another to end.
+func TestOpenLoopShortRegimeNeedsSeveralRequests(t *testing.T) {
+	g, st, _ := gatedRun(t, 500, 800, func(n int64, _ time.Duration) time.Duration {
+		if n < 5 {
+			return 0
+		}
+		return 200 * time.Millisecond
+	}, 0)
+	t.Logf("5 quick answers, then 200 ms ones: peak at the server %d, %d sends paced", g.peak.Load(), st.Paced)
+	if st.Paced != 0 {
+		t.Errorf("%d sends paced: five quick answers made a load of 200 ms requests one of short requests", st.Paced)
+	}
+}
+
+// TestOpenLoopShortRequestsGrowLong: requests that take 1 ms for the first
+// half second and 1 s after it, at 2,000 a second, need 2,000 in flight.
+// Once they have taken over longRequest on average for longFor, the load
+// is no longer one of short requests and its window no longer holds them
+// near 1,088: the server gets what the schedule sends.
+func TestOpenLoopShortRequestsGrowLong(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 s")
+	}
+	g, st, lags := gatedRun(t, 2000, 8000, func(_ int64, at time.Duration) time.Duration {
+		if at < 500*time.Millisecond {
+			return 0
+		}
+		return time.Second
+	}, 0)
+	late := stats.Summarize(lags[len(lags)-2000:])
+	t.Logf("1 ms then 1 s requests: peak at the server %d, %d sends paced, %d held; send lag of the last second's ms p50 %.1f p99 %.1f",
+		g.peak.Load(), st.Paced, st.Held, late.P50, late.P99)
+	if p := g.peak.Load(); p < 1800 {
+		t.Errorf("the server held at most %d at once: the window of short requests kept holding requests that grew to 1 s (2,000 needed)", p)
+	}
+	if late.P50 > 50 {
+		t.Errorf("send lag p50 %.0f ms in the load's last second: its requests waited for the window of short requests", late.P50)
 	}
 }

@@ -39,6 +39,15 @@ const longRequest = 4 * behind
 // as one of short requests (see openLoop.paceShort).
 const shortRequest = behind
 
+// shortAfter is how many requests must have ended well before their
+// average says whether a load is one of short requests: one quick answer
+// (a one-token reply among long ones) does not decide it.
+const shortAfter = 16
+
+// longFor is how long requests must have taken over longRequest on
+// average before a load of short requests is no longer one.
+const longFor = time.Second
+
 // turnoverSpans is how many of the quickest request times the in-flight
 // window of short requests leaves room for: requests scheduled within
 // that span of now may all be in flight, and then some (behindWindow).
@@ -244,7 +253,10 @@ type openLoop struct {
 
 	// The window of short requests (paceShort).
 	tookAvg   atomic.Int64  // moving average of how long successful requests took (ns)
+	tookN     atomic.Int64  // how many went into it
 	quickest  time.Duration // the least tookAvg seen by the sender
+	longSince time.Time     // since when tookAvg has been over longRequest (zero: it is not)
+	catchUp   bool          // the load left the window of short requests and is not yet on schedule
 	shortWin  bool          // window is the window of short requests
 	grown     int           // what that window grew by while the sender waited at it
 	paced     int
@@ -337,6 +349,7 @@ func (o *openLoop) worker(j job) {
 					avg = took
 				}
 				o.tookAvg.Store(avg + (took-avg)/8)
+				o.tookN.Add(1)
 			}
 		}
 		<-o.sem
@@ -457,7 +470,14 @@ func (o *openLoop) pace(now time.Time) {
 	if o.paceShort(now) {
 		return
 	}
-	switch late := now.Sub(o.pend.req.Scheduled); {
+	late := now.Sub(o.pend.req.Scheduled)
+	if o.catchUp {
+		if late > behind {
+			return
+		}
+		o.catchUp = false
+	}
+	switch {
 	case late <= behind:
 		o.window, o.endedBehind = 0, false
 		o.onSchedule = len(o.sem)
@@ -512,9 +532,11 @@ func (o *openLoop) hold() bool {
 
 // paceShort sets the in-flight window of an open loop of short requests
 // and reports whether the load is one: the plan set no cap of its own,
-// and its requests took shortRequest or less on average, at least once
-// (a server that stops for a while makes the requests it held take
-// longer; the load stays one of short requests).
+// and once shortAfter requests had ended well, they took shortRequest or
+// less on average at least once, and not over longRequest for the last
+// second (a server that stops for a while makes the requests it held take
+// longer, and the load stays one of short requests; a load whose requests
+// grew long for good is not one any more).
 //
 // Why: sent on schedule whatever the server's pace, every request that
 // finds no connection free opens one. With short requests a server that
@@ -538,10 +560,26 @@ func (o *openLoop) hold() bool {
 // their room, and a server that stops turning requests over gets at most
 // shortSlack more while it is stopped, not a connection per request due.
 func (o *openLoop) paceShort(now time.Time) bool {
-	if avg := time.Duration(o.tookAvg.Load()); avg > 0 && (o.quickest == 0 || avg < o.quickest) {
+	if !o.auto || o.tookN.Load() < shortAfter {
+		return false
+	}
+	avg := time.Duration(o.tookAvg.Load())
+	switch {
+	case avg <= longRequest:
+		o.longSince = time.Time{}
+	case o.longSince.IsZero():
+		o.longSince = now
+	case now.Sub(o.longSince) > longFor && o.shortWin:
+		// Long for good. The backlog the window held is the window's,
+		// not the client's: it goes at once (catchUp), and the behind
+		// logic paces the load from its next time on schedule.
+		o.quickest, o.shortWin, o.grown, o.window = 0, false, 0, 0
+		o.catchUp = true
+	}
+	if o.quickest == 0 || avg < o.quickest {
 		o.quickest = avg
 	}
-	if !o.auto || o.quickest == 0 || o.quickest > shortRequest {
+	if o.quickest == 0 || o.quickest > shortRequest {
 		return false
 	}
 	o.shortWin = true
