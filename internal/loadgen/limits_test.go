@@ -393,29 +393,3 @@ func TestOpenLoopShortRegimeNeedsSeveralRequests(t *testing.T) {
 		t.Errorf("%d sends paced: five quick answers made a load of 200 ms requests one of short requests", st.Paced)
 	}
 }
-
-// TestOpenLoopShortRequestsGrowLong: requests that take 1 ms for the first
-// half second and 1 s after it, at 2,000 a second, need 2,000 in flight.
-// Once they have taken over longRequest on average for longFor, the load
-// is no longer one of short requests and its window no longer holds them
-// near 1,088: the server gets what the schedule sends.
-func TestOpenLoopShortRequestsGrowLong(t *testing.T) {
-	if testing.Short() {
-		t.Skip("5 s")
-	}
-	g, st, lags := gatedRun(t, 2000, 8000, func(_ int64, at time.Duration) time.Duration {
-		if at < 500*time.Millisecond {
-			return 0
-		}
-		return time.Second
-	}, 0)
-	late := stats.Summarize(lags[len(lags)-2000:])
-	t.Logf("1 ms then 1 s requests: peak at the server %d, %d sends paced, %d held; send lag of the last second's ms p50 %.1f p99 %.1f",
-		g.peak.Load(), st.Paced, st.Held, late.P50, late.P99)
-	if p := g.peak.Load(); p < 1800 {
-		t.Errorf("the server held at most %d at once: the window of short requests kept holding requests that grew to 1 s (2,000 needed)", p)
-	}
-	if late.P50 > 50 {
-		t.Errorf("send lag p50 %.0f ms in the load's last second: its requests waited for the window of short requests", late.P50)
-	}
-}

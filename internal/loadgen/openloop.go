@@ -44,10 +44,6 @@ const shortRequest = behind
 // (a one-token reply among long ones) does not decide it.
 const shortAfter = 16
 
-// longFor is how long requests must have taken over longRequest on
-// average before a load of short requests is no longer one.
-const longFor = time.Second
-
 // turnoverSpans is how many of the quickest request times the in-flight
 // window of short requests leaves room for: requests scheduled within
 // that span of now may all be in flight, and then some (behindWindow).
@@ -255,8 +251,6 @@ type openLoop struct {
 	tookAvg   atomic.Int64  // moving average of how long successful requests took (ns)
 	tookN     atomic.Int64  // how many went into it
 	quickest  time.Duration // the least tookAvg seen by the sender
-	longSince time.Time     // since when tookAvg has been over longRequest (zero: it is not)
-	catchUp   bool          // the load left the window of short requests and is not yet on schedule
 	shortWin  bool          // window is the window of short requests
 	grown     int           // what that window grew by while the sender waited at it
 	paced     int
@@ -470,14 +464,7 @@ func (o *openLoop) pace(now time.Time) {
 	if o.paceShort(now) {
 		return
 	}
-	late := now.Sub(o.pend.req.Scheduled)
-	if o.catchUp {
-		if late > behind {
-			return
-		}
-		o.catchUp = false
-	}
-	switch {
+	switch late := now.Sub(o.pend.req.Scheduled); {
 	case late <= behind:
 		o.window, o.endedBehind = 0, false
 		o.onSchedule = len(o.sem)
@@ -533,10 +520,13 @@ func (o *openLoop) hold() bool {
 // paceShort sets the in-flight window of an open loop of short requests
 // and reports whether the load is one: the plan set no cap of its own,
 // and once shortAfter requests had ended well, they took shortRequest or
-// less on average at least once, and not over longRequest for the last
-// second (a server that stops for a while makes the requests it held take
-// longer, and the load stays one of short requests; a load whose requests
-// grew long for good is not one any more).
+// less on average at least once. It stays one: a server that stops for a
+// while, or falls behind a schedule it cannot carry, makes the requests it
+// holds take longer, and from the client the two look alike to a load
+// whose requests grew long (in flight over the window's time is then the
+// same), so leaving the window on long averages let a sustained overload
+// send its whole backlog at once and pile up again. A load whose requests
+// do grow long gets the window's growth.
 //
 // Why: sent on schedule whatever the server's pace, every request that
 // finds no connection free opens one. With short requests a server that
@@ -564,18 +554,6 @@ func (o *openLoop) paceShort(now time.Time) bool {
 		return false
 	}
 	avg := time.Duration(o.tookAvg.Load())
-	switch {
-	case avg <= longRequest:
-		o.longSince = time.Time{}
-	case o.longSince.IsZero():
-		o.longSince = now
-	case now.Sub(o.longSince) > longFor && o.shortWin:
-		// Long for good. The backlog the window held is the window's,
-		// not the client's: it goes at once (catchUp), and the behind
-		// logic paces the load from its next time on schedule.
-		o.quickest, o.shortWin, o.grown, o.window = 0, false, 0, 0
-		o.catchUp = true
-	}
 	if o.quickest == 0 || avg < o.quickest {
 		o.quickest = avg
 	}
