@@ -241,6 +241,12 @@ func serveProbe() {
 	}()
 	out := &sampleWriter{w: bufio.NewWriter(os.Stdout)}
 	go loopSamples(out)
+	// Each wake is due a period after the one before it woke, timed
+	// before its sample is written: a stop of the process while this
+	// thread is out of its sleep (writing a sample, waiting for the
+	// writer's lock) makes the next wake late, where a sleep timed from
+	// its own start saw nothing of it.
+	next := time.Now().Add(wakePeriod)
 	for {
 		select {
 		case <-stop:
@@ -249,10 +255,20 @@ func serveProbe() {
 			os.Exit(0)
 		default:
 		}
-		t0 := time.Now()
-		sleepThread(wakePeriod)
-		out.put('w', t0.Add(wakePeriod), time.Since(t0)-wakePeriod)
+		if d := time.Until(next); d > 0 {
+			sleepThread(d)
+		}
+		now := time.Now()
+		out.put('w', next, now.Sub(next))
+		next = later(next, now).Add(wakePeriod)
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // loopSamples waits for a timer on the runtime's poller every
