@@ -57,41 +57,9 @@ func TestBaselineConfirm(t *testing.T) {
 	}
 	dir, bin, plan := simPlanDir(t, confirmPlan)
 	runs := filepath.Join(dir, "runs")
-	run := func(tags ...string) (code int, stderr string, rd *rundir.Run) {
+	run := func(tags ...string) (int, string, *rundir.Run) {
 		t.Helper()
-		args := []string{plan, "--out", runs}
-		for _, tag := range tags {
-			args = append(args, "-t", tag)
-		}
-		before, _ := filepath.Glob(filepath.Join(runs, "*", "*", "*"))
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		var out strings.Builder
-		cmd.Stderr = &out
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		if ee != nil {
-			code = ee.ExitCode()
-		}
-		after, _ := filepath.Glob(filepath.Join(runs, "*", "*", "*"))
-		sort.Strings(after)
-		var fresh []string
-		for _, d := range after {
-			if !slices.Contains(before, d) {
-				fresh = append(fresh, d)
-			}
-		}
-		if len(fresh) != 1 {
-			t.Fatalf("run %v: new run directories %v\n%s", tags, fresh, out.String())
-		}
-		if rd, err = rundir.Open(fresh[0]); err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String(), rd
+		return runPlanTagged(t, dir, bin, plan, runs, tags...)
 	}
 	// What the verdicts find is judged against the machine the history
 	// and the checks ran on: from the first history run.
@@ -206,6 +174,123 @@ func TestBaselineConfirm(t *testing.T) {
 		t.Log(strings.Join(quietClaims, "\n"))
 		machine.Judge(t, "the verdicts against a history measured on a quiet machine")
 		t.Error(strings.Join(quietClaims, "\n"))
+	}
+}
+
+// runPlanTagged runs the plan as benchrun would be run (the test binary as
+// main, the simulator on PATH) with the tags given, and opens the one run
+// directory it made.
+func runPlanTagged(t *testing.T, dir, bin, plan, runs string, tags ...string) (code int, stderr string, rd *rundir.Run) {
+	t.Helper()
+	args := []string{plan, "--out", runs}
+	for _, tag := range tags {
+		args = append(args, "-t", tag)
+	}
+	before, _ := filepath.Glob(filepath.Join(runs, "*", "*", "*"))
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BENCHRUN_TEST_AS_MAIN=1", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out strings.Builder
+	cmd.Stderr = &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	if ee != nil {
+		code = ee.ExitCode()
+	}
+	after, _ := filepath.Glob(filepath.Join(runs, "*", "*", "*"))
+	sort.Strings(after)
+	var fresh []string
+	for _, d := range after {
+		if !slices.Contains(before, d) {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) != 1 {
+		t.Fatalf("run %v: new run directories %v\n%s", tags, fresh, out.String())
+	}
+	if rd, err = rundir.Open(fresh[0]); err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), rd
+}
+
+// coldConfirmPlan is confirmPlan's cell with long prompts against a
+// simulator with a prompt cache: a re-measurement that re-sent the first
+// measurement's prompts would find all but their last block cached.
+const coldConfirmPlan = `name: "confirm-cold"
+model: {name: "sim"}
+_ttft: *"20ms" | string @tag(ttft)
+baseline: {min_runs: 3, confirm: true, metrics: ["ttft_p50_ms"]}
+stages: {
+	server: {
+		kind: "launch"
+		cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", _ttft, "--itl", "2ms", "--eos-prob", "0", "--prompt-cache"]
+	}
+	health: {kind: "health", target: "server"}
+	sweep: {
+		kind:        "sweep"
+		target:      "server"
+		needs:       ["health"]
+		cells:       [{isl: 512, osl: 4}]
+		concurrency: [2]
+		requests:    8
+		warmup:      1
+		calibrate:   "off"
+	}
+}
+`
+
+// TestConfirmationIsCold: a confirmation measures the cell as cold as the
+// first measurement did. Against a simulator with a prompt cache, a TTFT
+// ten times its history's (20 -> 200 ms) regresses, is measured once more,
+// and the second measurement regresses too: no request of either is
+// answered from the cache. (Before, the confirmation re-sent the first
+// measurement's prompts, read TTFT from the cache, and the run was judged
+// "improved", exit 0.)
+func TestConfirmationIsCold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulator 4 times")
+	}
+	dir, bin, plan := simPlanDir(t, coldConfirmPlan)
+	runs := filepath.Join(dir, "runs")
+	for i := range 3 {
+		if code, stderr, _ := runPlanTagged(t, dir, bin, plan, runs); code != 0 {
+			t.Fatalf("history run %d: exit %d\n%s", i, code, stderr)
+		}
+	}
+	code, stderr, rd := runPlanTagged(t, dir, bin, plan, runs, "ttft=200ms")
+	cells, err := rd.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cells {
+		got = append(got, fmt.Sprintf("%d:%s:%s", c.Measurement, c.Status, ms0(c.TTFTMs)))
+		if c.TTFTMs == nil || *c.TTFTMs < 150 {
+			t.Errorf("measurement %d: TTFT %s ms, want the server's 200 (a cold measurement)", c.Measurement, ms0(c.TTFTMs))
+		}
+	}
+	if len(cells) != 2 {
+		t.Fatalf("rows %v, want the first measurement and its confirmation\n%s", got, stderr)
+	}
+	reqs, err := rd.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := map[int64]int64{}
+	for _, q := range reqs {
+		if q.CachedTokens != nil {
+			cached[q.Measurement] += *q.CachedTokens
+		}
+	}
+	if cached[1] != 0 || cached[2] != 0 {
+		t.Errorf("cached prompt tokens per measurement %v, want none", cached)
+	}
+	if code != 1 || !strings.Contains(stderr, "confirmed: both measurements regressed") {
+		t.Errorf("exit %d, want 1 (a confirmed regression); rows %v\n%s", code, got, stderr)
 	}
 }
 

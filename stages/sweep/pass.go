@@ -58,13 +58,14 @@ func sendUntilDeath(ctx context.Context, target *pipeline.Outputs) (context.Cont
 }
 
 // promptSource is where the point's prompts come from (built on demand,
-// Prepare'd for the trace the point replays).
-func (s *Stage) promptSource(p point, stage string, vocab *loadgen.Vocab, dataset []string) *loadgen.PromptSource {
+// Prepare'd for the trace the point replays); each measurement of the
+// point has its own, so every one is as cold as the first.
+func (s *Stage) promptSource(p point, stage string, measurement int64, vocab *loadgen.Vocab, dataset []string) *loadgen.PromptSource {
 	_, expected := s.load(p, nil, 0)
 	src := &loadgen.PromptSource{
 		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
 		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
-		PointKey: loadgen.PointKey(stage+"/"+p.cell.serverVars("/")+repeatKey(p), p.concurrency, p.rate), Shard: s.shard,
+		PointKey: loadgen.PointKey(stage+"/"+p.cell.serverVars("/")+repeatKey(p)+measurementKey(measurement), p.concurrency, p.rate), Shard: s.shard,
 	}
 	if s.cfg.conversation() {
 		src.Turns, src.Conversations = s.maxTurns(), s.convs

@@ -248,7 +248,7 @@ func (r *sweepRun) calibrate() {
 // measurePoint measures the point once and emits its row; the second time
 // (a confirmation) as measurement 2.
 func (r *sweepRun) measurePoint(c *sweepCell, measurement int64) (results.Cell, error) {
-	row, reqs, samples := r.measureOnce(c)
+	row, reqs, samples := r.measureOnce(c, measurement)
 	row.Measurement = measurement
 	r.judgeStop(&row)
 	r.compareWithC1(&row, c.p)
@@ -268,7 +268,7 @@ func (r *sweepRun) measurePoint(c *sweepCell, measurement int64) (results.Cell, 
 // measureOnce is the point's row from one measurement, or an error row
 // when it cannot start: no vocabulary to size prompts with, or a peer
 // shard gone.
-func (r *sweepRun) measureOnce(c *sweepCell) (results.Cell, []results.Request, []results.Sample) {
+func (r *sweepRun) measureOnce(c *sweepCell, measurement int64) (results.Cell, []results.Request, []results.Sample) {
 	if r.vocab == nil {
 		return unmeasured(c.base, results.StatusError, r.calibNote), nil, nil
 	}
@@ -282,7 +282,9 @@ func (r *sweepRun) measureOnce(c *sweepCell) (results.Cell, []results.Request, [
 		return unmeasured(c.base, results.StatusError, "not started: "+err.Error()), nil, nil
 	}
 	pv := r.prog.point(c.idx+1, pointsTotal(r.s, r.points), c.p.label())
-	row, reqs, samples := r.measure(c.p, c.base, pv)
+	base := c.base
+	base.Measurement = measurement // its own prompts (measurementKey)
+	row, reqs, samples := r.measure(c.p, base, pv)
 	if r.calibNote != "" {
 		row.Notes = joinNotes(row.Notes, r.calibNote)
 	}

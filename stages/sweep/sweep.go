@@ -564,7 +564,7 @@ func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Ce
 	ctx, stopSending := sendUntilDeath(r.ctx, r.target)
 	defer stopSending(nil)
 	pr := &pointRun{s: s, ctx: ctx, stopSending: stopSending, t: t, target: r.target, p: p, pv: pv}
-	pr.src = s.promptSource(p, row.Stage, r.vocab, r.dataset)
+	pr.src = s.promptSource(p, row.Stage, row.Measurement, r.vocab, r.dataset)
 	pr.view = pr.src.Trace
 	if why := s.traceFits(row, pr.view); why != "" {
 		row.Status, row.Reason = results.StatusError, why
