@@ -3,6 +3,7 @@
 package measure
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -69,4 +70,31 @@ func selfCPU() (time.Duration, bool) {
 		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return total, true
+}
+
+// TestWaitedSince: a thread read at both ends counts its growth, one born
+// between counts whole, one that ended counts nothing (never negative).
+func TestWaitedSince(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name           string
+		earlier, later TaskWaits
+		want           time.Duration
+	}{
+		{"growth", TaskWaits{1: 10 * ms, 2: 5 * ms}, TaskWaits{1: 30 * ms, 2: 5 * ms}, 20 * ms},
+		{"born between", TaskWaits{1: 10 * ms}, TaskWaits{1: 10 * ms, 7: 4 * ms}, 4 * ms},
+		{"ended between", TaskWaits{1: 10 * ms, 2: 900 * ms}, TaskWaits{1: 12 * ms}, 2 * ms},
+		{"reused id reads lower", TaskWaits{3: 50 * ms}, TaskWaits{3: 1 * ms}, 0},
+		{"none before", nil, TaskWaits{1: 3 * ms}, 3 * ms},
+	} {
+		if got := tc.later.WaitedSince(tc.earlier); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if _, ok := ReadTaskWaits([]int{1 << 30}); ok {
+		t.Errorf("a process that does not exist read a wait")
+	}
+	if w, ok := ReadTaskWaits([]int{os.Getpid()}); !ok || len(w) < 1 {
+		t.Errorf("this process: %v %v", w, ok)
+	}
 }

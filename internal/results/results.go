@@ -163,7 +163,8 @@ type Cell struct {
 	ClientCPUUtil *float64 `parquet:"client_cpu_util" json:"client_cpu_util" expr:"client_cpu_util"`
 	// ClientCPUWaitMs and ServerCPUWaitMs are how long benchrun's threads
 	// and the launched server's spent runnable but waiting for a CPU over
-	// the timed window, summed over threads (Linux schedstat run_delay):
+	// the timed window, summed over threads (Linux schedstat run_delay;
+	// the server's over every process of its tree, workers included):
 	// what CPU-bound neighbours took from the measurement, which a
 	// sleeping probe's lateness does not show (nil: not measured; the
 	// server's also when it was not launched here).

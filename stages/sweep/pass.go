@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -250,12 +251,14 @@ func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 // cpuMark is the CPU readings at the start of the timed passes: the
 // client's CPU time, its and the server's time waiting for a CPU.
 type cpuMark struct {
-	cpu                  time.Duration
-	cpuOK                bool
-	wait, serverWait     time.Duration
-	waitOK, serverWaitOK bool
-	from                 time.Time
-	serverPID            int
+	cpu          time.Duration
+	cpuOK        bool
+	wait         time.Duration
+	waitOK       bool
+	serverWait   measure.TaskWaits
+	serverWaitOK bool
+	from         time.Time
+	serverPID    int
 }
 
 // markCPU reads the CPU at the start of the timed passes.
@@ -264,10 +267,18 @@ func markCPU(serverPID int) cpuMark {
 	m.cpu, m.cpuOK = processCPU()
 	m.wait, m.waitOK = measure.CPUWait(0)
 	if serverPID > 0 {
-		m.serverWait, m.serverWaitOK = measure.CPUWait(serverPID)
+		m.serverWait, m.serverWaitOK = measure.ReadTaskWaits(serverTree(serverPID))
 	}
 	m.from = time.Now()
 	return m
+}
+
+// serverTree is a launched server's processes: its pid is the guard's
+// (procrun), which sleeps; the server and any workers it forked are below
+// it. Reading the guard alone read 0 on every row while llama-server's
+// threads had waited 201 and 928 ms for a CPU.
+func serverTree(pid int) []int {
+	return append([]int{pid}, procrun.Descendants(pid)...)
 }
 
 // fill puts the CPU used and waited for since the mark on the row, when
@@ -286,8 +297,8 @@ func (m cpuMark) fill(row *results.Cell, window time.Duration) {
 		row.ClientCPUWaitMs = results.Some(ms(max(wait1-m.wait, 0)))
 	}
 	if m.serverWaitOK && window > 0 {
-		if wait1, ok := measure.CPUWait(m.serverPID); ok {
-			row.ServerCPUWaitMs = results.Some(ms(max(wait1-m.serverWait, 0)))
+		if wait1, ok := measure.ReadTaskWaits(serverTree(m.serverPID)); ok {
+			row.ServerCPUWaitMs = results.Some(ms(wait1.WaitedSince(m.serverWait)))
 		}
 	}
 }
