@@ -5,9 +5,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
@@ -47,22 +47,24 @@ func (r *runner) baselineRoot(b *schema.Baseline) string {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// history is the plan's baseline history, read once before anything is
-// measured: `baseline.COLUMN` assertions read it as cells finish, and the
-// regression check at the end of the run.
+// history is the plan's baseline history: `baseline.COLUMN` assertions
+// read it as cells finish, the confirmation as a cell's first measurement
+// ends, and the regression check at the end of the run. Each reads as far
+// back as its cells need (regress.HistoryReader), under mu.
 type history struct {
 	baseline *schema.Baseline
 	root     string
-	runs     []*regress.Run
+	mu       sync.Mutex
+	reader   *regress.HistoryReader
 	err      error
 	// sendLag is the plan's send-lag threshold per stage, for the current
 	// run's client-bound cells.
 	sendLag map[string]float64
 }
 
-// loadHistory reads the baseline history when the plan has a baseline
-// (or --baseline gives one): the newest 2×last runs of the plan, so that
-// each cell's last `last` usable ones are there after exclusions.
+// loadHistory opens the baseline history when the plan has a baseline
+// (or --baseline gives one): the plan's runs are listed now, their rows
+// read when a cell asks (runsFor).
 func (r *runner) loadHistory() {
 	b := r.g.Plan.Baseline
 	if b == nil && r.opts.Baseline != "" {
@@ -72,35 +74,34 @@ func (r *runner) loadHistory() {
 		return
 	}
 	h := &history{baseline: b, root: r.baselineRoot(b)}
-	h.runs, h.err = regress.LoadHistory(h.root, rundir.Filter{Plan: r.g.Plan.Name}, max(b.Last, 2)*2)
-	leaveOutShards(h.runs)
+	h.reader, h.err = regress.OpenHistory(h.root, rundir.Filter{Plan: r.g.Plan.Name}, r.ri.ID)
 	if pj, err := resolvedPlanText(r.g.Plan); err == nil {
 		h.sendLag = regress.SendLagThresholds(pj)
 	}
 	r.history = h
 }
 
-// runShard is the status a history run that is one shard of a sharded
-// run (--shard i/n, not merged) is left out of the baseline with: its
-// rows carry a part of each cell's load, so they are not the cell's
-// measurements; the merged run (benchrun merge) is. The check counts it
-// as "run shard".
-const runShard = "shard"
-
-// leaveOutShards marks the history runs that are shards of a sharded
-// run: an ok run with a row split over shards (shards > 1) whose
-// manifest does not say it was merged (metadata merged_from, no shard
-// record of its own).
-func leaveOutShards(runs []*regress.Run) {
-	for _, h := range runs {
-		if h.Status != rundir.RunOK || !slices.ContainsFunc(h.Cells, func(c results.Cell) bool { return c.Shards > 1 }) {
-			continue
-		}
-		if m, err := rundir.ReadManifest(h.Dir); err == nil && m.Shard == nil && m.Metadata["merged_from"] != "" {
-			continue // a merged run: the cells' whole load
-		}
-		h.Status, h.Cells = runShard, nil
+// runsFor is the history as far back as each of cells needs: its last
+// 2×last runs with an ok row of its own (the check then takes its last
+// `last` usable ones after its exclusions), however many runs of other
+// variants came between. The runs are oldest first.
+func (h *history) runsFor(cells []results.Cell) ([]*regress.Run, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return nil, h.err
 	}
+	keys := make([]regress.Key, 0, len(cells))
+	for _, c := range cells {
+		if c.Status == results.StatusOK { // the check judges no other
+			keys = append(keys, regress.KeyOf(c))
+		}
+	}
+	if err := h.reader.Need(keys, max(h.baseline.Last, 2)*2); err != nil {
+		h.err = err
+		return nil, err
+	}
+	return h.reader.Runs(), nil
 }
 
 // regressOptions are the plan's baseline settings as the history check
@@ -128,7 +129,14 @@ func (r *runner) judgeBaseline() {
 	}
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
-	b, root, hist, err := h.baseline, h.root, h.runs, h.err
+	b, root := h.baseline, h.root
+	cur := &regress.Run{ID: r.ri.ID, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: rundir.RunOK, SendLagThresholdMs: h.sendLag}
+	for _, n := range r.g.Nodes {
+		if n.Kind.Measuring {
+			cur.Cells = append(cur.Cells, r.rows[n.Spec.Name]...)
+		}
+	}
+	hist, err := h.runsFor(cur.Cells)
 	if err != nil {
 		fmt.Fprintf(r.opts.Progress, "✗ baseline: reading the history under %s: %v\n", root, err)
 		r.failed = append(r.failed, Verdict{Assertion: "baseline", Level: LevelRegression, Severity: SeverityFail, Error: err.Error(), Cell: "run"})
@@ -137,12 +145,6 @@ func (r *runner) judgeBaseline() {
 	opts, err := r.regressOptions(h)
 	if err != nil {
 		return // vet refused it
-	}
-	cur := &regress.Run{ID: r.ri.ID, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: rundir.RunOK, SendLagThresholdMs: h.sendLag}
-	for _, n := range r.g.Nodes {
-		if n.Kind.Measuring {
-			cur.Cells = append(cur.Cells, r.rows[n.Spec.Name]...)
-		}
 	}
 	rep := regress.CheckHistory(hist, cur, opts)
 	now := time.Now().UTC()
@@ -240,10 +242,10 @@ func regressionValues(v regress.Verdict) map[string]string {
 	return out
 }
 
-// loadBaselineCells reads, before anything is measured, the newest ok
-// history run's row of every cell, for the row-level assertions that read
-// `baseline.COLUMN`. A history that cannot be read leaves none: those
-// assertions then say no cell matched.
+// loadBaselineCells says, before anything is measured, when the history
+// the row-level assertions that read `baseline.COLUMN` need cannot be
+// read: those assertions then say no cell matched. Each cell's row is
+// read when the cell finishes (baselineCell).
 func (r *runner) loadBaselineCells() {
 	h := r.history
 	if h == nil || !r.readsBaseline() {
@@ -253,22 +255,7 @@ func (r *runner) loadBaselineCells() {
 		fmt.Fprintf(r.opts.Progress, "benchrun: baseline: reading the history under %s: %v (assertions reading baseline. have nothing to compare with)\n", h.root, h.err)
 		return
 	}
-	hist := slices.Clone(h.runs)
-	sort.SliceStable(hist, func(i, j int) bool { return hist[i].StartedAt.After(hist[j].StartedAt) })
-	r.baseCells = map[regress.Key]results.Cell{}
-	for _, h := range hist {
-		if h.Status != rundir.RunOK || h.ID == r.ri.ID {
-			continue
-		}
-		for _, c := range h.Cells {
-			if c.Status != results.StatusOK {
-				continue
-			}
-			if _, ok := r.baseCells[regress.KeyOf(c)]; !ok {
-				r.baseCells[regress.KeyOf(c)] = c
-			}
-		}
-	}
+	r.baseCells = true
 }
 
 func (r *runner) readsBaseline() bool {
@@ -282,10 +269,27 @@ func (r *runner) readsBaseline() bool {
 	return false
 }
 
-// baselineCell is the baseline's row of the same cell, or nil.
+// baselineCell is the baseline's row of the same cell: the newest ok
+// history run's ok row of it, or nil.
 func (r *runner) baselineCell(c results.Cell) *results.Cell {
-	if b, ok := r.baseCells[regress.KeyOf(c)]; ok {
-		return &b
+	if !r.baseCells {
+		return nil
+	}
+	hist, err := r.history.runsFor([]results.Cell{c})
+	if err != nil {
+		return nil
+	}
+	key := regress.KeyOf(c)
+	for i := len(hist) - 1; i >= 0; i-- { // newest first
+		h := hist[i]
+		if h.Status != rundir.RunOK || h.ID == r.ri.ID {
+			continue
+		}
+		for _, hc := range h.Cells {
+			if hc.Status == results.StatusOK && regress.KeyOf(hc) == key {
+				return &hc
+			}
+		}
 	}
 	return nil
 }

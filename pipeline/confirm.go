@@ -106,7 +106,11 @@ func (r *runner) regressedAgainstHistory(cur results.Cell) []string {
 	}
 	opts.Correction = regress.NoCorrection
 	one := &regress.Run{ID: r.ri.ID, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: "ok", Cells: []results.Cell{cur}, SendLagThresholdMs: h.sendLag}
-	rep := regress.CheckHistory(h.runs, one, opts)
+	hist, err := h.runsFor(one.Cells)
+	if err != nil {
+		return nil // the end-of-run check says why
+	}
+	rep := regress.CheckHistory(hist, one, opts)
 	c := confirmation{regressed: map[string]float64{}}
 	var what []string
 	for _, v := range rep.Verdicts {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
-	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 )
@@ -99,9 +98,10 @@ type runner struct {
 	// stageJudged are the stages whose stage-level assertions were judged
 	// (once each; under emitMu).
 	stageJudged map[string]bool
-	// baseCells are the baseline history's newest ok row of each cell
-	// (for `baseline.COLUMN`).
-	baseCells map[regress.Key]results.Cell
+	// baseCells says the row-level assertions read `baseline.COLUMN`
+	// and the history can be read: each cell's row is read as it ends
+	// (baselineCell).
+	baseCells bool
 	// history is the baseline history (nil: no baseline); historyRoot,
 	// when set, is where it is without baseline.runs or --baseline (a
 	// judged run directory's, JudgeDir), instead of the runs folder the

@@ -2,6 +2,7 @@ package regress
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
@@ -85,7 +86,9 @@ func FailedChecksOnly(status string, exitCode *int) bool {
 // and those that failed their own checks only (FailedChecksOnly), with
 // the metrics their baseline check called regressed (Run.Regressed).
 // Other runs come back too, without rows, so CheckHistory counts them as
-// excluded; older ones beyond limit are left out.
+// excluded (a shard of a sharded run as RunShard); older ones beyond
+// limit are left out. A baseline reads a cell's own runs instead
+// (HistoryReader).
 func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 	entries, err := rundir.Find(root, f)
 	if err != nil {
@@ -95,31 +98,18 @@ func LoadHistory(root string, f rundir.Filter, limit int) ([]*Run, error) {
 	var out []*Run
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
-		failedChecks := FailedChecksOnly(e.Status, e.ExitCode)
-		if e.Status != rundir.RunOK && !failedChecks {
-			out = append(out, &Run{ID: e.RunID, Dir: e.Dir, StartedAt: e.StartedAt, Status: e.Status})
-			continue
+		if e.Status == rundir.RunOK || FailedChecksOnly(e.Status, e.ExitCode) {
+			if limit > 0 && okSeen >= limit {
+				break
+			}
+			okSeen++
 		}
-		if limit > 0 && okSeen >= limit {
-			break
-		}
-		okSeen++
-		rd, err := rundir.Open(e.Dir)
+		r, err := readHistoryRun(e)
 		if err != nil {
-			return nil, fmt.Errorf("reading history: %w", err)
-		}
-		r, err := load(rd, false)
-		if err != nil {
-			return nil, fmt.Errorf("reading history: %w", err)
-		}
-		r.FailedChecks = failedChecks
-		if r.Regressed, r.Inconclusive, err = regressedOf(rd); err != nil {
 			return nil, fmt.Errorf("reading history: %w", err)
 		}
 		out = append(out, r)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out, nil
 }
