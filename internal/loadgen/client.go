@@ -409,6 +409,27 @@ func (e *CutShortError) Error() string {
 // connections: each one is a different dead connection taken from the pool.
 const maxConnRetries = 4
 
+// staleCloseWindow is how soon after a request was sent on a pooled
+// connection the server's close (an end of file, a reset) must come for
+// the request to be resent: later, the request failed.
+//
+// Why a window: a keep-alive connection the server closed while it sat
+// idle (its idle timeout; llama-server's close after every stream) is
+// found dead before the send where the platform can tell (aliveFunc), and
+// otherwise the close crossed the request on the wire: the server never
+// read it, and its FIN or RST comes back within one round trip of the
+// write. That is net/http's rule too: it resends a request that was not
+// written, or whose connection the server closed as idle
+// (errServerClosedIdle), and nothing the server may have seen. A close
+// that comes later is a server that held the request and dropped it (a
+// crash on it): resending it on a fresh connection recorded a server that
+// dropped 5 requests in 6 as healthy, each failure a fast success. 100 ms
+// is above the round trip to any server a benchmark reaches over loopback,
+// a LAN or one region, with room for a busy client's scheduling, and far
+// below the time an LLM server takes to fail on a request it worked on;
+// what a resend can hide is at most that.
+const staleCloseWindow = 100 * time.Millisecond
+
 // staleConn reports whether err is what a send on a pooled keep-alive
 // connection that the server had closed looks like, before any response
 // byte: the server never read the request, so sending it again is safe.
@@ -686,8 +707,8 @@ func (st *sendTrace) gotConn(i httptrace.GotConnInfo) {
 
 // post sends the request and returns the response, or nil when it
 // failed (res.Err says why). A send that fails on a stale pooled
-// connection goes again (staleConn). st learns the connection each try
-// went on.
+// connection (staleConn, within staleCloseWindow of the send) goes again.
+// st learns the connection each try went on.
 func (t *Target) post(ctx context.Context, client *http.Client, url string, body []byte, contentType string, wd *watchdog, res *Result, st *sendTrace) *http.Response {
 	st.trace.GotConn = st.gotConn
 	tctx := httptrace.WithClientTrace(ctx, &st.trace)
@@ -708,12 +729,21 @@ func (t *Target) post(ctx context.Context, client *http.Client, url string, body
 		if err == nil {
 			return resp
 		}
-		if st.reused.Load() && ctx.Err() == nil && res.ConnRetries < maxConnRetries && staleConn(err) {
+		held := time.Since(res.Sent)
+		closed := ctx.Err() == nil && staleConn(err)
+		if closed && st.reused.Load() && held <= staleCloseWindow && res.ConnRetries < maxConnRetries {
 			res.ConnRetries++
 			continue
 		}
 		if res.Scheduled.IsZero() {
 			res.Scheduled = res.Sent
+		}
+		if closed {
+			// Not resent: the server held the request before it closed
+			// the connection (or the connection was fresh), so it may
+			// have worked on it; the failure and its time are the
+			// server's.
+			err = fmt.Errorf("the server closed the connection %v after the request was sent, without an answer: %w", held.Round(time.Millisecond), err)
 		}
 		res.Err = wd.explain(ctx, fmt.Errorf("sending request: %w", err))
 		res.Finished = time.Now()

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/sim"
 )
 
 // closeAfterStreamServer answers every request with a short SSE stream
@@ -235,4 +237,59 @@ func TestStaleConnectionWithALargeBodyIsResent(t *testing.T) {
 	if got := served.Load(); got != n {
 		t.Fatalf("the server read %d requests for %d sent", got, n)
 	}
+}
+
+// A server that reads a request, holds it, then closes its connection
+// without an answer (a crash on it: the simulator's hang-up fault) failed
+// that request. It is not resent as a stale keep-alive connection: before,
+// a hang-up on a pooled connection went again on a fresh one and was
+// recorded as that one's fast success, so a server dropping half its
+// requests measured healthy. Each dropped request fails, says so, and
+// keeps the time the server held it.
+func TestHeldAndDroppedRequestIsNotResent(t *testing.T) {
+	const hold = 400 * time.Millisecond
+	s, url := startSim(t, func(c *sim.Config) { c.Faults.HangUpRate, c.Faults.HangUp = 0.5, hold })
+	tg := newTarget(url, 1)
+	defer tg.HTTP.CloseIdleConnections()
+	const n = 12
+	failed, afterSuccess := 0, 0
+	prevOK := false
+	for i := 0; i < n; i++ {
+		r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+		if r.Err == nil {
+			prevOK = true
+			continue
+		}
+		failed++
+		if prevOK {
+			afterSuccess++ // on the pooled connection the success left
+		}
+		prevOK = false
+		if !strings.Contains(r.Err.Error(), "the server closed the connection") || !strings.Contains(r.Err.Error(), "without an answer") {
+			t.Errorf("request %d: err %v, want the server's close named", i, r.Err)
+		}
+		if r.ConnRetries != 0 {
+			t.Errorf("request %d: resent %d times after the server held it", i, r.ConnRetries)
+		}
+		if took := r.Finished.Sub(r.Sent); took < hold {
+			t.Errorf("request %d: failed %v after its send, before the server's %v hold: the hold's cost is hidden", i, took, hold)
+		}
+	}
+	hungUp := 0
+	recs := s.Records()
+	for _, rec := range recs {
+		if strings.Contains(rec.Fault, "hang-up") {
+			hungUp++
+		}
+	}
+	if len(recs) != n {
+		t.Errorf("the server read %d requests for %d sent: dropped requests were resent", len(recs), n)
+	}
+	if failed != hungUp {
+		t.Errorf("%d requests failed, the server hung up on %d: the others were hidden by resends", failed, hungUp)
+	}
+	if afterSuccess == 0 {
+		t.Fatalf("no hang-up met a pooled connection (%d hang-ups in %d requests): the test does not reproduce the resend", hungUp, n)
+	}
+	t.Logf("%d of %d requests hung up, %d on a pooled connection", hungUp, n, afterSuccess)
 }

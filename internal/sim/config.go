@@ -186,6 +186,8 @@ type FaultConfig struct {
 	SlowHeaders     time.Duration // ... by this much
 	CutRate         float64       // end the stream cleanly but early (Ollama's dying runner)
 	CutAfter        int           // ... after this many token-bearing events
+	HangUpRate      float64       // hold the request, then close its connection with no answer
+	HangUp          time.Duration // ... after holding it this long
 }
 
 // DefaultConfig returns a fixed-mode simulator serving "sim-llama".
@@ -214,6 +216,7 @@ func DefaultConfig() Config {
 			StallAt:     1,
 			SlowHeaders: 2 * time.Second,
 			CutAfter:    5,
+			HangUp:      1500 * time.Millisecond,
 		},
 		ExitCode:              1,
 		CloseAfterStreamDelay: 2 * time.Millisecond,
@@ -424,11 +427,14 @@ func (c Config) engineErrors() []error {
 func (c Config) faultErrors() []error {
 	var errs []error
 	f := c.Faults
-	for _, r := range []float64{f.ErrorRate, f.DropRate, f.StallRate, f.MalformedRate, f.SlowHeadersRate, f.CutRate} {
+	for _, r := range []float64{f.ErrorRate, f.DropRate, f.StallRate, f.MalformedRate, f.SlowHeadersRate, f.CutRate, f.HangUpRate} {
 		if r < 0 || r > 1 {
 			errs = append(errs, errors.New("fault rates must be in [0, 1]"))
 			break
 		}
+	}
+	if f.HangUpRate > 0 && f.HangUp <= 0 {
+		errs = append(errs, errors.New("hang-up-rate needs a positive hang-up duration"))
 	}
 	if f.ErrorRate > 0 && len(f.ErrorCodes) == 0 {
 		errs = append(errs, errors.New("error-rate needs error-codes"))
@@ -438,7 +444,7 @@ func (c Config) faultErrors() []error {
 			errs = append(errs, fmt.Errorf("error code %d: want 4xx or 5xx", code))
 		}
 	}
-	if f.DropAfter < 0 || f.StallAt < 0 || f.Stall < 0 || f.SlowHeaders < 0 || f.CutAfter < 0 {
+	if f.DropAfter < 0 || f.StallAt < 0 || f.Stall < 0 || f.SlowHeaders < 0 || f.CutAfter < 0 || f.HangUp < 0 {
 		errs = append(errs, errors.New("fault counts and durations must not be negative"))
 	}
 	return errs

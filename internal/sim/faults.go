@@ -36,6 +36,9 @@ import (
 //	sse-json-error    answer 200 text/event-stream with a bare JSON error
 //	                  object (no data: line)
 //	gzip              answer 200 with a gzip-compressed body nobody asked for
+//	hang-up=DURATION  read the request, hold it DURATION without a byte of
+//	                  answer, then close the connection (a server that
+//	                  crashes on the request: the client sees EOF)
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -58,6 +61,9 @@ type faults struct {
 	proxyPage bool
 	// A bare JSON error where a stream was due; a body compressed anyway.
 	sseJSONError, gzipBody bool
+	// The request held this long, then its connection closed with no
+	// answer: what a client of a crashing server sees.
+	hangUp time.Duration
 }
 
 func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
@@ -105,6 +111,9 @@ func (f faults) String() string {
 	}
 	if f.gzipBody {
 		parts = append(parts, "gzip")
+	}
+	if f.hangUp > 0 {
+		parts = append(parts, "hang-up="+f.hangUp.String())
 	}
 	return strings.Join(parts, ",")
 }
@@ -190,6 +199,11 @@ func (f *faults) setValued(key, val string) error {
 		f.slowHeaders, err = time.ParseDuration(val)
 	case "cut-after":
 		f.cutAfter, err = parseEventCount(val)
+	case "hang-up":
+		f.hangUp, err = time.ParseDuration(val)
+		if err == nil && f.hangUp <= 0 {
+			err = errors.New("must be positive")
+		}
 	default:
 		err = errors.New("unknown fault")
 	}
@@ -233,6 +247,9 @@ func (s *Server) pickFaults(r *http.Request, n uint64) (faults, error) {
 	if c.CutRate > 0 && draw(6) < c.CutRate {
 		f.cutAfter = c.CutAfter
 	}
+	if c.HangUpRate > 0 && draw(7) < c.HangUpRate {
+		f.hangUp = c.HangUp
+	}
 	return f, nil
 }
 
@@ -262,10 +279,20 @@ func setRetryAfter(w http.ResponseWriter, code int) {
 const ProxyPage = "<html><body><h1>502 Passerelle d\xe9faillante</h1>\x1b[2J\x1b[32m\u2713 all good\x1b[0m</body></html>"
 
 // faultBeforeAnswer plays f's faults that come before the answer: the
-// headers held back (slow-headers), then an error status in place of the
-// answer (fail writes it), then the answers that replace the server's
+// request held and dropped (hang-up), the headers held back
+// (slow-headers), then an error status in place of the answer (fail
+// writes it), then the answers that replace the server's
 // (hostileAnswer). It reports whether the request is over.
 func (s *Server) faultBeforeAnswer(w http.ResponseWriter, r *http.Request, rec *record, stream bool, f faults, fail func(status int, typ, msg string)) bool {
+	if f.hangUp > 0 {
+		// The request was read (its body decoded); the server then dies
+		// on it: no status, no header, the connection closed. A client
+		// must count it failed, not resend it as a stale keep-alive
+		// connection and record the resend's success.
+		s.sleep(r.Context(), f.hangUp)
+		s.finishAbort(rec, "fault: hang-up="+f.hangUp.String())
+		abortConn()
+	}
 	if f.slowHeaders > 0 && !s.sleep(r.Context(), f.slowHeaders) {
 		s.finishAbort(rec, "client gone or shutdown during slow headers")
 		s.abortIfClosing()

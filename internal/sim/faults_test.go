@@ -180,6 +180,7 @@ func TestParseFaults(t *testing.T) {
 		"slow-headers=250ms":         "slow-headers=250ms",
 		"none":                       "",
 		"error=503,slow-headers=1ms": "error=503,slow-headers=1ms",
+		"hang-up=1500ms":             "hang-up=1.5s",
 	}
 	for in, want := range good {
 		f, err := parseFaults(in)
@@ -187,9 +188,50 @@ func TestParseFaults(t *testing.T) {
 			t.Errorf("parseFaults(%q) = %q, %v; want %q", in, f.String(), err, want)
 		}
 	}
-	for _, in := range []string{"error=200", "error=x", "drop-after=-1", "stall=soon", "malformed=1", "boom", "error"} {
+	for _, in := range []string{"error=200", "error=x", "drop-after=-1", "stall=soon", "malformed=1", "boom", "error", "hang-up=0s", "hang-up", "hang-up=-1s"} {
 		if _, err := parseFaults(in); err == nil {
 			t.Errorf("parseFaults(%q) accepted", in)
 		}
+	}
+}
+
+// hang-up holds the request, then closes its connection with no answer:
+// a client reads the request's end of file no sooner than the hold, and
+// the record names the fault. Fixed and engine modes, streamed or not,
+// completions or embeddings: the fault comes before any answer.
+func TestFaultHangUp(t *testing.T) {
+	const hold = 300 * time.Millisecond
+	for _, mode := range []string{ModeFixed, ModeEngine} {
+		cfg := fastConfig()
+		cfg.Mode = mode
+		s, url := startSim(t, cfg)
+		c := testClient()
+		for _, path := range []string{"/v1/completions", "/v1/embeddings"} {
+			hreq, _ := newReq(url+path, strings.NewReader(`{"prompt":"a","input":"a","max_tokens":3,"stream":true}`))
+			hreq.Header.Set(FaultHeader, "hang-up="+hold.String())
+			start := time.Now()
+			resp, err := c.Do(hreq)
+			took := time.Since(start)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("%s %s: got status %d, want the connection closed with no answer", mode, path, resp.StatusCode)
+			}
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("%s %s: err %v, want an EOF", mode, path, err)
+			}
+			if took < hold {
+				t.Fatalf("%s %s: closed after %v, before the %v hold", mode, path, took, hold)
+			}
+		}
+		for _, rec := range s.Records() {
+			if rec.Fault != "hang-up="+hold.String() || rec.FinishReason != "abort" || !strings.Contains(rec.Error, "hang-up") {
+				t.Fatalf("%s: record %+v", mode, rec)
+			}
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Faults.HangUpRate, cfg.Faults.HangUp = 0.5, 0
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("a hang-up rate without a duration validated")
 	}
 }
