@@ -39,8 +39,9 @@ import (
 // http.ReadResponse (status, headers, chunked and sized bodies, trailers);
 // the request's context cancels a blocked dial, write or read; a
 // connection goes back to the pool only after its answer was read to the
-// end and neither side asked to close it; a pooled connection the server
-// closed while it sat idle is not reused (aliveIdle); the httptrace
+// end and neither side asked to close it, and nothing past the answer
+// sits in its read buffer; a pooled connection the server closed while
+// it sat idle is not reused (aliveFunc); the httptrace
 // GotConn hook reports each connection and whether it was pooled, so that
 // kernel stamps and the stale-connection resend (Target.post) work alike
 // on both paths.
@@ -213,7 +214,7 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 		if c == nil {
 			break
 		}
-		if c.alive() {
+		if c.br.Buffered() == 0 && c.alive() {
 			return c, true, nil
 		}
 		c.conn.Close()
@@ -324,8 +325,13 @@ func (b *h1Body) Close() error {
 		return nil
 	}
 	// stop is false when the cancellation already ran: the connection's
-	// deadline is in the past, so it is closed whatever was read.
-	if b.stop() && b.keep && b.eof.Load() && !b.failed.Load() {
+	// deadline is in the past, so it is closed whatever was read. Bytes
+	// already read past the answer's end (a stray CRLF after a chunked
+	// body's last chunk) belong to no request: pooled, they would be read
+	// as the next answer's start (malformed HTTP response ""), so the
+	// connection is closed, as net/http's transport closes one whose
+	// reader holds buffered bytes.
+	if b.stop() && b.keep && b.eof.Load() && !b.failed.Load() && b.c.br.Buffered() == 0 {
 		b.t.putIdle(b.addr, b.c)
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -397,4 +398,39 @@ func transportGoroutines() int {
 		}
 	}
 	return count
+}
+
+// Bytes a server writes after a complete answer (a stray CRLF after a
+// chunked stream's last chunk, in the same write) sit in the connection's
+// read buffer when the answer ends. Pooled with them, the connection read
+// them as the next answer's start: every second request failed
+// `malformed HTTP response ""`. Such a connection is closed, as net/http
+// closes one whose reader holds buffered bytes, and every request gets
+// its answer on a fresh one.
+func TestStrayBytesAfterAnAnswerAreNotPooled(t *testing.T) {
+	stream := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+	for _, ev := range []string{
+		`data: {"id":"a","choices":[{"index":0,"text":" x"}]}` + "\n\n",
+		`data: {"id":"a","choices":[{"index":0,"text":" y","finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}` + "\n\n",
+		"data: [DONE]\n\n",
+	} {
+		stream += strconv.FormatInt(int64(len(ev)), 16) + "\r\n" + ev + "\r\n"
+	}
+	stream += "0\r\n\r\n" + "\r\n" // the stray CRLF, in the same write
+	url, seen := rawServer(t, func(int, *http.Request, []byte) []byte { return []byte(stream) })
+	tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(1), StallTimeout: 30 * time.Second}
+	defer tg.HTTP.CloseIdleConnections()
+	const n = 8
+	for i := 0; i < n; i++ {
+		r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+		if r.Err != nil {
+			t.Fatalf("request %d: %v", i, r.Err)
+		}
+		if r.OutputTokens != 2 || r.ConnRetries != 0 || r.NetHTTP != "" {
+			t.Fatalf("request %d: %d tokens, %d resends, net/http %q", i, r.OutputTokens, r.ConnRetries, r.NetHTTP)
+		}
+	}
+	if got := len(seen()); got != n {
+		t.Fatalf("the server read %d requests for %d sent", got, n)
+	}
 }
