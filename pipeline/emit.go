@@ -121,7 +121,11 @@ func (r *runner) record(cell results.Cell, a *Assertion, v Verdict, at time.Time
 	}
 	r.verdicts = append(r.verdicts, v)
 	if v.Inconclusive {
-		r.inconclusive = append(r.inconclusive, v)
+		if v.Severity != SeverityWarn {
+			// A warning never changes the exit code, inconclusive
+			// or not (inconclusive: "fail" made one exit 5).
+			r.inconclusive = append(r.inconclusive, v)
+		}
 		again := ""
 		if v.Measurement > 1 {
 			again = " again, measured once more"

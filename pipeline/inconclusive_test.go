@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks"
 )
@@ -64,6 +67,9 @@ func (s *scriptedStage) Validate(*pipeline.Check) error { return nil }
 func (s *scriptedStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, error) {
 	for i, r := range s.cfg.Rows {
 		c := rowOf(s.name, i, r.scriptedValues, 1)
+		if env.CellDone(c.CellID) {
+			continue // a resume measures only what is not done
+		}
 		if err := env.Emit(c, nil); err != nil {
 			return nil, err
 		}
@@ -118,6 +124,7 @@ func TestInconclusiveVerdicts(t *testing.T) {
 		name         string
 		rows         string
 		policy       string // the plan's inconclusive
+		asserts      string // the stage's assert list; "" for the two checks below
 		exit         int
 		confirmed    int
 		failed       int
@@ -139,6 +146,13 @@ func TestInconclusiveVerdicts(t *testing.T) {
 		{
 			name: "explained, then a miss the machine cannot explain", rows: `{ttft: 43.2, late: 7.1, again: {ttft: 55, late: 0.2}}`,
 			exit: pipeline.ExitAssertion, confirmed: 1, failed: 1, outcomes: []string{"inconclusive 1", "fail 2"},
+		},
+		{
+			// A warning never changes the exit code, inconclusive or not,
+			// whatever the plan's inconclusive says (it exited 5).
+			name: "an inconclusive warning, the plan fails on inconclusive", rows: `{ttft: 43.2, late: 7.1}`, policy: "fail",
+			asserts: `[{expr: "ttft_ms < 40", severity: "warn"}, "e2el_ms < 100"]`,
+			exit:    0, outcomes: []string{"inconclusive 1"},
 		},
 		{
 			name: "a miss larger than the lateness fails at once", rows: `{ttft: 60, late: 7.1}`,
@@ -163,8 +177,12 @@ func TestInconclusiveVerdicts(t *testing.T) {
 			if tc.policy != "" {
 				policy = fmt.Sprintf("inconclusive: %q\n", tc.policy)
 			}
+			asserts := tc.asserts
+			if asserts == "" {
+				asserts = `["ttft_ms < 40", "e2el_ms < 100"]`
+			}
 			src := `name: "inc"
-` + policy + `stages: m: {kind: "scripted", rows: [` + tc.rows + `], assert: ["ttft_ms < 40", "e2el_ms < 100"]}
+` + policy + `stages: m: {kind: "scripted", rows: [` + tc.rows + `], assert: ` + asserts + `}
 `
 			var stdout, progress bytes.Buffer
 			dir := t.TempDir()
@@ -219,6 +237,55 @@ func TestInconclusiveVerdicts(t *testing.T) {
 			pipeline.PrintSummary(&progress, sum)
 			if tc.inconclusive > 0 && !strings.Contains(progress.String(), "INCONCLUSIVE "+filepath.Join(dir, "plan.cue")) {
 				t.Errorf("the summary does not list the inconclusive check at its position:\n%s", progress.String())
+			}
+		})
+	}
+}
+
+// TestResumeKeepsVerdictsAsJudged: a resume of a run whose cells are all
+// done judges nothing again and keeps each earlier verdict as it was: a
+// warning stays a warning and an inconclusive check stays inconclusive
+// (the run was 0 and stays 0; a resume counted both as failed, exit 1),
+// and under inconclusive: "fail" the inconclusive one exits 5, not 1.
+func TestResumeKeepsVerdictsAsJudged(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		exit   int
+	}{{"tolerate", pipeline.ExitOK}, {"fail", pipeline.ExitInconclusive}} {
+		t.Run(tc.policy, func(t *testing.T) {
+			confirmed := 0
+			reg := scriptedRegistry(&confirmed)
+			src := `name: "inc"
+inconclusive: "` + tc.policy + `"
+stages: m: {kind: "scripted", rows: [{ttft: 60}, {ttft: 30, e2el: 101, late: 7.1, again: {ttft: 30, e2el: 102, late: 6}}]
+	assert: [{expr: "ttft_ms < 40", severity: "warn"}, "e2el_ms < 100"]}
+`
+			dir := t.TempDir()
+			var progress bytes.Buffer
+			sum, ri := runPlan(t, context.Background(), dir, reg, src, pipeline.Options{Stdout: io.Discard, Progress: &progress})
+			if sum.ExitCode != tc.exit || len(sum.Failed) != 0 || len(sum.Inconclusive) != 1 {
+				t.Fatalf("first attempt: exit %d, %d failed, %d inconclusive; want %d, 0, 1\n%s", sum.ExitCode, len(sum.Failed), len(sum.Inconclusive), tc.exit, progress.String())
+			}
+			ri.Close()
+			ri2, err := pipeline.ResumeRunInfo(ri.Dir, ri.Plan, nil, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			progress.Reset()
+			g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
+			sum, err = pipeline.Run(context.Background(), g, ri2, pipeline.Options{Stdout: io.Discard, Progress: &progress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.ExitCode != tc.exit || len(sum.Failed) != 0 || len(sum.Inconclusive) != 1 || confirmed != 1 {
+				t.Errorf("resumed: exit %d, %d failed, %d inconclusive, %d re-measured in all; want %d, 0, 1, 1\n%s", sum.ExitCode, len(sum.Failed), len(sum.Inconclusive), confirmed, tc.exit, progress.String())
+			}
+			m, err := rundir.ReadManifest(ri.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: rundir.RunOK, false: rundir.RunFailed}[tc.exit == 0]; m.Status != want {
+				t.Errorf("manifest after the resume: %s, want %s", m.Status, want)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -84,7 +85,7 @@ func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*Ru
 	if ri.doneCells, err = run.DoneCells(); err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
-	if ri.priorFailed, err = failedVerdicts(run, ri.doneCells); err != nil {
+	if ri.priorFailed, ri.priorInconclusive, err = failedVerdicts(run, ri.doneCells); err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}
 	ri.prevPlan = run.PlanJSON
@@ -103,24 +104,32 @@ func DoneCells(dir string) (map[string]bool, error) {
 	return run.DoneCells()
 }
 
-// failedVerdicts returns the failed verdicts of the current judging of the
-// done cells: a resume does not measure those cells again, so their
-// verdicts still decide the run's exit code.
-func failedVerdicts(run *rundir.Run, done map[string]bool) ([]Verdict, error) {
+// failedVerdicts are the verdicts of the cells a resume does not measure
+// again, as they were judged: those that failed (a severity-fail check
+// that did not hold, or could not be evaluated) still fail the run; those
+// that were inconclusive are inconclusive still; a warning, failed or
+// inconclusive, never fails it.
+func failedVerdicts(run *rundir.Run, done map[string]bool) (failed, inconclusive []Verdict, err error) {
 	if len(done) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	vs, err := run.LatestVerdicts()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Verdict
 	for _, v := range vs {
-		if done[v.CellID] && !v.Passed {
-			out = append(out, Verdict{Assertion: v.Assertion, Pos: v.Pos, Stage: v.Stage, CellID: v.CellID, Cell: v.Cell, Values: v.Values, Error: v.Error})
+		if !done[v.CellID] || v.Passed || v.Severity == SeverityWarn || v.Outcome == results.OutcomeWarn {
+			continue
 		}
+		pv := Verdict{Assertion: v.Assertion, Name: v.Name, Level: v.Level, Severity: v.Severity, Pos: v.Pos, Stage: v.Stage, CellID: v.CellID, Cell: v.Cell, Values: v.Values, Error: v.Error, Measurement: v.Measurement}
+		if v.Outcome == results.OutcomeInconclusive {
+			pv.Inconclusive, pv.Explained = true, v.Explained
+			inconclusive = append(inconclusive, pv)
+			continue
+		}
+		failed = append(failed, pv)
 	}
-	return out, nil
+	return failed, inconclusive, nil
 }
 
 // normTags renders -t values for comparison and messages: sorted, without

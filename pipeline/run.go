@@ -225,8 +225,10 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		}
 	}
 	r.asserts, r.runAsserts = g.assertions()
-	// Failed verdicts of cells a resume does not measure again still count.
+	// Verdicts of cells a resume does not measure again still count, as
+	// they were judged.
 	r.failed = append(r.failed, ri.priorFailed...)
+	r.inconclusive = append(r.inconclusive, ri.priorInconclusive...)
 	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), NamedTests: g.namedTests(), Prior: PriorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
 	if err := r.sinks.start(env); err != nil {
 		return fail(ExitInfra, err)

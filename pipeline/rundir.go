@@ -53,6 +53,9 @@ type RunInfo struct {
 	removed     []string
 	prevPlan    []byte
 	priorFailed []Verdict
+	// priorInconclusive are the inconclusive verdicts of the cells a
+	// resume does not measure again: inconclusive still, never failed.
+	priorInconclusive []Verdict
 }
 
 // Close frees the run directory for another writer. Run calls it when it

@@ -124,8 +124,8 @@ func formatValues(vals map[string]string) string {
 func verdictCase(v results.Verdict, classname string, secs float64, current int64, inconclusiveFails bool) testcase {
 	tc := testcase{name: caseName(v, current), classname: classname, time: secs}
 	result, warn := classify(v)
-	if v.Outcome == results.OutcomeInconclusive && inconclusiveFails {
-		result = resultFailure // the run exits 5 on it
+	if v.Outcome == results.OutcomeInconclusive && inconclusiveFails && v.Severity != "warn" {
+		result = resultFailure // the run exits 5 on it (a warning never fails it)
 	}
 	if result == resultOK && !warn {
 		return tc
