@@ -117,6 +117,8 @@ func NewHTTPClient(maxConns int) *http.Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // compression would buffer tokens and skew timing
 		ForceAttemptHTTP2:   false,
+		// net/http's default, said: the fast path keeps the same bound.
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	})}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -55,9 +56,40 @@ type h1Transport struct {
 // h1Conn is one pooled connection.
 type h1Conn struct {
 	conn  net.Conn
-	br    *bufio.Reader
+	br    *bufio.Reader // reads conn through bound
+	bound headerBound
 	alive func() bool // false: the server closed it or sent something unasked
 	used  time.Time   // when it was last put back in the pool
+}
+
+// maxResponseHeaderBytes bounds what an answer's headers may take
+// (informational answers before it included): net/http's transport's
+// default (Transport.MaxResponseHeaderBytes), kept on both paths.
+// Without it http.ReadResponse holds a header line whole however long it
+// grows: an endless one took a request to 15.8 GB.
+const maxResponseHeaderBytes = 10 << 20
+
+// errHeadersTooLarge is the answer that crossed maxResponseHeaderBytes.
+var errHeadersTooLarge = errors.New("response headers exceed 10 MiB (benchrun's bound on an answer's headers, net/http's default)")
+
+// headerBound is what an h1Conn's read buffer reads: the connection,
+// failing with errHeadersTooLarge once left bytes were read. RoundTrip
+// sets left to the bound before an answer's headers and lifts it after.
+type headerBound struct {
+	r    io.Reader
+	left int64
+}
+
+func (h *headerBound) Read(p []byte) (int, error) {
+	if h.left <= 0 {
+		return 0, errHeadersTooLarge
+	}
+	if int64(len(p)) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.r.Read(p)
+	h.left -= int64(n)
+	return n, err
 }
 
 // h1WriteBuffers hold one request's bytes while it is written.
@@ -109,6 +141,10 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, t.fail(ctx, c, stop, fmt.Errorf("writing the request: %w", err))
 	}
+	// The headers are read under their bound (the buffer is empty: a
+	// connection is pooled only so), the body without one of the
+	// transport's: its reader bounds it (readWhole, the SSE reader).
+	c.bound.left = maxResponseHeaderBytes
 	// Nothing of an answer before the end: the connection closed under
 	// the request, which on a pooled one is a stale connection (io.EOF;
 	// http.ReadResponse would say io.ErrUnexpectedEOF).
@@ -119,6 +155,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, t.fail(ctx, c, stop, fmt.Errorf("reading the answer: %w", err))
 	}
+	c.bound.left = math.MaxInt64
 	body := &h1Body{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, addr: addr,
 		keep: !req.Close && !resp.Close}
 	if resp.Body == http.NoBody {
@@ -227,7 +264,8 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 	if err != nil {
 		return nil, false, err // "dial tcp …: connect: connection refused", as net/http says it
 	}
-	c := &h1Conn{conn: nc, br: bufio.NewReaderSize(nc, 4096)}
+	c := &h1Conn{conn: nc, bound: headerBound{r: nc, left: math.MaxInt64}}
+	c.br = bufio.NewReaderSize(&c.bound, 4096)
 	c.alive = aliveFunc(nc)
 	return c, false, nil
 }

@@ -434,3 +434,101 @@ func TestStrayBytesAfterAnAnswerAreNotPooled(t *testing.T) {
 		t.Fatalf("the server read %d requests for %d sent", got, n)
 	}
 }
+
+// An answer whose header line never ends is cut at the headers' bound
+// (10 MiB, net/http's), with an error that names it, long before the
+// server stops: before, the fast path held the line whole while it grew
+// (one request reached 15.8 GB). Both paths keep the bound.
+func TestEndlessResponseHeaderIsBounded(t *testing.T) {
+	const stopAt = 64 << 20 // the server gives up here; a bounded client is long gone
+	for _, tc := range []struct {
+		name   string
+		client func() *http.Client
+	}{
+		{"fast path", func() *http.Client { return NewHTTPClient(1) }},
+		{"net/http", func() *http.Client {
+			c := NewHTTPClient(1)
+			c.Transport.(*h1Transport).DisableKeepAlives = true
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, sent := endlessHeaderServer(t, stopAt)
+			tg := &Target{BaseURL: "http://" + addr, Model: "m", Endpoint: Completions, Stream: true, HTTP: tc.client(), StallTimeout: time.Minute}
+			defer tg.HTTP.CloseIdleConnections()
+			r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+			if (r.NetHTTP == "") != (tc.name == "fast path") {
+				t.Fatalf("went through net/http: %q", r.NetHTTP)
+			}
+			want := "response headers exceed 10 MiB"
+			if tc.name == "net/http" {
+				want = "server response headers exceeded 10485760 bytes"
+			}
+			if r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+				t.Fatalf("err %v, want %q", r.Err, want)
+			}
+			if got := sent.Load(); got >= stopAt {
+				t.Fatalf("the client read all %d MiB the server sent before it failed", got>>20)
+			}
+		})
+	}
+}
+
+// endlessHeaderServer answers every request with a header line that does
+// not end, as fast as the client reads, until stopAt bytes were sent; sent
+// counts them.
+func endlessHeaderServer(t *testing.T, stopAt int64) (addr string, sent *atomic.Int64) {
+	sent = &atomic.Int64{}
+	addr = serveRawConns(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nX-Endless: "); err != nil {
+			return
+		}
+		chunk := bytes.Repeat([]byte("a"), 64<<10)
+		for sent.Load() < stopAt {
+			n, err := c.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	return addr, sent
+}
+
+// A server that dribbles a header's bytes forever (one every 10 ms) still
+// meets the stall timeout: bytes of headers do not kick the stall clock,
+// so the headers must be whole within it.
+func TestDribbledResponseHeaderStalls(t *testing.T) {
+	addr := serveRawConns(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Dribble: "); err != nil {
+			return
+		}
+		for {
+			time.Sleep(10 * time.Millisecond)
+			if _, err := c.Write([]byte("a")); err != nil {
+				return
+			}
+		}
+	})
+	const stall = 500 * time.Millisecond
+	tg := &Target{BaseURL: "http://" + addr, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(1), StallTimeout: stall}
+	defer tg.HTTP.CloseIdleConnections()
+	start := time.Now()
+	r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+	took := time.Since(start)
+	var se *StallError
+	if !errors.As(r.Err, &se) || se.Headers {
+		t.Fatalf("err %v, want a stall before the headers", r.Err)
+	}
+	// The server would dribble forever: the stall ended it, no sooner
+	// than it says and long before a busy machine's delays could add up.
+	if took < stall || took > stall+20*time.Second {
+		t.Fatalf("the request ended after %v for a %v stall timeout", took, stall)
+	}
+}
