@@ -316,22 +316,37 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 	}
 	done := make(chan struct{})
 	go func() {
+		var stops stopSignals
+		var first os.Signal
 		select {
-		case s := <-ch:
-			if s == syscall.SIGQUIT {
-				fmt.Fprintln(stderr, "benchrun: SIGQUIT: the stacks of every goroutine follow; then stopping as on an interrupt")
-				_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
-			}
-			cancel(&interruptError{sig: s})
+		case first = <-ch:
+			stops.add(first, false, time.Now())
+		case first = <-forwardedSignals:
+			stops.add(first, true, time.Now())
 		case <-done:
 			return
 		}
-		select {
-		case <-ch:
-			fmt.Fprintln(os.Stderr, "benchrun: second interrupt: killing child process groups and exiting now")
-			killChildGroups()
-			forceExit(130)
-		case <-done:
+		if first == syscall.SIGQUIT {
+			fmt.Fprintln(stderr, "benchrun: SIGQUIT: the stacks of every goroutine follow; then stopping as on an interrupt")
+			_ = pprof.Lookup("goroutine").WriteTo(stderr, 2)
+		}
+		cancel(&interruptError{sig: first})
+		for {
+			var second bool
+			select {
+			case s := <-ch:
+				second = stops.add(s, false, time.Now())
+			case s := <-forwardedSignals:
+				second = stops.add(s, true, time.Now())
+			case <-done:
+				return
+			}
+			if second {
+				fmt.Fprintln(os.Stderr, "benchrun: second interrupt: killing child process groups and exiting now")
+				killChildGroups()
+				forceExit(130)
+				return
+			}
 		}
 	}()
 	return ctx, func() {
@@ -339,6 +354,41 @@ func interruptContext(stderr io.Writer) (context.Context, func()) {
 		close(done)
 		cancel(nil)
 	}
+}
+
+// sameStopWindow is how far apart the two copies of one stop may reach
+// the worker: the copy sent to every process (systemctl stop, a cgroup
+// kill, kill -- -PGID) and the supervisor's forwarded one, which a loaded
+// machine may delay.
+const sameStopWindow = 2 * time.Second
+
+// stopSignals counts the stops a worker was sent. A signal that came
+// directly and one the supervisor forwarded, of the same kind within
+// sameStopWindow of each other, are one stop (one copy of each path
+// pairs at most once); two on the same path are two (Ctrl-C twice reaches
+// the worker through the supervisor twice).
+type stopSignals struct {
+	seen []stopSignal
+}
+
+type stopSignal struct {
+	sig       os.Signal
+	forwarded bool
+	at        time.Time
+	paired    bool
+}
+
+// add records a signal and says whether it is a second stop.
+func (s *stopSignals) add(sig os.Signal, forwarded bool, at time.Time) bool {
+	for i := range s.seen {
+		e := &s.seen[i]
+		if !e.paired && e.sig == sig && e.forwarded != forwarded && at.Sub(e.at) < sameStopWindow {
+			e.paired = true
+			return false // the other copy of a stop already counted
+		}
+	}
+	s.seen = append(s.seen, stopSignal{sig: sig, forwarded: forwarded, at: at})
+	return len(s.seen) > 1
 }
 
 // forceExit is a variable so that the hard exit path is visible in one place.

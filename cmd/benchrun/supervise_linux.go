@@ -24,14 +24,47 @@ import (
 // exits 4 (internal error), never 2. The worker keeps the terminal as its
 // stdout and stderr (the live view still draws) in a process group of its
 // own, so a terminal's Ctrl-C reaches only the supervisor, which forwards
-// each signal once; the worker dies with the supervisor (parent-death
-// signal), and its guarded servers with it.
+// each signal once, as a word on a pipe (interruptFD) rather than as a
+// signal: a stop that signals every process (systemctl stop, a CI
+// runner's cgroup kill) reaches the worker directly too, and the worker
+// must tell the two copies of one stop from a second stop (it took them
+// as two in 13 of 16 tries, skipping the finally stages). The worker dies
+// with the supervisor (parent-death signal), and its guarded servers with
+// it.
 const (
 	supervisedEnv   = "BENCHRUN_SUPERVISED"    // set in the worker
 	noSupervisorEnv = "BENCHRUN_NO_SUPERVISOR" // 1: run in-process (debugging)
 	crashFD         = 3                        // the worker's crash pipe
 	runDirFD        = 4                        // the worker names its run directory here
+	interruptFD     = 5                        // the supervisor forwards signals here
 )
+
+// forwardedSignals are the signals the supervisor forwarded (read from
+// interruptFD by the worker); nil when this process is not a worker.
+var forwardedSignals chan os.Signal
+
+// readForwardedSignals turns the supervisor's words on interruptFD (one
+// byte, a signal number, per signal) into forwardedSignals.
+func readForwardedSignals() {
+	f := os.NewFile(interruptFD, "interrupts")
+	if f == nil {
+		return
+	}
+	forwardedSignals = make(chan os.Signal, 4)
+	go func() {
+		defer f.Close()
+		b := make([]byte, 1)
+		for {
+			if _, err := f.Read(b); err != nil {
+				return // the supervisor is gone: the parent-death signal follows
+			}
+			select {
+			case forwardedSignals <- syscall.Signal(b[0]):
+			default: // four pending already: the worker is stopping
+			}
+		}
+	}()
+}
 
 // announceRunDir tells the supervisor, when there is one, where the run
 // writes: a worker killed outright (SIGKILL, the kernel's out-of-memory
@@ -59,6 +92,7 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 				_ = f.Close() // SetCrashOutput keeps its own duplicate
 			}
 		}
+		readForwardedSignals()
 		return 0, false
 	}
 	if os.Getenv(noSupervisorEnv) == "1" {
@@ -78,23 +112,31 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 		_ = pw.Close()
 		return 0, false
 	}
+	ir, iw, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{pr, pw, dr, dw} {
+			_ = f.Close()
+		}
+		return 0, false
+	}
+	defer iw.Close()
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), supervisedEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{pw, dw}
+	cmd.ExtraFiles = []*os.File{pw, dw, ir}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		_ = pr.Close()
-		_ = pw.Close()
-		_ = dr.Close()
-		_ = dw.Close()
+		for _, f := range []*os.File{pr, pw, dr, dw, ir} {
+			_ = f.Close()
+		}
 		return 0, false
 	}
 	_ = pw.Close()
 	_ = dw.Close()
+	_ = ir.Close()
 	crashed := make(chan bool, 1)
 	go func() {
 		n, _ := io.Copy(io.Discard, pr)
@@ -118,7 +160,11 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 				continue // the worker handles its own stdout
 			}
 			forwarded[s] = true
-			_ = cmd.Process.Signal(s)
+			if sig, ok := s.(syscall.Signal); !ok || sig > 255 {
+				_ = cmd.Process.Signal(s)
+			} else if _, err := iw.Write([]byte{byte(sig)}); err != nil {
+				_ = cmd.Process.Signal(s) // the worker closed its end
+			}
 		case err := <-waited:
 			didCrash := <-crashed
 			_ = pr.Close()
