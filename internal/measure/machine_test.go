@@ -77,6 +77,13 @@ func TestFellAmongJoined(t *testing.T) {
 	}
 }
 
+// openCell is an open-loop row: rate req/s, completed requests of mean
+// e2el ms, the loop's p99 5 ms and one stall of maxLate ms.
+func openCell(rate float64, completed int64, e2el, maxLate float64) *results.Cell {
+	return &results.Cell{Completed: completed, Rate: rate, OSL: 32, E2ELMs: results.Some(e2el),
+		MachineLateP99Ms: results.Some(5.0), MachineLateMaxMs: results.Some(maxLate)}
+}
+
 // LateOn widens a latency's allowance by the cell's longest stall as far
 // as one stall reaches the column's statistic: k of n values at once.
 func TestLateOn(t *testing.T) {
@@ -104,7 +111,16 @@ func TestLateOn(t *testing.T) {
 		{"c=1: a gap median over 8 × 31 gaps", lone, "itl_p50_ms", 43.8},
 		{"c=1: the gaps' mean", lone, "itl_ms", 43.8 + 13287.0/(8*31)},
 		{"the first call is one request", lone, "first_call_ms", 43.8 + 13287},
-		{"open loop: every request may be caught", cell(64, 8, 2, 5, 100), "ttft_p50_ms", 105},
+		{"open loop without a request time: every request may be caught", cell(64, 8, 2, 5, 100), "ttft_p50_ms", 105},
+		// A server at 400 ms, 10 req/s, 100 requests, one 1 s stall: 4 in
+		// flight when it began (Little: 10/s × 0.4 s) and 10 due during it,
+		// 15 with the edge, of 100: the median is out of its reach, p90
+		// within it (15 ≥ 10); a 9 s stall reaches 95, the median too.
+		{"open loop: the median is out of one stall's reach", openCell(10, 100, 400, 1000), "ttft_p50_ms", 5},
+		{"open loop: p90 is within it", openCell(10, 100, 400, 1000), "ttft_p90_ms", 1005},
+		{"open loop: a long stall reaches the median", openCell(10, 100, 400, 9000), "ttft_p50_ms", 9005},
+		{"open loop: a max", openCell(10, 100, 400, 1000), "ttft_max_ms", 1005},
+		{"open loop: the mean, 15 of 100", openCell(10, 100, 400, 1000), "e2el_ms", 5 + 1000*15.0/100},
 		{"a throughput takes the p99", starved, "output_tok_s", 2286},
 		{"a ratio takes the p99", starved, "ttft_ratio", 2286},
 		{"no max measured", &results.Cell{Concurrency: 4, Completed: 8, MachineLateP99Ms: results.Some(3.0)}, "ttft_ms", 3},
