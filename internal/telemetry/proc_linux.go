@@ -128,10 +128,14 @@ type procWindow struct {
 	stop   chan struct{}
 	done   chan struct{}
 
-	begin     time.Time
-	last      time.Time
-	rootStart uint64 // the root's starttime, to tell a reused pid
-	procs     map[int]*procEntry
+	begin time.Time
+	last  time.Time
+	// coresAt and coresTicks are the reading the next cpu_cores sample
+	// is measured from.
+	coresAt    time.Time
+	coresTicks int64
+	rootStart  uint64 // the root's starttime, to tell a reused pid
+	procs      map[int]*procEntry
 	// credit is what processes gone from the tree leave to the window's
 	// CPU, in ticks: + their last reading's growth when lost, − their
 	// pre-window share when reaped in the tree (see NewProcProbe).
@@ -271,7 +275,7 @@ func (p *procProbe) Close() error {
 // be measured (w.gone says why).
 func (p *procProbe) read(w *procWindow, first bool) bool {
 	stats, err := procScan(w.buf)
-	now := time.Now()
+	procAfterScan()
 	if err != nil {
 		w.gone = "reading /proc: " + err.Error()
 		return false
@@ -314,6 +318,7 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 		members[pid] = true
 		queue = append(queue, children[pid]...)
 	}
+	now := p.rereadMembers(stats, members, w.buf)
 
 	// Processes gone since the last reading, grouped by their nearest
 	// tracked ancestor still alive (through ancestors gone as well: a
@@ -380,16 +385,20 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 	if first {
 		w.begin = now
 	}
-	prevAt, prevTicks := w.last, w.ticks
 	w.last = now
 	w.ticks = ticks
 	w.rssPeak = max(w.rssPeak, rss)
 	dev := "pid:" + strconv.Itoa(p.pid)
-	if !first && now.After(prevAt) {
-		// The tree's CPU use since the last reading, in cores: what the
-		// report's usage chart plots when there is no GPU.
-		cores := float64(ticks-prevTicks) / p.hz / now.Sub(prevAt).Seconds()
+	if first {
+		w.coresAt, w.coresTicks = now, ticks
+	} else if span := now.Sub(w.coresAt); span >= max(p.interval, procCoresSpan) {
+		// The tree's CPU use since the last such sample, in cores: what
+		// the report's usage chart plots when there is no GPU. The times
+		// are whole clock ticks (10 ms), so a span of a few ms (a reading
+		// right after a slow one) would read as many cores.
+		cores := float64(ticks-w.coresTicks) / p.hz / span.Seconds()
 		w.samples = append(w.samples, results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_cores", Unit: "cores", Value: cores})
+		w.coresAt, w.coresTicks = now, ticks
 	}
 	w.samples = append(w.samples,
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_s", Unit: "s", Value: float64(ticks) / p.hz},
@@ -401,6 +410,33 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 
 // procScan reads the stat of every process on the host: the ppid links
 // are the only way to find a process's descendants.
+// procCoresSpan is the shortest span a cpu_cores sample is measured
+// over: a clock tick either end is at most 0.2 cores over 100 ms.
+const procCoresSpan = 100 * time.Millisecond
+
+// procAfterScan runs after each scan of /proc: a test makes scans slow
+// with it, as a loaded machine does.
+var procAfterScan = func() {}
+
+// rereadMembers reads the tree's processes again, quickly, and returns
+// the instant of that reading: the scan of every process (to find the
+// tree) can take hundreds of milliseconds on a loaded machine, and a
+// reading stamped after it, beside the next one stamped after a quick
+// scan, divided a slow scan's CPU by a quick scan's interval (378 cores
+// on 2). The stamp is the middle of the members' reads, which take
+// microseconds each; a member that ended meanwhile keeps the scan's
+// values.
+func (p *procProbe) rereadMembers(stats map[int]procStat, members map[int]bool, buf []byte) time.Time {
+	before := time.Now()
+	for pid := range members {
+		if s, err := procReadStat(pid, buf); err == nil && s.start == stats[pid].start {
+			stats[pid] = s
+		}
+	}
+	after := time.Now()
+	return before.Add(after.Sub(before) / 2)
+}
+
 func procScan(buf []byte) (map[int]procStat, error) {
 	d, err := os.Open("/proc")
 	if err != nil {

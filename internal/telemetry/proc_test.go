@@ -367,3 +367,49 @@ func TestProcEndIsPromptAndClean(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestProcSlowScanKeepsCoresPossible: a reading is stamped with the time
+// the tree was read, not when a slow scan of every process ended. Every
+// other scan here takes 200 ms more after reading the tree (a loaded
+// machine's scan of a long process table); a spinning shell uses one core
+// at most, and no sample may say more than the machine has (378 cores on
+// 2 were reported when readings were stamped after the scan).
+func TestProcSlowScanKeepsCoresPossible(t *testing.T) {
+	spin := exec.Command("sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+	calls := 0
+	procAfterScan = func() {
+		calls++
+		if calls%2 == 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { procAfterScan = func() {} })
+	p := newTestProcProbe(t, spin.Process.Pid, 20*time.Millisecond)
+	ctx := context.Background()
+	p.Begin(ctx, "c1")
+	time.Sleep(1500 * time.Millisecond)
+	var row results.Cell
+	samples, note := p.End(ctx, &row)
+	if note != "" {
+		t.Fatal(note)
+	}
+	n, most := 0, 0.0
+	for _, s := range samples {
+		if s.Metric == "cpu_cores" {
+			n++
+			most = max(most, s.Value)
+		}
+	}
+	limit := float64(runtime.NumCPU()) + 0.25
+	t.Logf("%d readings, the most %.2f cores; the window's mean %.2f", n, most, *row.ServerCPUUtil)
+	if n < 3 || most > limit {
+		t.Errorf("%d cpu_cores readings, the most %.2f cores: a process on %d CPUs uses at most %.2f", n, most, runtime.NumCPU(), limit)
+	}
+	if u := *row.ServerCPUUtil; u > 1.1 {
+		t.Errorf("server_cpu_util %.2f for one spinning shell", u)
+	}
+}
