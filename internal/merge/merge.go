@@ -343,6 +343,7 @@ func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Re
 		notes = append(notes, note)
 	}
 	fill(&row, reqs, slo)
+	recharge(&row, ps)
 	// Shard 0's notes on the cell's shape tell whether its cache should
 	// engage; the conversation and cache notes come from the pooled rows.
 	expect := turns.ExpectOf(base)
@@ -504,7 +505,7 @@ func mergedNotes(base results.Cell, info Cell, nshards int, notes []string, pool
 	for _, s := range info.Shards {
 		ids = append(ids, fmt.Sprintf("%d=%s (send_lag p99 %s ms, start %+.1f ms)", s.Shard, s.RunID, fmtOpt(s.SendLagP99Ms), s.StartOffsetMs))
 	}
-	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics and goodput recomputed from the pooled requests; telemetry and cost columns are shard %d's", nshards, strings.Join(ids, ", "), base.Shard)}, notes...)
+	notes = append([]string{fmt.Sprintf("merged from %d shards: %s; metrics, goodput and cost recomputed from the pooled requests; telemetry columns are shard %d's", nshards, strings.Join(ids, ", "), base.Shard)}, notes...)
 	// Shard 0's own notes about the cell's shape (prompts, token source,
 	// server) still hold; its verdicts on its own send lag or start do
 	// not, the flags above replace them.
@@ -552,6 +553,36 @@ func userStamps(r *results.Request) {
 		}
 	}
 	r.StampDelaysMs = nil
+}
+
+// recharge recomputes the merged row's cost columns from its own pooled
+// throughput and union window: copied from shard 0, they were shard 0's
+// tokens over shard 0's window, so tokens_per_dollar read about 1/n of
+// what the row's own output_tok_s gives. The price is not in the shards'
+// rows as such; results.Charge set cost_usd = price × duration_s / 3600,
+// so it is read back from the first shard row (in shard order) that was
+// charged. Without one, both columns stay NULL, and the column's null
+// reason (results: no price) says why. The energy per token is likewise
+// shard 0's energy over its window (the server's, which sees every
+// shard's load) against the pooled rate's tokens in that same window,
+// not shard 0's own tokens.
+func recharge(row *results.Cell, ps []part) {
+	row.CostUSD, row.TokensPerDollar = nil, nil
+	for _, p := range ps {
+		if p.row.CostUSD != nil && p.row.DurationS > 0 {
+			perHour := *p.row.CostUSD * 3600 / p.row.DurationS
+			results.Charge(row, &perHour, results.WindowTokens(row))
+			break
+		}
+	}
+	base := ps[0].row
+	row.EnergyJPerToken, row.TokensPerJoule = nil, nil
+	if j := base.EnergyJ; j != nil && *j > 0 && row.OutputTokS != nil && base.DurationS > 0 {
+		if tok := *row.OutputTokS * base.DurationS; tok > 0 {
+			row.EnergyJPerToken = results.Some(*j / tok)
+			row.TokensPerJoule = results.Some(tok / *j)
+		}
+	}
 }
 
 // fill recomputes the request-derived metrics with the definition one

@@ -3,6 +3,7 @@ package merge
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -319,4 +320,92 @@ func rewriteManifest(t *testing.T, dir string, edit func(*rundir.Manifest)) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A merged cell's cost columns are charged over its own pooled window and
+// throughput (results.Charge), at the price the shards were charged at,
+// and its energy per token divides shard 0's energy by the pooled tokens
+// in shard 0's window: a row whose columns contradict each other (shard
+// 0's tokens_per_dollar beside the pooled output_tok_s) is wrong in every
+// comparison of cost.
+func TestMergedCostFollowsPooledThroughput(t *testing.T) {
+	const perHour = 3.6 // USD: 0.001 per second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		priced  []bool // which shards' rows carry a cost
+		energyJ *float64
+		want    bool // whether the merged row has a price
+	}{
+		{"both shards priced", []bool{true, true}, results.Some(50.0), true},
+		{"only shard 1 priced", []bool{false, true}, nil, true},
+		{"no price", []bool{false, false}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+			writeShard(t, a, 0, t0, []float64{1, 2, 3}, 1)
+			writeShard(t, b, 1, t0.Add(500*time.Millisecond), []float64{4, 5, 6}, 1)
+			for i, d := range []string{a, b} {
+				// Each shard's row as the sweep charged it: its own 15
+				// output tokens over its own 2.1 s window.
+				rewriteCells(t, d, func(c *results.Cell) {
+					c.DurationS, c.OutputTokS = 2.1, results.Some(15/2.1)
+					if tc.priced[i] {
+						results.Charge(c, results.Some(perHour), results.WindowTokens(c))
+					}
+					if i == 0 {
+						c.EnergyJ = tc.energyJ
+						if c.EnergyJ != nil {
+							c.EnergyJPerToken, c.TokensPerJoule = results.Some(*c.EnergyJ/15), results.Some(15 / *c.EnergyJ)
+						}
+					}
+				})
+			}
+			res, err := Merge([]string{a, b}, filepath.Join(dir, "out"), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := res.Cells[0]
+			// Pooled: 30 output tokens over t0 .. t0+2.5 s+100 ms.
+			if c.OutputTokS == nil || c.DurationS < 2.599 || c.DurationS > 2.601 {
+				t.Fatalf("merged window %v s, output_tok_s %v", c.DurationS, c.OutputTokS)
+			}
+			if !tc.want {
+				if c.CostUSD != nil || c.TokensPerDollar != nil {
+					t.Errorf("no shard was priced, merged cost %s tokens/$ %s: want NULL", val(c.CostUSD), val(c.TokensPerDollar))
+				}
+				return
+			}
+			wantCost := perHour * c.DurationS / 3600
+			wantTPD := *c.OutputTokS * c.DurationS / wantCost
+			if c.CostUSD == nil || !near(*c.CostUSD, wantCost) {
+				t.Errorf("cost_usd %s, want %.6f (price × the merged window)", val(c.CostUSD), wantCost)
+			}
+			if c.TokensPerDollar == nil || !near(*c.TokensPerDollar, wantTPD) {
+				t.Errorf("tokens_per_dollar %s, want %.1f (the pooled 30 tokens / cost)", val(c.TokensPerDollar), wantTPD)
+			}
+			if tc.energyJ != nil {
+				// Shard 0's energy over its 2.1 s window, against the
+				// pooled rate's tokens in that window.
+				tok := *c.OutputTokS * 2.1
+				if c.TokensPerJoule == nil || !near(*c.TokensPerJoule, tok / *tc.energyJ) || c.EnergyJPerToken == nil || !near(*c.EnergyJPerToken, *tc.energyJ/tok) {
+					t.Errorf("tokens_per_joule %s, energy_j_per_token %s: want %.4f and %.4f", val(c.TokensPerJoule), val(c.EnergyJPerToken), tok / *tc.energyJ, *tc.energyJ/tok)
+				}
+			}
+			if strings.Contains(c.Notes, "cost columns are shard") {
+				t.Errorf("notes still say the cost is shard 0's: %q", c.Notes)
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// val prints an optional value for a failure message.
+func val(p *float64) string {
+	if p == nil {
+		return "NULL"
+	}
+	return fmt.Sprintf("%g", *p)
 }
