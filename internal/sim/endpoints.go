@@ -353,20 +353,37 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// handleSlots is llama-server's /slots; the first in-flight-count slots
-// show as processing (the simulator does not pin requests to slots).
+// handleSlots is llama-server's /slots; the first slots show the requests
+// in flight (the simulator does not pin requests to slots), each with what
+// it holds as llama.cpp's server_slot::to_json says it (current builds,
+// tools/server/server-context.cpp): n_prompt_tokens is the slot's whole
+// token sequence, prompt.tokens.size(), to which every sampled token is
+// appended, so it already counts next_token.n_decoded;
+// n_prompt_tokens_processed is the prompt tokens computed for this
+// request and n_prompt_tokens_cache those reused. Builds of 2025
+// (SlotsObjectNextToken) send next_token as an object and none of the
+// three.
 func (s *Server) handleSlots(w http.ResponseWriter, r *http.Request) {
-	busy := int(s.inflight.Load())
+	busy := s.live.busiest(s.slots())
 	out := make([]map[string]any, s.slots())
 	for i := range out {
-		var next any = map[string]any{"has_next_token": i < busy, "has_new_line": false, "n_remain": -1, "n_decoded": 0, "stopping_word": ""}
+		var use slotUse
+		if i < len(busy) {
+			use = busy[i]
+		}
+		var next any = map[string]any{"has_next_token": i < len(busy), "has_new_line": false, "n_remain": -1, "n_decoded": use.decoded, "stopping_word": ""}
+		slot := map[string]any{
+			"id": i, "id_task": -1, "n_ctx": s.cfg.MaxModelLen, "speculative": false, "is_processing": i < len(busy),
+			"params": s.llamaParams(), "prompt": "",
+		}
 		if !s.cfg.SlotsObjectNextToken {
 			next = []any{next} // current llama.cpp: one per sequence
+			slot["n_prompt_tokens"] = use.prompt + use.decoded
+			slot["n_prompt_tokens_processed"] = use.prompt - use.cached
+			slot["n_prompt_tokens_cache"] = use.cached
 		}
-		out[i] = map[string]any{
-			"id": i, "id_task": -1, "n_ctx": s.cfg.MaxModelLen, "speculative": false, "is_processing": i < busy,
-			"params": s.llamaParams(), "prompt": "", "next_token": next,
-		}
+		slot["next_token"] = next
+		out[i] = slot
 	}
 	writeRawJSON(w, http.StatusOK, out)
 }

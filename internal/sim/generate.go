@@ -215,9 +215,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	rec.update(func(r *RequestRecord) { r.PlannedTTFT = plan.ttft })
 	src := s.startSource(ctx, plan, start)
 	s.inflight.Add(1)
+	s.live.add(rec)
 	held := int64(len(plan.promptIDs) + plan.maxTokens)
 	s.inflightT.Add(held)
 	defer func() {
+		s.live.remove(rec)
 		s.inflight.Add(-1)
 		s.inflightT.Add(-held)
 		src.close()

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 )
@@ -208,4 +210,50 @@ func toJSON(r RequestRecord) recordJSON {
 // the wall clock is adjusted during a run.
 func (s *Server) unixNano(t time.Time) int64 {
 	return s.started.Add(t.Sub(s.started)).UnixNano()
+}
+
+// liveRequests are the generation requests in flight, for llama-server's
+// /slots: what each slot holds. Bounded by what is in flight.
+type liveRequests struct {
+	mu  sync.Mutex
+	set map[*record]struct{}
+}
+
+func (l *liveRequests) add(rec *record) {
+	l.mu.Lock()
+	if l.set == nil {
+		l.set = map[*record]struct{}{}
+	}
+	l.set[rec] = struct{}{}
+	l.mu.Unlock()
+}
+
+func (l *liveRequests) remove(rec *record) {
+	l.mu.Lock()
+	delete(l.set, rec)
+	l.mu.Unlock()
+}
+
+// slotUse is what one busy slot holds.
+type slotUse struct {
+	prompt, cached, decoded int
+}
+
+// busiest is what the oldest n requests in flight hold, oldest first (the
+// simulator does not pin requests to slots; the first slots show them).
+func (l *liveRequests) busiest(n int) []slotUse {
+	l.mu.Lock()
+	recs := make([]*record, 0, len(l.set))
+	for rec := range l.set {
+		recs = append(recs, rec)
+	}
+	l.mu.Unlock()
+	slices.SortFunc(recs, func(a, b *record) int { return cmp.Compare(a.r.Seq, b.r.Seq) }) // Seq is set before add, never after
+	out := make([]slotUse, 0, min(n, len(recs)))
+	for _, rec := range recs {
+		rec.mu.Lock()
+		out = append(out, slotUse{prompt: rec.r.PromptTokens, cached: rec.r.CachedTokens, decoded: rec.r.CompletionTokens})
+		rec.mu.Unlock()
+	}
+	return out[:min(n, len(out))]
 }

@@ -32,6 +32,7 @@ type Server struct {
 	engine    *engine // nil in fixed mode
 	inflight  atomic.Int64
 	inflightT atomic.Int64 // tokens held by in-flight requests (fixed mode's cache usage)
+	live      liveRequests // the generation requests in flight (llama-server's /slots)
 	// closed is done once Close is called: handlers select on its Done
 	// channel or register on it with context.AfterFunc.
 	closed    context.Context

@@ -12,11 +12,16 @@ import (
 // llama.cpp dropped its KV-cache gauges from /metrics (PRs #13660,
 // #22879); its /slots endpoint (on unless --no-slots) lists each slot's
 // context size and whether it is processing. KV usage is the slots' used
-// context over their total context: a busy slot's used tokens are its n_past
-// where the build reports it, else its prompt tokens (n_prompt_tokens or
-// n_prompt_tokens_processed) plus next_token.n_decoded; a busy slot that
-// reports neither counts its whole n_ctx (the most it can hold), and the
-// note says the result is an upper bound.
+// context over their total context. A busy slot's used tokens are its
+// n_past where the build reports it; else its n_prompt_tokens, which
+// current builds (tools/server/server-context.cpp, server_slot::to_json)
+// set to prompt.tokens.size(): the slot's whole sequence, every sampled
+// token appended to it, so next_token.n_decoded is already in it (adding
+// it read 0.50 where the truth was about 0.28); else the prompt tokens
+// computed and reused (n_prompt_tokens_processed + n_prompt_tokens_cache)
+// plus next_token.n_decoded. A busy slot that reports none of these
+// counts its whole n_ctx (the most it can hold), and the note says the
+// result is an upper bound.
 
 // llamaSlot is the part of a /slots entry read.
 type llamaSlot struct {
@@ -25,6 +30,7 @@ type llamaSlot struct {
 	NPast        *float64       `json:"n_past"`
 	NPrompt      *float64       `json:"n_prompt_tokens"`
 	NPromptDone  *float64       `json:"n_prompt_tokens_processed"`
+	NPromptCache *float64       `json:"n_prompt_tokens_cache"`
 	NextToken    *slotNextToken `json:"next_token"`
 }
 
@@ -125,14 +131,16 @@ func slotTokens(s llamaSlot) (float64, bool) {
 	if s.NPast != nil {
 		return *s.NPast, true
 	}
-	prompt := s.NPrompt
-	if prompt == nil {
-		prompt = s.NPromptDone
+	if s.NPrompt != nil {
+		return *s.NPrompt, true // the decoded tokens are in it
 	}
-	if prompt == nil {
+	if s.NPromptDone == nil {
 		return 0, false
 	}
-	n := *prompt
+	n := *s.NPromptDone
+	if s.NPromptCache != nil {
+		n += *s.NPromptCache
+	}
 	if s.NextToken != nil && s.NextToken.NDecoded != nil {
 		n += *s.NextToken.NDecoded
 	}

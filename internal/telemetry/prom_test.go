@@ -606,27 +606,60 @@ func TestPromSlotsUsage(t *testing.T) {
 	if !ok || whole || kv != 0.125 {
 		t.Errorf("n_past: %v %v %v", kv, whole, ok)
 	}
-	s := llamaSlot{NCtx: 1000, IsProcessing: true, NPrompt: n(300)}
+	s := llamaSlot{NCtx: 1000, IsProcessing: true, NPromptDone: n(250), NPromptCache: n(50)}
 	s.NextToken = &slotNextToken{n(100)}
 	if kv, whole, _ := slotsUsage([]llamaSlot{s, {NCtx: 1000, IsProcessing: true}}); !whole || kv != 0.7 {
-		t.Errorf("prompt+decoded, busy whole: %v %v", kv, whole)
+		t.Errorf("prompt computed+cached+decoded, busy whole: %v %v", kv, whole)
 	}
 	if _, _, ok := slotsUsage([]llamaSlot{{IsProcessing: true}}); ok {
 		t.Error("no n_ctx")
 	}
 	// next_token as llama.cpp sends it: an object (to 2025), an array of
 	// one object (3f545becc: "next_token":[{"has_next_token":true,…}]).
+	// n_prompt_tokens is prompt.tokens.size(), every sampled token
+	// appended (server_slot::to_json, update_batch): 300 tokens held, the
+	// 100 decoded among them, whatever n_decoded says.
 	for _, body := range []string{
 		`[{"n_ctx":1000,"is_processing":true,"n_prompt_tokens":300,"next_token":{"has_next_token":true,"n_decoded":100}}]`,
-		`[{"n_ctx":1000,"is_processing":true,"n_prompt_tokens":300,"next_token":[{"has_next_token":true,"has_new_line":true,"n_remain":4,"n_decoded":100}]}]`,
+		`[{"n_ctx":1000,"is_processing":true,"n_prompt_tokens":300,"n_prompt_tokens_processed":150,"n_prompt_tokens_cache":50,"next_token":[{"has_next_token":true,"has_new_line":true,"n_remain":4,"n_decoded":100}]}]`,
 	} {
 		var slots []llamaSlot
 		if err := json.Unmarshal([]byte(body), &slots); err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if kv, whole, ok := slotsUsage(slots); !ok || whole || kv != 0.4 {
-			t.Errorf("%s: kv %v whole %v ok %v; want 0.4 counted", body, kv, whole, ok)
+		if kv, whole, ok := slotsUsage(slots); !ok || whole || kv != 0.3 {
+			t.Errorf("%s: kv %v whole %v ok %v; want 0.3 counted", body, kv, whole, ok)
 		}
+	}
+}
+
+// TestPromSlotsKVIsWhatTheSlotsHold: against the simulator's llama-server
+// /slots (current llama.cpp's fields), the KV-cache usage peak is at most
+// what two requests of known length can hold at their last token, and at
+// least their prompts: counting n_decoded beside n_prompt_tokens read up
+// to (prompt + 2 × decoded), over the truth.
+func TestPromSlotsKVIsWhatTheSlotsHold(t *testing.T) {
+	s := newTestSim(t, func(c *sim.Config) {
+		_ = sim.ApplyPersonality(c, sim.PersonaLlamaServer)
+		c.Slots, c.MaxModelLen, c.PromptCache = 2, 1000, false
+		c.TTFT, c.ITL = 5*time.Millisecond, 3*time.Millisecond
+	})
+	url := serveTest(t, s)
+	p := NewPromProbe(url+"/metrics", "llama-server", promInterval, nil)
+	defer p.Close()
+	row, _, note, u := cell(t, p, s, url, 2, 100)
+	var most float64 // the truth at the last token: prompt + output per slot
+	for _, r := range s.Records() {
+		most += float64(r.PromptTokens + r.CompletionTokens)
+	}
+	most /= 2 * 1000
+	least := float64(u.prompt) / (2 * 1000)
+	t.Logf("kv peak %s; the slots held %.3f at most, their prompts %.3f (%s)", f(row.KVCacheUsagePeak), most, least, note)
+	if row.KVCacheUsagePeak == nil || *row.KVCacheUsagePeak > most+1e-9 || *row.KVCacheUsagePeak < least {
+		t.Errorf("kv peak %s, want within [%.3f, %.3f]: what the slots held (%s)", f(row.KVCacheUsagePeak), least, most, note)
+	}
+	if !strings.HasSuffix(note, "kv_cache_usage_peak from llama.cpp /slots") {
+		t.Errorf("note %q: want the peak read exactly, not as an upper bound", note)
 	}
 }
 
