@@ -79,6 +79,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "benchrun self-bench: %v; the machine's own lateness is not measured\n", err)
 	} else {
 		defer probe.Stop()
+		probe.Begin() // the probe keeps its samples for the whole self-bench (bounded in time)
 	}
 
 	fmt.Fprintln(stdout, "measurement,value,unit,detail")

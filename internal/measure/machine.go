@@ -37,15 +37,20 @@ const minWindowSamples = 5
 // passes start and End it when they end.
 type Window struct {
 	probe *Probe
+	id    uint64
 	from  time.Time
 	psi   time.Duration
 	psiOK bool
 }
 
 // Begin opens a window on the probe's samples (p may be nil: then only
-// the CPU pressure is read).
+// the CPU pressure is read). The probe keeps samples while a window is
+// open: End each.
 func (p *Probe) Begin() Window {
 	w := Window{probe: p, from: time.Now()}
+	if p != nil {
+		w.id = p.open(w.from)
+	}
 	w.psi, w.psiOK = cpuPressure()
 	return w
 }
@@ -53,6 +58,9 @@ func (p *Probe) Begin() Window {
 // End closes the window and summarizes it.
 func (w Window) End() Machine {
 	to := time.Now()
+	if w.probe != nil {
+		defer w.probe.close(w.id)
+	}
 	var m Machine
 	if w.psiOK && to.After(w.from) {
 		if psi, ok := cpuPressure(); ok && psi >= w.psi {

@@ -59,6 +59,14 @@ type Probe struct {
 	mu      sync.Mutex
 	rec     Record
 	readErr error
+	// windows are the open windows' starts, by id: the probe keeps the
+	// samples due since the earliest of them, and none while no window
+	// is open, so that what it holds follows a cell, not the whole stage
+	// (a stage's record grew 40-60 KB a second and was copied whole at
+	// every cell's end).
+	windows map[uint64]time.Time
+	nextWin uint64
+	keep    time.Time // samples due before it are not kept
 }
 
 // Sample is one wait of the probe: when it was due to end and how late
@@ -153,6 +161,8 @@ func (p *Probe) read(out io.Reader, ready chan struct{}) {
 		switch {
 		case !ok:
 			p.readErr = fmt.Errorf("machine probe: unreadable sample %q", sc.Text())
+		case len(p.windows) == 0 || s.Due.Before(p.keep):
+			// No window needs it.
 		case kind == 'w':
 			p.rec.Wake = append(p.rec.Wake, s)
 		default:
@@ -187,15 +197,64 @@ func parseSample(line string) (Sample, byte, bool) {
 	return Sample{Due: time.Unix(0, d), Late: time.Duration(l)}, f[0][0], true
 }
 
-// Record is the probe's samples so far.
+// open registers a window from from and returns its id.
+func (p *Probe) open(from time.Time) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.windows == nil {
+		p.windows = map[uint64]time.Time{}
+	}
+	p.nextWin++
+	if len(p.windows) == 0 || from.Before(p.keep) {
+		p.keep = from
+	}
+	p.windows[p.nextWin] = from
+	return p.nextWin
+}
+
+// close unregisters window id and lets go of the samples no open window
+// needs.
+func (p *Probe) close(id uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.windows[id]; !ok {
+		return
+	}
+	delete(p.windows, id)
+	if len(p.windows) == 0 {
+		p.rec = Record{}
+		return
+	}
+	earliest := time.Time{}
+	for _, from := range p.windows {
+		if earliest.IsZero() || from.Before(earliest) {
+			earliest = from
+		}
+	}
+	p.keep = earliest
+	p.rec = p.rec.since(earliest)
+}
+
+// since is the record less the samples due before from, in new
+// slices (so the old ones' memory goes).
+func (r Record) since(from time.Time) Record {
+	keep := func(s Samples) Samples {
+		i, _ := slices.BinarySearchFunc(s, from, func(x Sample, t time.Time) int { return x.Due.Compare(t) })
+		return slices.Clone(s[i:])
+	}
+	return Record{Wake: keep(r.Wake), Loop: keep(r.Loop)}
+}
+
+// Record is the samples the open windows hold: those due since the
+// earliest of them opened.
 func (p *Probe) Record() Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Record{Wake: slices.Clone(p.rec.Wake), Loop: slices.Clone(p.rec.Loop)}
 }
 
-// Stop ends the probe process and returns all its samples (again, on a
-// later call). The process is killed if it has not ended 3 s after its
+// Stop ends the probe process and returns the samples its open windows
+// hold (again, on a later call). The process is killed if it has not ended 3 s after its
 // stdin closed.
 func (p *Probe) Stop() (Record, error) {
 	p.once.Do(func() {

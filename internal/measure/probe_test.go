@@ -56,3 +56,57 @@ func TestProbeRefusesInsideAProbe(t *testing.T) {
 		t.Fatal("a probe process started another probe")
 	}
 }
+
+// TestProbeKeepsOnlyWhatOpenWindowsNeed: the probe holds samples while a
+// window is open, from the earliest open window's start, and none once
+// every window has ended: over a stage of many cells what it holds
+// follows one cell, not the stage (it grew 40-60 KB a second and was
+// copied whole at each cell's end).
+func TestProbeKeepsOnlyWhatOpenWindowsNeed(t *testing.T) {
+	p, err := StartProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	time.Sleep(50 * time.Millisecond)
+	if rec := p.Record(); len(rec.Wake)+len(rec.Loop) != 0 {
+		t.Errorf("no window open: %d samples kept", len(rec.Wake)+len(rec.Loop))
+	}
+	most := 0
+	for cell := range 6 {
+		w := p.Begin()
+		time.Sleep(250 * time.Millisecond) // the probe flushes every 100 ms
+		rec := p.Record()
+		most = max(most, len(rec.Wake))
+		for _, s := range rec.Wake {
+			if s.Due.Before(w.from) {
+				t.Fatalf("cell %d: a sample due %v before its window opened", cell, w.from.Sub(s.Due))
+			}
+		}
+		if m := w.End(); m.WakeP99Ms == nil {
+			t.Errorf("cell %d: the window measured nothing", cell)
+		}
+		if rec := p.Record(); len(rec.Wake)+len(rec.Loop) != 0 {
+			t.Errorf("cell %d ended: %d samples still kept", cell, len(rec.Wake)+len(rec.Loop))
+		}
+	}
+	// 250 ms at one wake a millisecond; a busy machine wakes less often.
+	if most > 400 {
+		t.Errorf("a 250 ms window held %d wake samples", most)
+	}
+	// Overlapping windows: ending the earlier one lets go of what only it
+	// needed.
+	first := p.Begin()
+	time.Sleep(150 * time.Millisecond)
+	second := p.Begin()
+	time.Sleep(250 * time.Millisecond)
+	first.End()
+	for _, s := range p.Record().Wake {
+		if s.Due.Before(second.from) {
+			t.Fatalf("a sample due %v before the open window is still kept", second.from.Sub(s.Due))
+		}
+	}
+	if m := second.End(); m.WakeP99Ms == nil {
+		t.Errorf("the second window measured nothing")
+	}
+}

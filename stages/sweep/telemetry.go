@@ -127,6 +127,9 @@ func (ps *probeSet) begin(ctx context.Context, cellID string) {
 	for _, p := range ps.probes {
 		p.Begin(ctx, cellID)
 	}
+	if ps.window != nil {
+		ps.window.End() // an unended window would hold the probe's samples
+	}
 	ps.window = ps.machine.begin()
 }
 
