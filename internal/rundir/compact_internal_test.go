@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,5 +369,87 @@ func TestCompactReadersSeeOneSetOrTheOther(t *testing.T) {
 		if wrong := <-done; wrong != "" {
 			t.Fatalf("a reader saw %s", wrong)
 		}
+	}
+}
+
+// TestReaderBesideCompactions: a reader of a run's cells beside a
+// compaction that keeps swapping the table's folder (parts added, then
+// compacted, again and again) always reads every row there was, never an
+// error and never a row twice: each read is of one folder, read again
+// when it was swapped underneath (a history load exited 1 with advice to
+// move files away). Both ways of swapping: the folders exchanged in one
+// step, and renamed away then in (where the table is missing for an
+// instant).
+func TestReaderBesideCompactions(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		name := map[bool]string{false: "exchange", true: "rename away, then in"}[fallback]
+		t.Run(name, func(t *testing.T) {
+			if fallback {
+				exchange = func(string, string) (bool, error) { return false, nil }
+				t.Cleanup(func() { exchange = exchangeDirs })
+			}
+			dir := filepath.Join(t.TempDir(), "run=20261204T000000Z-abcdef")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeTestManifest(t, dir, RunOK)
+			var written atomic.Int64
+			part := 0
+			add := func(n int) {
+				for range n {
+					part++
+					id := fmt.Sprintf("sweep/16:4/c%d", part)
+					writeTestPart(t, dir, results.TableCells, PartName(1, part), []results.Cell{{RunID: "r", CellID: id, Attempt: 1, Status: "ok"}})
+					written.Add(1)
+				}
+			}
+			add(5)
+			done := make(chan struct{})
+			var reads, fails atomic.Int64
+			var firstErr atomic.Value
+			go func() {
+				defer close(done)
+				for range 200 {
+					before := written.Load()
+					cells, err := (&Run{Dir: dir}).Cells()
+					reads.Add(1)
+					seen := map[string]bool{}
+					for _, c := range cells {
+						if seen[c.CellID] {
+							err = fmt.Errorf("cell %s read twice", c.CellID)
+						}
+						seen[c.CellID] = true
+					}
+					if err == nil && int64(len(cells)) < before {
+						err = fmt.Errorf("%d rows read, %d were written before the read", len(cells), before)
+					}
+					if err != nil {
+						fails.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+					}
+				}
+			}()
+			compactions := 0
+		loop:
+			for {
+				select {
+				case <-done:
+					break loop
+				default:
+				}
+				add(3)
+				if _, err := Compact(dir, CompactOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				compactions++
+			}
+			t.Logf("%d reads beside %d compactions, %d rows", reads.Load(), compactions, written.Load())
+			if fails.Load() > 0 {
+				t.Errorf("%d of %d reads failed; the first: %v", fails.Load(), reads.Load(), firstErr.Load())
+			}
+			if compactions < 5 {
+				t.Errorf("only %d compactions ran beside the reads", compactions)
+			}
+		})
 	}
 }

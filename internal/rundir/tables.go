@@ -2,12 +2,15 @@ package rundir
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"time"
 
 	pq "github.com/parquet-go/parquet-go"
 
@@ -115,31 +118,88 @@ func (r *Run) DoneCells() (map[string]bool, error) {
 // for a nullable metric; a missing table reads as no rows. Temporary files
 // of a write in progress or a killed writer (.part-….parquet.tmp-N) are
 // not part files.
+//
+// A `benchrun compact` beside the reader swaps the table's folder for a
+// compacted one: each try reads one folder (opened once, its parts
+// opened relative to it), and a part gone from it, or a table folder
+// missing while a compaction's folder is there, means the folder was
+// swapped: the table is read again, never half of each, never failed
+// (a baseline's history exited 1 with advice to move files away).
 func readTable[T any](dir, table string) ([]T, error) {
-	files, err := partFiles(filepath.Join(dir, table))
+	for try := 1; ; try++ {
+		rows, err := readTableOnce[T](dir, table)
+		if !errors.Is(err, errTableSwapped) || try == tableSwapTries {
+			return rows, err
+		}
+		time.Sleep(time.Duration(try) * 10 * time.Millisecond)
+	}
+}
+
+// tableSwapTries bounds the reads of a table a compaction keeps swapping:
+// each compaction swaps it once, then it is compact.
+const tableSwapTries = 20
+
+// errTableSwapped marks a table folder swapped while it was read.
+var errTableSwapped = errors.New("the table's folder was swapped by a compaction while it was read")
+
+func readTableOnce[T any](dir, table string) ([]T, error) {
+	tableDir := filepath.Join(dir, table)
+	root, err := os.OpenRoot(tableDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if exists(compactTmp(dir, table)) || exists(compactOld(dir, table)) {
+			// Between the two renames of a compaction that could not
+			// exchange the folders: the table is there again in a moment.
+			return nil, fmt.Errorf("reading %s: %w", tableDir, errTableSwapped)
+		}
+		return nil, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading %s: %w", tableDir, err)
+	}
+	defer root.Close()
+	d, err := root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", tableDir, err)
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", tableDir, err)
 	}
 	var out []T
-	for _, f := range files {
-		rows, err := pq.ReadFile[T](f)
+	for _, name := range partNames(entries) {
+		rows, err := readPart[T](root, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading %s: %w", filepath.Join(tableDir, name), errTableSwapped)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w (a part file benchrun wrote is complete; this one was changed or truncated since: move it away to read the rest)", f, err)
+			return nil, fmt.Errorf("reading %s: %w (a part file benchrun wrote is complete; this one was changed or truncated since: move it away to read the rest)", filepath.Join(tableDir, name), err)
 		}
 		out = append(out, rows...)
 	}
 	return out, nil
 }
 
+// readPart reads one part file of the folder root holds.
+func readPart[T any](root *os.Root, name string) ([]T, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return pq.Read[T](f, st.Size())
+}
+
 // partRE matches part file names: part-<attempt>-<n>.parquet, and the
 // part-<n>.parquet of runs written before part names carried the attempt.
 var partRE = regexp.MustCompile(`^part-(?:(\d+)-)?(\d+)\.parquet$`)
 
-// partFiles lists a table's part files in the order they were written.
-// Part numbers go on across attempts (a resume numbers its parts after
-// every part already there), so the number orders them, whatever the
-// attempt and whether the name carries one; names of another shape come
-// last, by name.
+// partFiles lists a table's part files in the order they were written
+// (partNames).
 func partFiles(tableDir string) ([]string, error) {
 	entries, err := os.ReadDir(tableDir)
 	if os.IsNotExist(err) {
@@ -148,6 +208,20 @@ func partFiles(tableDir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", tableDir, err)
 	}
+	names := partNames(entries)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = filepath.Join(tableDir, n)
+	}
+	return out, nil
+}
+
+// partNames are the part files among a table folder's entries, in the
+// order they were written. Part numbers go on across attempts (a resume
+// numbers its parts after every part already there), so the number
+// orders them, whatever the attempt and whether the name carries one;
+// names of another shape come last, by name.
+func partNames(entries []fs.DirEntry) []string {
 	type part struct {
 		name       string
 		numbered   bool
@@ -178,7 +252,7 @@ func partFiles(tableDir string) ([]string, error) {
 	})
 	out := make([]string, len(parts))
 	for i, p := range parts {
-		out[i] = filepath.Join(tableDir, p.name)
+		out[i] = p.name
 	}
-	return out, nil
+	return out
 }
