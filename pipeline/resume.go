@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,6 +74,9 @@ func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*Ru
 	if was, now := normTags(m.Tags), normTags(tags); was != now {
 		return nil, fmt.Errorf("--resume %s: the run was made with %s but this resume gives %s: resuming would mix two configurations in one run (give the same -t values, or start a new run)", dir, was, now)
 	}
+	if err := resumeMetadata(p, m.Metadata); err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", dir, err)
+	}
 	attempts := m.AttemptRecords()
 	ri := &RunInfo{Plan: p, Dir: dir, StartedAt: now, Tags: tags, Resumed: true, Attempt: len(attempts) + 1, prev: m}
 	ri.ID = run.ID()
@@ -130,6 +134,32 @@ func failedVerdicts(run *rundir.Run, done map[string]bool) (failed, inconclusive
 		failed = append(failed, pv)
 	}
 	return failed, inconclusive, nil
+}
+
+// resumeMetadata makes the resume's metadata the run's: a key the plan
+// and --metadata give now must say what it said when the run was made
+// (rows of one run under two values would be two configurations in one),
+// and a key the run had that the resume does not give (its --metadata
+// left off) is the run's still, so the new rows carry it. A difference is
+// refused, every one named.
+func resumeMetadata(p *schema.Plan, was map[string]string) error {
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(p.Metadata)) {
+		old, ok := was[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("%s=%s is new", k, p.Metadata[k]))
+		case old != p.Metadata[k]:
+			diffs = append(diffs, fmt.Sprintf("%s: %q → %q", k, old, p.Metadata[k]))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("the run was made with other metadata (%s): resuming would mix two configurations in one run (give the run's --metadata, or none, or start a new run)", strings.Join(diffs, ", "))
+	}
+	if len(was) > 0 {
+		p.Metadata = maps.Clone(was)
+	}
+	return nil
 }
 
 // normTags renders -t values for comparison and messages: sorted, without
