@@ -34,11 +34,15 @@ directory's or folder's name. Cells are compared when they match on plan,
 stage, cell id, endpoint, model digest, engine and version, hardware and
 metadata (--ignore lets parts differ). --by KEY compares the variants of a
 metadata key within the runs given (the first value seen is the baseline),
-or of a column: engine (its version with it), engine_version, model,
-model_digest, hardware or plan; the values label the variants. --html FILE
-also writes one self-contained page: per stage and shape, each variant's
-latency against throughput across its load levels (the Pareto front
-ringed), TTFT and ITL per load level, and the verdicts beside them. A
+or of a column: engine (with what differs with it: its version, a
+metadata key engine, and the plan's name where each engine's runs are of
+a plan of its own), engine_version, model, model_digest, hardware or
+plan; the values label the variants. When no cell matches, compare names
+every part in which the nearest cells differ and the --ignore that lets
+them all differ. --html FILE also writes one self-contained page: per
+stage and shape, each variant's latency against throughput across its
+load levels (the Pareto front ringed), TTFT and ITL per load level, and
+the verdicts beside them. A
 change the machine's own lateness could explain (one side's machine ran
 tasks later than the other's, measured in each run) is inconclusive, not
 regressed. Exit 1 when any metric regressed, 5 when none did but one was
@@ -114,7 +118,9 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	matched := false
 	for i := range comps {
-		comps[i].Report = regress.CompareRuns(comps[i].Old, comps[i].New, o)
+		oc := o
+		oc.Ignore = append(slices.Clone(o.Ignore), comps[i].Ignore...)
+		comps[i].Report = regress.CompareRuns(comps[i].Old, comps[i].New, oc)
 		if len(comps[i].Report.Verdicts) > 0 || len(comps[i].Report.Skipped) > 0 {
 			matched = true
 		}
@@ -130,21 +136,12 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if !matched {
-		why := "no cell matches"
+		why, hint := "no cell matches", ""
 		for _, c := range comps {
 			if c.Report.NoMatch != "" {
-				why = c.Report.NoMatch
+				why, hint = c.Report.NoMatch, cmpNoMatchHint(c.Report, o.Ignore)
 				break
 			}
-		}
-		hint := ""
-		if field, _, ok := strings.Cut(strings.TrimPrefix(why, "no cell matches: "), " differs"); ok && !strings.Contains(field, "cell_id") {
-			// A metadata key keeps its prefix where a column has its name.
-			name := strings.TrimPrefix(field, "metadata.")
-			if slices.Contains(regress.KeyFields, name) {
-				name = field
-			}
-			hint = fmt.Sprintf(" (--ignore %s compares them anyway)", name)
 		}
 		fmt.Fprintf(stderr, "benchrun compare: %s%s\n", why, hint)
 		return pipeline.ExitInvalid
@@ -160,6 +157,49 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return pipeline.ExitInconclusive
 	}
 	return pipeline.ExitOK
+}
+
+// cmpNoMatchHint is the flag that makes the nearest pair of cells of a
+// report without a match comparable: every part in which they differ,
+// named at once beside the parts already ignored (given), so the next
+// try is the last one (naming one part at a time took one try per part
+// for two engines' runs: plan, engine, engine_version, metadata.engine).
+// It is "" when the nearest cells are other cells (their cell ids
+// differ): no flag makes those one measurement.
+func cmpNoMatchHint(rep *regress.Report, given []string) string {
+	isCellID := func(d regress.FieldDiff) bool { return d.Field == "cell_id" }
+	// The pair Explain words the message from: the fewest differing
+	// parts, another cell id counting as far.
+	var diffs []regress.FieldDiff
+	best := -1
+	for _, u := range rep.OnlyNew {
+		if u.Nearest == nil {
+			continue
+		}
+		score := len(u.Diffs)
+		if slices.ContainsFunc(u.Diffs, isCellID) {
+			score += 100
+		}
+		if best < 0 || score < best {
+			best, diffs = score, u.Diffs
+		}
+	}
+	if len(diffs) == 0 || slices.ContainsFunc(diffs, isCellID) {
+		return ""
+	}
+	names := slices.Clone(given)
+	for _, d := range diffs {
+		// A metadata key keeps its prefix where a column has its name
+		// (metadata.engine); any other goes bare, as --ignore takes it.
+		name := strings.TrimPrefix(d.Field, "metadata.")
+		if slices.Contains(regress.KeyFields, name) {
+			name = d.Field
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return fmt.Sprintf(" (--ignore %s compares them anyway)", strings.Join(names, ","))
 }
 
 func (cf compareFlags) options() (regress.Options, error) {
@@ -235,10 +275,14 @@ func cmpSides(cf compareFlags, pos []string, stderr io.Writer) (sides []cmpSide,
 			sides = append(sides, cmpSide{Label: cmpOrNone(v), Runs: variants[v]})
 		}
 		for _, v := range values[1:] {
-			comps = append(comps, cmpComparison{
+			c := cmpComparison{
 				Title: fmt.Sprintf("%s: %s → %s", cf.by, cmpOrNone(values[0]), cmpOrNone(v)),
 				Old:   variants[values[0]], New: variants[v], By: cf.by, Baseline: values[0], Variant: v,
-			})
+			}
+			if cf.by == "engine" {
+				c.Ignore = cmpEngineIgnores(c, stderr)
+			}
+			comps = append(comps, c)
 		}
 		return sides, comps, 0
 	}
@@ -260,6 +304,39 @@ func cmpSides(cf compareFlags, pos []string, stderr io.Writer) (sides []cmpSide,
 		})
 	}
 	return sides, comps, 0
+}
+
+// cmpEngineIgnores is what else necessarily differs between two engines'
+// runs, which --by engine lets differ beside the engine and its version
+// (regress.SplitBy): a metadata key `engine` (plans label their rows
+// with the engine they serve) and, when each side's runs are of one plan
+// and the two plans are not the same, the plan's name (a plan written
+// per engine, llama-q4 against vllm, or one named after its engine).
+// Where the plans are shared (plan x and y run on both engines) the name
+// stays in the key, so that x is compared with x. A plan ignored is said
+// on stderr: the cells compared then come from two plans.
+func cmpEngineIgnores(c cmpComparison, stderr io.Writer) []string {
+	ignore := []string{"metadata.engine"}
+	oldPlans, newPlans := cmpPlans(c.Old), cmpPlans(c.New)
+	if len(oldPlans) == 1 && len(newPlans) == 1 && oldPlans[0] != newPlans[0] {
+		ignore = append(ignore, "plan")
+		fmt.Fprintf(stderr, "benchrun compare: --by engine: %s's runs are of plan %s, %s's of plan %s: their cells are compared across the two plans\n",
+			cmpOrNone(c.Baseline), oldPlans[0], cmpOrNone(c.Variant), newPlans[0])
+	}
+	return ignore
+}
+
+// cmpPlans is the plan names of runs' cells, in the order first seen.
+func cmpPlans(runs []*regress.Run) []string {
+	var plans []string
+	for _, r := range runs {
+		for _, c := range r.Cells {
+			if !slices.Contains(plans, c.Plan) {
+				plans = append(plans, c.Plan)
+			}
+		}
+	}
+	return plans
 }
 
 // cmpArgLabels names each argument's variant: the name of its run
@@ -368,7 +445,10 @@ type cmpComparison struct {
 	By       string
 	Baseline string
 	Variant  string
-	Report   *regress.Report
+	// Ignore is the key parts this comparison lets differ beyond the
+	// --ignore flag's (--by engine: what differs with the engine).
+	Ignore []string
+	Report *regress.Report
 }
 
 func cmpOrNone(s string) string {

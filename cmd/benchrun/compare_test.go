@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/chart"
+	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 )
@@ -392,6 +393,73 @@ func TestCompareArgLabels(t *testing.T) {
 	} {
 		if got := cmpArgLabels(tc.args); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: labels %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestCmpNoMatchHint: when no cell matches, the hint names every part in
+// which the nearest cells differ in one --ignore (after what was already
+// ignored), and none when the nearest cells are other cells.
+func TestCmpNoMatchHint(t *testing.T) {
+	k := regress.Key{Plan: "p", CellID: "c"}
+	un := func(fields ...string) regress.Unmatched {
+		u := regress.Unmatched{Key: k, Nearest: &k}
+		for _, f := range fields {
+			u.Diffs = append(u.Diffs, regress.FieldDiff{Field: f, A: "a", B: "b"})
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		name  string
+		only  []regress.Unmatched
+		given []string
+		want  string
+	}{
+		{"engines' runs", []regress.Unmatched{un("plan", "engine", "engine_version", "metadata.engine")}, nil,
+			" (--ignore plan,engine,engine_version,metadata.engine compares them anyway)"},
+		{"a metadata key goes bare", []regress.Unmatched{un("metadata.quant")}, nil, " (--ignore quant compares them anyway)"},
+		{"already ignored parts stay", []regress.Unmatched{un("engine", "metadata.quant")}, []string{"engine_version"},
+			" (--ignore engine_version,engine,quant compares them anyway)"},
+		{"the nearest pair", []regress.Unmatched{un("plan", "engine", "hardware"), un("engine")}, nil, " (--ignore engine compares them anyway)"},
+		{"another cell is no hint", []regress.Unmatched{un("cell_id", "engine")}, nil, ""},
+		{"the same cell elsewhere is nearer than another cell", []regress.Unmatched{un("cell_id"), un("plan", "stage")}, nil,
+			" (--ignore plan,stage compares them anyway)"},
+		{"nothing to go by", []regress.Unmatched{{Key: k}}, nil, ""},
+	} {
+		if got := cmpNoMatchHint(&regress.Report{OnlyNew: tc.only}, tc.given); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCmpEngineIgnores: --by engine lets metadata.engine differ always,
+// and the plan's name only where each engine's runs are of one plan of
+// its own.
+func TestCmpEngineIgnores(t *testing.T) {
+	runs := func(plans ...string) []*regress.Run {
+		var rs []*regress.Run
+		for _, p := range plans {
+			rs = append(rs, &regress.Run{ID: p, Cells: []results.Cell{{Plan: p, CellID: "c"}}})
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new []*regress.Run
+		want     []string
+	}{
+		{"one plan", runs("x"), runs("x"), []string{"metadata.engine"}},
+		{"a plan per engine", runs("llama-q4", "llama-q4"), runs("vllm"), []string{"metadata.engine", "plan"}},
+		{"plans shared", runs("x", "y"), runs("x", "y"), []string{"metadata.engine"}},
+		{"more plans on one side", runs("x", "y"), runs("z"), []string{"metadata.engine"}},
+	} {
+		var errb bytes.Buffer
+		got := cmpEngineIgnores(cmpComparison{Old: tc.old, New: tc.new, Baseline: "a", Variant: "b"}, &errb)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		if said := strings.Contains(errb.String(), "compared across the two plans"); said != slices.Contains(got, "plan") {
+			t.Errorf("%s: stderr %q", tc.name, errb.String())
 		}
 	}
 }
