@@ -316,8 +316,16 @@ func (t *Target) exchangeJSON(ctx context.Context, method, path string, body []b
 	return nil
 }
 
+// setAuth sets the target's headers and key on req. A Host among the
+// headers is the request's Host: net/http writes Request.Host and ignores
+// Header["Host"], so a virtual-hosted gateway would get the URL's host
+// and answer from its default backend.
 func (t *Target) setAuth(req *http.Request) {
 	for k, v := range t.Headers {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	if t.APIKey != "" {

@@ -104,7 +104,9 @@ func newH1Transport(tr *http.Transport) *h1Transport {
 }
 
 // RoundTrip sends req and returns the answer, its body still to be read.
+// A Host in req's headers is the Host sent, on both paths (hostFromHeader).
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = hostFromHeader(req)
 	if !t.fast(req) {
 		return t.Transport.RoundTrip(req)
 	}
@@ -165,6 +167,24 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// hostFromHeader returns req, or a copy of it whose Host is the one its
+// headers set. A caller that sets the Host header (a plan's headers, a
+// probe's) means the Host line: net/http sends Request.Host and drops
+// Header["Host"], so a virtual-hosted gateway would get the URL's host
+// and answer from its default backend. The copy is shallow (RoundTrip
+// must not change the caller's request), its headers without Host.
+func hostFromHeader(req *http.Request) *http.Request {
+	hs := req.Header["Host"]
+	if len(hs) == 0 {
+		return req
+	}
+	r := *req
+	r.Host = hs[0]
+	r.Header = req.Header.Clone()
+	r.Header.Del("Host")
+	return &r
+}
+
 // netHTTPReason says why a request to url with client goes through Go's
 // net/http transport rather than the fast path ("": it takes the fast
 // path). Requests whose headers net/http refuses fail either way.
@@ -219,6 +239,9 @@ func (t *h1Transport) fast(req *http.Request) bool {
 	}
 	if req.Method != http.MethodPost && req.Method != http.MethodGet {
 		return false
+	}
+	if !httpguts.ValidHostHeader(req.Host) {
+		return false // net/http refuses it ("invalid Host header")
 	}
 	for k, vs := range req.Header {
 		if !httpguts.ValidHeaderFieldName(k) {

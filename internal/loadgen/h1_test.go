@@ -400,14 +400,8 @@ func transportGoroutines() int {
 	return count
 }
 
-// Bytes a server writes after a complete answer (a stray CRLF after a
-// chunked stream's last chunk, in the same write) sit in the connection's
-// read buffer when the answer ends. Pooled with them, the connection read
-// them as the next answer's start: every second request failed
-// `malformed HTTP response ""`. Such a connection is closed, as net/http
-// closes one whose reader holds buffered bytes, and every request gets
-// its answer on a fresh one.
-func TestStrayBytesAfterAnAnswerAreNotPooled(t *testing.T) {
+// twoTokenStream is a whole chunked SSE answer of two tokens.
+var twoTokenStream = func() string {
 	stream := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 	for _, ev := range []string{
 		`data: {"id":"a","choices":[{"index":0,"text":" x"}]}` + "\n\n",
@@ -416,7 +410,18 @@ func TestStrayBytesAfterAnAnswerAreNotPooled(t *testing.T) {
 	} {
 		stream += strconv.FormatInt(int64(len(ev)), 16) + "\r\n" + ev + "\r\n"
 	}
-	stream += "0\r\n\r\n" + "\r\n" // the stray CRLF, in the same write
+	return stream + "0\r\n\r\n"
+}()
+
+// Bytes a server writes after a complete answer (a stray CRLF after a
+// chunked stream's last chunk, in the same write) sit in the connection's
+// read buffer when the answer ends. Pooled with them, the connection read
+// them as the next answer's start: every second request failed
+// `malformed HTTP response ""`. Such a connection is closed, as net/http
+// closes one whose reader holds buffered bytes, and every request gets
+// its answer on a fresh one.
+func TestStrayBytesAfterAnAnswerAreNotPooled(t *testing.T) {
+	stream := twoTokenStream + "\r\n" // the stray CRLF, in the same write
 	url, seen := rawServer(t, func(int, *http.Request, []byte) []byte { return []byte(stream) })
 	tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(1), StallTimeout: 30 * time.Second}
 	defer tg.HTTP.CloseIdleConnections()
@@ -530,5 +535,75 @@ func TestDribbledResponseHeaderStalls(t *testing.T) {
 	// than it says and long before a busy machine's delays could add up.
 	if took < stall || took > stall+20*time.Second {
 		t.Fatalf("the request ended after %v for a %v stall timeout", took, stall)
+	}
+}
+
+// The Host a plan's headers set is the one sent, on the fast path, on
+// net/http's transport and through a client that is not benchrun's:
+// net/http ignores Header["Host"] (it sends Request.Host) and the fast
+// path skipped it, so requests to a virtual-hosted gateway reached its
+// default backend.
+func TestPlanHostHeaderIsSent(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	url, _ := rawServer(t, func(_ int, req *http.Request, _ []byte) []byte {
+		mu.Lock()
+		hosts = append(hosts, req.Host)
+		mu.Unlock()
+		return []byte(twoTokenStream)
+	})
+	for _, tc := range []struct {
+		name    string
+		client  func() *http.Client
+		netHTTP bool
+	}{
+		{"fast path", func() *http.Client { return NewHTTPClient(1) }, false},
+		{"net/http transport", func() *http.Client {
+			c := NewHTTPClient(1)
+			c.Transport.(*h1Transport).DisableKeepAlives = true
+			return c
+		}, true},
+		{"another client", func() *http.Client { return &http.Client{Transport: &http.Transport{}} }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			hosts = nil
+			mu.Unlock()
+			tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: tc.client(),
+				Headers: map[string]string{"host": "llm.gateway.example", "X-Tenant": "a"}, StallTimeout: 30 * time.Second}
+			defer tg.HTTP.CloseIdleConnections()
+			r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if (r.NetHTTP != "") != tc.netHTTP {
+				t.Fatalf("net/http %q, want it %v", r.NetHTTP, tc.netHTTP)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(hosts) != 1 || hosts[0] != "llm.gateway.example" {
+				t.Fatalf("the server got Host %q, want the plan's llm.gateway.example", hosts)
+			}
+		})
+	}
+	// Straight through the transport, as a caller outside Target (a health
+	// probe) sends: the header's Host is the one written.
+	req, _ := http.NewRequest(http.MethodGet, url+"/health", nil)
+	req.Header.Set("Host", "probe.gateway.example")
+	mu.Lock()
+	hosts = nil
+	mu.Unlock()
+	client := NewHTTPClient(1)
+	defer client.CloseIdleConnections()
+	resp, err := client.Transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hosts) != 1 || hosts[0] != "probe.gateway.example" {
+		t.Fatalf("the server got Host %q through the transport, want probe.gateway.example", hosts)
 	}
 }
