@@ -68,7 +68,7 @@ type htmlChart struct {
 // HTML renders report.html: one file, styles inline, charts as inline SVG,
 // no script and no external reference.
 func HTML(d Data, charts []Chart) ([]byte, error) {
-	p := htmlPage{Run: d.Run, Facts: runFacts(d.Run), Rows: len(d.Cells), Checked: len(d.Verdicts), Failed: countFailed(d.Verdicts), Version: orDash(d.Run.BenchrunVersion), Repeats: repeatRows(d.Cells)}
+	p := htmlPage{Run: d.Run, Facts: runFacts(d.Run, d.Cells), Rows: len(d.Cells), Checked: len(d.Verdicts), Failed: countFailed(d.Verdicts), Version: orDash(d.Run.BenchrunVersion), Repeats: repeatRows(d.Cells)}
 	for _, c := range charts {
 		p.Charts = append(p.Charts, inlineChart(c))
 	}

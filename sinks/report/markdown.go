@@ -28,7 +28,7 @@ func Markdown(d Data, charts []Chart, chartDir string) []byte {
 	fmt.Fprintf(&b, "**%s**: %d cell rows, %d assertion checks, %d failed%s.\n\n", strings.ToUpper(orDash(r.Status)), len(d.Cells), len(d.Verdicts), failed, incl)
 
 	b.WriteString("| run | |\n| --- | --- |\n")
-	for _, kv := range runFacts(r) {
+	for _, kv := range runFacts(r, d.Cells) {
 		fmt.Fprintf(&b, "| %s | %s |\n", kv[0], mdCell(kv[1]))
 	}
 	b.WriteString("\n")
@@ -211,8 +211,9 @@ func markdownVariants(b *bytes.Buffer, s variantSection) {
 	}
 }
 
-// runFacts is the run's header table, shared by both reports.
-func runFacts(r results.Run) [][2]string {
+// runFacts is the run's header table, shared by both reports; the model
+// served and its digest come from the rows where they say (servedFacts).
+func runFacts(r results.Run, cells []results.Cell) [][2]string {
 	facts := [][2]string{{"run id", r.RunID}, {"plan", r.Plan}, {"status", orDash(r.Status)}}
 	if r.ExitCode != nil {
 		facts[2][1] += fmt.Sprintf(" (exit %d)", *r.ExitCode)
@@ -225,12 +226,7 @@ func runFacts(r results.Run) [][2]string {
 		facts = append(facts, [2]string{"started", s})
 	}
 	facts = append(facts, [2]string{"model", orDash(r.Model)})
-	if served := runview.ServedModel(r); served != "" {
-		facts = append(facts, [2]string{"served", served})
-	}
-	if r.ModelDigest != "" {
-		facts = append(facts, [2]string{"model digest", r.ModelDigest})
-	}
+	facts = append(facts, servedFacts(r, cells)...)
 	var md []string
 	for _, k := range sortedKeys(r.Metadata) {
 		md = append(md, k+"="+r.Metadata[k])
