@@ -740,6 +740,9 @@ func (t *Target) post(ctx context.Context, client *http.Client, url string, body
 		if res.Scheduled.IsZero() {
 			res.Scheduled = res.Sent
 		}
+		if h2 := HTTP2Answer(err); h2 != nil {
+			err = h2 // net/http's path said only "malformed HTTP response"
+		}
 		if closed {
 			// Not resent: the server held the request before it closed
 			// the connection (or the connection was fresh), so it may

@@ -150,8 +150,17 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Nothing of an answer before the end: the connection closed under
 	// the request, which on a pooled one is a stale connection (io.EOF;
 	// http.ReadResponse would say io.ErrUnexpectedEOF).
-	if _, err := c.br.Peek(1); err != nil {
+	if b, err := c.br.Peek(1); err != nil {
 		return nil, t.fail(ctx, c, stop, fmt.Errorf("reading the answer: %w", err))
+	} else if b[0] == 0 || b[0] == 'P' {
+		// Not "HTTP/1.x" but maybe HTTP/2 (a frame's length's first
+		// byte, the preface's): its first frame would be read as a
+		// status line, "malformed HTTP response \x00\x00$\x04…",
+		// which says nothing. Nine bytes are a frame's header, and
+		// fewer than any HTTP/1 status line.
+		if b, _ := c.br.Peek(9); looksHTTP2(b) {
+			return nil, t.fail(ctx, c, stop, fmt.Errorf("reading the answer: %w (it begins %q)", ErrHTTP2, b))
+		}
 	}
 	resp, err := readResponse(c.br, req)
 	if err != nil {
@@ -482,4 +491,51 @@ func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 	}
+}
+
+// ErrHTTP2 is the error of an answer in HTTP/2 to benchrun's HTTP/1.1
+// request: a server that speaks only HTTP/2 over plain TCP (h2c with
+// prior knowledge: a gRPC-style server, an h2c-only proxy) answers any
+// connection with its SETTINGS frame. Waiting cannot help (a health
+// check should fail at once, not retry for its whole window): the errors
+// of both paths wrap it (errors.Is), and HTTP2Answer finds it in the
+// error of any net/http client.
+var ErrHTTP2 = errors.New("the server answered in HTTP/2 (h2c prior knowledge); benchrun speaks HTTP/1.1 to http:// URLs: let the server speak HTTP/1.1 on this port too, or give it an https:// URL (HTTP/2 is negotiated over TLS)")
+
+// looksHTTP2 reports whether b, an answer's first bytes, is an HTTP/2
+// server's: the client preface's start ("PRI * HTTP/2.0") or a SETTINGS
+// frame's header (a length that is a multiple of 6 below 64 KiB, type
+// 0x4, flags 0 or ACK, stream 0), what an HTTP/2 server sends first.
+func looksHTTP2(b []byte) bool {
+	if len(b) < 9 {
+		return false
+	}
+	if string(b) == http2Preface[:9] {
+		return true
+	}
+	length := int(b[1])<<8 | int(b[2])
+	return b[0] == 0 && length%6 == 0 && b[3] == 0x4 && b[4]&^0x1 == 0 && b[5]|b[6]|b[7]|b[8] == 0
+}
+
+const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// HTTP2Answer returns an error wrapping ErrHTTP2 when err is an HTTP/2
+// answer read as HTTP/1.1, by either path of benchrun's transport or by
+// net/http's own (whose error says only `malformed HTTP response
+// "\x00\x00$\x04…"`); nil otherwise.
+func HTTP2Answer(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrHTTP2) {
+		return err
+	}
+	// net/http quotes the line it could not read (%q): an HTTP/2 frame
+	// of under 64 KiB begins with a zero byte, a SETTINGS frame's
+	// length's next byte is zero too; or the client preface.
+	_, line, ok := strings.Cut(err.Error(), `malformed HTTP response "`)
+	if ok && (strings.HasPrefix(line, `\x00\x00`) || strings.HasPrefix(line, "PRI * HTTP/2")) {
+		return fmt.Errorf("%w (%w)", ErrHTTP2, err)
+	}
+	return nil
 }

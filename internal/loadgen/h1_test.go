@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // rawServer answers every request on a connection with the raw bytes
@@ -605,5 +610,146 @@ func TestPlanHostHeaderIsSent(t *testing.T) {
 	defer mu.Unlock()
 	if len(hosts) != 1 || hosts[0] != "probe.gateway.example" {
 		t.Fatalf("the server got Host %q through the transport, want probe.gateway.example", hosts)
+	}
+}
+
+// An HTTP/2-only server over plain TCP (x/net's http2.Server serving h2c
+// with prior knowledge) answers benchrun's HTTP/1.1 request with its
+// SETTINGS frame. Both paths say so (ErrHTTP2, naming HTTP/2 and what to
+// do) instead of `malformed HTTP response "\x00\x00$\x04…"`, and
+// HTTP2Answer finds it in a plain net/http client's error, as a health
+// check must to fail at once instead of retrying for its whole window.
+func TestHTTP2OnlyServerIsNamed(t *testing.T) {
+	h2 := &http2.Server{}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "h2 only") })
+	quiet := &http.Server{ErrorLog: log.New(io.Discard, "", 0)} // "bogus greeting" for each request
+	addr := serveRawConns(t, func(c net.Conn) {
+		nc := &noClose{Conn: c, wrote: make(chan struct{})}
+		h2.ServeConn(nc, &http2.ServeConnOpts{Handler: handler, BaseConfig: quiet})
+		// ServeConn returns on the bad preface while its SETTINGS frame
+		// may still be on its way out (flushed on another goroutine),
+		// and closed at once with the request unread the connection
+		// would be reset, which can beat the frame to the client's read.
+		// So: the frame written, then a close as net/http's server does
+		// it, the write side first, then read what the client sent.
+		select {
+		case <-nc.wrote:
+		case <-time.After(5 * time.Second):
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.Copy(io.Discard, c)
+	})
+	url := "http://" + addr
+
+	// The server is what it claims: an HTTP/2 client with prior
+	// knowledge gets its answer.
+	h2c := &http.Client{Transport: &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	resp, err := h2c.Get(url + "/health")
+	if err != nil {
+		t.Fatalf("the test server does not speak h2c: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	h2c.CloseIdleConnections()
+	if resp.ProtoMajor != 2 || string(b) != "h2 only" {
+		t.Fatalf("h2c answer %s %q", resp.Proto, b)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		client  func() *http.Client
+		netHTTP bool
+	}{
+		{"fast path", func() *http.Client { return NewHTTPClient(1) }, false},
+		{"net/http transport", func() *http.Client {
+			c := NewHTTPClient(1)
+			c.Transport.(*h1Transport).DisableKeepAlives = true
+			return c
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: tc.client(), StallTimeout: 30 * time.Second}
+			defer tg.HTTP.CloseIdleConnections()
+			r := tg.Do(context.Background(), Request{Prompt: "p", MaxTokens: 2})
+			if (r.NetHTTP != "") != tc.netHTTP {
+				t.Fatalf("net/http %q, want it %v", r.NetHTTP, tc.netHTTP)
+			}
+			if !errors.Is(r.Err, ErrHTTP2) || !strings.Contains(r.Err.Error(), "the server answered in HTTP/2 (h2c prior knowledge); benchrun speaks HTTP/1.1 to http:// URLs") {
+				t.Fatalf("err %v, want ErrHTTP2", r.Err)
+			}
+			if r.ConnRetries != 0 {
+				t.Fatalf("resent %d times", r.ConnRetries)
+			}
+		})
+	}
+
+	// A client that is not benchrun's (a health check's GET): its error
+	// says "malformed HTTP response", and HTTP2Answer reads it.
+	plain := &http.Client{Transport: &http.Transport{}}
+	defer plain.CloseIdleConnections()
+	_, err = plain.Get(url + "/health")
+	if err == nil || !strings.Contains(err.Error(), "malformed HTTP response") {
+		t.Fatalf("net/http's own error: %v", err)
+	}
+	if h := HTTP2Answer(err); !errors.Is(h, ErrHTTP2) {
+		t.Fatalf("HTTP2Answer(%v) = %v", err, h)
+	}
+}
+
+// noClose is a connection whose Close is left to its owner; wrote is
+// closed by its first write.
+type noClose struct {
+	net.Conn
+	once  sync.Once
+	wrote chan struct{}
+}
+
+func (c *noClose) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.once.Do(func() { close(c.wrote) })
+	return n, err
+}
+
+func (*noClose) Close() error { return nil }
+
+// looksHTTP2 tells an HTTP/2 server's first bytes from an HTTP/1 answer's
+// and from other garbage; HTTP2Answer reads net/http's error text.
+func TestLooksHTTP2(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    string
+		want bool
+	}{
+		{"settings, 6 settings", "\x00\x00\x24\x04\x00\x00\x00\x00\x00", true},
+		{"empty settings", "\x00\x00\x00\x04\x00\x00\x00\x00\x00", true},
+		{"settings ack", "\x00\x00\x00\x04\x01\x00\x00\x00\x00", true},
+		{"preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[:9], true},
+		{"status line", "HTTP/1.1 200 OK"[:9], false},
+		{"headers frame", "\x00\x00\x24\x01\x04\x00\x00\x00\x01", false},
+		{"settings on a stream", "\x00\x00\x24\x04\x00\x00\x00\x00\x01", false},
+		{"settings, odd length", "\x00\x00\x25\x04\x00\x00\x00\x00\x00", false},
+		{"short", "\x00\x00\x24\x04", false},
+	} {
+		if got := looksHTTP2([]byte(tc.b)); got != tc.want {
+			t.Errorf("%s: looksHTTP2(%q) = %v, want %v", tc.name, tc.b, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New(`Get "http://x/health": net/http: HTTP/1.x transport connection broken: malformed HTTP response "\x00\x00$\x04\x00\x00\x00\x00\x00"`), true},
+		{fmt.Errorf("reading the answer: %w", ErrHTTP2), true},
+		{errors.New(`malformed HTTP response ""`), false},
+		{errors.New(`malformed HTTP response "<html>"`), false},
+		{io.EOF, false},
+		{nil, false},
+	} {
+		if got := HTTP2Answer(tc.err) != nil; got != tc.want {
+			t.Errorf("HTTP2Answer(%v) found one: %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
