@@ -598,3 +598,83 @@ func TestStopSignalsPairCopiesOfOneStop(t *testing.T) {
 		}
 	}
 }
+
+// TestKilledSupervisorLeavesNoServer: benchrun's supervisor SIGKILLed
+// (the out-of-memory killer, a lost CI runner) at any moment of a launch
+// leaves no server behind: its worker dies with it (parent-death signal),
+// and the guard takes the server down, having heard the worker's death
+// or, where its signal came before the guard could take it, seen it
+// (twice in a few dozen kills on a loaded machine a simulator lived on).
+// Kills land from the first milliseconds (the guard starting) to a server
+// serving, beside two spinning processes.
+func TestKilledSupervisorLeavesNoServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills benchrun 16 times")
+	}
+	for range 2 {
+		spin := exec.Command("sh", "-c", "while :; do :; done")
+		if err := spin.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = spin.Process.Kill(); _ = spin.Wait() })
+	}
+	marker := fmt.Sprintf("BENCHRUN_ORPHAN_CHECK=%d", os.Getpid())
+	plan := strings.Replace(longSweepPlan, `server: {kind: "launch", `, `server: {kind: "launch", env: {BENCHRUN_ORPHAN_CHECK: "`+strconv.Itoa(os.Getpid())+`"}, `, 1)
+	if plan == longSweepPlan {
+		t.Fatal("the plan has no launch stage to mark")
+	}
+	const kills = 16
+	var left []string
+	for i := range kills {
+		dir, cmd, stderr := startPlan(t, plan)
+		if i < kills/2 {
+			time.Sleep(time.Duration(i) * 40 * time.Millisecond) // from the start to the launch
+		} else {
+			waitFor(t, dir, "runs/*/*/*/server.log", "no server log", 30*time.Second, stderr)
+			time.Sleep(time.Duration(i-kills/2) * 30 * time.Millisecond)
+		}
+		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitExit(t, cmd, 10*time.Second, stderr)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			pids := marked(marker)
+			if len(pids) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				left = append(left, fmt.Sprintf("kill %d: processes %v still run 10 s after the supervisor was killed", i, pids))
+				for _, pid := range pids {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+				break
+			}
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("%d of %d kills left a server:\n%s", len(left), kills, strings.Join(left, "\n"))
+	}
+}
+
+// marked lists the live processes whose environment holds marker.
+func marked(marker string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+				continue // a zombie: dead, its parent not yet told
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
+}

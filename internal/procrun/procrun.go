@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -146,7 +147,7 @@ func Start(spec Spec) (*Process, error) {
 		if cmd, err = guardCommand(append([]string{bin}, spec.Argv[1:]...)); err != nil {
 			return nil, err
 		}
-		env = append(env, guardEnv+"=1")
+		env = append(env, guardEnv+"=1", guardParentEnv+"="+strconv.Itoa(os.Getpid()))
 	}
 	cmd.Env, cmd.Dir = env, spec.Dir
 	// A file, not a pipe: a program never blocks on benchrun. The child
