@@ -3,8 +3,10 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,9 +38,14 @@ type pointRun struct {
 	body      map[string]any
 	expect    int
 
-	mu          sync.Mutex // guards a pass's results as they arrive
-	firstErr    error      // the first error a pass's run returned
-	sessionBase int        // sessions of the cell's earlier timed passes
+	mu       sync.Mutex // guards a pass's results as they arrive
+	firstErr error      // the first error a pass's run returned
+	// refused is set at the first connection the server refused: nothing
+	// listens on its port now, and the point sends no more (a killed
+	// Ollama was sent 330 more requests in 7.5 ms before its death was
+	// known).
+	refused     atomic.Pointer[refusedError]
+	sessionBase int // sessions of the cell's earlier timed passes
 }
 
 // sendUntilDeath is ctx, ended also the moment the server is known dead:
@@ -126,6 +133,9 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		pr.mu.Lock()
 		sent = append(sent, sentResult{i, r})
 		pr.mu.Unlock()
+		if r.Err != nil && errors.Is(r.Err, syscall.ECONNREFUSED) {
+			pr.refuse(r.Err)
+		}
 	}
 	pr.pv.pass(pass, timed, expected, counters, s.duration)
 	var st loadgen.RunStats
@@ -150,6 +160,26 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 	sp := spanOf(rs)
 	sp.held, sp.limit, sp.paced = st.Held, st.InFlightLimit, st.Paced
 	return passResult{rs: rs, window: passWindow(rs, st.Start), sends: sp}
+}
+
+// refusedError is the cause of a point stopped because the server
+// refused a connection.
+type refusedError struct {
+	addr string
+	err  error
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("the server refused a connection: nothing listens on %s now (it died or closed its port); the point's remaining requests were not sent (%v)", e.addr, e.err)
+}
+
+func (e *refusedError) Unwrap() error { return e.err }
+
+// refuse stops the point's sending at the first refused connection.
+func (pr *pointRun) refuse(err error) {
+	if pr.refused.CompareAndSwap(nil, &refusedError{addr: pr.t.BaseURL, err: err}) {
+		pr.stopSending(pr.refused.Load())
+	}
 }
 
 // inSendOrder is a pass's results in send order: they arrive in

@@ -35,6 +35,7 @@ type sweepRun struct {
 	discovered bool
 	probes     *probeSet
 	c1         map[string]float64 // decode_tok_s at concurrency 1, per cell key and repeat
+	refused    *refusedError      // the measured point's refused connection (judgeStop)
 	// stopErr ends the sweep: the rest of the points are skipped rows.
 	stopErr error
 	// pending is the cell whose start the other shards of a sharded run
@@ -311,7 +312,15 @@ func (r *sweepRun) judgeStop(row *results.Cell) {
 		// the rest are skipped.
 		r.stopErr = died
 		row.Status, row.Reason = results.StatusError, died.Error()
+	} else if r.refused != nil {
+		// Nothing listens on the server's port (a URL target benchrun
+		// did not launch, or a launched one that closed it): every
+		// later point would fail on refused connections; they are
+		// skipped with the reason.
+		r.stopErr = r.refused
+		row.Status, row.Reason = results.StatusError, r.refused.Error()
 	}
+	r.refused = nil
 }
 
 // compareWithC1 keeps a c=1 row's decode rate and measures a closed-loop

@@ -586,6 +586,9 @@ func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Ce
 	probes.begin(pr.ctx, row.CellID)
 	timed := pr.timedPasses(&row, pass)
 	cpu.fill(&row, timed.window)
+	if e := pr.refused.Load(); e != nil {
+		r.refused = e
+	}
 	return pr.finish(row, timed, warmTTFT, probes, slo)
 }
 
