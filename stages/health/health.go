@@ -167,6 +167,10 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 // ready, why not otherwise, and an error when waiting cannot help.
 func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng telemetry.Engine, model string, lt *loadgen.Target) (string, string, error) {
 	code, _, err := get(ctx, client, base+eng.HealthPath, lt)
+	if e := loadgen.HTTP2Answer(err); e != nil {
+		// Waiting cannot help: the server will answer in HTTP/2 again.
+		return "", "", fmt.Errorf("%s: %w", base+eng.HealthPath, e)
+	}
 	if err != nil {
 		return "", err.Error(), nil
 	}
@@ -181,6 +185,9 @@ func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng
 		return "", why, nil
 	}
 	code, body, err := get(ctx, client, base+eng.ModelsPath, lt)
+	if e := loadgen.HTTP2Answer(err); e != nil {
+		return "", "", fmt.Errorf("%s: %w", base+eng.ModelsPath, e)
+	}
 	if err != nil {
 		return "", err.Error(), nil
 	}
@@ -217,6 +224,9 @@ func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng
 		return served, "", nil
 	}
 	r := lt.Do(ctx, loadgen.Request{Prompt: "Hello", MaxTokens: 1})
+	if e := loadgen.HTTP2Answer(r.Err); e != nil {
+		return "", "", fmt.Errorf("the 1-token probe on %s: %w", lt.Endpoint.Path(), e)
+	}
 	if r.Err != nil {
 		var he *loadgen.HTTPError
 		if errors.As(r.Err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden) {
@@ -239,6 +249,12 @@ func get(ctx context.Context, client *http.Client, url string, lt *loadgen.Targe
 		return 0, nil, err
 	}
 	for k, v := range lt.Headers {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			// net/http sends Request.Host, never a Host header: a
+			// virtual-hosted gateway would answer for its default backend.
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	if lt.APIKey != "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
@@ -339,4 +342,66 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestHTTP2OnlyServerFailsAtOnce: a server that speaks only HTTP/2 (h2c
+// with prior knowledge) answers every check in a framing benchrun does
+// not read: the health stage says so at once, not after retrying for its
+// whole within as `malformed HTTP response "\x00\x00$\x04…"`.
+func TestHTTP2OnlyServerFailsAtOnce(t *testing.T) {
+	h2s := &http2.Server{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go h2s.ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, `{"data":[{"id":"tiny"}]}`)
+			})})
+		}
+	}()
+	_, took, err := runHealth(t, `within: "20s", interval: "50ms"`, &pipeline.Outputs{URL: "http://" + l.Addr().String(), Engine: "vllm"})
+	if err == nil || !strings.Contains(err.Error(), "answered in HTTP/2") {
+		t.Fatalf("err = %v, want the server named as speaking HTTP/2", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("took %s: an HTTP/2 answer must fail at once, not wait out within", took)
+	}
+}
+
+// TestPlanHostHeaderReachesEveryCheck: a Host header in the plan is the
+// Host of every check (net/http ignores a Host header and sends the URL's
+// host: a virtual-hosted gateway would answer for its default backend).
+func TestPlanHostHeaderReachesEveryCheck(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	s := sim.New(sim.DefaultConfig())
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts = append(hosts, r.Method+" "+r.URL.Path+" "+r.Host)
+		mu.Unlock()
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { s.Close(); ts.Close() })
+	model := sim.DefaultConfig().Models[0]
+	_, _, err := runHealth(t, fmt.Sprintf(`within: "20s", interval: "50ms", model: %q, headers: {"Host": "llm.gateway.example"}`, model), &pipeline.Outputs{URL: ts.URL, Engine: "vllm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hosts) < 3 {
+		t.Fatalf("requests %v, want the three checks", hosts)
+	}
+	for _, h := range hosts {
+		if !strings.HasSuffix(h, " llm.gateway.example") {
+			t.Errorf("%s: want the plan's Host", h)
+		}
+	}
 }
