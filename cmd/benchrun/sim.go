@@ -95,6 +95,8 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.DurationVar(&flt.SlowHeaders, "slow-headers", flt.SlowHeaders, "fault: header delay")
 	fs.Float64Var(&flt.CutRate, "cut-rate", 0, "fault: fraction of streams ended cleanly but early (no finish_reason, usage or [DONE])")
 	fs.IntVar(&flt.CutAfter, "cut-after", flt.CutAfter, "fault: token events written before a cut")
+	fs.Float64Var(&flt.HangUpRate, "hang-up-rate", 0, "fault: fraction of requests held, then their connection closed with no answer")
+	fs.DurationVar(&flt.HangUp, "hang-up", flt.HangUp, "fault: how long a hung-up request is held")
 	fs.DurationVar(&cfg.ExitAfter, "exit-after", 0, "fault: exit the process this long after listening")
 	fs.IntVar(&cfg.ExitCode, "exit-code", cfg.ExitCode, "fault: exit status for --exit-after")
 	fs.BoolVar(&cfg.Embeddings, "embeddings", false, "llama-server personality: serve /v1/embeddings (llama-server's --embeddings; without it embeddings answer 501)")

@@ -205,9 +205,10 @@ func TestParseSimFlagsPersonality(t *testing.T) {
 	}
 	// Explicit flags win over the personality's defaults, in any order.
 	cfg, _, _ = parseSimFlags([]string{"--close-after-stream=false", "--as", "llama-server", "--metrics", "both", "--prompt-cache=false",
-		"--engine-version", "b7000", "--close-after-stream-delay", "5ms", "--cut-rate", "0.5", "--cut-after", "3", "--train-context-len", "65536"}, io.Discard)
+		"--engine-version", "b7000", "--close-after-stream-delay", "5ms", "--cut-rate", "0.5", "--cut-after", "3", "--train-context-len", "65536",
+		"--hang-up-rate", "0.25", "--hang-up", "2s"}, io.Discard)
 	if cfg.CloseAfterStream || cfg.Metrics != "both" || cfg.PromptCache || cfg.Version != "b7000" || cfg.CloseAfterStreamDelay != 5*time.Millisecond ||
-		cfg.Faults.CutRate != 0.5 || cfg.Faults.CutAfter != 3 || cfg.TrainContextLen != 65536 {
+		cfg.Faults.CutRate != 0.5 || cfg.Faults.CutAfter != 3 || cfg.TrainContextLen != 65536 || cfg.Faults.HangUpRate != 0.25 || cfg.Faults.HangUp != 2*time.Second {
 		t.Fatalf("explicit flags: %+v", cfg)
 	}
 	// llama-server embeds only when started so, as llama-server does;
