@@ -13,7 +13,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +110,69 @@ const EnvSecret = "benchrun-env"
 
 var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
+// envRefs finds the ${NAME} references inside a longer value.
+var envRefs = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// planVars are the ${…} names benchrun fills itself, never from its
+// environment.
+var planVars = map[string]bool{"port": true, "host": true, "model": true}
+
+// secretEnv is the container variable a ${NAME} inside a longer value
+// reads from the Secret: Kubernetes expands $(VAR) in an env value from
+// the variables defined before it, so "Bearer ${TOKEN}" becomes
+// "Bearer $(BENCHRUN_SECRET_TOKEN)" after that variable.
+func secretEnv(name string) string { return "BENCHRUN_SECRET_" + name }
+
+func fromSecret(envName, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: envName, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: EnvSecret}, Key: key}}}
+}
+
+// clientEnv is the environment the shards' benchrun reads credentials
+// from: every api_key_env (and other *_env field) of the shards' plan and
+// every ${NAME} in its values (a header "Bearer ${TOKEN}"), sorted. On a
+// laptop they are benchrun's own environment; in a shard pod each comes
+// from the Secret EnvSecret, or every shard would fail its first check.
+func clientEnv(plan any) []string {
+	seen := map[string]bool{}
+	var walk func(key string, v any)
+	walk = func(key string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(k, e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(key, e)
+			}
+		case string:
+			if strings.HasSuffix(key, "_env") && envName.MatchString(x) {
+				seen[x] = true
+			}
+			for _, m := range envRefs.FindAllStringSubmatch(x, -1) {
+				if !planVars[m[1]] {
+					seen[m[1]] = true
+				}
+			}
+		}
+	}
+	walk("", plan)
+	return slices.Sorted(maps.Keys(seen))
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secretEnvVars are clientEnv's names as container variables from the
+// Secret.
+func secretEnvVars(names []string) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, n := range names {
+		env = append(env, fromSecret(n, n))
+	}
+	return env
+}
+
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // dnsName turns s into a DNS-1035 label fragment (lower case, digits and
@@ -135,6 +200,17 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 	launches, warnings, err := rewriteLaunches(plan, prefix, o.Namespace, modelName)
 	if err != nil {
 		return nil, err
+	}
+	// What the shards' benchrun reads from its environment, the launch
+	// stages taken out (their Deployments read their own).
+	creds := secretEnvVars(clientEnv(plan))
+	if len(creds) > 0 {
+		var names []string
+		for _, c := range creds {
+			names = append(names, c.Name)
+		}
+		warnings = append(warnings, fmt.Sprintf("the shards and the merge read %s from the Secret %s: create it before applying (kubectl create secret generic %s --from-literal=%s=...)",
+			strings.Join(names, ", "), EnvSecret, EnvSecret, names[0]))
 	}
 	r.Launches, r.Warnings = launches, append(warnings, loopbackWarnings(launches)...)
 	shardPlan, err := json.MarshalIndent(plan, "", "  ")
@@ -167,9 +243,12 @@ func Render(planJSON []byte, o Options) (*Result, error) {
 	}
 	volumes := runVolumes(cmName)
 	svc, job := shardObjects(b, o, cmName, volumes)
+	job.Spec.Template.Spec.Containers[0].Env = append(job.Spec.Template.Spec.Containers[0].Env, creds...)
 	b.add("service-shards", svc)
 	b.add("job-shards", job)
-	b.add("job-merge", mergeJob(b, o, volumes[1:]))
+	merge := mergeJob(b, o, volumes[1:])
+	merge.Spec.Template.Spec.Containers[0].Env = creds // the sinks' tokens (SiYuan's token_env)
+	b.add("job-merge", merge)
 	r.Objects = b.list
 	return r, nil
 }
@@ -444,6 +523,14 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 		for _, a := range c.Cmd {
 			l.Cmd = append(l.Cmd, rep.Replace(a))
 		}
+		if len(c.Env) > 0 {
+			// The plan's own variables, as a local launch fills them in
+			// its env too; the rest are the environment's (launchObjects).
+			l.Env = make(map[string]string, len(c.Env))
+			for k, v := range c.Env {
+				l.Env[k] = rep.Replace(v)
+			}
+		}
 		svc := prefix + "-" + dnsName(name)
 		if other, ok := byService[svc]; ok {
 			// One Service for two servers: one would be measured twice, the
@@ -501,19 +588,37 @@ func launchObjects(l Launch, prefix string, o Options, labels func(string) map[s
 	if l.Shell {
 		cmd = []string{"/bin/sh", "-c", strings.Join(l.Cmd, " ")}
 	}
-	var env []corev1.EnvVar
+	var env, secrets []corev1.EnvVar
+	fromSecrets := map[string]bool{}
 	for k, v := range l.Env {
 		// A value that is wholly ${NAME} is benchrun's own environment
 		// (a token, typically): in a pod it comes from the Secret
 		// EnvSecret, so that it is never written into a manifest.
-		if m := envRef.FindStringSubmatch(v); m != nil {
-			env = append(env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: EnvSecret}, Key: m[1]}}})
+		if m := envRef.FindStringSubmatch(v); m != nil && !planVars[m[1]] {
+			env = append(env, fromSecret(k, m[1]))
 			continue
 		}
+		// Inside a longer value ("Bearer ${TOKEN}"), each name comes from
+		// the Secret through a variable of its own that Kubernetes
+		// expands ($(VAR)); a literal "$(" is escaped as "$$(" so that
+		// nothing else is expanded.
+		v = strings.ReplaceAll(v, "$(", "$$(")
+		v = envRefs.ReplaceAllStringFunc(v, func(ref string) string {
+			name := envRefs.FindStringSubmatch(ref)[1]
+			if planVars[name] {
+				return ref
+			}
+			if !fromSecrets[name] {
+				fromSecrets[name] = true
+				secrets = append(secrets, fromSecret(secretEnv(name), name))
+			}
+			return "$(" + secretEnv(name) + ")"
+		})
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
 	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	sort.Slice(secrets, func(i, j int) bool { return secrets[i].Name < secrets[j].Name })
+	env = append(secrets, env...) // defined before the values that expand them
 	var res corev1.ResourceRequirements
 	if l.GPUs > 0 {
 		q := *resource.NewQuantity(int64(l.GPUs), resource.DecimalSI)

@@ -314,3 +314,92 @@ func TestPerCellWarned(t *testing.T) {
 		t.Errorf("warnings %q", r.Warnings)
 	}
 }
+
+// credsJSON is a plan whose client stages read credentials from the
+// environment (a key and a header token) and whose launch env holds a
+// token inside a longer value.
+const credsJSON = `{
+  "name": "creds",
+  "model": {"name": "m"},
+  "stages": {
+    "server": {"kind": "launch", "engine": "vllm", "port": 8080, "shell": false,
+      "env": {"HF_TOKEN": "${HF_TOKEN}", "EXTRA_HEADER": "Bearer ${GATE_TOKEN}", "LITERAL": "a $(b) ${port}"},
+      "cmd": ["vllm", "serve", "m", "--port", "${port}"]},
+    "health": {"kind": "health", "target": "server", "api_key_env": "OPENAI_KEY"},
+    "sweep": {"kind": "sweep", "target": "server", "needs": ["health"], "headers": {"Authorization": "Bearer ${TOKEN}", "X-Org": "acme"}}
+  }
+}`
+
+// TestShardsGetClientCredentials: the shards run the client stages, so
+// what those read from benchrun's environment (api_key_env, ${NAME} in a
+// header) is in every shard pod's environment, from the Secret, never
+// written into a manifest; the merge Job gets the same. A ${NAME} inside
+// a longer launch env value is expanded by Kubernetes from the Secret,
+// not rendered literally.
+func TestShardsGetClientCredentials(t *testing.T) {
+	r := render(t, credsJSON, Options{Shards: 2, StartAt: "@1"})
+	secretKeys := func(env []corev1.EnvVar) map[string]string {
+		m := map[string]string{}
+		for _, e := range env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				if e.ValueFrom.SecretKeyRef.Name != EnvSecret {
+					t.Errorf("%s from Secret %s, want %s", e.Name, e.ValueFrom.SecretKeyRef.Name, EnvSecret)
+				}
+				m[e.Name] = e.ValueFrom.SecretKeyRef.Key
+			}
+		}
+		return m
+	}
+	jobs := 0
+	for _, o := range r.Objects {
+		switch v := o.Object.(type) {
+		case *batchv1.Job:
+			jobs++
+			got := secretKeys(v.Spec.Template.Spec.Containers[0].Env)
+			if got["OPENAI_KEY"] != "OPENAI_KEY" || got["TOKEN"] != "TOKEN" || len(got) != 2 {
+				t.Errorf("Job %s: variables from the Secret %v, want OPENAI_KEY and TOKEN", v.Name, got)
+			}
+		}
+	}
+	if jobs != 2 {
+		t.Fatalf("%d Jobs, want the shards' and the merge's", jobs)
+	}
+	b, err := MarshalAll(r.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{"value: Bearer $(BENCHRUN_SECRET_GATE_TOKEN)", "name: BENCHRUN_SECRET_GATE_TOKEN", "value: a $$(b) 8080"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the manifests lack %q", want)
+		}
+	}
+	if strings.Contains(text, "${GATE_TOKEN}") {
+		t.Errorf("a ${NAME} inside a launch env value is rendered literally")
+	}
+	if i, j := strings.Index(text, "name: BENCHRUN_SECRET_GATE_TOKEN"), strings.Index(text, "name: EXTRA_HEADER"); i < 0 || j < i {
+		t.Errorf("the Secret's variable must come before the value that expands it (at %d, %d)", i, j)
+	}
+	if !slicesContains(r.Warnings, "OPENAI_KEY, TOKEN from the Secret benchrun-env") {
+		t.Errorf("warnings %q, want the Secret's names said", r.Warnings)
+	}
+	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+		obj, err := DecodeStrict(doc)
+		if err != nil {
+			t.Fatalf("strict decode: %v\n%s", err, doc)
+		}
+		if errs := Validate(obj); len(errs) > 0 {
+			t.Errorf("validation: %s", strings.Join(errs, "; "))
+		}
+	}
+	kubectlDryRun(t, r)
+}
+
+func slicesContains(list []string, part string) bool {
+	for _, s := range list {
+		if strings.Contains(s, part) {
+			return true
+		}
+	}
+	return false
+}
