@@ -1,9 +1,12 @@
 package plans_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
@@ -12,7 +15,15 @@ import (
 // per-cell restarts carry startup_s, each the simulator's --load-time
 // (the ground truth) plus the process's own start; the stage's and the
 // run's assertions over the start-up rows hold.
+//
+// That a start-up takes at least its load time is a claim about any
+// machine; how little it takes beyond it (the process's exec, the poll),
+// and how quick the first call is, are claims about a quiet one: judged
+// last, against the machine (on a loaded two-core machine a start took
+// more than the slack), so that the other checks run.
 func TestStartup(t *testing.T) {
+	machine := measuretest.Start()
+	var quietClaims []string
 	b := startBenchrun(t, "", "testdata/startup.cue")
 	if code := b.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("exit %d\n%s", code, b.stderr.String())
@@ -54,8 +65,10 @@ func TestStartup(t *testing.T) {
 			t.Errorf("%s: status %s (%s), startup_s %v", w.id, c.Status, c.Reason, c.StartupS)
 			continue
 		}
-		if *c.StartupS < w.load.Seconds() || *c.StartupS > (w.load+slack).Seconds() {
-			t.Errorf("%s: startup_s %.3f s, want the load %s plus at most %s", w.id, *c.StartupS, w.load, slack)
+		if *c.StartupS < w.load.Seconds() {
+			t.Errorf("%s: startup_s %.3f s, less than the load %s", w.id, *c.StartupS, w.load)
+		} else if *c.StartupS > (w.load + slack).Seconds() {
+			quietClaims = append(quietClaims, fmt.Sprintf("%s: startup_s %.3f s, want the load %s plus at most %s", w.id, *c.StartupS, w.load, slack))
 		}
 		t.Logf("%s: startup_s %.3f s (load %s), first_call_ms %v", w.id, *c.StartupS, w.load, fmtMs(c.FirstCallMs))
 	}
@@ -69,13 +82,15 @@ func TestStartup(t *testing.T) {
 	// simulator's clock starts once it runs: 20 to 300 ms here).
 	if a, b := byID["sweep/16:8/c1/load=200ms"].StartupS, byID["sweep/16:8/c1/load=900ms"].StartupS; a != nil && b != nil {
 		if d := *b - *a; d < 0.35 || d > 1.2 {
-			t.Errorf("the cells' startup_s differ by %.3f s, want about 0.7 (their load times' difference)", d)
+			quietClaims = append(quietClaims, fmt.Sprintf("the cells' startup_s differ by %.3f s, want about 0.7 (their load times' difference)", d))
 		}
 	}
 	// The cold starts' first call: the 1-token probe, fixed mode's 10 ms TTFT.
 	for _, id := range []string{"server/startup/r1", "server/startup/r2"} {
-		if c := byID[id]; c.FirstCallMs == nil || *c.FirstCallMs < 10 || *c.FirstCallMs > 500 {
-			t.Errorf("%s: first_call_ms %v, want about 10 ms", id, fmtMs(c.FirstCallMs))
+		if c := byID[id]; c.FirstCallMs == nil || *c.FirstCallMs < 10 {
+			t.Errorf("%s: first_call_ms %v, want at least the simulator's 10 ms TTFT", id, fmtMs(c.FirstCallMs))
+		} else if *c.FirstCallMs > 500 {
+			quietClaims = append(quietClaims, fmt.Sprintf("%s: first_call_ms %v, want about 10 ms", id, fmtMs(c.FirstCallMs)))
 		}
 	}
 	verdicts, err := resultstest.ReadTable[results.Verdict](b.runDir(t), "assertions")
@@ -91,6 +106,11 @@ func TestStartup(t *testing.T) {
 	}
 	if levels["server/stage"] != 2 || levels["/run"] != 1 || levels["sweep/row"] != 2 {
 		t.Errorf("verdicts by stage/level: %v; want server/stage 2 (the launch stage's, judged when it stopped), /run 1, sweep/row 2", levels)
+	}
+	if len(quietClaims) > 0 {
+		t.Log(strings.Join(quietClaims, "\n"))
+		machine.Judge(t, "start-ups within their load time plus the slack")
+		t.Error(strings.Join(quietClaims, "\n"))
 	}
 }
 

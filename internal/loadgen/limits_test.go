@@ -2,9 +2,11 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -299,9 +301,18 @@ func gatedRunSchedule(t *testing.T, l Load, hold func(int64, time.Duration) time
 // completes every request, and drains the backlog once the server is back.
 // A plan's own cap is the plan's choice: with one, the requests pile up
 // to it.
+//
+// That the server never held more than the window is a claim about any
+// machine (a slow client only sends less). That the waits were the
+// window's, that the backlog drained within 300 ms and that a plan's cap
+// let 1,000 pile up need a client that keeps 5,000 a second: claims about
+// a quiet machine, judged last against it (each failed once beside a
+// loaded suite).
 func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 	const rate, n = 5000, 5000
 	const stopFrom, stopTo = 400 * time.Millisecond, 700 * time.Millisecond
+	machine := measuretest.Start()
+	var quietClaims []string
 	g, st, lags := gatedRun(t, rate, n, stopped(stopFrom, stopTo), 0)
 	// Due 300 ms after the server is back: the backlog has gone.
 	after := stats.Summarize(lags[int((stopTo+300*time.Millisecond).Seconds()*rate):])
@@ -314,19 +325,30 @@ func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 	if p := g.peak.Load(); p > behindWindow+500+300 {
 		t.Errorf("the server held %d requests at once: in flight piled up while it was stopped (the schedule sent 1,500 meanwhile)", p)
 	}
-	if st.Paced == 0 || st.Held != 0 {
-		t.Errorf("%d sends paced, %d held: want the waits counted as paced (the server's), none held (the client's)", st.Paced, st.Held)
+	if st.Held != 0 {
+		t.Errorf("%d sends held: want none held (the client's own limit), the server was the limit", st.Held)
+	}
+	if st.Paced == 0 {
+		quietClaims = append(quietClaims, "no send paced: want the waits at the server's window counted as paced")
 	}
 	if slices.Max(lags) < 100 {
 		t.Errorf("send lag max %.1f ms: the wait is hidden", slices.Max(lags))
 	}
 	if after.P50 > 50 {
-		t.Errorf("send lag p50 %.1f ms 300 ms after the server was back: the backlog never drained", after.P50)
+		quietClaims = append(quietClaims, fmt.Sprintf("send lag p50 %.1f ms 300 ms after the server was back: the backlog never drained", after.P50))
 	}
 
 	g, st, _ = gatedRun(t, rate, n, stopped(stopFrom, stopTo), n)
-	if p := g.peak.Load(); p < 1000 || st.Paced != 0 {
-		t.Errorf("with max_inflight %d: the server held %d at once, %d sends paced; want the pile the plan allowed (over 1,000) and none paced", n, p, st.Paced)
+	if st.Paced != 0 {
+		t.Errorf("with max_inflight %d: %d sends paced; want none (the plan's cap is the plan's choice)", n, st.Paced)
+	}
+	if p := g.peak.Load(); p < 1000 {
+		quietClaims = append(quietClaims, fmt.Sprintf("with max_inflight %d: the server held %d at once; want the pile the plan allowed (over 1,000)", n, p))
+	}
+	if len(quietClaims) > 0 {
+		t.Log(strings.Join(quietClaims, "\n"))
+		machine.Judge(t, "a client keeping 5,000 requests a second beside a stopped server")
+		t.Error(strings.Join(quietClaims, "\n"))
 	}
 }
 

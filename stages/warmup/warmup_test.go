@@ -321,9 +321,11 @@ func TestUntilSettled(t *testing.T) {
 }
 
 func TestNeverSettles(t *testing.T) {
-	// Each request 10 ms slower than the last: two windows' medians 30 ms
-	// apart, which a busy machine's late wakes do not close.
-	ts, n, _ := counting(t, 10*time.Millisecond)
+	// Each request 25 ms slower than the last: two windows' medians 75 ms
+	// apart, at least 25% (the last windows'), which a busy machine's late
+	// wakes do not close (at 10 ms a request, 30 ms apart, a loaded suite
+	// once closed them to within 5%).
+	ts, n, _ := counting(t, 25*time.Millisecond)
 	s, p := loaded(t, `concurrency: 1, settle: {window: 3, tolerance: 0.05, max_requests: 12}, isl: 8, osl: 2`, ``)
 	out, progress, err := run(t, s, p, ts.URL)
 	if err != nil {
