@@ -19,6 +19,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/internal/safetext"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -691,8 +692,27 @@ func cmpKeyCols(k regress.Key) []string {
 	return []string{k.CellID, k.Plan, k.Stage, k.Endpoint, k.ModelDigest, k.Engine, k.EngineVersion, k.Hardware, k.MetaString()}
 }
 
+// csvWriter writes CSV records whose text fields are kept from reading as
+// formulas (safetext.CSVField): server text (an engine version, a
+// reason) reaches them. Numbers, written by cmpCSVNum, keep their sign.
+type csvWriter struct{ *csv.Writer }
+
+func newCSVWriter(w io.Writer) csvWriter { return csvWriter{csv.NewWriter(w)} }
+
+func (c csvWriter) Write(rec []string) error {
+	out := make([]string, len(rec))
+	for i, f := range rec {
+		if _, err := strconv.ParseFloat(f, 64); err == nil {
+			out[i] = f // a number, sign and all
+			continue
+		}
+		out[i] = safetext.CSVField(f)
+	}
+	return c.Writer.Write(out)
+}
+
 func cmpWriteCSV(w io.Writer, comps []cmpComparison) error {
-	cw := csv.NewWriter(w)
+	cw := newCSVWriter(w)
 	if err := cw.Write(cmpCSVHeader); err != nil {
 		return err
 	}

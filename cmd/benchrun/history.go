@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -92,6 +91,18 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		if ms, err = regress.SelectMetrics(strings.Split(*metrics, ",")); err != nil {
 			return bad("--metric: %v", err)
 		}
+	}
+	// Change points need two segments of at least two runs to compare, a
+	// p-value is a probability, and a magnitude a size (0: none): anything
+	// else made every run of a flat series a change point.
+	if *window < 4 {
+		return bad("--window %d: give at least 4 runs (two either side of a change)", *window)
+	}
+	if !(*maxP > 0 && *maxP < 1) {
+		return bad("--p %g: give a p-value between 0 and 1 (0.001 by default)", *maxP)
+	}
+	if !(*magnitude >= 0) {
+		return bad("--magnitude %g: give a relative change of 0 (none) or more (0.05: 5%%, by default)", *magnitude)
 	}
 	if *magnitude == 0 {
 		*magnitude = -1 // ChangePointOptions: negative is none, 0 the default
@@ -298,7 +309,7 @@ func writeHistoryText(w io.Writer, h historyData) error {
 }
 
 func writeHistoryCSV(w io.Writer, h historyData) error {
-	cw := csv.NewWriter(w)
+	cw := newCSVWriter(w)
 	if err := cw.Write([]string{"cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata", "metric", "run_id", "started_at", "value", "change_point", "change", "p", "run_failed", "regressed"}); err != nil {
 		return err
 	}

@@ -119,6 +119,12 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	for _, c := range append(commands(), testCommands...) {
 		if c.name == name {
 			switch {
+			case c.name == "version" && wantsHelp(rest):
+				fmt.Fprintf(stdout, "usage: benchrun %s\n", c.usage)
+				return 0
+			case c.name == "version" && len(rest) > 0:
+				fmt.Fprintf(stderr, "benchrun version: unexpected arguments %q (it takes none)\n", rest)
+				return 2
 			case c.name == "version":
 				fmt.Fprintln(stdout, versionLine())
 				return 0

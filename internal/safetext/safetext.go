@@ -58,3 +58,16 @@ func Safe(s string) bool {
 func control(r rune) bool {
 	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f)
 }
+
+// CSVField keeps a spreadsheet from reading a CSV text field as a
+// formula: a field that starts with = + - @ (or a tab or carriage return,
+// which some read past) gets a leading apostrophe, as OWASP advises for
+// CSV. Text from servers and programs (an engine's version
+// "=HYPERLINK(…)") reaches the CSV files and outputs; numbers are written
+// apart and keep their sign.
+func CSVField(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/internal/safetext"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -407,14 +408,6 @@ func format(v reflect.Value) string {
 	return fmt.Sprint(v.Interface())
 }
 
-// neutral keeps a spreadsheet from reading text as a formula: a field
-// that starts with = + - @ (or a tab or carriage return, which some read
-// past) gets a leading apostrophe, as OWASP advises for CSV. Text from
-// servers and programs (an engine's version "=HYPERLINK(…)") reaches
-// these columns; numbers are written apart and keep their sign.
-func neutral(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// neutral keeps a spreadsheet from reading text as a formula
+// (safetext.CSVField).
+func neutral(s string) string { return safetext.CSVField(s) }
