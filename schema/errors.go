@@ -49,10 +49,15 @@ func fixErrors(errs []pathError, raw, unified cue.Value, planPath string) []path
 	// element failed as a list of another length).
 	var kept []pathError
 	for i, e := range errs {
-		if (fromSchema[i] || listLenRE.MatchString(e.Msg)) && e.path != "" {
+		listLen := listLenRE.MatchString(e.Msg)
+		if (fromSchema[i] || listLen) && e.path != "" {
 			redundant := false
 			for j, o := range errs {
-				if j != i && strings.HasPrefix(o.path, e.path+".") {
+				// CUE gives an element's error the list's own path
+				// ("four" in [1, 2, 3, "four"] is at
+				// stages.sweep.concurrency), beside "incompatible list
+				// lengths (3 and 4)": the length is that element's.
+				if j != i && (strings.HasPrefix(o.path, e.path+".") || listLen && o.path == e.path && !listLenRE.MatchString(o.Msg)) {
 					redundant = true
 					break
 				}
