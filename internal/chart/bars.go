@@ -67,8 +67,8 @@ func (c *Bars) SVG() string {
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f H%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotL, plotT, plotB, plotR)
 	b.WriteString(`<g fill="#52606d" font-size="11">`)
-	for _, t := range ticks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, formatTick(t))
+	for i, l := range tickLabels(ticks) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(ticks[i]), plotB+16, l)
 	}
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, H-10, esc(c.XLabel))

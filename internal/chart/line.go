@@ -175,11 +175,11 @@ func (c *Line) SVG() string {
 	// Grid and axes.
 	drawGrid(&b, yTicks, yMap, xTicks, xMap, plotL, plotR, plotT, plotB)
 	b.WriteString(`<g fill="#52606d" font-size="11">`)
-	for _, t := range yTicks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, plotL-6, yMap(t)+4, formatTick(t))
+	for i, l := range tickLabels(yTicks) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`, plotL-6, yMap(yTicks[i])+4, l)
 	}
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, xLabel(t))
+	for i, l := range xLabel(xTicks) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(xTicks[i]), plotB+16, l)
 	}
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, H-10, esc(c.XLabel))
@@ -303,8 +303,8 @@ func (c *Line) legend(b *strings.Builder, w, y int) int {
 // ticks, where a value lies, and how a tick is labelled. A log axis and a
 // time axis are padded around the values; a linear one starts at 0 unless
 // FitX.
-func (c *Line) xAxis(xs []float64, plotL, plotR float64) (xTicks []float64, xMap func(float64) float64, xLabel func(float64) string) {
-	xLabel = formatTick
+func (c *Line) xAxis(xs []float64, plotL, plotR float64) (xTicks []float64, xMap func(float64) float64, xLabel func([]float64) []string) {
+	xLabel = tickLabels
 	switch {
 	case c.LogX:
 		lo, hi := math.Log2(slices.Min(xs)), math.Log2(slices.Max(xs))
@@ -327,12 +327,16 @@ func (c *Line) xAxis(xs []float64, plotL, plotR float64) (xTicks []float64, xMap
 		for i := range 5 {
 			xTicks = append(xTicks, lo+pad+float64(i)/4*span)
 		}
-		xLabel = func(v float64) string {
-			t := time.Unix(0, int64(v*1e9)).UTC()
-			if span < 2*86400 {
-				return t.Format("01-02 15:04")
+		xLabel = func(ticks []float64) []string {
+			out := make([]string, len(ticks))
+			for i, v := range ticks {
+				t := time.Unix(0, int64(v*1e9)).UTC()
+				out[i] = t.Format("2006-01-02")
+				if span < 2*86400 {
+					out[i] = t.Format("01-02 15:04")
+				}
 			}
-			return t.Format("2006-01-02")
+			return out
 		}
 	default:
 		xLo := 0.0
@@ -387,13 +391,19 @@ func drawSeries(b *strings.Builder, s Series, xMap, yMap func(float64) float64) 
 }
 
 // fitTicks are round ticks spanning lo..hi with a margin, for an axis that
-// does not start at 0: its first tick is the axis' bottom.
+// does not start at 0: its first tick is the axis' bottom. The margin never
+// takes the axis below 0 when no value is below it: a latency or a rate
+// near 0 would otherwise get an axis of negative milliseconds.
 func fitTicks(lo, hi float64) (float64, []float64) {
+	nonNegative := lo >= 0
 	if hi == lo {
 		lo, hi = lo*0.95, hi*1.05+1e-9
 	}
 	pad := (hi - lo) * 0.08
 	lo, hi = lo-pad, hi+pad
+	if nonNegative {
+		lo = max(lo, 0)
+	}
 	step := niceStep((hi - lo) / 5)
 	start := math.Floor(lo/step) * step
 	return start, ticksFrom(start, hi, step)
@@ -486,7 +496,63 @@ func niceTicks(lo, hi float64) []float64 {
 	return ticksFrom(lo, hi, niceStep((hi-lo)/5))
 }
 
-// formatTick prints an axis value compactly: 0, 2.5, 40, 1200, 15k.
+// tickLabels labels an axis' ticks with as many decimals as their spacing
+// needs, and more where two neighbours would still read alike: a fixed
+// precision by magnitude labelled ticks 174.8, 175, 175.2 "175, 175, 175",
+// and ticks 0.001 apart all "0". Trailing zeros are dropped (2.5, 5, 7.5),
+// and from 10000 up a label is in thousands (12.5k), as formatTick writes
+// a lone value.
+func tickLabels(ticks []float64) []string {
+	gap := math.Inf(1)
+	for i := 1; i < len(ticks); i++ {
+		if d := math.Abs(ticks[i] - ticks[i-1]); d > 0 {
+			gap = min(gap, d)
+		}
+	}
+	// The decimals that write the spacing exactly (a nice step of 1, 2,
+	// 2.5 or 5 × 10^k needs at most one more than its magnitude's).
+	d := 0
+	if finite(gap) {
+		for d < 12 {
+			s := gap * math.Pow10(d)
+			if math.Abs(s-math.Round(s)) <= 1e-6*s {
+				break
+			}
+			d++
+		}
+	}
+	for ; ; d++ {
+		out := make([]string, len(ticks))
+		same := false
+		for i, v := range ticks {
+			out[i] = tickLabel(v, d)
+			same = same || i > 0 && out[i] == out[i-1] && ticks[i] != ticks[i-1]
+		}
+		if !same || d >= 12 {
+			return out
+		}
+	}
+}
+
+// tickLabel writes v with d decimals (d+3 in thousands), trailing zeros
+// dropped.
+func tickLabel(v float64, d int) string {
+	suffix := ""
+	if math.Abs(v) >= 10000 {
+		v, d, suffix = v/1000, d+3, "k"
+	}
+	s := strconv.FormatFloat(v, 'f', d, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s + suffix
+}
+
+// formatTick prints a lone value compactly: 0, 2.5, 40, 1200, 15k. An
+// axis' ticks are labelled together, by tickLabels.
 func formatTick(v float64) string {
 	switch a := math.Abs(v); {
 	case a >= 10000:

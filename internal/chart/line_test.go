@@ -208,3 +208,76 @@ func TestInline(t *testing.T) {
 		t.Errorf("inline %q", in[:60])
 	}
 }
+
+// An axis' tick labels are told apart by their spacing: each tick reads
+// as itself, neighbours never alike, no float noise.
+func TestTickLabels(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ticks []float64
+		want  string
+	}{
+		{"whole numbers", []float64{0, 20, 40, 60}, "0 20 40 60"},
+		{"quarter steps", []float64{0, 2.5, 5, 7.5, 10}, "0 2.5 5 7.5 10"},
+		{"tenths near 175", []float64{174.8, 174.9, 175, 175.1, 175.2}, "174.8 174.9 175 175.1 175.2"},
+		{"thousandths", []float64{0, 0.001, 0.002, 0.003}, "0 0.001 0.002 0.003"},
+		{"float noise", []float64{0, 0.1, 0.2, 0.30000000000000004}, "0 0.1 0.2 0.3"},
+		{"thousands", []float64{0, 5000, 10000, 15000}, "0 5000 10k 15k"},
+		{"fractions of thousands", []float64{10000, 12500, 15000}, "10k 12.5k 15k"},
+		{"hundreds of thousands a tenth apart", []float64{100000, 100100, 100200}, "100k 100.1k 100.2k"},
+		{"log axis of rates", []float64{0.001, 0.002, 0.004}, "0.001 0.002 0.004"},
+		{"negative", []float64{-5, 0, 5}, "-5 0 5"},
+	} {
+		if got := strings.Join(tickLabels(c.ticks), " "); got != c.want {
+			t.Errorf("%s: %v labelled %q, want %q", c.name, c.ticks, got, c.want)
+		}
+	}
+}
+
+// axisLabels are a chart's tick labels along one axis, read back from the
+// SVG: the y axis's are anchored at its end, the x axis's in the middle.
+func axisLabels(t *testing.T, svg, anchor string) []string {
+	t.Helper()
+	var out []string
+	parse(t, svg).walk(func(n svgNode) {
+		if n.XMLName.Local == "text" && n.attr("text-anchor") == anchor && n.attr("font-size") == "" && n.attr("transform") == "" {
+			if _, err := strconv.ParseFloat(strings.TrimSuffix(n.Text, "k"), 64); err == nil {
+				out = append(out, n.Text)
+			}
+		}
+	})
+	return out
+}
+
+// A fitted axis spans the values, never below 0 when no value is (a
+// latency distribution of values near 0 got an axis of negative ms), and
+// labels its ticks apart (values around 175 read "175 175 175").
+func TestFittedAxes(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		chart   *Line
+		anchor  string
+		lowest  float64 // the lowest tick at or above it
+		highest float64 // the highest tick at or below it
+	}{
+		{"latency near 0, x fitted", &Line{Title: "ttft", FitX: true, Series: []Series{{Name: "s", Points: []Point{{X: 0.4, Y: 0}, {X: 3, Y: 50}, {X: 20, Y: 100}}}}}, "middle", 0, 25},
+		{"latency near 0, y fitted", &Line{Title: "itl", FitY: true, Series: []Series{{Name: "s", Points: []Point{{X: 1, Y: 0.2}, {X: 2, Y: 9}}}}}, "end", 0, 12},
+		{"a band below 0 keeps its axis", &Line{Title: "change", FitY: true, Bands: []Band{{Name: "b", Points: []BandPoint{{X: 1, Low: -4, High: 4}}}}}, "end", -10, 10},
+		{"values around 175", &Line{Title: "tpot", FitY: true, Series: []Series{{Name: "s", Points: []Point{{X: 1, Y: 174.9}, {X: 2, Y: 175.2}}}}}, "end", 174, 176},
+	} {
+		labels := axisLabels(t, c.chart.SVG(), c.anchor)
+		if len(labels) < 3 {
+			t.Fatalf("%s: labels %q", c.name, labels)
+		}
+		for i, l := range labels {
+			if i > 0 && l == labels[i-1] {
+				t.Errorf("%s: labels %q repeat %q", c.name, labels, l)
+			}
+		}
+		lo, _ := strconv.ParseFloat(labels[0], 64)
+		hi, _ := strconv.ParseFloat(labels[len(labels)-1], 64)
+		if lo < c.lowest || hi > c.highest {
+			t.Errorf("%s: axis %v..%v (labels %q), want within %v..%v", c.name, lo, hi, labels, c.lowest, c.highest)
+		}
+	}
+}

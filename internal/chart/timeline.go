@@ -72,8 +72,8 @@ func (c *Timeline) SVG() string {
 	yMap := func(i float64) float64 { return plotT + i*rowH }
 	drawGrid(&b, nil, yMap, xTicks, xMap, plotL, plotR, plotT, plotB)
 	b.WriteString(`<g fill="#52606d" font-size="11">`)
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, formatTick(t))
+	for i, l := range tickLabels(xTicks) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(xTicks[i]), plotB+16, l)
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">1</text><text x="%.1f" y="%.1f" text-anchor="end">%d</text>`, plotL-6, plotT+10, plotL-6, plotB, len(c.Rows))
 	b.WriteString(`</g>`)

@@ -82,8 +82,8 @@ func (c *TwoAxis) SVG() string {
 	gMap := yMapOf(gTicks)
 	drawGrid(&b, gTicks, gMap, xTicks, xMap, plotL, plotR, plotT, plotB)
 	b.WriteString(`<g fill="#52606d" font-size="11">`)
-	for _, t := range xTicks {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(t), plotB+16, formatTick(t))
+	for i, l := range tickLabels(xTicks) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, xMap(xTicks[i]), plotB+16, l)
 	}
 	b.WriteString(`</g>`)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#323f4b">%s</text>`, (plotL+plotR)/2, svgH-10, esc(c.XLabel))
@@ -100,8 +100,8 @@ func (c *TwoAxis) SVG() string {
 			fmt.Fprintf(&b, `<path d="M%.1f %.1f V%.1f" fill="none" stroke="#9aa5b1" stroke-width="1"/>`, plotR, plotT, plotB)
 		}
 		b.WriteString(`<g fill="#52606d" font-size="11">`)
-		for _, t := range ticks {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s">%s</text>`, x, yMap(t)+4, anchor, formatTick(t))
+		for j, l := range tickLabels(ticks) {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s">%s</text>`, x, yMap(ticks[j])+4, anchor, l)
 		}
 		b.WriteString(`</g>`)
 		fmt.Fprintf(&b, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle" fill="#323f4b">%s</text>`, labelX, (plotT+plotB)/2, esc(a.Label))
