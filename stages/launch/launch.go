@@ -283,6 +283,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	} else {
 		version = s.engineVersion(ctx, env.Log)
 	}
+	if s.remote == nil {
+		if err := modelFileThere(s.argv, s.dir, env.Plan.Model.File); err != nil {
+			return nil, fmt.Errorf("stages.%s: %w", s.spec.Name, err)
+		}
+	}
 	s.died, s.diedOnce = make(chan struct{}), &sync.Once{}
 	s.mu.Lock()
 	s.up, s.latest = false, nil
@@ -936,6 +941,35 @@ func (s *Stage) configure(cell map[string]string) error {
 	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
 	if s.remote != nil {
 		s.argv = remoteCommandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+	}
+	return nil
+}
+
+// modelFileThere refuses to start a server whose command line names the
+// plan's model.file when that file is not there as the server would open
+// it (relative to its dir): it would start, fail to load it and die, and
+// the run would end as an infrastructure failure (exit 3) a while later,
+// after the health stage gave up. A file a stage before this one fetched
+// is there by now; a command that does not name it is not judged.
+func modelFileThere(argv []string, dir, file string) error {
+	if file == "" {
+		return nil
+	}
+	for _, a := range argv {
+		for _, f := range []string{a, strings.TrimPrefix(a, "--model="), strings.TrimPrefix(a, "-m=")} {
+			if f != file {
+				continue
+			}
+			path := f
+			if !filepath.IsAbs(path) && dir != "" {
+				path = filepath.Join(dir, path)
+			}
+			if _, err := os.Stat(path); err != nil {
+				abs, _ := filepath.Abs(path)
+				return fmt.Errorf("model.file %s is not there (%s): the server would fail to load it; fix the path (relative paths are the server's dir's, or benchrun's working directory), or fetch it in a stage this one needs", file, abs)
+			}
+			return nil
+		}
 	}
 	return nil
 }

@@ -1188,3 +1188,36 @@ func TestWarnsAboutASweepWithoutHealth(t *testing.T) {
 		})
 	}
 }
+
+// TestModelFileThere: a command naming the plan's model.file (as an
+// argument or --model=/-m=) is refused when the file is not where the
+// server would open it (relative to its dir); a command that does not
+// name it, or a file that is there, is not.
+func TestModelFileThere(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "models"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "models", "q4.gguf"), []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		argv []string
+		dir  string
+		file string
+		bad  bool
+	}{
+		{"there, relative to the dir", []string{"llama-server", "-m", "models/q4.gguf"}, dir, "models/q4.gguf", false},
+		{"missing", []string{"llama-server", "-m", "models/q8.gguf"}, dir, "models/q8.gguf", true},
+		{"missing, --model=", []string{"vllm", "--model=models/q8.gguf"}, dir, "models/q8.gguf", true},
+		{"not named by the command", []string{"ollama", "serve"}, dir, "models/q8.gguf", false},
+		{"no model.file", []string{"llama-server", "-m", "x.gguf"}, dir, "", false},
+		{"there, absolute", []string{"llama-server", "-m", filepath.Join(dir, "models", "q4.gguf")}, "", filepath.Join(dir, "models", "q4.gguf"), false},
+	} {
+		err := modelFileThere(tc.argv, tc.dir, tc.file)
+		if (err != nil) != tc.bad {
+			t.Errorf("%s: %v, want refused %v", tc.name, err, tc.bad)
+		}
+	}
+}
