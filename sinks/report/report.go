@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/results"
@@ -189,8 +188,9 @@ func verdictCell(v results.Verdict, current map[string]int64) string {
 }
 
 // verdictText is what a verdict's row says besides its check: the values
-// it read, the error that kept it from being judged, or why the machine
-// could explain it.
+// it read, as the SiYuan document lists them (runview.FormatValues:
+// "ttft_p50_ms = 12.3 (limit 150)"), the error that kept it from being
+// judged, or why the machine could explain it.
 func verdictText(v results.Verdict) string {
 	switch {
 	case v.Error != "":
@@ -198,7 +198,7 @@ func verdictText(v results.Verdict) string {
 	case v.Outcome == results.OutcomeInconclusive && v.Explained != "":
 		return v.Explained
 	}
-	return formatValues(v.Values)
+	return runview.FormatValues(v)
 }
 
 // currentMeasurements maps each cell id to its current row's measurement.
@@ -208,23 +208,6 @@ func currentMeasurements(cells []results.Cell) map[string]int64 {
 		out[c.CellID] = results.MeasurementOf(c.Measurement)
 	}
 	return out
-}
-
-func formatValues(m map[string]string) string {
-	var parts []string
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, k+"="+shortNum(m[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-// shortNum trims a long decimal ("13.287500000000001") for people.
-func shortNum(s string) string {
-	var f float64
-	if _, err := fmt.Sscanf(s, "%g", &f); err == nil && strings.ContainsAny(s, ".") && len(s) > 8 {
-		return fmt.Sprintf("%.4g", f)
-	}
-	return s
 }
 
 // num formats a metric for a table: fixed decimals by magnitude, "–" for 0

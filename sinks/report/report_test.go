@@ -160,3 +160,31 @@ func TestReMeasuredCellsToldApart(t *testing.T) {
 		}
 	}
 }
+
+// The report lists what each check read for people, as the SiYuan
+// document does: the compared value beside its limit, not the raw
+// "key=value" text, in the Markdown and the HTML alike.
+func TestVerdictValuesReadable(t *testing.T) {
+	dir := t.TempDir()
+	d := fixture()
+	if err := report.Write(dir, d, filepath.Join(dir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(report.Markdown(d, nil, "charts/"))
+	for name, s := range map[string]string{"report.md": md, "report.html": string(page)} {
+		want := `itl_p50_ms = 13.2, itl_p99_ms = 40.0 (limit 26.5)`
+		if name == "report.md" {
+			want = strings.ReplaceAll(want, "_", `\_`)
+		}
+		if !strings.Contains(s, want) {
+			t.Errorf("%s lacks %q", name, want)
+		}
+		if strings.Contains(s, "itl_p99_ms=") || strings.Contains(s, `itl\_p99\_ms=`) {
+			t.Errorf("%s lists a check's values as raw key=value text", name)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 )
 
 // DefaultCompareLast is how many earlier runs a comparison shows when
@@ -291,7 +292,7 @@ func (c *Comparison) writeMarkdown(b *strings.Builder, vs []results.Verdict) {
 		if p == nil {
 			return "–"
 		}
-		return shortNum(*p)
+		return runview.ShortNum(*p)
 	}
 	chg := func(p *float64) string {
 		if p == nil {

@@ -298,18 +298,18 @@ type docMetric struct {
 }
 
 var (
-	mTTFTP50  = docMetric{"ttft_p50_ms", "TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }, shortNum}
-	mTTFTP99  = docMetric{"ttft_p99_ms", "TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }, shortNum}
-	mPrefill  = docMetric{"prefill_tok_s", "prefill tok/s", func(c results.Cell) *float64 { return c.PrefillTokS }, shortNum}
-	mDecode   = docMetric{"decode_tok_s", "decode tok/s", func(c results.Cell) *float64 { return c.DecodeTokS }, shortNum}
-	mITLP50   = docMetric{"itl_p50_ms", "ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }, shortNum}
-	mITLP99   = docMetric{"itl_p99_ms", "ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }, shortNum}
-	mTPOTP50  = docMetric{"tpot_p50_ms", "TPOT p50 ms", func(c results.Cell) *float64 { return c.TPOTP50Ms }, shortNum}
-	mOutput   = docMetric{"output_tok_s", "output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }, shortNum}
-	mReqS     = docMetric{"req_s", "req/s", func(c results.Cell) *float64 { return c.ReqS }, shortNum}
-	mSpeedup  = docMetric{"speedup_vs_c1", "speedup vs c=1", func(c results.Cell) *float64 { return c.SpeedupVsC1 }, func(v float64) string { return shortNum(v) + "×" }}
+	mTTFTP50  = docMetric{"ttft_p50_ms", "TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }, runview.ShortNum}
+	mTTFTP99  = docMetric{"ttft_p99_ms", "TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }, runview.ShortNum}
+	mPrefill  = docMetric{"prefill_tok_s", "prefill tok/s", func(c results.Cell) *float64 { return c.PrefillTokS }, runview.ShortNum}
+	mDecode   = docMetric{"decode_tok_s", "decode tok/s", func(c results.Cell) *float64 { return c.DecodeTokS }, runview.ShortNum}
+	mITLP50   = docMetric{"itl_p50_ms", "ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }, runview.ShortNum}
+	mITLP99   = docMetric{"itl_p99_ms", "ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }, runview.ShortNum}
+	mTPOTP50  = docMetric{"tpot_p50_ms", "TPOT p50 ms", func(c results.Cell) *float64 { return c.TPOTP50Ms }, runview.ShortNum}
+	mOutput   = docMetric{"output_tok_s", "output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }, runview.ShortNum}
+	mReqS     = docMetric{"req_s", "req/s", func(c results.Cell) *float64 { return c.ReqS }, runview.ShortNum}
+	mSpeedup  = docMetric{"speedup_vs_c1", "speedup vs c=1", func(c results.Cell) *float64 { return c.SpeedupVsC1 }, func(v float64) string { return runview.ShortNum(v) + "×" }}
 	mEff      = docMetric{"batching_efficiency", "batching efficiency", func(c results.Cell) *float64 { return c.BatchingEfficiency }, pctOf}
-	mClient   = docMetric{"client_cpu_util", "benchrun client CPU (cores)", func(c results.Cell) *float64 { return c.ClientCPUUtil }, shortNum}
+	mClient   = docMetric{"client_cpu_util", "benchrun client CPU (cores)", func(c results.Cell) *float64 { return c.ClientCPUUtil }, runview.ShortNum}
 	prefillMs = []docMetric{mTTFTP50, mTTFTP99, mPrefill}
 	genMs     = []docMetric{mDecode, mITLP50, mITLP99, mTPOTP50}
 	batchMs   = []docMetric{mOutput, mReqS, mSpeedup, mEff}
@@ -400,25 +400,25 @@ func gib(p *int64) *float64 {
 
 var telemetrySources = []telemetrySource{
 	{"GPU", "GPU (NVML) over each point's timed window, summed or peaked over the server's devices:", results.GPUTelemetry, []docMetric{
-		{"gpu_mem_peak_bytes", "GPU memory peak GiB", func(c results.Cell) *float64 { return gib(c.GPUMemPeakBytes) }, shortNum},
-		{"gpu_util_mean", "GPU util mean %", func(c results.Cell) *float64 { return c.GPUUtilMean }, shortNum},
-		{"gpu_util_p95", "GPU util p95 %", func(c results.Cell) *float64 { return c.GPUUtilP95 }, shortNum},
-		{"power_w_mean", "power mean W", func(c results.Cell) *float64 { return c.PowerWMean }, shortNum},
-		{"power_w_max", "power max W", func(c results.Cell) *float64 { return c.PowerWMax }, shortNum},
-		{"energy_j", "energy J", func(c results.Cell) *float64 { return c.EnergyJ }, shortNum},
-		{"tokens_per_joule", "tokens per joule", func(c results.Cell) *float64 { return c.TokensPerJoule }, shortNum},
+		{"gpu_mem_peak_bytes", "GPU memory peak GiB", func(c results.Cell) *float64 { return gib(c.GPUMemPeakBytes) }, runview.ShortNum},
+		{"gpu_util_mean", "GPU util mean %", func(c results.Cell) *float64 { return c.GPUUtilMean }, runview.ShortNum},
+		{"gpu_util_p95", "GPU util p95 %", func(c results.Cell) *float64 { return c.GPUUtilP95 }, runview.ShortNum},
+		{"power_w_mean", "power mean W", func(c results.Cell) *float64 { return c.PowerWMean }, runview.ShortNum},
+		{"power_w_max", "power max W", func(c results.Cell) *float64 { return c.PowerWMax }, runview.ShortNum},
+		{"energy_j", "energy J", func(c results.Cell) *float64 { return c.EnergyJ }, runview.ShortNum},
+		{"tokens_per_joule", "tokens per joule", func(c results.Cell) *float64 { return c.TokensPerJoule }, runview.ShortNum},
 	}},
 	{"Server metrics", "The server's own metrics: queue and KV-cache peaks over the window, counts during it:", results.ServerMetrics, []docMetric{
 		{"server_running_peak", "running peak", func(c results.Cell) *float64 { return c.ServerRunningPeak }, countNum},
 		{"server_waiting_peak", "waiting peak", func(c results.Cell) *float64 { return c.ServerWaitingPeak }, countNum},
 		{"num_inflight_park_waits", "park waits", func(c results.Cell) *float64 { return c.ServerParkWaits }, countNum},
-		{"server_queue_mean_ms", "queue mean ms", func(c results.Cell) *float64 { return c.ServerQueueMeanMs }, shortNum},
+		{"server_queue_mean_ms", "queue mean ms", func(c results.Cell) *float64 { return c.ServerQueueMeanMs }, runview.ShortNum},
 		{"kv_cache_usage_peak", "KV cache peak", func(c results.Cell) *float64 { return c.KVCacheUsagePeak }, pctOf},
 		{"server_preemptions", "preemptions", func(c results.Cell) *float64 { return c.ServerPreemptions }, countNum},
 	}},
 	{"Server CPU and memory", "The server's process tree on this host:", results.ServerProcess, []docMetric{
-		{"server_cpu_util", "server CPU (cores)", func(c results.Cell) *float64 { return c.ServerCPUUtil }, shortNum},
-		{"server_rss_peak_bytes", "server RSS peak GiB", func(c results.Cell) *float64 { return gib(c.ServerRSSPeakBytes) }, shortNum},
+		{"server_cpu_util", "server CPU (cores)", func(c results.Cell) *float64 { return c.ServerCPUUtil }, runview.ShortNum},
+		{"server_rss_peak_bytes", "server RSS peak GiB", func(c results.Cell) *float64 { return gib(c.ServerRSSPeakBytes) }, runview.ShortNum},
 	}},
 }
 
@@ -428,7 +428,7 @@ func countNum(v float64) string {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
-	return shortNum(v)
+	return runview.ShortNum(v)
 }
 
 // writeTelemetry writes the memory section's telemetry tables and says
@@ -609,7 +609,7 @@ func (d Document) writeChecks(b *strings.Builder) {
 		shown, rest := listedFirst(asserts, func(v results.Verdict) bool { return v.Outcome == results.OutcomePass })
 		t := mdTable{ids: []mdColumn{{head: "check"}, {head: "cell"}}, cols: []mdColumn{{head: "outcome"}, {head: "values"}}}
 		for _, v := range shown {
-			vals := formatValues(v.Values)
+			vals := formatValues(v)
 			if v.Error != "" {
 				vals = mdText(firstLineOf(v.Error))
 			}
@@ -720,23 +720,9 @@ func confirmWord(s string) string {
 	return w
 }
 
-// formatValues writes a verdict's values as k=v, keys in order, numbers short.
-func formatValues(m map[string]string) string {
-	var parts []string
-	for _, k := range valueKeys(m) {
-		parts = append(parts, mdText(k)+"="+numText(m[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-func valueKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+// formatValues is a verdict's values as the report lists them
+// (runview.FormatValues), escaped.
+func formatValues(v results.Verdict) string { return mdText(runview.FormatValues(v)) }
 
 // numText is a value written as text: a number shortened, anything else
 // escaped, "" as a dash.
@@ -745,7 +731,7 @@ func numText(s string) string {
 		return "–"
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-		return shortNum(f)
+		return runview.ShortNum(f)
 	}
 	return mdText(s)
 }
@@ -757,25 +743,6 @@ func pctText(s string) string {
 		return numText(s)
 	}
 	return signedPct(f / 100)
-}
-
-// shortNum formats a measurement for a table: whole numbers from 100 up,
-// one decimal from 10, two from 1, three significant digits below; 0 is
-// 0. Latencies in ms and rates in tok/s both read well so, and no value
-// loses a digit that matters at its size.
-func shortNum(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case v == 0:
-		return "0"
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // pctOf writes a ratio as a percentage: 0.711 → "71%".
@@ -1021,54 +988,6 @@ func bestPoint(cells []results.Cell) (results.Cell, bool) {
 	return best, found
 }
 
-// checkMargin says by how much a failed comparison missed, from the values its
-// verdict recorded, relative to the limit: for `lhs < rhs` (or <=), how
-// far lhs is over rhs; for `lhs > rhs` (or >=), how far under. Each side is a number, a column the
-// values hold, or a product of the two (`2*itl_p50_ms`). Anything else
-// (a conjunction, a function, a column the values lack) gives no margin,
-// and the takeaway states the values without one.
-func checkMargin(v results.Verdict) (lhs, rhs, miss float64, op string, ok bool) {
-	expr := strings.TrimSpace(v.Assertion)
-	for _, op := range []string{"<=", ">=", "<", ">"} {
-		l, r, found := strings.Cut(expr, op)
-		if !found || strings.ContainsAny(r, "<>=!&|()") {
-			continue
-		}
-		lv, lok := marginTerm(l, v.Values)
-		rv, rok := marginTerm(r, v.Values)
-		if !lok || !rok || rv == 0 {
-			return 0, 0, 0, "", false
-		}
-		if op == "<" || op == "<=" {
-			return lv, rv, (lv - rv) / math.Abs(rv), op, true
-		}
-		return lv, rv, (rv - lv) / math.Abs(rv), op, true
-	}
-	return 0, 0, 0, "", false
-}
-
-// marginTerm evaluates a number, a column of values, or a product of them.
-func marginTerm(s string, values map[string]string) (float64, bool) {
-	p := 1.0
-	for _, f := range strings.Split(s, "*") {
-		f = strings.TrimSpace(f)
-		if x, err := strconv.ParseFloat(f, 64); err == nil {
-			p *= x
-			continue
-		}
-		raw, ok := values[f]
-		if !ok {
-			return 0, false
-		}
-		x, err := strconv.ParseFloat(raw, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, false
-		}
-		p *= x
-	}
-	return p, true
-}
-
 // maxTakeawayItems bounds the failed checks and regressions named one by
 // one; more are counted.
 const maxTakeawayItems = 5
@@ -1085,11 +1004,11 @@ func takeaways(d Document) []string {
 		label = stagePointLabel
 	}
 	if c, ok := bestPoint(d.Cells); ok {
-		s := fmt.Sprintf("Best throughput: %s output tok/s at %s", shortNum(*c.OutputTokS), mdText(label(c)))
+		s := fmt.Sprintf("Best throughput: %s output tok/s at %s", runview.ShortNum(*c.OutputTokS), mdText(label(c)))
 		var lat []string
 		for _, m := range []docMetric{mTTFTP99, mITLP99} {
 			if p := m.get(c); p != nil {
-				lat = append(lat, fmt.Sprintf("%s %s ms", strings.TrimSuffix(m.head, " ms"), shortNum(*p)))
+				lat = append(lat, fmt.Sprintf("%s %s ms", strings.TrimSuffix(m.head, " ms"), runview.ShortNum(*p)))
 			}
 		}
 		if len(lat) > 0 {
@@ -1108,7 +1027,7 @@ func takeaways(d Document) []string {
 		}
 		knees++
 		out = append(out, fmt.Sprintf("Knee at %s: from %s, output tok/s %s while %s grew %s (%s → %s ms); run at %s or below for tail latency.",
-			mdText(label(k.At)), mdText(runview.LoadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), shortNum(k.Before), shortNum(k.After), mdText(runview.LoadLabel(k.From))))
+			mdText(label(k.At)), mdText(runview.LoadLabel(k.From)), signedPct(k.Gain), k.Metric, signedPct(k.Growth), runview.ShortNum(k.Before), runview.ShortNum(k.After), mdText(runview.LoadLabel(k.From))))
 	}
 	if knees == 0 && flat > 0 {
 		out = append(out, fmt.Sprintf("No knee in the ladders measured: no step gained under %.0f%% throughput while a p99 latency grew over %.0f%%.", 100*kneeGain, 100*kneeLatency))
@@ -1174,15 +1093,15 @@ func failedTakeaway(v results.Verdict) string {
 		return s + "."
 	}
 	s := fmt.Sprintf("Check %s failed at %s", checkName(v), where)
-	if lhs, rhs, miss, op, ok := checkMargin(v); ok && miss >= 0 {
+	if lhs, rhs, miss, op, ok := runview.CheckMargin(v); ok && miss >= 0 {
 		dir := "over"
 		if op == ">" || op == ">=" {
 			dir = "under"
 		}
-		return s + fmt.Sprintf(": %s against a limit of %s, %s %s it.", shortNum(lhs), shortNum(rhs), strings.TrimPrefix(signedPct(miss), "+"), dir)
+		return s + fmt.Sprintf(": %s against a limit of %s, %s %s it.", runview.ShortNum(lhs), runview.ShortNum(rhs), strings.TrimPrefix(signedPct(miss), "+"), dir)
 	}
 	if len(v.Values) > 0 {
-		s += " (" + formatValues(v.Values) + ")"
+		s += " (" + formatValues(v) + ")"
 	}
 	return s + "."
 }

@@ -2,6 +2,7 @@ package siyuan
 
 import (
 	"fmt"
+	"github.com/benchrun/benchrun/sinks/internal/runview"
 	"maps"
 	"strings"
 	"testing"
@@ -329,8 +330,8 @@ func TestDocumentTableSplit(t *testing.T) {
 
 func TestDocumentNumbers(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 30155.074: "30155", 194.13823: "194", 14.375: "14.4", 4.709812: "4.71", 0.7112905: "0.711", 0.000512: "0.000512", -2.5: "-2.50"} {
-		if got := shortNum(v); got != want {
-			t.Errorf("shortNum(%v) = %q, want %q", v, got, want)
+		if got := runview.ShortNum(v); got != want {
+			t.Errorf("ShortNum(%v) = %q, want %q", v, got, want)
 		}
 	}
 	for v, want := range map[float64]string{0.052: "+5.2%", -0.186531: "-18.7%", 1.5: "+150%", 0: "0.0%", -0.00001: "0.0%"} {
@@ -460,10 +461,10 @@ func TestTakeawayAssertionMargin(t *testing.T) {
 		{fail("ttft_p99_ms <= itl_p50_ms * 10", map[string]string{"itl_p50_ms": "5", "ttft_p99_ms": "62.5"}),
 			"Check `ttft_p99_ms <= itl_p50_ms * 10` failed at sweep 256:32 c=16: 62.5 against a limit of 50.0, 25.0% over it."},
 		// No margin where the expression is no single comparison, or a value is missing.
-		{fail(`status == "ok"`, map[string]string{"status": "error"}), "Check `status == \"ok\"` failed at sweep 256:32 c=16 (status=error)."},
+		{fail(`status == "ok"`, map[string]string{"status": "error"}), "Check `status == \"ok\"` failed at sweep 256:32 c=16 (status = error)."},
 		{fail("ttft_p99_ms < 500 && itl_p99_ms < 50", map[string]string{"ttft_p99_ms": "600", "itl_p99_ms": "10"}),
-			"Check `ttft_p99_ms < 500 && itl_p99_ms < 50` failed at sweep 256:32 c=16 (itl\\_p99\\_ms=10.0 ttft\\_p99\\_ms=600)."},
-		{fail("ttft_p99_ms < 500", map[string]string{"ttft_p50_ms": "600"}), "Check `ttft_p99_ms < 500` failed at sweep 256:32 c=16 (ttft\\_p50\\_ms=600)."},
+			"Check `ttft_p99_ms < 500 && itl_p99_ms < 50` failed at sweep 256:32 c=16 (itl\\_p99\\_ms = 10.0, ttft\\_p99\\_ms = 600)."},
+		{fail("ttft_p99_ms < 500", map[string]string{"ttft_p50_ms": "600"}), "Check `ttft_p99_ms < 500` failed at sweep 256:32 c=16 (ttft\\_p50\\_ms = 600)."},
 		{results.Verdict{Assertion: "ttft_p99_ms < 500", Name: "fast first token", Cell: "sweep 64:32 c=8", Outcome: results.OutcomeError, Error: "ttft_p99_ms is null: not measured (every request failed)"},
 			"Check fast first token could not be judged at sweep 64:32 c=8: ttft\\_p99\\_ms is null: not measured (every request failed)."},
 	} {
