@@ -34,8 +34,9 @@ type sweepRun struct {
 	info       loadgen.ServerInfo
 	discovered bool
 	probes     *probeSet
-	c1         map[string]float64 // decode_tok_s at concurrency 1, per cell key and repeat
-	refused    *refusedError      // the measured point's refused connection (judgeStop)
+	c1         map[string]float64      // decode_tok_s at concurrency 1, per cell key and repeat
+	refused    *refusedError           // the measured point's refused connection (judgeStop)
+	lastRate   map[string]results.Cell // each cell's last ok rate row (noteSaturation)
 	// stopErr ends the sweep: the rest of the points are skipped rows.
 	stopErr error
 	// pending is the cell whose start the other shards of a sharded run
@@ -253,6 +254,7 @@ func (r *sweepRun) measurePoint(c *sweepCell, measurement int64) (results.Cell, 
 	row.Measurement = measurement
 	r.judgeStop(&row)
 	r.compareWithC1(&row, c.p)
+	r.noteSaturation(&row, c.p)
 	applyCost(&row, r.target)
 	if err := c.emit(row, reqs); err != nil {
 		return row, err
@@ -321,6 +323,27 @@ func (r *sweepRun) judgeStop(row *results.Cell) {
 		row.Status, row.Reason = results.StatusError, r.refused.Error()
 	}
 	r.refused = nil
+}
+
+// noteSaturation notes, on a rate ladder's row (no search: a search
+// judges its probes itself), that the server is saturated at its rate,
+// against the cell's measured point just below (the search's rule,
+// saturation): a ladder run past what the server serves said nothing of
+// it. Each cell's last ok rate row is kept for the next.
+func (r *sweepRun) noteSaturation(row *results.Cell, p point) {
+	if p.rate <= 0 || p.trace || r.s.cfg.Search != nil || row.Status != results.StatusOK {
+		return
+	}
+	if r.lastRate == nil {
+		r.lastRate = map[string]results.Cell{}
+	}
+	key := p.c1Key()
+	if below, ok := r.lastRate[key]; ok && below.Rate < p.rate {
+		if why := saturation(row, p.rate, &below, below.Rate, overRate, r.s.cfg.Iterations); why != "" {
+			row.Notes = joinNotes(row.Notes, "saturated: "+why)
+		}
+	}
+	r.lastRate[key] = *row
 }
 
 // compareWithC1 keeps a c=1 row's decode rate and measures a closed-loop

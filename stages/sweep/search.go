@@ -588,46 +588,59 @@ func (sr *search) saturated(row *results.Cell, load float64) string {
 			q = p
 		}
 	}
+	var below *results.Cell
+	var belowLoad float64
+	if q != nil {
+		below, belowLoad = &q.row, q.load
+	}
+	return saturation(row, load, below, belowLoad, sr.cfg.Over, sr.s.cfg.Iterations)
+}
+
+// saturation says why a point at load is clearly saturated ("" when it is
+// not), against the point just below it (below at belowLoad; nil: none
+// measured) of the same cell, over rate or concurrency: the rule an SLO
+// search decides its knee by, and a plain rate ladder's note.
+func saturation(row *results.Cell, load float64, below *results.Cell, belowLoad float64, over string, iterations int) string {
 	unit := "req/s"
-	if sr.cfg.Over == overConcurrency {
+	if over == overConcurrency {
 		unit = "sessions"
 	}
 	var why []string
-	if q != nil && load/q.load >= satMinRatio && row.ReqS != nil && q.row.ReqS != nil && *q.row.ReqS > 0 &&
-		row.E2ELP99Ms != nil && q.row.E2ELP99Ms != nil {
-		ratio := load / q.load
-		rise := *row.ReqS / *q.row.ReqS - 1
+	if below != nil && load/belowLoad >= satMinRatio && row.ReqS != nil && below.ReqS != nil && *below.ReqS > 0 &&
+		row.E2ELP99Ms != nil && below.E2ELP99Ms != nil {
+		ratio := load / belowLoad
+		rise := *row.ReqS / *below.ReqS - 1
 		// Judged on what the machine allowed: with the probe's own
 		// lateness taken out (its true throughput up to that much higher,
 		// its tail that much lower), a step the machine's lateness could
 		// have flattened is not called saturated (a fixed 6 ms server read
 		// 152 then 94 req/s beside busy neighbours).
 		late := measure.Late(row)
-		bestRise := (*row.ReqS+measure.MachineBound("req_s", row, late).Up) / *q.row.ReqS - 1
-		bestClimb := (*row.E2ELP99Ms-min(measure.MachineBound("e2el_p99_ms", row, late).Down, *row.E2ELP99Ms)) / *q.row.E2ELP99Ms - 1
+		bestRise := (*row.ReqS+measure.MachineBound("req_s", row, late).Up) / *below.ReqS - 1
+		bestClimb := (*row.E2ELP99Ms-min(measure.MachineBound("e2el_p99_ms", row, late).Down, *row.E2ELP99Ms)) / *below.E2ELP99Ms - 1
 		if bestRise < satRise*(ratio-1) && bestClimb > satLatency {
 			why = append(why, fmt.Sprintf("throughput flat: req_s %.4g at %g %s vs %.4g at %g (%+.1f%% for %.2g× the load) while e2el_p99_ms rose %.4g → %.4g",
-				*row.ReqS, load, unit, *q.row.ReqS, q.load, 100*rise, ratio, *q.row.E2ELP99Ms, *row.E2ELP99Ms))
+				*row.ReqS, load, unit, *below.ReqS, belowLoad, 100*rise, ratio, *below.E2ELP99Ms, *row.E2ELP99Ms))
 		}
 	}
-	if sr.cfg.Over == overRate && q != nil && row.ReqS != nil && row.SentReqS != nil && *row.SentReqS > 0 &&
-		row.E2ELP99Ms != nil && q.row.E2ELP99Ms != nil && *row.E2ELP99Ms > (1+satLatency)*(*q.row.E2ELP99Ms) {
+	if over == overRate && below != nil && row.ReqS != nil && row.SentReqS != nil && *row.SentReqS > 0 &&
+		row.E2ELP99Ms != nil && below.E2ELP99Ms != nil && *row.E2ELP99Ms > (1+satLatency)*(*below.E2ELP99Ms) {
 		if served := *row.ReqS / *row.SentReqS; served < satServed {
 			why = append(why, fmt.Sprintf("served %.4g req/s of the %.4g offered (%.0f%%) while e2el_p99_ms rose %.4g → %.4g",
-				*row.ReqS, *row.SentReqS, 100*served, *q.row.E2ELP99Ms, *row.E2ELP99Ms))
+				*row.ReqS, *row.SentReqS, 100*served, *below.E2ELP99Ms, *row.E2ELP99Ms))
 		}
 	}
 	// The queue of an open loop past capacity grows with every arrival;
 	// a closed loop's is bounded by its sessions (and holds all of them
 	// for a moment whenever they send at once, as at the start), so only
 	// its throughput says it is saturated.
-	if w := row.ServerWaitingPeak; w != nil && sr.cfg.Over == overRate {
-		perPass := float64(row.Requests) / float64(max(sr.s.cfg.Iterations, 1))
-		grew := q == nil || q.row.ServerWaitingPeak == nil || *w > *q.row.ServerWaitingPeak
+	if w := row.ServerWaitingPeak; w != nil && over == overRate {
+		perPass := float64(row.Requests) / float64(max(iterations, 1))
+		grew := below == nil || below.ServerWaitingPeak == nil || *w > *below.ServerWaitingPeak
 		if perPass > 0 && *w >= satQueue*perPass && grew {
 			was := ""
-			if q != nil && q.row.ServerWaitingPeak != nil {
-				was = fmt.Sprintf(", %g at %g %s", *q.row.ServerWaitingPeak, q.load, unit)
+			if below != nil && below.ServerWaitingPeak != nil {
+				was = fmt.Sprintf(", %g at %g %s", *below.ServerWaitingPeak, belowLoad, unit)
 			}
 			why = append(why, fmt.Sprintf("the server's waiting queue grew to %g of the probe's %.0f requests%s: it falls behind without bound", *w, perPass, was))
 		}

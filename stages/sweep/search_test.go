@@ -355,3 +355,33 @@ func TestSearchSaturationSigns(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLadderPastSaturationIsNoted: a plain rate ladder (no search)
+// that climbs past what the server serves (an engine of 40 req/s) says so
+// on the rows past it, by the search's rule against the cell's point just
+// below; the rows within its capacity say nothing of it.
+func TestRateLadderPastSaturationIsNoted(t *testing.T) {
+	_, url := startSim(t, stepEngine(4, 2*time.Millisecond, time.Millisecond, 16))
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, warmup: 0, calibrate: "off", requests: 40, arrival: "constant"
+		cells: [{isl: 16, osl: 16}]
+		telemetry: {interval: "10ms"}
+		rates: [10, 20, 160]`, url), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.cells) != 3 {
+		t.Fatalf("%d rows", len(c.cells))
+	}
+	for _, r := range c.cells {
+		t.Logf("%s: req_s %.1f of %.1f sent, e2el p99 %.0f ms: %s", r.CellID, v(r.ReqS), v(r.SentReqS), v(r.E2ELP99Ms), r.Notes)
+	}
+	for _, r := range c.cells[:2] {
+		if strings.Contains(r.Notes, "saturated") {
+			t.Errorf("%s, within the capacity: %q", r.CellID, r.Notes)
+		}
+	}
+	if top := c.cells[2]; !strings.Contains(top.Notes, "saturated: ") {
+		t.Errorf("%s, four times the capacity: no saturation note in %q", top.CellID, top.Notes)
+	}
+}
