@@ -607,20 +607,28 @@ func (d Document) writeChecks(b *strings.Builder) {
 		b.WriteString("The plan asserts nothing.\n\n")
 	} else {
 		shown, rest := listedFirst(asserts, func(v results.Verdict) bool { return v.Outcome == results.OutcomePass })
-		t := mdTable{ids: []mdColumn{{head: "check"}, {head: "cell"}}, cols: []mdColumn{{head: "outcome"}, {head: "values"}}}
-		for _, v := range shown {
-			vals := formatValues(v)
-			if v.Error != "" {
-				vals = mdText(firstLineOf(v.Error))
+		if len(shown) == 0 {
+			writeRest(b, rest, "passed", true)
+		} else {
+			t := mdTable{ids: []mdColumn{{head: "check"}, {head: "cell"}}, cols: []mdColumn{{head: "outcome"}, {head: "values"}}}
+			for _, v := range shown {
+				vals := formatValues(v)
+				if v.Error != "" {
+					vals = mdText(firstLineOf(v.Error))
+				}
+				t.rows = append(t.rows, []string{checkName(v), mdText(dashIfEmpty(v.Cell)), outcomeMark(v), vals})
 			}
-			t.rows = append(t.rows, []string{checkName(v), mdText(dashIfEmpty(v.Cell)), outcomeMark(v), vals})
+			t.write(b)
+			writeRest(b, rest, "passed", false)
 		}
-		t.write(b)
-		writeRest(b, rest, "passed")
 	}
 	if len(regs) > 0 {
 		b.WriteString("### Regressions against history\n\n")
 		shown, rest := listedFirst(regs, func(v results.Verdict) bool { return v.Outcome == "same" || v.Outcome == "insufficient data" })
+		if len(shown) == 0 {
+			writeRest(b, rest, "", true)
+			return
+		}
 		t := mdTable{ids: []mdColumn{{head: "metric"}, {head: "cell"}}, cols: []mdColumn{{head: "outcome"}, {head: "old", num: true}, {head: "new", num: true}, {head: "change", num: true}, {head: "confirmed"}, {head: "first", num: true}}}
 		for _, v := range shown {
 			vals := v.Values
@@ -628,7 +636,7 @@ func (d Document) writeChecks(b *strings.Builder) {
 				numText(vals["old"]), numText(vals["new"]), pctText(vals["change_pct"]), mdText(dashIfEmpty(confirmWord(vals["confirm"]))), numText(vals["first"])})
 		}
 		t.write(b)
-		writeRest(b, rest, "")
+		writeRest(b, rest, "", false)
 	}
 }
 
@@ -667,8 +675,10 @@ func listedFirst(vs []results.Verdict, expected func(results.Verdict) bool) (sho
 	return shown, rest
 }
 
-// writeRest counts the verdicts not listed, by check and outcome.
-func writeRest(b *strings.Builder, rest []results.Verdict, word string) {
+// writeRest counts the verdicts not listed, by check and outcome. all:
+// none was listed (every one was expected), which the line says first
+// rather than leave a table of no rows above it.
+func writeRest(b *strings.Builder, rest []results.Verdict, word string, all bool) {
 	if len(rest) == 0 {
 		return
 	}
@@ -685,6 +695,17 @@ func writeRest(b *strings.Builder, rest []results.Verdict, word string) {
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %s on %d cells", k.check, mdText(k.outcome), n[k]))
+	}
+	if all {
+		what := word
+		if what == "" {
+			what = "as expected"
+			if len(keys) == 1 || !slices.ContainsFunc(keys[1:], func(k key) bool { return k.outcome != keys[0].outcome }) {
+				what = mdText(keys[0].outcome)
+			}
+		}
+		fmt.Fprintf(b, "All %d checks %s, not listed one by one: %s.\n\n", len(rest), what, strings.Join(parts, "; "))
+		return
 	}
 	fmt.Fprintf(b, "Not listed: %s.\n\n", strings.Join(parts, "; "))
 }

@@ -526,3 +526,39 @@ func TestDocumentManyChecks(t *testing.T) {
 		t.Error("the passes are not counted")
 	}
 }
+
+// When every one of more than maxListed checks is as expected, none is
+// listed one by one: the section says so, with the count, and draws no
+// table (it drew an empty one: a header and no rows).
+func TestDocumentAllChecksElided(t *testing.T) {
+	regression := func(i int) results.Verdict {
+		return results.Verdict{Level: levelRegression, Name: "ttft_p50_ms", Assertion: "regression of ttft_p50_ms", Cell: fmt.Sprintf("sweep 128:128 c=%d", i), Outcome: "same", Passed: true,
+			Values: map[string]string{"old": "10", "new": "10.1", "change_pct": "1"}}
+	}
+	pass := func(i int) results.Verdict {
+		return results.Verdict{Assertion: "ttft_p99_ms < 1000", Cell: fmt.Sprintf("sweep 128:128 c=%d", i), Outcome: results.OutcomePass, Passed: true, Values: map[string]string{"ttft_p99_ms": "20"}}
+	}
+	for _, tc := range []struct {
+		name    string
+		of      func(int) results.Verdict
+		section string
+		want    string
+	}{
+		{"regressions all same", regression, "### Regressions against history", "All 42 checks same, not listed one by one: regression of ttft\\_p50\\_ms same on 42 cells."},
+		{"assertions all passed", pass, "### Assertions", "All 42 checks passed, not listed one by one: `ttft_p99_ms < 1000` passed on 42 cells."},
+	} {
+		d := quickstartRun()
+		d.Verdicts = nil
+		for i := range 42 {
+			d.Verdicts = append(d.Verdicts, tc.of(i))
+		}
+		md := d.Markdown()
+		_, after, ok := strings.Cut(md, tc.section+"\n\n")
+		if !ok {
+			t.Fatalf("%s: no section %q:\n%s", tc.name, tc.section, md)
+		}
+		if !strings.HasPrefix(after, tc.want+"\n") {
+			t.Errorf("%s: section reads\n%.300s\nwant it to start %q", tc.name, after, tc.want)
+		}
+	}
+}
