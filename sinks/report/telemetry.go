@@ -212,7 +212,7 @@ func unmeasuredWhy(rows []results.Cell, src telemSource) string {
 		}
 		return ""
 	}
-	return results.TelemetryWhy(rows, *src.src)
+	return runview.TelemetryWhy(rows, *src.src)
 }
 
 // measuredTPJ says whether some row measured tokens per joule: the cells

@@ -470,9 +470,9 @@ func writeTelemetry(b *strings.Builder, cells []results.Cell) bool {
 }
 
 // telemetryWhy is the reason the rows' notes give for src not being
-// measured (results.TelemetryWhy).
+// measured, its own note only (runview.TelemetryWhy).
 func telemetryWhy(cells []results.Cell, src telemetrySource) string {
-	return results.TelemetryWhy(cells, src.src)
+	return runview.TelemetryWhy(cells, src.src)
 }
 
 // hasLadder says whether some closed-loop cell was measured at more than

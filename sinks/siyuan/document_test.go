@@ -562,3 +562,22 @@ func TestDocumentAllChecksElided(t *testing.T) {
 		}
 	}
 }
+
+// The reason GPU telemetry was not measured is the GPU's note alone: a
+// note after it (the prompt calibration's) is not part of it.
+func TestDocumentTelemetryReasonIsItsOwnNote(t *testing.T) {
+	d := telemetryRun()
+	for i := range d.Cells {
+		if d.Cells[i].Stage == "cpu" {
+			d.Cells[i].Notes = "GPU telemetry not measured: no NVML on this machine (libnvidia-ml.so.1 not found); " +
+				"prompt length calibrated by tokenize (120 single-token and 4 multi-token words, 3 tokens of overhead, 2 requests); " +
+				"server metrics not measured: the engine (llama-server) has no metrics endpoint known to benchrun; set telemetry.metrics to its URL"
+		}
+	}
+	md := d.Markdown()
+	want := "- GPU: not measured (no NVML on this machine (libnvidia-ml.so.1 not found))\n- Server metrics: not measured (the engine (llama-server) has no metrics endpoint known to benchrun; set telemetry.metrics to its URL)"
+	if !strings.Contains(md, want) {
+		_, got, _ := strings.Cut(md, "- GPU: ")
+		t.Errorf("document lacks %q; reads %.200q", want, "- GPU: "+got)
+	}
+}
