@@ -291,6 +291,26 @@ type Planner interface {
 	Plan() []PlannedStep
 }
 
+// ServerSpeed is what a service stage knows, before it runs, of how fast
+// its server answers: the built-in simulator's fixed TTFT and gap between
+// tokens, from its command line. Zero fields are not known.
+type ServerSpeed struct {
+	TTFT, ITL time.Duration
+}
+
+// SpeedHinter is a service stage that may know its server's speed before
+// it runs (ok false when it does not: a real engine).
+type SpeedHinter interface {
+	ServerSpeed() (ServerSpeed, bool)
+}
+
+// HintedPlanner is a Planner that plans with its target's speed when the
+// target knows it (a dry run of a plan against the simulator estimated
+// 2.5-4x the real time from a guessed modest server).
+type HintedPlanner interface {
+	PlanWith(speed ServerSpeed) []PlannedStep
+}
+
 // LoadOptions returns the schema.Options for loading plans with this
 // registry's stage and sink kinds.
 func (r *Registry) LoadOptions(tags []string) schema.Options {

@@ -155,8 +155,14 @@ func (g *Graph) WriteDryRun(w io.Writer, done func(cellID string) bool) error {
 			unknown = append(unknown, s.Name)
 			continue
 		}
+		planned := pl.Plan()
+		if hp, ok := n.Stage.(HintedPlanner); ok {
+			if speed, ok := g.targetSpeed(n); ok {
+				planned = hp.PlanWith(speed)
+			}
+		}
 		var stageTotal time.Duration
-		for j, st := range pl.Plan() {
+		for j, st := range planned {
 			steps++
 			mark := ""
 			if done != nil && done(st.ID) {
@@ -193,4 +199,20 @@ func roundEstimate(d time.Duration) time.Duration {
 	default:
 		return d.Round(time.Millisecond)
 	}
+}
+
+// targetSpeed is the speed n's target stage knows of its server before it
+// runs (SpeedHinter); false when n has no target stage or it does not know.
+func (g *Graph) targetSpeed(n *Node) (ServerSpeed, bool) {
+	for _, d := range n.Deps {
+		if n.Via[d] != "target" {
+			continue
+		}
+		if t := g.Node(d); t != nil {
+			if h, ok := t.Stage.(SpeedHinter); ok {
+				return h.ServerSpeed()
+			}
+		}
+	}
+	return ServerSpeed{}, false
 }

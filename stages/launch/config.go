@@ -2,8 +2,11 @@ package launch
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/internal/program"
@@ -80,4 +83,53 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 		return nil, errs
 	}
 	return st, nil
+}
+
+// ServerSpeed is the built-in simulator's speed, read from the command
+// line before it runs (pipeline.SpeedHinter, for the dry run's estimate):
+// in fixed mode (its default) its first token comes after --ttft and each
+// next one --itl later. Any other server's speed is not known; nor is the
+// simulator's when a flag holds a variable or it is started by a shell.
+func (s *Stage) ServerSpeed() (pipeline.ServerSpeed, bool) {
+	cmd := s.cfg.Cmd
+	if s.cfg.Shell || len(cmd) < 2 || filepath.Base(cmd[0]) != "benchrun" || cmd[1] != "sim" {
+		return pipeline.ServerSpeed{}, false
+	}
+	def := sim.DefaultConfig()
+	speed := pipeline.ServerSpeed{TTFT: def.TTFT, ITL: def.ITL}
+	args := cmd[2:]
+	for i := 0; i < len(args); i++ {
+		name, value, inline := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") {
+			continue
+		}
+		switch name {
+		case "mode", "ttft", "itl":
+		default:
+			continue
+		}
+		if !inline {
+			if i+1 >= len(args) {
+				return pipeline.ServerSpeed{}, false
+			}
+			i++
+			value = args[i]
+		}
+		if name == "mode" {
+			if value != sim.ModeFixed {
+				return pipeline.ServerSpeed{}, false
+			}
+			continue
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return pipeline.ServerSpeed{}, false // a ${variable}
+		}
+		if name == "ttft" {
+			speed.TTFT = d
+		} else {
+			speed.ITL = d
+		}
+	}
+	return speed, true
 }

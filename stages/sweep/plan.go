@@ -25,6 +25,27 @@ const (
 // duration (pipeline.Planner, for --dry-run). It reads only the
 // configuration.
 func (s *Stage) Plan() []pipeline.PlannedStep {
+	return s.plan(func(c Cell) float64 {
+		return float64(c.ISL)/assumedPrefillTokS + float64(c.OSL)/assumedDecodeTokS
+	}, assumedBatch)
+}
+
+// PlanWith is Plan against a server whose speed is known before it runs
+// (the built-in simulator in fixed mode: its TTFT, then a token every
+// ITL, every request at once): the guessed modest server made a dry run
+// of the quickstart estimate 40 s for an 11 s run.
+func (s *Stage) PlanWith(speed pipeline.ServerSpeed) []pipeline.PlannedStep {
+	if speed.TTFT <= 0 && speed.ITL <= 0 {
+		return s.Plan()
+	}
+	return s.plan(func(c Cell) float64 {
+		return speed.TTFT.Seconds() + float64(max(c.OSL-1, 0))*speed.ITL.Seconds()
+	}, math.MaxInt32)
+}
+
+// plan is Plan with a request's latency and the requests the server runs
+// at once.
+func (s *Stage) plan(latencyOf func(Cell) float64, batch int) []pipeline.PlannedStep {
 	if s.cfg.Search != nil {
 		return s.planSearch()
 	}
@@ -39,7 +60,7 @@ func (s *Stage) Plan() []pipeline.PlannedStep {
 		}
 		// Seconds, in floating point: a product of counts and latencies
 		// must not wrap around (an int64 of nanoseconds holds 292 years).
-		latency := float64(p.cell.ISL)/assumedPrefillTokS + float64(p.cell.OSL)/assumedDecodeTokS
+		latency := latencyOf(p.cell)
 		n := s.cfg.Requests
 		var pass float64
 		switch {
@@ -52,14 +73,14 @@ func (s *Stage) Plan() []pipeline.PlannedStep {
 			}
 			n = max(n, s.cfg.MinRequests)
 			// The arrivals, or the server's work when it cannot keep up.
-			pass = math.Max(float64(n)/p.rate, float64(n)*latency/assumedBatch) + latency
+			pass = math.Max(float64(n)/p.rate, float64(n)*latency/float64(batch)) + latency
 		default:
 			c := max(p.concurrency, 1)
 			if n == 0 && perPass == 0 {
 				n = max(8, 2*c)
 			}
 			n = max(n, s.cfg.MinRequests)
-			streams := float64(min(c, assumedBatch))
+			streams := float64(min(c, batch))
 			pass = math.Ceil(float64(n)/streams) * latency
 		}
 		if perPass > 0 {
