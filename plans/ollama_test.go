@@ -249,7 +249,16 @@ func TestOllamaStories(t *testing.T) {
 		t.Fatal(err)
 	}
 	byEndpoint := map[string][]int64{}
+	waited := 0.0
 	for _, c := range cells {
+		// The server's threads' wait for a CPU is read from its own tree
+		// (ollama serve and its runner), never its guard's (0 on every
+		// row when it read the guard).
+		if c.ServerCPUWaitMs == nil {
+			t.Errorf("cell %s: server_cpu_wait_ms is null", c.CellID)
+		} else {
+			waited = max(waited, *c.ServerCPUWaitMs)
+		}
 		if c.Status != "ok" || c.Failed != 0 || c.Completed == 0 || c.Engine != "ollama" || c.Model != "stories" {
 			t.Errorf("cell %s: status %s, %d completed, %d failed, engine %q, model %q (%s)", c.CellID, c.Status, c.Completed, c.Failed, c.Engine, c.Model, c.Reason)
 		}
@@ -266,7 +275,12 @@ func TestOllamaStories(t *testing.T) {
 		if c.ServerRunningPeak != nil || !strings.Contains(c.Notes, "Ollama exposes no metrics endpoint") {
 			t.Errorf("cell %s: server running peak %v, notes %q; want NULL and why", c.CellID, results.ValueOr(c.ServerRunningPeak, -1), c.Notes)
 		}
-		t.Logf("cell %s: server CPU %.2f s (%.2f cores), RSS peak %.0f MiB", c.CellID, results.ValueOr(c.ServerCPUS, 0), results.ValueOr(c.ServerCPUUtil, 0), float64(results.ValueOr(c.ServerRSSPeakBytes, 0))/(1<<20))
+		t.Logf("cell %s: server CPU %.2f s (%.2f cores), waited for a CPU %.1f ms, RSS peak %.0f MiB", c.CellID, results.ValueOr(c.ServerCPUS, 0), results.ValueOr(c.ServerCPUUtil, 0), results.ValueOr(c.ServerCPUWaitMs, -1), float64(results.ValueOr(c.ServerRSSPeakBytes, 0))/(1<<20))
+	}
+	// Six cells of a CPU engine beside its client on this machine's cores:
+	// its threads waited for a CPU in at least one.
+	if waited <= 0 {
+		t.Errorf("server_cpu_wait_ms 0 on every cell: the runner's threads were not read")
 	}
 	samples, err := resultstest.ReadTable[results.Sample](run, "samples")
 	if err != nil {
