@@ -212,7 +212,7 @@ func markdownVariants(b *bytes.Buffer, s variantSection) {
 }
 
 // runFacts is the run's header table, shared by both reports; the model
-// served and its digest come from the rows where they say (servedFacts).
+// served and its digest come from the rows where they say (runview.ServedFacts).
 func runFacts(r results.Run, cells []results.Cell) [][2]string {
 	facts := [][2]string{{"run id", r.RunID}, {"plan", r.Plan}, {"status", orDash(r.Status)}}
 	if r.ExitCode != nil {
@@ -226,7 +226,7 @@ func runFacts(r results.Run, cells []results.Cell) [][2]string {
 		facts = append(facts, [2]string{"started", s})
 	}
 	facts = append(facts, [2]string{"model", orDash(r.Model)})
-	facts = append(facts, servedFacts(r, cells)...)
+	facts = append(facts, runview.ServedFacts(r, cells)...)
 	var md []string
 	for _, k := range sortedKeys(r.Metadata) {
 		md = append(md, k+"="+r.Metadata[k])

@@ -106,8 +106,16 @@ func (d Document) writeSummary(b *strings.Builder) {
 		}
 		parts = append(parts, "model "+mdText(model))
 	}
-	if served := runview.ServedModel(d.Run); served != "" {
-		parts = append(parts, "served "+mdText(served))
+	// What the rows say was served, the plan's model.file only where they
+	// say nothing of the file (a launch cmd's -m other.gguf is not the
+	// plan's file), as the report's header says it.
+	for _, f := range runview.ServedFacts(d.Run, d.Cells) {
+		switch f[0] {
+		case "served":
+			parts = append(parts, "served "+mdText(f[1]))
+		case "plan's model.file":
+			parts = append(parts, "plan's model.file "+mdText(f[1]))
+		}
 	}
 	if e := d.engines(); e != "" {
 		parts = append(parts, "engine "+mdText(e))

@@ -581,3 +581,21 @@ func TestDocumentTelemetryReasonIsItsOwnNote(t *testing.T) {
 		t.Errorf("document lacks %q; reads %.200q", want, "- GPU: "+got)
 	}
 }
+
+// A run whose rows say another GGUF was served than the plan's model.file
+// is summed up with the rows' file as served, the plan's named as the
+// plan's (it was labelled served from the plan's file).
+func TestDocumentSummaryNamesTheFileTheRowsServed(t *testing.T) {
+	d := quickstartRun()
+	d.Run.ModelFile, d.Run.ModelQuant = "Llama-3.2-1B-Instruct-Q4_K_M.gguf", "Q4_K_M"
+	for i := range d.Cells {
+		d.Cells[i].Model = "models/Llama-3.2-1B-Instruct-Q8_0.gguf"
+	}
+	line, _, _ := strings.Cut(d.Markdown(), "\n")
+	if !strings.Contains(line, "served Llama-3.2-1B-Instruct-Q8\\_0.gguf") || strings.Contains(line, "served Llama-3.2-1B-Instruct-Q4") {
+		t.Errorf("summary %q: want the rows' file as served", line)
+	}
+	if !strings.Contains(line, "plan's model.file Llama-3.2-1B-Instruct-Q4\\_K\\_M.gguf, Q4\\_K\\_M (not what the rows say was served)") {
+		t.Errorf("summary %q: want the plan's file set apart", line)
+	}
+}
