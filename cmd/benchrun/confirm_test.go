@@ -223,11 +223,12 @@ func runPlanTagged(t *testing.T, dir, bin, plan, runs string, tags ...string) (c
 const coldConfirmPlan = `name: "confirm-cold"
 model: {name: "sim"}
 _ttft: *"20ms" | string @tag(ttft)
+_as:   *"generic" | string @tag(as)
 baseline: {min_runs: 3, confirm: true, metrics: ["ttft_p50_ms"]}
 stages: {
 	server: {
 		kind: "launch"
-		cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--mode", "fixed", "--ttft", _ttft, "--itl", "2ms", "--eos-prob", "0", "--prompt-cache"]
+		cmd: ["benchrun", "sim", "--addr", "127.0.0.1:${port}", "--model", "sim", "--as", _as, "--mode", "fixed", "--ttft", _ttft, "--itl", "2ms", "--eos-prob", "0", "--prompt-cache"]
 	}
 	health: {kind: "health", target: "server"}
 	sweep: {
@@ -250,18 +251,27 @@ stages: {
 // answered from the cache. (Before, the confirmation re-sent the first
 // measurement's prompts, read TTFT from the cache, and the run was judged
 // "improved", exit 0.)
+//
+// Both caches the simulator plays: vLLM's blocks (generic) and
+// llama-server's slots, each keeping the last prompt it served.
 func TestConfirmationIsCold(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the simulator 4 times")
+		t.Skip("runs the simulator 8 times")
 	}
+	for _, as := range []string{"generic", "llama-server"} {
+		t.Run(as, func(t *testing.T) { confirmationIsCold(t, as) })
+	}
+}
+
+func confirmationIsCold(t *testing.T, as string) {
 	dir, bin, plan := simPlanDir(t, coldConfirmPlan)
 	runs := filepath.Join(dir, "runs")
 	for i := range 3 {
-		if code, stderr, _ := runPlanTagged(t, dir, bin, plan, runs); code != 0 {
+		if code, stderr, _ := runPlanTagged(t, dir, bin, plan, runs, "as="+as); code != 0 {
 			t.Fatalf("history run %d: exit %d\n%s", i, code, stderr)
 		}
 	}
-	code, stderr, rd := runPlanTagged(t, dir, bin, plan, runs, "ttft=200ms")
+	code, stderr, rd := runPlanTagged(t, dir, bin, plan, runs, "ttft=200ms", "as="+as)
 	cells, err := rd.Cells()
 	if err != nil {
 		t.Fatal(err)

@@ -744,9 +744,10 @@ func TestPromptCacheStyles(t *testing.T) {
 		hit, _ := c.use(ids)
 		return hit
 	}
-	cfg := DefaultConfigFor(PersonaLlamaServer)
+	// Ollama's runner: its slots alone.
+	cfg := DefaultConfigFor(PersonaOllama)
 	cfg.Slots = 2
-	c := newPromptCache(cfg, PersonaLlamaServer)
+	c := newPromptCache(cfg, PersonaOllama)
 	a, b, d := ids(40, 0), ids(40, 1000), ids(40, 2000)
 	if use(c, a) != 0 || use(c, b) != 0 || use(c, a) != 39 {
 		t.Fatal("two slots keep two prompts")
@@ -755,8 +756,26 @@ func TestPromptCacheStyles(t *testing.T) {
 	if use(c, a) != 39 || use(c, b) != 0 {
 		t.Fatal("d should have evicted b, not a")
 	}
+	// llama-server: a prompt evicted from its slot is saved to host
+	// memory and found again (server_prompt_cache), within the budget.
+	lcfg := DefaultConfigFor(PersonaLlamaServer)
+	lcfg.Slots, lcfg.Engine.KVCacheTokens = 2, 100
+	lc := newPromptCache(lcfg, PersonaLlamaServer)
+	use(lc, a)
+	use(lc, b)
+	use(lc, d) // b's slot... the least recently used, a's: saved
+	if got := use(lc, a); got != 39 {
+		t.Fatalf("a prompt evicted from its slot and saved to host memory: %d cached, want 39", got)
+	}
+	e, f, g := ids(40, 3000), ids(40, 4000), ids(40, 5000)
+	for _, p := range [][]int{e, f, g, d, e} {
+		use(lc, p)
+	}
+	if got := use(lc, b); got != 0 {
+		t.Fatalf("b, saved first, beyond the host cache's 100 tokens since: %d cached", got)
+	}
 	// A prompt sharing more than half reuses the slot's prefix.
-	ext := append(append([]int(nil), a...), ids(10, 5000)...)
+	ext := append(append([]int(nil), a...), ids(10, 9500)...)
 	if got := use(c, ext); got != 40 {
 		t.Fatalf("extension of a: %d cached", got)
 	}

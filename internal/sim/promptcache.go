@@ -15,7 +15,14 @@ import (
 //   - slots (llama-server, ollama): cache_prompt: each of Slots slots keeps
 //     the last prompt it served; a request takes the slot with the longest
 //     common prefix (token level), or the least recently used one, and
-//     reuses that prefix;
+//     reuses that prefix. llama-server (current builds: tools/server's
+//     server_prompt_cache, --cache-ram, 8 GiB by default) also saves a
+//     slot's prompt to host memory when another request takes the slot,
+//     and loads the saved prompt sharing the longest prefix with a new one
+//     when it beats the slot's own: prompts served long before are found
+//     again (a confirmation that re-sent them read 1,016 of 1,024 prompt
+//     tokens cached). Here the host cache holds up to KVCacheTokens tokens
+//     of saved prompts, oldest dropped first;
 //   - radix (sglang): RadixAttention: the longest token-level prefix shared
 //     with any recent prompt, up to KVCacheTokens tokens kept.
 //
@@ -27,8 +34,13 @@ type promptCache struct {
 	blocks  *prefixCache
 	entries [][]int // slots and radix: most recently used first
 	max     int     // slots: entries kept
-	maxTok  int     // radix: tokens kept
+	maxTok  int     // radix: tokens kept; slots: host cache tokens kept
 	tok     int
+	// host is llama-server's host-memory prompt cache (slots style; nil
+	// without one): saved prompts, most recent first, hostTok tokens.
+	host    [][]int
+	hostOn  bool
+	hostTok int
 }
 
 const (
@@ -54,6 +66,7 @@ func newPromptCache(cfg Config, persona string) *promptCache {
 	switch persona {
 	case PersonaLlamaServer, PersonaOllama:
 		c.style = cacheSlots
+		c.hostOn = persona == PersonaLlamaServer
 	case PersonaSGLang:
 		c.style = cacheRadix
 	default:
@@ -108,11 +121,15 @@ func (c *promptCache) use(ids []int) (int, []int) {
 		hit := 0
 		if chosen >= 0 {
 			hit = commonPrefix(c.entries[chosen], ids)
+			if hit < len(c.entries[chosen]) {
+				c.save(c.entries[chosen]) // the slot's prompt goes to host memory
+			}
 			copy(c.entries[1:chosen+1], c.entries[:chosen])
 		} else {
 			c.entries = append(c.entries, nil)
 			copy(c.entries[1:], c.entries[:len(c.entries)-1])
 		}
+		hit = max(hit, c.load(ids))
 		c.entries[0] = append([]int(nil), ids...)
 		return min(hit, len(ids)-1), c.entries[0]
 	default: // radix
@@ -124,6 +141,32 @@ func (c *promptCache) use(ids []int) (int, []int) {
 		c.radixInsert(entry)
 		return min(hit, len(ids)-1), entry
 	}
+}
+
+// save keeps a slot's prompt in the host cache (llama-server), dropping
+// the oldest beyond its token budget.
+func (c *promptCache) save(e []int) {
+	if !c.hostOn || len(e) == 0 {
+		return
+	}
+	c.host = append([][]int{e}, c.host...)
+	c.hostTok += len(e)
+	for len(c.host) > 1 && c.hostTok > c.maxTok {
+		last := len(c.host) - 1
+		c.hostTok -= len(c.host[last])
+		c.host[last] = nil
+		c.host = c.host[:last]
+	}
+}
+
+// load is the longest prefix of ids a saved prompt holds (0 without a
+// host cache).
+func (c *promptCache) load(ids []int) int {
+	best := 0
+	for _, e := range c.host {
+		best = max(best, commonPrefix(e, ids))
+	}
+	return best
 }
 
 // radixInsert puts entry first, dropping the entries it extends and the
@@ -184,6 +227,7 @@ func (c *promptCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries, c.tok = nil, 0
+	c.host, c.hostTok = nil, 0
 	if c.blocks != nil {
 		c.blocks = newPrefixCache(c.blocks.cap)
 	}
