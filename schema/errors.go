@@ -266,9 +266,17 @@ func suggestField(e *pathError, unified cue.Value) {
 // nearly are (`stage:`, `sink:`): the envelope allows helper fields, so a
 // misspelt `stages` would otherwise be a plan that silently does nothing.
 func envelopeTypos(raw, plan cue.Value, planPath string) Errors {
+	return fieldTypos(raw, plan, "", "a plan field", "helper fields", planPath)
+}
+
+// fieldTypos reports the fields of raw that def does not declare but
+// nearly does (one edit, two for names over five letters; a swap of two
+// letters is one): where extra fields are allowed, a typo of a declared
+// one would otherwise be taken silently as one of them.
+func fieldTypos(raw, def cue.Value, prefix, what, extra, planPath string) Errors {
 	known := map[string]bool{}
 	var names []string
-	if it, err := plan.Fields(cue.Optional(true)); err == nil {
+	if it, err := def.Fields(cue.Optional(true)); err == nil {
 		for it.Next() {
 			n := it.Selector().Unquoted()
 			known[n] = true
@@ -293,7 +301,7 @@ func envelopeTypos(raw, plan cue.Value, planPath string) Errors {
 			if d := suggest.Distance(strings.ToLower(n), k); d <= limit {
 				errs = append(errs, Error{
 					Pos: fixPos(posOf(it.Value().Pos()), planPath),
-					Msg: fmt.Sprintf("%s: not a plan field; did you mean %s? (helper fields are allowed, but this one looks like a typo)", n, k),
+					Msg: fmt.Sprintf("%s%s: not %s; did you mean %s%s? (%s are allowed, but this one looks like a typo)", prefix, n, what, prefix, k, extra),
 				})
 				break
 			}

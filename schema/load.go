@@ -462,6 +462,11 @@ func loadWithTags(path, abs string, src []byte, opts Options, tagFields []TagFie
 	badNumbers := map[string]bool{}
 	errs = append(errs, tagErrs(numberErrs(raw, path, badNumbers), tagFields, given)...)
 	errs = append(errs, envelopeTypos(raw, schemaVal.LookupPath(cue.ParsePath("#Plan")), path)...)
+	// model: allows fields of the user's own (quant, source) beside its
+	// own: a misspelt name or file would be one of them, silently.
+	if m := raw.LookupPath(cue.ParsePath("model")); m.Exists() {
+		errs = append(errs, fieldTypos(m, schemaVal.LookupPath(cue.ParsePath("#Model")), "model.", "a model field", "fields of your own", path)...)
+	}
 	p, derrs := decodePlan(v, raw, path, len(errs) == 0)
 	if p != nil {
 		for _, s := range p.Stages {

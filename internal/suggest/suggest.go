@@ -34,8 +34,12 @@ func Closest(name string, candidates []string) string {
 	return best
 }
 
-// Distance is the Levenshtein distance between a and b (bytes).
+// Distance is the edit distance between a and b (bytes), a swap of two
+// neighbouring letters counting as one edit (optimal string alignment):
+// `modle` is one typo of `model`, not two, so it is caught where a plan
+// allows helper fields beside the schema's.
 func Distance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -49,8 +53,11 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
 }

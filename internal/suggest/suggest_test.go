@@ -25,7 +25,7 @@ func TestDistance(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"stauts", "status", 2}, {"flaw", "lawn", 2}} {
+	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"stauts", "status", 1}, {"modle", "model", 1}, {"flaw", "lawn", 2}, {"ca", "abc", 3}} {
 		if got := Distance(c.a, c.b); got != c.d {
 			t.Errorf("Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}
