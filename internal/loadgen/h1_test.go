@@ -753,3 +753,30 @@ func TestLooksHTTP2(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulatorHugeHeaderIsBounded: the simulator's huge-header fault (a
+// 16 MiB header before anything else) fails the request with the bound's
+// error on both paths of the transport, and the next request succeeds.
+func TestSimulatorHugeHeaderIsBounded(t *testing.T) {
+	_, url := startSim(t, nil)
+	for _, fast := range []bool{true, false} {
+		tg := newTarget(url, 1)
+		if !fast {
+			tg.HTTP.Transport.(*h1Transport).DisableKeepAlives = true
+		}
+		tg.Headers = map[string]string{"X-Sim-Fault": "huge-header=16777216"}
+		r := tg.Do(context.Background(), Request{Prompt: "hello", MaxTokens: 4})
+		want := "response headers exceed 10 MiB"
+		if !fast {
+			want = "server response headers exceeded 10485760 bytes" // net/http's words
+		}
+		if r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+			t.Errorf("fast path %v: err %v, want %q", fast, r.Err, want)
+		}
+		tg.Headers = nil
+		if r := tg.Do(context.Background(), Request{Prompt: "hello", MaxTokens: 4}); r.Err != nil {
+			t.Errorf("fast path %v: the next request: %v", fast, r.Err)
+		}
+		tg.HTTP.CloseIdleConnections()
+	}
+}

@@ -64,7 +64,15 @@ type faults struct {
 	// The request held this long, then its connection closed with no
 	// answer: what a client of a crashing server sees.
 	hangUp time.Duration
+	// hugeHeader is the size of a header answered before anything else
+	// (a server or proxy that writes headers without end): a client must
+	// bound what it reads of them.
+	hugeHeader int
 }
+
+// maxHugeHeader bounds the huge-header fault: the simulator holds the
+// header whole to write it.
+const maxHugeHeader = 256 << 20
 
 func noFaults() faults { return faults{dropAfter: -1, cutAfter: -1} }
 
@@ -114,6 +122,9 @@ func (f faults) String() string {
 	}
 	if f.hangUp > 0 {
 		parts = append(parts, "hang-up="+f.hangUp.String())
+	}
+	if f.hugeHeader > 0 {
+		parts = append(parts, "huge-header="+strconv.Itoa(f.hugeHeader))
 	}
 	return strings.Join(parts, ",")
 }
@@ -203,6 +214,11 @@ func (f *faults) setValued(key, val string) error {
 		f.hangUp, err = time.ParseDuration(val)
 		if err == nil && f.hangUp <= 0 {
 			err = errors.New("must be positive")
+		}
+	case "huge-header":
+		f.hugeHeader, err = strconv.Atoi(val)
+		if err == nil && (f.hugeHeader < 1 || f.hugeHeader > maxHugeHeader) {
+			err = fmt.Errorf("want 1 to %d bytes", maxHugeHeader)
 		}
 	default:
 		err = errors.New("unknown fault")
@@ -311,6 +327,12 @@ func (s *Server) faultBeforeAnswer(w http.ResponseWriter, r *http.Request, rec *
 // proxy's error page, or a 200 whose body never ends (until the client
 // goes away or the server shuts down). It reports whether it answered.
 func (s *Server) hostileAnswer(w http.ResponseWriter, r *http.Request, rec *record, stream bool, f faults) bool {
+	if f.hugeHeader > 0 {
+		w.Header().Set("X-Sim-Filler", strings.Repeat("a", f.hugeHeader))
+		w.WriteHeader(http.StatusOK)
+		s.finishAbort(rec, "fault: huge-header="+strconv.Itoa(f.hugeHeader))
+		return true
+	}
 	if f.proxyPage {
 		s.metrics.errors.Add(1)
 		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
