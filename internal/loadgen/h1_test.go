@@ -620,11 +620,13 @@ func TestPlanHostHeaderIsSent(t *testing.T) {
 // HTTP2Answer finds it in a plain net/http client's error, as a health
 // check must to fail at once instead of retrying for its whole window.
 func TestHTTP2OnlyServerIsNamed(t *testing.T) {
+	//lint:ignore SA1019 x/net/http2 serves one connection we hold (ServeConn); net/http's own h2c server hides the connection, and its close can reset the SETTINGS frame before the client reads it
 	h2 := &http2.Server{}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "h2 only") })
 	quiet := &http.Server{ErrorLog: log.New(io.Discard, "", 0)} // "bogus greeting" for each request
 	addr := serveRawConns(t, func(c net.Conn) {
 		nc := &noClose{Conn: c, wrote: make(chan struct{})}
+		//lint:ignore SA1019 x/net/http2 serves one connection we hold (ServeConn); net/http's own h2c server hides the connection, and its close can reset the SETTINGS frame before the client reads it
 		h2.ServeConn(nc, &http2.ServeConnOpts{Handler: handler, BaseConfig: quiet})
 		// ServeConn returns on the bad preface while its SETTINGS frame
 		// may still be on its way out (flushed on another goroutine),
@@ -644,6 +646,7 @@ func TestHTTP2OnlyServerIsNamed(t *testing.T) {
 
 	// The server is what it claims: an HTTP/2 client with prior
 	// knowledge gets its answer.
+	//lint:ignore SA1019 x/net/http2 serves one connection we hold (ServeConn); net/http's own h2c server hides the connection, and its close can reset the SETTINGS frame before the client reads it
 	h2c := &http.Client{Transport: &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}}}
