@@ -18,3 +18,6 @@ func IsUnreachable(err error) bool {
 	var e *UnreachableError
 	return errors.As(err, &e)
 }
+
+// AssetsFile is the sink's record of uploaded charts in the run directory.
+const AssetsFile = assetsFile

@@ -191,16 +191,8 @@ func (o *Sink) post(ctx context.Context, c *Client, doc Document, charts []chart
 		return "", err
 	}
 	if len(charts) > 0 {
-		var files []AssetFile
-		for _, ch := range charts {
-			files = append(files, AssetFile{Name: assetName(run.RunID, ch.Name), Data: []byte(ch.SVG)})
-		}
-		got, err := c.UploadAssets(ctx, files)
-		if err != nil {
-			return "", fmt.Errorf("uploading the charts: %w", err)
-		}
-		for i, ch := range charts {
-			doc.Charts = append(doc.Charts, ChartRef{Title: ch.Title, Path: got[files[i].Name]})
+		if doc.Charts, err = o.uploadCharts(ctx, c, charts, run.RunID); err != nil {
+			return "", err
 		}
 	}
 	md := doc.Markdown()
@@ -401,7 +393,7 @@ func (o *Sink) dryRun(doc Document, charts []chart.Rendered, path string, run re
 		for _, ch := range charts {
 			names = append(names, fmt.Sprintf("%s (%d bytes)", assetName(run.RunID, ch.Name), len(ch.SVG)))
 		}
-		fmt.Fprintf(&b, "  POST /api/asset/upload   multipart: assetsDirPath=/assets/, file[]=%s\n", strings.Join(names, ", "))
+		fmt.Fprintf(&b, "  POST /api/asset/upload   multipart: assetsDirPath=/assets/, file[]=NAME, once per chart: %s   (not a chart this run uploaded to this kernel before with the same content, as %s records)\n", strings.Join(names, ", "), assetsFile)
 	}
 	fmt.Fprintf(&b, "  POST /api/sqlite/flushTransaction {}\n")
 	fmt.Fprintf(&b, "  POST /api/query/sql %s\n", body(map[string]string{"stmt": fmt.Sprintf("SELECT block_id FROM attributes WHERE name='%s' AND value='%s' LIMIT 64", attrRun, sqlQuote(run.RunID))}))

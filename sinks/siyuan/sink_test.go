@@ -20,6 +20,7 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/sinks"
+	"github.com/benchrun/benchrun/sinks/siyuan"
 	"github.com/benchrun/benchrun/sinks/siyuan/siyuantest"
 	"github.com/benchrun/benchrun/stages"
 )
@@ -246,6 +247,92 @@ func TestPostCompletesAHalfFinishedPost(t *testing.T) {
 	}
 	if docs := docsUnder(k, id); len(runDocs(k, id)) != 1 || len(docs) != 1 {
 		t.Errorf("documents %+v, want the one document, now marked", docs)
+	}
+}
+
+// A post that fails part way through the charts and is tried again (the
+// sink's own retry of a 5xx, or `benchrun post` once a kernel that died
+// is back) uploads only the charts not uploaded yet: the run's record
+// (siyuan-assets.json) gives the paths the kernel answered before, so
+// every chart is sent once (plus the one call the kernel refused), none
+// is left behind unshown, and the document shows each.
+func TestRetriedPostUploadsEachChartOnce(t *testing.T) {
+	pass := siyuantest.Fault{Apply: true} // answered as usual
+	for _, tc := range []struct {
+		name string
+		fail func(k *siyuantest.Kernel)
+		// died: the first post fails for good; the next, once the
+		// kernel is back, completes.
+		died bool
+		// refused counts the upload calls the kernel failed (their
+		// charts are sent again).
+		refused int
+	}{
+		{"the kernel dies after the first upload, posted again", func(k *siyuantest.Kernel) { k.DieAfter("asset/upload", 1) }, true, 0},
+		{"the kernel dies after two uploads, posted again", func(k *siyuantest.Kernel) { k.DieAfter("asset/upload", 2) }, true, 0},
+		{"HTTP 500 on the third upload, the sink's retry", func(k *siyuantest.Kernel) {
+			k.FailNext("asset/upload", pass)
+			k.FailNext("asset/upload", pass)
+			k.FailNext("asset/upload", siyuantest.Fault{Status: 500, Code: -1, Msg: "internal error"})
+		}, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := siyuantest.Start(t, siyuantest.Options{})
+			t.Setenv("SIYUAN_TOKEN", siyuantest.DefaultToken)
+			dir := runPlan(t, "status == \"ok\"")
+			id := runID(t, dir)
+			tc.fail(k)
+			out, err := post(t, dir, k.URL, nil)
+			if tc.died {
+				if err == nil {
+					t.Fatalf("the post went through a kernel that died half way\n%s", out)
+				}
+				k.Restart()
+				out, err = post(t, dir, k.URL, nil)
+			}
+			if err != nil {
+				t.Fatalf("post: %v\n%s", err, out)
+			}
+			assets := k.Assets()
+			if len(assets) < 4 {
+				t.Fatalf("%d charts, want at least 4 (more than the two before the failure)", len(assets))
+			}
+			sent := 0 // charts sent, over every upload call
+			for _, a := range assets {
+				n := 0
+				for _, c := range k.Calls() {
+					if c.Route == "/api/asset/upload" && strings.Contains(c.Body, `filename="`+a.Name+`"`) {
+						n++
+					}
+				}
+				if n > 1+tc.refused {
+					t.Errorf("chart %s sent %d times", a.Name, n)
+				}
+				sent += n
+			}
+			if want := len(assets) + tc.refused; sent != want || k.CallCount("asset/upload") != want {
+				t.Errorf("%d charts sent in %d upload calls, want %d of each for %d charts: a chart uploaded before the failure was uploaded again", sent, k.CallCount("asset/upload"), want, len(assets))
+			}
+			docs := runDocs(k, id)
+			if len(docs) != 1 {
+				t.Fatalf("%d documents of the run, want 1", len(docs))
+			}
+			if n := strings.Count(docs[0].Markdown, "]("+"assets/"); n != len(assets) {
+				t.Errorf("the document shows %d images, want the %d charts", n, len(assets))
+			}
+			for _, a := range assets {
+				if !strings.Contains(docs[0].Markdown, "]("+a.Path+")") {
+					t.Errorf("chart %s (%s) is not shown in the document", a.Name, a.Path)
+				}
+			}
+			rec, err := os.ReadFile(filepath.Join(dir, siyuan.AssetsFile))
+			if err != nil {
+				t.Fatalf("the record of uploaded charts: %v", err)
+			}
+			if strings.Contains(string(rec), siyuantest.DefaultToken) {
+				t.Errorf("the token is in %s", siyuan.AssetsFile)
+			}
+		})
 	}
 }
 
