@@ -147,9 +147,16 @@ func (o *Sink) Verdicts(_ results.Cell, rows []results.Verdict) error {
 // are looked up before anything is made.
 func (o *Sink) Stop(sum *pipeline.Summary) error {
 	run := pipeline.RunRecord(o.env.Run, sum)
+	verdicts, reason := results.LatestVerdicts(o.verdicts), sum.Reason
+	if postedOnlyFailure(run, verdicts, o.sinkRecords(sum), o.name) {
+		// The title, the status attribute and the summary line say what
+		// the run measured and judged: its one failure was this post,
+		// which this document is.
+		run, reason = postedRun(run), ""
+	}
 	doc := Document{
-		Run: run, Status: run.Status, Reason: sum.Reason,
-		Cells: results.LatestCells(o.cells), Verdicts: results.LatestVerdicts(o.verdicts), RunDir: o.env.Run.Dir,
+		Run: run, Status: run.Status, Reason: reason,
+		Cells: results.LatestCells(o.cells), Verdicts: verdicts, RunDir: o.env.Run.Dir,
 	}
 	if o.cfg.Compare != "" {
 		c, err := LoadComparison(o.env.HistoryRoot, o.cfg.Compare, doc.Cells, run.RunID, o.cfg.CompareLast)

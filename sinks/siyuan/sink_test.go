@@ -172,6 +172,81 @@ func TestPostFailedRunIsMarked(t *testing.T) {
 	}
 }
 
+// A run whose post stage could not reach the kernel is failed in its
+// manifest for that alone: posted again once the kernel is up, its
+// document is titled and marked by what it measured and judged (no
+// "(failed)" beside "all 4 checks passed"), the post stage listed as
+// posted since. A run that also failed a check still says "(failed)".
+func TestRepostOfARunFailedOnlyByItsPost(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		assertion string
+		failed    bool
+	}{
+		{"checks passed", "status == \"ok\"", false},
+		{"a check failed", "concurrency < 2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := siyuantest.Start(t, siyuantest.Options{})
+			t.Setenv("SIYUAN_TOKEN", siyuantest.DefaultToken)
+			k.Stop()
+			dir := runPostedPlan(t, k.URL, tc.assertion)
+			m, err := rundir.ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Status != "failed" || !strings.Contains(m.Reason, "stage post failed") {
+				t.Fatalf("manifest status %q (%s), want failed by the post stage", m.Status, m.Reason)
+			}
+			k.Restart()
+			if out, err := post(t, dir, k.URL, nil); err != nil {
+				t.Fatalf("post: %v\n%s", err, out)
+			}
+			docs := runDocs(k, runID(t, dir))
+			if len(docs) != 1 {
+				t.Fatalf("%d documents of the run, want 1", len(docs))
+			}
+			d := docs[0]
+			titled := strings.HasSuffix(d.HPath, " (failed)")
+			marked := d.Attrs["custom-benchrun-status"]
+			if tc.failed {
+				if !titled || marked != "failed" || !strings.Contains(d.Markdown, "**Run failed**") {
+					t.Errorf("document %q marked %q, want titled … (failed), marked failed, saying Run failed:\n%s", d.HPath, marked, d.Markdown)
+				}
+				return
+			}
+			if titled || marked != "ok" || !strings.HasPrefix(d.Markdown, "**ok** · all 4 checks passed") || !strings.Contains(d.Markdown, "- stage post: failed, posted since (") {
+				t.Errorf("document %q marked %q, want no (failed), marked ok, the summary ok with the post stage posted since:\n%s", d.HPath, marked, d.Markdown)
+			}
+		})
+	}
+}
+
+// runPostedPlan is runPlan with the siyuan sink at url driven by a post
+// stage (finally: it posts a failed run too).
+func runPostedPlan(t *testing.T, url, assertion string) string {
+	t.Helper()
+	g := pipelinetest.LoadPlan(t, registry(), fmt.Sprintf(`
+name: "quick"
+model: {name: "sim-llama"}
+sinks: [{kind: "siyuan", url: %q, timeout: "1s"}]
+stages: {
+	sweep: {
+		kind: "sweep", target: %q
+		cells: [{isl: 16, osl: 8}, {isl: 32, osl: 8}], concurrency: [1, 2], requests: 4, warmup: 0
+		assert: [%q]
+	}
+	post: {kind: "post", needs: ["sweep"], finally: true, sinks: ["siyuan"]}
+}`, url, pipelinetest.Sim(t), assertion))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
+	if len(rec.Cells) != 4 {
+		t.Fatalf("%d cells\n%s", len(rec.Cells), rec.Progress)
+	}
+	return rec.Dir
+}
+
 // A wrong token, or none for a kernel with a lock-screen password, is an
 // error that says which variable to set, with no token in it; nothing is
 // made.
