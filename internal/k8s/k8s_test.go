@@ -70,16 +70,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden.Check(t, c.name+".yaml", b)
-			for _, doc := range bytes.Split(b, []byte("\n---\n")) {
-				obj, err := DecodeStrict(doc)
-				if err != nil {
-					t.Fatalf("strict decode: %v\n%s", err, doc)
-				}
-				if errs := Validate(obj); len(errs) > 0 {
-					t.Errorf("validation: %s", strings.Join(errs, "; "))
-				}
-			}
-			kubectlDryRun(t, r)
+			checkManifests(t, r, b)
 		})
 	}
 }
@@ -383,6 +374,13 @@ func TestShardsGetClientCredentials(t *testing.T) {
 	if !slicesContains(r.Warnings, "OPENAI_KEY, TOKEN from the Secret benchrun-env") {
 		t.Errorf("warnings %q, want the Secret's names said", r.Warnings)
 	}
+	checkManifests(t, r, b)
+}
+
+// checkManifests decodes each rendered document strictly, validates it,
+// and has kubectl accept them (a client dry run, where kubectl is).
+func checkManifests(t *testing.T, r *Result, b []byte) {
+	t.Helper()
 	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
 		obj, err := DecodeStrict(doc)
 		if err != nil {

@@ -557,19 +557,7 @@ func TestPlanHostHeaderIsSent(t *testing.T) {
 		mu.Unlock()
 		return []byte(twoTokenStream)
 	})
-	for _, tc := range []struct {
-		name    string
-		client  func() *http.Client
-		netHTTP bool
-	}{
-		{"fast path", func() *http.Client { return NewHTTPClient(1) }, false},
-		{"net/http transport", func() *http.Client {
-			c := NewHTTPClient(1)
-			c.Transport.(*h1Transport).DisableKeepAlives = true
-			return c
-		}, true},
-		{"another client", func() *http.Client { return &http.Client{Transport: &http.Transport{}} }, true},
-	} {
+	for _, tc := range transportPaths(true) {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
 			hosts = nil
@@ -661,18 +649,7 @@ func TestHTTP2OnlyServerIsNamed(t *testing.T) {
 		t.Fatalf("h2c answer %s %q", resp.Proto, b)
 	}
 
-	for _, tc := range []struct {
-		name    string
-		client  func() *http.Client
-		netHTTP bool
-	}{
-		{"fast path", func() *http.Client { return NewHTTPClient(1) }, false},
-		{"net/http transport", func() *http.Client {
-			c := NewHTTPClient(1)
-			c.Transport.(*h1Transport).DisableKeepAlives = true
-			return c
-		}, true},
-	} {
+	for _, tc := range transportPaths(false) {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := &Target{BaseURL: url, Model: "m", Endpoint: Completions, Stream: true, HTTP: tc.client(), StallTimeout: 30 * time.Second}
 			defer tg.HTTP.CloseIdleConnections()
@@ -782,4 +759,28 @@ func TestSimulatorHugeHeaderIsBounded(t *testing.T) {
 		}
 		tg.HTTP.CloseIdleConnections()
 	}
+}
+
+// transportPath is one way a request goes out: benchrun's fast path,
+// net/http through benchrun's transport (keep-alives off take it there),
+// or, with plain, a plain net/http client besides.
+type transportPath struct {
+	name    string
+	client  func() *http.Client
+	netHTTP bool
+}
+
+func transportPaths(plain bool) []transportPath {
+	paths := []transportPath{
+		{"fast path", func() *http.Client { return NewHTTPClient(1) }, false},
+		{"net/http transport", func() *http.Client {
+			c := NewHTTPClient(1)
+			c.Transport.(*h1Transport).DisableKeepAlives = true
+			return c
+		}, true},
+	}
+	if plain {
+		paths = append(paths, transportPath{"another client", func() *http.Client { return &http.Client{Transport: &http.Transport{}} }, true})
+	}
+	return paths
 }

@@ -151,12 +151,19 @@ func (c *promptCache) save(e []int) {
 	}
 	c.host = append([][]int{e}, c.host...)
 	c.hostTok += len(e)
-	for len(c.host) > 1 && c.hostTok > c.maxTok {
-		last := len(c.host) - 1
-		c.hostTok -= len(c.host[last])
-		c.host[last] = nil
-		c.host = c.host[:last]
+	c.host, c.hostTok = dropOldest(c.host, c.hostTok, c.maxTok)
+}
+
+// dropOldest drops the last (oldest) entries while they hold more than
+// max tokens in all, keeping one; it returns the entries and their tokens.
+func dropOldest(entries [][]int, tok, max int) ([][]int, int) {
+	for len(entries) > 1 && tok > max {
+		last := len(entries) - 1
+		tok -= len(entries[last])
+		entries[last] = nil
+		entries = entries[:last]
 	}
+	return entries, tok
 }
 
 // load is the longest prefix of ids a saved prompt holds (0 without a
@@ -183,12 +190,7 @@ func (c *promptCache) radixInsert(entry []int) {
 	clear(c.entries[len(kept):])
 	c.entries = append([][]int{entry}, kept...)
 	c.tok += len(entry)
-	for len(c.entries) > 1 && c.tok > c.maxTok {
-		last := len(c.entries) - 1
-		c.tok -= len(c.entries[last])
-		c.entries[last] = nil
-		c.entries = c.entries[:last]
-	}
+	c.entries, c.tok = dropOldest(c.entries, c.tok, c.maxTok)
 }
 
 // keep records a finished request's KV: its prompt and every generated

@@ -308,7 +308,7 @@ func (r *sweepRun) judgeStop(row *results.Cell) {
 	if r.ctx.Err() != nil {
 		r.stopErr = context.Cause(r.ctx)
 		row.Status, row.Reason = results.StatusError, r.stopErr.Error()
-	} else if died := serverDied(r.target, failuresOf(*row)); died != nil {
+	} else if died := serverDied(r.target, r.deathEvidence(*row)); died != nil {
 		// The server died during this point: the point carries the
 		// death as its reason (not its first broken request's), and
 		// the rest are skipped.
@@ -344,6 +344,16 @@ func (r *sweepRun) noteSaturation(row *results.Cell, p point) {
 		}
 	}
 	r.lastRate[key] = *row
+}
+
+// deathEvidence is what the point saw of a server that may have died: a
+// refused connection (nothing listens on its port: a launched server's
+// death waits longest to be reaped), failed requests, or none.
+func (r *sweepRun) deathEvidence(row results.Cell) deathEvidence {
+	if r.refused != nil {
+		return refusedConnections
+	}
+	return failuresOf(row)
 }
 
 // compareWithC1 keeps a c=1 row's decode rate and measures a closed-loop
