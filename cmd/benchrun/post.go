@@ -16,8 +16,9 @@ import (
 // again, from its run directory: after a post that failed, for a run
 // killed half way (what it finished is posted, marked crashed), or to a
 // sink the plan did not name (--sink siyuan). Posting is idempotent where
-// the sink is (SiYuan updates the one document of the run); Parquet and
-// the other files are never touched.
+// the sink is (SiYuan updates the one document of the run, and reuses
+// the charts siyuan-assets.json records as uploaded); Parquet and the
+// other files are never touched.
 func runPost(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("post", flag.ContinueOnError)
 	fset.SetOutput(stderr)

@@ -47,6 +47,7 @@ var ownNames = []string{
 	PlanFile, ResolvedFile, ManifestFile, LockFile, "merge.json",
 	results.TableCells, results.TableRequests, results.TableSlices, results.TableSamples, results.TableAssertions,
 	"cells.csv", "result.json", "report.md", "report.html", "charts", "cells.arrow", "requests.arrow", "junit.xml",
+	"siyuan-assets.json", // the SiYuan sink's record of the charts it uploaded
 }
 
 // OwnName says why benchrun's own files keep name ("" when a plan may use
