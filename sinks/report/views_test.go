@@ -102,7 +102,7 @@ func TestViewChartsRenderInChromium(t *testing.T) {
 	}
 	// A regression verdict's values are long: they wrap in their cell
 	// rather than run off the table's edge.
-	if n := count(`<td class="wrap">[^<]*low=2.6`); n != 1 {
+	if n := count(`<td class="wrap">[^<]*low = 2\.6`); n != 1 {
 		t.Errorf("%d wrapping value cells hold the regressed check's interval, want 1", n)
 	}
 	if n := count(`<circle class="mark"`); n != 1 {
