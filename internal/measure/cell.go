@@ -106,9 +106,9 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 		ttft, e2el = append(ttft, t), append(e2el, e)
 		ttftSched, e2elSched = append(ttftSched, t+r.SendLagMs), append(e2elSched, e+r.SendLagMs)
 		ttftSum += t
-		var reqTPOT, maxGap float64
-		if r.OutputTokens > 1 {
-			reqTPOT = (e - t) / float64(r.OutputTokens-1)
+		var maxGap float64
+		reqTPOT, hasTPOT := results.RequestTPOT(t, e, int64(r.OutputTokens))
+		if hasTPOT {
 			tpot = append(tpot, reqTPOT)
 		}
 		if r.OutputTokens > 0 {

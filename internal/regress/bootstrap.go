@@ -50,8 +50,11 @@ func requestValues(dst []float64, q *results.Request, family string) []float64 {
 			dst = append(dst, *q.E2ELSchedMs)
 		}
 	case "tpot":
-		if q.TTFTMs != nil && q.E2ELMs != nil && q.OutputTokens > 1 {
-			dst = append(dst, (*q.E2ELMs-*q.TTFTMs)/float64(q.OutputTokens-1))
+		if q.TTFTMs == nil || q.E2ELMs == nil {
+			break
+		}
+		if v, ok := results.RequestTPOT(*q.TTFTMs, *q.E2ELMs, q.OutputTokens); ok {
+			dst = append(dst, v)
 		}
 	case "itl":
 		dst = append(dst, q.ChunkGapsMs...)

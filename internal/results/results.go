@@ -421,3 +421,15 @@ type Request struct {
 	// receive timestamp (empty without kernel timestamps).
 	StampDelaysMs []float64 `parquet:"stamp_delays_ms,list" json:"stamp_delays_ms"`
 }
+
+// RequestTPOT is one request's time per output token after the first, the
+// value the tpot columns summarize: (e2el − ttft) / (output tokens − 1);
+// false for a request of fewer than two output tokens, which has no such
+// time. The cell's columns (internal/measure) and the regression
+// bootstrap's per-request values (internal/regress) both take it here.
+func RequestTPOT(ttftMs, e2elMs float64, outputTokens int64) (float64, bool) {
+	if outputTokens < 2 {
+		return 0, false
+	}
+	return (e2elMs - ttftMs) / float64(outputTokens-1), true
+}
