@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/benchrun/benchrun/internal/procrun/procruntest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // ollamaDir finds the ollama binary (PATH, then $(go env GOPATH)/bin) and
@@ -60,23 +60,8 @@ type benchrun struct {
 	out            string
 }
 
-// syncBuffer is read by the test while benchrun writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the tests' synchronized buffer (testkit).
+type syncBuffer = testkit.SyncBuffer
 
 func startBenchrun(t *testing.T, dir string, args ...string) *benchrun {
 	t.Helper()

@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 func TestRunSimFlagErrors(t *testing.T) {
@@ -30,23 +31,8 @@ func TestRunSimFlagErrors(t *testing.T) {
 	}
 }
 
-// lockedBuffer lets the test read stderr while runSim writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is the tests' synchronized buffer (testkit).
+type lockedBuffer = testkit.SyncBuffer
 
 func TestRunSimServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

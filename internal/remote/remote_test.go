@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/remote"
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // These run against a real OpenSSH server on loopback (sshdtest), so the
@@ -36,23 +36,8 @@ func dial(t *testing.T, m remote.Machine, known string) *remote.Client {
 	return c
 }
 
-// syncBuffer is written by the session's copying goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// syncBuffer is the tests' synchronized buffer (testkit).
+type syncBuffer = testkit.SyncBuffer
 
 func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 	t.Helper()

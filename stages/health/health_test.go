@@ -1,7 +1,6 @@
 package health
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/launch"
@@ -326,23 +326,8 @@ stages: {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the launch watcher's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// syncBuffer is the tests' synchronized buffer (testkit).
+type syncBuffer = testkit.SyncBuffer
 
 // TestHTTP2OnlyServerFailsAtOnce: a server that speaks only HTTP/2 (h2c
 // with prior knowledge) answers every check in a framing benchrun does
