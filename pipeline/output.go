@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,13 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	hostinfo "github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
@@ -218,63 +216,8 @@ var gpuFingerprint = telemetry.NVMLFingerprint
 var hostIdentity = sync.OnceValue(func() host {
 	name, _ := os.Hostname()
 	fp, _ := gpuFingerprint() // without NVML: the driver's /proc listing
-	return host{hostname: name, hardware: describeHardware(fp), gpus: fp}
+	return host{hostname: name, hardware: hostinfo.Describe(fp), gpus: fp}
 })
-
-// describeHardware names the machine in one line: "linux/amd64, 16 CPUs
-// (AMD EPYC 9654), 125 GiB RAM, 1× NVIDIA H200 (141 GiB), driver
-// 550.54.15, CUDA 12.4". The GPUs come from NVML's fingerprint when there
-// is one, else from the driver's /proc listing (names only). It never
-// fails; what it cannot learn it leaves out.
-func describeHardware(fp telemetry.Fingerprint) string {
-	parts := []string{runtime.GOOS + "/" + runtime.GOARCH}
-	cpu := fmt.Sprintf("%d CPUs", runtime.NumCPU())
-	if m := firstField("/proc/cpuinfo", "model name"); m != "" {
-		cpu += " (" + m + ")"
-	}
-	parts = append(parts, cpu)
-	if kb := firstField("/proc/meminfo", "MemTotal"); kb != "" {
-		var n int64
-		if _, err := fmt.Sscanf(kb, "%d kB", &n); err == nil && n > 0 {
-			parts = append(parts, fmt.Sprintf("%d GiB RAM", (n+512*1024)/(1024*1024)))
-		}
-	}
-	if len(fp.GPUs) > 0 {
-		return strings.Join(append(parts, fp.String()), ", ")
-	}
-	// GPUs as the NVIDIA driver lists them (no NVML needed).
-	files, _ := filepath.Glob("/proc/driver/nvidia/gpus/*/information")
-	counts := map[string]int{}
-	for _, f := range files {
-		if m := firstField(f, "Model"); m != "" {
-			counts[m]++
-		}
-	}
-	var gpus []string
-	for m, n := range counts {
-		gpus = append(gpus, fmt.Sprintf("%d× %s", n, m))
-	}
-	sort.Strings(gpus)
-	parts = append(parts, gpus...)
-	return strings.Join(parts, ", ")
-}
-
-// firstField returns the value of the first "key: value" line of a file.
-func firstField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.Join(strings.Fields(v), " ")
-		}
-	}
-	return ""
-}
 
 type digestKey struct {
 	path  string // absolute

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -44,24 +44,8 @@ type capacity struct {
 // machineFingerprint names this machine as far as the client's ceiling
 // depends on it.
 func machineFingerprint() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("host=%s os=%s/%s cpu=%q cores=%d", host, runtime.GOOS, runtime.GOARCH, cpuModel(), runtime.GOMAXPROCS(0))
-}
-
-// cpuModel is /proc/cpuinfo's first "model name" ("" where there is none).
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	name, _ := os.Hostname()
+	return fmt.Sprintf("host=%s os=%s/%s cpu=%q cores=%d", name, runtime.GOOS, runtime.GOARCH, host.CPUModel(), runtime.GOMAXPROCS(0))
 }
 
 // capacityPath is where this fingerprint's ceilings live.
