@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -424,16 +426,28 @@ var procAfterScan = func() {}
 // reading stamped after it, beside the next one stamped after a quick
 // scan, divided a slow scan's CPU by a quick scan's interval (378 cores
 // on 2). The stamp is the middle of the members' reads, which take
-// microseconds each; a member that ended meanwhile keeps the scan's
-// values.
+// microseconds each.
+//
+// The re-read is all or nothing: a member that ended meanwhile may have
+// been reaped by another member, whose reaped-children time then holds
+// its CPU while the scan's reading of it holds it too (counted twice: a
+// one-core burn read 1.48 cores). Then the scan's readings stand, stamped
+// as the re-read began, the nearest to the scan.
 func (p *procProbe) rereadMembers(stats map[int]procStat, members map[int]bool, buf []byte) time.Time {
 	before := time.Now()
-	for pid := range members {
-		if s, err := procReadStat(pid, buf); err == nil && s.start == stats[pid].start {
-			stats[pid] = s
+	fresh := make(map[int]procStat, len(members))
+	// In pid order, as the scan reads /proc: a parent (most often the
+	// lower pid) before the children it may reap, whose time would
+	// otherwise be read in both.
+	for _, pid := range slices.Sorted(maps.Keys(members)) {
+		s, err := procReadStat(pid, buf)
+		if err != nil || s.start != stats[pid].start {
+			return before
 		}
+		fresh[pid] = s
 	}
 	after := time.Now()
+	maps.Copy(stats, fresh)
 	return before.Add(after.Sub(before) / 2)
 }
 
