@@ -2,12 +2,12 @@ package loadgen
 
 import (
 	"math/rand/v2"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // startSim serves the real simulator (the ground truth) over real HTTP on
@@ -20,14 +20,8 @@ func startSim(t testing.TB, edit func(*sim.Config)) (*sim.Server, string) {
 	if edit != nil {
 		edit(&cfg)
 	}
-	s := sim.New(cfg)
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() {
-		s.Close()
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	return s, hs.URL
+	s := testkit.NewSimFrom(t, cfg)
+	return s, testkit.Serve(t, s)
 }
 
 // newTarget has the stall watchdog on, as every sweep does (stall_timeout

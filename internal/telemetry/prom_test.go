@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure/measuretest"
+
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // promInterval is the tests' scrape interval: short, so that a queue
@@ -668,24 +670,12 @@ func TestPromSlotsKVIsWhatTheSlotsHold(t *testing.T) {
 // the simulator made quick and exact, served on loopback over real HTTP.
 func newTestSim(t testing.TB, edits ...func(*sim.Config)) *sim.Server {
 	t.Helper()
-	cfg := sim.DefaultConfig()
-	cfg.TTFT, cfg.ITL, cfg.EOSProb = 5*time.Millisecond, time.Millisecond, 0
-	for _, edit := range edits {
-		edit(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("simulator configuration: %v", err)
-	}
-	s := sim.New(cfg)
-	t.Cleanup(s.Close)
-	return s
+	return testkit.NewSim(t, edits...)
 }
 
 func serveTest(t testing.TB, h http.Handler) string {
 	t.Helper()
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
-	return hs.URL
+	return testkit.Serve(t, h)
 }
 
 // TestPromImpossibleValues: a server that sends NaN, a negative gauge or

@@ -2,23 +2,22 @@ package pipelinetest
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // Sim starts the built-in simulator in-process, served on loopback over
 // real HTTP (what `benchrun sim` serves), and returns its base URL
 // ("http://127.0.0.1:PORT"; a plan's `target`). It is stopped when the
 // test ends. The configuration is FastSimConfig with edits applied in
-// order:
+// order (testkit.Sim, the one home of the tests' simulator):
 //
 //	url := pipelinetest.Sim(t, func(c *sim.Config) { c.MaxModelLen = 512; c.Faults.ErrorRate = 0.3 })
 func Sim(t testing.TB, edits ...func(*sim.Config)) string {
 	t.Helper()
-	return Serve(t, NewSim(t, edits...))
+	return testkit.Sim(t, edits...)
 }
 
 // NewSim returns the simulator Sim serves, not yet served, for a test that
@@ -26,34 +25,19 @@ func Sim(t testing.TB, edits ...func(*sim.Config)) string {
 // that with Serve. It is closed when the test ends.
 func NewSim(t testing.TB, edits ...func(*sim.Config)) *sim.Server {
 	t.Helper()
-	cfg := FastSimConfig()
-	for _, edit := range edits {
-		edit(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("simulator configuration: %v", err)
-	}
-	s := sim.New(cfg)
-	t.Cleanup(s.Close)
-	return s
+	return testkit.NewSim(t, edits...)
 }
 
 // FastSimConfig is sim.DefaultConfig made quick and exact for tests, as
 // the sweep's tests serve it: a fixed 5 ms to the first token, 1 ms
 // between tokens, and no early end of stream (every request gets its
 // osl).
-func FastSimConfig() sim.Config {
-	cfg := sim.DefaultConfig()
-	cfg.TTFT, cfg.ITL, cfg.EOSProb = 5*time.Millisecond, time.Millisecond, 0
-	return cfg
-}
+func FastSimConfig() sim.Config { return testkit.FastSimConfig() }
 
 // Serve serves h on loopback over real HTTP until the test ends and
 // returns its base URL. Open connections are closed first, so a test ends
 // without waiting for a stream it abandoned.
 func Serve(t testing.TB, h http.Handler) string {
 	t.Helper()
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
-	return hs.URL
+	return testkit.Serve(t, h)
 }

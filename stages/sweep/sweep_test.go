@@ -18,6 +18,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
+	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -35,15 +36,12 @@ func v[T int64 | float64](p *T) T {
 // startSim serves the real simulator over loopback HTTP.
 func startSim(t *testing.T, edit func(*sim.Config)) (*sim.Server, string) {
 	t.Helper()
-	cfg := sim.DefaultConfig()
-	cfg.TTFT, cfg.ITL, cfg.EOSProb = 5*time.Millisecond, time.Millisecond, 0
+	var edits []func(*sim.Config)
 	if edit != nil {
-		edit(&cfg)
+		edits = append(edits, edit)
 	}
-	s := sim.New(cfg)
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { s.Close(); hs.CloseClientConnections(); hs.Close() })
-	return s, hs.URL
+	s := testkit.NewSim(t, edits...)
+	return s, testkit.Serve(t, s)
 }
 
 // loadStage loads a plan whose only stage is the sweep given as CUE.
