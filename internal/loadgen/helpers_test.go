@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/sim"
-	"github.com/benchrun/benchrun/internal/testkit"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 )
 
 // startSim serves the real simulator (the ground truth) over real HTTP on
@@ -20,8 +20,8 @@ func startSim(t testing.TB, edit func(*sim.Config)) (*sim.Server, string) {
 	if edit != nil {
 		edit(&cfg)
 	}
-	s := testkit.NewSimFrom(t, cfg)
-	return s, testkit.Serve(t, s)
+	s := simtest.NewSimFrom(t, cfg)
+	return s, simtest.Serve(t, s)
 }
 
 // newTarget has the stall watchdog on, as every sweep does (stall_timeout

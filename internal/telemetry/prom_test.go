@@ -21,7 +21,7 @@ import (
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
-	"github.com/benchrun/benchrun/internal/testkit"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 )
 
 // promInterval is the tests' scrape interval: short, so that a queue
@@ -670,12 +670,12 @@ func TestPromSlotsKVIsWhatTheSlotsHold(t *testing.T) {
 // the simulator made quick and exact, served on loopback over real HTTP.
 func newTestSim(t testing.TB, edits ...func(*sim.Config)) *sim.Server {
 	t.Helper()
-	return testkit.NewSim(t, edits...)
+	return simtest.NewSim(t, edits...)
 }
 
 func serveTest(t testing.TB, h http.Handler) string {
 	t.Helper()
-	return testkit.Serve(t, h)
+	return simtest.Serve(t, h)
 }
 
 // TestPromImpossibleValues: a server that sends NaN, a negative gauge or

@@ -17,8 +17,8 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/internal/stats"
-	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -40,8 +40,8 @@ func startSim(t *testing.T, edit func(*sim.Config)) (*sim.Server, string) {
 	if edit != nil {
 		edits = append(edits, edit)
 	}
-	s := testkit.NewSim(t, edits...)
-	return s, testkit.Serve(t, s)
+	s := simtest.NewSim(t, edits...)
+	return s, simtest.Serve(t, s)
 }
 
 // loadStage loads a plan whose only stage is the sweep given as CUE.

@@ -1,4 +1,4 @@
-package testkit
+package simtest
 
 import (
 	"net/http"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/benchrun/benchrun/internal/sim"
 )
+
+// The simulator served in-process for tests: the one home of the helpers
+// pipelinetest, telemetry's, the sweep's and loadgen's tests each wrote.
 
 // Sim starts the built-in simulator in-process, served on loopback over
 // real HTTP (what `benchrun sim` serves), and returns its base URL
