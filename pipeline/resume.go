@@ -47,10 +47,7 @@ func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*R
 	}
 	ri.lock = lock
 	// Say which attempt holds the directory now.
-	h := LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: ri.Attempt}
-	if b, err := json.Marshal(h); err == nil && lock.f.Truncate(0) == nil {
-		_, _ = lock.f.WriteAt(append(b, '\n'), 0)
-	}
+	lock.l.Name(LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: ri.Attempt})
 	return ri, nil
 }
 

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -208,47 +207,28 @@ func (e *BusyError) Error() string {
 	return fmt.Sprintf("run directory %s is in use by %s: a run directory has one writer at a time; wait for it to end (or stop it), then resume", e.Dir, who)
 }
 
-type runLock struct{ f *os.File }
+type runLock struct{ l *rundir.WriterLock }
 
-// lockRunDir takes the run directory's lock without waiting, or returns a
-// *BusyError naming the holder.
+// lockRunDir takes the run directory's lock without waiting
+// (rundir.LockWriter, the one writers' lock), or returns a *BusyError
+// naming the holder.
 func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
-	path := filepath.Join(dir, LockFile)
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("locking the run directory: %s is not a regular file (a symbolic link?): benchrun writes only its own files; remove it", path)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
+	l, held, err := rundir.LockWriter(dir, LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: attempt})
 	if err != nil {
-		return nil, fmt.Errorf("locking the run directory: %w", err)
+		return nil, err
 	}
-	busy, err := flockFile(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking the run directory %s: %w", dir, err)
+	if l == nil {
+		return nil, &BusyError{Dir: dir, Holder: held.Holder}
 	}
-	if busy {
-		h := readHolder(f)
-		f.Close()
-		return nil, &BusyError{Dir: dir, Holder: h}
-	}
-	h := LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: attempt}
-	b, _ := json.Marshal(h)
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt(append(b, '\n'), 0)
-		_ = f.Sync()
-	}
-	return &runLock{f: f}, nil
+	return &runLock{l: l}, nil
 }
 
 func readHolder(f *os.File) *LockHolder { return rundir.ReadLockHolder(f) }
 
 func (l *runLock) release() {
-	if l == nil || l.f == nil {
-		return
+	if l != nil {
+		l.l.Release() // nobody holds it now
 	}
-	_ = l.f.Truncate(0) // nobody holds it now
-	_ = l.f.Close()
-	l.f = nil
 }
 
 // RunDirState is what InspectRunDir found.

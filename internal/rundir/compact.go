@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"time"
 
 	pq "github.com/parquet-go/parquet-go"
 
@@ -97,7 +98,10 @@ func Compact(dir string, opt CompactOptions) (CompactResult, error) {
 			return res, nil
 		}
 	} else {
-		lock, held, err := lockAsWriter(dir)
+		// A compaction replaces table folders, so no run or resume may
+		// write into one meanwhile: it takes the writers' lock.
+		host, _ := os.Hostname()
+		lock, held, err := LockWriter(dir, LockHolder{PID: os.Getpid(), Hostname: host, StartedAt: time.Now().UTC()})
 		if err != nil {
 			return res, err
 		}
@@ -105,7 +109,7 @@ func Compact(dir string, opt CompactOptions) (CompactResult, error) {
 			res.Skipped = "locked by " + held.Holder.String()
 			return res, nil
 		}
-		defer lock.release()
+		defer lock.Release()
 	}
 	if why, err := notCompactable(dir); why != "" || err != nil {
 		res.Skipped = why
