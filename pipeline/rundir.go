@@ -223,8 +223,6 @@ func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
 	return &runLock{l: l}, nil
 }
 
-func readHolder(f *os.File) *LockHolder { return rundir.ReadLockHolder(f) }
-
 func (l *runLock) release() {
 	if l != nil {
 		l.l.Release() // nobody holds it now
