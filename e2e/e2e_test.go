@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/testbin"
@@ -183,7 +183,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	// The rows as stored: each carries how late the machine ran during
 	// it (machine_late_p99_ms), and every timing bound below widens by
-	// what that lateness could do to its metric (measure.Allowance), as
+	// what that lateness could do to its metric (machine.Allowance), as
 	// the verdicts do: a check the machine could explain is not failed.
 	stored := map[string]results.Cell{}
 	{
@@ -198,12 +198,12 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	allow := func(row map[string]string, metric string) measure.Bound {
+	allow := func(row map[string]string, metric string) machine.Bound {
 		c, ok := stored[row["isl"]+"/"+row["concurrency"]]
 		if !ok {
 			t.Fatalf("no stored row for %s/%s", row["isl"], row["concurrency"])
 		}
-		return measure.Allowance(metric, &c, measure.Late(&c))
+		return machine.Allowance(metric, &c, machine.Late(&c))
 	}
 	wantOrder := [][2]string{{"64", "1"}, {"64", "4"}, {"256", "1"}, {"256", "4"}}
 	for i, row := range rows {
@@ -300,7 +300,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("row %d: Parquet itl_p99_ms %s, CSV %s", i, got, row["itl_p99_ms"])
 		}
 		// tpot = (e2el - ttft)/(N_out - 1): 31 gaps of 5 ms, whatever the jitter between.
-		if tpot, b := results.ValueOr(c.TPOTMs, -1), measure.Allowance("tpot_ms", &c, measure.Late(&c)); tpot < 4.9-b.Up || tpot > 5.6+b.Down {
+		if tpot, b := results.ValueOr(c.TPOTMs, -1), machine.Allowance("tpot_ms", &c, machine.Late(&c)); tpot < 4.9-b.Up || tpot > 5.6+b.Down {
 			t.Errorf("row %d: tpot_ms %.3f, want within [4.9, 5.6] and the machine's allowance %+v (simulator: 5)", i, tpot, b)
 		}
 		if c.Completed != 8 || c.Failed != 0 {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 )
 
 // runExample runs an example plan with the built benchrun (which its
@@ -51,10 +51,10 @@ func runExample(t *testing.T, plan string) (int, [][]string, string) {
 // processes hold the cores, a busy simulator can wait for one longer than
 // the probe does (an ITL tail 6 ms past its check with the probe's p99
 // under 1.3 ms, beside four CPU-bound neighbours and a compile), and a
-// failure then is inconclusive for this test (measuretest), said with the
+// failure then is inconclusive for this test (machinetest), said with the
 // numbers. On a machine with nothing else running it is judged.
 func TestQuickstartIsAFairFirstRun(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	code, rows, stderr := runExample(t, "quickstart.cue")
 	if code != 0 {
 		t.Logf("exit %d:\n%s", code, stderr)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 )
@@ -22,7 +22,7 @@ import (
 // last, against the machine (on a loaded two-core machine a start took
 // more than the slack), so that the other checks run.
 func TestStartup(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	var quietClaims []string
 	b := startBenchrun(t, "", "testdata/startup.cue")
 	if code := b.wait(t, 2*time.Minute); code != 0 {

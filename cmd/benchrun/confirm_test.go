@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 
 	"github.com/benchrun/benchrun/internal/rundir"
 )
@@ -63,7 +64,7 @@ func TestBaselineConfirm(t *testing.T) {
 	}
 	// What the verdicts find is judged against the machine the history
 	// and the checks ran on: from the first history run.
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	var quietClaims []string
 	for i := range 3 {
 		if code, stderr, _ := run(); code != 0 {

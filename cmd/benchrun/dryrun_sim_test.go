@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/rundir"
 )
 
@@ -43,7 +43,7 @@ func TestDryRunEstimatesTheSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	code, stderr, rd := runPlanTagged(t, dir, bin, plan, filepath.Join(dir, "runs"))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 
 	"github.com/benchrun/benchrun/schema"
 )
@@ -112,7 +113,7 @@ func TestOversizePlanIsRefusedAtOnce(t *testing.T) {
 // still being evaluated ends benchrun at once with exit 130, for a run and
 // for vet; the load used to run to its end (minutes) first.
 func TestSignalStopsAPlanLoading(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	var slow []string // exits later than 1 s: a quiet machine's claim
 	dir := t.TempDir()
 	path := slowPlan(t, dir, schema.MaxPlanBytes-1024)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 
 	"github.com/benchrun/benchrun/internal/regress"
 )
@@ -68,7 +69,7 @@ func TestRegressAgainstSimulator(t *testing.T) {
 	// a quiet machine: beside CPU-bound neighbours the runs' noise widens
 	// the intervals and the verdicts stay unknown (never wrong): judged
 	// last, against the machine. False alarms are judged on any machine.
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	var quietClaim string
 
 	const pairs = 20

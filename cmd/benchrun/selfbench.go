@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -73,8 +73,8 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	// The machine's own stalls, measured while the searches run: a step
 	// can be late because the machine stood still, not the client
-	// (measure.Probe). Without a probe the rows just lack the floor.
-	probe, err := measure.StartProbe()
+	// (machine.Probe). Without a probe the rows just lack the floor.
+	probe, err := machine.StartProbe()
 	if err != nil {
 		fmt.Fprintf(stderr, "benchrun self-bench: %v; the machine's own lateness is not measured\n", err)
 	} else {
@@ -324,7 +324,7 @@ type stepResult struct {
 // machine let it run would have had (measure.Samples.Floor), and
 // when that alone is over the bound, that no client could have passed
 // the step on this machine then.
-func floorNote(probe *measure.Probe, st stepResult, lagMs float64) string {
+func floorNote(probe *machine.Probe, st stepResult, lagMs float64) string {
 	if probe == nil || len(st.scheduled) == 0 {
 		return ""
 	}

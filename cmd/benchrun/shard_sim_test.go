@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/coord"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/merge"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
@@ -62,7 +62,7 @@ func TestShardsMatchOneProcess(t *testing.T) {
 	// Whether one process and two shards read the same medians is a claim
 	// about a quiet machine: judged against other processes' load over the
 	// whole test (the simulators are the test's own).
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	url, simPID := startSimProc(t, dir, "--prompt-cache")
 	shardURL, shardSimPID := startSimProc(t, dir, "--prompt-cache")
 	machine.Own(simPID)
@@ -322,7 +322,7 @@ func fmtOpt(p *float64) string {
 // may hold 8, each of two shards 8 for its 60 req/s. The single process
 // falls hundreds of ms behind (855 ms p99 in one run); a shard that keeps
 // its load reads a few ms, and on this project's 2-core VMs the machine's
-// own stalls alone reach 3-6 ms p99 (measure.Probe), so the line
+// own stalls alone reach 3-6 ms p99 (machine.Probe), so the line
 // between the two is drawn at 50 ms, not the default 5 (a shard read 5.23
 // ms in a full-suite run and failed the test).
 const overloadPlan = `name: "overload"
@@ -348,7 +348,7 @@ func TestShardsCarryWhatOneProcessCannot(t *testing.T) {
 	// neighbours starve a sender without delaying a sleeper's wake):
 	// judged last, against other processes' load. The single process
 	// being flagged is behaviour: a busy machine only flags it more.
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	url, simPID := startSimProc(t, dir)
 	machine.Own(simPID)
 	plan := filepath.Join(dir, "plan.cue")
@@ -473,7 +473,7 @@ func TestShardsInLockstep(t *testing.T) {
 	// starts late): judged last, against other processes' load. The
 	// lockstep order (no cell before the previous one ended on both) is
 	// behaviour, judged on any machine.
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	url, simPID := startSimProc(t, dir)
 	machine.Own(simPID)
 	var imprecise []string

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -37,7 +37,7 @@ func TestMeasurementErrorAgainstSimulator(t *testing.T) {
 		{conc: 256, requests: 256, osl: 16, itl: 25 * time.Millisecond, p50: 2, p99: 25, ttftP50: 50, ttftP99: 100},
 	} {
 		t.Run("c"+itoa(tc.conc), func(t *testing.T) {
-			machine := measuretest.Start()
+			machine := machinetest.Start()
 			srv, url := startSim(t, func(c *sim.Config) {
 				c.TTFT = 10 * time.Millisecond
 				c.ITL = tc.itl

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
@@ -77,7 +77,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				var scheduled []time.Time
 				var failed, events atomic.Int64
 				rate := float64(n) / 2
-				probe, err := measure.StartProbe()
+				probe, err := machine.StartProbe()
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -172,7 +172,7 @@ func BenchmarkHeadroomRate(b *testing.B) {
 // would have had (send-lag-floor-p99-ms, measure.Samples.Floor). Send lag
 // above the floor is the client's. It returns the floor's p99 (0 without
 // sends).
-func reportFloor(b *testing.B, probe *measure.Probe, scheduled []time.Time) float64 {
+func reportFloor(b *testing.B, probe *machine.Probe, scheduled []time.Time) float64 {
 	b.Helper()
 	rec, err := probe.Stop()
 	s := rec.Wake

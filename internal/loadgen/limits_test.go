@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -181,7 +181,7 @@ func TestOpenLoopBehindScheduleLongRequests(t *testing.T) {
 // ~140 ms late to the end of the load.
 func TestOpenLoopBehindScheduleSteadyState(t *testing.T) {
 	const n, stallAt = 1200, 600
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	st, lags, _, failed := behindRun(t, 500*time.Millisecond, 400, n, func(i int) {
 		if i == stallAt {
 			time.Sleep(300 * time.Millisecond)
@@ -311,7 +311,7 @@ func gatedRunSchedule(t *testing.T, l Load, hold func(int64, time.Duration) time
 func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 	const rate, n = 5000, 5000
 	const stopFrom, stopTo = 400 * time.Millisecond, 700 * time.Millisecond
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	var quietClaims []string
 	g, st, lags := gatedRun(t, rate, n, stopped(stopFrom, stopTo), 0)
 	// Due 300 ms after the server is back: the backlog has gone.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -38,7 +38,7 @@ func TestPoissonScheduleHitsTargetRate(t *testing.T) {
 	var failed atomic.Int64
 	var mu sync.Mutex
 	var lags []float64
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	st, err := Run(ctx, tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 42}, Requests: n}, func(i int) Request {
 		return Request{Prompt: "a b c", MaxTokens: 1}
 	}, func(i int, r Result) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
@@ -82,7 +82,7 @@ func TestSessionsAgainstSimulator(t *testing.T) {
 		stream bool
 	}{{Completions, true}, {Chat, true}, {Completions, false}, {Chat, false}} {
 		t.Run(fmt.Sprintf("%s stream=%v", tc.ep, tc.stream), func(t *testing.T) {
-			machine := measuretest.Start()
+			machine := machinetest.Start()
 			tg := newTarget(url, 4)
 			tg.Endpoint, tg.Stream = tc.ep, tc.stream
 			var got collect

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/testkit"
 
 	"github.com/benchrun/benchrun/internal/procrun/procruntest"
@@ -295,7 +295,7 @@ func TestStopEscalates(t *testing.T) {
 // whole group (a child in it, a daemon that left it) gone when Run
 // returns, with an error that wraps ErrTimeout and says the timeout.
 func TestRunTimeoutKillsTheGroup(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	dir := t.TempDir()
 	start := time.Now()
 	// The timeout leaves the family time to start and write its pids on a

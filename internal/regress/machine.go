@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -15,7 +15,7 @@ import (
 func pointLate(r *Run, cells []int) float64 {
 	late := 0.0
 	for _, i := range cells {
-		late = max(late, measure.Late(&r.Cells[i]))
+		late = max(late, machine.Late(&r.Cells[i]))
 	}
 	return late
 }
@@ -32,7 +32,7 @@ func median(xs []float64) float64 {
 // an inconclusive verdict when the machine explains it: it ran an event
 // loop's tasks later during the judged cell (now, ms p99) than during the
 // history's runs (hist, their median), and moving the value by what that
-// extra lateness could account for (measure.Allowance) brings it back
+// extra lateness could account for (machine.Allowance) brings it back
 // inside the interval or under the change that counts. A history as late
 // as the cell allows nothing: its own spread already holds that noise.
 func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
@@ -40,7 +40,7 @@ func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
 	if row == nil || extra <= 0 || math.IsNaN(v.New) {
 		return
 	}
-	b := measure.Allowance(v.Metric, row, extra)
+	b := machine.Allowance(v.Metric, row, extra)
 	if b.Zero() {
 		return
 	}
@@ -68,12 +68,12 @@ func explainByMachine(v *Verdict, row *results.Cell, now, hist float64) {
 // machine's lateness there could do to a metric.
 type machinePair struct{ old, new []sideCell }
 
-// sideLate is a side's lateness for metric (measure.LateFor): each run's
+// sideLate is a side's lateness for metric (machine.LateFor): each run's
 // latest repeat, the median over the side's runs.
 func sideLate(cells []sideCell, metric string) float64 {
 	perRun := map[*Run]float64{}
 	for _, c := range cells {
-		perRun[c.run] = max(perRun[c.run], measure.LateFor(metric, c.cell))
+		perRun[c.run] = max(perRun[c.run], machine.LateFor(metric, c.cell))
 	}
 	var lates []float64
 	for _, l := range perRun {
@@ -86,7 +86,7 @@ func sideLate(cells []sideCell, metric string) float64 {
 // improvement into an inconclusive verdict when one side's machine was
 // later than the other's by enough to explain it: moving the later side's
 // value toward the other's by what the extra lateness could account for
-// (measure.Allowance) leaves a change under the margin, or a ratio
+// (machine.Allowance) leaves a change under the margin, or a ratio
 // interval, shifted with it, that holds 1. A change the lateness could
 // only have hidden (the earlier side slower) is left as it is.
 func explainPairByMachine(v *Verdict, m machinePair) {
@@ -99,7 +99,7 @@ func explainPairByMachine(v *Verdict, m machinePair) {
 	switch {
 	case lateNew > lateOld:
 		extra, later = lateNew-lateOld, "new"
-		b := measure.Allowance(v.Metric, m.new[0].cell, extra)
+		b := machine.Allowance(v.Metric, m.new[0].cell, extra)
 		if v.New > v.Old {
 			moved = (v.New - b.Down) / v.Old
 		} else {
@@ -107,7 +107,7 @@ func explainPairByMachine(v *Verdict, m machinePair) {
 		}
 	case lateOld > lateNew:
 		extra, later = lateOld-lateNew, "old"
-		b := measure.Allowance(v.Metric, m.old[0].cell, extra)
+		b := machine.Allowance(v.Metric, m.old[0].cell, extra)
 		var old float64
 		if v.Old > v.New {
 			old = v.Old - b.Down
@@ -135,7 +135,7 @@ func explainPairByMachine(v *Verdict, m machinePair) {
 	v.Outcome = Inconclusive
 	v.Late = extra
 	v.Reason = strings.TrimPrefix(v.Reason+"; "+fmt.Sprintf("%s %+.1f%%, but the machine ran an event loop's tasks %.2f ms later (%s) during the %s side's cell than during the other's (%.2f vs %.2f ms): what that could account for leaves %+.1f%%, inside what counts",
-		was, 100*v.Change, extra, measure.LateStat(v.Metric), later, max(lateOld, lateNew), min(lateOld, lateNew), 100*(moved-1)), "; ")
+		was, 100*v.Change, extra, machine.LateStat(v.Metric), later, max(lateOld, lateNew), min(lateOld, lateNew), 100*(moved-1)), "; ")
 }
 
 // ReasonMachineLate is why a history value is left out when its own run's
@@ -147,7 +147,7 @@ const ReasonMachineLate = "machine late in its run"
 // beyond the metric's margin from the unmarked values' median, when its
 // run's machine was later than the history's usual (the median lateness)
 // by enough to bring it back within the margin, in the direction the
-// machine can move that metric (measure.Allowance: a latency only up, a
+// machine can move that metric (machine.Allowance: a latency only up, a
 // throughput only down, a gap between events either way: a late read
 // joins token events, and their gaps read near 0). Such a value measured
 // the machine as much as the server: taken in, one busy night widens the
@@ -189,7 +189,7 @@ func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks
 		}
 		// Its true value may lie up to the allowance toward the median:
 		// below a value above it, above a value below it.
-		b := measure.Allowance(m.Name, rows[i], extra)
+		b := machine.Allowance(m.Name, rows[i], extra)
 		explained := x-b.Down <= med*(1+tol)
 		if x < med {
 			explained = x+b.Up >= med*(1-tol)

@@ -59,7 +59,7 @@ const (
 	Insufficient Outcome = "insufficient data"
 	// Inconclusive: the value left the history's interval, but the
 	// machine ran threads later during the cell than during the history's
-	// runs, by enough to explain it (measure.Allowance); Reason says how,
+	// runs, by enough to explain it (machine.Allowance); Reason says how,
 	// in numbers. Never a pass, never a regression.
 	Inconclusive Outcome = "inconclusive"
 )

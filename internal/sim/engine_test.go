@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 )
 
 // loadResult summarises one closed-loop load level.
@@ -161,7 +161,7 @@ func TestEngineCurve(t *testing.T) {
 // TestEngineKVAdmission: a KV budget smaller than the offered load makes
 // requests wait for admission although max_num_seqs would allow them.
 func TestEngineKVAdmission(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	cfg := curveConfig()
 	cfg.MaxModelLen = 1024
 	cfg.Engine.MaxNumSeqs = 64

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 )
 
 // TestFixedModeExact holds fixed mode to its schedule as a client sees
@@ -24,7 +24,7 @@ import (
 //
 // The precision is judged against what the machine allowed during each
 // level: a probe process beside it measures how late a server-like event
-// loop ran (measure.Probe). On a quiet machine (its p99 under 1 ms) the
+// loop ran (machine.Probe). On a quiet machine (its p99 under 1 ms) the
 // median of that lateness, about 0.04 ms, is added to the 1%: Go timers,
 // which an idle process wakes to the millisecond, missed by 5% (gaps of
 // 4.3 or 5.3 ms) and fail that. On a busy one (other processes holding
@@ -39,11 +39,11 @@ func TestFixedModeExact(t *testing.T) {
 	for _, sched := range []struct{ ttft, itl time.Duration }{{20 * time.Millisecond, 5 * time.Millisecond}, {22 * time.Millisecond, 5500 * time.Microsecond}} {
 		for _, conc := range []int{1, 4, 16, 64} {
 			t.Run(fmt.Sprintf("ttft=%v,itl=%v,c=%d", sched.ttft, sched.itl, conc), func(t *testing.T) {
-				neighbours := measuretest.Start()
+				neighbours := machinetest.Start()
 				cfg := DefaultConfig()
 				cfg.TTFT, cfg.ITL = sched.ttft, sched.itl
 				s, url := serveStamped(t, cfg)
-				probe, err := measure.StartProbe()
+				probe, err := machine.StartProbe()
 				if err != nil {
 					t.Fatal(err)
 				}

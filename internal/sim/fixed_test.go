@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 )
 
 // TestFixedModeTiming checks that fixed mode writes event k at
@@ -111,9 +111,9 @@ func TestFixedModeIgnoresLoad(t *testing.T) {
 	cfg.TTFT = 30 * time.Millisecond
 	cfg.ITL = 2 * time.Millisecond
 	var p50 time.Duration
-	var machine *measuretest.Watch
+	var machine *machinetest.Watch
 	for range 3 {
-		machine = measuretest.Start()
+		machine = machinetest.Start()
 		s, url := startSim(t, cfg)
 		c := testClient()
 		var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func TestFixedModeIgnoresLoad(t *testing.T) {
 }
 
 func TestTimingHeader(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	s, url := startSim(t, DefaultConfig())
 	c := testClient()
 	res := readStream(context.Background(), c, url+"/v1/completions", streamBody(7), TimingHeader, "ttft=60ms,itl=15ms,chunk=3")

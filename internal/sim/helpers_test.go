@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 )
 
 // startSim serves cfg on a loopback listener for the test's lifetime.
@@ -206,18 +206,18 @@ func newReq(url string, body io.Reader) (*http.Request, error) {
 }
 
 // lateness watches how late the machine runs an event loop (a probe
-// process beside the test, measure.Probe) while a timing check runs: a
+// process beside the test, machine.Probe) while a timing check runs: a
 // write the simulator schedules on time can come that much late beside
 // busy neighbours, and never early.
 type lateness struct {
-	probe *measure.Probe
-	win   measure.Window
+	probe *machine.Probe
+	win   machine.Window
 }
 
 // watchLateness starts watching; the probe stops with the test.
 func watchLateness(t testing.TB) *lateness {
 	t.Helper()
-	p, err := measure.StartProbe()
+	p, err := machine.StartProbe()
 	if err != nil {
 		t.Fatal(err)
 	}

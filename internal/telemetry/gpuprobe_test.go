@@ -16,7 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -476,7 +476,7 @@ func TestGPUProbeSampler(t *testing.T) {
 	// How late the machine ran an event loop meanwhile bounds both claims
 	// (beside busy neighbours one End took 132 ms and a cell got 2
 	// readings): a sampler starved for L ms misses about L/10 ticks.
-	machine, err := measure.StartProbe()
+	machine, err := machine.StartProbe()
 	if err != nil {
 		t.Fatal(err)
 	}

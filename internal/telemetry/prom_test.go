@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 
-	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/sim/simtest"
@@ -246,12 +246,12 @@ func TestPromCounts(t *testing.T) {
 	settle(t, s, 1)
 	p := NewPromProbe(url+"/metrics", "sim", promInterval, nil)
 	defer p.Close()
-	probe, err := measure.StartProbe()
+	probe, err := machine.StartProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer probe.Stop()
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	win := probe.Begin()
 	row, samples, note, u := cell(t, p, s, url, 5, 20)
 	late, lateMeasured := 0.0, false

@@ -21,7 +21,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/stats"
@@ -409,7 +409,7 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 	if !v.Passed {
 		if why, ok := a.explain(c, reqs, base); ok {
 			v.Inconclusive, v.Explained = true, why
-			v.Values["machine_late_p99_ms"] = fmt.Sprintf("%.3g", measure.Late(&c))
+			v.Values["machine_late_p99_ms"] = fmt.Sprintf("%.3g", machine.Late(&c))
 		}
 	}
 	return v

@@ -11,15 +11,15 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
 // A check that fails while the machine's own lateness could explain it is
 // inconclusive, not failed (docs/PLANS.md, "Inconclusive verdicts"): the
 // row's machine_late_p99_ms, and for a latency its longest stall as far as
-// that reaches the column's statistic (measure.LateOn), bound how far each
-// latency it reads may lie from the truth (measure.Allowance), and if the
+// that reaches the column's statistic (machine.LateOn), bound how far each
+// latency it reads may lie from the truth (machine.Allowance), and if the
 // check holds anywhere in that box it is the machine, not the server, that
 // cannot be ruled out.
 
@@ -33,7 +33,7 @@ type explainDim struct {
 	name  string
 	field int  // the Cell field; -1 for the requests' columns
 	base  bool // a column of the baseline's cell (`baseline.NAME`)
-	b     measure.Bound
+	b     machine.Bound
 	value float64
 }
 
@@ -67,7 +67,7 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 		return "", false
 	}
 	dims = dims[:min(len(dims), maxExplainDims)]
-	late := measure.Late(&c)
+	late := machine.Late(&c)
 	rc := requestColumnsOf(reqs)
 	for mask := 0; mask < 1<<len(dims); mask++ {
 		cc := c
@@ -122,7 +122,7 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim {
 	var dims []explainDim
 	add := func(row *results.Cell, names []string, isBase bool) {
-		late := measure.Late(row)
+		late := machine.Late(row)
 		if late <= 0 {
 			return
 		}
@@ -132,7 +132,7 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 			if !f.IsValid() || !f.CanFloat() {
 				continue
 			}
-			if b := measure.Allowance(n, row, measure.LateOn(n, row)); !b.Zero() {
+			if b := machine.Allowance(n, row, machine.LateOn(n, row)); !b.Zero() {
 				name := n
 				if isBase {
 					name = "baseline." + n
@@ -141,7 +141,7 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 			}
 		}
 		if !isBase && slices.Contains(names, "requests") {
-			dims = append(dims, explainDim{name: "requests", field: -1, b: measure.Bound{Down: late, Up: late}})
+			dims = append(dims, explainDim{name: "requests", field: -1, b: machine.Bound{Down: late, Up: late}})
 		}
 	}
 	add(&c, a.names, false)
@@ -156,7 +156,7 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 func shiftRequests(rc requestColumns, c *results.Cell, late float64, up bool) requestColumns {
 	out := rc
 	for _, col := range requestColumnsBound {
-		b := measure.Allowance(col.column, c, late)
+		b := machine.Allowance(col.column, c, late)
 		delta := -b.Down
 		if up {
 			delta = b.Up
@@ -183,10 +183,10 @@ func (a *Assertion) explanation(c results.Cell, base *results.Cell, dims []expla
 	if m, ok := a.margin(env); ok {
 		fmt.Fprintf(&b, "the check failed by %.3g; ", m)
 	}
-	b.WriteString(measure.Describe(&c))
+	b.WriteString(machine.Describe(&c))
 	for _, d := range dims {
 		if _, ok := moved[d.name]; ok && !d.base {
-			if stall := measure.DescribeStall(d.name, &c); stall != "" {
+			if stall := machine.DescribeStall(d.name, &c); stall != "" {
 				b.WriteString(stall)
 				break
 			}
@@ -212,7 +212,7 @@ func (a *Assertion) explanation(c results.Cell, base *results.Cell, dims []expla
 		with = append(with, fmt.Sprintf("%s %.4g instead of %.4g", d.name, x, d.value))
 	}
 	if movedBase {
-		b.WriteString("; in the baseline's run " + strings.TrimPrefix(measure.Describe(base), "the machine's lateness "))
+		b.WriteString("; in the baseline's run " + strings.TrimPrefix(machine.Describe(base), "the machine's lateness "))
 	}
 	if len(with) > 0 {
 		fmt.Fprintf(&b, ", and with %s (what that lateness could account for) it holds", strings.Join(with, ", "))

@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
 // machineProbe measures the machine's own lateness beside the load for
-// the whole stage (one probe process; measure.Probe), read over each
+// the whole stage (one probe process; machine.Probe), read over each
 // cell's timed window into the row's machine_* columns: what lets a
 // latency verdict tell a slower server from a busy machine. It outlives
 // the server's restarts, unlike the telemetry probes.
 type machineProbe struct {
-	probe *measure.Probe
+	probe *machine.Probe
 	// unavailable says why the lateness is not measured ("" when it is,
 	// or when telemetry.machine is off).
 	unavailable string
@@ -27,7 +27,7 @@ func (s *Stage) startMachineProbe(env *pipeline.Env) *machineProbe {
 	if s.cfg.Telemetry.Machine == "off" {
 		return nil
 	}
-	p, err := measure.StartProbe()
+	p, err := machine.StartProbe()
 	if err != nil {
 		m := &machineProbe{unavailable: "machine lateness not measured: " + err.Error()}
 		w := env.Progress
@@ -41,7 +41,7 @@ func (s *Stage) startMachineProbe(env *pipeline.Env) *machineProbe {
 }
 
 // begin opens a cell's window (nil: nothing measured).
-func (m *machineProbe) begin() *measure.Window {
+func (m *machineProbe) begin() *machine.Window {
 	if m == nil {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (m *machineProbe) begin() *measure.Window {
 }
 
 // end fills the row's machine columns from the window.
-func (m *machineProbe) end(w *measure.Window, row *results.Cell) {
+func (m *machineProbe) end(w *machine.Window, row *results.Cell) {
 	if m == nil {
 		return
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -285,7 +285,7 @@ type cpuMark struct {
 	cpuOK        bool
 	wait         time.Duration
 	waitOK       bool
-	serverWait   measure.TaskWaits
+	serverWait   machine.TaskWaits
 	serverWaitOK bool
 	from         time.Time
 	serverPID    int
@@ -295,9 +295,9 @@ type cpuMark struct {
 func markCPU(serverPID int) cpuMark {
 	m := cpuMark{serverPID: serverPID}
 	m.cpu, m.cpuOK = processCPU()
-	m.wait, m.waitOK = measure.CPUWait(0)
+	m.wait, m.waitOK = machine.CPUWait(0)
 	if serverPID > 0 {
-		m.serverWait, m.serverWaitOK = measure.ReadTaskWaits(serverTree(serverPID))
+		m.serverWait, m.serverWaitOK = machine.ReadTaskWaits(serverTree(serverPID))
 	}
 	m.from = time.Now()
 	return m
@@ -323,11 +323,11 @@ func (m cpuMark) fill(row *results.Cell, window time.Duration) {
 		// say anything (every request refused at once) gives none.
 		row.ClientCPUUtil = clientCPUUtil(cpu1-m.cpu, time.Since(m.from))
 	}
-	if wait1, ok := measure.CPUWait(0); ok && m.waitOK && window > 0 {
+	if wait1, ok := machine.CPUWait(0); ok && m.waitOK && window > 0 {
 		row.ClientCPUWaitMs = results.Some(ms(max(wait1-m.wait, 0)))
 	}
 	if m.serverWaitOK && window > 0 {
-		if wait1, ok := measure.ReadTaskWaits(serverTree(m.serverPID)); ok {
+		if wait1, ok := machine.ReadTaskWaits(serverTree(m.serverPID)); ok {
 			row.ServerCPUWaitMs = results.Some(ms(wait1.WaitedSince(m.serverWait)))
 		}
 	}

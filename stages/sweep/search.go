@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -615,9 +615,9 @@ func saturation(row *results.Cell, load float64, below *results.Cell, belowLoad 
 		// its tail that much lower), a step the machine's lateness could
 		// have flattened is not called saturated (a fixed 6 ms server read
 		// 152 then 94 req/s beside busy neighbours).
-		late := measure.Late(row)
-		bestRise := (*row.ReqS+measure.MachineBound("req_s", row, late).Up) / *below.ReqS - 1
-		bestClimb := (*row.E2ELP99Ms-min(measure.MachineBound("e2el_p99_ms", row, late).Down, *row.E2ELP99Ms)) / *below.E2ELP99Ms - 1
+		late := machine.Late(row)
+		bestRise := (*row.ReqS+machine.StarvedBound("req_s", row, late).Up) / *below.ReqS - 1
+		bestClimb := (*row.E2ELP99Ms-min(machine.StarvedBound("e2el_p99_ms", row, late).Down, *row.E2ELP99Ms)) / *below.E2ELP99Ms - 1
 		if bestRise < satRise*(ratio-1) && bestClimb > satLatency {
 			why = append(why, fmt.Sprintf("throughput flat: req_s %.4g at %g %s vs %.4g at %g (%+.1f%% for %.2g× the load) while e2el_p99_ms rose %.4g → %.4g",
 				*row.ReqS, load, unit, *below.ReqS, belowLoad, 100*rise, ratio, *below.E2ELP99Ms, *row.E2ELP99Ms))

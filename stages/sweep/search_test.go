@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
@@ -79,7 +79,7 @@ func TestSearchFindsTheKnee(t *testing.T) {
 		// so. Read wrong by more, the measurement is wrong.
 		exact := 2 + 2*float64(r.Concurrency)
 		if got := v(r.TPOTP50Ms); (got <= 19) != (exact <= 19) {
-			over, late := got-exact, measure.Late(&r)
+			over, late := got-exact, machine.Late(&r)
 			if over > 0 && over <= late {
 				t.Skipf("inconclusive: probe c=%d read tpot p50 %.2f ms where the engine's is %.0f ms, %.2f ms over, within the machine's lateness during it (p99 %.2f ms)", r.Concurrency, got, exact, over, late)
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen"
-	"github.com/benchrun/benchrun/internal/measure"
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
@@ -33,7 +33,7 @@ type probeSet struct {
 	// machine measures the machine's own lateness (machine.go); window is
 	// the open cell's.
 	machine *machineProbe
-	window  *measure.Window
+	window  *machine.Window
 }
 
 // newGPUProbe, newPromProbe and newProcProbe open the probes; tests

@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"fmt"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
@@ -72,7 +73,7 @@ func TestTelemetryServerMetrics(t *testing.T) {
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
 		cells: [{isl: 32, osl: 16}], concurrency: [1, 8], requests: 16, warmup: 0, calibrate: "off"
 		telemetry: {interval: "20ms"}`, url), "")
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	imprecise := ""
 	r, err := runWithSamples(t, st, p)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/loadgen"
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 )
@@ -49,7 +49,7 @@ func testTraceReplay(t *testing.T, persona string) {
 	// (a busy one stalls the server's accept for longer): judged last,
 	// against other processes' load. Sending on the trace's times is
 	// behaviour, judged on any machine.
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	srv, url := startPersona(t, persona, func(c *sim.Config) { c.Mode = sim.ModeEngine })
 	usage := persona == sim.PersonaVLLM // the answers say what was cached
 	path := syntheticTrace(t)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/measure/measuretest"
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/sim/simtest"
@@ -110,7 +110,7 @@ func near(t *testing.T, name string, got *float64, want, tol float64) {
 // with the prompt: its ratio is the documents' mean tokens / the cell's
 // isl, the documents' tokens counted by the simulator's own tokenizer.
 func TestRatiosOnTheCorpusAgainstFixedSimulator(t *testing.T) {
-	machine := measuretest.Start()
+	machine := machinetest.Start()
 	url := fixedSim(t)
 	g := pipelinetest.LoadPlan(t, registry(), plan(url, `band: [0.5, 1.5]`, corpus(t)))
 	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})

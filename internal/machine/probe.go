@@ -5,7 +5,7 @@
 // assertions, the baseline, regress) and precision tests judge against
 // it, so that a red verdict the machine's own lateness could explain is
 // called inconclusive, not a failure.
-package measure
+package machine
 
 import (
 	"bufio"

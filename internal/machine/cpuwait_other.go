@@ -1,6 +1,6 @@
 //go:build !linux
 
-package measure
+package machine
 
 import "time"
 

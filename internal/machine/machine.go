@@ -1,4 +1,4 @@
-package measure
+package machine
 
 import (
 	"fmt"
@@ -11,19 +11,19 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 )
 
-// Machine is what the machine itself did during one window (a cell's
+// Reading is what the machine itself did during one window (a cell's
 // timed passes): how late it ran a server-like event loop's task (the
 // probe's Loop path; the lateness verdicts judge with), a lone thread
 // (Wake), and how much of the window some runnable task waited for a
 // CPU (Linux's pressure stall information). Nil: not measured.
-type Machine struct {
+type Reading struct {
 	LateP50Ms, LateP99Ms, LateMaxMs *float64
 	WakeP99Ms                       *float64
 	CPUPressurePct                  *float64
 }
 
 // Fill writes m into the row's machine_* columns.
-func (m Machine) Fill(c *results.Cell) {
+func (m Reading) Fill(c *results.Cell) {
 	c.MachineLateP50Ms, c.MachineLateP99Ms, c.MachineLateMaxMs = m.LateP50Ms, m.LateP99Ms, m.LateMaxMs
 	c.MachineWakeP99Ms, c.MachineCPUPressurePct = m.WakeP99Ms, m.CPUPressurePct
 }
@@ -56,12 +56,12 @@ func (p *Probe) Begin() Window {
 }
 
 // End closes the window and summarizes it.
-func (w Window) End() Machine {
+func (w Window) End() Reading {
 	to := time.Now()
 	if w.probe != nil {
 		defer w.probe.close(w.id)
 	}
-	var m Machine
+	var m Reading
 	if w.psiOK && to.After(w.from) {
 		if psi, ok := cpuPressure(); ok && psi >= w.psi {
 			m.CPUPressurePct = ptr(100 * min(float64(psi-w.psi)/float64(to.Sub(w.from)), 1))

@@ -1,4 +1,4 @@
-// Package measuretest judges a test's precision check against the
+// Package machinetest judges a test's precision check against the
 // machine it ran on: a check of the client's or the simulator's timing
 // (a rate kept within 2%, a gap within 1%) makes a claim about a quiet
 // machine, and on one shared with other processes it can neither pass
@@ -8,7 +8,7 @@
 // verdicts"). On a quiet machine (a CI runner running the suite one
 // package at a time) it judges as written, so a client that really is
 // wrong still fails.
-package measuretest
+package machinetest
 
 import (
 	"runtime"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package measuretest
+package machinetest
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-package measuretest
+package machinetest
 
 import "time"
 

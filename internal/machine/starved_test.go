@@ -1,4 +1,4 @@
-package measure
+package machine
 
 import (
 	"math"
@@ -32,9 +32,9 @@ func TestStarvedAndMachineBound(t *testing.T) {
 		{"no wait, no lateness", "ttft_p50_ms", closed(0), 0, Bound{}},
 		{"a count the machine cannot move", "failed", closed(500), 5, Bound{}},
 	} {
-		got := MachineBound(tc.metric, tc.c, tc.late)
+		got := StarvedBound(tc.metric, tc.c, tc.late)
 		if math.Abs(got.Down-tc.want.Down) > 1e-9 || math.Abs(got.Up-tc.want.Up) > 1e-9 {
-			t.Errorf("%s: MachineBound(%s) = %+v, want %+v", tc.name, tc.metric, got, tc.want)
+			t.Errorf("%s: StarvedBound(%s) = %+v, want %+v", tc.name, tc.metric, got, tc.want)
 		}
 	}
 	open := &results.Cell{Requests: 100, Completed: 100, ReqS: results.Some(50.0), E2ELP50Ms: results.Some(100.0), ClientCPUWaitMs: results.Some(200.0)}

@@ -1,4 +1,4 @@
-package measure
+package machine
 
 import "github.com/benchrun/benchrun/internal/results"
 
@@ -7,7 +7,7 @@ import "github.com/benchrun/benchrun/internal/results"
 // client's and a local server's busy threads. Their own run-queue wait
 // (client_cpu_wait_ms, server_cpu_wait_ms: how long their threads were
 // runnable but waited for a CPU over the timed window) is that starvation.
-// Starved and MachineBound turn it into what it could have done to a
+// Starved and StarvedBound turn it into what it could have done to a
 // metric, beside the probe's lateness (Allowance). The SLO search's
 // saturation call takes it; a row-level check does not: these bounds sum
 // every thread's wait and grow as a cell's requests get fewer, so on a
@@ -49,13 +49,13 @@ func Starved(metric string, c *results.Cell) float64 {
 	return min(wait, 2*wait*max(inflight, 1)/n)
 }
 
-// MachineBound is what the machine allowed a verdict on metric of row c,
+// StarvedBound is what the machine allowed a verdict on metric of row c,
 // with the probe's lateness at late: the larger of what that lateness
 // (Allowance) and what the CPU starvation of the client's and server's
 // threads (Starved) could account for. A throughput's starvation: the
 // requests could have been served as much faster as the share of the
 // window the threads waited.
-func MachineBound(metric string, c *results.Cell, late float64) Bound {
+func StarvedBound(metric string, c *results.Cell, late float64) Bound {
 	b := Allowance(metric, c, late)
 	starved := Starved(metric, c)
 	if starved <= 0 {
