@@ -94,7 +94,8 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 		// Send lag is the client's own delay and counts for every request
 		// that was sent, failed or not.
 		lag = append(lag, r.SendLagMs)
-		if r.Status != results.StatusOK || r.TTFTMs == nil || r.E2ELMs == nil {
+		smp, ok := SampleOf(r)
+		if !ok {
 			row.Failed++
 			if firstErr == "" {
 				firstErr = r.Error
@@ -102,32 +103,23 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 			continue
 		}
 		row.Completed++
-		t, e := *r.TTFTMs, *r.E2ELMs
-		ttft, e2el = append(ttft, t), append(e2el, e)
-		ttftSched, e2elSched = append(ttftSched, t+r.SendLagMs), append(e2elSched, e+r.SendLagMs)
-		ttftSum += t
-		var maxGap float64
-		reqTPOT, hasTPOT := results.RequestTPOT(t, e, int64(r.OutputTokens))
-		if hasTPOT {
-			tpot = append(tpot, reqTPOT)
+		ttft, e2el = append(ttft, smp.TTFTMs), append(e2el, smp.E2ELMs)
+		ttftSched, e2elSched = append(ttftSched, smp.TTFTSchedMs), append(e2elSched, smp.E2ELSchedMs)
+		ttftSum += smp.TTFTMs
+		if smp.HasTPOT {
+			tpot = append(tpot, smp.TPOTMs)
 		}
-		if r.OutputTokens > 0 {
-			ntpot = append(ntpot, e/float64(r.OutputTokens))
+		if smp.HasNTPOT {
+			ntpot = append(ntpot, smp.NTPOTMs)
 		}
-		for k, g := range r.ChunkGapsMs {
-			// Gap k ends at event k+1: the tokens that event carried share it.
-			tok := int64(1)
-			if k+1 < len(r.ChunkTokens) {
-				tok = max(r.ChunkTokens[k+1], 1)
-			}
+		for k, g := range smp.GapsMs {
 			itl = append(itl, g)
-			itlTok = append(itlTok, g/float64(tok))
-			maxGap = max(maxGap, g)
+			itlTok = append(itlTok, g/float64(smp.GapTokens(k)))
 		}
 		stampDelay = append(stampDelay, r.StampDelaysMs...)
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
-		if slo.Met(t, reqTPOT, maxGap, e) {
+		if slo.Met(smp.TTFTMs, smp.TPOTMs, smp.MaxGapMs, smp.E2ELMs) {
 			good++
 		}
 	}

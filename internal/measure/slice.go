@@ -112,21 +112,22 @@ func Slices(cell results.Cell, reqs []results.Request) []results.Slice {
 		a := &acc[at(r.SentAt)]
 		a.sent++
 		a.lag = append(a.lag, r.SendLagMs)
-		done, ok := requestEnd(r)
-		if !ok || r.TTFTMs == nil {
+		smp, ok := SampleOf(&r)
+		if !ok {
 			a.failed++
 			continue
 		}
+		done := r.SentAt.Add(msDuration(smp.E2ELMs))
 		e := &acc[at(done)]
 		e.completed++
-		e.e2el = append(e.e2el, *r.E2ELMs)
+		e.e2el = append(e.e2el, smp.E2ELMs)
 		addBusy(acc, start, width, r.SentAt, done)
 		tokens := eventTokens(r)
-		tok := r.SentAt.Add(msDuration(*r.TTFTMs))
+		tok := r.SentAt.Add(msDuration(smp.TTFTMs))
 		first := &acc[at(tok)]
-		first.ttft = append(first.ttft, *r.TTFTMs)
+		first.ttft = append(first.ttft, smp.TTFTMs)
 		first.tokens += tokens[0]
-		for k, g := range r.ChunkGapsMs {
+		for k, g := range smp.GapsMs {
 			tok = tok.Add(msDuration(g))
 			w := &acc[at(tok)]
 			w.itl = append(w.itl, g)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -26,40 +27,6 @@ type side struct {
 type runSpan struct {
 	start, end int
 	block      int
-}
-
-// requestValues appends the values one request gives to a family: one
-// per request for ttft, e2el, tpot, ttft_sched and e2el_sched (none when
-// it did not measure it), every chunk gap for itl.
-func requestValues(dst []float64, q *results.Request, family string) []float64 {
-	switch family {
-	case "ttft":
-		if q.TTFTMs != nil {
-			dst = append(dst, *q.TTFTMs)
-		}
-	case "e2el":
-		if q.E2ELMs != nil {
-			dst = append(dst, *q.E2ELMs)
-		}
-	case "ttft_sched":
-		if q.TTFTSchedMs != nil {
-			dst = append(dst, *q.TTFTSchedMs)
-		}
-	case "e2el_sched":
-		if q.E2ELSchedMs != nil {
-			dst = append(dst, *q.E2ELSchedMs)
-		}
-	case "tpot":
-		if q.TTFTMs == nil || q.E2ELMs == nil {
-			break
-		}
-		if v, ok := results.RequestTPOT(*q.TTFTMs, *q.E2ELMs, q.OutputTokens); ok {
-			dst = append(dst, v)
-		}
-	case "itl":
-		dst = append(dst, q.ChunkGapsMs...)
-	}
-	return dst
 }
 
 // completionOrder returns a cell's ok requests in the order they
@@ -147,7 +114,7 @@ func buildSide(cells []sideCell, family string) side {
 		}
 		span := runSpan{start: s.nReq, end: s.nReq + len(order), block: BlockLength(sc.cell, len(order), e2el)}
 		for i, q := range order {
-			buf = requestValues(buf[:0], q, family)
+			buf = measure.AppendFamily(buf[:0], q, family)
 			for _, x := range buf {
 				if !math.IsNaN(x) && !math.IsInf(x, 0) {
 					all = append(all, val{x, int32(s.nReq + i)})

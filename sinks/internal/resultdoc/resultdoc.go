@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -170,18 +171,20 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		r.RequestRate = &rate
 	}
 	var ttft, tpot, itl, e2el []float64
-	for _, q := range reqs {
-		if q.Status != results.StatusOK || q.TTFTMs == nil || q.E2ELMs == nil {
+	for i := range reqs {
+		q := &reqs[i]
+		s, ok := measure.SampleOf(q)
+		if !ok {
 			continue
 		}
 		r.TotalInputTokens += q.InputTokens
 		r.TotalOutputTokens += q.OutputTokens
-		ttft = append(ttft, *q.TTFTMs)
-		e2el = append(e2el, *q.E2ELMs)
-		if q.OutputTokens > 1 {
-			tpot = append(tpot, (*q.E2ELMs-*q.TTFTMs)/float64(q.OutputTokens-1))
+		ttft = append(ttft, s.TTFTMs)
+		e2el = append(e2el, s.E2ELMs)
+		if s.HasTPOT {
+			tpot = append(tpot, s.TPOTMs)
 		}
-		itl = append(itl, q.ChunkGapsMs...)
+		itl = append(itl, s.GapsMs...)
 	}
 	if len(reqs) == 0 {
 		r.TotalInputTokens = int64(math.Round(results.ValueOr(c.EffectiveISL, 0) * float64(c.Completed)))

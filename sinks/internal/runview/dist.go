@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/benchrun/benchrun/internal/chart"
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -22,12 +23,13 @@ type Dist struct {
 // DistOf computes a cell's distributions from its request rows.
 func DistOf(reqs []results.Request) Dist {
 	var ttft, itl, e2el []float64
-	for _, q := range reqs {
-		if q.Status != results.StatusOK || q.TTFTMs == nil || q.E2ELMs == nil {
+	for i := range reqs {
+		s, ok := measure.SampleOf(&reqs[i])
+		if !ok {
 			continue
 		}
-		ttft, e2el = append(ttft, *q.TTFTMs), append(e2el, *q.E2ELMs)
-		itl = append(itl, q.ChunkGapsMs...)
+		ttft, e2el = append(ttft, s.TTFTMs), append(e2el, s.E2ELMs)
+		itl = append(itl, s.GapsMs...)
 	}
 	return Dist{TTFT: levels(ttft), ITL: levels(itl), E2EL: levels(e2el)}
 }
