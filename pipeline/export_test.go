@@ -1,9 +1,10 @@
 package pipeline
 
 import (
-	"context"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/host"
 )
 
 // SetDigestHooks makes every model file hash call onDone as it ends, and
@@ -11,10 +12,10 @@ import (
 // the test ends.
 func SetDigestHooks(t testing.TB, onDone func(path, digest string), progressAfter time.Duration) {
 	oldAfter := digestProgressAfter.Load()
-	onDigest.Store(&onDone)
+	restore := host.SetHashHook(onDone)
 	digestProgressAfter.Store(int64(progressAfter))
 	t.Cleanup(func() {
-		onDigest.Store(nil)
+		restore()
 		digestProgressAfter.Store(oldAfter)
 	})
 }
@@ -30,22 +31,6 @@ func SetSinkSleep(t testing.TB, sleep func(time.Duration)) {
 // Assertions returns the graph's compiled assertions as the runner takes
 // them: by the stage whose rows they judge, and the run-level ones.
 func (g *Graph) Assertions() (map[string][]*Assertion, []*Assertion) { return g.assertions() }
-
-// ModelDigest returns "sha256:<hex>" of a model file, looked up as given
-// and then relative to planDir; "" when the file cannot be read (a model
-// served by a remote server, a name rather than a path). The digest is the
-// same as `sha256sum` and as Ollama's blob names, so rows can be matched
-// with a model registry. It hashes the file unless this process or the
-// digest cache on disk knows it already; a run hashes before it measures
-// (runner.startDigest, runner.joinDigest), never while: the tests hash
-// through this what the run would.
-func ModelDigest(file, planDir string) string {
-	key, ok := resolveModelFile(file, planDir)
-	if !ok {
-		return ""
-	}
-	return digestOf(context.Background(), key, nil)
-}
 
 // CheckResume refuses to resume ri with g when the configuration of what
 // is left to run differs from the one the run was made with (its

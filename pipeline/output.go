@@ -2,23 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	hostinfo "github.com/benchrun/benchrun/internal/host"
+	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -39,10 +32,10 @@ func RunIdentity(ri *RunInfo) Identity {
 	if ri != nil && ri.identity != nil {
 		return *ri.identity
 	}
-	h := hostIdentity()
-	id := Identity{Hostname: h.hostname, Hardware: h.hardware, BenchrunVersion: Version()}
+	h := host.This()
+	id := Identity{Hostname: h.Hostname, Hardware: h.Hardware, BenchrunVersion: Version()}
 	if ri != nil && ri.Plan != nil && ri.Plan.Model.File != "" {
-		id.ModelDigest = knownDigest(ri.Plan.Model.File, filepath.Dir(ri.Plan.Path))
+		id.ModelDigest = host.KnownDigest(ri.Plan.Model.File, filepath.Dir(ri.Plan.Path))
 	}
 	return id
 }
@@ -63,7 +56,7 @@ type modelDigester struct {
 	progress      io.Writer
 
 	mu     sync.Mutex
-	key    digestKey
+	key    host.ModelFile
 	digest string
 	pinned bool
 }
@@ -84,7 +77,7 @@ func (m *modelDigester) start(ctx context.Context) {
 	if m == nil {
 		return
 	}
-	if _, ok := resolveModelFile(m.file, m.planDir); ok {
+	if _, ok := host.FindModelFile(m.file, m.planDir); ok {
 		go m.get(ctx, "")
 	}
 }
@@ -96,7 +89,7 @@ func (m *modelDigester) get(ctx context.Context, waiter string) string {
 	if m == nil {
 		return ""
 	}
-	key, ok := resolveModelFile(m.file, m.planDir)
+	key, ok := host.FindModelFile(m.file, m.planDir)
 	m.mu.Lock()
 	if m.pinned && (!ok || m.key == key) {
 		d := m.digest
@@ -107,20 +100,17 @@ func (m *modelDigester) get(ctx context.Context, waiter string) string {
 	if !ok {
 		return ""
 	}
-	digestMu.Lock()
-	_, busy := digestInflight[key]
-	digestMu.Unlock()
-	if busy && waiter != "" {
+	if waiter != "" && key.Hashing() {
 		fmt.Fprintf(m.progress, "benchrun: %s waits for the model file's digest (nothing is measured while it is hashed)\n", waiter)
 	}
 	// The hash's last progress line is written before the digest is
 	// used: a stage that starts once it has the digest follows the line.
 	var reported chan struct{}
-	d := digestOf(ctx, key, func(c *digestCall) {
+	d := key.Digest(ctx, func(c *host.Hash) {
 		reported = make(chan struct{})
 		go func() {
 			defer close(reported)
-			m.report(ctx, key.path, c)
+			m.report(ctx, key.Path, c)
 		}()
 	})
 	if reported != nil {
@@ -151,32 +141,32 @@ func (m *modelDigester) forRows() string {
 
 // report shows a hash that takes longer than digestProgressAfter: what is
 // hashed, how far it is every ten seconds, and when it is done.
-func (m *modelDigester) report(ctx context.Context, path string, c *digestCall) {
+func (m *modelDigester) report(ctx context.Context, path string, c *host.Hash) {
 	start := time.Now()
 	select {
-	case <-c.done:
+	case <-c.Done():
 		return
 	case <-ctx.Done():
 		return
 	case <-time.After(time.Duration(digestProgressAfter.Load())):
 	}
 	fmt.Fprintf(m.progress, "benchrun: hashing the model file %s (%.1f GiB) for model_digest, before anything is measured (cached for later runs)\n",
-		redact.URLs(path), float64(c.size)/(1<<30))
+		redact.URLs(path), float64(c.Size())/(1<<30))
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-c.done:
-			if c.d != "" {
-				fmt.Fprintf(m.progress, "benchrun: model file hashed in %s: %s\n", time.Since(start).Round(100*time.Millisecond), c.d)
+		case <-c.Done():
+			if c.Digest() != "" {
+				fmt.Fprintf(m.progress, "benchrun: model file hashed in %s: %s\n", time.Since(start).Round(100*time.Millisecond), c.Digest())
 			}
 			return
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 			pct := 100.0
-			if c.size > 0 {
-				pct = 100 * float64(c.read.Load()) / float64(c.size)
+			if c.Size() > 0 {
+				pct = 100 * float64(c.Read()) / float64(c.Size())
 			}
 			fmt.Fprintf(m.progress, "benchrun: hashing the model file: %.0f%%\n", pct)
 		}
@@ -202,222 +192,6 @@ func (r *runner) joinDigest(ctx context.Context, n *Node) {
 		if err := writeManifest(r.ri.Dir, r.manifest); err != nil {
 			fmt.Fprintf(r.opts.Progress, "benchrun: %v\n", err)
 		}
-	}
-}
-
-type host struct {
-	hostname, hardware string
-	gpus               telemetry.Fingerprint
-}
-
-// gpuFingerprint reads the GPUs through NVML (tests replace it).
-var gpuFingerprint = telemetry.NVMLFingerprint
-
-var hostIdentity = sync.OnceValue(func() host {
-	name, _ := os.Hostname()
-	fp, _ := gpuFingerprint() // without NVML: the driver's /proc listing
-	return host{hostname: name, hardware: hostinfo.Describe(fp), gpus: fp}
-})
-
-type digestKey struct {
-	path  string // absolute
-	size  int64
-	mtime time.Time
-}
-
-// digestCall is one hash in progress; callers of the same file wait on it.
-type digestCall struct {
-	done chan struct{}
-	d    string
-	read atomic.Int64 // bytes hashed so far
-	size int64
-}
-
-var (
-	digestMu       sync.Mutex
-	digestCache    = map[digestKey]string{}
-	digestInflight = map[digestKey]*digestCall{}
-	// onDigest, when set (tests), is called as each hash of a file ends.
-	onDigest atomic.Pointer[func(path, digest string)]
-)
-
-// resolveModelFile finds a model file as given and then relative to
-// planDir, and names its version (absolute path, size, mtime).
-func resolveModelFile(file, planDir string) (digestKey, bool) {
-	path := file
-	st, err := os.Stat(path)
-	if err != nil && !filepath.IsAbs(file) && planDir != "" {
-		path = filepath.Join(planDir, file)
-		st, err = os.Stat(path)
-	}
-	if err != nil || !st.Mode().IsRegular() {
-		return digestKey{}, false
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	return digestKey{path: path, size: st.Size(), mtime: st.ModTime()}, true
-}
-
-// knownDigest returns the digest of the model file as it is now when this
-// process or the disk cache already knows it, and "" otherwise: it never
-// hashes.
-func knownDigest(file, planDir string) string {
-	key, ok := resolveModelFile(file, planDir)
-	if !ok {
-		return ""
-	}
-	digestMu.Lock()
-	d, ok := digestCache[key]
-	digestMu.Unlock()
-	if ok {
-		return d
-	}
-	if d := cachedDigest(key); d != "" {
-		digestMu.Lock()
-		digestCache[key] = d
-		digestMu.Unlock()
-		return d
-	}
-	return ""
-}
-
-// digestOf returns the digest of the file version key names: from memory,
-// from the disk cache, from a hash already in progress, or by hashing it
-// (one hash per file version at a time; the others wait). started, when
-// set, is told of a hash this call starts. "" when ctx ends first or the
-// file cannot be read.
-func digestOf(ctx context.Context, key digestKey, started func(*digestCall)) string {
-	digestMu.Lock()
-	if d, ok := digestCache[key]; ok {
-		digestMu.Unlock()
-		return d
-	}
-	if c := digestInflight[key]; c != nil {
-		digestMu.Unlock()
-		select {
-		case <-c.done:
-			return c.d
-		case <-ctx.Done():
-			return ""
-		}
-	}
-	c := &digestCall{done: make(chan struct{}), size: key.size}
-	digestInflight[key] = c
-	digestMu.Unlock()
-
-	d := cachedDigest(key)
-	hashed := false
-	if d == "" {
-		if started != nil {
-			started(c)
-		}
-		d = hashFile(ctx, key.path, &c.read)
-		hashed = d != ""
-	}
-	if f := onDigest.Load(); f != nil && hashed {
-		// Before the result is published: a waiter released by it must
-		// see the hash as already ended (the tests order the two).
-		(*f)(key.path, d)
-	}
-	digestMu.Lock()
-	if d != "" {
-		digestCache[key] = d
-	}
-	delete(digestInflight, key)
-	digestMu.Unlock()
-	c.d = d
-	close(c.done)
-	if hashed {
-		storeDigest(key, d)
-	}
-	return d
-}
-
-// hashFile is the sha256 of a file, counting the bytes read into n; ""
-// when it cannot be read or ctx ends (checked every few megabytes).
-func hashFile(ctx context.Context, path string, n *atomic.Int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	buf := make([]byte, 4<<20)
-	for {
-		if ctx.Err() != nil {
-			return ""
-		}
-		k, err := f.Read(buf)
-		h.Write(buf[:k])
-		n.Add(int64(k))
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return ""
-		}
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// The digest cache on disk (<user cache dir>/benchrun/digests.json) spares
-// re-reading a multi-gigabyte model file on every run. An entry holds only
-// while the file keeps its path, size and modification time; the cache is
-// best effort, and any problem with it means hashing again.
-type digestEntry struct {
-	Path   string    `json:"path"`
-	Size   int64     `json:"size"`
-	MTime  time.Time `json:"mtime"`
-	Digest string    `json:"digest"`
-}
-
-func digestCachePath() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "benchrun", "digests.json")
-}
-
-func readDigestCache() []digestEntry {
-	p := digestCachePath()
-	if p == "" {
-		return nil
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return nil
-	}
-	var entries []digestEntry
-	if json.Unmarshal(b, &entries) != nil {
-		return nil
-	}
-	return entries
-}
-
-func cachedDigest(k digestKey) string {
-	for _, e := range readDigestCache() {
-		if e.Path == k.path && e.Size == k.size && e.MTime.Equal(k.mtime) && strings.HasPrefix(e.Digest, "sha256:") {
-			return e.Digest
-		}
-	}
-	return ""
-}
-
-func storeDigest(k digestKey, d string) {
-	p := digestCachePath()
-	if p == "" || os.MkdirAll(filepath.Dir(p), 0o755) != nil {
-		return
-	}
-	entries := []digestEntry{{Path: k.path, Size: k.size, MTime: k.mtime, Digest: d}}
-	for _, e := range readDigestCache() {
-		if e.Path != k.path && len(entries) < 256 {
-			entries = append(entries, e)
-		}
-	}
-	if b, err := json.MarshalIndent(entries, "", "  "); err == nil {
-		_ = rundir.WriteFileAtomic(p, append(b, '\n'))
 	}
 }
 

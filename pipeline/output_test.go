@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -112,42 +111,6 @@ stages: {
 	a, b := capt.Cells[0].CellID, capt.Cells[1].CellID
 	if want := []string{"start", "cell " + a, "verdicts " + a, "cell " + b, "verdicts " + b, "stop"}; !slices.Equal(capt.Calls, want) {
 		t.Errorf("call order %v, want each cell's Cell then its Verdicts: %v", capt.Calls, want)
-	}
-}
-
-func TestModelDigest(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "m.gguf"), []byte("abc"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const abc = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-	for _, tc := range []struct{ file, planDir, want string }{
-		{filepath.Join(dir, "m.gguf"), "", abc},
-		{"m.gguf", dir, abc},
-		{"missing.gguf", dir, ""},
-		{dir, "", ""}, // a directory is not a model file
-	} {
-		if got := pipeline.ModelDigest(tc.file, tc.planDir); got != tc.want {
-			t.Errorf("ModelDigest(%q, %q) = %q, want %q", tc.file, tc.planDir, got, tc.want)
-		}
-	}
-	// The disk cache answers for an unchanged file, and a changed file
-	// (new size and mtime) is hashed again.
-	cache, err := os.ReadFile(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "benchrun", "digests.json"))
-	if err != nil || !strings.Contains(string(cache), abc) {
-		t.Fatalf("digest cache (%v):\n%s", err, cache)
-	}
-	later := time.Now().Add(time.Hour)
-	if err := os.WriteFile(filepath.Join(dir, "m.gguf"), []byte("abcd"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(filepath.Join(dir, "m.gguf"), later, later); err != nil {
-		t.Fatal(err)
-	}
-	const abcd = "sha256:88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589"
-	if got := pipeline.ModelDigest("m.gguf", dir); got != abcd {
-		t.Errorf("after the file changed: %q, want %q", got, abcd)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/schema"
@@ -47,7 +48,7 @@ func ResumeRunInfo(dir string, p *schema.Plan, tags []string, now time.Time) (*R
 	}
 	ri.lock = lock
 	// Say which attempt holds the directory now.
-	lock.l.Name(LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: ri.Attempt})
+	lock.l.Name(LockHolder{PID: os.Getpid(), Hostname: host.This().Hostname, StartedAt: now.UTC(), Attempt: ri.Attempt})
 	return ri, nil
 }
 

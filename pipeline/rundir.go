@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/telemetry"
@@ -160,7 +161,7 @@ func newManifest(ri *RunInfo) *rundir.Manifest {
 		Benchrun: id.BenchrunVersion, GoVersion: runtime.Version(),
 		Host:        Host{Hostname: id.Hostname, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
 		ModelDigest: id.ModelDigest, Hardware: id.Hardware,
-		GPUs: gpuRecords(hostIdentity().gpus), DriverVersion: hostIdentity().gpus.DriverVersion, CUDAVersion: hostIdentity().gpus.CUDADriverVersion,
+		GPUs: gpuRecords(host.This().GPUs), DriverVersion: host.This().GPUs.DriverVersion, CUDAVersion: host.This().GPUs.CUDADriverVersion,
 		Status:   RunRunning,
 		Attempts: []AttemptRecord{this},
 	}
@@ -213,7 +214,7 @@ type runLock struct{ l *rundir.WriterLock }
 // (rundir.LockWriter, the one writers' lock), or returns a *BusyError
 // naming the holder.
 func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
-	l, held, err := rundir.LockWriter(dir, LockHolder{PID: os.Getpid(), Hostname: hostIdentity().hostname, StartedAt: now.UTC(), Attempt: attempt})
+	l, held, err := rundir.LockWriter(dir, LockHolder{PID: os.Getpid(), Hostname: host.This().Hostname, StartedAt: now.UTC(), Attempt: attempt})
 	if err != nil {
 		return nil, err
 	}

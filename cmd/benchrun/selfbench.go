@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/sim"
@@ -169,7 +170,7 @@ func runSelfBench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 130
 	}
 	if *save {
-		c := capacity{Fingerprint: machineFingerprint(), MeasuredAt: time.Now().UTC(), SendLagMs: *lagMs,
+		c := capacity{Fingerprint: host.Fingerprint(), MeasuredAt: time.Now().UTC(), SendLagMs: *lagMs,
 			MaxStreams: bestStreams, MaxRate: float64(bestRate), StreamsCapped: bestStreams == searchStreams, RateCapped: bestRate == *maxRate}
 		path, err := saveCapacity(c)
 		if err != nil {

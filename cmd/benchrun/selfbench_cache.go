@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -41,13 +40,6 @@ type capacity struct {
 	RateCapped    bool    `json:"max_rate_is_search_bound,omitempty"`
 }
 
-// machineFingerprint names this machine as far as the client's ceiling
-// depends on it.
-func machineFingerprint() string {
-	name, _ := os.Hostname()
-	return fmt.Sprintf("host=%s os=%s/%s cpu=%q cores=%d", name, runtime.GOOS, runtime.GOARCH, host.CPUModel(), runtime.GOMAXPROCS(0))
-}
-
 // capacityPath is where this fingerprint's ceilings live.
 func capacityPath(fingerprint string) (string, error) {
 	dir, err := os.UserCacheDir()
@@ -78,7 +70,7 @@ func saveCapacity(c capacity) (string, error) {
 // none (never measured, or unreadable: the dry run then has nothing to
 // say).
 func loadCapacity() (capacity, string, bool) {
-	fp := machineFingerprint()
+	fp := host.Fingerprint()
 	path, err := capacityPath(fp)
 	if err != nil {
 		return capacity{}, "", false

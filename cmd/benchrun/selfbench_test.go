@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/host"
 )
 
 // TestSelfBench: the self-bench prints its rows, searches both ceilings
@@ -100,7 +102,7 @@ stages: {
 	if got := dry(); strings.Contains(got, "warning: stage") {
 		t.Errorf("no self-bench yet, but:\n%s", got)
 	}
-	c := capacity{Fingerprint: machineFingerprint(), MeasuredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), SendLagMs: 5, MaxStreams: 1000, MaxRate: 5000}
+	c := capacity{Fingerprint: host.Fingerprint(), MeasuredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), SendLagMs: 5, MaxStreams: 1000, MaxRate: 5000}
 	path, err := saveCapacity(c)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
-// Package host names the machine benchrun runs on: one home for what a
-// run's manifest and rows call its hardware and what self-bench keys its
-// measured ceilings by (each read /proc/cpuinfo its own way before).
+// Package host names the machine benchrun runs on and the model file it
+// serves: one home for what a run's manifest and rows call its host and
+// hardware, what self-bench keys its measured ceilings by (each read
+// /proc/cpuinfo its own way before), and the model file's digest.
 package host
 
 import (
@@ -11,9 +12,32 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/benchrun/benchrun/internal/telemetry"
 )
+
+// Identity is the machine as a run names it: its host name, its
+// hardware line (Describe) and the GPUs NVML found.
+type Identity struct {
+	Hostname, Hardware string
+	GPUs               telemetry.Fingerprint
+}
+
+// This is the machine's identity, read once per process.
+var This = sync.OnceValue(func() Identity {
+	name, _ := os.Hostname()
+	fp, _ := telemetry.NVMLFingerprint() // without NVML: the driver's /proc listing
+	return Identity{Hostname: name, Hardware: Describe(fp), GPUs: fp}
+})
+
+// Fingerprint names this machine as far as the client's own ceiling
+// depends on it (host name, OS and architecture, CPU model, the cores Go
+// uses): the key self-bench keeps its measured ceilings by.
+func Fingerprint() string {
+	name, _ := os.Hostname()
+	return fmt.Sprintf("host=%s os=%s/%s cpu=%q cores=%d", name, runtime.GOOS, runtime.GOARCH, CPUModel(), runtime.GOMAXPROCS(0))
+}
 
 // Describe names the machine in one line: "linux/amd64, 16 CPUs (AMD
 // EPYC 9654), 125 GiB RAM, 1× NVIDIA H200 (141 GiB), driver 550.54.15,
