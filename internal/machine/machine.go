@@ -144,29 +144,39 @@ func LateOn(name string, c *results.Cell) float64 {
 	if n <= 0 {
 		return late
 	}
-	switch stat, p := columnStat(name); stat {
-	case "max":
+	switch q := quantile(name); {
+	case q == 1: // a max
 		return late + stall
-	case "percentile":
-		if k >= (1-p/100)*n {
+	case q > 0: // a percentile
+		if k >= (1-q)*n {
 			return late + stall
 		}
 		return late
-	default:
+	default: // a mean
 		return late + stall*min(k, n)/n
 	}
 }
 
 // stallMoves says whether column name is a latency a stall delays: one
 // from a send or a schedule to an event (ttft, e2el, first_call), a gap
-// between events (itl) or a request's gaps together (tpot, ntpot).
-func stallMoves(name string) bool {
-	for _, p := range []string{"ttft", "e2el", "itl", "tpot", "ntpot", "first_call"} {
-		if strings.HasPrefix(name, p) {
-			return !strings.HasSuffix(name, "_ratio")
-		}
+// between events (itl) or a request's gaps together (tpot, ntpot): its
+// catalogue entry's lateness rule says.
+func stallMoves(name string) bool { return rule(name).Stall() }
+
+// rule is column name's lateness rule (LateNone for a name the
+// catalogue does not know).
+func rule(name string) results.Lateness {
+	if c, ok := results.Lookup(name); ok && c.Late != results.LateUnset {
+		return c.Late
 	}
-	return false
+	return results.LateNone
+}
+
+// quantile is column name's statistic: 1 for a max, the percentile's
+// fraction, 0 for a mean (results.Column.Quantile).
+func quantile(name string) float64 {
+	c, _ := results.Lookup(name)
+	return c.Quantile
 }
 
 // StallReach is how many of the values column name of row c summarizes
@@ -176,7 +186,8 @@ func stallMoves(name string) bool {
 // those that fell due during it, openLoopReach), a gap each in flight for
 // a gap (itl), of every gap the ok requests had.
 func StallReach(name string, c *results.Cell) (k, n float64) {
-	if name == "first_call_ms" {
+	r := rule(name)
+	if r == results.LateFirstCall {
 		return 1, 1 // one request, the first
 	}
 	n = float64(c.Completed)
@@ -184,7 +195,7 @@ func StallReach(name string, c *results.Cell) (k, n float64) {
 	if c.Rate > 0 || k <= 0 {
 		k = openLoopReach(c, n)
 	}
-	if strings.HasPrefix(name, "itl") {
+	if r == results.LateGap || r == results.LateGapRatio {
 		if t := outputTokens(c); t > 1 {
 			n *= t - 1
 		}
@@ -208,22 +219,6 @@ func openLoopReach(c *results.Cell, n float64) float64 {
 	}
 	held := (max(*c.E2ELMs, 0) + max(*c.MachineLateMaxMs, 0)) / 1000
 	return min(math.Ceil(rate*held)+1, n)
-}
-
-// columnStat is the statistic column name takes over its values: "max",
-// "percentile" (and which), or "mean".
-func columnStat(name string) (string, float64) {
-	if strings.HasSuffix(name, "_max_ms") {
-		return "max", 100
-	}
-	for _, f := range strings.Split(name, "_") {
-		if digits, ok := strings.CutPrefix(f, "p"); ok {
-			if p, err := strconv.ParseFloat(digits, 64); err == nil && p > 0 && p <= 100 {
-				return "percentile", p
-			}
-		}
-	}
-	return "mean", 0
 }
 
 // LateFor is the machine's lateness a verdict on metric of row c allows
@@ -256,10 +251,10 @@ func LateFor(metric string, c *results.Cell) float64 {
 // LateStat names the statistic of the machine's lateness LateFor takes
 // for metric: "max", "p99" or "p50".
 func LateStat(metric string) string {
-	switch {
-	case strings.HasSuffix(metric, "_max_ms") || strings.HasSuffix(metric, "_max"):
+	switch q := quantile(metric); {
+	case q == 1:
 		return "max"
-	case strings.Contains(metric, "_p9"):
+	case q >= 0.9:
 		return "p99"
 	}
 	return "p50"
@@ -297,19 +292,19 @@ func Allowance(name string, c *results.Cell, late float64) Bound {
 	if late <= 0 || c == nil {
 		return Bound{}
 	}
-	switch {
-	case strings.HasPrefix(name, "tpot"):
+	switch rule(name) {
+	case results.LateTPOT, results.LateTPOTRatio:
 		n := outputTokens(c)
 		if n > 1 {
 			return Bound{late / (n - 1), late / (n - 1)}
 		}
 		return Bound{late, late}
-	case name == "ntpot_ms":
+	case results.LateNTPOT:
 		if n := outputTokens(c); n > 0 {
 			return Bound{late / n, late / n}
 		}
 		return Bound{late, late}
-	case strings.HasPrefix(name, "itl"):
+	case results.LateGap, results.LateGapRatio:
 		if FellAmongJoined(name, c) {
 			// A late read joined the events whose gap this is: the
 			// true gap is as long as that read was late, which no
@@ -317,44 +312,31 @@ func Allowance(name string, c *results.Cell, late float64) Bound {
 			return Bound{late, math.Inf(1)}
 		}
 		return Bound{late, late}
-	case strings.Contains(name, "_sched"):
+	case results.LateSchedule:
 		return Bound{Down: 2 * late}
-	case strings.HasPrefix(name, "ttft"), strings.HasPrefix(name, "e2el"), name == "first_call_ms",
-		strings.HasPrefix(name, "send_lag"), strings.HasPrefix(name, "stamp_delay"),
-		strings.HasPrefix(name, "server_") && strings.HasSuffix(name, "_ms"):
+	case results.LateSend, results.LateFirstCall, results.LateOwn:
 		return Bound{Down: late}
-	}
-	if v, d := throughput(name, c); v > 0 && d > 0 {
-		return Bound{Up: v * late / d}
+	case results.LateThroughput, results.LatePrefill:
+		if v, d := throughput(name, c); v > 0 && d > 0 {
+			return Bound{Up: v * late / d}
+		}
 	}
 	return Bound{}
 }
 
 // throughput is the value of a throughput column of c and how long, in
-// ms, the requests it counts last; 0 for a column that is not one.
+// ms, the requests it counts last: e2el_p50_ms, or ttft_ms for a
+// prefill rate (LatePrefill); 0 for a column that is not one.
 func throughput(name string, c *results.Cell) (value, durMs float64) {
-	val := func(p *float64) float64 {
-		if p == nil {
-			return 0
-		}
-		return *p
+	col, ok := results.Lookup(name)
+	if !ok || col.Late != results.LateThroughput && col.Late != results.LatePrefill {
+		return 0, 0
 	}
-	e2el := val(c.E2ELP50Ms)
-	switch name {
-	case "prefill_tok_s":
-		return val(c.PrefillTokS), val(c.TTFTMs)
-	case "decode_tok_s":
-		return val(c.DecodeTokS), e2el
-	case "output_tok_s":
-		return val(c.OutputTokS), e2el
-	case "total_tok_s":
-		return val(c.TotalTokS), e2el
-	case "req_s":
-		return val(c.ReqS), e2el
-	case "goodput":
-		return val(c.Goodput), e2el
+	d := c.E2ELP50Ms
+	if col.Late == results.LatePrefill {
+		d = c.TTFTMs
 	}
-	return 0, 0
+	return results.ValueOr(col.Float(c), 0), results.ValueOr(d, 0)
 }
 
 // FellAmongJoined says whether the gap percentile column name of row c
@@ -380,21 +362,11 @@ func FellAmongJoined(name string, c *results.Cell) bool {
 // gapPercentile is the percentile an itl percentile column reads
 // (itl_p50_ms: 50, itl_tok_p99_ms: 99); false for any other column.
 func gapPercentile(name string) (float64, bool) {
-	rest, ok := strings.CutPrefix(name, "itl_")
-	if !ok {
+	c, ok := results.Lookup(name)
+	if !ok || c.Late != results.LateGap || c.Quantile <= 0 || c.Quantile >= 1 {
 		return 0, false
 	}
-	rest = strings.TrimPrefix(rest, "tok_")
-	digits, ok := strings.CutPrefix(rest, "p")
-	if !ok {
-		return 0, false
-	}
-	digits, _, _ = strings.Cut(digits, "_")
-	p, err := strconv.ParseFloat(digits, 64)
-	if err != nil || p <= 0 || p > 100 {
-		return 0, false
-	}
-	return p, true
+	return math.Round(1000*c.Quantile) / 10, true // 0.99: 99, exactly
 }
 
 // outputTokens is the row's tokens per request: effective_osl, else osl.
@@ -429,7 +401,7 @@ func DescribeStall(name string, c *results.Cell) string {
 	}
 	k, n := StallReach(name, c)
 	what := "requests"
-	if strings.HasPrefix(name, "itl") {
+	if rule(name) == results.LateGap {
 		what = "token gaps"
 	}
 	return fmt.Sprintf(" and stood still for %.0f ms once (machine_late_max_ms), which can hold up %.0f of its %.0f %s at a time", *c.MachineLateMaxMs, k, n, what)

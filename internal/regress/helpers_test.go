@@ -22,13 +22,12 @@ func mkCell(id string, vals map[string]float64) results.Cell {
 		EngineVersion: "0.11.0", Hardware: "linux/amd64, 1× H200", Metadata: map[string]string{"quant": "fp8"},
 		Concurrency: 4, Requests: 64, Completed: 64, Status: results.StatusOK,
 	}
-	v := reflect.ValueOf(&c).Elem()
 	for name, x := range vals {
-		i, ok := cellColumns()[name]
-		if !ok {
+		col, ok := results.Lookup(name)
+		if !ok || !col.IsMetric() {
 			panic("no column " + name)
 		}
-		v.Field(i).Set(reflect.ValueOf(results.Some(x)))
+		col.Field(&c).Set(reflect.ValueOf(results.Some(x)))
 	}
 	return c
 }

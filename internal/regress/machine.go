@@ -176,7 +176,7 @@ func markLateOutliers(m Metric, xs, lates []float64, rows []*results.Cell, marks
 		if math.Abs(x/med-1) <= tol {
 			continue
 		}
-		if strings.HasPrefix(m.Name, "itl") && joinedMostly(rows[i]) {
+		if col, _ := results.Lookup(m.Name); col.Late == results.LateGap && joinedMostly(rows[i]) {
 			// Most of its gaps were a late read's (token events joined
 			// in one read read 0), not the server's.
 			marks[i], why[i] = true, ReasonEventsJoined

@@ -3,9 +3,6 @@ package results
 import (
 	"fmt"
 	"math"
-	"reflect"
-	"strings"
-	"sync"
 )
 
 // Some returns a pointer to v: a measured value of a nullable column.
@@ -36,104 +33,38 @@ func Finite(v float64) *float64 {
 	return &v
 }
 
-// Column is one column of the cells table, as every output names it.
-type Column struct {
-	Name     string       // Parquet, CSV and JSON name
-	Expr     string       // its name in assertions ("" when expressions cannot read it)
-	Index    int          // the Cell field's index (reflect)
-	Type     reflect.Type // the field's Go type
-	Nullable bool         // a metric a cell can fail to measure (a pointer field)
-}
-
-// floatMetric is the type of a metric column: a float a cell can fail to
-// measure.
-var floatMetric = reflect.TypeFor[*float64]()
-
-// IsMetric says whether the column is a nullable float: a metric, which
-// assertions, baselines and searches read.
-func (c Column) IsMetric() bool { return c.Type == floatMetric }
-
-// Columns lists the cells table's columns in column order: the one walk
-// over Cell's tags that sinks, kinds and assertions share.
-var Columns = sync.OnceValue(func() []Column {
-	t := reflect.TypeOf(Cell{})
-	out := make([]Column, 0, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("parquet"), ",")
-		expr := f.Tag.Get("expr")
-		if expr == "-" {
-			expr = ""
-		}
-		out = append(out, Column{Name: name, Expr: expr, Index: i, Type: f.Type, Nullable: f.Type.Kind() == reflect.Pointer})
-	}
-	return out
-})
-
-// ColumnNames lists the cells table's column names in column order.
-var ColumnNames = sync.OnceValue(func() []string {
-	out := make([]string, 0, len(Columns()))
-	for _, c := range Columns() {
-		out = append(out, c.Name)
-	}
-	return out
-})
-
 // WhyNull says in words why a null column of the cell row was not
 // measured: "every request failed", "no c=1 row of this cell measured
 // output throughput to compare with", ...
 func WhyNull(c Cell, column string) string {
-	if why := ownNullReason(&c, column); why != "" {
-		return why
+	if col, ok := Lookup(column); ok && col.why != nil {
+		if why := col.why(&c, column); why != "" {
+			return why
+		}
 	}
 	if why := noneMeasured(&c); why != "" {
 		return why
-	}
-	switch {
-	case strings.HasPrefix(column, "tpot"):
-		return "no completed request had more than one output token"
-	case strings.HasPrefix(column, "itl"):
-		return "no completed request had two token events"
 	}
 	return "no sample"
 }
 
 // nullReason says why a column with a reason of its own was not
-// measured; "" leaves it to the reasons every metric shares.
+// measured; "" leaves it to the reasons every metric shares. Each
+// column's is its catalogue entry's.
 type nullReason func(c *Cell, column string) string
 
-// nullReasons are the columns with reasons of their own, by name.
-var nullReasons = map[string]nullReason{
-	"speedup_vs_c1":                whyNoC1,
-	"batching_efficiency":          whyNoC1,
-	"cost_usd":                     whyNoPrice,
-	"tokens_per_dollar":            whyNoPrice,
-	"max_model_len":                whyNoContextLength,
-	"client_cpu_util":              whyNoOwnCPU,
-	"events_joined_pct":            whyNotKernelStamped,
-	"client_cpu_wait_ms":           whyNoSchedstat,
-	"server_cpu_wait_ms":           whyNoSchedstat,
-	"first_call_ms":                whyNoFirstCall,
-	"sent_req_s":                   whyNoSendRate,
-	"turns":                        whyNoTurn,
-	"think_time_ms":                whyNoTurn,
-	"ttft_turn1_p50_ms":            whyNoTurn,
-	"ttft_later_turns_p50_ms":      whyNoTurn,
-	"cached_tokens":                whyNoCache,
-	"prefix_cache_hit_rate":        whyNoCache,
-	"server_prefix_cache_hit_rate": whyNoCache,
+func whyNoTPOT(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "no completed request had more than one output token"
 }
 
-// ownNullReason is column's reason of its own ("" for none): by name,
-// or the machine probe's for its machine_ columns.
-func ownNullReason(c *Cell, column string) string {
-	if why := nullReasons[column]; why != nil {
-		return why(c, column)
+func whyNoGap(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
 	}
-	if strings.HasPrefix(column, "machine_") {
-		return whyNoMachineProbe(c, column)
-	}
-	return ""
+	return "no completed request had two token events"
 }
 
 // noneMeasured is why a cell measured nothing at all ("" when it did).

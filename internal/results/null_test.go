@@ -24,7 +24,7 @@ func TestWhyNull(t *testing.T) {
 		{"price, never ran", Cell{}, "tokens_per_dollar", "no request was sent"},
 		{"server wait", ran, "server_cpu_wait_ms", "the server was not launched by this run, or the kernel keeps no scheduler statistics (/proc/PID/task/*/schedstat)"},
 		{"psi", ran, "machine_cpu_pressure_pct", "the kernel does not report CPU pressure (/proc/pressure/cpu: Linux with PSI)"},
-		{"machine", Cell{}, "machine_steal_pct", "the machine probe did not run during the cell (telemetry.machine off, or it could not start: see the notes)"},
+		{"machine", Cell{}, "machine_late_p99_ms", "the machine probe did not run during the cell (telemetry.machine off, or it could not start: see the notes)"},
 		{"first call", failed, "first_call_ms", "the cell's first request failed"},
 		{"one sent", Cell{Requests: 1, Status: StatusError}, "sent_req_s", "fewer than two requests were sent"},
 		// Two sent: no reason of its own, the shared ones say why.
