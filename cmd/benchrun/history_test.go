@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,35 +255,5 @@ func TestHistoryMarksRegressedNights(t *testing.T) {
 	}
 	if n := strings.Count(html, `<circle class="mark"`); n != 1 {
 		t.Errorf("%d change-point rings, want 1", n)
-	}
-}
-
-// TestCSVTextIsNotAFormula: compare's and history's CSV keep server text
-// (an engine version "=HYPERLINK(…)", a plan or metadata value) from
-// reading as a spreadsheet formula, as the csv sink does; numbers keep
-// their sign.
-func TestCSVTextIsNotAFormula(t *testing.T) {
-	key := regress.Key{CellID: "sweep/16:8/c1", Plan: "p", Engine: "+sim", EngineVersion: `=HYPERLINK("http://x","y")`, Hardware: "@cpu", Metadata: `{"gpu":"-h100"}`}
-	ms, err := regress.SelectMetrics([]string{"ttft_p50_ms"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := historyData{Series: []regress.Series{{Key: key, CellID: key.CellID, Metric: ms[0],
-		Points: []regress.Point{{RunID: "-run", At: time.Unix(0, 0), Value: -1.5}}}}}
-	var b strings.Builder
-	if err := writeHistoryCSV(&b, h); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
-	if err != nil || len(rows) != 2 {
-		t.Fatalf("rows %v, %v", rows, err)
-	}
-	for i, f := range rows[1] {
-		if f != "" && strings.ContainsRune("=+@", rune(f[0])) || strings.HasPrefix(f, "-") && f != "-1.5" {
-			t.Errorf("column %s: %q reads as a formula", rows[0][i], f)
-		}
-	}
-	if !slices.Contains(rows[1], `'=HYPERLINK("http://x","y")`) || !slices.Contains(rows[1], "-1.5") {
-		t.Errorf("row %q: want the version neutralised and the value's sign kept", rows[1])
 	}
 }

@@ -1,11 +1,15 @@
-package main
+// Package compare renders `benchrun compare` and `benchrun history`:
+// the runs an argument names, paired into comparisons; their verdicts as
+// text, markdown, CSV, JSON or HTML tables; the page that draws the
+// variants against each other (page.go); and the history of each cell's
+// metrics over many runs (history.go). The statistics are
+// internal/regress's; the command line and the exit codes are the CLI's.
+package compare
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"html"
 	"io"
@@ -20,104 +24,33 @@ import (
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/safetext"
-	"github.com/benchrun/benchrun/pipeline"
 )
 
-const compareUsage = `usage: benchrun compare OLD NEW [flags]
-       benchrun compare BASELINE VARIANT... [flags]
-       benchrun compare --by KEY RUNS... [flags]
-
-OLD and NEW are each a run directory, a glob of run directories (quote it),
-or a folder of runs; several runs a side pool as repeats. Given three or
-more, each is a variant (engines, quants, versions), the first the
-baseline that every other is compared against, labelled by its run
-directory's or folder's name. Cells are compared when they match on plan,
-stage, cell id, endpoint, model digest, engine and version, hardware and
-metadata (--ignore lets parts differ). --by KEY compares the variants of a
-metadata key within the runs given (the first value seen is the baseline),
-or of a column: engine (with what differs with it: its version, a
-metadata key engine, and the plan's name where each engine's runs are of
-a plan of its own), engine_version, model, model_digest, hardware or
-plan; the values label the variants. When no cell matches, compare names
-every part in which the nearest cells differ and the --ignore that lets
-them all differ. --html FILE also writes one self-contained page: per
-stage and shape, each variant's latency against throughput across its
-load levels (the Pareto front ringed), TTFT and ITL per load level, and
-the verdicts beside them. A
-change the machine's own lateness could explain (one side's machine ran
-tasks later than the other's, measured in each run) is inconclusive, not
-regressed. Exit 1 when any metric regressed, 5 when none did but one was
-inconclusive and --inconclusive is fail, 0 otherwise, 2 on bad arguments
-or when no cell matches.
-`
-
-// compareFlags are compare's and history's shared options.
-type compareFlags struct {
-	format     string
-	metrics    string
-	ignore     string
-	by         string
-	correction string
-	html       string
-	alpha      float64
-	seed       uint64
-	resamples  int
+// Args are the options of `benchrun compare` that shape the comparison
+// (the output's format and files are the command's own).
+type Args struct {
+	Metrics    string // comma-separated metric names; "" is regress's defaults
+	Ignore     string // comma-separated cell-key parts that may differ
+	By         string // a metadata key or column whose values are the variants
+	Correction string
+	Alpha      float64
+	Seed       uint64
+	Resamples  int
 }
 
-// runCompare is `benchrun compare`: a benchstat-like table of each
-// matching cell's metrics, old against new (internal/regress).
-func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf compareFlags
-	fs.StringVar(&cf.format, "format", "text", "output format: text, markdown, csv, json or html (one self-contained page)")
-	fs.StringVar(&cf.metrics, "metric", "", "metrics to compare, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
-	fs.StringVar(&cf.ignore, "ignore", "", "cell-key parts that may differ, comma-separated: plan, stage, endpoint, model_digest, engine, engine_version, hardware, metadata, or a metadata key (metadata.KEY where KEY is also a part's name, e.g. metadata.engine)")
-	fs.StringVar(&cf.by, "by", "", "compare the variants of this metadata key within the runs given (e.g. quant), or of a column: engine, engine_version, model, model_digest, hardware or plan (metadata.KEY for a metadata key of a column's name)")
-	fs.StringVar(&cf.html, "html", "", "also write a self-contained HTML page to this file: each variant's latency-throughput curves (the Pareto front ringed), TTFT and ITL per load level, and the verdicts")
-	fs.StringVar(&cf.correction, "correction", "bh", "multiple-comparison correction over every cell × metric: bh (Benjamini–Hochberg), holm or none")
-	fs.Float64Var(&cf.alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
-	fs.Uint64Var(&cf.seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
-	fs.IntVar(&cf.resamples, "resamples", 1000, "bootstrap resamples")
-	inconclusive := fs.String("inconclusive", pipeline.InconclusiveTolerate, "what a change the machine's own lateness could explain does to the exit code: tolerate (exit 0 when nothing regressed) or fail (exit 5)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, compareUsage, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
-		}
-		return pipeline.ExitInvalid
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "benchrun compare: "+format+"\n", a...)
-		return pipeline.ExitInvalid
-	}
-	switch {
-	case cf.by == "" && len(pos) < 2:
-		fs.Usage()
-		return pipeline.ExitInvalid
-	case cf.by != "" && len(pos) == 0:
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	if !cmpValidFormat(cf.format) {
-		return bad("--format %q: give text, markdown, csv, json or html", cf.format)
-	}
-	if *inconclusive != pipeline.InconclusiveTolerate && *inconclusive != pipeline.InconclusiveFail {
-		return bad("--inconclusive %q: give tolerate or fail", *inconclusive)
-	}
-	o, err := cf.options()
-	if err != nil {
-		return bad("%v", err)
-	}
-	sides, comps, code := cmpSides(cf, pos, stderr)
-	if code != 0 {
-		return code
-	}
-	matched := false
+// ArgError is a failure of the arguments given (exit 2), not of reading
+// the runs they name.
+type ArgError struct{ Err error }
+
+func (e *ArgError) Error() string { return e.Err.Error() }
+func (e *ArgError) Unwrap() error { return e.Err }
+
+func argErrorf(format string, a ...any) error { return &ArgError{fmt.Errorf(format, a...)} }
+
+// Compare runs each comparison: its old runs against its new ones under
+// o, letting differ the key parts it lets differ beyond o's. matched
+// says whether any cell of any comparison found its counterpart.
+func Compare(comps []Comparison, o regress.Options) (matched bool) {
 	for i := range comps {
 		oc := o
 		oc.Ignore = append(slices.Clone(o.Ignore), comps[i].Ignore...)
@@ -126,48 +59,37 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			matched = true
 		}
 	}
-	if err := cmpWrite(stdout, cf.format, comps); err != nil {
-		fmt.Fprintf(stderr, "benchrun compare: writing: %v\n", err)
-		return pipeline.ExitInfra
-	}
-	if cf.html != "" {
-		if err := cmpWritePageFile(cf.html, cmpPage{By: cf.by, Sides: sides, Comps: comps, Options: o}); err != nil {
-			fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
-			return pipeline.ExitInfra
-		}
-	}
-	if !matched {
-		why, hint := "no cell matches", ""
-		for _, c := range comps {
-			if c.Report.NoMatch != "" {
-				why, hint = c.Report.NoMatch, cmpNoMatchHint(c.Report, o.Ignore)
-				break
-			}
-		}
-		fmt.Fprintf(stderr, "benchrun compare: %s%s\n", why, hint)
-		return pipeline.ExitInvalid
-	}
-	inconclusives := 0
-	for _, c := range comps {
-		if n := c.Report.Count(regress.Regressed); n > 0 {
-			return pipeline.ExitAssertion
-		}
-		inconclusives += c.Report.Count(regress.Inconclusive)
-	}
-	if inconclusives > 0 && *inconclusive == pipeline.InconclusiveFail {
-		return pipeline.ExitInconclusive
-	}
-	return pipeline.ExitOK
+	return matched
 }
 
-// cmpNoMatchHint is the flag that makes the nearest pair of cells of a
+// NoMatch says why no cell matched, with the --ignore that would let the
+// nearest cells match (NoMatchHint) beside the parts already ignored.
+func NoMatch(comps []Comparison, ignored []string) string {
+	for _, c := range comps {
+		if c.Report.NoMatch != "" {
+			return c.Report.NoMatch + NoMatchHint(c.Report, ignored)
+		}
+	}
+	return "no cell matches"
+}
+
+// Count is how many verdicts of the comparisons have the outcome.
+func Count(comps []Comparison, o regress.Outcome) int {
+	n := 0
+	for _, c := range comps {
+		n += c.Report.Count(o)
+	}
+	return n
+}
+
+// NoMatchHint is the flag that makes the nearest pair of cells of a
 // report without a match comparable: every part in which they differ,
 // named at once beside the parts already ignored (given), so the next
 // try is the last one (naming one part at a time took one try per part
 // for two engines' runs: plan, engine, engine_version, metadata.engine).
 // It is "" when the nearest cells are other cells (their cell ids
 // differ): no flag makes those one measurement.
-func cmpNoMatchHint(rep *regress.Report, given []string) string {
+func NoMatchHint(rep *regress.Report, given []string) string {
 	isCellID := func(d regress.FieldDiff) bool { return d.Field == "cell_id" }
 	// The pair Explain words the message from: the fewest differing
 	// parts, another cell id counting as far.
@@ -203,25 +125,27 @@ func cmpNoMatchHint(rep *regress.Report, given []string) string {
 	return fmt.Sprintf(" (--ignore %s compares them anyway)", strings.Join(names, ","))
 }
 
-func (cf compareFlags) options() (regress.Options, error) {
+// Options are the regress options the arguments ask for; an error names
+// the flag at fault.
+func (cf Args) Options() (regress.Options, error) {
 	var o regress.Options
-	if cf.metrics != "" {
-		ms, err := regress.SelectMetrics(strings.Split(cf.metrics, ","))
+	if cf.Metrics != "" {
+		ms, err := regress.SelectMetrics(strings.Split(cf.Metrics, ","))
 		if err != nil {
 			return o, fmt.Errorf("--metric: %w", err)
 		}
 		o.Metrics = ms
 	}
-	c, ok := regress.ParseCorrection(cf.correction)
+	c, ok := regress.ParseCorrection(cf.Correction)
 	if !ok {
-		return o, fmt.Errorf("--correction %q: give bh, holm or none", cf.correction)
+		return o, fmt.Errorf("--correction %q: give bh, holm or none", cf.Correction)
 	}
 	o.Correction = c
-	if !(cf.alpha > 0 && cf.alpha < 1) {
-		return o, fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", cf.alpha)
+	if !(cf.Alpha > 0 && cf.Alpha < 1) {
+		return o, fmt.Errorf("--alpha %v: give a level between 0 and 1, such as 0.05", cf.Alpha)
 	}
-	o.Alpha, o.Seed, o.Resamples = cf.alpha, cf.seed, cf.resamples
-	for _, f := range strings.Split(cf.ignore, ",") {
+	o.Alpha, o.Seed, o.Resamples = cf.Alpha, cf.Seed, cf.Resamples
+	for _, f := range strings.Split(cf.Ignore, ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			o.Ignore = append(o.Ignore, f)
 		}
@@ -229,85 +153,81 @@ func (cf compareFlags) options() (regress.Options, error) {
 	return o, nil
 }
 
-// cmpSide is one variant: its label and its runs.
-type cmpSide struct {
+// Side is one variant: its label and its runs.
+type Side struct {
 	Label string
 	Runs  []*regress.Run
 }
 
-// cmpSides loads the runs the arguments name and pairs them: OLD against
+// Load loads the runs the arguments name and pairs them: OLD against
 // NEW; each variant against the first (the baseline); or, with --by, each
 // value of the key against the first value seen. sides are the variants
-// as the page draws them, labelled. A code other than 0 is the exit code
-// of a failure, said on stderr.
-func cmpSides(cf compareFlags, pos []string, stderr io.Writer) (sides []cmpSide, comps []cmpComparison, code int) {
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "benchrun compare: "+format+"\n", a...)
-		return pipeline.ExitInvalid
-	}
-	load := func(args []string) ([]*regress.Run, int) {
+// as the page draws them, labelled. What it notes for people (a folder's
+// runs pooled, plans compared across) goes to stderr; an *ArgError is the
+// arguments' fault, any other error the runs'.
+func Load(by string, pos []string, stderr io.Writer) (sides []Side, comps []Comparison, err error) {
+	load := func(args []string) ([]*regress.Run, error) {
 		var runs []*regress.Run
 		for _, a := range args {
-			dirs, err := cmpResolveRuns(a, stderr)
+			dirs, err := resolveRuns(a, stderr)
 			if err != nil {
-				return nil, bad("%v", err)
+				return nil, &ArgError{err}
 			}
 			for _, d := range dirs {
 				r, err := regress.Load(d, true)
 				if err != nil {
-					fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
-					return nil, pipeline.ExitInfra
+					return nil, err
 				}
 				runs = append(runs, r)
 			}
 		}
-		return runs, 0
+		return runs, nil
 	}
-	if cf.by != "" {
-		runs, code := load(pos)
-		if code != 0 {
-			return nil, nil, code
+	if by != "" {
+		runs, err := load(pos)
+		if err != nil {
+			return nil, nil, err
 		}
-		values, variants := regress.SplitBy(runs, cf.by)
+		values, variants := regress.SplitBy(runs, by)
 		if len(values) < 2 {
-			return nil, nil, bad("--by %s: the runs given have %d value of %s (%s); give runs of at least two variants", cf.by, len(values), cf.by, strings.Join(cmpQuoteAll(values), ", "))
+			return nil, nil, argErrorf("--by %s: the runs given have %d value of %s (%s); give runs of at least two variants", by, len(values), by, strings.Join(quoteAll(values), ", "))
 		}
 		for _, v := range values {
-			sides = append(sides, cmpSide{Label: cmpOrNone(v), Runs: variants[v]})
+			sides = append(sides, Side{Label: orNone(v), Runs: variants[v]})
 		}
 		for _, v := range values[1:] {
-			c := cmpComparison{
-				Title: fmt.Sprintf("%s: %s → %s", cf.by, cmpOrNone(values[0]), cmpOrNone(v)),
-				Old:   variants[values[0]], New: variants[v], By: cf.by, Baseline: values[0], Variant: v,
+			c := Comparison{
+				Title: fmt.Sprintf("%s: %s → %s", by, orNone(values[0]), orNone(v)),
+				Old:   variants[values[0]], New: variants[v], By: by, Baseline: values[0], Variant: v,
 			}
-			if cf.by == "engine" {
-				c.Ignore = cmpEngineIgnores(c, stderr)
+			if by == "engine" {
+				c.Ignore = engineIgnores(c, stderr)
 			}
 			comps = append(comps, c)
 		}
-		return sides, comps, 0
+		return sides, comps, nil
 	}
-	labels := cmpArgLabels(pos)
+	labels := argLabels(pos)
 	for i, a := range pos {
-		runs, code := load([]string{a})
-		if code != 0 {
-			return nil, nil, code
+		runs, err := load([]string{a})
+		if err != nil {
+			return nil, nil, err
 		}
-		sides = append(sides, cmpSide{Label: labels[i], Runs: runs})
+		sides = append(sides, Side{Label: labels[i], Runs: runs})
 	}
 	if len(sides) == 2 {
-		return sides, []cmpComparison{{Old: sides[0].Runs, New: sides[1].Runs}}, 0
+		return sides, []Comparison{{Old: sides[0].Runs, New: sides[1].Runs}}, nil
 	}
 	for _, s := range sides[1:] {
-		comps = append(comps, cmpComparison{
+		comps = append(comps, Comparison{
 			Title: fmt.Sprintf("%s → %s", sides[0].Label, s.Label),
 			Old:   sides[0].Runs, New: s.Runs, Baseline: sides[0].Label, Variant: s.Label,
 		})
 	}
-	return sides, comps, 0
+	return sides, comps, nil
 }
 
-// cmpEngineIgnores is what else necessarily differs between two engines'
+// engineIgnores is what else necessarily differs between two engines'
 // runs, which --by engine lets differ beside the engine and its version
 // (regress.SplitBy): a metadata key `engine` (plans label their rows
 // with the engine they serve) and, when each side's runs are of one plan
@@ -316,19 +236,19 @@ func cmpSides(cf compareFlags, pos []string, stderr io.Writer) (sides []cmpSide,
 // Where the plans are shared (plan x and y run on both engines) the name
 // stays in the key, so that x is compared with x. A plan ignored is said
 // on stderr: the cells compared then come from two plans.
-func cmpEngineIgnores(c cmpComparison, stderr io.Writer) []string {
+func engineIgnores(c Comparison, stderr io.Writer) []string {
 	ignore := []string{"metadata.engine"}
-	oldPlans, newPlans := cmpPlans(c.Old), cmpPlans(c.New)
+	oldPlans, newPlans := planNames(c.Old), planNames(c.New)
 	if len(oldPlans) == 1 && len(newPlans) == 1 && oldPlans[0] != newPlans[0] {
 		ignore = append(ignore, "plan")
 		fmt.Fprintf(stderr, "benchrun compare: --by engine: %s's runs are of plan %s, %s's of plan %s: their cells are compared across the two plans\n",
-			cmpOrNone(c.Baseline), oldPlans[0], cmpOrNone(c.Variant), newPlans[0])
+			orNone(c.Baseline), oldPlans[0], orNone(c.Variant), newPlans[0])
 	}
 	return ignore
 }
 
-// cmpPlans is the plan names of runs' cells, in the order first seen.
-func cmpPlans(runs []*regress.Run) []string {
+// planNames is the plan names of runs' cells, in the order first seen.
+func planNames(runs []*regress.Run) []string {
 	var plans []string
 	for _, r := range runs {
 		for _, c := range r.Cells {
@@ -340,19 +260,19 @@ func cmpPlans(runs []*regress.Run) []string {
 	return plans
 }
 
-// cmpArgLabels names each argument's variant: the name of its run
+// argLabels names each argument's variant: the name of its run
 // directory (less the hive's "run=") or folder, or of the folder a glob
 // lies under. Where two names are alike, the arguments themselves are the
 // labels, numbered where those are alike too.
-func cmpArgLabels(args []string) []string {
+func argLabels(args []string) []string {
 	labels := make([]string, len(args))
 	for i, a := range args {
-		labels[i] = cmpArgLabel(a)
+		labels[i] = argLabel(a)
 	}
-	if !cmpUnique(labels) {
+	if !unique(labels) {
 		copy(labels, args)
 	}
-	if !cmpUnique(labels) {
+	if !unique(labels) {
 		for i := range labels {
 			labels[i] = fmt.Sprintf("%s #%d", labels[i], i+1)
 		}
@@ -360,7 +280,7 @@ func cmpArgLabels(args []string) []string {
 	return labels
 }
 
-func cmpArgLabel(arg string) string {
+func argLabel(arg string) string {
 	p := filepath.ToSlash(arg)
 	if i := strings.IndexAny(p, "*?["); i >= 0 {
 		j := strings.LastIndex(p[:i], "/")
@@ -379,7 +299,7 @@ func cmpArgLabel(arg string) string {
 	return base
 }
 
-func cmpUnique(xs []string) bool {
+func unique(xs []string) bool {
 	seen := map[string]bool{}
 	for _, x := range xs {
 		if seen[x] {
@@ -390,7 +310,7 @@ func cmpUnique(xs []string) bool {
 	return true
 }
 
-func cmpValidFormat(f string) bool {
+func ValidFormat(f string) bool {
 	switch f {
 	case "text", "markdown", "md", "csv", "json", "html":
 		return true
@@ -398,10 +318,10 @@ func cmpValidFormat(f string) bool {
 	return false
 }
 
-// cmpResolveRuns turns one OLD/NEW argument into run directories: a run
+// resolveRuns turns one OLD/NEW argument into run directories: a run
 // directory, a glob of them (matches that are no run are left out), or a
 // folder of runs (every run under it, said on stderr).
-func cmpResolveRuns(arg string, stderr io.Writer) ([]string, error) {
+func resolveRuns(arg string, stderr io.Writer) ([]string, error) {
 	if strings.ContainsAny(arg, "*?[") {
 		matches, err := filepath.Glob(arg)
 		if err != nil {
@@ -438,9 +358,9 @@ func cmpResolveRuns(arg string, stderr io.Writer) ([]string, error) {
 	return nil, err
 }
 
-// cmpComparison is one table set: old against new (or a variant against the
+// Comparison is one table set: old against new (or a variant against the
 // baseline variant).
-type cmpComparison struct {
+type Comparison struct {
 	Title    string
 	Old, New []*regress.Run
 	By       string
@@ -452,14 +372,14 @@ type cmpComparison struct {
 	Report *regress.Report
 }
 
-func cmpOrNone(s string) string {
+func orNone(s string) string {
 	if s == "" {
 		return "(none)"
 	}
 	return s
 }
 
-func cmpQuoteAll(xs []string) []string {
+func quoteAll(xs []string) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = strconv.Quote(x)
@@ -467,32 +387,32 @@ func cmpQuoteAll(xs []string) []string {
 	return out
 }
 
-func cmpWrite(w io.Writer, format string, comps []cmpComparison) error {
+func Write(w io.Writer, format string, comps []Comparison) error {
 	switch format {
 	case "json":
-		return cmpWriteJSON(w, comps)
+		return writeJSON(w, comps)
 	case "csv":
-		return cmpWriteCSV(w, comps)
+		return writeCSV(w, comps)
 	case "html":
-		return cmpWriteHTML(w, comps)
+		return writeHTML(w, comps)
 	case "markdown", "md":
-		return cmpWriteText(w, comps, true)
+		return writeText(w, comps, true)
 	}
-	return cmpWriteText(w, comps, false)
+	return writeText(w, comps, false)
 }
 
 // Cells of the tables, as text.
 
-func cmpNum(x float64) string {
+func fmtNum(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "–"
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
-// cmpChange is the change column: the percent change when decided, ~
+// fmtChange is the change column: the percent change when decided, ~
 // when not (benchstat's mark), ? when there is no reference.
-func cmpChange(v regress.Verdict) string {
+func fmtChange(v regress.Verdict) string {
 	switch {
 	case math.IsNaN(v.Change):
 		return "?"
@@ -502,28 +422,28 @@ func cmpChange(v regress.Verdict) string {
 	return fmt.Sprintf("%+.2f%%", 100*v.Change)
 }
 
-func cmpInterval(v regress.Verdict) string {
+func fmtInterval(v regress.Verdict) string {
 	if math.IsNaN(v.Low) || math.IsNaN(v.High) {
 		return "–"
 	}
 	if v.Ratio {
 		return fmt.Sprintf("[%.3f, %.3f]", v.Low, v.High)
 	}
-	return fmt.Sprintf("[%s, %s]", cmpNum(v.Low), cmpNum(v.High))
+	return fmt.Sprintf("[%s, %s]", fmtNum(v.Low), fmtNum(v.High))
 }
 
-// cmpP is the p column: the p-value the verdict was gated on, after the
+// fmtP is the p column: the p-value the verdict was gated on, after the
 // family's correction (a verdict and its column never disagree: changed
 // means p ≤ alpha here). The Mann–Whitney p of the request samples, shown
 // but not gated on, is in the CSV and JSON (mwu_p).
-func cmpP(v regress.Verdict) string {
+func fmtP(v regress.Verdict) string {
 	if math.IsNaN(v.PAdjusted) {
 		return "–"
 	}
 	return fmt.Sprintf("p=%.3f", v.PAdjusted)
 }
 
-func cmpVerdict(v regress.Verdict) string {
+func fmtVerdict(v regress.Verdict) string {
 	s := string(v.Outcome)
 	if v.Reason != "" {
 		s += ": " + v.Reason
@@ -531,7 +451,7 @@ func cmpVerdict(v regress.Verdict) string {
 	return s
 }
 
-func cmpRunList(runs []string) string {
+func runList(runs []string) string {
 	switch len(runs) {
 	case 0:
 		return "no runs"
@@ -543,8 +463,8 @@ func cmpRunList(runs []string) string {
 	return fmt.Sprintf("%d runs (%s … %s)", len(runs), runs[0], runs[len(runs)-1])
 }
 
-// cmpByCell groups a report's verdicts by cell key, in order.
-func cmpByCell(rep *regress.Report) ([]regress.Key, map[regress.Key][]regress.Verdict) {
+// byCell groups a report's verdicts by cell key, in order.
+func byCell(rep *regress.Report) ([]regress.Key, map[regress.Key][]regress.Verdict) {
 	var keys []regress.Key
 	m := map[regress.Key][]regress.Verdict{}
 	for _, v := range rep.Verdicts {
@@ -556,12 +476,12 @@ func cmpByCell(rep *regress.Report) ([]regress.Key, map[regress.Key][]regress.Ve
 	return keys, m
 }
 
-func cmpMethodLine(rep *regress.Report) string {
+func methodLine(rep *regress.Report) string {
 	return fmt.Sprintf("%.0f%% intervals of new/old; a change counts past each metric's threshold and floor, after %s over %d comparisons (α = %g); ~ = not decided",
 		100*(1-rep.Alpha), rep.Correction, rep.Comparisons, rep.Alpha)
 }
 
-func cmpUnmatchedLine(side, other string, u regress.Unmatched) string {
+func unmatchedLine(side, other string, u regress.Unmatched) string {
 	s := fmt.Sprintf("only in %s: %s", side, u.Key)
 	if u.Nearest != nil && len(u.Diffs) > 0 {
 		var ds []string
@@ -573,7 +493,7 @@ func cmpUnmatchedLine(side, other string, u regress.Unmatched) string {
 	return s
 }
 
-func cmpTotals(rep *regress.Report) string {
+func totals(rep *regress.Report) string {
 	s := fmt.Sprintf("%d regressed, %d improved, %d same, %d unknown",
 		rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), rep.Count(regress.Unknown))
 	if n := rep.Count(regress.Inconclusive); n > 0 {
@@ -582,7 +502,7 @@ func cmpTotals(rep *regress.Report) string {
 	return s
 }
 
-func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
+func writeText(w io.Writer, comps []Comparison, markdown bool) error {
 	var b strings.Builder
 	for ci, c := range comps {
 		rep := c.Report
@@ -594,19 +514,19 @@ func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
 			if title == "" {
 				title = "benchrun compare"
 			}
-			fmt.Fprintf(&b, "## %s\n\nold: %s · new: %s\n\n%s\n", title, cmpRunList(rep.RunsOld), cmpRunList(rep.RunsNew), cmpMethodLine(rep))
+			fmt.Fprintf(&b, "## %s\n\nold: %s · new: %s\n\n%s\n", title, runList(rep.RunsOld), runList(rep.RunsNew), methodLine(rep))
 		} else {
 			if c.Title != "" {
 				fmt.Fprintf(&b, "%s\n", c.Title)
 			}
-			fmt.Fprintf(&b, "old: %s\nnew: %s\n%s\n", cmpRunList(rep.RunsOld), cmpRunList(rep.RunsNew), cmpMethodLine(rep))
+			fmt.Fprintf(&b, "old: %s\nnew: %s\n%s\n", runList(rep.RunsOld), runList(rep.RunsNew), methodLine(rep))
 		}
-		keys, cells := cmpByCell(rep)
+		keys, cells := byCell(rep)
 		for _, k := range keys {
 			if markdown {
-				fmt.Fprintf(&b, "\n### %s\n\n%s\n\n| metric | old | new | change | interval | p | n | verdict |\n| --- | ---: | ---: | ---: | --- | --- | --- | --- |\n", k.CellID, cmpMDEsc(k.String()))
+				fmt.Fprintf(&b, "\n### %s\n\n%s\n\n| metric | old | new | change | interval | p | n | verdict |\n| --- | ---: | ---: | ---: | --- | --- | --- | --- |\n", k.CellID, mdEscape(k.String()))
 				for _, v := range cells[k] {
-					fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d+%d | %s |\n", v.Metric, cmpNum(v.Old), cmpNum(v.New), cmpChange(v), cmpInterval(v), cmpP(v), v.N, v.NNew, cmpMDEsc(cmpVerdict(v)))
+					fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d+%d | %s |\n", v.Metric, fmtNum(v.Old), fmtNum(v.New), fmtChange(v), fmtInterval(v), fmtP(v), v.N, v.NNew, mdEscape(fmtVerdict(v)))
 				}
 				continue
 			}
@@ -614,7 +534,7 @@ func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
 			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  metric\told\tnew\tchange\tinterval\tp\tn\tverdict")
 			for _, v := range cells[k] {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d+%d\t%s\n", v.Metric, cmpNum(v.Old), cmpNum(v.New), cmpChange(v), cmpInterval(v), cmpP(v), v.N, v.NNew, cmpVerdict(v))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d+%d\t%s\n", v.Metric, fmtNum(v.Old), fmtNum(v.New), fmtChange(v), fmtInterval(v), fmtP(v), v.N, v.NNew, fmtVerdict(v))
 			}
 			tw.Flush()
 		}
@@ -622,23 +542,23 @@ func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
 			if markdown {
 				b.WriteString("\n### geomean\n\n| metric | cells | old | new | change |\n| --- | ---: | ---: | ---: | ---: |\n")
 				for _, s := range rep.Summaries {
-					fmt.Fprintf(&b, "| %s | %d | %s | %s | %+.2f%% |\n", s.Metric, s.Cells, cmpNum(s.Old), cmpNum(s.New), 100*s.Change)
+					fmt.Fprintf(&b, "| %s | %d | %s | %s | %+.2f%% |\n", s.Metric, s.Cells, fmtNum(s.Old), fmtNum(s.New), 100*s.Change)
 				}
 			} else {
 				b.WriteString("\ngeomean\n")
 				tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 				for _, s := range rep.Summaries {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%+.2f%%\t(%s)\n", s.Metric, cmpNum(s.Old), cmpNum(s.New), 100*s.Change, cmpPlural(s.Cells, "cell"))
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%+.2f%%\t(%s)\n", s.Metric, fmtNum(s.Old), fmtNum(s.New), 100*s.Change, plural(s.Cells, "cell"))
 				}
 				tw.Flush()
 			}
 		}
 		var notes []string
 		for _, u := range rep.OnlyOld {
-			notes = append(notes, cmpUnmatchedLine("old", "new", u))
+			notes = append(notes, unmatchedLine("old", "new", u))
 		}
 		for _, u := range rep.OnlyNew {
-			notes = append(notes, cmpUnmatchedLine("new", "old", u))
+			notes = append(notes, unmatchedLine("new", "old", u))
 		}
 		if rep.NoMatch != "" {
 			notes = append(notes, rep.NoMatch)
@@ -653,11 +573,11 @@ func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
 		if e := regress.DescribeExcluded(rep.Excluded); e != "" {
 			notes = append(notes, "excluded: "+e)
 		}
-		notes = append(notes, cmpTotals(rep))
+		notes = append(notes, totals(rep))
 		b.WriteString("\n")
 		for _, n := range notes {
 			if markdown {
-				fmt.Fprintf(&b, "- %s\n", cmpMDEsc(n))
+				fmt.Fprintf(&b, "- %s\n", mdEscape(n))
 			} else {
 				fmt.Fprintf(&b, "%s\n", n)
 			}
@@ -667,34 +587,34 @@ func cmpWriteText(w io.Writer, comps []cmpComparison, markdown bool) error {
 	return err
 }
 
-func cmpPlural(n int, what string) string {
+func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func cmpMDEsc(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// cmpCSVHeader is the compare CSV's header: one row per verdict, and one per
+// csvHeader is the compare CSV's header: one row per verdict, and one per
 // cell present on one side only (outcome "only old" / "only new").
-var cmpCSVHeader = []string{"by", "baseline", "variant", "cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata",
+var csvHeader = []string{"by", "baseline", "variant", "cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata",
 	"metric", "unit", "better", "method", "old", "new", "change", "low", "high", "level", "p", "p_adjusted", "mwu_p", "n_old", "n_new", "outcome", "reason"}
 
-func cmpCSVNum(x float64) string {
+func csvNum(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return ""
 	}
 	return strconv.FormatFloat(x, 'g', 8, 64)
 }
 
-func cmpKeyCols(k regress.Key) []string {
+func keyCols(k regress.Key) []string {
 	return []string{k.CellID, k.Plan, k.Stage, k.Endpoint, k.ModelDigest, k.Engine, k.EngineVersion, k.Hardware, k.MetaString()}
 }
 
 // csvWriter writes CSV records whose text fields are kept from reading as
 // formulas (safetext.CSVField): server text (an engine version, a
-// reason) reaches them. Numbers, written by cmpCSVNum, keep their sign.
+// reason) reaches them. Numbers, written by csvNum, keep their sign.
 type csvWriter struct{ *csv.Writer }
 
 func newCSVWriter(w io.Writer) csvWriter { return csvWriter{csv.NewWriter(w)} }
@@ -711,28 +631,28 @@ func (c csvWriter) Write(rec []string) error {
 	return c.Writer.Write(out)
 }
 
-func cmpWriteCSV(w io.Writer, comps []cmpComparison) error {
+func writeCSV(w io.Writer, comps []Comparison) error {
 	cw := newCSVWriter(w)
-	if err := cw.Write(cmpCSVHeader); err != nil {
+	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
 	for _, c := range comps {
 		pre := []string{c.By, c.Baseline, c.Variant}
 		for _, v := range c.Report.Verdicts {
-			row := append(append(append([]string{}, pre...), cmpKeyCols(v.Key)...),
-				v.Metric, v.Unit, v.Better.String(), v.Method, cmpCSVNum(v.Old), cmpCSVNum(v.New), cmpCSVNum(v.Change), cmpCSVNum(v.Low), cmpCSVNum(v.High), cmpCSVNum(v.Level),
-				cmpCSVNum(v.P), cmpCSVNum(v.PAdjusted), cmpCSVNum(v.MWU), strconv.Itoa(v.N), strconv.Itoa(v.NNew), string(v.Outcome), v.Reason)
+			row := append(append(append([]string{}, pre...), keyCols(v.Key)...),
+				v.Metric, v.Unit, v.Better.String(), v.Method, csvNum(v.Old), csvNum(v.New), csvNum(v.Change), csvNum(v.Low), csvNum(v.High), csvNum(v.Level),
+				csvNum(v.P), csvNum(v.PAdjusted), csvNum(v.MWU), strconv.Itoa(v.N), strconv.Itoa(v.NNew), string(v.Outcome), v.Reason)
 			if err := cw.Write(row); err != nil {
 				return err
 			}
 		}
 		for _, u := range c.Report.OnlyOld {
-			if err := cw.Write(cmpOnlyRow(pre, u, "only old")); err != nil {
+			if err := cw.Write(onlyRow(pre, u, "only old")); err != nil {
 				return err
 			}
 		}
 		for _, u := range c.Report.OnlyNew {
-			if err := cw.Write(cmpOnlyRow(pre, u, "only new")); err != nil {
+			if err := cw.Write(onlyRow(pre, u, "only new")); err != nil {
 				return err
 			}
 		}
@@ -741,9 +661,9 @@ func cmpWriteCSV(w io.Writer, comps []cmpComparison) error {
 	return cw.Error()
 }
 
-func cmpOnlyRow(pre []string, u regress.Unmatched, outcome string) []string {
-	row := append(append([]string{}, pre...), cmpKeyCols(u.Key)...)
-	for len(row) < len(cmpCSVHeader)-2 {
+func onlyRow(pre []string, u regress.Unmatched, outcome string) []string {
+	row := append(append([]string{}, pre...), keyCols(u.Key)...)
+	for len(row) < len(csvHeader)-2 {
 		row = append(row, "")
 	}
 	var ds []string
@@ -753,7 +673,7 @@ func cmpOnlyRow(pre []string, u regress.Unmatched, outcome string) []string {
 	return append(row, outcome, strings.Join(ds, "; "))
 }
 
-type cmpJSONReport struct {
+type jsonReport struct {
 	*regress.Report
 	By       string         `json:"by,omitempty"`
 	Baseline *string        `json:"baseline,omitempty"`
@@ -761,10 +681,10 @@ type cmpJSONReport struct {
 	Counts   map[string]int `json:"counts"`
 }
 
-func cmpWriteJSON(w io.Writer, comps []cmpComparison) error {
-	var reps []cmpJSONReport
+func writeJSON(w io.Writer, comps []Comparison) error {
+	var reps []jsonReport
 	for _, c := range comps {
-		jr := cmpJSONReport{Report: c.Report, Counts: map[string]int{}}
+		jr := jsonReport{Report: c.Report, Counts: map[string]int{}}
 		if c.By != "" || c.Variant != "" {
 			jr.By, jr.Baseline, jr.Variant = c.By, &c.Baseline, &c.Variant
 		}
@@ -787,7 +707,7 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{padding:.25em .7em;bord
 td.n{text-align:right;font-variant-numeric:tabular-nums}tr.regressed td{background:#fde2e1}tr.improved td{background:#e3f9e5}
 tr.unknown td,tr.insufficient td{color:#52606d}.key{color:#52606d;font-size:.9em}p.method{color:#52606d}`
 
-func cmpWriteHTML(w io.Writer, comps []cmpComparison) error {
+func writeHTML(w io.Writer, comps []Comparison) error {
 	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>benchrun compare</title><style>" + compareCSS + "</style></head><body>\n")
 	e := html.EscapeString
@@ -797,50 +717,50 @@ func cmpWriteHTML(w io.Writer, comps []cmpComparison) error {
 		if title == "" {
 			title = "benchrun compare"
 		}
-		fmt.Fprintf(&b, "<h1>%s</h1>\n<p>old: %s<br>new: %s</p>\n<p class=\"method\">%s</p>\n", e(title), e(cmpRunList(rep.RunsOld)), e(cmpRunList(rep.RunsNew)), e(cmpMethodLine(rep)))
-		keys, cells := cmpByCell(rep)
+		fmt.Fprintf(&b, "<h1>%s</h1>\n<p>old: %s<br>new: %s</p>\n<p class=\"method\">%s</p>\n", e(title), e(runList(rep.RunsOld)), e(runList(rep.RunsNew)), e(methodLine(rep)))
+		keys, cells := byCell(rep)
 		for _, k := range keys {
 			fmt.Fprintf(&b, "<h2>%s</h2>\n<div class=\"key\">%s</div>\n<table>", e(k.CellID), e(k.String()))
-			cmpHTMLVerdictRows(&b, cells[k])
+			htmlVerdictRows(&b, cells[k])
 		}
-		cmpHTMLNotes(&b, rep, "h2")
+		htmlNotes(&b, rep, "h2")
 	}
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// cmpHTMLVerdictRows writes a cell's verdicts as the rows of its table,
+// htmlVerdictRows writes a cell's verdicts as the rows of its table,
 // from the header on, and closes the table.
-func cmpHTMLVerdictRows(b *strings.Builder, vs []regress.Verdict) {
+func htmlVerdictRows(b *strings.Builder, vs []regress.Verdict) {
 	e := html.EscapeString
 	b.WriteString("<tr><th>metric</th><th>old</th><th>new</th><th>change</th><th>interval</th><th>p</th><th>n</th><th>verdict</th></tr>\n")
 	for _, v := range vs {
 		class := strings.Fields(string(v.Outcome))[0]
 		fmt.Fprintf(b, "<tr class=\"%s\"><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%d+%d</td><td>%s</td></tr>\n",
-			class, e(v.Metric), e(cmpNum(v.Old)), e(cmpNum(v.New)), e(cmpChange(v)), e(cmpInterval(v)), e(cmpP(v)), v.N, v.NNew, e(cmpVerdict(v)))
+			class, e(v.Metric), e(fmtNum(v.Old)), e(fmtNum(v.New)), e(fmtChange(v)), e(fmtInterval(v)), e(fmtP(v)), v.N, v.NNew, e(fmtVerdict(v)))
 	}
 	b.WriteString("</table>\n")
 }
 
-// cmpHTMLNotes writes a report's geometric means (under a heading of the
+// htmlNotes writes a report's geometric means (under a heading of the
 // given level) and its notes: the cells on one side only, what was left
 // out, and the totals.
-func cmpHTMLNotes(b *strings.Builder, rep *regress.Report, heading string) {
+func htmlNotes(b *strings.Builder, rep *regress.Report, heading string) {
 	e := html.EscapeString
 	if len(rep.Summaries) > 0 {
 		fmt.Fprintf(b, "<%s>geomean</%s>\n<table><tr><th>metric</th><th>cells</th><th>old</th><th>new</th><th>change</th></tr>\n", heading, heading)
 		for _, s := range rep.Summaries {
-			fmt.Fprintf(b, "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%+.2f%%</td></tr>\n", e(s.Metric), s.Cells, e(cmpNum(s.Old)), e(cmpNum(s.New)), 100*s.Change)
+			fmt.Fprintf(b, "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%+.2f%%</td></tr>\n", e(s.Metric), s.Cells, e(fmtNum(s.Old)), e(fmtNum(s.New)), 100*s.Change)
 		}
 		b.WriteString("</table>\n")
 	}
 	b.WriteString("<ul>\n")
 	for _, u := range rep.OnlyOld {
-		fmt.Fprintf(b, "<li>%s</li>\n", e(cmpUnmatchedLine("old", "new", u)))
+		fmt.Fprintf(b, "<li>%s</li>\n", e(unmatchedLine("old", "new", u)))
 	}
 	for _, u := range rep.OnlyNew {
-		fmt.Fprintf(b, "<li>%s</li>\n", e(cmpUnmatchedLine("new", "old", u)))
+		fmt.Fprintf(b, "<li>%s</li>\n", e(unmatchedLine("new", "old", u)))
 	}
 	if rep.NoMatch != "" {
 		fmt.Fprintf(b, "<li>%s</li>\n", e(rep.NoMatch))
@@ -848,5 +768,5 @@ func cmpHTMLNotes(b *strings.Builder, rep *regress.Report, heading string) {
 	if x := regress.DescribeExcluded(rep.Excluded); x != "" {
 		fmt.Fprintf(b, "<li>excluded: %s</li>\n", e(x))
 	}
-	fmt.Fprintf(b, "<li><strong>%s</strong></li>\n</ul>\n", e(cmpTotals(rep)))
+	fmt.Fprintf(b, "<li><strong>%s</strong></li>\n</ul>\n", e(totals(rep)))
 }

@@ -1,15 +1,11 @@
-package main
+package compare
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"html"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,153 +15,18 @@ import (
 	"github.com/benchrun/benchrun/internal/chart"
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/pipeline"
 )
 
-const historyUsage = `usage: benchrun history RUNS_ROOT_OR_PLAN_DIR [--plan NAME] [--metric m,...] [--html FILE]
-
-Per cell and metric, the series of values over the runs under the folder (by
-run start), with the change points found in it (e-divisive means with a
-t-test, as Apache Otava: window 50, p ≤ 0.001, magnitude ≥ 5%), as a table on
-stdout and, with --html, as one self-contained page with a chart per metric.
-Runs that failed their own checks (an assertion, a regression: exit 1 or 5)
-are shown, marked ✗, and a value their baseline check called regressed is
-marked !, so a nightly job's history shows the night it got slower;
---hide-failed leaves them out. Runs that did not measure (a stage failed,
-interrupted, crashed), cells not ok and client-bound cells are left out and
-counted.
-`
-
-// runHistory is `benchrun history`.
-func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	plan := fs.String("plan", "", "only runs of this plan")
-	metrics := fs.String("metric", "", "metrics, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
-	htmlOut := fs.String("html", "", "also write a self-contained HTML page with one chart per metric to this file")
-	format := fs.String("format", "text", "stdout format: text, csv or json")
-	from := fs.String("from", "", "only runs started on or after this day (YYYY-MM-DD, UTC) or time (RFC3339)")
-	to := fs.String("to", "", "only runs started on or before this day or time")
-	ignore := fs.String("ignore", "", "cell-key parts that may differ within a series, comma-separated (as compare's --ignore)")
-	window := fs.Int("window", 50, "change points: sliding window length")
-	maxP := fs.Float64("p", 0.001, "change points: the p-value a change must be under")
-	magnitude := fs.Float64("magnitude", 0.05, "change points: the relative change a change must exceed")
-	hideFailed := fs.Bool("hide-failed", false, "leave out runs that failed their own checks (shown, marked ✗, by default)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, historyUsage, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
-		}
-		return pipeline.ExitInvalid
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "benchrun history: "+format+"\n", a...)
-		return pipeline.ExitInvalid
-	}
-	switch *format {
-	case "text", "csv", "json":
-	default:
-		return bad("--format %q: give text, csv or json", *format)
-	}
-	f := rundir.Filter{Plan: *plan}
-	if *from != "" {
-		if f.From, err = rundir.ParseFrom(*from); err != nil {
-			return bad("--from: %v", err)
-		}
-	}
-	if *to != "" {
-		if f.To, err = rundir.ParseTo(*to); err != nil {
-			return bad("--to: %v", err)
-		}
-	}
-	var ms []regress.Metric
-	if *metrics != "" {
-		if ms, err = regress.SelectMetrics(strings.Split(*metrics, ",")); err != nil {
-			return bad("--metric: %v", err)
-		}
-	}
-	// Change points need two segments of at least two runs to compare, a
-	// p-value is a probability, and a magnitude a size (0: none): anything
-	// else made every run of a flat series a change point.
-	if *window < 4 {
-		return bad("--window %d: give at least 4 runs (two either side of a change)", *window)
-	}
-	if !(*maxP > 0 && *maxP < 1) {
-		return bad("--p %g: give a p-value between 0 and 1 (0.001 by default)", *maxP)
-	}
-	if !(*magnitude >= 0) {
-		return bad("--magnitude %g: give a relative change of 0 (none) or more (0.05: 5%%, by default)", *magnitude)
-	}
-	if *magnitude == 0 {
-		*magnitude = -1 // ChangePointOptions: negative is none, 0 the default
-	}
-	runs, err := regress.LoadHistory(pos[0], f, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return bad("%v", err)
-		}
-		fmt.Fprintf(stderr, "benchrun history: %v\n", err)
-		return pipeline.ExitInfra
-	}
-	if len(runs) == 0 {
-		what := ""
-		if *plan != "" {
-			what = " of plan " + *plan
-		}
-		return bad("no runs%s under %s", what, pos[0])
-	}
-	if *hideFailed {
-		for _, r := range runs {
-			if r.FailedChecks {
-				r.FailedChecks, r.Cells = false, nil // left out, counted as "run failed"
-			}
-		}
-	}
-	var o regress.Options
-	for _, x := range strings.Split(*ignore, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			o.Ignore = append(o.Ignore, x)
-		}
-	}
-	series := regress.SeriesOf(runs, ms, o, regress.ChangePointOptions{Window: *window, MaxP: *maxP, MinMagnitude: *magnitude})
-	h := historyData{Root: pos[0], Runs: runs, Series: series}
-	switch *format {
-	case "csv":
-		err = writeHistoryCSV(stdout, h)
-	case "json":
-		err = writeHistoryJSON(stdout, h)
-	default:
-		err = writeHistoryText(stdout, h)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "benchrun history: writing: %v\n", err)
-		return pipeline.ExitInfra
-	}
-	if *htmlOut != "" {
-		if err := rundir.WriteFileAtomic(*htmlOut, []byte(historyHTML(h))); err != nil {
-			fmt.Fprintf(stderr, "benchrun history: %v\n", err)
-			return pipeline.ExitInfra
-		}
-	}
-	return pipeline.ExitOK
-}
-
-type historyData struct {
+// History is what `benchrun history` shows: the runs found under Root
+// and each cell's series of each metric over them, with change points.
+type History struct {
 	Root   string
 	Runs   []*regress.Run
 	Series []regress.Series
 }
 
 // runsLine says how many runs there are and how many were left out.
-func (h historyData) runsLine() string {
+func (h History) runsLine() string {
 	excluded := map[string]int{}
 	ok, failed := 0, 0
 	for _, r := range h.Runs {
@@ -254,10 +115,10 @@ func histChangeLine(s regress.Series, c regress.ChangePoint) string {
 		dir = "worse"
 	}
 	return fmt.Sprintf("%s changed at run %s (%s): %s → %s %s (%+.1f%%, %s), p=%.2g",
-		s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), cmpNum(c.MeanBefore), cmpNum(c.MeanAfter), s.Metric.Unit, 100*c.Change(), dir, c.P)
+		s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), fmtNum(c.MeanBefore), fmtNum(c.MeanAfter), s.Metric.Unit, 100*c.Change(), dir, c.P)
 }
 
-func writeHistoryText(w io.Writer, h historyData) error {
+func WriteHistoryText(w io.Writer, h History) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\nchange points (◆): e-divisive means with a t-test, as Apache Otava\n", h.runsLine())
 	for _, g := range histGroupByCell(h.Series) {
@@ -274,7 +135,7 @@ func writeHistoryText(w io.Writer, h historyData) error {
 				line += " ✗"
 			}
 			for i, v := range r.vals {
-				cell := cmpNum(v)
+				cell := fmtNum(v)
 				if r.regressed[i] {
 					cell += " !"
 				}
@@ -308,7 +169,7 @@ func writeHistoryText(w io.Writer, h historyData) error {
 	return err
 }
 
-func writeHistoryCSV(w io.Writer, h historyData) error {
+func WriteHistoryCSV(w io.Writer, h History) error {
 	cw := newCSVWriter(w)
 	if err := cw.Write([]string{"cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata", "metric", "run_id", "started_at", "value", "change_point", "change", "p", "run_failed", "regressed"}); err != nil {
 		return err
@@ -322,9 +183,9 @@ func writeHistoryCSV(w io.Writer, h historyData) error {
 			c, isCP := cps[i]
 			change, pv := "", ""
 			if isCP {
-				change, pv = cmpCSVNum(c.Change()), cmpCSVNum(c.P)
+				change, pv = csvNum(c.Change()), csvNum(c.P)
 			}
-			row := append(cmpKeyCols(s.Key), s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339Nano), cmpCSVNum(p.Value), strconv.FormatBool(isCP), change, pv, strconv.FormatBool(p.Failed), strconv.FormatBool(p.Regressed))
+			row := append(keyCols(s.Key), s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339Nano), csvNum(p.Value), strconv.FormatBool(isCP), change, pv, strconv.FormatBool(p.Failed), strconv.FormatBool(p.Regressed))
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -334,7 +195,7 @@ func writeHistoryCSV(w io.Writer, h historyData) error {
 	return cw.Error()
 }
 
-func writeHistoryJSON(w io.Writer, h historyData) error {
+func WriteHistoryJSON(w io.Writer, h History) error {
 	type js struct {
 		regress.Series
 		Metric string `json:"metric"`
@@ -349,9 +210,9 @@ func writeHistoryJSON(w io.Writer, h historyData) error {
 	return enc.Encode(map[string]any{"root": h.Root, "series": out})
 }
 
-// historyHTML is one self-contained page: a chart per metric (a line per
+// HistoryHTML is one self-contained page: a chart per metric (a line per
 // cell, change points marked), then each cell's table.
-func historyHTML(h historyData) string {
+func HistoryHTML(h History) string {
 	var b strings.Builder
 	e := html.EscapeString
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>benchrun history</title><style>" + compareCSS +
@@ -383,7 +244,7 @@ func historyHTML(h historyData) string {
 			}
 			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td>", e(r.at.UTC().Format(time.RFC3339)), e(run))
 			for i, v := range r.vals {
-				cell := cmpNum(v)
+				cell := fmtNum(v)
 				if r.regressed[i] {
 					cell += " !"
 				}
@@ -415,7 +276,7 @@ func historyChart(title string, ss []regress.Series) string {
 	for i, s := range ss {
 		line := chart.Series{Name: s.CellID, Color: chart.Palette[i%len(chart.Palette)]}
 		for _, p := range s.Points {
-			line.Points = append(line.Points, chart.Point{X: unixSeconds(p.At), Y: p.Value, Tip: fmt.Sprintf("%s %s: %s", s.CellID, p.RunID, cmpNum(p.Value))})
+			line.Points = append(line.Points, chart.Point{X: unixSeconds(p.At), Y: p.Value, Tip: fmt.Sprintf("%s %s: %s", s.CellID, p.RunID, fmtNum(p.Value))})
 		}
 		c.Series = append(c.Series, line)
 		for _, cp := range s.ChangePoints {
@@ -425,7 +286,7 @@ func historyChart(title string, ss []regress.Series) string {
 		for _, p := range s.Points {
 			if p.Regressed {
 				c.Marks = append(c.Marks, chart.Mark{X: unixSeconds(p.At), Y: p.Value, Shape: chart.MarkAlert,
-					Tip: fmt.Sprintf("%s %s regressed at run %s (%s): %s %s, called so by its baseline check", s.CellID, s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), cmpNum(p.Value), s.Metric.Unit)})
+					Tip: fmt.Sprintf("%s %s regressed at run %s (%s): %s %s, called so by its baseline check", s.CellID, s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), fmtNum(p.Value), s.Metric.Unit)})
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package compare
 
 import (
 	"cmp"
@@ -37,22 +37,22 @@ import (
 //     a last section. Each comparison's geometric means and notes close the
 //     page.
 
-// cmpPage is what `compare --html` draws.
-type cmpPage struct {
+// Page is what `compare --html` draws.
+type Page struct {
 	By      string
-	Sides   []cmpSide
-	Comps   []cmpComparison
+	Sides   []Side
+	Comps   []Comparison
 	Options regress.Options
 }
 
-// cmpShape is a chart group: one stage's isl:osl under one kind of load.
-type cmpShape struct {
+// shape is a chart group: one stage's isl:osl under one kind of load.
+type shape struct {
 	Stage    string
 	ISL, OSL int64
 	Rate     bool // open loop: the load is the request rate
 }
 
-func (s cmpShape) String() string {
+func (s shape) String() string {
 	n := fmt.Sprintf("%s %d:%d", s.Stage, s.ISL, s.OSL)
 	if s.Rate {
 		n += " (open loop)"
@@ -60,56 +60,56 @@ func (s cmpShape) String() string {
 	return n
 }
 
-// cmpPlotted are the metrics the page draws.
-var cmpPlotted = []string{"output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms"}
+// plottedMetrics are the metrics the page draws.
+var plottedMetrics = []string{"output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms"}
 
-// cmpLevel is one variant's values at one load level of a shape: the
+// level is one variant's values at one load level of a shape: the
 // median of each plotted metric over its rows (NaN when none measured it).
-type cmpLevel struct {
+type level struct {
 	Load  float64 // the concurrency, or the request rate
 	Label string  // "c=4", "2 req/s"
 	Rows  int
 	Vals  map[string]float64
 }
 
-// cmpCurves is one shape's load levels, by variant, in load order.
-type cmpCurves struct {
-	Shape  cmpShape
-	Levels [][]cmpLevel
+// curves is one shape's load levels, by variant, in load order.
+type curves struct {
+	Shape  shape
+	Levels [][]level
 }
 
-// cmpPlotRow says whether the page draws a row: one the verdicts would
+// plotRow says whether the page draws a row: one the verdicts would
 // read, at a load level.
-func cmpPlotRow(c *results.Cell, r *regress.Run, o regress.Options) bool {
+func plotRow(c *results.Cell, r *regress.Run, o regress.Options) bool {
 	return regress.Exclusion(c, r, o) == "" && c.Search != "knee" && c.Program == ""
 }
 
-func cmpShapeOf(c *results.Cell) cmpShape {
-	return cmpShape{Stage: c.Stage, ISL: c.ISL, OSL: c.OSL, Rate: c.Rate > 0}
+func shapeOf(c *results.Cell) shape {
+	return shape{Stage: c.Stage, ISL: c.ISL, OSL: c.OSL, Rate: c.Rate > 0}
 }
 
-// cmpCollect gathers every variant's load levels, shape by shape in the
+// collect gathers every variant's load levels, shape by shape in the
 // order shapes first appear.
-func cmpCollect(sides []cmpSide, o regress.Options) []cmpCurves {
+func collect(sides []Side, o regress.Options) []curves {
 	type acc struct {
 		label string
 		rows  int
 		vals  map[string][]float64
 	}
-	var shapes []cmpShape
-	byShape := map[cmpShape][]map[float64]*acc{}
-	metrics := make([]regress.Metric, len(cmpPlotted))
-	for i, n := range cmpPlotted {
+	var shapes []shape
+	byShape := map[shape][]map[float64]*acc{}
+	metrics := make([]regress.Metric, len(plottedMetrics))
+	for i, n := range plottedMetrics {
 		metrics[i], _ = regress.LookupMetric(n)
 	}
 	for si, side := range sides {
 		for _, r := range side.Runs {
 			for i := range r.Cells {
 				c := &r.Cells[i]
-				if !cmpPlotRow(c, r, o) {
+				if !plotRow(c, r, o) {
 					continue
 				}
-				sh := cmpShapeOf(c)
+				sh := shapeOf(c)
 				if _, ok := byShape[sh]; !ok {
 					shapes = append(shapes, sh)
 					byShape[sh] = make([]map[float64]*acc, len(sides))
@@ -132,14 +132,14 @@ func cmpCollect(sides []cmpSide, o regress.Options) []cmpCurves {
 			}
 		}
 	}
-	out := make([]cmpCurves, 0, len(shapes))
+	out := make([]curves, 0, len(shapes))
 	for _, sh := range shapes {
-		cv := cmpCurves{Shape: sh, Levels: make([][]cmpLevel, len(sides))}
+		cv := curves{Shape: sh, Levels: make([][]level, len(sides))}
 		for si, levels := range byShape[sh] {
 			for _, load := range slices.Sorted(maps.Keys(levels)) {
 				a := levels[load]
-				l := cmpLevel{Load: load, Label: a.label, Rows: a.rows, Vals: map[string]float64{}}
-				for _, n := range cmpPlotted {
+				l := level{Load: load, Label: a.label, Rows: a.rows, Vals: map[string]float64{}}
+				for _, n := range plottedMetrics {
 					l.Vals[n] = stats.Percentile(a.vals[n], 50) // NaN for none
 				}
 				cv.Levels[si] = append(cv.Levels[si], l)
@@ -174,8 +174,8 @@ func paretoFront(pts []chart.Point) []chart.Point {
 	return front
 }
 
-// cmpMedianNote says what a point's value is, for its tip.
-func cmpMedianNote(rows int) string {
+// medianNote says what a point's value is, for its tip.
+func medianNote(rows int) string {
 	if rows <= 1 {
 		return ""
 	}
@@ -183,17 +183,17 @@ func cmpMedianNote(rows int) string {
 }
 
 const (
-	cmpChartW = 480
-	cmpChartH = 340
+	chartW = 480
+	chartH = 340
 )
 
-// cmpTradeoffChart draws one latency against throughput: a curve per
+// tradeoffChart draws one latency against throughput: a curve per
 // variant through its load levels, the Pareto front of all their points
 // dashed and ringed.
-func cmpTradeoffChart(cv cmpCurves, sides []cmpSide, metric, name string) *chart.Line {
+func tradeoffChart(cv curves, sides []Side, metric, name string) *chart.Line {
 	c := &chart.Line{Title: name + " vs throughput", XLabel: "output tokens/s, all requests (higher is better)",
 		YLabel: name + ", ms (lower is better)", Note: "a point per load level · ringed, dashed: the Pareto front",
-		Empty: "nothing measured", Width: cmpChartW, Height: cmpChartH}
+		Empty: "nothing measured", Width: chartW, Height: chartH}
 	var all []chart.Point
 	for si, levels := range cv.Levels {
 		s := chart.Series{Name: sides[si].Label, Color: chart.Palette[si%len(chart.Palette)], Ordered: true}
@@ -204,7 +204,7 @@ func cmpTradeoffChart(cv cmpCurves, sides []cmpSide, metric, name string) *chart
 				continue
 			}
 			s.Points = append(s.Points, chart.Point{X: x, Y: y,
-				Tip: fmt.Sprintf("%s %s: %s output tok/s, %s %s ms%s", sides[si].Label, l.Label, cmpNum(x), name, cmpNum(y), cmpMedianNote(l.Rows))})
+				Tip: fmt.Sprintf("%s %s: %s output tok/s, %s %s ms%s", sides[si].Label, l.Label, fmtNum(x), name, fmtNum(y), medianNote(l.Rows))})
 			last = l.Label
 		}
 		if n := len(s.Points); n > 0 {
@@ -227,15 +227,15 @@ func cmpTradeoffChart(cv cmpCurves, sides []cmpSide, metric, name string) *chart
 	return c
 }
 
-// cmpLevelChart draws a latency's p50 (solid) and p99 (dashed) against the
+// levelChart draws a latency's p50 (solid) and p99 (dashed) against the
 // load, a colour per variant.
-func cmpLevelChart(cv cmpCurves, sides []cmpSide, p50, p99, name, what string) *chart.Line {
+func levelChart(cv curves, sides []Side, p50, p99, name, what string) *chart.Line {
 	xLabel := "concurrency (in-flight requests)"
 	if cv.Shape.Rate {
 		xLabel = "request rate (req/s)"
 	}
 	c := &chart.Line{Title: name + " p50 and p99 vs load", XLabel: xLabel, YLabel: what + ", ms (lower is better)",
-		LogX: !cv.Shape.Rate, Note: "solid: p50 · dashed: p99", Empty: "nothing measured", Width: cmpChartW, Height: cmpChartH}
+		LogX: !cv.Shape.Rate, Note: "solid: p50 · dashed: p99", Empty: "nothing measured", Width: chartW, Height: chartH}
 	for si, levels := range cv.Levels {
 		color := chart.Palette[si%len(chart.Palette)]
 		for _, q := range []struct {
@@ -246,7 +246,7 @@ func cmpLevelChart(cv cmpCurves, sides []cmpSide, p50, p99, name, what string) *
 			for _, l := range levels {
 				if y := l.Vals[q.metric]; !math.IsNaN(y) {
 					s.Points = append(s.Points, chart.Point{X: l.Load, Y: y,
-						Tip: fmt.Sprintf("%s %s: %s %s %s ms%s", sides[si].Label, l.Label, name, q.pct, cmpNum(y), cmpMedianNote(l.Rows))})
+						Tip: fmt.Sprintf("%s %s: %s %s %s ms%s", sides[si].Label, l.Label, name, q.pct, fmtNum(y), medianNote(l.Rows))})
 				}
 			}
 			c.Series = append(c.Series, s)
@@ -255,36 +255,36 @@ func cmpLevelChart(cv cmpCurves, sides []cmpSide, p50, p99, name, what string) *
 	return c
 }
 
-// cmpPageCSS lays a shape's charts out beside its verdicts (below them on
+// pageCSS lays a shape's charts out beside its verdicts (below them on
 // a narrow window) and wraps a table's long values within its width.
-const cmpPageCSS = ` .shape{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start;border-top:1px solid #cbd2d9;margin-top:1.5em}
+const pageCSS = ` .shape{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start;border-top:1px solid #cbd2d9;margin-top:1.5em}
 .charts{display:grid;gap:.5em;flex:0 1 500px;min-width:0}.charts svg{width:100%;height:auto}
 .verdicts{flex:1 1 560px;min-width:0}.verdicts h4{margin:.8em 0 .2em}
 table.v{table-layout:fixed;width:100%;font-size:13px}table.v th,table.v td{white-space:normal;overflow-wrap:anywhere;word-break:break-word;padding:4px 5px}
 table.v th,table.v td.n{overflow-wrap:normal;word-break:normal}
 ul.sides li span.swatch{display:inline-block;width:1.6em;height:.35em;vertical-align:middle;margin-right:.4em}`
 
-// cmpVerdictCols are the widths of a verdict table's columns.
-const cmpVerdictCols = `<colgroup><col style="width:15%"><col style="width:10%"><col style="width:10%"><col style="width:11%"><col style="width:14%"><col style="width:9%"><col style="width:6%"><col style="width:25%"></colgroup>`
+// verdictCols are the widths of a verdict table's columns.
+const verdictCols = `<colgroup><col style="width:15%"><col style="width:10%"><col style="width:10%"><col style="width:11%"><col style="width:14%"><col style="width:9%"><col style="width:6%"><col style="width:25%"></colgroup>`
 
-// cmpWritePageFile writes the page to path.
-func cmpWritePageFile(path string, p cmpPage) error {
-	if err := rundir.WriteFileAtomic(path, []byte(cmpPageHTML(p))); err != nil {
+// WritePageFile writes the page to path.
+func WritePageFile(path string, p Page) error {
+	if err := rundir.WriteFileAtomic(path, []byte(pageHTML(p))); err != nil {
 		return fmt.Errorf("--html: %w", err)
 	}
 	return nil
 }
 
-// cmpPageHTML is the page: the variants and their runs, then each shape's
+// pageHTML is the page: the variants and their runs, then each shape's
 // charts with its verdicts, then each comparison's summary.
-func cmpPageHTML(p cmpPage) string {
+func pageHTML(p Page) string {
 	var b strings.Builder
 	e := html.EscapeString
 	title := "benchrun compare"
 	if p.By != "" {
 		title += " by " + p.By
 	}
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + e(title) + "</title><style>" + compareCSS + cmpPageCSS + "</style></head><body>\n")
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + e(title) + "</title><style>" + compareCSS + pageCSS + "</style></head><body>\n")
 	fmt.Fprintf(&b, "<h1>%s</h1>\n<ul class=\"sides\">\n", e(title))
 	for i, s := range p.Sides {
 		var ids []string
@@ -296,55 +296,55 @@ func cmpPageHTML(p cmpPage) string {
 			role = " (baseline)"
 		}
 		fmt.Fprintf(&b, "<li><span class=\"swatch\" style=\"background:%s\"></span><strong>%s</strong>%s: %s</li>\n",
-			chart.Palette[i%len(chart.Palette)], e(s.Label), role, e(cmpRunList(ids)))
+			chart.Palette[i%len(chart.Palette)], e(s.Label), role, e(runList(ids)))
 	}
 	b.WriteString("</ul>\n")
 	for _, c := range p.Comps {
-		fmt.Fprintf(&b, "<p><strong>%s</strong>: %s</p>\n", e(cmpCompTitle(c, p.Sides)), e(cmpTotals(c.Report)))
+		fmt.Fprintf(&b, "<p><strong>%s</strong>: %s</p>\n", e(compTitle(c, p.Sides)), e(totals(c.Report)))
 	}
 	if len(p.Comps) > 0 {
-		fmt.Fprintf(&b, "<p class=\"method\">%s. A point is the median of a variant's rows at a load level.</p>\n", e(cmpMethodLine(p.Comps[0].Report)))
+		fmt.Fprintf(&b, "<p class=\"method\">%s. A point is the median of a variant's rows at a load level.</p>\n", e(methodLine(p.Comps[0].Report)))
 	}
-	shapes := cmpCollect(p.Sides, p.Options)
-	placed := cmpCellShapes(p.Sides)
+	shapes := collect(p.Sides, p.Options)
+	placed := cellShapes(p.Sides)
 	if len(shapes) == 0 {
 		b.WriteString("<p>No ok cells to plot.</p>\n")
 	}
 	for _, cv := range shapes {
 		fmt.Fprintf(&b, "<section class=\"shape\">\n<div class=\"charts\">\n<h2 style=\"grid-column:1/-1\">%s</h2>\n", e(cv.Shape.String()))
 		for _, c := range []*chart.Line{
-			cmpTradeoffChart(cv, p.Sides, "ttft_p50_ms", "TTFT p50"),
-			cmpTradeoffChart(cv, p.Sides, "tpot_p50_ms", "TPOT p50"),
-			cmpLevelChart(cv, p.Sides, "ttft_p50_ms", "ttft_p99_ms", "TTFT", "time to first token"),
-			cmpLevelChart(cv, p.Sides, "itl_p50_ms", "itl_p99_ms", "ITL", "inter-token latency"),
+			tradeoffChart(cv, p.Sides, "ttft_p50_ms", "TTFT p50"),
+			tradeoffChart(cv, p.Sides, "tpot_p50_ms", "TPOT p50"),
+			levelChart(cv, p.Sides, "ttft_p50_ms", "ttft_p99_ms", "TTFT", "time to first token"),
+			levelChart(cv, p.Sides, "itl_p50_ms", "itl_p99_ms", "ITL", "inter-token latency"),
 		} {
 			b.WriteString(chart.Inline(c.SVG()))
 			b.WriteString("\n")
 		}
 		b.WriteString("</div>\n<div class=\"verdicts\">\n")
-		cmpHTMLShapeVerdicts(&b, p, func(k regress.Key) bool { s, ok := placed[k.CellID]; return ok && s == cv.Shape })
+		htmlShapeVerdicts(&b, p, func(k regress.Key) bool { s, ok := placed[k.CellID]; return ok && s == cv.Shape })
 		b.WriteString("</div>\n</section>\n")
 	}
-	plotted := map[cmpShape]bool{}
+	plotted := map[shape]bool{}
 	for _, cv := range shapes {
 		plotted[cv.Shape] = true
 	}
 	var rest strings.Builder
-	cmpHTMLShapeVerdicts(&rest, p, func(k regress.Key) bool { s, ok := placed[k.CellID]; return !ok || !plotted[s] })
+	htmlShapeVerdicts(&rest, p, func(k regress.Key) bool { s, ok := placed[k.CellID]; return !ok || !plotted[s] })
 	if rest.Len() > 0 {
 		fmt.Fprintf(&b, "<section class=\"shape\"><div class=\"verdicts\">\n<h2>other cells</h2>\n%s</div></section>\n", rest.String())
 	}
 	for _, c := range p.Comps {
-		fmt.Fprintf(&b, "<h2>%s</h2>\n", e(cmpCompTitle(c, p.Sides)))
-		cmpHTMLNotes(&b, c.Report, "h3")
+		fmt.Fprintf(&b, "<h2>%s</h2>\n", e(compTitle(c, p.Sides)))
+		htmlNotes(&b, c.Report, "h3")
 	}
 	b.WriteString("</body></html>\n")
 	return b.String()
 }
 
-// cmpCompTitle names a comparison: its title, or old → new by the sides'
+// compTitle names a comparison: its title, or old → new by the sides'
 // labels.
-func cmpCompTitle(c cmpComparison, sides []cmpSide) string {
+func compTitle(c Comparison, sides []Side) string {
 	if c.Title != "" {
 		return c.Title
 	}
@@ -354,16 +354,16 @@ func cmpCompTitle(c cmpComparison, sides []cmpSide) string {
 	return "old → new"
 }
 
-// cmpCellShapes maps each cell id (less its repeat) of the sides' rows
+// cellShapes maps each cell id (less its repeat) of the sides' rows
 // to its shape.
-func cmpCellShapes(sides []cmpSide) map[string]cmpShape {
-	m := map[string]cmpShape{}
+func cellShapes(sides []Side) map[string]shape {
+	m := map[string]shape{}
 	for _, s := range sides {
 		for _, r := range s.Runs {
 			for i := range r.Cells {
 				c := &r.Cells[i]
 				if _, ok := m[regress.PointID(*c)]; !ok {
-					m[regress.PointID(*c)] = cmpShapeOf(c)
+					m[regress.PointID(*c)] = shapeOf(c)
 				}
 			}
 		}
@@ -371,20 +371,20 @@ func cmpCellShapes(sides []cmpSide) map[string]cmpShape {
 	return m
 }
 
-// cmpHTMLShapeVerdicts writes the verdict tables of the cells that keep
+// htmlShapeVerdicts writes the verdict tables of the cells that keep
 // chooses, comparison by comparison; nothing when it chooses none.
-func cmpHTMLShapeVerdicts(b *strings.Builder, p cmpPage, keep func(regress.Key) bool) {
+func htmlShapeVerdicts(b *strings.Builder, p Page, keep func(regress.Key) bool) {
 	e := html.EscapeString
 	for _, c := range p.Comps {
-		keys, cells := cmpByCell(c.Report)
+		keys, cells := byCell(c.Report)
 		keys = slices.DeleteFunc(keys, func(k regress.Key) bool { return !keep(k) })
 		if len(keys) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "<h3>%s</h3>\n", e(cmpCompTitle(c, p.Sides)))
+		fmt.Fprintf(b, "<h3>%s</h3>\n", e(compTitle(c, p.Sides)))
 		for _, k := range keys {
-			fmt.Fprintf(b, "<h4>%s</h4>\n<div class=\"key\">%s</div>\n<table class=\"v\">%s", e(k.CellID), e(k.String()), cmpVerdictCols)
-			cmpHTMLVerdictRows(b, cells[k])
+			fmt.Fprintf(b, "<h4>%s</h4>\n<div class=\"key\">%s</div>\n<table class=\"v\">%s", e(k.CellID), e(k.String()), verdictCols)
+			htmlVerdictRows(b, cells[k])
 		}
 	}
 }
