@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/benchrun/benchrun/internal/telemetry"
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/testbin"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
@@ -242,7 +242,7 @@ func TestEnginePlansFlags(t *testing.T) {
 					}
 				}
 			}
-			eng := telemetry.EngineFor(server["engine"].(string))
+			eng := engines.For(server["engine"].(string))
 			if eng.HealthPath != tt.health || eng.MetricsPath != tt.metrics || eng.ModelsPath != "/v1/models" {
 				t.Errorf("preset %+v: want health %s, models /v1/models, metrics %q", eng, tt.health, tt.metrics)
 			}

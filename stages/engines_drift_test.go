@@ -1,7 +1,6 @@
 package stages_test
 
 import (
-	"maps"
 	"slices"
 	"strconv"
 	"testing"
@@ -10,7 +9,7 @@ import (
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 
-	"github.com/benchrun/benchrun/internal/telemetry"
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages"
@@ -23,7 +22,7 @@ import (
 func TestEngineEnumsInTheSchemasAreTheGoPresets(t *testing.T) {
 	reg := pipeline.NewRegistry()
 	stages.Builtin(reg)
-	want := slices.Sorted(maps.Keys(telemetry.Engines))
+	want := slices.Sorted(slices.Values(engines.Names()))
 	checked := map[string]bool{}
 	for _, k := range reg.Schemas() {
 		doc, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), k.Def)
@@ -42,7 +41,7 @@ func TestEngineEnumsInTheSchemasAreTheGoPresets(t *testing.T) {
 			}
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
-				t.Errorf("%s (%s) engine allows %q; internal/telemetry/engines.go has presets %q", k.Kind, k.Def, got, want)
+				t.Errorf("%s (%s) engine allows %q; internal/engines has descriptors %q", k.Kind, k.Def, got, want)
 			}
 		}
 	}

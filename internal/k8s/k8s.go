@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/benchrun/benchrun/internal/telemetry"
+	"github.com/benchrun/benchrun/internal/engines"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +45,7 @@ type Options struct {
 	// there before the Job is applied.
 	StartAt string
 	// ServerImage overrides the image of every rendered launch Deployment
-	// (default: the engine's own image, see engineImages).
+	// (default: the engine's own image, engines.Engine.Image).
 	ServerImage string
 }
 
@@ -60,18 +60,6 @@ const RunsClaim = "benchrun-runs"
 // DefaultPort is the port a launch stage with port "auto" listens on in
 // its pod: a pod has its own network namespace, so any fixed port is free.
 const DefaultPort = 8000
-
-// engineImages are the images that ship each engine's server binary, for
-// a launch Deployment (argv[0] of the stage's cmd must be in it).
-// benchrun's own simulator and a custom command run in the benchrun image.
-var engineImages = map[string]string{
-	"vllm":         "vllm/vllm-openai:latest",
-	"sglang":       "lmsysorg/sglang:latest",
-	"tgi":          "ghcr.io/huggingface/text-generation-inference:latest",
-	"ollama":       "ollama/ollama:latest",
-	"llama-server": "ghcr.io/ggml-org/llama.cpp:server",
-	"max":          "modular/max-nvidia-full:latest",
-}
 
 // Object is one rendered manifest and the file it is written to.
 type Object struct {
@@ -470,7 +458,7 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 	}
 	sort.Strings(names)
 	urls := map[string]string{}
-	engines := map[string]string{}
+	engineOf := map[string]string{}
 	byService := map[string]string{} // Kubernetes name → the stage that took it
 	for _, name := range names {
 		s, _ := st[name].(map[string]any)
@@ -516,7 +504,7 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 			l.Model = modelName
 		}
 		// A GPU server gets at least one GPU; benchrun's simulator none.
-		if l.GPUs == 0 && l.Engine != "sim" {
+		if l.GPUs == 0 && !engines.For(l.Engine).NoGPU {
 			l.GPUs = 1
 		}
 		rep := strings.NewReplacer("${port}", strconv.Itoa(l.Port), "${host}", "0.0.0.0", "${model}", l.Model)
@@ -543,7 +531,7 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 			host += "." + namespace + ".svc"
 		}
 		urls[name] = "http://" + host + ":" + strconv.Itoa(l.Port)
-		engines[name] = c.Engine
+		engineOf[name] = c.Engine
 		launches = append(launches, l)
 		delete(st, name)
 	}
@@ -556,7 +544,7 @@ func rewriteLaunches(plan map[string]any, prefix, namespace, modelName string) (
 			s["target"] = urls[t]
 			// A health stage on a URL takes its paths from its own engine.
 			if s["kind"] == "health" && s["engine"] == nil {
-				s["engine"] = engines[t]
+				s["engine"] = engineOf[t]
 			}
 		}
 		if needs, ok := s["needs"].([]any); ok {
@@ -579,7 +567,7 @@ func launchObjects(l Launch, prefix string, o Options, labels func(string) map[s
 	sel["benchrun.dev/stage"] = dnsName(l.Stage)
 	image := o.ServerImage
 	if image == "" {
-		image = engineImages[l.Engine]
+		image = engines.For(l.Engine).Image
 	}
 	if image == "" {
 		image = o.Image
@@ -626,7 +614,7 @@ func launchObjects(l Launch, prefix string, o Options, labels func(string) map[s
 		// default to them and may not differ).
 		res.Limits = corev1.ResourceList{"nvidia.com/gpu": q}
 	}
-	health := telemetry.EngineFor(l.Engine).HealthPath
+	health := engines.For(l.Engine).HealthPath
 	one := int32(1)
 	dep := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},

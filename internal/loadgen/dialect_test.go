@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/sim/simtest"
 )
@@ -24,10 +25,10 @@ func TestCalibrateEachEngineDialect(t *testing.T) {
 		persona, engine, version, method string
 		ctx                              int
 	}{
-		{sim.PersonaVLLM, EngineVLLM, "0.11.0", "tokenize(prompt)+probe", 1024},
-		{sim.PersonaLlamaServer, EngineLlamaServer, "b6500-sim", "tokenize(content)+probe", 1024},
-		{sim.PersonaSGLang, EngineSGLang, "0.5.2", "tokenize(prompt)+probe", 1024},
-		{sim.PersonaOllama, EngineOllama, "0.6.5", "probe", 1024},
+		{sim.PersonaVLLM, engines.VLLM.Name, "0.11.0", "tokenize(prompt)+probe", 1024},
+		{sim.PersonaLlamaServer, engines.LlamaServer.Name, "b6500-sim", "tokenize(content)+probe", 1024},
+		{sim.PersonaSGLang, engines.SGLang.Name, "0.5.2", "tokenize(prompt)+probe", 1024},
+		{sim.PersonaOllama, engines.Ollama.Name, "0.6.5", "probe", 1024},
 	} {
 		for _, ep := range []Endpoint{Completions, Chat} {
 			t.Run(tc.persona+"/"+string(ep), func(t *testing.T) {

@@ -12,29 +12,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/httpsafe"
 )
 
-// Engine names as Discover reports them (the launch presets' names).
+// Tokenizer dialects: how a server's tokenizer endpoint wants to be asked
+// (engines.Dialect*, which each engine's descriptor names).
 const (
-	EngineVLLM        = "vllm"
-	EngineLlamaServer = "llama-server"
-	EngineSGLang      = "sglang"
-	EngineOllama      = "ollama"
-	EngineSim         = "sim"
-)
-
-// Tokenizer dialects: how a server's tokenizer endpoint wants to be asked.
-const (
-	// DialectPrompt: POST /tokenize {"model","prompt"} (or "messages") →
-	// {"count","tokens","max_model_len"} (vLLM, SGLang, the simulator).
-	DialectPrompt = "prompt"
-	// DialectContent: POST /tokenize {"content","add_special"} →
-	// {"tokens"} (llama.cpp's llama-server). Any other field gets an empty
-	// token list, never an error.
-	DialectContent = "content"
-	// DialectNone: no usable tokenizer endpoint (Ollama has none).
-	DialectNone = "none"
+	DialectPrompt  = engines.DialectPrompt
+	DialectContent = engines.DialectContent
+	DialectNone    = engines.DialectNone
 )
 
 // ServerInfo is what a server says about itself before it is measured:
@@ -65,41 +52,56 @@ func (si ServerInfo) VersionOrUnknown() string {
 
 // Discover asks the target what it is, by the endpoints each engine
 // documents (engine, when known from the plan, narrows the questions):
+// GET /v1/models (owned_by names the engine, max_model_len or meta.n_ctx
+// its context), then each engine's self-description (engines.Info*) in
+// the registry's order while the engine is not yet known:
 //
-//	vLLM     GET /version, GET /v1/models data[].max_model_len
-//	llama    GET /props (build_info, default_generation_settings.n_ctx),
-//	         GET /v1/models data[].meta.n_ctx
-//	SGLang   GET /get_server_info (version, context_length), /v1/models
+//	llama    GET /props (build_info, default_generation_settings.n_ctx)
+//	SGLang   GET /get_server_info (version, context_length)
 //	Ollama   GET /api/version, POST /api/show (parameters num_ctx,
 //	         model_info.*.context_length)
 //
-// Every question is bounded by a short timeout and failures are ignored:
-// what cannot be learned stays unknown.
+// then the engine's version endpoint (vLLM's GET /version) when the
+// version is still unknown. Every question is bounded by a short timeout
+// and failures are ignored: what cannot be learned stays unknown.
 func Discover(ctx context.Context, t *Target, engine string) ServerInfo {
 	si := ServerInfo{Engine: engine}
-	if si.Engine == "custom" {
+	if si.Engine == engines.Custom.Name {
 		si.Engine = ""
 	}
 	si.askModels(ctx, t)
-	if si.mayBe(EngineLlamaServer) {
-		si.askLlamaProps(ctx, t)
+	for _, e := range engines.All() {
+		if ask := infoAskers[e.Info]; ask != nil && si.mayBe(e.Name) {
+			ask(&si, ctx, t, e.Name)
+		}
 	}
-	if si.mayBe(EngineSGLang) && si.Engine != EngineLlamaServer {
-		si.askSGLang(ctx, t)
-	}
-	if si.mayBe(EngineOllama) {
-		si.askOllama(ctx, t)
-	}
-	if si.Version == "" && si.Engine != EngineOllama && si.Engine != EngineLlamaServer {
+	if path := versionPath(si.Engine); si.Version == "" && path != "" {
 		var v struct {
 			Version string `json:"version"`
 		}
-		if t.getJSON(ctx, "/version", &v) == nil && v.Version != "" {
+		if t.getJSON(ctx, path, &v) == nil && v.Version != "" {
 			si.Version = v.Version
 		}
 	}
-	si.Tokenizer = engineDialect(si.Engine)
+	si.Tokenizer = engines.For(si.Engine).Tokenize
 	return si
+}
+
+// infoAskers read each self-description (engines.Info*) into si; name
+// is the engine that answers it.
+var infoAskers = map[string]func(si *ServerInfo, ctx context.Context, t *Target, name string){
+	engines.InfoLlamaProps:       (*ServerInfo).askLlamaProps,
+	engines.InfoSGLangServerInfo: (*ServerInfo).askSGLang,
+	engines.InfoOllama:           (*ServerInfo).askOllama,
+}
+
+// versionPath is where engine answers {"version": ...}: its descriptor's
+// VersionPath, or /version while the engine is unknown.
+func versionPath(engine string) string {
+	if engine == "" {
+		return engines.Custom.VersionPath
+	}
+	return engines.For(engine).VersionPath
 }
 
 // mayBe reports whether the server may be engine: the engine is not known
@@ -131,7 +133,7 @@ func (si *ServerInfo) askModels(ctx context.Context, t *Target) {
 		}
 	}
 	if si.Engine == "" {
-		si.Engine = engineOwning(m.OwnedBy)
+		si.Engine = engines.Owning(m.OwnedBy)
 	}
 	switch {
 	case m.MaxModelLen > 0:
@@ -141,27 +143,9 @@ func (si *ServerInfo) askModels(ctx context.Context, t *Target) {
 	}
 }
 
-// engineOwning is the engine whose /v1/models says owned_by owner ("":
-// none known).
-func engineOwning(owner string) string {
-	switch owner {
-	case "vllm":
-		return EngineVLLM
-	case "llamacpp":
-		return EngineLlamaServer
-	case "sglang":
-		return EngineSGLang
-	case "library", "ollama":
-		return EngineOllama
-	case "benchrun-sim":
-		return EngineSim
-	}
-	return ""
-}
-
 // askLlamaProps reads llama-server's GET /props: its build and the
 // per-slot context.
-func (si *ServerInfo) askLlamaProps(ctx context.Context, t *Target) {
+func (si *ServerInfo) askLlamaProps(ctx context.Context, t *Target, name string) {
 	var props struct {
 		BuildInfo string `json:"build_info"`
 		Settings  *struct {
@@ -172,7 +156,7 @@ func (si *ServerInfo) askLlamaProps(ctx context.Context, t *Target) {
 	if t.getJSON(ctx, "/props", &props) != nil || (props.Settings == nil && props.BuildInfo == "") {
 		return
 	}
-	si.Engine = EngineLlamaServer
+	si.Engine = name
 	si.Version = props.BuildInfo
 	if props.Settings != nil && props.Settings.NCtx > 0 {
 		// The per-slot context, which is what one request gets
@@ -183,7 +167,7 @@ func (si *ServerInfo) askLlamaProps(ctx context.Context, t *Target) {
 
 // askSGLang reads SGLang's GET /get_server_info: its version and context
 // (a context /v1/models gave stays).
-func (si *ServerInfo) askSGLang(ctx context.Context, t *Target) {
+func (si *ServerInfo) askSGLang(ctx context.Context, t *Target, name string) {
 	var info struct {
 		Version       string `json:"version"`
 		ContextLength int    `json:"context_length"`
@@ -191,7 +175,7 @@ func (si *ServerInfo) askSGLang(ctx context.Context, t *Target) {
 	if t.getJSON(ctx, "/get_server_info", &info) != nil || (info.Version == "" && info.ContextLength <= 0) {
 		return
 	}
-	si.Engine = EngineSGLang
+	si.Engine = name
 	if info.Version != "" {
 		si.Version = info.Version
 	}
@@ -202,31 +186,17 @@ func (si *ServerInfo) askSGLang(ctx context.Context, t *Target) {
 
 // askOllama reads Ollama's GET /api/version and, when it answers, the
 // model's context (ollamaContext).
-func (si *ServerInfo) askOllama(ctx context.Context, t *Target) {
+func (si *ServerInfo) askOllama(ctx context.Context, t *Target, name string) {
 	var v struct {
 		Version string `json:"version"`
 	}
 	if t.getJSON(ctx, "/api/version", &v) != nil || v.Version == "" {
 		return
 	}
-	si.Engine, si.Version = EngineOllama, v.Version
+	si.Engine, si.Version = name, v.Version
 	if n, from := t.ollamaContext(ctx); n > 0 {
 		si.MaxModelLen, si.ContextFrom = n, from
 	}
-}
-
-// engineDialect is the tokenizer dialect an engine speaks ("": unknown,
-// calibration tries them).
-func engineDialect(engine string) string {
-	switch engine {
-	case EngineLlamaServer:
-		return DialectContent
-	case EngineOllama:
-		return DialectNone
-	case EngineVLLM, EngineSGLang, EngineSim:
-		return DialectPrompt
-	}
-	return ""
 }
 
 // ollamaDefaultNumCtx is Ollama's num_ctx when a model's parameters set

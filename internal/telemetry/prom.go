@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/results"
 )
@@ -42,7 +43,8 @@ import (
 //
 // Names are looked up among every engine's spellings whatever the preset,
 // because a plan's "custom" or "sim" server may serve any of them; the
-// preset matters only for Ollama (no endpoint, nothing scraped).
+// preset matters only for an engine with no endpoint (Ollama: nothing
+// scraped) and for llama-server's /slots.
 
 // promSource is the samples' Source.
 const promSource = "prometheus"
@@ -56,57 +58,137 @@ func promScrapeTimeout(interval time.Duration) time.Duration {
 	return min(max(interval, 250*time.Millisecond), time.Second)
 }
 
-// The columns' candidate names, preferred first: the current spelling,
-// then the older one (vLLM renamed its KV and inter-token metrics in
-// 0.10/0.11), then the other engines'.
+// The columns' candidate names, preferred first, gathered from the
+// engines' descriptors (internal/engines) in registry order: each
+// engine's current spelling, then its older one (vLLM renamed its KV and
+// inter-token metrics in 0.10/0.11), then the next engine's.
 var (
-	promRunning = []string{"vllm:num_requests_running", "llamacpp:requests_processing", "sglang:num_running_reqs", "tgi_batch_current_size"}
-	promWaiting = []string{"vllm:num_requests_waiting", "llamacpp:requests_deferred", "sglang:num_queue_reqs", "tgi_queue_size"}
-	// llamacpp:kv_cache_usage_ratio was removed upstream (PRs #13660,
-	// #22879) but older builds serve it; current ones leave it to /slots.
-	promKV = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "llamacpp:kv_cache_usage_ratio"}
-	// Preemptions: counters; SGLang's num_retracted_reqs is a gauge (see
-	// promCols).
-	promPreempt   = []string{"vllm:num_preemptions_total", "sglang:num_retracted_reqs_total"}
-	promPreemptG  = []string{"sglang:num_retracted_reqs"}
-	promPrompt    = []string{"vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total", "sglang:prompt_tokens_total"}
-	promGen       = []string{"vllm:generation_tokens_total", "llamacpp:tokens_predicted_total", "sglang:generation_tokens_total"}
-	promTTFT      = []string{"vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"}
-	promITL       = []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "sglang:inter_token_latency_seconds", "tgi_request_mean_time_per_token_duration"}
-	promQueue     = []string{"vllm:request_queue_time_seconds", "tgi_request_queue_duration"}
-	promTGIPrompt = "tgi_request_input_length"     // a histogram of input lengths: its sum counts tokens
-	promTGIGen    = "tgi_request_generated_tokens" // likewise for generated tokens
+	promRunning  = promNames(func(m engines.Metrics) []string { return m.Running })
+	promWaiting  = promNames(func(m engines.Metrics) []string { return m.Waiting })
+	promKV       = promNames(func(m engines.Metrics) []string { return m.KV })
+	promPreempt  = promNames(func(m engines.Metrics) []string { return m.Preempt })
+	promPreemptG = promNames(func(m engines.Metrics) []string { return m.PreemptGauge })
+	promPrompt   = promNames(func(m engines.Metrics) []string { return m.PromptTokens })
+	promGen      = promNames(func(m engines.Metrics) []string { return m.GenTokens })
+	promTTFT     = promNames(func(m engines.Metrics) []string { return m.TTFT })
+	promITL      = promNames(func(m engines.Metrics) []string { return m.ITL })
+	promQueue    = promNames(func(m engines.Metrics) []string { return m.Queue })
+	// Histograms of per-request token counts (TGI): their sums count tokens.
+	promPromptHist = promNames(func(m engines.Metrics) []string { return m.PromptHist })
+	promGenHist    = promNames(func(m engines.Metrics) []string { return m.GenHist })
 	// Prefix cache: hits and queries counters, in tokens.
-	promPrefix = [][2]string{
-		{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"},
-		{"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total"},
-		{"sglang:cached_tokens_total", "sglang:prompt_tokens_total"},
-	}
-	promSGLangHitRate = "sglang:cache_hit_rate"
-	// llama.cpp's prompt_tokens_total excludes cached tokens; newer
-	// builds count those apart.
-	promLlamaCached     = "llamacpp:prompt_tokens_cached_total"
-	promLlamaPrompt     = "llamacpp:prompt_tokens_total"
-	promLlamaPred       = "llamacpp:tokens_predicted_total"
-	promLlamaPredSecs   = "llamacpp:tokens_predicted_seconds_total"
-	promLlamaPromptSecs = "llamacpp:prompt_seconds_total"
+	promPrefix  = promPairs()
+	promHitRate = promNames(func(m engines.Metrics) []string { return m.HitRate })
+	// promCachedApart maps a prompt-token counter that leaves cached
+	// tokens out (llama.cpp's) to the counter of those.
+	promCachedApart = promApart(func(m engines.Metrics) []string { return m.PromptTokens },
+		func(m engines.Metrics) string { return m.CachedApart })
+	// promDecodeSecs maps a generated-token counter to the counter of
+	// seconds spent decoding them (llama.cpp's), and promPromptSecs names
+	// the prefill seconds counters, read for the samples.
+	promDecodeSecs = promApart(func(m engines.Metrics) []string { return m.GenTokens },
+		func(m engines.Metrics) string { return m.DecodeSeconds })
+	promPromptSecs = promNames(func(m engines.Metrics) []string { return oneName(m.PromptSeconds) })
 	// promLegacy are the older spellings, said in the note when seen.
-	promLegacy = map[string]bool{
-		"vllm:gpu_cache_usage_perc": true, "vllm:time_per_output_token_seconds": true,
-		"vllm:gpu_prefix_cache_hits_total": true, "vllm:gpu_prefix_cache_queries_total": true,
-		"llamacpp:kv_cache_usage_ratio": true,
-	}
+	promLegacy = promLegacyNames()
+	// promSlots is the engine whose per-slot state stands in for the KV
+	// gauge its /metrics lacks (llama-server's /slots).
+	promSlots = slotsEngine()
 )
 
+func slotsEngine() engines.Engine {
+	for _, e := range engines.All() {
+		if e.SlotsPath != "" {
+			return e
+		}
+	}
+	return engines.Engine{}
+}
+
+// promNames are the names field gives, over the engines in registry
+// order, each once.
+func promNames(field func(engines.Metrics) []string) []string {
+	var out []string
+	for _, e := range engines.All() {
+		for _, n := range field(e.Metrics) {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// promPairs are the engines' prefix-cache counter pairs, in registry order.
+func promPairs() [][2]string {
+	var out [][2]string
+	for _, e := range engines.All() {
+		out = append(out, e.Metrics.Prefix...)
+	}
+	return out
+}
+
+// promApart maps an engine's first counter of key's to its companion
+// counter of field's (an engine without one is left out).
+func promApart(key func(engines.Metrics) []string, field func(engines.Metrics) string) map[string]string {
+	out := map[string]string{}
+	for _, e := range engines.All() {
+		if k, c := key(e.Metrics), field(e.Metrics); c != "" && len(k) > 0 {
+			out[k[0]] = c
+		}
+	}
+	return out
+}
+
+// apartNames are the companion counters of m, in its keys' order.
+func apartNames(m map[string]string, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if c, ok := m[k]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func oneName(n string) []string {
+	if n == "" {
+		return nil
+	}
+	return []string{n}
+}
+
+func promLegacyNames() map[string]bool {
+	out := map[string]bool{}
+	for _, e := range engines.All() {
+		for _, n := range e.Metrics.Legacy {
+			out[n] = true
+		}
+	}
+	return out
+}
+
 // promHists are the names read as histograms (their _sum and _count).
-var promHists = concat(promTTFT, promITL, promQueue, []string{promTGIPrompt, promTGIGen})
+var promHists = concat(promTTFT, promITL, promQueue, promPromptHist, promGenHist)
 
 // promScalars are the names read as one value (a counter or gauge).
-var promScalars = concat(promRunning, promWaiting, promKV, promPreempt, promPreemptG, promPrompt, promGen,
-	[]string{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total",
-		"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total",
-		"sglang:cached_tokens_total", promSGLangHitRate,
-		promLlamaCached, promLlamaPredSecs, promLlamaPromptSecs})
+var promScalars = promScalarNames()
+
+func promScalarNames() []string {
+	out := concat(promRunning, promWaiting, promKV, promPreempt, promPreemptG, promPrompt, promGen)
+	for _, pair := range promPrefix {
+		out = append(out, pair[0], pair[1])
+	}
+	out = concat(out, promHitRate, apartNames(promCachedApart, promPrompt),
+		apartNames(promDecodeSecs, promGen), promPromptSecs)
+	var once []string
+	for _, n := range out {
+		if !slices.Contains(once, n) {
+			once = append(once, n)
+		}
+	}
+	return once
+}
 
 func concat(lists ...[]string) []string {
 	var out []string
@@ -208,8 +290,8 @@ func NewPromProbe(url, engine string, interval time.Duration, client *http.Clien
 		parser: expfmt.NewTextParser(model.UTF8Validation),
 	}
 	// llama-server serves /slots beside /metrics on the same port.
-	if i := strings.LastIndex(url, "/metrics"); i >= 0 {
-		p.slotsURL = url[:i] + "/slots" + url[i+len("/metrics"):]
+	if i := strings.LastIndex(url, promSlots.MetricsPath); i >= 0 && promSlots.SlotsPath != "" {
+		p.slotsURL = url[:i] + promSlots.SlotsPath + url[i+len(promSlots.MetricsPath):]
 	}
 	return p
 }
@@ -219,8 +301,8 @@ func (p *promProbe) Name() string { return promSource }
 // noEndpoint says why nothing is scraped at all ("" when something is).
 func (p *promProbe) noEndpoint() string {
 	switch {
-	case p.engine == "ollama":
-		return "server metrics not measured: Ollama exposes no metrics endpoint"
+	case engines.For(p.engine).NoMetrics != "":
+		return "server metrics not measured: " + engines.For(p.engine).NoMetrics
 	case p.url == "":
 		return "server metrics not measured: no metrics URL"
 	}
@@ -441,9 +523,20 @@ func (p *promProbe) wantSlots(vals map[string]float64) bool {
 	if off {
 		return false
 	}
-	_, llama := vals[promLlamaPred]
-	_, llamaKV := vals["llamacpp:kv_cache_usage_ratio"]
-	return (llama || p.engine == "llama-server") && !llamaKV
+	// The server speaks the engine (by its preset or its generated-token
+	// counter) and says nothing of KV itself.
+	m := promSlots.Metrics
+	speaks := p.engine == promSlots.Name
+	if len(m.GenTokens) > 0 {
+		_, seen := vals[m.GenTokens[0]]
+		speaks = speaks || seen
+	}
+	for _, kv := range m.KV {
+		if _, ok := vals[kv]; ok {
+			return false
+		}
+	}
+	return speaks
 }
 
 func (p *promProbe) fetch(ctx context.Context) (map[string]*dto.MetricFamily, error) {
@@ -623,6 +716,17 @@ func (w *promWindow) histMeanMs(name string) *float64 {
 	return &v
 }
 
+// pickApart is the first of keys with a companion counter in apart that
+// some scrape served, and that companion ("", "" for none).
+func (w *promWindow) pickApart(apart map[string]string, keys []string) (key, companion string) {
+	for _, k := range keys {
+		if c, ok := apart[k]; ok && w.pick(c) != "" {
+			return k, c
+		}
+	}
+	return "", ""
+}
+
 // pickHist is the first histogram of names that some scrape served.
 func (w *promWindow) pickHist(names ...string) string {
 	for _, n := range names {
@@ -766,20 +870,23 @@ func (w *promWindow) fillPreemptions(row *results.Cell) {
 // prompt counter read ("" for none).
 func (w *promWindow) fillTokenCounts(row *results.Cell) (prompt string) {
 	prompt = w.pick(promPrompt...)
+	cached := promCachedApart[prompt]
 	switch {
-	case prompt == promLlamaPrompt && w.pick(promLlamaCached) != "":
+	case cached != "" && w.pick(cached) != "":
 		// Newer llama.cpp counts cached prompt tokens apart; the client's
 		// usage.prompt_tokens includes them.
-		row.ServerPromptTokens = add(w.delta(prompt), w.delta(promLlamaCached))
+		row.ServerPromptTokens = add(w.delta(prompt), w.delta(cached))
 	case prompt != "":
 		row.ServerPromptTokens = w.delta(prompt)
-	case w.pickHist(promTGIPrompt) != "":
-		row.ServerPromptTokens = w.delta(promTGIPrompt + "_sum")
+	default:
+		if h := w.pickHist(promPromptHist...); h != "" {
+			row.ServerPromptTokens = w.delta(h + "_sum")
+		}
 	}
 	if gen := w.pick(promGen...); gen != "" {
 		row.ServerGenerationTokens = w.delta(gen)
-	} else if w.pickHist(promTGIGen) != "" {
-		row.ServerGenerationTokens = w.delta(promTGIGen + "_sum")
+	} else if h := w.pickHist(promGenHist...); h != "" {
+		row.ServerGenerationTokens = w.delta(h + "_sum")
 	}
 	return prompt
 }
@@ -790,10 +897,10 @@ func (w *promWindow) fillLatencyMeans(row *results.Cell) {
 	row.ServerTTFTMeanMs = w.histMeanMs(w.pickHist(promTTFT...))
 	if itl := w.pickHist(promITL...); itl != "" {
 		row.ServerITLMeanMs = w.histMeanMs(itl)
-	} else if w.pick(promLlamaPredSecs) != "" {
+	} else if gen, secs := w.pickApart(promDecodeSecs, promGen); secs != "" {
 		// llama.cpp: decode seconds per predicted token, from the
 		// counters (its *_seconds gauges are reset by scrapes).
-		if v := ratio(w.delta(promLlamaPredSecs), w.delta(promLlamaPred)); v != nil {
+		if v := ratio(w.delta(secs), w.delta(gen)); v != nil {
 			ms := *v * 1000
 			row.ServerITLMeanMs = &ms
 		}
@@ -830,8 +937,8 @@ func (w *promWindow) notServedNote(row *results.Cell, running, waiting, prompt s
 		set  bool
 	}{
 		{"server_running_peak", running != ""}, {"server_waiting_peak", waiting != ""},
-		{"server_prompt_tokens", row.ServerPromptTokens != nil || prompt != "" || w.pickHist(promTGIPrompt) != ""},
-		{"server_generation_tokens", row.ServerGenerationTokens != nil || w.pick(promGen...) != "" || w.pickHist(promTGIGen) != ""},
+		{"server_prompt_tokens", row.ServerPromptTokens != nil || prompt != "" || w.pickHist(promPromptHist...) != ""},
+		{"server_generation_tokens", row.ServerGenerationTokens != nil || w.pick(promGen...) != "" || w.pickHist(promGenHist...) != ""},
 	} {
 		if !c.set {
 			missing = append(missing, c.name)
@@ -866,18 +973,19 @@ func prefixHitRate(w *promWindow) *float64 {
 			return ratio(w.delta(pair[0]), w.delta(pair[1]))
 		}
 	}
-	if w.pick(promLlamaCached) != "" {
-		cached := w.delta(promLlamaCached)
-		return ratio(cached, add(cached, w.delta(promLlamaPrompt)))
+	if prompt, cachedName := w.pickApart(promCachedApart, promPrompt); cachedName != "" {
+		cached := w.delta(cachedName)
+		return ratio(cached, add(cached, w.delta(prompt)))
 	}
-	if w.pick(promSGLangHitRate) == "" {
+	gauge := w.pick(promHitRate...)
+	if gauge == "" {
 		return nil
 	}
 	// Only the gauge (a rate over SGLang's own logging interval): its
 	// mean over the window's scrapes.
 	sum, n := 0.0, 0
 	for _, r := range w.ok {
-		if v, ok := r.vals[promSGLangHitRate]; ok {
+		if v, ok := r.vals[gauge]; ok {
 			sum += v
 			n++
 		}

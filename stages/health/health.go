@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/procrun"
-	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/internal/client"
@@ -95,7 +95,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if engName == "" {
 		engName = target.Engine
 	}
-	eng := telemetry.EngineFor(engName)
+	eng := engines.For(engName)
 	if s.cfg.Path != "" {
 		eng.HealthPath = s.cfg.Path
 	}
@@ -165,7 +165,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 
 // check runs the three checks in order. It returns the served name when
 // ready, why not otherwise, and an error when waiting cannot help.
-func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng telemetry.Engine, model string, lt *loadgen.Target) (string, string, error) {
+func (s *Stage) check(ctx context.Context, client *http.Client, base string, eng engines.Engine, model string, lt *loadgen.Target) (string, string, error) {
 	code, _, err := get(ctx, client, base+eng.HealthPath, lt)
 	if e := loadgen.HTTP2Answer(err); e != nil {
 		// Waiting cannot help: the server will answer in HTTP/2 again.

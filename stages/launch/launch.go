@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/httpsafe"
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/remote"
@@ -78,7 +79,7 @@ type Stage struct {
 	logPath     string
 	port        int
 	model       string
-	engine      telemetry.Engine
+	engine      engines.Engine
 
 	progress io.Writer // stderr: a death is shown with its log tail
 
@@ -248,7 +249,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (out *pipeline.Outpu
 	if s.model == "" {
 		s.model = env.Plan.Model.Name
 	}
-	s.engine = telemetry.EngineFor(s.cfg.Engine)
+	s.engine = engines.For(s.cfg.Engine)
 	s.logPath = filepath.Join(env.Dir, s.spec.Name+".log")
 	vars := s.vars(env)
 	s.stageVars = vars

@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/benchrun/benchrun/internal/telemetry"
+	"github.com/benchrun/benchrun/internal/engines"
 )
 
 // ready is the quick readiness check a per-cell restart waits for: the
 // engine's health path answers 200 and its model list has the model.
 // (The health stage does the full check, with reasons, once.)
-func ready(ctx context.Context, client *http.Client, base string, eng telemetry.Engine, model string) bool {
+func ready(ctx context.Context, client *http.Client, base string, eng engines.Engine, model string) bool {
 	code, _ := get(ctx, client, base+eng.HealthPath)
 	if code != http.StatusOK {
 		return false

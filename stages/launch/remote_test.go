@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
-	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/provision"
@@ -91,7 +91,7 @@ func TestLaunchOnAMachineOverSSH(t *testing.T) {
 	if code := waitHTTP(t, out.URL+"/health", 10*time.Second); code != 200 {
 		t.Fatalf("/health = %d", code)
 	}
-	if !ready(context.Background(), &http.Client{Timeout: 5 * time.Second}, out.URL, telemetry.EngineFor("sim"), "tiny") {
+	if !ready(context.Background(), &http.Client{Timeout: 5 * time.Second}, out.URL, engines.For("sim"), "tiny") {
 		t.Fatal("the simulator on the machine does not serve the model")
 	}
 	pid, _ := out.Values["remote_pid"].(int)

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/pipeline"
 )
@@ -21,43 +22,46 @@ import (
 const versionTimeout = 3 * time.Second
 
 // versionCommand says how to learn the version of the engine cmd starts,
-// before it starts: the parser's name ("llama-server", "vllm", "ollama",
-// "generic", or "sim" for `benchrun sim`, which needs no command) and the
-// command to run. The engine is recognised by the binary cmd runs, not by
-// the preset alone: `ssh host vllm serve` or `docker run ...` with the
-// vllm preset would report ssh's or docker's version. It returns "" when
-// the engine is not recognised; a shell command line is not parsed.
+// before it starts: the engine whose version parser reads the output (its
+// descriptor's name, "generic" for an engine run as a Python module, or
+// "sim" for `benchrun sim`, which needs no command) and the command to
+// run. The engine is recognised by the binary cmd runs (a descriptor's
+// Binaries), not by the preset alone: `ssh host vllm serve` or `docker
+// run ...` with the vllm preset would report ssh's or docker's version.
+// It returns "" when the engine is not recognised; a shell command line
+// is not parsed.
 func versionCommand(cfg Config, argv []string) (string, []string) {
 	if cfg.Shell || len(cfg.Cmd) == 0 {
 		return "", nil
 	}
 	if cfg.Cmd[0] == "benchrun" {
 		if len(cfg.Cmd) > 1 && cfg.Cmd[1] == "sim" {
-			return "sim", nil
+			return engines.Sim.Name, nil
 		}
 		return "", nil
 	}
-	switch filepath.Base(argv[0]) {
-	case "llama-server":
-		return "llama-server", []string{argv[0], "--version"}
-	case "vllm":
-		return "vllm", []string{argv[0], "--version"}
-	case "ollama":
-		return "ollama", []string{argv[0], "--version"}
-	case "sglang", "text-generation-launcher", "max":
-		return "generic", []string{argv[0], "--version"}
+	base := filepath.Base(argv[0])
+	for _, e := range engines.All() {
+		if slices.Contains(e.Binaries, base) {
+			return e.Name, []string{argv[0], "--version"}
+		}
 	}
 	// python3 -m sglang.launch_server / python -m vllm.entrypoints.openai.api_server:
 	// ask the package's metadata (no import of the engine itself).
-	if b := filepath.Base(argv[0]); strings.HasPrefix(b, "python") && len(argv) > 2 && argv[1] == "-m" {
+	if strings.HasPrefix(base, "python") && len(argv) > 2 && argv[1] == "-m" {
 		pkg, _, _ := strings.Cut(argv[2], ".")
-		switch pkg {
-		case "sglang", "vllm":
-			return "generic", []string{argv[0], "-c", "import importlib.metadata as m; print(m.version(" + fmt.Sprintf("%q", pkg) + "))"}
+		for _, e := range engines.All() {
+			if e.PythonModule != "" && e.PythonModule == pkg {
+				return genericParser, []string{argv[0], "-c", "import importlib.metadata as m; print(m.version(" + fmt.Sprintf("%q", pkg) + "))"}
+			}
 		}
 	}
 	return "", nil
 }
+
+// genericParser names the version parser of an engine benchrun has none
+// for: engines.GenericVersion.
+const genericParser = "generic"
 
 // engineVersion runs the engine's version command (before the server
 // starts, with the server's environment: `ollama --version` asks the
@@ -68,7 +72,7 @@ func (s *Stage) engineVersion(ctx context.Context, log io.Writer) string {
 	switch parser {
 	case "":
 		return ""
-	case "sim":
+	case engines.Sim.Name:
 		v := pipeline.Version()
 		fmt.Fprintf(log, "benchrun: engine version %s (benchrun sim is this benchrun)\n", v)
 		return v
@@ -100,64 +104,19 @@ func runVersion(ctx context.Context, argv, environ []string, dir string) (string
 	return out.String(), err
 }
 
-var (
-	// llama.cpp, common/arg.cpp: fprintf(stderr, "version: %d (%s)\n", LLAMA_BUILD_NUMBER, LLAMA_COMMIT).
-	llamaVersion = regexp.MustCompile(`(?m)^version: (\d+) \(([0-9a-f]+)\)`)
-	// Current llama.cpp: "version: 0.2.0-dev (build 7236, commit 3f545be)";
-	// a source archive without git metadata: "(build 0, commit unknown)".
-	llamaVersionBuild = regexp.MustCompile(`(?m)^version: (\S+) \(build (\d+), commit (\S+)\)`)
-	// ollama, cmd/cmd.go versionHandler.
-	ollamaClient = regexp.MustCompile(`client version is (\S+)`)
-	ollamaServer = regexp.MustCompile(`ollama version is (\S+)`)
-	// A line that is only a version (vllm --version: importlib.metadata's
-	// version, "0.11.0" or "0.11.1.dev12+g1234abc").
-	versionOnly = regexp.MustCompile(`^v?(\d+\.\d+(?:\.\d+)*(?:[.+-][0-9A-Za-z.+-]*)?)$`)
-	// The first version-looking word anywhere ("text-generation-launcher 2.4.0").
-	versionWord = regexp.MustCompile(`(?:^|[\s(])v?(\d+\.\d+(?:\.\d+)*(?:[.+-][0-9A-Za-z.+-]*)?)(?:$|[\s),])`)
-)
-
 // ParseVersion finds the engine's version in the output of its version
-// command. Normalization: llama.cpp's build number becomes its release
-// tag ("version: 6500 (abcdef0)" is "b6500", the name of the GitHub
-// release of that build); Ollama's is the client's, the binary benchrun
-// launches ("ollama version is 0.6.5", or "Warning: client version is
-// 0.6.5" when no server answers); the others are the version as printed,
-// without a leading "v". It returns "" when there is none.
+// command with the parser of the engine named parser (its descriptor's
+// ParseVersion; "generic" or an engine without one: the first version
+// anywhere, engines.GenericVersion). Normalization: llama.cpp's build
+// number becomes its release tag ("version: 6500 (abcdef0)" is "b6500",
+// the name of the GitHub release of that build); Ollama's is the
+// client's, the binary benchrun launches ("ollama version is 0.6.5", or
+// "Warning: client version is 0.6.5" when no server answers); the others
+// are the version as printed, without a leading "v". It returns "" when
+// there is none.
 func ParseVersion(parser, out string) string {
-	switch parser {
-	case "llama-server":
-		if m := llamaVersion.FindStringSubmatch(out); m != nil {
-			return "b" + m[1]
-		}
-		if m := llamaVersionBuild.FindStringSubmatch(out); m != nil {
-			if m[2] != "0" {
-				return "b" + m[2]
-			}
-			return m[1] // no build number: the version it names
-		}
-		return ""
-	case "ollama":
-		if m := ollamaClient.FindStringSubmatch(out); m != nil {
-			return m[1]
-		}
-		if m := ollamaServer.FindStringSubmatch(out); m != nil {
-			return m[1]
-		}
-		return ""
+	if e, ok := engines.Lookup(parser); ok {
+		return e.Version(out)
 	}
-	// vllm and the generic parser: the last line that is only a version
-	// (vllm may log INFO lines first), else the first version-looking word.
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if m := versionOnly.FindStringSubmatch(strings.TrimSpace(lines[i])); m != nil {
-			return m[1]
-		}
-	}
-	if parser == "vllm" {
-		return ""
-	}
-	if m := versionWord.FindStringSubmatch(out); m != nil {
-		return m[1]
-	}
-	return ""
+	return engines.GenericVersion(out)
 }

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
-	"github.com/benchrun/benchrun/internal/telemetry"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -264,7 +264,7 @@ func embeddingsHint(rs []loadgen.Result) string {
 		}
 		msg := strings.ToLower(he.Body)
 		if (he.Status == 501 || he.Status == 400) && (strings.Contains(msg, "--embeddings") || strings.Contains(msg, "pooling")) {
-			args := strings.Join(telemetry.EngineFor("llama-server").EmbeddingsArgs, " ")
+			args := strings.Join(engines.LlamaServer.EmbeddingsArgs, " ")
 			return fmt.Sprintf("the server does not embed as started: llama-server needs %s (a pooling mode other than none) on its command line", args)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/httpsafe"
-	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/telemetry"
@@ -72,14 +72,15 @@ func (s *Stage) openProbes(env *pipeline.Env, target *pipeline.Outputs, engine s
 		if strings.HasPrefix(cfg.Metrics, "http") {
 			url = cfg.Metrics
 		}
+		eng := engines.For(engine)
 		if url == "" && target.URL != "" {
-			if path := telemetry.EngineFor(engine).MetricsPath; path != "" {
+			if path := eng.MetricsPath; path != "" {
 				url = strings.TrimRight(target.URL, "/") + path
 			}
 		}
 		switch {
-		case url == "" && engine == loadgen.EngineOllama:
-			ps.unavailable = append(ps.unavailable, results.ServerMetrics.Unavailable+"Ollama exposes no metrics endpoint")
+		case url == "" && eng.NoMetrics != "":
+			ps.unavailable = append(ps.unavailable, results.ServerMetrics.Unavailable+eng.NoMetrics)
 		case url == "":
 			ps.unavailable = append(ps.unavailable, results.ServerMetrics.Unavailable+"the engine ("+orUnknown(engine)+") has no metrics endpoint known to benchrun; set telemetry.metrics to its URL")
 		default:
