@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -101,29 +99,21 @@ func sortedKeys(m map[string]float64) []string {
 	return keys
 }
 
-// sloColumnRE: the latency statistics an objective may bound.
-var sloColumnRE = regexp.MustCompile(`^(ttft|ttft_sched|tpot|itl|itl_tok|e2el|e2el_sched)(_p50|_p90|_p95|_p99|_max)?_ms$|^ntpot_ms$`)
-
-// cellColumns maps each nullable float column of a cell row (its expr
-// name) to its field.
-var cellColumns = sync.OnceValue(func() map[string]int {
-	m := map[string]int{}
-	for _, c := range results.Columns() {
-		if c.Expr != "" && c.IsMetric() {
-			m[c.Expr] = c.Index
-		}
-	}
-	return m
-})
-
-// column is the row's value of a nullable float column (nil: NULL or no
-// such column).
+// column is the row's value of a nullable float column, by its expr name
+// (nil: NULL or no such column).
 func column(row *results.Cell, name string) *float64 {
-	i, ok := cellColumns()[name]
+	c, ok := results.LookupExpr(name)
 	if !ok {
 		return nil
 	}
-	return reflect.ValueOf(row).Elem().Field(i).Interface().(*float64)
+	return c.Float(row)
+}
+
+// sloColumn says whether an objective may bound column name: a latency
+// statistic the catalogue marks so (results.Column.SLO).
+func sloColumn(name string) bool {
+	c, ok := results.LookupExpr(name)
+	return ok && c.IsMetric() && c.SLO
 }
 
 // searchesRate reports whether the sweep searches over the open-loop rate.
@@ -141,7 +131,7 @@ func (s *Stage) validateSearch(c *pipeline.Check, bad func([]string, string, ...
 		bad(at("slo"), "no objective: give at least one bound on a latency column, as {ttft_p99_ms: 500, tpot_p99_ms: 50}")
 	}
 	for _, k := range sortedKeys(sc.SLO) {
-		if _, ok := cellColumns()[k]; !ok || !sloColumnRE.MatchString(k) {
+		if !sloColumn(k) {
 			bad(at("slo", k), "%q is not a latency column of the rows: an objective bounds ttft, ttft_sched, tpot, itl, itl_tok, e2el or e2el_sched as _p50_ms, _p90_ms, _p95_ms, _p99_ms, _max_ms or the mean _ms (ttft_p99_ms), or ntpot_ms", k)
 		}
 	}
@@ -616,8 +606,8 @@ func saturation(row *results.Cell, load float64, below *results.Cell, belowLoad 
 		// have flattened is not called saturated (a fixed 6 ms server read
 		// 152 then 94 req/s beside busy neighbours).
 		late := machine.Late(row)
-		bestRise := (*row.ReqS+machine.StarvedBound("req_s", row, late).Up) / *below.ReqS - 1
-		bestClimb := (*row.E2ELP99Ms-min(machine.StarvedBound("e2el_p99_ms", row, late).Down, *row.E2ELP99Ms)) / *below.E2ELP99Ms - 1
+		bestRise := (*row.ReqS+machine.StarvedBound(results.ColReqS, row, late).Up) / *below.ReqS - 1
+		bestClimb := (*row.E2ELP99Ms-min(machine.StarvedBound(results.ColE2ELP99Ms, row, late).Down, *row.E2ELP99Ms)) / *below.E2ELP99Ms - 1
 		if bestRise < satRise*(ratio-1) && bestClimb > satLatency {
 			why = append(why, fmt.Sprintf("throughput flat: req_s %.4g at %g %s vs %.4g at %g (%+.1f%% for %.2g× the load) while e2el_p99_ms rose %.4g → %.4g",
 				*row.ReqS, load, unit, *below.ReqS, belowLoad, 100*rise, ratio, *below.E2ELP99Ms, *row.E2ELP99Ms))
