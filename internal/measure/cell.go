@@ -10,9 +10,13 @@ import (
 
 // SLO is the plan's per-request objectives as plain values, in
 // milliseconds; 0 leaves an objective unset. A plan's schema.SLO converts
-// to it (measure.SLO(plan.SLO)): measuring never reads the plan.
+// to it (measure.SLO(plan.SLO)): measuring never reads the plan. Its JSON
+// names are plan.json's "slo", which a merge of shards reads back.
 type SLO struct {
-	TTFTMs, TPOTMs, ITLMs, E2ELMs float64
+	TTFTMs float64 `json:"ttft_ms"`
+	TPOTMs float64 `json:"tpot_ms"`
+	ITLMs  float64 `json:"itl_ms"`
+	E2ELMs float64 `json:"e2el_ms"`
 }
 
 // Met says every objective set holds for one request. The itl objective

@@ -20,7 +20,6 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/turns"
-	"github.com/benchrun/benchrun/schema"
 )
 
 // InfoFile is the merged run directory's record of its shards.
@@ -166,7 +165,7 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 	// recomputed from the pooled requests too, with the plan the shards
 	// ran (shard 0's plan.json).
 	var plan struct {
-		SLO schema.SLO `json:"slo"`
+		SLO measure.SLO `json:"slo"`
 	}
 	if len(shards[0].run.PlanJSON) > 0 {
 		if err := json.Unmarshal(shards[0].run.PlanJSON, &plan); err != nil {
@@ -307,7 +306,7 @@ func prepareOut(out string) error {
 }
 
 // mergeCell recomputes a cell's row from its shards' requests.
-func mergeCell(ps []part, slo schema.SLO, o Options) (results.Cell, []results.Request, Cell) {
+func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, []results.Request, Cell) {
 	// The identity of the cell (stage, ladder point, server, model) is
 	// every shard's; shard 0's row (or the first) carries it.
 	slices.SortFunc(ps, func(a, b part) int { return cmp.Compare(a.row.Shard, b.row.Shard) })
@@ -588,13 +587,13 @@ func recharge(row *results.Cell, ps []part) {
 // fill recomputes the request-derived metrics with the definition one
 // process uses (measure.FillCell), over the union window: the earliest
 // send to the latest finish of any shard.
-func fill(row *results.Cell, rs []results.Request, slo schema.SLO) {
+func fill(row *results.Cell, rs []results.Request, slo measure.SLO) {
 	intervals, span := measure.SendsOf(rs)
 	// The shards cut their passes with the plan's slice width; the merged
 	// cell keeps it (a width chosen for about ten windows of one shard's
 	// pass suits the union, which spans the same time).
 	slice := time.Duration(row.SliceS * float64(time.Second))
-	measure.FillCell(row, rs, measure.CellWindow{Span: measure.UnionWindow(rs), SendIntervals: intervals, SendSpan: span, Slice: slice}, measure.SLO(slo))
+	measure.FillCell(row, rs, measure.CellWindow{Span: measure.UnionWindow(rs), SendIntervals: intervals, SendSpan: span, Slice: slice}, slo)
 	var first time.Time
 	for _, r := range rs {
 		if first.IsZero() || r.SentAt.Before(first) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/schema"
 )
 
 func stampedShard(shard int64, source string, delays []float64) part {
@@ -23,7 +22,7 @@ func stampedShard(shard int64, source string, delays []float64) part {
 
 // The merged row's stamp delays are the pooled requests' percentiles.
 func TestMergeStampDelays(t *testing.T) {
-	row, _, _ := mergeCell([]part{stampedShard(0, "kernel", []float64{1, 1, 1}), stampedShard(1, "kernel", []float64{3, 3, 3})}, schema.SLO{}, Options{SendLagThresholdMs: 5, StartThresholdMs: 100})
+	row, _, _ := mergeCell([]part{stampedShard(0, "kernel", []float64{1, 1, 1}), stampedShard(1, "kernel", []float64{3, 3, 3})}, measure.SLO{}, Options{SendLagThresholdMs: 5, StartThresholdMs: 100})
 	if row.StampSource != "kernel" || row.StampDelayP50Ms == nil || *row.StampDelayP50Ms != 2 || *row.StampDelayP99Ms != 3 {
 		t.Errorf("merged stamps %q %v %v", row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms)
 	}
@@ -32,7 +31,7 @@ func TestMergeStampDelays(t *testing.T) {
 // Shards timed with different clocks merge on the user-space one: the
 // kernel shard's requests move by their delays.
 func TestMergeMixedStampSources(t *testing.T) {
-	row, reqs, _ := mergeCell([]part{stampedShard(0, "kernel", []float64{1, 2, 4}), stampedShard(1, "user", nil)}, schema.SLO{}, Options{SendLagThresholdMs: 5, StartThresholdMs: 100})
+	row, reqs, _ := mergeCell([]part{stampedShard(0, "kernel", []float64{1, 2, 4}), stampedShard(1, "user", nil)}, measure.SLO{}, Options{SendLagThresholdMs: 5, StartThresholdMs: 100})
 	if row.StampSource != "user" || row.StampDelayP50Ms != nil || !strings.Contains(row.Notes, "shards 0 timed events with kernel receive stamps, shards 1 with user-space stamps") {
 		t.Errorf("merged %q %v, notes %q", row.StampSource, row.StampDelayP50Ms, row.Notes)
 	}
@@ -62,10 +61,10 @@ func TestMergedCellIsOneProcessCell(t *testing.T) {
 		q.TTFTSchedMs, q.E2ELSchedMs = nil, nil
 		all = append(all, q)
 	}
-	slo := schema.SLO{TTFTMs: 27, ITLMs: 12}
+	slo := measure.SLO{TTFTMs: 27, ITLMs: 12}
 	one := results.Cell{Stage: "s", CellID: "s/1:1/c2", Concurrency: 2}
 	intervals, span := measure.SendsOf(all)
-	measure.FillCell(&one, all, measure.CellWindow{Span: measure.UnionWindow(all), SendIntervals: intervals, SendSpan: span}, measure.SLO(slo))
+	measure.FillCell(&one, all, measure.CellWindow{Span: measure.UnionWindow(all), SendIntervals: intervals, SendSpan: span}, slo)
 
 	var shards [2][]results.Request
 	for i, q := range all {
