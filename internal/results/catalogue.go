@@ -179,6 +179,27 @@ func (c Column) Value(r *Cell) any {
 // its columns).
 func (c Column) Field(r *Cell) reflect.Value { return reflect.ValueOf(r).Elem().Field(c.Index) }
 
+// Number is a float column's value in row r (a nullable one's, followed);
+// false for a null, or a column that is not a float.
+func (c Column) Number(r *Cell) (float64, bool) {
+	switch v := c.Value(r).(type) {
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+// SetNumber sets a float column of row r (a nullable one to a value of
+// its own) to x.
+func (c Column) SetNumber(r *Cell, x float64) {
+	f := c.Field(r)
+	if f.Kind() == reflect.Pointer {
+		f.Set(reflect.ValueOf(&x))
+		return
+	}
+	f.SetFloat(x)
+}
+
 // IsNull says whether the column is nullable and null in row r.
 func (c Column) IsNull(r *Cell) bool {
 	f := reflect.ValueOf(r).Elem().Field(c.Index)

@@ -3,7 +3,6 @@ package judge
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -31,8 +30,8 @@ const maxExplainDims = 8
 // have moved, with how far.
 type explainDim struct {
 	name  string
-	field int  // the Cell field; -1 for the requests' columns
-	base  bool // a column of the baseline's cell (`baseline.NAME`)
+	col   *results.Column // the cell column; nil for the requests' columns
+	base  bool            // a column of the baseline's cell (`baseline.NAME`)
 	b     machine.Bound
 	value float64
 }
@@ -43,12 +42,12 @@ var requestColumnsBound = []struct {
 	column string // the cell column whose bound applies
 	get    func(*requestColumns) *[]float64
 }{
-	{"ttft_ms", func(r *requestColumns) *[]float64 { return &r.TTFTMs }},
-	{"e2el_ms", func(r *requestColumns) *[]float64 { return &r.E2ELMs }},
-	{"ttft_sched_ms", func(r *requestColumns) *[]float64 { return &r.TTFTSchedMs }},
-	{"e2el_sched_ms", func(r *requestColumns) *[]float64 { return &r.E2ELSchedMs }},
-	{"send_lag_ms", func(r *requestColumns) *[]float64 { return &r.SendLagMs }},
-	{"itl_ms", func(r *requestColumns) *[]float64 { return &r.ITLMs }},
+	{results.ColTTFTMs, func(r *requestColumns) *[]float64 { return &r.TTFTMs }},
+	{results.ColE2ELMs, func(r *requestColumns) *[]float64 { return &r.E2ELMs }},
+	{results.ColTTFTSchedMs, func(r *requestColumns) *[]float64 { return &r.TTFTSchedMs }},
+	{results.ColE2ELSchedMs, func(r *requestColumns) *[]float64 { return &r.E2ELSchedMs }},
+	{results.ColSendLagMs, func(r *requestColumns) *[]float64 { return &r.SendLagMs }},
+	{results.ColITLMs, func(r *requestColumns) *[]float64 { return &r.ITLMs }},
 }
 
 // explain says whether the machine's lateness during the cell could
@@ -72,12 +71,10 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 	for mask := 0; mask < 1<<len(dims); mask++ {
 		cc := c
 		crc := rc
-		cv := reflect.ValueOf(&cc).Elem()
 		var cb *results.Cell
-		var bv reflect.Value
 		if base != nil {
 			copied := *base
-			cb, bv = &copied, reflect.ValueOf(&copied).Elem()
+			cb = &copied
 		}
 		moved := map[string]float64{}
 		for k, d := range dims {
@@ -86,7 +83,7 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 			if up {
 				delta = d.b.Up
 			}
-			if d.field < 0 {
+			if d.col == nil {
 				crc = shiftRequests(rc, &c, late, up)
 				continue
 			}
@@ -95,15 +92,11 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 			}
 			x := max(d.value+delta, 0)
 			moved[d.name] = x
-			f := cv.Field(d.field)
+			row := &cc
 			if d.base {
-				f = bv.Field(d.field)
+				row = cb
 			}
-			if f.Kind() == reflect.Pointer {
-				f.Set(reflect.ValueOf(&x))
-			} else {
-				f.SetFloat(x)
-			}
+			d.col.SetNumber(row, x)
 		}
 		out, err := expr.Run(a.prog, rowEnv{Cell: cc, Requests: crc, Baseline: cb})
 		if err != nil {
@@ -126,10 +119,13 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 		if late <= 0 {
 			return
 		}
-		rv := reflect.ValueOf(*row)
 		for _, n := range names {
-			f, i, _ := column(rv, n)
-			if !f.IsValid() || !f.CanFloat() {
+			col, ok := results.LookupExpr(n)
+			if !ok {
+				continue
+			}
+			value, ok := col.Number(row)
+			if !ok {
 				continue
 			}
 			if b := machine.Allowance(n, row, machine.LateOn(n, row)); !b.Zero() {
@@ -137,11 +133,11 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 				if isBase {
 					name = "baseline." + n
 				}
-				dims = append(dims, explainDim{name: name, field: i, base: isBase, b: b, value: f.Float()})
+				dims = append(dims, explainDim{name: name, col: &col, base: isBase, b: b, value: value})
 			}
 		}
 		if !isBase && slices.Contains(names, "requests") {
-			dims = append(dims, explainDim{name: "requests", field: -1, b: machine.Bound{Down: late, Up: late}})
+			dims = append(dims, explainDim{name: "requests", b: machine.Bound{Down: late, Up: late}})
 		}
 	}
 	add(&c, a.names, false)

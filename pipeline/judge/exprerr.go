@@ -3,9 +3,7 @@ package judge
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/expr-lang/expr/file"
@@ -54,16 +52,3 @@ var (
 	unknownNameRE = regexp.MustCompile(`unknown name ([A-Za-z_][A-Za-z0-9_]*)`)
 	noFieldRE     = regexp.MustCompile(`type results\.Cell has no field ([A-Za-z_][A-Za-z0-9_]*)`)
 )
-
-// exprNames lists the expr names of a struct type's fields.
-func exprNames(v any) []string {
-	var out []string
-	rt := reflect.TypeOf(v)
-	for i := 0; i < rt.NumField(); i++ {
-		if n := rt.Field(i).Tag.Get("expr"); n != "" && n != "-" {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
