@@ -200,6 +200,18 @@ func (c Column) SetNumber(r *Cell, x float64) {
 	f.SetFloat(x)
 }
 
+// Set sets the column of row r to v, a value of the field's type (of
+// the type a nullable field points to).
+func (c Column) Set(r *Cell, v any) {
+	f, val := c.Field(r), reflect.ValueOf(v)
+	if f.Kind() == reflect.Pointer {
+		p := reflect.New(val.Type())
+		p.Elem().Set(val)
+		val = p
+	}
+	f.Set(val)
+}
+
 // IsNull says whether the column is nullable and null in row r.
 func (c Column) IsNull(r *Cell) bool {
 	f := reflect.ValueOf(r).Elem().Field(c.Index)

@@ -33,9 +33,9 @@ var reservedColumns = map[string]string{
 
 // cellColumn is one column of results.Cell a program's field may fill.
 type cellColumn struct {
-	index int
-	kind  reflect.Kind // of the value: Float64, Int64 or String
-	ptr   bool
+	col  results.Column
+	kind reflect.Kind // of the value: Float64, Int64 or String
+	ptr  bool
 }
 
 var cellColumns = func() map[string]cellColumn {
@@ -47,7 +47,7 @@ var cellColumns = func() map[string]cellColumn {
 		}
 		switch ft.Kind() {
 		case reflect.Float64, reflect.Int64, reflect.String:
-			out[c.Name] = cellColumn{index: c.Index, kind: ft.Kind(), ptr: c.Nullable}
+			out[c.Name] = cellColumn{col: c, kind: ft.Kind(), ptr: c.Nullable}
 		}
 	}
 	return out
@@ -172,7 +172,6 @@ func flatten(m map[string]any) map[string]any {
 // genericRecord maps one record onto a row.
 func genericRecord(format string, m map[string]any, fields map[string]string) record {
 	c := results.Cell{Program: format}
-	rv := reflect.ValueOf(&c).Elem()
 	extra := map[string]any{}
 	var notes []string
 	keys := make([]string, 0, len(m))
@@ -191,7 +190,7 @@ func genericRecord(format string, m map[string]any, fields map[string]string) re
 			extra[k] = v
 			continue
 		}
-		if !setColumn(rv.Field(cc.index), cc, v) {
+		if !setColumn(&c, cc, v) {
 			extra[k] = v
 			if mapped {
 				notes = append(notes, fmt.Sprintf("%s: %s is not a %s for %s", k, shortJSON(v), kindName(cc.kind), col))
@@ -245,13 +244,12 @@ func errorText(e any) string {
 // which benchrun fills around any program, nor cost, which follows from
 // a measurement).
 func measuredSomething(c *results.Cell) bool {
-	rv := reflect.ValueOf(c).Elem()
 	for name, cc := range cellColumns {
 		if !cc.ptr || cc.kind == reflect.String || strings.HasPrefix(name, "machine_") || strings.HasPrefix(name, "gpu_") ||
 			strings.Contains(name, "cost") || strings.Contains(name, "dollar") {
 			continue
 		}
-		if !rv.Field(cc.index).IsNil() {
+		if !cc.col.IsNull(c) {
 			return true
 		}
 	}
@@ -273,39 +271,25 @@ func shortJSON(v any) string {
 	return string(b)
 }
 
-// setColumn puts v in the field, reading it as the column's type; false
-// when it is not one (a null leaves a nullable column NULL).
-func setColumn(f reflect.Value, cc cellColumn, v any) bool {
+// setColumn puts v in the column of row c, reading it as the column's
+// type; false when it is not one (a null leaves a nullable column NULL).
+func setColumn(c *results.Cell, cc cellColumn, v any) bool {
 	if v == nil || v == "" && cc.kind != reflect.String {
 		return cc.ptr // NULL, or not a number for a required one
 	}
-	var val reflect.Value
+	var val any
+	ok := false
 	switch cc.kind {
 	case reflect.Float64:
-		x, ok := asFloat(v)
-		if !ok {
-			return false
-		}
-		val = reflect.ValueOf(x)
+		val, ok = asFloat(v)
 	case reflect.Int64:
-		x, ok := asInt(v)
-		if !ok {
-			return false
-		}
-		val = reflect.ValueOf(x)
+		val, ok = asInt(v)
 	case reflect.String:
-		s, ok := asString(v)
-		if !ok {
-			return false
-		}
-		val = reflect.ValueOf(s)
+		val, ok = asString(v)
 	}
-	if cc.ptr {
-		p := reflect.New(val.Type())
-		p.Elem().Set(val)
-		f.Set(p)
-	} else {
-		f.Set(val)
+	if !ok {
+		return false
 	}
+	cc.col.Set(c, val)
 	return true
 }

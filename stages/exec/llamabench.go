@@ -191,8 +191,9 @@ func llamaRecord(m map[string]any) record {
 	c.NDepth = f.integer("n_depth")
 	c.AvgNs = f.integer("avg_ns")
 	c.StddevNs = f.integer("stddev_ns")
-	c.AvgTS = f.number("avg_ts")
-	c.StddevTS = f.number("stddev_ts")
+	// The speed columns keep llama-bench's own names.
+	c.AvgTS = f.number(results.ColAvgTS)
+	c.StddevTS = f.number(results.ColStddevTS)
 	var testTime time.Time
 	if v, ok := f.take("test_time"); ok {
 		s, _ := v.(string)
@@ -368,7 +369,7 @@ func impossibleLlama(nPrompt, nGen, depth *int64, avgTS, stddevTS *float64, avgN
 	for _, f := range []struct {
 		name string
 		v    *float64
-	}{{"avg_ts", avgTS}, {"stddev_ts", stddevTS}} {
+	}{{results.ColAvgTS, avgTS}, {results.ColStddevTS, stddevTS}} {
 		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
 			return fmt.Sprintf("%s %v is not a speed", f.name, *f.v)
 		}
