@@ -1,25 +1,13 @@
 package pipeline
 
 import (
-	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-	"sync"
-	"time"
 
-	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/regress"
-	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/pipeline/judge"
 	"github.com/benchrun/benchrun/schema"
 )
-
-// LevelRegression is the level of a verdict that compares a cell with the
-// same cell's history (the plan's `baseline`).
-const LevelRegression = "regression"
 
 // baselineRoot is where the history of a run is looked for: the plan's
 // baseline.runs (relative to the plan file when it is there, else to the
@@ -47,275 +35,37 @@ func (r *runner) baselineRoot(b *schema.Baseline) string {
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// history is the plan's baseline history: `baseline.COLUMN` assertions
-// read it as cells finish, the confirmation as a cell's first measurement
-// ends, and the regression check at the end of the run. Each reads as far
-// back as its cells need (regress.HistoryReader), under mu.
-type history struct {
-	baseline *schema.Baseline
-	root     string
-	mu       sync.Mutex
-	reader   *regress.HistoryReader
-	err      error
-	// sendLag is the plan's send-lag threshold per stage, for the current
-	// run's client-bound cells.
-	sendLag map[string]float64
-}
-
 // loadHistory opens the baseline history when the plan has a baseline
-// (or --baseline gives one): the plan's runs are listed now, their rows
-// read when a cell asks (runsFor).
-func (r *runner) loadHistory() {
+// (or --baseline gives one); nil without.
+func (r *runner) loadHistory() *judge.History {
 	b := r.g.Plan.Baseline
 	if b == nil && r.opts.Baseline != "" {
 		b = &schema.Baseline{}
 	}
 	if b == nil {
-		return
+		return nil
 	}
-	h := &history{baseline: b, root: r.baselineRoot(b)}
-	h.reader, h.err = regress.OpenHistory(h.root, rundir.Filter{Plan: r.g.Plan.Name}, r.ri.ID)
+	var sendLag map[string]float64
 	if pj, err := resolvedPlanText(r.g.Plan); err == nil {
-		h.sendLag = regress.SendLagThresholds(pj)
+		sendLag = regress.SendLagThresholds(pj)
 	}
-	r.history = h
+	return judge.OpenHistory(b, r.baselineRoot(b), r.g.Plan.Name, r.ri.ID, sendLag)
 }
 
-// runsFor is the history as far back as each of cells needs: its last
-// 2×last runs with an ok row of its own (the check then takes its last
-// `last` usable ones after its exclusions), however many runs of other
-// variants came between. The runs are oldest first.
-func (h *history) runsFor(cells []results.Cell) ([]*regress.Run, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err != nil {
-		return nil, h.err
-	}
-	keys := make([]regress.Key, 0, len(cells))
-	for _, c := range cells {
-		if c.Status == results.StatusOK { // the check judges no other
-			keys = append(keys, regress.KeyOf(c))
-		}
-	}
-	if err := h.reader.Need(keys, max(h.baseline.Last, 2)*2); err != nil {
-		h.err = err
-		return nil, err
-	}
-	return h.reader.Runs(), nil
-}
-
-// regressOptions are the plan's baseline settings as the history check
-// takes them.
-func (r *runner) regressOptions(h *history) (regress.Options, error) {
-	opts := regress.Options{LastN: h.baseline.Last, MinRuns: h.baseline.MinRuns}
-	if len(h.baseline.Metrics) > 0 {
-		var err error
-		if opts.Metrics, err = regress.SelectMetrics(h.baseline.Metrics); err != nil {
-			return opts, err
-		}
-	}
-	return opts, nil
-}
-
-// judgeBaseline checks every measured cell of the run against its history
-// once every stage has ended (the whole run is one family for the
-// multiple-comparison correction), and records a verdict per cell and
-// metric: regressed fails the run (exit 1); insufficient data is said,
-// never a pass in disguise.
-func (r *runner) judgeBaseline() {
-	h := r.history
-	if h == nil {
-		return
-	}
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
-	b, root := h.baseline, h.root
-	cur := &regress.Run{ID: r.ri.ID, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Status: rundir.RunOK, SendLagThresholdMs: h.sendLag}
+// newJudge makes the run's judge: the graph's assertions, the baseline
+// history, and the verdicts of earlier attempts that still count.
+func (r *runner) newJudge() *judge.Judge {
+	asserts, runAsserts := r.g.assertions()
+	var measuring []string
 	for _, n := range r.g.Nodes {
 		if n.Kind.Measuring {
-			cur.Cells = append(cur.Cells, r.rows[n.Spec.Name]...)
+			measuring = append(measuring, n.Spec.Name)
 		}
 	}
-	hist, err := h.runsFor(cur.Cells)
-	if err != nil {
-		fmt.Fprintf(r.opts.Progress, "✗ baseline: reading the history under %s: %v\n", root, err)
-		r.failed = append(r.failed, Verdict{Assertion: "baseline", Level: LevelRegression, Severity: SeverityFail, Error: err.Error(), Cell: "run"})
-		return
-	}
-	opts, err := r.regressOptions(h)
-	if err != nil {
-		return // vet refused it
-	}
-	rep := regress.CheckHistory(hist, cur, opts)
-	now := time.Now().UTC()
-	byStage := map[string][]results.Verdict{}
-	var stages []string
-	insufficient := 0
-	for _, v := range rep.Verdicts {
-		cell, _ := r.rowOf(v.CellID)
-		pv := Verdict{
-			Assertion: "regression of " + v.Metric, Name: v.Metric, Severity: SeverityFail, Level: LevelRegression,
-			Pos: b.Pos.String(), Stage: cell.Stage, CellID: v.CellID, Cell: CellLabel(cell),
-			Passed: v.Outcome != regress.Regressed && v.Outcome != regress.Inconclusive,
-			Values: regressionValues(v), Measurement: results.MeasurementOf(cell.Measurement),
-		}
-		r.confirmValues(v, pv.Values)
-		r.verdicts = append(r.verdicts, pv)
-		switch v.Outcome {
-		case regress.Inconclusive:
-			pv.Inconclusive, pv.Explained = true, v.Reason
-			r.verdicts[len(r.verdicts)-1] = pv
-			r.inconclusive = append(r.inconclusive, pv)
-			fmt.Fprintf(r.opts.Progress, "? regression inconclusive: %s\n", redact.String(v.String()))
-		case regress.Regressed:
-			r.failed = append(r.failed, pv)
-			confirmed := ""
-			if c := pv.Values["confirm"]; c != "" {
-				confirmed = " (" + c + ", first " + pv.Values["first"] + ")"
-			}
-			fmt.Fprintf(r.opts.Progress, "✗ regression: %s%s\n", redact.String(v.String()), confirmed)
-		case regress.Insufficient:
-			insufficient++
-		}
-		row := verdictRow(cell, &Assertion{Stage: cell.Stage}, pv, now)
-		row.Scope, row.Outcome, row.Attempt = "plan", string(v.Outcome), cell.Attempt
-		if v.Outcome == regress.Inconclusive {
-			row.Outcome = results.OutcomeInconclusive
-		}
-		if _, ok := byStage[cell.Stage]; !ok {
-			stages = append(stages, cell.Stage)
-		}
-		byStage[cell.Stage] = append(byStage[cell.Stage], row)
-	}
-	short := ""
-	if insufficient > 0 {
-		short = fmt.Sprintf(" (fewer than %d usable runs: not judged)", max(b.MinRuns, 2))
-	}
-	if n := len(r.confirmations); n > 0 {
-		short += fmt.Sprintf("; %d cells re-measured to confirm", n)
-	}
-	if n := rep.Count(regress.Inconclusive); n > 0 {
-		short = fmt.Sprintf("; %d inconclusive (the machine was later than in the history's runs)", n) + short
-	}
-	fmt.Fprintf(r.opts.Progress, "benchrun: baseline (%s, %d runs of history): %d checks, %d regressed, %d improved, %d same, %d insufficient data%s%s%s\n",
-		root, len(rep.RunsOld), len(rep.Verdicts), rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), insufficient, short, levelNote(rep), excludedNote(rep.Excluded))
-	sort.Strings(stages)
-	for _, st := range stages {
-		r.emitVerdicts(st, redact.Value(byStage[st]))
-	}
-}
-
-func excludedNote(m map[string]int) string {
-	if len(m) == 0 {
-		return ""
-	}
-	return "; left out: " + regress.DescribeExcluded(m)
-}
-
-// rowOf is the current row of a cell id.
-func (r *runner) rowOf(id string) (results.Cell, bool) {
-	for _, rows := range r.rows {
-		for _, c := range rows {
-			if c.CellID == id {
-				return c, true
-			}
-		}
-	}
-	return results.Cell{CellID: id}, false
-}
-
-// regressionValues are what a regression verdict read, as text.
-func regressionValues(v regress.Verdict) map[string]string {
-	f := func(x float64) string {
-		if math.IsNaN(x) {
-			return "null"
-		}
-		return fmt.Sprintf("%.6g", x)
-	}
-	out := map[string]string{
-		"old": f(v.Old), "new": f(v.New), "change_pct": f(100 * v.Change), "low": f(v.Low), "high": f(v.High),
-		"n": fmt.Sprint(v.N), "method": v.Method, "runs": strings.Join(v.Runs, ","), "outcome": string(v.Outcome),
-	}
-	if v.Reason != "" {
-		out["reason"] = v.Reason
-	}
-	return out
-}
-
-// loadBaselineCells says, before anything is measured, when the history
-// the row-level assertions that read `baseline.COLUMN` need cannot be
-// read: those assertions then say no cell matched. Each cell's row is
-// read when the cell finishes (baselineCell).
-func (r *runner) loadBaselineCells() {
-	h := r.history
-	if h == nil || !r.readsBaseline() {
-		return
-	}
-	if h.err != nil {
-		fmt.Fprintf(r.opts.Progress, "benchrun: baseline: reading the history under %s: %v (assertions reading baseline. have nothing to compare with)\n", h.root, h.err)
-		return
-	}
-	r.baseCells = true
-}
-
-func (r *runner) readsBaseline() bool {
-	for _, as := range r.asserts {
-		for _, a := range as {
-			if a.ReadsBaseline {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// baselineCell is the baseline's row of the same cell: the newest ok
-// history run's ok row of it, or nil.
-func (r *runner) baselineCell(c results.Cell) *results.Cell {
-	if !r.baseCells {
-		return nil
-	}
-	hist, err := r.history.runsFor([]results.Cell{c})
-	if err != nil {
-		return nil
-	}
-	key := regress.KeyOf(c)
-	for i := len(hist) - 1; i >= 0; i-- { // newest first
-		h := hist[i]
-		if h.Status != rundir.RunOK || h.ID == r.ri.ID {
-			continue
-		}
-		for _, hc := range h.Cells {
-			if hc.Status == results.StatusOK && regress.KeyOf(hc) == key {
-				return &hc
-			}
-		}
-	}
-	return nil
-}
-
-// levelNote says where the history changed level: the verdicts judged
-// against the runs since a change point, by run and change.
-func levelNote(rep *regress.Report) string {
-	seen := map[string]bool{}
-	var parts []string
-	for _, v := range rep.Verdicts {
-		if lc := v.LevelChange; lc != nil {
-			s := fmt.Sprintf("%s of %s changed level at run %s (%+.1f%%)", v.Metric, v.CellID, lc.Run, 100*lc.Change)
-			if !seen[s] {
-				seen[s] = true
-				parts = append(parts, s)
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	const shown = 3
-	more := ""
-	if len(parts) > shown {
-		more = fmt.Sprintf(" and %d more", len(parts)-shown)
-		parts = parts[:shown]
-	}
-	return "; " + strings.Join(parts, ", ") + more + " (judged against the level since)"
+	return judge.New(judge.Config{
+		Run:     judge.RunInfo{ID: r.ri.ID, Plan: r.g.Plan.Name, Dir: r.ri.Dir, StartedAt: RunRecord(r.ri, nil).StartedAt, Attempt: r.attempt()},
+		Asserts: asserts, RunAsserts: runAsserts, Measuring: measuring,
+		History: r.loadHistory(), Failed: r.ri.priorFailed, Inconclusive: r.ri.priorInconclusive,
+		Progress: r.opts.Progress,
+	})
 }

@@ -69,9 +69,7 @@ func (t *cellTallies) errorReason(stage string) string {
 // its cells: an error a retried start replaced does not count. "" when
 // none is an error.
 func (r *runner) currentErrors(stage string) string {
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
-	rows := r.rows[stage]
+	rows := r.judge.Rows(stage)
 	n, first := 0, ""
 	for _, c := range rows {
 		if c.Status == results.StatusError {

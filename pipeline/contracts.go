@@ -242,14 +242,6 @@ func (e *Env) StageRows(name string) []results.Cell {
 	return e.rows(name)
 }
 
-// stageRows is Env.StageRows' answer: the kept rows (keepRow), copied
-// under emitMu, since the stage that emitted them may still be emitting.
-func (r *runner) stageRows(name string) []results.Cell {
-	r.emitMu.Lock()
-	defer r.emitMu.Unlock()
-	return slices.Clone(r.rows[name])
-}
-
 // graph is the whole plan's graph: Env.Graph's (the graph being run, maybe
 // cut down by Only, whose nodes know the graph they were built in).
 func (e *Env) graph() *Graph {

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"maps"
-	"time"
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
@@ -25,7 +24,7 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		// Told apart wherever the row goes: the CSV's measurement column
 		// (when the run may re-measure), and its notes everywhere.
 		note := fmt.Sprintf("measurement %d of the cell, the one its checks judge: measured once more", cell.Measurement)
-		if why := r.remeasure[[2]string{cell.Stage, cell.CellID}]; why != "" {
+		if why := r.judge.RemeasureNote(cell.Stage, cell.CellID); why != "" {
 			note += " (" + why + ")"
 		}
 		cell.Notes = joinNotes(note, cell.Notes)
@@ -42,28 +41,7 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		}
 	}
 	cell, reqs = redact.Value(cell), redact.Value(reqs)
-	if cell.Measurement == 1 {
-		r.cells++ // a confirmation is the same cell, measured again
-	}
-	r.supersede(cell)
-	now := time.Now().UTC()
-	var verdictRows []results.Verdict
-	for _, a := range r.asserts[cell.Stage] {
-		if a.Level != LevelRow {
-			continue // judged when the stage (or the run) ends
-		}
-		var base *results.Cell
-		if a.ReadsBaseline {
-			base = r.baselineCell(cell)
-		}
-		v := redact.Value(a.JudgeRow(cell, reqs, base))
-		verdictRows = append(verdictRows, r.record(cell, a, v, now))
-		if v.Inconclusive && v.Severity != SeverityWarn && cell.Measurement == 1 {
-			r.wantRemeasure(cell, fmt.Sprintf("%s inconclusive", verdictWhat(v)))
-		}
-	}
-	r.keepRow(cell)
-	verdictRows = redact.Value(verdictRows)
+	verdictRows := r.judge.Row(cell, reqs)
 	// Durable sinks first: a row printed or summarised elsewhere is one
 	// already on disk, or it says it is not.
 	err := r.sinks.cell(cell, reqs, verdictRows)
@@ -110,70 +88,6 @@ func (r *runner) stamp(cell *results.Cell) {
 	if cell.BenchrunVersion == "" {
 		cell.BenchrunVersion = id.BenchrunVersion
 	}
-}
-
-// record counts a verdict (a failing one of severity fail fails the run;
-// one of severity warn is said and kept), says a failure on the progress
-// writer, and returns its row for the assertions table.
-func (r *runner) record(cell results.Cell, a *Assertion, v Verdict, at time.Time) results.Verdict {
-	if v.Level == LevelRow {
-		v.Measurement = cell.Measurement
-	}
-	r.verdicts = append(r.verdicts, v)
-	if v.Inconclusive {
-		if v.Severity != SeverityWarn {
-			// A warning never changes the exit code, inconclusive
-			// or not (inconclusive: "fail" made one exit 5).
-			r.inconclusive = append(r.inconclusive, v)
-		}
-		again := ""
-		if v.Measurement > 1 {
-			again = " again, measured once more"
-		}
-		fmt.Fprintf(r.opts.Progress, "? assertion %s inconclusive%s on %s (%s) [%s]: %s\n", verdictWhat(v), again, v.Cell, v.FormatValues(), v.Pos, v.Explained)
-		return verdictRow(cell, a, v, at)
-	}
-	if !v.Passed {
-		msg := "does not hold"
-		if v.Error != "" {
-			msg = "could not be evaluated: " + v.Error
-		}
-		mark, what := "✗", "assertion"
-		if v.Severity == SeverityWarn {
-			mark, what = "⚠", "warning"
-		} else {
-			r.failed = append(r.failed, v)
-		}
-		label := verdictWhat(v)
-		fmt.Fprintf(r.opts.Progress, "%s %s %s %s on %s (%s) [%s]\n", mark, what, label, msg, v.Cell, v.FormatValues(), v.Pos)
-	}
-	return verdictRow(cell, a, v, at)
-}
-
-// verdictRow turns a verdict into a row of the assertions table.
-func verdictRow(cell results.Cell, a *Assertion, v Verdict, at time.Time) results.Verdict {
-	row := results.Verdict{
-		RunID: cell.RunID, Plan: cell.Plan, Stage: cell.Stage, CellID: cell.CellID, Cell: v.Cell,
-		JudgedAt: at, Assertion: v.Assertion, Name: v.Name, Severity: v.Severity, Level: v.Level,
-		Pos: v.Pos, Scope: "stage", Passed: v.Passed, Values: v.Values, Error: v.Error,
-		Measurement: v.Measurement, Explained: v.Explained,
-	}
-	if a.Stage == "" {
-		row.Scope = "plan"
-	}
-	switch {
-	case v.Inconclusive:
-		row.Outcome = results.OutcomeInconclusive
-	case !v.Passed && v.Severity == SeverityWarn:
-		row.Outcome = results.OutcomeWarn
-	case v.Error != "":
-		row.Outcome = results.OutcomeError
-	case v.Passed:
-		row.Outcome = results.OutcomePass
-	default:
-		row.Outcome = results.OutcomeFail
-	}
-	return row
 }
 
 // emitSamples hands telemetry sample rows to the outputs that take them,

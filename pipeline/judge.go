@@ -1,38 +1,14 @@
 package pipeline
 
 import (
-	"slices"
-	"time"
-
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
-// keepRow keeps a stage's current row of each cell (the latest emitted)
-// for the stage- and run-level assertions. The caller holds emitMu.
-func (r *runner) keepRow(c results.Cell) {
-	if r.rows == nil {
-		r.rows = map[string][]results.Cell{}
-	}
-	rows := r.rows[c.Stage]
-	if i := slices.IndexFunc(rows, func(o results.Cell) bool { return o.CellID == c.CellID && c.CellID != "" }); i >= 0 {
-		rows[i] = c
-		return
-	}
-	r.rows[c.Stage] = append(rows, c)
-}
-
-// seedRows gives the stage- and run-level assertions of a resumed run the
-// current rows its earlier attempts stored (the cells it will not measure
-// again count as they were).
-func (r *runner) seedRows(prior *Rows) {
-	if prior == nil {
-		return
-	}
-	for _, c := range results.LatestCells(prior.Cells) {
-		r.keepRow(c)
-	}
-}
+// The judging itself, and what it keeps, is the judge's (pipeline/judge):
+// the runner feeds it rows as it feeds the sinks, and hands the verdict
+// rows it returns to the sinks, under emitMu so that they reach them in
+// the order they were judged.
 
 // judgeStage judges a stage's stage-level assertions once it has ended,
 // on the current row of each of its cells, and hands the verdicts to the
@@ -40,23 +16,7 @@ func (r *runner) seedRows(prior *Rows) {
 func (r *runner) judgeStage(stage string) {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
-	if r.stageJudged[stage] {
-		return
-	}
-	if r.stageJudged == nil {
-		r.stageJudged = map[string]bool{}
-	}
-	r.stageJudged[stage] = true
-	var rows []results.Verdict
-	now := time.Now().UTC()
-	for _, a := range r.asserts[stage] {
-		if a.Level != LevelStage {
-			continue
-		}
-		v := redact.Value(a.JudgeStage(stage, slices.Clone(r.rows[stage])))
-		rows = append(rows, r.record(r.levelCell(stage), a, v, now))
-	}
-	r.emitVerdicts(stage, rows)
+	r.emitVerdicts(stage, r.judge.Stage(stage))
 }
 
 // judgeServices judges the stage-level assertions of the services still
@@ -75,25 +35,25 @@ func (r *runner) judgeServices() {
 func (r *runner) judgeRun() {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
-	var rows []results.Verdict
-	now := time.Now().UTC()
-	for _, a := range r.runAsserts {
-		v := redact.Value(a.JudgeRun(r.rows))
-		rows = append(rows, r.record(r.levelCell(a.Stage), a, v, now))
-	}
-	r.emitVerdicts("", rows)
+	r.emitVerdicts("", r.judge.Run())
 }
 
-// levelCell is the row a stage- or run-level verdict is stamped from.
-func (r *runner) levelCell(stage string) results.Cell {
-	return results.Cell{RunID: r.ri.ID, Plan: r.g.Plan.Name, Stage: stage, Attempt: r.attempt()}
+// judgeBaseline checks every measured cell of the run against its history
+// once every stage has ended (judge.Judge.Baseline) and hands the
+// verdicts to the sinks, stage by stage.
+func (r *runner) judgeBaseline() {
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	for _, st := range r.judge.Baseline() {
+		r.emitVerdicts(st.Stage, st.Rows)
+	}
 }
 
 func (r *runner) emitVerdicts(stage string, rows []results.Verdict) {
 	if len(rows) == 0 {
 		return
 	}
-	if err := r.sinks.verdicts(r.levelCell(stage), redact.Value(rows)); err != nil && r.emitErr == nil {
+	if err := r.sinks.verdicts(r.judge.LevelCell(stage), redact.Value(rows)); err != nil && r.emitErr == nil {
 		r.emitErr = err
 	}
 }

@@ -87,9 +87,7 @@ func JudgeDir(ctx context.Context, g *Graph, dir string, o JudgeOptions) (*Summa
 		}
 		r.states[n.Spec.Name] = st
 	}
-	r.asserts, r.runAsserts = g.assertions()
-	r.loadHistory()
-	r.loadBaselineCells()
+	r.judge = r.newJudge()
 
 	// The rows as a run emits them: each cell's current row with its
 	// requests, judged at its level as it arrives.
@@ -117,7 +115,7 @@ func JudgeDir(ctx context.Context, g *Graph, dir string, o JudgeOptions) (*Summa
 	for _, n := range g.Nodes {
 		name := n.Spec.Name
 		st := r.states[name]
-		if st.status == StatusPending && len(r.rows[name]) > 0 {
+		if st.status == StatusPending && len(r.judge.Rows(name)) > 0 {
 			st.status = StatusOK // not recorded, yet it has rows
 		}
 		if why := r.tally.errorReason(name); why != "" && (st.status == StatusOK || st.status == StatusUp) {

@@ -23,6 +23,9 @@ const (
 	LevelRun     = judge.LevelRun
 	SeverityFail = judge.SeverityFail
 	SeverityWarn = judge.SeverityWarn
+	// LevelRegression is the level of a verdict that compares a cell with
+	// the same cell's history (the plan's `baseline`).
+	LevelRegression = judge.LevelRegression
 )
 
 // CompileAssertion compiles a plan's assertion (judge.CompileAssertion).

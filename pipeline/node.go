@@ -213,7 +213,7 @@ func (r *runner) runNode(ctx context.Context, n *Node) (*Outputs, error) {
 	env := &Env{
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
-		doneCells: r.ri.doneCells, confirm: r.needsConfirmation, post: r.post, rows: r.stageRows,
+		doneCells: r.ri.doneCells, confirm: r.judge.Confirm, post: r.post, rows: r.judge.Rows,
 		shard: r.opts.Shard, shards: r.opts.Shards, startAt: r.opts.StartAt, sync: r.sync,
 	}
 

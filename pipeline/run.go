@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/redact"
-	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/pipeline/judge"
 )
 
 // Stage statuses.
@@ -87,43 +86,21 @@ type nodeState struct {
 }
 
 type runner struct {
-	g       *Graph
-	ri      *RunInfo
-	opts    Options
-	states  map[string]*nodeState
-	asserts map[string][]*Assertion // by stage: row and stage level
-	// runAsserts are the run-level assertions, judged once every stage ended.
-	runAsserts []*Assertion
-	// rows are each stage's current cell rows, for stage- and run-level assertions.
-	rows map[string][]results.Cell
-	// stageJudged are the stages whose stage-level assertions were judged
-	// (once each; under emitMu).
-	stageJudged map[string]bool
-	// baseCells says the row-level assertions read `baseline.COLUMN`
-	// and the history can be read: each cell's row is read as it ends
-	// (baselineCell).
-	baseCells bool
-	// history is the baseline history (nil: no baseline); historyRoot,
-	// when set, is where it is without baseline.runs or --baseline (a
-	// judged run directory's, JudgeDir), instead of the runs folder the
-	// run is filed under.
-	history     *history
+	g      *Graph
+	ri     *RunInfo
+	opts   Options
+	states map[string]*nodeState
+	// judge judges the rows as they are emitted, and keeps what the
+	// judging needs (pipeline/judge).
+	judge *judge.Judge
+	// historyRoot, when set, is where the baseline history is without
+	// baseline.runs or --baseline (a judged run directory's, JudgeDir),
+	// instead of the runs folder the run is filed under.
 	historyRoot string
 	locks       lockTable
-	emitMu      sync.Mutex
-	verdicts    []Verdict
-	failed      []Verdict
-	// inconclusive are the checks the machine's lateness could explain
-	// (the latest measurement's; under emitMu).
-	inconclusive []Verdict
-	// remeasure names the cells (stage, cell id) whose first measurement
-	// left a check inconclusive, with why: Env.Confirm measures them once
-	// more while their server is up (under emitMu).
-	remeasure map[[2]string]string
-	cells     int
-	// confirmations are the cells re-measured for baseline.confirm, by
-	// cell id, with what their first measurement read (under emitMu).
-	confirmations map[string]confirmation
+	// emitMu keeps the rows and verdicts in the order they reach the
+	// sinks, and the manifest's notes.
+	emitMu sync.Mutex
 	// judged is set once the run-level assertions and the baseline are
 	// judged (judgeEnd); judgedSum is the run's outcome then, which post
 	// stages post.
@@ -225,11 +202,6 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 			}
 		}
 	}
-	r.asserts, r.runAsserts = g.assertions()
-	// Verdicts of cells a resume does not measure again still count, as
-	// they were judged.
-	r.failed = append(r.failed, ri.priorFailed...)
-	r.inconclusive = append(r.inconclusive, ri.priorInconclusive...)
 	env := &SinkEnv{Run: ri, Stdout: opts.Stdout, Progress: opts.Progress, RateLadder: g.rateLadder(), NamedTests: g.namedTests(), Prior: PriorRows(ri), HistoryRoot: historyRoot(ri.Dir)}
 	if err := r.sinks.start(env); err != nil {
 		return fail(ExitInfra, err)
@@ -241,14 +213,17 @@ func Run(ctx context.Context, g *Graph, ri *RunInfo, opts Options) (*Summary, er
 		runCtx, cancel = context.WithTimeoutCause(ctx, g.Plan.Timeout, fmt.Errorf("plan timeout %s exceeded", g.Plan.Timeout))
 		defer cancel()
 	}
-	r.loadHistory()
-	r.loadBaselineCells()
+	// Verdicts of cells a resume does not measure again still count, as
+	// they were judged (newJudge).
+	r.judge = r.newJudge()
 	if ri.Resumed {
 		prior, err := env.Prior()
 		if err != nil {
 			return fail(ExitInfra, fmt.Errorf("reading the earlier attempts' rows: %w", err))
 		}
-		r.seedRows(prior)
+		if prior != nil {
+			r.judge.Seed(prior.Cells)
+		}
 	}
 	var err error
 	if r.sync, err = openShards(runCtx, opts, ri.ID, func(f string, a ...any) { fmt.Fprintf(opts.Progress, f+"\n", a...) }); err != nil {
@@ -289,7 +264,7 @@ func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 	}
 	r.manifest.Sinks = r.sinkRecords()
 	if r.manifest.ModelDigest == "" && r.md != nil {
-		r.manifest.ModelDigest = host.KnownDigest(r.md.file, r.md.planDir)
+		r.manifest.ModelDigest = knownDigest(r.md.file, r.md.planDir)
 	}
 	at := time.Now()
 	if sum != nil && !sum.FinishedAt.IsZero() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/pipeline/judge"
 )
 
 // StageResult is one stage's outcome, for the summary and the manifest:
@@ -89,7 +90,8 @@ func firstLine(s string) string {
 }
 
 func (r *runner) summary(ctx context.Context) *Summary {
-	sum := &Summary{Run: r.ri, FinishedAt: time.Now(), Cells: r.cells, Verdicts: r.verdicts, Failed: r.failed, Inconclusive: r.inconclusive, EarlierFailed: len(r.ri.priorFailed)}
+	out := r.judge.Outcome()
+	sum := &Summary{Run: r.ri, FinishedAt: time.Now(), Cells: out.Cells, Verdicts: out.Verdicts, Failed: out.Failed, Inconclusive: out.Inconclusive, EarlierFailed: len(r.ri.priorFailed)}
 	sum.Interrupted = ctx.Err() != nil
 	infra := r.emitErr != nil
 	for _, n := range r.g.Nodes {
@@ -106,7 +108,7 @@ func (r *runner) summary(ctx context.Context) *Summary {
 	// `when` that never held: a mistyped tag), measured nothing: never
 	// green. (A resume with nothing left keeps its earlier rows.)
 	nothing := ""
-	if r.cells == 0 && !r.ri.Resumed {
+	if out.Cells == 0 && !r.ri.Resumed {
 		var skipped []string
 		measuring := 0
 		for _, n := range r.g.Nodes {
@@ -152,12 +154,12 @@ func (r *runner) summary(ctx context.Context) *Summary {
 		if sum.Reason == "" {
 			sum.Reason = nothing
 		}
-	case len(r.failed) > 0:
+	case len(out.Failed) > 0:
 		sum.ExitCode = ExitAssertion
-		sum.Reason = fmt.Sprintf("%d assertion checks failed", len(r.failed))
-	case len(r.inconclusive) > 0 && r.inconclusiveFails():
+		sum.Reason = fmt.Sprintf("%d assertion checks failed", len(out.Failed))
+	case len(out.Inconclusive) > 0 && r.inconclusiveFails():
 		sum.ExitCode = ExitInconclusive
-		sum.Reason = fmt.Sprintf("%d checks inconclusive: the machine's own lateness could explain them (inconclusive: fail)", len(r.inconclusive))
+		sum.Reason = fmt.Sprintf("%d checks inconclusive: the machine's own lateness could explain them (inconclusive: fail)", len(out.Inconclusive))
 	default:
 		sum.ExitCode = ExitOK
 	}
@@ -195,7 +197,7 @@ func PrintSummary(w io.Writer, sum *Summary) {
 			fmt.Fprintf(w, "  … and %d more failed checks (report.md, junit.xml, the assertions table)\n", len(sum.Failed)-shown)
 			break
 		}
-		what := verdictWhat(v)
+		what := judge.What(v)
 		fmt.Fprintf(w, "  FAIL %s: %s on %s (%s)\n", v.Pos, what, v.Cell, v.FormatValues())
 	}
 	for i, v := range sum.Inconclusive {
@@ -203,17 +205,9 @@ func PrintSummary(w io.Writer, sum *Summary) {
 			fmt.Fprintf(w, "  … and %d more inconclusive checks (report.md, junit.xml, the assertions table)\n", len(sum.Inconclusive)-shown)
 			break
 		}
-		fmt.Fprintf(w, "  INCONCLUSIVE %s: %s on %s: %s\n", v.Pos, verdictWhat(v), v.Cell, v.Explained)
+		fmt.Fprintf(w, "  INCONCLUSIVE %s: %s on %s: %s\n", v.Pos, judge.What(v), v.Cell, v.Explained)
 	}
 	fmt.Fprintf(w, "  results: %s\n", sum.Run.Dir)
-}
-
-// verdictWhat names a verdict's check: its expression, with its name.
-func verdictWhat(v Verdict) string {
-	if v.Name != "" && v.Level != LevelRegression {
-		return fmt.Sprintf("%s (%q)", v.Name, v.Assertion)
-	}
-	return fmt.Sprintf("%q", v.Assertion)
 }
 
 // inconclusiveFails says whether an inconclusive verdict fails the run:

@@ -2,8 +2,11 @@
 // against the typed environment of its level (a cell row, a stage's rows,
 // every stage's), judged on rows in and verdicts out, and, when a check
 // fails, whether the machine's own lateness during the cell could explain
-// the miss (explain.go). It runs nothing and keeps no state: the runner
-// decides when to judge, the baseline what a row is judged against.
+// the miss (explain.go). A Judge (judge.go) is the component the runner
+// feeds a run's rows to, as it feeds a sink: it keeps what the judging
+// needs (each stage's current rows, the verdicts, the baseline history,
+// the cells to confirm) and returns verdict rows; it runs nothing, and the
+// runner decides when a stage or the run has ended.
 package judge
 
 import (
@@ -14,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -355,18 +359,18 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 	return out, nil
 }
 
-// cellColumns lists the expr names of a cell row's columns, sorted (for a
-// did-you-mean).
-func cellColumns() []string {
-	var out []string
+var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell{}) })
+
+// cellField maps each expr name of a cell row to its field index.
+var cellField = sync.OnceValue(func() map[string]int {
+	out := map[string]int{}
 	for _, c := range results.Columns() {
 		if c.Expr != "" {
-			out = append(out, c.Expr)
+			out[c.Expr] = c.Index
 		}
 	}
-	sort.Strings(out)
 	return out
-}
+})
 
 // Judge evaluates the assertion on a row. An assertion that reads a null
 // (not measured) column is an error naming it, never a pass: `ttft_p99_ms
@@ -408,7 +412,7 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 	if !v.Passed {
 		if why, ok := a.explain(c, reqs, base); ok {
 			v.Inconclusive, v.Explained = true, why
-			v.Values[results.ColMachineLateP99Ms] = fmt.Sprintf("%.3g", machine.Late(&c))
+			v.Values["machine_late_p99_ms"] = fmt.Sprintf("%.3g", machine.Late(&c))
 		}
 	}
 	return v
@@ -466,8 +470,13 @@ func (a *Assertion) run(v *Verdict, env any) {
 
 // nullColumn is the first column the expression reads that is null on c.
 func (a *Assertion) nullColumn(c results.Cell) *results.NullError {
+	rv := reflect.ValueOf(c)
 	for _, n := range a.names {
-		if col, ok := results.LookupExpr(n); ok && col.IsNull(&c) {
+		i, ok := cellField()[n]
+		if !ok {
+			continue
+		}
+		if f := rv.Field(i); f.Kind() == reflect.Pointer && f.IsNil() {
 			return &results.NullError{Column: n, Why: results.WhyNull(c, n)}
 		}
 	}
@@ -491,18 +500,36 @@ func CellLabel(c results.Cell) string {
 // column reads "null".
 func columnValues(c results.Cell, names []string) map[string]string {
 	out := map[string]string{}
+	rv := reflect.ValueOf(c)
 	for _, n := range names {
-		col, known := results.LookupExpr(n)
-		if !known {
-			continue
-		}
-		if v := col.Value(&c); v != nil {
-			out[n] = fmt.Sprintf("%v", v)
-		} else {
+		f, _, known := column(rv, n)
+		switch {
+		case !known:
+		case !f.IsValid():
 			out[n] = "null"
+		default:
+			out[n] = fmt.Sprintf("%v", f.Interface())
 		}
 	}
 	return out
+}
+
+// column is the cell column name of the row rv (a results.Cell) and its
+// field index: the value, a nullable one's pointer followed (invalid when
+// null); known is false for a name that is no cell column.
+func column(rv reflect.Value, name string) (v reflect.Value, field int, known bool) {
+	i, ok := cellField()[name]
+	if !ok {
+		return reflect.Value{}, -1, false
+	}
+	f := rv.Field(i)
+	if f.Kind() == reflect.Pointer {
+		if f.IsNil() {
+			return reflect.Value{}, i, true
+		}
+		f = f.Elem()
+	}
+	return f, i, true
 }
 
 // FormatValues renders verdict values as "a=1 b=2".
