@@ -63,7 +63,7 @@ func (s *Server) parseInputs(raw json.RawMessage) ([]embInput, error) {
 // model has one vector per token, which OpenAI's shape cannot carry).
 // The messages are llama.cpp's own.
 func (s *Server) llamaEmbeddingsRefusal() (int, string) {
-	if s.persona != PersonaLlamaServer {
+	if !s.persona.embedsOnRequest {
 		return 0, ""
 	}
 	if !s.cfg.Embeddings {
@@ -78,7 +78,7 @@ func (s *Server) llamaEmbeddingsRefusal() (int, string) {
 // inputTokens tokenizes one embeddings input (no tokens for a blank one,
 // BOS or not).
 func (s *Server) inputTokens(text string) []int {
-	if s.persona == PersonaGeneric {
+	if !s.persona.subword {
 		return Tokenize(text)
 	}
 	if CountTokens(text) == 0 {

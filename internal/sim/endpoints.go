@@ -10,60 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// personaRoutes serves what the personality's engine serves (the generic
-// personality's routes are in routes).
-func (s *Server) personaRoutes() {
-	m := s.mux
-	gen := func(ep string) http.HandlerFunc {
-		return s.ready(func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, ep) })
-	}
-	m.HandleFunc("GET /v1/models", s.ready(s.handleModels))
-	m.HandleFunc("POST /v1/completions", gen(epCompletions))
-	m.HandleFunc("POST /v1/chat/completions", gen(epChat))
-	m.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
-	m.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
-	if s.cfg.Metrics != MetricsNone {
-		m.HandleFunc("GET /metrics", s.handleMetrics)
-	}
-	switch s.persona {
-	case PersonaVLLM:
-		m.HandleFunc("GET /health", s.handleHealth)
-		m.HandleFunc("GET /ping", s.handleHealth)
-		m.HandleFunc("POST /ping", s.handleHealth)
-		m.HandleFunc("GET /version", s.handleVersion)
-		m.HandleFunc("POST /tokenize", s.ready(s.handleTokenizeVLLM))
-		m.HandleFunc("POST /detokenize", s.ready(s.handleDetokenizeVLLM))
-	case PersonaLlamaServer:
-		m.HandleFunc("GET /health", s.handleHealth)
-		m.HandleFunc("GET /v1/health", s.handleHealth)
-		m.HandleFunc("GET /models", s.ready(s.handleModels))
-		m.HandleFunc("POST /completions", gen(epCompletions))
-		m.HandleFunc("POST /chat/completions", gen(epChat))
-		m.HandleFunc("GET /props", s.ready(s.handleProps))
-		m.HandleFunc("GET /slots", s.ready(s.handleSlots))
-		m.HandleFunc("POST /tokenize", s.ready(s.handleTokenizeLlama))
-		m.HandleFunc("POST /detokenize", s.ready(s.handleDetokenizeLlama))
-		m.HandleFunc("POST /apply-template", s.ready(s.handleApplyTemplate))
-	case PersonaSGLang:
-		m.HandleFunc("GET /health", s.handleHealth)
-		m.HandleFunc("GET /health_generate", s.handleHealth)
-		m.HandleFunc("GET /version", s.handleVersion)
-		m.HandleFunc("GET /get_model_info", s.ready(s.handleSGLangModelInfo))
-		m.HandleFunc("GET /get_server_info", s.ready(s.handleSGLangServerInfo))
-		m.HandleFunc("POST /tokenize", s.ready(s.handleTokenizeSGLang))
-		m.HandleFunc("POST /flush_cache", s.handleFlushCache)
-		m.HandleFunc("GET /flush_cache", s.handleFlushCache)
-	case PersonaOllama:
-		m.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write([]byte("Ollama is running"))
-		})
-		m.HandleFunc("GET /api/version", s.handleVersion)
-		m.HandleFunc("GET /api/tags", s.handleOllamaTags)
-		m.HandleFunc("POST /api/show", s.handleOllamaShow)
-	}
-}
-
 // lazyLoad is Ollama's way of loading: the server answers at once and the
 // first request that needs the model waits LoadTime for it.
 type lazyLoad struct {
@@ -74,7 +20,7 @@ type lazyLoad struct {
 // modelReady returns when the model is (or will be) loaded for a request
 // arriving now: zero for every personality but Ollama.
 func (s *Server) modelReady() time.Time {
-	if s.persona != PersonaOllama || s.cfg.LoadTime <= 0 {
+	if !s.persona.lazyLoad || s.cfg.LoadTime <= 0 {
 		return time.Time{}
 	}
 	s.lazyLoad.once.Do(func() { s.lazyLoad.at = time.Now().Add(s.cfg.LoadTime) })
@@ -86,35 +32,9 @@ func (s *Server) modelReady() time.Time {
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	data := make([]any, len(s.cfg.Models))
 	for i, m := range s.cfg.Models {
-		switch s.persona {
-		case PersonaVLLM:
-			data[i] = map[string]any{
-				"id": m, "object": "model", "created": s.created, "owned_by": "vllm", "root": m, "parent": nil,
-				"max_model_len": s.cfg.MaxModelLen,
-				"permission": []any{map[string]any{
-					"id": fmt.Sprintf("modelperm-%016x", mix(fnv1a(m))), "object": "model_permission", "created": s.created,
-					"allow_create_engine": false, "allow_sampling": true, "allow_logprobs": true,
-					"allow_search_indices": false, "allow_view": true, "allow_fine_tuning": false,
-					"organization": "*", "group": nil, "is_blocking": false,
-				}},
-			}
-		case PersonaSGLang:
-			data[i] = map[string]any{"id": m, "object": "model", "created": s.created, "owned_by": "sglang", "root": m,
-				"max_model_len": s.cfg.MaxModelLen}
-		case PersonaLlamaServer:
-			// No max_model_len: the per-slot context is meta.n_ctx (and /props).
-			data[i] = map[string]any{"id": m, "object": "model", "created": s.created, "owned_by": "llamacpp",
-				"meta": map[string]any{
-					"vocab_type": 1, "n_vocab": VocabSize, "n_ctx_train": s.trainCtx(), "n_ctx": s.cfg.MaxModelLen,
-					"n_embd": simEmbd, "n_params": simParams, "size": simSize,
-				}}
-		case PersonaOllama:
-			data[i] = map[string]any{"id": ollamaTag(m), "object": "model", "created": s.created, "owned_by": "library"}
-		default:
-			data[i] = modelJSON{ID: m, Object: "model", Created: s.created, OwnedBy: "benchrun-sim", Root: m, MaxModelLen: s.cfg.MaxModelLen}
-		}
+		data[i] = s.persona.modelEntry(s, m)
 	}
-	if s.persona == PersonaGeneric {
+	if !s.persona.rawModels {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 		return
 	}
@@ -209,7 +129,7 @@ func (s *Server) handleDetokenizeVLLM(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.resolveModel(w, req.Model); !ok {
 		return
 	}
-	writeRawJSON(w, http.StatusOK, map[string]string{"prompt": DetokenizeAs(s.persona, req.Tokens)})
+	writeRawJSON(w, http.StatusOK, map[string]string{"prompt": s.persona.detokenize(req.Tokens)})
 }
 
 // decode reads a JSON body into v, answering 400 in the personality's
@@ -217,11 +137,9 @@ func (s *Server) handleDetokenizeVLLM(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	if err := dec.Decode(v); err != nil {
-		if s.persona == PersonaLlamaServer {
-			s.writeErr(w, http.StatusInternalServerError, "server_error", "[json.exception.parse_error.101] parse error: "+err.Error())
-		} else {
-			s.writeErr(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
-		}
+		e := s.persona.badJSON
+		e.msg += err.Error()
+		s.writeAPIErr(w, &e)
 		return false
 	}
 	return true
@@ -260,7 +178,7 @@ func (s *Server) handleTokenizeLlama(w http.ResponseWriter, r *http.Request) {
 			for _, el := range mixed {
 				var id int
 				if json.Unmarshal(el, &id) == nil {
-					ids, pieces = append(ids, id), append(pieces, DetokenizeAs(s.persona, []int{id}))
+					ids, pieces = append(ids, id), append(pieces, s.persona.detokenize([]int{id}))
 					continue
 				}
 				if json.Unmarshal(el, &str) != nil {
@@ -301,7 +219,7 @@ func (s *Server) handleDetokenizeLlama(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	writeRawJSON(w, http.StatusOK, map[string]string{"content": DetokenizeAs(s.persona, req.Tokens)})
+	writeRawJSON(w, http.StatusOK, map[string]string{"content": s.persona.detokenize(req.Tokens)})
 }
 
 func (s *Server) handleApplyTemplate(w http.ResponseWriter, r *http.Request) {

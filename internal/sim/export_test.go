@@ -83,7 +83,7 @@ func TokenizeAs(personality, text string, addSpecial bool) []int {
 	if !subword(personality) {
 		return Tokenize(text)
 	}
-	ids, _ := tokenizeSubword(normPersona(personality), text, addSpecial, false)
+	ids, _ := tokenizeSubword(personaOf(personality), text, addSpecial, false)
 	return ids
 }
 

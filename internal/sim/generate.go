@@ -179,7 +179,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	if s.persona == PersonaOllama && f.dropAfter >= 0 {
+	if s.persona.cleanRunnerDeath && f.dropAfter >= 0 {
 		// Ollama ends a stream whose runner died cleanly, with a 200.
 		f.cutAfter, f.dropAfter = f.dropAfter, -1
 	}
@@ -273,7 +273,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 		if isText {
 			text = t
 			p.promptIDs = s.promptTokens(text)
-			if len(p.promptIDs) == 1 && p.promptIDs[0] == BOSToken && s.persona != PersonaGeneric {
+			if len(p.promptIDs) == 1 && p.promptIDs[0] == BOSToken && s.persona.subword {
 				p.promptIDs = nil // a BOS alone is still an empty prompt
 			}
 		} else {
@@ -701,10 +701,10 @@ func (cw *chunkWriter) usageChunk(prompt, completion, cached int) {
 // usageCached is what usage reports as cached tokens: -1 (no field) except
 // where the engine reports it (vLLM, SGLang; generic with a prompt cache).
 func (s *Server) usageCached(src source) int {
-	switch s.persona {
-	case PersonaVLLM, PersonaSGLang:
+	switch s.persona.usageCached {
+	case cachedAlways:
 		return src.cachedTokens()
-	case PersonaGeneric:
+	case cachedWithPromptCache:
 		if s.cfg.PromptCache {
 			return src.cachedTokens()
 		}
@@ -746,7 +746,7 @@ func appendTimings(b []byte, promptN, cacheN int, promptDur time.Duration, predi
 // timings builds llama-server's timings for a response whose first token
 // was written at first (zero: now) and whose last at last.
 func (s *Server) timings(rec *record, p genPlan, src source, first, last time.Time, predicted int) []byte {
-	if s.persona != PersonaLlamaServer {
+	if !s.persona.timings {
 		return nil
 	}
 	if first.IsZero() {

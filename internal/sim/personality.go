@@ -19,21 +19,15 @@ const (
 
 // Personalities lists the personality names, generic first.
 func Personalities() []string {
-	return []string{PersonaGeneric, PersonaVLLM, PersonaLlamaServer, PersonaSGLang, PersonaOllama}
+	out := make([]string, len(personas))
+	for i, p := range personas {
+		out[i] = p.name
+	}
+	return out
 }
 
 // ValidPersonality reports whether name is a personality ("" is generic).
-func ValidPersonality(name string) bool {
-	if name == "" {
-		return true
-	}
-	for _, p := range Personalities() {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
+func ValidPersonality(name string) bool { return personaOf(name) != nil }
 
 // normPersona maps "" to PersonaGeneric.
 func normPersona(name string) string {
@@ -46,17 +40,10 @@ func normPersona(name string) string {
 // DefaultVersion is the engine version a personality reports when
 // Config.Version is empty.
 func DefaultVersion(personality string) string {
-	switch normPersona(personality) {
-	case PersonaVLLM:
-		return "0.11.0"
-	case PersonaLlamaServer:
-		return "b6500-sim"
-	case PersonaSGLang:
-		return "0.5.2"
-	case PersonaOllama:
-		return "0.6.5"
+	if p := personaOf(personality); p != nil {
+		return p.version
 	}
-	return "benchrun-sim"
+	return genericPersona.version
 }
 
 // ApplyPersonality switches cfg to a personality and sets the knobs where
@@ -66,26 +53,16 @@ func DefaultVersion(personality string) string {
 // explicit values after calling it. Version is left alone ("" reports the
 // personality's default).
 func ApplyPersonality(cfg *Config, name string) error {
-	if !ValidPersonality(name) {
+	p := personaOf(name)
+	if p == nil {
 		return fmt.Errorf("unknown personality %q (known: %s)", name, strings.Join(Personalities(), ", "))
 	}
-	name = normPersona(name)
-	cfg.Personality = name
-	cfg.CloseAfterStream = false
-	cfg.PromptCache = name != PersonaGeneric
+	cfg.Personality = p.name
+	cfg.CloseAfterStream = p.closeAfterStream
+	cfg.PromptCache = p != &genericPersona
 	// llama-server embeds only when started with --embeddings.
-	cfg.Embeddings = name != PersonaLlamaServer
-	switch name {
-	case PersonaGeneric, PersonaVLLM:
-		cfg.Metrics = MetricsVLLM
-	case PersonaLlamaServer:
-		cfg.Metrics = MetricsLlamaCpp
-		cfg.CloseAfterStream = true
-	case PersonaSGLang:
-		cfg.Metrics = MetricsSGLang
-	case PersonaOllama:
-		cfg.Metrics = MetricsNone
-	}
+	cfg.Embeddings = !p.embedsOnRequest
+	cfg.Metrics = p.metrics
 	return nil
 }
 
@@ -94,7 +71,7 @@ func (s *Server) version() string {
 	if s.cfg.Version != "" {
 		return s.cfg.Version
 	}
-	return DefaultVersion(s.persona)
+	return s.persona.version
 }
 
 // trainCtx is the context length the "model" was trained with.

@@ -50,7 +50,7 @@ const (
 )
 
 // newPromptCache returns nil when fixed mode has no prompt cache.
-func newPromptCache(cfg Config, persona string) *promptCache {
+func newPromptCache(cfg Config, personality string) *promptCache {
 	if !cfg.PromptCache || cfg.Mode != ModeFixed {
 		return nil
 	}
@@ -63,14 +63,9 @@ func newPromptCache(cfg Config, persona string) *promptCache {
 		kv = DefaultEngine().KVCacheTokens
 	}
 	c := &promptCache{bs: bs, max: max(cfg.Slots, 1), maxTok: kv}
-	switch persona {
-	case PersonaLlamaServer, PersonaOllama:
-		c.style = cacheSlots
-		c.hostOn = persona == PersonaLlamaServer
-	case PersonaSGLang:
-		c.style = cacheRadix
-	default:
-		c.style = cacheBlocks
+	p := personaOf(personality)
+	c.style, c.hostOn = p.cache, p.hostCache
+	if c.style == cacheBlocks {
 		c.blocks = newPrefixCache(max(kv/bs, 1))
 	}
 	return c

@@ -39,7 +39,7 @@ type Server struct {
 	endClosed context.CancelFunc
 	closeOnce sync.Once
 	models    map[string]bool
-	persona   string       // normalised Config.Personality
+	persona   *persona     // Config.Personality's
 	srvHeader string       // the Server header the engine's HTTP stack sends
 	pcache    *promptCache // fixed mode's prompt cache; nil without one
 	lazyLoad  lazyLoad     // Ollama loads the model on the first request
@@ -63,11 +63,11 @@ func New(cfg Config) *Server {
 		records:  recordLog{max: cfg.MaxRecords},
 		metrics:  newMetrics(),
 		models:   make(map[string]bool),
-		persona:  normPersona(cfg.Personality),
+		persona:  personaOf(cfg.Personality),
 	}
 	s.closed, s.endClosed = context.WithCancel(context.Background())
-	s.srvHeader = serverHeader(s.persona)
-	s.pcache = newPromptCache(cfg, s.persona)
+	s.srvHeader = s.persona.serverHeader
+	s.pcache = newPromptCache(cfg, s.persona.name)
 	for _, m := range cfg.Models {
 		s.models[m] = true
 	}
@@ -100,31 +100,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) routes() {
-	if s.persona != PersonaGeneric {
-		s.personaRoutes()
-		s.debugRoutes()
-		s.mux.HandleFunc("/", s.notFound)
-		return
-	}
-	s.mux.HandleFunc("GET /health", s.handleHealth)
-	if s.cfg.Metrics != MetricsNone {
-		s.mux.HandleFunc("GET /metrics", s.handleMetrics)
-	}
-	s.mux.HandleFunc("GET /version", s.handleVersion)
-	// vLLM answers /ping like /health (SageMaker's probe).
-	s.mux.HandleFunc("GET /ping", s.handleHealth)
-	s.mux.HandleFunc("POST /ping", s.handleHealth)
-	s.mux.HandleFunc("GET /v1/models", s.ready(s.handleModels))
-	s.mux.HandleFunc("POST /v1/completions", s.ready(func(w http.ResponseWriter, r *http.Request) {
-		s.handleGenerate(w, r, epCompletions)
-	}))
-	s.mux.HandleFunc("POST /v1/chat/completions", s.ready(func(w http.ResponseWriter, r *http.Request) {
-		s.handleGenerate(w, r, epChat)
-	}))
-	s.mux.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
-	s.mux.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
-	s.mux.HandleFunc("POST /tokenize", s.ready(s.handleTokenize))
-	s.mux.HandleFunc("POST /detokenize", s.ready(s.handleDetokenize))
+	s.persona.routes(s)
 	s.debugRoutes()
 	s.mux.HandleFunc("/", s.notFound)
 }
@@ -152,7 +128,7 @@ func (s *Server) Ready() bool { return !time.Now().Before(s.readyAt) }
 // connection error instead.
 func (s *Server) ready(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.Ready() && s.persona != PersonaOllama { // Ollama loads on the first request
+		if !s.Ready() && !s.persona.lazyLoad { // Ollama loads on the first request
 			s.writeErr(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
 			return
 		}
@@ -165,12 +141,11 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, http.StatusServiceUnavailable, "unavailable_error", "Loading model")
 		return
 	}
-	switch s.persona {
-	case PersonaVLLM, PersonaSGLang:
+	if s.persona.emptyHealth {
 		w.WriteHeader(http.StatusOK) // an empty 200, as vLLM's and SGLang's /health
-	default:
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
 	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {

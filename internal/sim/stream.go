@@ -31,11 +31,7 @@ const lingerAfterFIN = 100 * time.Millisecond
 func (s *Server) openStream(w http.ResponseWriter) *eventStream {
 	o := &eventStream{s: s, w: w}
 	h := w.Header()
-	if s.persona == PersonaLlamaServer {
-		h.Set("Content-Type", "text/event-stream")
-	} else {
-		h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	}
+	h.Set("Content-Type", s.persona.streamType)
 	h.Set("Cache-Control", "no-cache")
 	if s.cfg.CloseAfterStream {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {

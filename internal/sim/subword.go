@@ -56,7 +56,10 @@ func ollamaExtra(first string) int {
 }
 
 // subword reports whether personality uses the subword tokenizer.
-func subword(personality string) bool { return normPersona(personality) != PersonaGeneric }
+func subword(personality string) bool {
+	mustPersona(personality)
+	return personaOf(personality).subword
+}
 
 // ChatMessage is one message of a chat request.
 type ChatMessage struct {
@@ -67,7 +70,12 @@ type ChatMessage struct {
 // DetokenizeAs renders ids with personality's tokenizer.
 func DetokenizeAs(personality string, ids []int) string {
 	mustPersona(personality)
-	if !subword(personality) {
+	return personaOf(personality).detokenize(ids)
+}
+
+// detokenize renders ids with the persona's tokenizer.
+func (p *persona) detokenize(ids []int) string {
+	if !p.subword {
 		return Detokenize(ids)
 	}
 	return detokenizeSubword(ids)
@@ -108,7 +116,7 @@ func isSpace(r rune) bool {
 // tokenizeSubword returns the ids of text and, with pieces, each token's
 // text as llama-server's with_pieces shows it (word-initial pieces carry
 // their leading space, SentencePiece style).
-func tokenizeSubword(personality, text string, addSpecial, pieces bool) ([]int, []string) {
+func tokenizeSubword(per *persona, text string, addSpecial, pieces bool) ([]int, []string) {
 	ids := make([]int, 0, len(text)/3+2)
 	var strs []string
 	if addSpecial {
@@ -136,7 +144,7 @@ func tokenizeSubword(personality, text string, addSpecial, pieces bool) ([]int, 
 				}
 			}
 		}
-		if first && personality == PersonaOllama {
+		if first && per.firstWordQuirk {
 			for range ollamaExtra(w) {
 				ids = append(ids, quirkToken)
 				if pieces {
