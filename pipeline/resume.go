@@ -83,7 +83,7 @@ func resumeLocked(dir string, p *schema.Plan, tags []string, now time.Time) (*Ru
 		last.Status, last.Reason = RunCrashed, crashReason
 		ri.crashed = &last
 	}
-	ri.removed = removeTemporaries(dir)
+	ri.removed = rundir.RemoveTemporaries(dir)
 	if ri.doneCells, err = run.DoneCells(); err != nil {
 		return nil, fmt.Errorf("--resume %s: %w", dir, err)
 	}

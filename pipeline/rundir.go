@@ -3,15 +3,11 @@ package pipeline
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/host"
@@ -194,32 +190,19 @@ func writeManifest(dir string, m *rundir.Manifest) error {
 // holds an exclusive flock on it for as long as it writes.
 const LockFile = rundir.LockFile
 
-// BusyError says that another writer holds a run directory.
-type BusyError struct {
-	Dir    string
-	Holder *LockHolder // nil when the lock file names nobody (yet)
-}
-
-func (e *BusyError) Error() string {
-	who := "another benchrun"
-	if e.Holder != nil {
-		who += " (" + e.Holder.String() + ")"
-	}
-	return fmt.Sprintf("run directory %s is in use by %s: a run directory has one writer at a time; wait for it to end (or stop it), then resume", e.Dir, who)
-}
+// BusyError says that another writer holds a run directory
+// (rundir.BusyError).
+type BusyError = rundir.BusyError
 
 type runLock struct{ l *rundir.WriterLock }
 
 // lockRunDir takes the run directory's lock without waiting
-// (rundir.LockWriter, the one writers' lock), or returns a *BusyError
-// naming the holder.
+// (rundir.Lock, the one writers' lock), or returns a *BusyError naming
+// the holder.
 func lockRunDir(dir string, attempt int, now time.Time) (*runLock, error) {
-	l, held, err := rundir.LockWriter(dir, LockHolder{PID: os.Getpid(), Hostname: host.This().Hostname, StartedAt: now.UTC(), Attempt: attempt})
+	l, err := rundir.Lock(dir, LockHolder{PID: os.Getpid(), Hostname: host.This().Hostname, StartedAt: now.UTC(), Attempt: attempt})
 	if err != nil {
 		return nil, err
-	}
-	if l == nil {
-		return nil, &BusyError{Dir: dir, Holder: held.Holder}
 	}
 	return &runLock{l: l}, nil
 }
@@ -230,77 +213,6 @@ func (l *runLock) release() {
 	}
 }
 
-// RunDirState is what InspectRunDir found.
-type RunDirState struct {
-	// Live is set while a writer holds the run directory; Holder names it.
-	Live   bool
-	Holder *LockHolder
-	// Removed lists the temporary files a killed writer left, removed.
-	Removed []string
-}
-
-// InspectRunDir looks at a run directory for a reader (`benchrun report`):
-// whether a writer holds it now and, when none does, removes the
-// temporary files a killed writer left (`.part-00003.parquet.tmp-123`,
-// `.manifest.json.tmp-456`). With no writer, a manifest that says
-// "running" means its run crashed.
-func InspectRunDir(dir string) (RunDirState, error) {
-	var st RunDirState
-	if fi, err := os.Lstat(filepath.Join(dir, LockFile)); err == nil && !fi.Mode().IsRegular() {
-		return st, fmt.Errorf("%s is not a regular file (a symbolic link?): a run directory's own files are never links; remove it", filepath.Join(dir, LockFile))
-	}
-	// Look first: a reader that finds a writer must not take the lock,
-	// even for an instant, nor create a lock file in a copy of a run.
-	probe, err := rundir.ProbeLock(dir)
-	if err == nil && probe.Held {
-		st.Live, st.Holder = true, probe.Holder
-		return st, nil
-	}
-	// Nobody holds it: take it, so that no writer starts while the
-	// temporary files go.
-	lock, err := lockRunDir(dir, 0, time.Now())
-	var busy *BusyError
-	switch {
-	case errors.As(err, &busy):
-		st.Live, st.Holder = true, busy.Holder
-		return st, nil
-	case err != nil:
-		// A read-only copy of a run: nobody writes it, nothing to remove.
-		return st, nil
-	}
-	defer lock.release()
-	st.Removed = removeTemporaries(dir)
-	return st, nil
-}
-
-// tempRE matches the temporary names rundir.WriteFileAtomic and the Parquet
-// output write before their rename: ".<name>.tmp-<digits>".
-var tempRE = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
-
-// removeTemporaries removes the temporary files of interrupted atomic
-// writes under dir (the caller holds the run directory) and returns their
-// paths relative to dir.
-func removeTemporaries(dir string) []string {
-	var removed []string
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() {
-			if rel, _ := filepath.Rel(dir, path); strings.Count(rel, string(filepath.Separator)) >= 2 {
-				return filepath.SkipDir // tables and charts are one level down
-			}
-			return nil
-		}
-		if d.Type().IsRegular() && tempRE.MatchString(d.Name()) && os.Remove(path) == nil {
-			rel, _ := filepath.Rel(dir, path)
-			removed = append(removed, rel)
-		}
-		return nil
-	})
-	return removed
-}
-
 // gpuRecords are the fingerprint's GPUs as the manifest records them.
 func gpuRecords(fp telemetry.Fingerprint) []rundir.GPURecord {
 	var out []rundir.GPURecord
@@ -308,20 +220,4 @@ func gpuRecords(fp telemetry.Fingerprint) []rundir.GPURecord {
 		out = append(out, rundir.GPURecord{Index: g.Index, Name: g.Name, UUID: g.UUID, PCIBusID: g.PCIBusID, MemoryBytes: g.MemoryBytes})
 	}
 	return out
-}
-
-// MarkCrashed records in dir's manifest that its current attempt crashed
-// with reason: what a supervisor says of a worker killed outright (the
-// worker could not). A manifest that no longer says running (the worker
-// finished it) is left as it is.
-func MarkCrashed(dir, reason string, code int, at time.Time) error {
-	m, err := rundir.ReadManifest(dir)
-	if err != nil {
-		return err
-	}
-	if m.Status != RunRunning {
-		return nil
-	}
-	m.Finish(RunCrashed, reason, code, at)
-	return writeManifest(dir, m)
 }

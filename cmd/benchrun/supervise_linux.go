@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -214,7 +215,7 @@ func workerKilled(stderr io.Writer, sig os.Signal, dir string) {
 		return
 	}
 	fmt.Fprintf(stderr, "benchrun: %s; every finished row is in %s (benchrun PLAN --resume %s goes on from them)\n", why, dir, dir)
-	if err := pipeline.MarkCrashed(dir, why, pipeline.ExitInternal, time.Now()); err != nil {
+	if err := rundir.MarkCrashed(dir, why, pipeline.ExitInternal, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "benchrun: marking the run crashed: %v\n", err)
 	}
 }

@@ -179,7 +179,7 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		for i := range reqs {
 			reqs[i].RunID, reqs[i].Attempt, reqs[i].Seq = runID, 1, int64(i)
 		}
-		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, reqs); err != nil {
+		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, reqs, measure.Slices(row, reqs)); err != nil {
 			return nil, err
 		}
 		res.Cells = append(res.Cells, row)

@@ -177,8 +177,8 @@ func TestOpenLiveRun(t *testing.T) {
 	if r.Holder == nil || r.Holder.PID != os.Getpid() || r.Holder.Attempt != 2 {
 		t.Errorf("Holder = %v; want this process, attempt 2", r.Holder)
 	}
-	if st, err := pipeline.InspectRunDir(dir); err != nil || !st.Live {
-		t.Errorf("pipeline.InspectRunDir while held: %+v, %v; want live", st, err)
+	if st, err := rundir.Inspect(dir); err != nil || !st.Live {
+		t.Errorf("rundir.Inspect while held: %+v, %v; want live", st, err)
 	}
 	entries, err := rundir.Find(filepath.Dir(filepath.Dir(filepath.Dir(dir))), rundir.Filter{})
 	if err != nil || len(entries) != 1 || entries[0].Status != rundir.RunRunning {
@@ -472,7 +472,7 @@ func TestRecord(t *testing.T) {
 }
 
 // What the writer writes, every reader reads: a manifest written by
-// WriteManifest, and rewritten by pipeline (a supervisor marking its
+// WriteManifest, and rewritten by MarkCrashed (a supervisor marking its
 // worker crashed), reads back whole, its stages, failed assertions and
 // the sinks' accounts with it.
 func TestPipelineManifestReads(t *testing.T) {
@@ -495,11 +495,11 @@ func TestPipelineManifestReads(t *testing.T) {
 	if len(m.Sinks) != 1 || m.Sinks[0].Retries != 1 || m.Sinks[0].Config["notebook"] != "ML" || !m.Sinks[0].Required {
 		t.Errorf("sinks %+v", m.Sinks)
 	}
-	if err := pipeline.MarkCrashed(dir, "killed", 137, t0.Add(time.Minute)); err != nil {
+	if err := rundir.MarkCrashed(dir, "killed", 137, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	back, err := rundir.ReadManifest(dir)
 	if err != nil || back.Status != rundir.RunCrashed || len(back.Stages) != 1 || back.Stages[0] != pm.Stages[0] || len(back.Verdicts) != 1 || len(back.Sinks) != 1 {
-		t.Errorf("pipeline.MarkCrashed, read back = %+v, %v", back, err)
+		t.Errorf("rundir.MarkCrashed, read back = %+v, %v", back, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
-	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -45,16 +44,17 @@ func LastPart(dir string) int {
 func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parquet", attempt, n) }
 
 // WriteCell writes a finished cell's parts under one part name: its request
-// rows, its time slices (measure.Slices, derived from them), then its cell
-// row. Requests go first: a cell row whose requests are missing would be
-// worse than requests without their (reproducible) summary rows.
-func WriteCell(dir, name string, c results.Cell, reqs []results.Request) error {
+// rows, its time slices (the caller's measure.Slices of them: the run
+// directory stores what it is given), then its cell row. Requests go
+// first: a cell row whose requests are missing would be worse than
+// requests without their (reproducible) summary rows.
+func WriteCell(dir, name string, c results.Cell, reqs []results.Request, slices []results.Slice) error {
 	if len(reqs) > 0 {
 		if err := WriteFile(filepath.Join(dir, results.TableRequests, name), reqs); err != nil {
 			return err
 		}
 	}
-	if slices := measure.Slices(c, reqs); len(slices) > 0 {
+	if len(slices) > 0 {
 		if err := WriteFile(filepath.Join(dir, results.TableSlices, name), slices); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
@@ -88,11 +89,12 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 
 func (o *Sink) partName(n int) string { return rundir.PartName(o.attempt, n) }
 
-// Cell writes the cell's request rows, time slices and cell row as new
-// part files with the same number (rundir.WriteCell).
+// Cell writes the cell's request rows, time slices (measure.Slices, cut
+// from the requests) and cell row as new part files with the same number
+// (rundir.WriteCell).
 func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
 	o.part++
-	return rundir.WriteCell(o.dir, o.partName(o.part), c, reqs)
+	return rundir.WriteCell(o.dir, o.partName(o.part), c, reqs, measure.Slices(c, reqs))
 }
 
 // Verdicts writes the cell's assertion verdicts under the cell's part
