@@ -936,9 +936,9 @@ func (w *promWindow) notServedNote(row *results.Cell, running, waiting, prompt s
 		name string
 		set  bool
 	}{
-		{"server_running_peak", running != ""}, {"server_waiting_peak", waiting != ""},
-		{"server_prompt_tokens", row.ServerPromptTokens != nil || prompt != "" || w.pickHist(promPromptHist...) != ""},
-		{"server_generation_tokens", row.ServerGenerationTokens != nil || w.pick(promGen...) != "" || w.pickHist(promGenHist...) != ""},
+		{results.ColServerRunningPeak, running != ""}, {results.ColServerWaitingPeak, waiting != ""},
+		{results.ColServerPromptTokens, row.ServerPromptTokens != nil || prompt != "" || w.pickHist(promPromptHist...) != ""},
+		{results.ColServerGenerationTokens, row.ServerGenerationTokens != nil || w.pick(promGen...) != "" || w.pickHist(promGenHist...) != ""},
 	} {
 		if !c.set {
 			missing = append(missing, c.name)

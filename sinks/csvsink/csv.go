@@ -77,8 +77,9 @@ func newFromSpec(spec pipeline.SinkSpec) (pipeline.Sink, error) {
 // lateness could explain, a regression to confirm) has two rows, 1 and
 // 2, the second the one its checks judge.
 var DefaultColumns = []string{
-	"isl", "osl", "concurrency", "first_call_ms", "ttft_ms", "prefill_tok_s", "itl_p50_ms", "itl_p99_ms",
-	"decode_tok_s", "speedup_vs_c1", "batching_efficiency", "status", "measurement", "reason", "notes",
+	results.ColISL, results.ColOSL, results.ColConcurrency, results.ColFirstCallMs, results.ColTTFTMs, results.ColPrefillTokS,
+	results.ColITLP50Ms, results.ColITLP99Ms, results.ColDecodeTokS, results.ColSpeedupVsC1, results.ColBatchingEfficiency,
+	results.ColStatus, results.ColMeasurement, results.ColReason, results.ColNotes,
 }
 
 // Sink writes CSV rows to W (with Columns), to Prefix+".csv" (with

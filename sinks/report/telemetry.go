@@ -110,7 +110,7 @@ var telemSources = []telemSource{
 	{"server metrics", &results.ServerMetrics, []telemColumn{
 		{"running peak", fPtr(func(c results.Cell) *float64 { return c.ServerRunningPeak }, wholeNum)},
 		{"waiting peak", fPtr(func(c results.Cell) *float64 { return c.ServerWaitingPeak }, wholeNum)},
-		{"num_inflight_park_waits", fPtr(func(c results.Cell) *float64 { return c.ServerParkWaits }, wholeNum)},
+		{results.ColServerParkWaits, fPtr(func(c results.Cell) *float64 { return c.ServerParkWaits }, wholeNum)},
 		{"KV cache peak %", fPtr(func(c results.Cell) *float64 { return c.KVCacheUsagePeak }, pct)},
 		{"preemptions", fPtr(func(c results.Cell) *float64 { return c.ServerPreemptions }, wholeNum)},
 	}},
@@ -207,7 +207,7 @@ func unmeasuredWhy(rows []results.Cell, src telemSource) string {
 	if src.src == nil {
 		for _, c := range rows {
 			if c.Status == results.StatusOK {
-				return results.WhyNull(c, "client_cpu_util")
+				return results.WhyNull(c, results.ColClientCPUUtil)
 			}
 		}
 		return ""

@@ -297,6 +297,18 @@ func stagesOf(cells []results.Cell) []stageCells {
 	return out
 }
 
+// metricOf is a float column as the tables show it: its catalogue label
+// as the head, its value as it is.
+func metricOf(column string, format func(float64) string) docMetric {
+	col := results.MustLookup(column)
+	return docMetric{column, col.Label, func(c results.Cell) *float64 { return col.Float(&c) }, format}
+}
+
+// gibOf is a byte count column in GiB, headed by its catalogue label.
+func gibOf(column string, get func(results.Cell) *int64) docMetric {
+	return docMetric{column, results.LabelOf(column), func(c results.Cell) *float64 { return gib(get(c)) }, runview.ShortNum}
+}
+
 // docMetric is one nullable cell column as the tables show it.
 type docMetric struct {
 	column string // the results column, for WhyNull
@@ -306,18 +318,18 @@ type docMetric struct {
 }
 
 var (
-	mTTFTP50  = docMetric{"ttft_p50_ms", "TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }, runview.ShortNum}
-	mTTFTP99  = docMetric{"ttft_p99_ms", "TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }, runview.ShortNum}
-	mPrefill  = docMetric{"prefill_tok_s", "prefill tok/s", func(c results.Cell) *float64 { return c.PrefillTokS }, runview.ShortNum}
-	mDecode   = docMetric{"decode_tok_s", "decode tok/s", func(c results.Cell) *float64 { return c.DecodeTokS }, runview.ShortNum}
-	mITLP50   = docMetric{"itl_p50_ms", "ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }, runview.ShortNum}
-	mITLP99   = docMetric{"itl_p99_ms", "ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }, runview.ShortNum}
-	mTPOTP50  = docMetric{"tpot_p50_ms", "TPOT p50 ms", func(c results.Cell) *float64 { return c.TPOTP50Ms }, runview.ShortNum}
-	mOutput   = docMetric{"output_tok_s", "output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }, runview.ShortNum}
-	mReqS     = docMetric{"req_s", "req/s", func(c results.Cell) *float64 { return c.ReqS }, runview.ShortNum}
-	mSpeedup  = docMetric{"speedup_vs_c1", "speedup vs c=1", func(c results.Cell) *float64 { return c.SpeedupVsC1 }, func(v float64) string { return runview.ShortNum(v) + "×" }}
-	mEff      = docMetric{"batching_efficiency", "batching efficiency", func(c results.Cell) *float64 { return c.BatchingEfficiency }, pctOf}
-	mClient   = docMetric{"client_cpu_util", "benchrun client CPU (cores)", func(c results.Cell) *float64 { return c.ClientCPUUtil }, runview.ShortNum}
+	mTTFTP50  = metricOf(results.ColTTFTP50Ms, runview.ShortNum)
+	mTTFTP99  = metricOf(results.ColTTFTP99Ms, runview.ShortNum)
+	mPrefill  = metricOf(results.ColPrefillTokS, runview.ShortNum)
+	mDecode   = metricOf(results.ColDecodeTokS, runview.ShortNum)
+	mITLP50   = metricOf(results.ColITLP50Ms, runview.ShortNum)
+	mITLP99   = metricOf(results.ColITLP99Ms, runview.ShortNum)
+	mTPOTP50  = metricOf(results.ColTPOTP50Ms, runview.ShortNum)
+	mOutput   = metricOf(results.ColOutputTokS, runview.ShortNum)
+	mReqS     = metricOf(results.ColReqS, runview.ShortNum)
+	mSpeedup  = metricOf(results.ColSpeedupVsC1, func(v float64) string { return runview.ShortNum(v) + "×" })
+	mEff      = metricOf(results.ColBatchingEfficiency, pctOf)
+	mClient   = metricOf(results.ColClientCPUUtil, runview.ShortNum)
 	prefillMs = []docMetric{mTTFTP50, mTTFTP99, mPrefill}
 	genMs     = []docMetric{mDecode, mITLP50, mITLP99, mTPOTP50}
 	batchMs   = []docMetric{mOutput, mReqS, mSpeedup, mEff}
@@ -408,25 +420,25 @@ func gib(p *int64) *float64 {
 
 var telemetrySources = []telemetrySource{
 	{"GPU", "GPU (NVML) over each point's timed window, summed or peaked over the server's devices:", results.GPUTelemetry, []docMetric{
-		{"gpu_mem_peak_bytes", "GPU memory peak GiB", func(c results.Cell) *float64 { return gib(c.GPUMemPeakBytes) }, runview.ShortNum},
-		{"gpu_util_mean", "GPU util mean %", func(c results.Cell) *float64 { return c.GPUUtilMean }, runview.ShortNum},
-		{"gpu_util_p95", "GPU util p95 %", func(c results.Cell) *float64 { return c.GPUUtilP95 }, runview.ShortNum},
-		{"power_w_mean", "power mean W", func(c results.Cell) *float64 { return c.PowerWMean }, runview.ShortNum},
-		{"power_w_max", "power max W", func(c results.Cell) *float64 { return c.PowerWMax }, runview.ShortNum},
-		{"energy_j", "energy J", func(c results.Cell) *float64 { return c.EnergyJ }, runview.ShortNum},
-		{"tokens_per_joule", "tokens per joule", func(c results.Cell) *float64 { return c.TokensPerJoule }, runview.ShortNum},
+		gibOf(results.ColGPUMemPeakBytes, func(c results.Cell) *int64 { return c.GPUMemPeakBytes }),
+		metricOf(results.ColGPUUtilMean, runview.ShortNum),
+		metricOf(results.ColGPUUtilP95, runview.ShortNum),
+		metricOf(results.ColPowerWMean, runview.ShortNum),
+		metricOf(results.ColPowerWMax, runview.ShortNum),
+		metricOf(results.ColEnergyJ, runview.ShortNum),
+		metricOf(results.ColTokensPerJoule, runview.ShortNum),
 	}},
 	{"Server metrics", "The server's own metrics: queue and KV-cache peaks over the window, counts during it:", results.ServerMetrics, []docMetric{
-		{"server_running_peak", "running peak", func(c results.Cell) *float64 { return c.ServerRunningPeak }, countNum},
-		{"server_waiting_peak", "waiting peak", func(c results.Cell) *float64 { return c.ServerWaitingPeak }, countNum},
-		{"num_inflight_park_waits", "park waits", func(c results.Cell) *float64 { return c.ServerParkWaits }, countNum},
-		{"server_queue_mean_ms", "queue mean ms", func(c results.Cell) *float64 { return c.ServerQueueMeanMs }, runview.ShortNum},
-		{"kv_cache_usage_peak", "KV cache peak", func(c results.Cell) *float64 { return c.KVCacheUsagePeak }, pctOf},
-		{"server_preemptions", "preemptions", func(c results.Cell) *float64 { return c.ServerPreemptions }, countNum},
+		metricOf(results.ColServerRunningPeak, countNum),
+		metricOf(results.ColServerWaitingPeak, countNum),
+		metricOf(results.ColServerParkWaits, countNum),
+		metricOf(results.ColServerQueueMeanMs, runview.ShortNum),
+		metricOf(results.ColKVCacheUsagePeak, pctOf),
+		metricOf(results.ColServerPreemptions, countNum),
 	}},
 	{"Server CPU and memory", "The server's process tree on this host:", results.ServerProcess, []docMetric{
-		{"server_cpu_util", "server CPU (cores)", func(c results.Cell) *float64 { return c.ServerCPUUtil }, runview.ShortNum},
-		{"server_rss_peak_bytes", "server RSS peak GiB", func(c results.Cell) *float64 { return gib(c.ServerRSSPeakBytes) }, runview.ShortNum},
+		metricOf(results.ColServerCPUUtil, runview.ShortNum),
+		gibOf(results.ColServerRSSPeakBytes, func(c results.Cell) *int64 { return c.ServerRSSPeakBytes }),
 	}},
 }
 

@@ -189,7 +189,7 @@ func llamaRecord(m map[string]any) record {
 	nPrompt := f.integer("n_prompt")
 	nGen := f.integer("n_gen")
 	c.NDepth = f.integer("n_depth")
-	c.AvgNs = f.integer("avg_ns")
+	c.AvgNs = f.integer(results.ColAvgNs)
 	c.StddevNs = f.integer("stddev_ns")
 	// The speed columns keep llama-bench's own names.
 	c.AvgTS = f.number(results.ColAvgTS)
@@ -358,7 +358,7 @@ func impossibleLlama(nPrompt, nGen, depth *int64, avgTS, stddevTS *float64, avgN
 	for _, f := range []struct {
 		name string
 		v    *int64
-	}{{"n_prompt", nPrompt}, {"n_gen", nGen}, {"n_depth", depth}, {"avg_ns", avgNs}} {
+	}{{"n_prompt", nPrompt}, {"n_gen", nGen}, {"n_depth", depth}, {results.ColAvgNs, avgNs}} {
 		if f.v != nil && *f.v < 0 {
 			return fmt.Sprintf("%s %d is negative", f.name, *f.v)
 		}
