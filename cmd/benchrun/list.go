@@ -219,7 +219,16 @@ func writeFields(w io.Writer, d schema.DefDoc, withCommon bool) {
 	}
 }
 
-// writeColumns lists the cell-row columns assertions and `when` read.
+// better is a column's direction as `schema columns` shows it.
+func better(d results.Direction) string {
+	if d == results.LowerBetter || d == results.HigherBetter {
+		return d.Arrow() + " " + d.String()
+	}
+	return "–"
+}
+
+// writeColumns lists the cell-row columns assertions and `when` read,
+// with their unit and direction (the results catalogue's).
 func writeColumns(w io.Writer) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "cell row columns (assertions read these; see docs/RESULTS.md):")
@@ -233,7 +242,7 @@ func writeColumns(w io.Writer) int {
 			// and an assertion reading it is an error verdict.
 			typ = c.Type.Elem().String() + " or null"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", c.Expr, typ)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Expr, typ, c.Unit, better(c.Better))
 	}
 	fmt.Fprintln(tw, "null: not measured (an assertion that reads a null is an error, unless it tests `x == nil` or `x ?? d` itself)")
 	tw.Flush()
