@@ -125,15 +125,6 @@ func checkTotal(s *Server, prompt int, maxTokens *int) *apiErr {
 	return nil
 }
 
-// writeVLLMErr writes vLLM's (and SGLang's) ErrorResponse.
-func writeVLLMErr(w http.ResponseWriter, e *apiErr) {
-	var param *string
-	if e.param != "" {
-		param = &e.param
-	}
-	writeRawJSON(w, e.status, vllmError{Object: "error", Message: e.msg, Type: e.typ, Param: param, Code: e.status})
-}
-
 // fastAPINotFound is FastAPI's 404 (vLLM, SGLang).
 func fastAPINotFound(_ *Server, w http.ResponseWriter, _ *http.Request) {
 	writeRawJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})

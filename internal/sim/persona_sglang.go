@@ -56,3 +56,69 @@ var sglangPersona = persona{
 	writeErr: writeVLLMErr,
 	notFound: fastAPINotFound,
 }
+
+// --- SGLang's endpoints ---
+
+type sglangTokenizeResponse struct {
+	Tokens      []int `json:"tokens"`
+	Count       int   `json:"count"`
+	MaxModelLen int   `json:"max_model_len"`
+}
+
+func (s *Server) handleTokenizeSGLang(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model            string  `json:"model"`
+		Prompt           *string `json:"prompt"`
+		AddSpecialTokens *bool   `json:"add_special_tokens"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Prompt == nil {
+		s.writeErr(w, http.StatusBadRequest, "BadRequestError", "prompt is required")
+		return
+	}
+	ids, _ := tokenizeSubword(s.persona, *req.Prompt, boolOr(req.AddSpecialTokens, true), false)
+	writeRawJSON(w, http.StatusOK, sglangTokenizeResponse{Tokens: ids, Count: len(ids), MaxModelLen: s.cfg.MaxModelLen})
+}
+
+func (s *Server) handleSGLangModelInfo(w http.ResponseWriter, r *http.Request) {
+	writeRawJSON(w, http.StatusOK, map[string]any{
+		"model_path": s.cfg.Models[0], "tokenizer_path": s.cfg.Models[0], "is_generation": true,
+		"preferred_sampling_params": nil, "weight_version": "default", "has_chat_template": true,
+	})
+}
+
+// handleSGLangServerInfo is SGLang's /get_server_info: its server args,
+// with context_length, and the version.
+func (s *Server) handleSGLangServerInfo(w http.ResponseWriter, r *http.Request) {
+	maxRunning, kv, chunk := s.cfg.Engine.MaxNumSeqs, s.cfg.Engine.KVCacheTokens, s.cfg.Engine.MaxBatchedTokens
+	writeRawJSON(w, http.StatusOK, map[string]any{
+		"model_path": s.cfg.Models[0], "tokenizer_path": s.cfg.Models[0], "served_model_name": s.cfg.Models[0],
+		"context_length": s.cfg.MaxModelLen, "max_running_requests": maxRunning, "max_total_tokens": kv,
+		"chunked_prefill_size": chunk, "page_size": 1, "tp_size": 1, "dp_size": 1,
+		"disable_radix_cache": !(s.cfg.PromptCache || (s.engine != nil && s.cfg.Engine.PrefixCache)),
+		"schedule_policy":     "fcfs", "random_seed": s.cfg.Seed, "stream_interval": s.cfg.TokensPerChunk,
+		"max_total_num_tokens": kv, "max_req_input_len": s.cfg.MaxModelLen - 1,
+		"internal_states": []any{map[string]any{"last_gen_throughput": 0.0}},
+		"version":         s.version(),
+	})
+}
+
+// handleFlushCache is SGLang's /flush_cache: it empties the prompt cache.
+func (s *Server) handleFlushCache(w http.ResponseWriter, r *http.Request) {
+	s.flushPromptCache()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"))
+}
+
+// flushPromptCache empties fixed mode's prompt cache and the engine's
+// prefix cache.
+func (s *Server) flushPromptCache() {
+	if s.pcache != nil {
+		s.pcache.reset()
+	}
+	if s.engine != nil {
+		s.engine.flushPrefix()
+	}
+}
