@@ -61,7 +61,7 @@ func (s shape) String() string {
 }
 
 // plottedMetrics are the metrics the page draws.
-var plottedMetrics = []string{"output_tok_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_p50_ms"}
+var plottedMetrics = []string{results.ColOutputTokS, results.ColTTFTP50Ms, results.ColTTFTP99Ms, results.ColITLP50Ms, results.ColITLP99Ms, results.ColTPOTP50Ms}
 
 // level is one variant's values at one load level of a shape: the
 // median of each plotted metric over its rows (NaN when none measured it).
@@ -199,7 +199,7 @@ func tradeoffChart(cv curves, sides []Side, metric, name string) *chart.Line {
 		s := chart.Series{Name: sides[si].Label, Color: chart.Palette[si%len(chart.Palette)], Ordered: true}
 		last := ""
 		for _, l := range levels {
-			x, y := l.Vals["output_tok_s"], l.Vals[metric]
+			x, y := l.Vals[results.ColOutputTokS], l.Vals[metric]
 			if math.IsNaN(x) || math.IsNaN(y) {
 				continue
 			}
@@ -313,10 +313,10 @@ func pageHTML(p Page) string {
 	for _, cv := range shapes {
 		fmt.Fprintf(&b, "<section class=\"shape\">\n<div class=\"charts\">\n<h2 style=\"grid-column:1/-1\">%s</h2>\n", e(cv.Shape.String()))
 		for _, c := range []*chart.Line{
-			tradeoffChart(cv, p.Sides, "ttft_p50_ms", "TTFT p50"),
-			tradeoffChart(cv, p.Sides, "tpot_p50_ms", "TPOT p50"),
-			levelChart(cv, p.Sides, "ttft_p50_ms", "ttft_p99_ms", "TTFT", "time to first token"),
-			levelChart(cv, p.Sides, "itl_p50_ms", "itl_p99_ms", "ITL", "inter-token latency"),
+			tradeoffChart(cv, p.Sides, results.ColTTFTP50Ms, "TTFT p50"),
+			tradeoffChart(cv, p.Sides, results.ColTPOTP50Ms, "TPOT p50"),
+			levelChart(cv, p.Sides, results.ColTTFTP50Ms, results.ColTTFTP99Ms, "TTFT", "time to first token"),
+			levelChart(cv, p.Sides, results.ColITLP50Ms, results.ColITLP99Ms, "ITL", "inter-token latency"),
 		} {
 			b.WriteString(chart.Inline(c.SVG()))
 			b.WriteString("\n")
