@@ -159,9 +159,9 @@ func (s *Stage) bandColumns(endpoint string) []string {
 		return *s.cfg.BandOn
 	}
 	if endpoint == "embeddings" {
-		return []string{"total_tok_s_ratio"}
+		return []string{results.ColTotalTokSRatio}
 	}
-	return []string{"decode_tok_s_ratio"}
+	return []string{results.ColDecodeTokSRatio}
 }
 
 // Run measures the documents and emits one row with the ratios.

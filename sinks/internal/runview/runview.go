@@ -400,7 +400,7 @@ func ProgramCharts(cells []results.Cell) []chart.Rendered {
 func programRate(c results.Cell) (v *float64, err float64, what string) {
 	switch {
 	case c.AvgTS != nil:
-		return c.AvgTS, results.ValueOr(c.StddevTS, 0), "avg_ts"
+		return c.AvgTS, results.ValueOr(c.StddevTS, 0), results.ColAvgTS
 	case c.DecodeTokS != nil:
 		return c.DecodeTokS, 0, "decode"
 	case c.OutputTokS != nil:
