@@ -264,6 +264,11 @@ func cellColumns(cells []results.Cell) []cellColumn {
 	metric := func(head string, f func(results.Cell) *float64) cellColumn {
 		return cellColumn{head, true, func(c results.Cell) string { p := f(c); return num(results.ValueOr(p, 0), p != nil) }}
 	}
+	// A column the catalogue labels is headed by its label.
+	labelled := func(column string, show func(string, func(results.Cell) *float64) cellColumn) cellColumn {
+		col := results.MustLookup(column)
+		return show(col.Label, func(c results.Cell) *float64 { return col.Float(&c) })
+	}
 	cols := []cellColumn{
 		{"stage", false, func(c results.Cell) string { return c.Stage }},
 		{"isl:osl", false, func(c results.Cell) string { return fmt.Sprintf("%d:%d", c.ISL, c.OSL) }},
@@ -275,19 +280,19 @@ func cellColumns(cells []results.Cell) []cellColumn {
 			}
 			return fmt.Sprint(c.Requests)
 		}},
-		latency("TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }),
-		latency("TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }),
-		latency("ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }),
-		latency("ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }),
-		latency("TPOT ms", func(c results.Cell) *float64 { return c.TPOTMs }),
-		latency("E2EL p99 ms", func(c results.Cell) *float64 { return c.E2ELP99Ms }),
-		metric("req/s", func(c results.Cell) *float64 { return c.ReqS }),
-		metric("output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }),
+		labelled(results.ColTTFTP50Ms, latency),
+		labelled(results.ColTTFTP99Ms, latency),
+		labelled(results.ColITLP50Ms, latency),
+		labelled(results.ColITLP99Ms, latency),
+		labelled(results.ColTPOTMs, latency),
+		labelled(results.ColE2ELP99Ms, latency),
+		labelled(results.ColReqS, metric),
+		labelled(results.ColOutputTokS, metric),
 		metric("speedup", func(c results.Cell) *float64 { return c.SpeedupVsC1 }),
 		metric("batch eff.", func(c results.Cell) *float64 { return c.BatchingEfficiency }),
 	}
 	if measuredTPJ(cells) {
-		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == "output tok/s" })
+		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == results.LabelOf(results.ColOutputTokS) })
 		tpj := cellColumn{"tok/J", true, func(c results.Cell) string {
 			if c.TokensPerJoule == nil || !finite(*c.TokensPerJoule) {
 				return "–"
@@ -298,7 +303,7 @@ func cellColumns(cells []results.Cell) []cellColumn {
 	}
 	if slices.ContainsFunc(cells, func(c results.Cell) bool { return c.PrefixCacheHitRate != nil }) {
 		// Beside the TTFT it explains, when some row measured it.
-		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == "TTFT p99 ms" })
+		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == results.LabelOf(results.ColTTFTP99Ms) })
 		cols = slices.Insert(cols, i+1, metric("prefix hit", func(c results.Cell) *float64 { return c.PrefixCacheHitRate }))
 	}
 	return cols

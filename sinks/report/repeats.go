@@ -24,12 +24,12 @@ var repeatMetrics = []struct {
 	name string
 	get  func(results.Cell) *float64
 }{
-	{"output tok/s", func(c results.Cell) *float64 { return c.OutputTokS }},
-	{"req/s", func(c results.Cell) *float64 { return c.ReqS }},
-	{"TTFT p50 ms", func(c results.Cell) *float64 { return c.TTFTP50Ms }},
-	{"TTFT p99 ms", func(c results.Cell) *float64 { return c.TTFTP99Ms }},
-	{"ITL p50 ms", func(c results.Cell) *float64 { return c.ITLP50Ms }},
-	{"ITL p99 ms", func(c results.Cell) *float64 { return c.ITLP99Ms }},
+	{results.LabelOf(results.ColOutputTokS), func(c results.Cell) *float64 { return c.OutputTokS }},
+	{results.LabelOf(results.ColReqS), func(c results.Cell) *float64 { return c.ReqS }},
+	{results.LabelOf(results.ColTTFTP50Ms), func(c results.Cell) *float64 { return c.TTFTP50Ms }},
+	{results.LabelOf(results.ColTTFTP99Ms), func(c results.Cell) *float64 { return c.TTFTP99Ms }},
+	{results.LabelOf(results.ColITLP50Ms), func(c results.Cell) *float64 { return c.ITLP50Ms }},
+	{results.LabelOf(results.ColITLP99Ms), func(c results.Cell) *float64 { return c.ITLP99Ms }},
 }
 
 // repeatRows summarises the repeated points (cells with a repeat

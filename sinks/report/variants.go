@@ -38,12 +38,12 @@ var variantMetrics = []struct {
 	latency bool // not measured in a row without a completed request
 	get     func(results.Cell) *float64
 }{
-	{"TTFT p50 ms", true, func(c results.Cell) *float64 { return c.TTFTP50Ms }},
-	{"TTFT p99 ms", true, func(c results.Cell) *float64 { return c.TTFTP99Ms }},
-	{"ITL p50 ms", true, func(c results.Cell) *float64 { return c.ITLP50Ms }},
-	{"ITL p99 ms", true, func(c results.Cell) *float64 { return c.ITLP99Ms }},
-	{"output tok/s", false, func(c results.Cell) *float64 { return c.OutputTokS }},
-	{"req/s", false, func(c results.Cell) *float64 { return c.ReqS }},
+	{results.LabelOf(results.ColTTFTP50Ms), true, func(c results.Cell) *float64 { return c.TTFTP50Ms }},
+	{results.LabelOf(results.ColTTFTP99Ms), true, func(c results.Cell) *float64 { return c.TTFTP99Ms }},
+	{results.LabelOf(results.ColITLP50Ms), true, func(c results.Cell) *float64 { return c.ITLP50Ms }},
+	{results.LabelOf(results.ColITLP99Ms), true, func(c results.Cell) *float64 { return c.ITLP99Ms }},
+	{results.LabelOf(results.ColOutputTokS), false, func(c results.Cell) *float64 { return c.OutputTokS }},
+	{results.LabelOf(results.ColReqS), false, func(c results.Cell) *float64 { return c.ReqS }},
 }
 
 // variantSection is one "Variants by <key>" table.
