@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline/judge"
@@ -264,7 +265,7 @@ func (r *runner) finishManifest(sum *Summary, status, reason string, code int) {
 	}
 	r.manifest.Sinks = r.sinkRecords()
 	if r.manifest.ModelDigest == "" && r.md != nil {
-		r.manifest.ModelDigest = knownDigest(r.md.file, r.md.planDir)
+		r.manifest.ModelDigest = host.KnownDigest(r.md.file, r.md.planDir)
 	}
 	at := time.Now()
 	if sum != nil && !sum.FinishedAt.IsZero() {

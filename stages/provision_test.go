@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,28 +16,12 @@ import (
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
-	"github.com/benchrun/benchrun/schema"
 )
 
 // These tests drive a provision stage through the real pipeline, with
 // local shell commands standing in for a cloud CLI: create prints the
 // machine's host, port and id; teardown writes to a ledger file, which
 // proves it ran (and with which id) on every exit path.
-
-type rowsOut struct {
-	mu    sync.Mutex
-	cells []results.Cell
-}
-
-func (o *rowsOut) Name() string                  { return "test" }
-func (o *rowsOut) Start(*pipeline.SinkEnv) error { return nil }
-func (o *rowsOut) Stop(*pipeline.Summary) error  { return nil }
-func (o *rowsOut) Cell(c results.Cell, _ []results.Request) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.cells = append(o.cells, c)
-	return nil
-}
 
 type cloudRun struct {
 	sum    *pipeline.Summary
@@ -68,35 +51,16 @@ stages: {
 	%s
 }
 `, ledger, host, port, pod, rest)
-	path := filepath.Join(dir, "plan.cue")
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := pipeline.NewRegistry()
 	Builtin(reg)
-	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &rowsOut{}
-	opts := pipeline.Options{Sinks: pipelinetest.UseSinks(out), FinallyTimeout: 20 * time.Second}
+	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
+	opts := pipeline.Options{FinallyTimeout: 20 * time.Second}
 	for _, o := range options {
 		o(&opts)
 	}
-	sum, err := pipeline.Run(ctx, g, ri, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := pipelinetest.Run(t, ctx, g, opts)
 	b, _ := os.ReadFile(ledger)
-	return cloudRun{sum: sum, ledger: string(b), cells: out.cells, dir: ri.Dir}
+	return cloudRun{sum: rec.Summary, ledger: string(b), cells: rec.Cells, dir: rec.Dir}
 }
 
 const (

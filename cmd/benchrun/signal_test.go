@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/rundir"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 func init() {
@@ -114,10 +115,10 @@ stages: {
 	}
 	for _, pid := range []int{shPID, sleepPID, daemonPID} {
 		deadline := time.Now().Add(2 * time.Second)
-		for !gone(pid) && time.Now().Before(deadline) {
+		for !testkit.Gone(pid) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if !gone(pid) {
+		if !testkit.Gone(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Errorf("process %d of the server's group outlived benchrun", pid)
 		}
@@ -137,17 +138,6 @@ func waitPID(t *testing.T, path string) int {
 	}
 	t.Fatalf("%s never appeared", path)
 	return 0
-}
-
-// gone: the process no longer exists or is a zombie (exited, unreaped).
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
 }
 
 func TestParseStat(t *testing.T) {
@@ -181,10 +171,10 @@ func TestKillChildGroups(t *testing.T) {
 		t.Fatal("the child survived killChildGroups")
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for !gone(sleepPID) && time.Now().Before(deadline) {
+	for !testkit.Gone(sleepPID) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !gone(sleepPID) {
+	if !testkit.Gone(sleepPID) {
 		syscall.Kill(sleepPID, syscall.SIGKILL)
 		t.Fatal("the grandchild in the child's group survived")
 	}

@@ -94,51 +94,11 @@ func readPids(t *testing.T, dir string, names ...string) []int {
 	}
 }
 
-// gone reports whether pid is dead: no such process, or a zombie that
-// whoever inherited it has yet to reap.
-func gone(pid int) bool {
-	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
-}
-
-// waitGone polls /proc for up to five seconds until every pid is gone,
-// and kills and reports the survivors.
-func waitGone(t *testing.T, what string, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var left []int
-		for _, pid := range pids {
-			if !gone(pid) {
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			t.Fatalf("%s: pids %v still running", what, left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // killAtEnd makes sure a failing test leaves nothing behind.
 func killAtEnd(t *testing.T, pids ...int) {
 	t.Cleanup(func() {
 		for _, pid := range pids {
-			if !gone(pid) {
+			if !testkit.Gone(pid) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -174,7 +134,7 @@ func TestParentSIGKILLLeavesNoSurvivor(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			waitGone(t, "after the stand-in's SIGKILL", pids...)
+			testkit.WaitGone(t, "after the stand-in's SIGKILL", pids...)
 			if strings.Contains(stderr.String(), "Run returned") {
 				t.Errorf("Run returned before the stand-in was killed: %s", stderr.String())
 			}
@@ -266,7 +226,7 @@ func TestStopEscalates(t *testing.T) {
 	if got := p.ExitStatus(); got != "signal: killed" {
 		t.Errorf("exit status %q, want signal: killed", got)
 	}
-	waitGone(t, "after Stop", child)
+	testkit.WaitGone(t, "after Stop", child)
 	if left := procruntest.LiveInGroup(p.Pid()); len(left) > 0 {
 		t.Errorf("the group still has %v", left)
 	}
@@ -313,7 +273,7 @@ func TestRunTimeoutKillsTheGroup(t *testing.T) {
 	pids := readPids(t, dir, familyPids...)
 	killAtEnd(t, pids...)
 	for _, pid := range pids {
-		if !gone(pid) {
+		if !testkit.Gone(pid) {
 			t.Errorf("pid %d outlived Run", pid)
 		}
 	}
@@ -358,7 +318,7 @@ func TestRunLeavesNoDaemon(t *testing.T) {
 			}
 			pid := readPids(t, dir, "daemon.pid")[0]
 			killAtEnd(t, pid)
-			if !gone(pid) {
+			if !testkit.Gone(pid) {
 				t.Fatalf("the daemon (pid %d) outlived Run", pid)
 			}
 		})

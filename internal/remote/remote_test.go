@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,32 +38,6 @@ func dial(t *testing.T, m remote.Machine, known string) *remote.Client {
 // syncBuffer is the tests' synchronized buffer (testkit).
 type syncBuffer = testkit.SyncBuffer
 
-func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// gone reports whether pid is no longer running here (dead, or a zombie
-// waiting for its parent).
-func gone(pid int) bool {
-	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
 func TestRunStreamsOutput(t *testing.T) {
 	s := sshdtest.Start(t)
 	c := dial(t, machine(s), filepath.Join(t.TempDir(), "known_hosts"))
@@ -81,7 +54,7 @@ func TestRunStreamsOutput(t *testing.T) {
 		t.Fatalf("pid = %d", p.Pid())
 	}
 	want := "first hello 'quoted' world in " + dir + "\n"
-	waitFor(t, 5*time.Second, "the first line streamed back", func() bool { return stdout.String() == want })
+	testkit.WaitFor(t, 5*time.Second, "the first line streamed back", func() bool { return stdout.String() == want })
 	select {
 	case <-p.Done():
 		t.Fatal("the program ended before its last line: the first was not streamed")
@@ -217,7 +190,7 @@ func startTree(t *testing.T, c *remote.Client, ctx context.Context) (*remote.Pro
 		t.Fatal(err)
 	}
 	var child int
-	waitFor(t, 5*time.Second, "the child's pid", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the child's pid", func() bool {
 		v, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "child=")
 		child, _ = strconv.Atoi(v)
 		return ok && child > 0
@@ -235,7 +208,7 @@ func TestCancelKillsTheRemoteProcessGroup(t *testing.T) {
 		t.Fatalf("Alive before the cancel = %v, %v", alive, err)
 	}
 	cancel()
-	waitFor(t, 10*time.Second, "the session ending after the cancel", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the session ending after the cancel", func() bool {
 		select {
 		case <-p.Done():
 			return true
@@ -246,7 +219,7 @@ func TestCancelKillsTheRemoteProcessGroup(t *testing.T) {
 	if alive, err := c.Alive(context.Background(), p.Pid()); err != nil || alive {
 		t.Fatalf("Alive after the cancel = %v, %v: the remote program survived", alive, err)
 	}
-	waitFor(t, 5*time.Second, "the remote child gone (/proc)", func() bool { return gone(child) && gone(p.Pid()) })
+	testkit.WaitFor(t, 5*time.Second, "the remote child gone (/proc)", func() bool { return testkit.Gone(child) && testkit.Gone(p.Pid()) })
 	if !strings.HasPrefix(p.ExitStatus(), "signal: TERM") && p.ExitStatus() != "exit status 143" {
 		t.Logf("exit status after the cancel: %s", p.ExitStatus())
 	}
@@ -261,7 +234,7 @@ func TestStopEscalatesToKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "up", func() bool { return out.String() == "up\n" })
+	testkit.WaitFor(t, 5*time.Second, "up", func() bool { return out.String() == "up\n" })
 	// A stop is its graces and a few commands over SSH (a signal each,
 	// then a last KILL to the group): bounded by what one command costs
 	// on this machine now, measured before and after (a session, and a
@@ -288,7 +261,7 @@ func TestStopEscalatesToKill(t *testing.T) {
 	if p.ExitStatus() != "signal: KILL" {
 		t.Errorf("exit status %q, want signal: KILL", p.ExitStatus())
 	}
-	waitFor(t, 5*time.Second, "the program gone", func() bool { return gone(p.Pid()) })
+	testkit.WaitFor(t, 5*time.Second, "the program gone", func() bool { return testkit.Gone(p.Pid()) })
 }
 
 // TestLostConnectionKillsTheRemoteProcess is benchrun SIGKILLed (or the
@@ -302,7 +275,7 @@ func TestLostConnectionKillsTheRemoteProcess(t *testing.T) {
 	}
 	p, child := startTree(t, c, context.Background())
 	c.Close() // the connection dropped, no stop sent
-	waitFor(t, 15*time.Second, "the remote program and its child gone after the connection dropped", func() bool { return gone(p.Pid()) && gone(child) })
+	testkit.WaitFor(t, 15*time.Second, "the remote program and its child gone after the connection dropped", func() bool { return testkit.Gone(p.Pid()) && testkit.Gone(child) })
 }
 
 func TestMachineFrom(t *testing.T) {
@@ -355,5 +328,5 @@ func TestRunStopsAtTheContextsEnd(t *testing.T) {
 		t.Fatalf("Run past its context = %v after %s", err, time.Since(start))
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(out.String()))
-	waitFor(t, 5*time.Second, "the program gone", func() bool { return pid > 0 && gone(pid) })
+	testkit.WaitFor(t, 5*time.Second, "the program gone", func() bool { return pid > 0 && testkit.Gone(pid) })
 }

@@ -12,11 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
@@ -286,16 +286,12 @@ func pidsOf(t *testing.T, path string) []int {
 	return nil
 }
 
+// gone fails the test for each of pids still running now.
 func gone(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			// A zombie still answers kill(0): read its state.
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
-				continue
-			}
-			t.Errorf("process %d is still there (%v)", pid, err)
+		if !testkit.Gone(pid) {
+			t.Errorf("process %d is still there", pid)
 		}
 	}
 }

@@ -19,8 +19,10 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/launch"
 )
@@ -33,22 +35,12 @@ var stubLaunch = pipeline.Kind{Name: "launch", Schema: schema.KindSchema{Def: "#
 func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.Outputs, time.Duration, error) {
 	t.Helper()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.cue")
 	src := "name: \"p\"\nmodel: {name: \"tiny\"}\nstages: {\n\tserver: {kind: \"launch\"}\n\thealth: {kind: \"health\", target: \"server\", " + stage + "}\n}\n"
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := pipeline.NewRegistry()
 	reg.AddKind(Kind)
 	reg.AddKind(stubLaunch)
-	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := pipeline.Build(p, reg) // decodes and validates the stage
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src) // decodes and validates the stage
+	p := g.Plan
 	spec, st := p.Stage("health"), g.Node("health").Stage
 	env := &pipeline.Env{Stage: spec, Plan: p, Dir: dir, Deps: map[string]*pipeline.Outputs{"server": target}, Log: io.Discard, Progress: io.Discard}
 	start := time.Now()
@@ -56,27 +48,25 @@ func runHealth(t *testing.T, stage string, target *pipeline.Outputs) (*pipeline.
 	return out, time.Since(start), err
 }
 
-func simServer(t *testing.T, cfg sim.Config) *httptest.Server {
+// simServer serves the simulator of cfg (simtest) and returns its URL.
+func simServer(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	s := sim.New(cfg)
-	ts := httptest.NewServer(s)
-	t.Cleanup(func() { s.Close(); ts.Close() })
-	return ts
+	return simtest.Serve(t, simtest.NewSimFrom(t, cfg))
 }
 
 func TestReadyAfterLoading(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"tiny"}
 	cfg.LoadTime = 600 * time.Millisecond
-	ts := simServer(t, cfg)
-	out, took, err := runHealth(t, `within: "10s", interval: "50ms"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
+	url := simServer(t, cfg)
+	out, took, err := runHealth(t, `within: "10s", interval: "50ms"`, &pipeline.Outputs{URL: url, Engine: "sim"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if took < 500*time.Millisecond {
 		t.Errorf("ready after %s, while the server was loading for 600ms", took)
 	}
-	if out.URL != ts.URL || out.Model != "tiny" || out.Done != nil {
+	if out.URL != url || out.Model != "tiny" || out.Done != nil {
 		t.Fatalf("outputs = %+v", out)
 	}
 }
@@ -84,9 +74,9 @@ func TestReadyAfterLoading(t *testing.T) {
 func TestWrongModelFailsAtOnce(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"llama-3.2-1b", "other"}
-	ts := simServer(t, cfg)
-	_, took, err := runHealth(t, `within: "30s"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"})
-	want := `"tiny" is not among the models ` + ts.URL + ` serves ["llama-3.2-1b" "other"]: the plan's model name (model.name, or model in the stage) must equal the server's served name`
+	url := simServer(t, cfg)
+	_, took, err := runHealth(t, `within: "30s"`, &pipeline.Outputs{URL: url, Engine: "sim"})
+	want := `"tiny" is not among the models ` + url + ` serves ["llama-3.2-1b" "other"]: the plan's model name (model.name, or model in the stage) must equal the server's served name`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
@@ -280,8 +270,6 @@ func TestCredentialsOnEveryCheck(t *testing.T) {
 // last check: ...)"), and the log's tail is shown once (by the launch
 // stage's watcher), not a second time by the health stage.
 func TestServerDeathReportedOnce(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.cue")
 	src := `name: "p"
 model: {name: "tiny"}
 stages: {
@@ -289,35 +277,12 @@ stages: {
 	health: {kind: "health", target: "server", within: "30s", interval: "50ms"}
 }
 `
-	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	reg := pipeline.NewRegistry()
 	reg.AddKind(Kind)
 	reg.AddKind(launch.Kind)
-	p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := pipeline.Build(p, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(dir, "runs"), p, nil, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := pipelinetest.LoadPlan(t, reg, src)
 	var progress syncBuffer
-	sum, err := pipeline.Run(context.Background(), g, ri, pipeline.Options{Progress: &progress})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reason string
-	for _, st := range sum.Stages {
-		if st.Name == "health" {
-			reason = st.Reason
-		}
-	}
+	reason := pipelinetest.Run(t, context.Background(), g, pipeline.Options{Progress: &progress}).Stage("health").Reason
 	if want := "server died: exit status 2 (last line of server.log: fatal: cannot load model)"; reason != want {
 		t.Errorf("health's reason\n%q\nwant\n%q", reason, want)
 	}

@@ -2,7 +2,6 @@ package launch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -185,31 +184,6 @@ func groupGone(pgid int) bool {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func waitGone(t *testing.T, pid int, what string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-		if isZombie(pid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still running", what, pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// isZombie: a dead process not yet reaped by whoever inherited it.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 func TestLaunchServesAndStops(t *testing.T) {
@@ -509,8 +483,8 @@ func TestServerDiesWithBenchrun(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd.Wait()
-			waitGone(t, pids[0], "server")
-			waitGone(t, pids[1], "server's child")
+			testkit.WaitGone(t, "server", pids[0])
+			testkit.WaitGone(t, "server's child", pids[1])
 		})
 	}
 }
@@ -558,7 +532,7 @@ stages: server: {kind: "launch", dir: %q, cmd: ["sh", "-c", %q]}
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("stop took %s", d)
 			}
-			waitGone(t, pid, "the server's setsid child")
+			testkit.WaitGone(t, "the server's setsid child", pid)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
+	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/provision"
@@ -114,7 +115,7 @@ func TestLaunchOnAMachineOverSSH(t *testing.T) {
 	if err := s.Cleanup(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pid, "the server on the machine")
+	testkit.WaitGone(t, "the server on the machine", pid)
 	select {
 	case <-out.Done:
 		t.Fatal("Done closed by a requested stop")
