@@ -92,7 +92,7 @@ type Sink struct {
 	// toStdout: a registered csv sink writes its table to the run's stdout.
 	toStdout bool
 
-	index   []int
+	index   []results.Column
 	targets []target
 	files   []*os.File
 }
@@ -100,7 +100,7 @@ type Sink struct {
 type target struct {
 	w       *csv.Writer
 	columns []string
-	index   []int
+	index   []results.Column
 	header  bool
 	// said holds, for a table people read (stdout and PREFIX.csv), the
 	// notes each stage's earlier rows carried: a stage's run-level facts
@@ -170,14 +170,11 @@ func defaultColumnsFor(rateLadder, namedTests bool) []string {
 // Columns lists every column a cell row has, in order.
 func Columns() []string { return results.ColumnNames() }
 
-func columnIndex(columns []string) ([]int, error) {
-	byName := map[string]int{}
-	for _, c := range results.Columns() {
-		byName[c.Name] = c.Index
-	}
-	var idx []int
+// columnIndex looks the named columns up in the results catalogue.
+func columnIndex(columns []string) ([]results.Column, error) {
+	var idx []results.Column
 	for _, c := range columns {
-		i, ok := byName[c]
+		i, ok := results.Lookup(c)
 		if !ok {
 			// The guess goes last, where the eye lands after the long list.
 			hint := ""
@@ -348,38 +345,29 @@ func (o *Sink) Stop(*pipeline.Summary) error {
 
 // Record formats the given fields of a cell row; a null (not measured)
 // metric is an empty field.
-func Record(c results.Cell, index []int) []string {
-	v := reflect.ValueOf(c)
+func Record(c results.Cell, index []results.Column) []string {
 	rec := make([]string, len(index))
-	for i, fi := range index {
-		if notApplicable[fi] && v.Field(fi).IsZero() {
+	for i, col := range index {
+		v := col.Value(&c)
+		if notApplicable[col.Name] && (v == 0.0 || v == int64(0)) {
 			continue // a closed loop has no rate, an open one no concurrency: empty, not 0
 		}
-		rec[i] = format(v.Field(fi))
+		rec[i] = format(v)
 	}
 	return rec
 }
 
 // notApplicable marks the load columns whose zero means "not this kind of
 // load": rate on a closed loop's row, concurrency on an open loop's.
-var notApplicable = func() map[int]bool {
-	out := map[int]bool{}
-	for _, c := range results.Columns() {
-		if c.Name == "rate" || c.Name == "concurrency" {
-			out[c.Index] = true
-		}
-	}
-	return out
-}()
+var notApplicable = map[string]bool{results.ColRate: true, results.ColConcurrency: true}
 
-func format(v reflect.Value) string {
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return "" // not measured: an empty field, never 0
-		}
-		v = v.Elem()
+// format writes a column's value (Column.Value: nil for a null).
+func format(x any) string {
+	if x == nil {
+		return "" // not measured: an empty field, never 0
 	}
-	if t, ok := v.Interface().(time.Time); ok {
+	v := reflect.ValueOf(x)
+	if t, ok := x.(time.Time); ok {
 		if t.IsZero() {
 			return ""
 		}
