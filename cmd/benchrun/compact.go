@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,50 +25,33 @@ Exit 0 when every run was compacted or skipped, 2 on bad arguments, 3 when
 a run could not be compacted (an I/O error: compact again to finish it).
 `
 
-// runCompact is `benchrun compact`.
-func runCompact(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// compactFlags declares `benchrun compact`'s flags.
+func compactFlags(fs *flag.FlagSet) runFunc {
 	dryRun := fs.Bool("dry-run", false, "say what would be compacted, and change nothing")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, compactUsage, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
+	return func(_ context.Context, pos []string, stdout, stderr io.Writer) error {
+		var runs []rundir.Entry
+		for _, root := range pos {
+			found, err := rundir.Find(root, rundir.Filter{})
+			if err != nil {
+				return fail(pipeline.ExitInvalid, err)
+			}
+			if len(found) == 0 {
+				return failf(pipeline.ExitInvalid, "no runs under %s", root)
+			}
+			runs = append(runs, found...)
 		}
-		return pipeline.ExitInvalid
-	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	var runs []rundir.Entry
-	for _, root := range pos {
-		found, err := rundir.Find(root, rundir.Filter{})
-		if err != nil {
-			fmt.Fprintf(stderr, "benchrun compact: %v\n", err)
-			return pipeline.ExitInvalid
+		code := pipeline.ExitOK
+		for _, e := range runs {
+			res, err := rundir.Compact(e.Dir, rundir.CompactOptions{DryRun: *dryRun})
+			if err != nil {
+				fmt.Fprintf(stderr, "benchrun compact: %s: %v\n", e.Dir, err)
+				code = pipeline.ExitInfra
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", e.Dir, compactSummary(res, *dryRun))
 		}
-		if len(found) == 0 {
-			fmt.Fprintf(stderr, "benchrun compact: no runs under %s\n", root)
-			return pipeline.ExitInvalid
-		}
-		runs = append(runs, found...)
+		return exitWith(code)
 	}
-	code := pipeline.ExitOK
-	for _, e := range runs {
-		res, err := rundir.Compact(e.Dir, rundir.CompactOptions{DryRun: *dryRun})
-		if err != nil {
-			fmt.Fprintf(stderr, "benchrun compact: %s: %v\n", e.Dir, err)
-			code = pipeline.ExitInfra
-			continue
-		}
-		fmt.Fprintf(stdout, "%s: %s\n", e.Dir, compactSummary(res, *dryRun))
-	}
-	return code
 }
 
 // compactSummary says in one line what Compact did with a run: how many

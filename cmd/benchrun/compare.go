@@ -40,11 +40,10 @@ inconclusive and --inconclusive is fail, 0 otherwise, 2 on bad arguments
 or when no cell matches.
 `
 
-// runCompare is `benchrun compare`: a benchstat-like table of each
-// matching cell's metrics, old against new (internal/regress).
-func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// compareFlags declares `benchrun compare`'s flags: a benchstat-like
+// table of each matching cell's metrics, old against new
+// (internal/compare, internal/regress).
+func compareFlags(fs *flag.FlagSet) runFunc {
 	var cf compare.Args
 	var format, htmlOut string
 	fs.StringVar(&format, "format", "text", "output format: text, markdown, csv, json or html (one self-contained page)")
@@ -57,67 +56,43 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Uint64Var(&cf.Seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
 	fs.IntVar(&cf.Resamples, "resamples", 1000, "bootstrap resamples")
 	inconclusive := fs.String("inconclusive", pipeline.InconclusiveTolerate, "what a change the machine's own lateness could explain does to the exit code: tolerate (exit 0 when nothing regressed) or fail (exit 5)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, compareUsage, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
+	return func(_ context.Context, pos []string, stdout, stderr io.Writer) error {
+		if cf.By == "" && len(pos) < 2 {
+			return errUsage // OLD and NEW, or a baseline and its variants
 		}
-		return pipeline.ExitInvalid
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "benchrun compare: "+format+"\n", a...)
-		return pipeline.ExitInvalid
-	}
-	switch {
-	case cf.By == "" && len(pos) < 2:
-		fs.Usage()
-		return pipeline.ExitInvalid
-	case cf.By != "" && len(pos) == 0:
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	if !compare.ValidFormat(format) {
-		return bad("--format %q: give text, markdown, csv, json or html", format)
-	}
-	if *inconclusive != pipeline.InconclusiveTolerate && *inconclusive != pipeline.InconclusiveFail {
-		return bad("--inconclusive %q: give tolerate or fail", *inconclusive)
-	}
-	o, err := cf.Options()
-	if err != nil {
-		return bad("%v", err)
-	}
-	sides, comps, err := compare.Load(cf.By, pos, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
+		if !compare.ValidFormat(format) {
+			return failf(pipeline.ExitInvalid, "--format %q: give text, markdown, csv, json or html", format)
+		}
+		if *inconclusive != pipeline.InconclusiveTolerate && *inconclusive != pipeline.InconclusiveFail {
+			return failf(pipeline.ExitInvalid, "--inconclusive %q: give tolerate or fail", *inconclusive)
+		}
+		o, err := cf.Options()
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		sides, comps, err := compare.Load(cf.By, pos, stderr)
 		if _, ok := errors.AsType[*compare.ArgError](err); ok {
-			return pipeline.ExitInvalid
+			return fail(pipeline.ExitInvalid, err)
+		} else if err != nil {
+			return err
 		}
-		return pipeline.ExitInfra
-	}
-	matched := compare.Compare(comps, o)
-	if err := compare.Write(stdout, format, comps); err != nil {
-		fmt.Fprintf(stderr, "benchrun compare: writing: %v\n", err)
-		return pipeline.ExitInfra
-	}
-	if htmlOut != "" {
-		if err := compare.WritePageFile(htmlOut, compare.Page{By: cf.By, Sides: sides, Comps: comps, Options: o}); err != nil {
-			fmt.Fprintf(stderr, "benchrun compare: %v\n", err)
-			return pipeline.ExitInfra
+		matched := compare.Compare(comps, o)
+		if err := compare.Write(stdout, format, comps); err != nil {
+			return fmt.Errorf("writing: %w", err)
 		}
+		if htmlOut != "" {
+			if err := compare.WritePageFile(htmlOut, compare.Page{By: cf.By, Sides: sides, Comps: comps, Options: o}); err != nil {
+				return err
+			}
+		}
+		switch {
+		case !matched:
+			return fail(pipeline.ExitInvalid, errors.New(compare.NoMatch(comps, o.Ignore)))
+		case compare.Count(comps, regress.Regressed) > 0:
+			return exitWith(pipeline.ExitAssertion)
+		case compare.Count(comps, regress.Inconclusive) > 0 && *inconclusive == pipeline.InconclusiveFail:
+			return exitWith(pipeline.ExitInconclusive)
+		}
+		return nil
 	}
-	if !matched {
-		fmt.Fprintf(stderr, "benchrun compare: %s\n", compare.NoMatch(comps, o.Ignore))
-		return pipeline.ExitInvalid
-	}
-	if compare.Count(comps, regress.Regressed) > 0 {
-		return pipeline.ExitAssertion
-	}
-	if compare.Count(comps, regress.Inconclusive) > 0 && *inconclusive == pipeline.InconclusiveFail {
-		return pipeline.ExitInconclusive
-	}
-	return pipeline.ExitOK
 }

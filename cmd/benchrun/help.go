@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -21,27 +18,6 @@ func wantsHelp(args []string) bool {
 		}
 	}
 	return false
-}
-
-// commandHelp writes a command's help on stdout and exits 0: its usage
-// and flags as its own flag set prints them on -h (captured from what it
-// writes), or its usage line for a command that takes no flags.
-func commandHelp(ctx context.Context, c command, stdout io.Writer) int {
-	switch c.name {
-	case "list", "schema", "help":
-		fmt.Fprintf(stdout, "usage: benchrun %s\n", c.usage)
-		return pipeline.ExitOK
-	case "run":
-		return c.run(ctx, []string{"--help"}, stdout, stdout)
-	}
-	args := []string{"-h"}
-	if c.name == "k8s" {
-		args = []string{"render", "-h"}
-	}
-	var buf bytes.Buffer
-	c.run(ctx, args, &buf, &buf)
-	_, _ = io.Copy(stdout, &buf)
-	return pipeline.ExitOK
 }
 
 // versionLine is benchrun's version as the build recorded it: the module

@@ -29,93 +29,51 @@ interrupted, crashed), cells not ok and client-bound cells are left out and
 counted.
 `
 
-// runHistory is `benchrun history`.
-func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	plan := fs.String("plan", "", "only runs of this plan")
-	metrics := fs.String("metric", "", "metrics, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
-	htmlOut := fs.String("html", "", "also write a self-contained HTML page with one chart per metric to this file")
-	format := fs.String("format", "text", "stdout format: text, csv or json")
-	from := fs.String("from", "", "only runs started on or after this day (YYYY-MM-DD, UTC) or time (RFC3339)")
-	to := fs.String("to", "", "only runs started on or before this day or time")
-	ignore := fs.String("ignore", "", "cell-key parts that may differ within a series, comma-separated (as compare's --ignore)")
-	window := fs.Int("window", 50, "change points: sliding window length")
-	maxP := fs.Float64("p", 0.001, "change points: the p-value a change must be under")
-	magnitude := fs.Float64("magnitude", 0.05, "change points: the relative change a change must exceed")
-	hideFailed := fs.Bool("hide-failed", false, "leave out runs that failed their own checks (shown, marked ✗, by default)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, historyUsage, "\nflags:\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
+// historyArgs are `benchrun history`'s flags.
+type historyArgs struct {
+	plan, metrics, htmlOut, format, from, to, ignore string
+	window                                           int
+	maxP, magnitude                                  float64
+	hideFailed                                       bool
+}
+
+// historyFlags declares `benchrun history`'s flags.
+func historyFlags(fs *flag.FlagSet) runFunc {
+	var a historyArgs
+	fs.StringVar(&a.plan, "plan", "", "only runs of this plan")
+	fs.StringVar(&a.metrics, "metric", "", "metrics, comma-separated (default: ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2el_p50_ms,e2el_p99_ms,output_tok_s,req_s)")
+	fs.StringVar(&a.htmlOut, "html", "", "also write a self-contained HTML page with one chart per metric to this file")
+	fs.StringVar(&a.format, "format", "text", "stdout format: text, csv or json")
+	fs.StringVar(&a.from, "from", "", "only runs started on or after this day (YYYY-MM-DD, UTC) or time (RFC3339)")
+	fs.StringVar(&a.to, "to", "", "only runs started on or before this day or time")
+	fs.StringVar(&a.ignore, "ignore", "", "cell-key parts that may differ within a series, comma-separated (as compare's --ignore)")
+	fs.IntVar(&a.window, "window", 50, "change points: sliding window length")
+	fs.Float64Var(&a.maxP, "p", 0.001, "change points: the p-value a change must be under")
+	fs.Float64Var(&a.magnitude, "magnitude", 0.05, "change points: the relative change a change must exceed")
+	fs.BoolVar(&a.hideFailed, "hide-failed", false, "leave out runs that failed their own checks (shown, marked ✗, by default)")
+	return a.run
+}
+
+// run is `benchrun history`.
+func (a *historyArgs) run(_ context.Context, pos []string, stdout, _ io.Writer) error {
+	f, ms, cp, err := a.check()
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
-		}
-		return pipeline.ExitInvalid
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "benchrun history: "+format+"\n", a...)
-		return pipeline.ExitInvalid
-	}
-	switch *format {
-	case "text", "csv", "json":
-	default:
-		return bad("--format %q: give text, csv or json", *format)
-	}
-	f := rundir.Filter{Plan: *plan}
-	if *from != "" {
-		if f.From, err = rundir.ParseFrom(*from); err != nil {
-			return bad("--from: %v", err)
-		}
-	}
-	if *to != "" {
-		if f.To, err = rundir.ParseTo(*to); err != nil {
-			return bad("--to: %v", err)
-		}
-	}
-	var ms []regress.Metric
-	if *metrics != "" {
-		if ms, err = regress.SelectMetrics(strings.Split(*metrics, ",")); err != nil {
-			return bad("--metric: %v", err)
-		}
-	}
-	// Change points need two segments of at least two runs to compare, a
-	// p-value is a probability, and a magnitude a size (0: none): anything
-	// else made every run of a flat series a change point.
-	if *window < 4 {
-		return bad("--window %d: give at least 4 runs (two either side of a change)", *window)
-	}
-	if !(*maxP > 0 && *maxP < 1) {
-		return bad("--p %g: give a p-value between 0 and 1 (0.001 by default)", *maxP)
-	}
-	if !(*magnitude >= 0) {
-		return bad("--magnitude %g: give a relative change of 0 (none) or more (0.05: 5%%, by default)", *magnitude)
-	}
-	if *magnitude == 0 {
-		*magnitude = -1 // ChangePointOptions: negative is none, 0 the default
+		return fail(pipeline.ExitInvalid, err)
 	}
 	runs, err := regress.LoadHistory(pos[0], f, 0)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return bad("%v", err)
-		}
-		fmt.Fprintf(stderr, "benchrun history: %v\n", err)
-		return pipeline.ExitInfra
+	if errors.Is(err, os.ErrNotExist) {
+		return fail(pipeline.ExitInvalid, err)
+	} else if err != nil {
+		return err
 	}
 	if len(runs) == 0 {
 		what := ""
-		if *plan != "" {
-			what = " of plan " + *plan
+		if a.plan != "" {
+			what = " of plan " + a.plan
 		}
-		return bad("no runs%s under %s", what, pos[0])
+		return failf(pipeline.ExitInvalid, "no runs%s under %s", what, pos[0])
 	}
-	if *hideFailed {
+	if a.hideFailed {
 		for _, r := range runs {
 			if r.FailedChecks {
 				r.FailedChecks, r.Cells = false, nil // left out, counted as "run failed"
@@ -123,14 +81,13 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	var o regress.Options
-	for _, x := range strings.Split(*ignore, ",") {
+	for _, x := range strings.Split(a.ignore, ",") {
 		if x = strings.TrimSpace(x); x != "" {
 			o.Ignore = append(o.Ignore, x)
 		}
 	}
-	series := regress.SeriesOf(runs, ms, o, regress.ChangePointOptions{Window: *window, MaxP: *maxP, MinMagnitude: *magnitude})
-	h := compare.History{Root: pos[0], Runs: runs, Series: series}
-	switch *format {
+	h := compare.History{Root: pos[0], Runs: runs, Series: regress.SeriesOf(runs, ms, o, cp)}
+	switch a.format {
 	case "csv":
 		err = compare.WriteHistoryCSV(stdout, h)
 	case "json":
@@ -139,14 +96,52 @@ func runHistory(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		err = compare.WriteHistoryText(stdout, h)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "benchrun history: writing: %v\n", err)
-		return pipeline.ExitInfra
+		return fmt.Errorf("writing: %w", err)
 	}
-	if *htmlOut != "" {
-		if err := rundir.WriteFileAtomic(*htmlOut, []byte(compare.HistoryHTML(h))); err != nil {
-			fmt.Fprintf(stderr, "benchrun history: %v\n", err)
-			return pipeline.ExitInfra
+	if a.htmlOut != "" {
+		return rundir.WriteFileAtomic(a.htmlOut, []byte(compare.HistoryHTML(h)))
+	}
+	return nil
+}
+
+// check reads the flags into the runs' filter, the metrics and the
+// change-point settings; an error names the flag at fault.
+func (a *historyArgs) check() (f rundir.Filter, ms []regress.Metric, cp regress.ChangePointOptions, err error) {
+	switch a.format {
+	case "text", "csv", "json":
+	default:
+		return f, nil, cp, fmt.Errorf("--format %q: give text, csv or json", a.format)
+	}
+	f = rundir.Filter{Plan: a.plan}
+	if a.from != "" {
+		if f.From, err = rundir.ParseFrom(a.from); err != nil {
+			return f, nil, cp, fmt.Errorf("--from: %w", err)
 		}
 	}
-	return pipeline.ExitOK
+	if a.to != "" {
+		if f.To, err = rundir.ParseTo(a.to); err != nil {
+			return f, nil, cp, fmt.Errorf("--to: %w", err)
+		}
+	}
+	if a.metrics != "" {
+		if ms, err = regress.SelectMetrics(strings.Split(a.metrics, ",")); err != nil {
+			return f, nil, cp, fmt.Errorf("--metric: %w", err)
+		}
+	}
+	// Change points need two segments of at least two runs to compare, a
+	// p-value is a probability, and a magnitude a size (0: none): anything
+	// else made every run of a flat series a change point.
+	switch {
+	case a.window < 4:
+		return f, nil, cp, fmt.Errorf("--window %d: give at least 4 runs (two either side of a change)", a.window)
+	case !(a.maxP > 0 && a.maxP < 1):
+		return f, nil, cp, fmt.Errorf("--p %g: give a p-value between 0 and 1 (0.001 by default)", a.maxP)
+	case !(a.magnitude >= 0):
+		return f, nil, cp, fmt.Errorf("--magnitude %g: give a relative change of 0 (none) or more (0.05: 5%%, by default)", a.magnitude)
+	}
+	cp = regress.ChangePointOptions{Window: a.window, MaxP: a.maxP, MinMagnitude: a.magnitude}
+	if a.magnitude == 0 {
+		cp.MinMagnitude = -1 // ChangePointOptions: negative is none, 0 the default
+	}
+	return f, ms, cp, nil
 }

@@ -12,21 +12,16 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
-// runList prints every stage kind and sink kind with its one-line doc and
+// writeList is `benchrun list`: it prints every stage kind and sink kind with its one-line doc and
 // its fields, from the registry and the CUE schema (nothing hand-written).
-func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "usage: benchrun list   (then `benchrun schema KIND` for one kind's fields)")
-		return pipeline.ExitInvalid
-	}
+func writeList(_ context.Context, _ []string, stdout, _ io.Writer) error {
 	reg := registry()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "stage kinds:")
 	for _, k := range reg.Kinds() {
 		doc, err := schema.Describe(reg.Schemas(), reg.SinkSchemas(), k.Schema.Def)
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun list:", err)
-			return pipeline.ExitInfra
+			return err
 		}
 		note := ""
 		if k.Measuring {
@@ -52,21 +47,19 @@ func runList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := tw.Flush(); err != nil {
-		return pipeline.ExitInfra
+		return exitWith(pipeline.ExitInfra)
 	}
 	stageBase, err := commonFields(reg, "#StageBase")
 	if err != nil {
-		fmt.Fprintln(stderr, "benchrun list:", err)
-		return pipeline.ExitInfra
+		return err
 	}
 	sinkBase, err := commonFields(reg, "#SinkBase")
 	if err != nil {
-		fmt.Fprintln(stderr, "benchrun list:", err)
-		return pipeline.ExitInfra
+		return err
 	}
 	fmt.Fprintf(stdout, "\nevery stage also takes: %s (`benchrun schema`)\n", strings.Join(stageBase, ", "))
 	fmt.Fprintf(stdout, "every sink also takes: %s (`benchrun schema`)\n", strings.Join(sinkBase, ", "))
-	return pipeline.ExitOK
+	return nil
 }
 
 // commonFields lists the fields of a base definition every kind embeds
@@ -103,14 +96,10 @@ func ownFields(d schema.DefDoc) []string {
 	return out
 }
 
-// runSchema prints one kind's fields (type, default, doc), the envelope
+// writeSchema is `benchrun schema`: it prints one kind's fields (type, default, doc), the envelope
 // with the fields every stage shares (no argument), or the row columns
 // assertions can read (`benchrun schema columns`).
-func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 1 {
-		fmt.Fprintln(stderr, "usage: benchrun schema [KIND | plan | columns]")
-		return pipeline.ExitInvalid
-	}
+func writeSchema(_ context.Context, args []string, stdout, _ io.Writer) error {
 	reg := registry()
 	kinds, sinks := reg.Schemas(), reg.SinkSchemas()
 	what := "plan"
@@ -122,8 +111,7 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		for _, def := range []string{"#Plan", "#StageBase", "#SinkBase"} {
 			d, err := schema.Describe(kinds, sinks, def)
 			if err != nil {
-				fmt.Fprintln(stderr, "benchrun schema:", err)
-				return pipeline.ExitInfra
+				return err
 			}
 			title := "plan (the envelope of every plan file)"
 			switch def {
@@ -135,15 +123,14 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintln(stdout, title)
 			writeFields(stdout, d, true)
 		}
-		return pipeline.ExitOK
+		return nil
 	case "columns":
-		return writeColumns(stdout)
+		return exitWith(writeColumns(stdout))
 	}
 	if k, ok := reg.Kind(what); ok {
 		d, err := schema.Describe(kinds, sinks, k.Schema.Def)
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun schema:", err)
-			return pipeline.ExitInfra
+			return err
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", k.Name, k.Doc)
 		if k.Measuring {
@@ -156,21 +143,19 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		writeFields(stdout, d, false)
 		common, err := commonFields(reg, "#StageBase")
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun schema:", err)
-			return pipeline.ExitInfra
+			return err
 		}
 		fmt.Fprintf(stdout, "\nplus the fields every stage takes: %s (`benchrun schema`)\n", strings.Join(common, ", "))
-		return pipeline.ExitOK
+		return nil
 	}
 	if k, ok := reg.Sink(what); ok {
 		d, err := schema.Describe(kinds, sinks, k.Schema.Def)
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun schema:", err)
-			return pipeline.ExitInfra
+			return err
 		}
 		fmt.Fprintf(stdout, "sink %s: %s\n\n", k.Name, k.Doc)
 		writeFields(stdout, d, true)
-		return pipeline.ExitOK
+		return nil
 	}
 	var names []string
 	for _, k := range reg.Kinds() {
@@ -179,8 +164,7 @@ func runSchema(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, k := range reg.Sinks() {
 		names = append(names, k.Name)
 	}
-	fmt.Fprintf(stderr, "benchrun schema: unknown kind %q (known: %s; also plan, columns)\n", what, strings.Join(names, ", "))
-	return pipeline.ExitInvalid
+	return failf(pipeline.ExitInvalid, "unknown kind %q (known: %s; also plan, columns)", what, strings.Join(names, ", "))
 }
 
 // writeFields lists a kind's fields in a table; a type or default too long

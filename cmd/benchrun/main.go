@@ -56,39 +56,6 @@ func main() {
 	os.Exit(benchrunMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one subcommand: it gets its own arguments and returns an exit code.
-type command struct {
-	name  string
-	usage string
-	run   func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{"run", "run PLAN [flags]          run a plan (the default: `benchrun PLAN` is `benchrun run PLAN`)", runRun},
-		{"vet", "vet PLAN...               check plans without running anything (exit 0 clean, 2 not)", runVet},
-		{"graph", "graph PLAN [--format F]   print the stage DAG as mermaid (default) or dot", runGraph},
-		{"list", "list                      stage kinds and sinks with their fields", runList},
-		{"schema", "schema [KIND|columns]     fields, types, defaults and docs of a kind, the plan, or row columns", runSchema},
-		{"sim", "sim [flags]               serve the built-in OpenAI-compatible simulator", runSim},
-		{"self-bench", "self-bench [flags]        measure the load generator's own ceiling on this machine", runSelfBench},
-		{"report", "report RUN_DIR            regenerate report.md, report.html and result.json from a run's Parquet files", runReport},
-		{"post", "post RUN_DIR [flags]      send a run's results to its remote sinks again (SiYuan, webhooks); --dry-run prints them", runPost},
-		{"compare", "compare OLD NEW [flags]   compare runs cell by cell (regressed, improved, same, unknown; exit 1 on a regression); 3+ variants, --html FILE", runCompare},
-		{"history", "history RUNS [flags]      each cell's metrics over the runs under a folder, with change points (--html FILE)", runHistory},
-		{"compact", "compact RUNS [--dry-run]  rewrite each run's many small Parquet part files into one per table, atomically", runCompact},
-		{"k8s", "k8s render PLAN [flags]   Kubernetes manifests that run a plan as N shards and merge them (docs/SCALE.md)", runK8s},
-		{"coordinate", "coordinate --shards N      keep a sharded run's shards in step (--coordinator HOST:PORT on each)", runCoordinate},
-		{"merge", "merge RUN_DIR... --out DIR  join a sharded run's run directories, recomputing every cell from the pooled requests", runMerge},
-		{"version", "version                   benchrun's version and VCS revision (also --version)", nil},
-		{"help", "help                      this text, with the run flags (also --help)", nil},
-	}
-}
-
-// testCommands are extra subcommands the tests add (a command that
-// panics, say); nil in benchrun itself.
-var testCommands []command
-
 func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	// A panic on the way (loading, vetting, the run's own goroutine: a
 	// stage's panic is its failure, and the run re-panics once its
@@ -112,48 +79,39 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := interruptContext(stderr)
 	defer stop()
 	if len(args) == 0 {
-		usage(ctx, stderr)
-		return 2
+		usage(stderr)
+		return pipeline.ExitInvalid
 	}
-	name, rest := args[0], args[1:]
-	for _, c := range append(commands(), testCommands...) {
-		if c.name == name {
-			switch {
-			case c.name == "version" && wantsHelp(rest):
-				fmt.Fprintf(stdout, "usage: benchrun %s\n", c.usage)
-				return 0
-			case c.name == "version" && len(rest) > 0:
-				fmt.Fprintf(stderr, "benchrun version: unexpected arguments %q (it takes none)\n", rest)
-				return 2
-			case c.name == "version":
-				fmt.Fprintln(stdout, versionLine())
-				return 0
-			case c.run == nil:
-				usage(ctx, stdout)
-				return 0
-			case wantsHelp(rest):
-				return commandHelp(ctx, c, stdout)
-			}
-			if c.name == "run" {
-				out := newCSVOut(stdout, stderr)
-				defer out.Close()
-				stdout = out
-			}
-			return c.run(ctx, rest, stdout, stderr)
+	if c, ok := lookup(args[0]); ok {
+		rest := args[1:]
+		if wantsHelp(rest) && c.name != "help" {
+			c.help(stdout)
+			return pipeline.ExitOK
 		}
+		if c.name == "run" {
+			out := newCSVOut(stdout, stderr)
+			defer out.Close()
+			stdout = out
+		}
+		return c.call(ctx, rest, stdout, stderr)
 	}
-	switch name {
+	switch args[0] {
 	case "-h", "--help", "-help":
-		usage(ctx, stdout)
-		return 0
+		usage(stdout)
+		return pipeline.ExitOK
 	case "--version", "-version", "-v":
 		fmt.Fprintln(stdout, versionLine())
-		return 0
+		return pipeline.ExitOK
 	}
 	// `benchrun PLAN ...` is shorthand for `benchrun run PLAN ...`.
+	run, _ := lookup("run")
+	if wantsHelp(args) {
+		run.help(stdout)
+		return pipeline.ExitOK
+	}
 	out := newCSVOut(stdout, stderr)
 	defer out.Close()
-	return runRun(ctx, args, out, stderr)
+	return run.call(ctx, args, out, stderr)
 }
 
 // supervised reports whether a command runs under a supervising parent
@@ -291,17 +249,6 @@ func (o *csvOut) Close() {
 	for o.started && !o.closed && (len(o.pending) > 0 || o.writing) {
 		o.wake.Wait()
 	}
-}
-
-// usage is the commands, then what `benchrun PLAN` takes: the run flags.
-func usage(ctx context.Context, w io.Writer) {
-	fmt.Fprintln(w, "usage: benchrun PLAN [flags] | benchrun COMMAND [args] (COMMAND --help for its flags)")
-	fmt.Fprintln(w, "\ncommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %s\n", c.usage)
-	}
-	fmt.Fprintln(w)
-	runRun(ctx, []string{"--help"}, w, w)
 }
 
 // interruptContext returns a context cancelled by the first SIGINT,

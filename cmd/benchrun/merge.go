@@ -15,61 +15,48 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
-// runMerge joins the run directories of a sharded run (--shard i/n) into
-// one, recomputing every cell from the shards' pooled request rows, and
-// judges the merged run as a run is judged (pipeline.JudgeDir): the plan's
-// row, stage and run assertions and its baseline, with the verdicts in
-// the assertions table, the outcome in the manifest, and a run's exit
-// code (1: a check failed).
-func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// mergeFlags declares `benchrun merge`'s flags: it joins the run
+// directories of a sharded run (--shard i/n) into one, recomputing every
+// cell from the shards' pooled request rows, and judges the merged run
+// as a run is judged (pipeline.JudgeDir): the plan's row, stage and run
+// assertions and its baseline, with the verdicts in the assertions table,
+// the outcome in the manifest, and a run's exit code (1: a check failed).
+func mergeFlags(fs *flag.FlagSet) runFunc {
 	out := onceString(fs, "out", "", "the merged run directory to write (new, or empty)")
 	lag := fs.Float64("send-lag-threshold-ms", 5, "flag a cell where a shard's send_lag p99 exceeds this")
 	late := fs.Float64("start-threshold-ms", 100, "flag a cell where a shard's first send came this much after the earliest shard's (beyond its planned phase)")
 	baseline := onceString(fs, "baseline", "", "check every merged cell against its history in this runs folder (over the plan's baseline.runs; turns the check on)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: benchrun merge RUN_DIR... --out DIR [--baseline RUNS]")
-		fs.PrintDefaults()
-	}
-	dirs, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
+	return func(ctx context.Context, dirs []string, stdout, stderr io.Writer) error {
+		if *out == "" {
+			return errUsage
 		}
-		return pipeline.ExitInvalid
-	}
-	if len(dirs) == 0 || *out == "" {
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	res, err := merge.Merge(dirs, *out, merge.Options{SendLagThresholdMs: *lag, StartThresholdMs: *late})
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun merge:", err)
-		return pipeline.ExitInvalid
-	}
-	for _, c := range res.Info.Cells {
-		for _, s := range c.Shards {
-			if s.Flag != "" {
-				fmt.Fprintf(stderr, "benchrun merge: %s %s: shard %d/%d %s\n", c.Stage, c.CellID, s.Shard, s.Shards, s.Flag)
+		res, err := merge.Merge(dirs, *out, merge.Options{SendLagThresholdMs: *lag, StartThresholdMs: *late})
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		for _, c := range res.Info.Cells {
+			for _, s := range c.Shards {
+				if s.Flag != "" {
+					fmt.Fprintf(stderr, "benchrun merge: %s %s: shard %d/%d %s\n", c.Stage, c.CellID, s.Shard, s.Shards, s.Flag)
+				}
 			}
 		}
-	}
-	fmt.Fprintf(stderr, "benchrun merge: %d cells from %d shards into %s\n", len(res.Cells), len(dirs), res.Dir)
-	sum, err := judgeMerged(ctx, res, dirs, *baseline, stderr)
-	if err != nil {
-		// The rows are written; the run could not be judged, which is
-		// not a pass.
-		fmt.Fprintln(stderr, "benchrun merge: the merged run is not judged:", err)
+		fmt.Fprintf(stderr, "benchrun merge: %d cells from %d shards into %s\n", len(res.Cells), len(dirs), res.Dir)
+		sum, err := judgeMerged(ctx, res, dirs, *baseline, stderr)
+		if err != nil {
+			// The rows are written; the run could not be judged, which is
+			// not a pass.
+			fmt.Fprintln(stderr, "benchrun merge: the merged run is not judged:", err)
+			fmt.Fprintln(stdout, res.Dir)
+			return exitWith(pipeline.ExitInfra)
+		}
+		pipeline.PrintSummary(stderr, sum)
+		if sum.ExitCode != pipeline.ExitOK && sum.Reason != "" {
+			fmt.Fprintf(stderr, "benchrun merge: %s\n", sum.Reason)
+		}
 		fmt.Fprintln(stdout, res.Dir)
-		return pipeline.ExitInfra
+		return exitWith(sum.ExitCode)
 	}
-	pipeline.PrintSummary(stderr, sum)
-	if sum.ExitCode != pipeline.ExitOK && sum.Reason != "" {
-		fmt.Fprintf(stderr, "benchrun merge: %s\n", sum.Reason)
-	}
-	fmt.Fprintln(stdout, res.Dir)
-	return sum.ExitCode
 }
 
 // judgeMerged judges the merged run with the plan the shards ran (as

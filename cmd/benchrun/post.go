@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,89 +11,70 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
-// runPost sends a run's results to its remote sinks (SiYuan, webhooks)
+// postFlags declares `benchrun post`'s flags: it sends a run's results to its remote sinks (SiYuan, webhooks)
 // again, from its run directory: after a post that failed, for a run
 // killed half way (what it finished is posted, marked crashed), or to a
 // sink the plan did not name (--sink siyuan). Posting is idempotent where
 // the sink is (SiYuan updates the one document of the run, and reuses
 // the charts siyuan-assets.json records as uploaded); Parquet and the
 // other files are never touched.
-func runPost(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("post", flag.ContinueOnError)
-	fset.SetOutput(stderr)
+func postFlags(fs *flag.FlagSet) runFunc {
 	var sinkNames stringList
-	fset.Var(&sinkNames, "sink", "post to this sink only: a name of the run's sinks, or a remote sink kind (siyuan, webhook) with its defaults; repeatable")
-	url := fset.String("url", "", "the sinks' url (a SiYuan kernel, a webhook), over what the plan says")
-	dryRun := fset.Bool("dry-run", false, "print what would be posted and the calls that would post it; send nothing")
-	fset.Usage = func() {
-		fmt.Fprintln(stderr, "usage: benchrun post RUN_DIR [--sink NAME]... [--url URL] [--dry-run]")
-		fset.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fset, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
+	fs.Var(&sinkNames, "sink", "post to this sink only: a name of the run's sinks, or a remote sink kind (siyuan, webhook) with its defaults; repeatable")
+	url := fs.String("url", "", "the sinks' url (a SiYuan kernel, a webhook), over what the plan says")
+	dryRun := fs.Bool("dry-run", false, "print what would be posted and the calls that would post it; send nothing")
+	return func(_ context.Context, pos []string, stdout, stderr io.Writer) error {
+		dir := pos[0]
+		run, err := rundir.Open(dir)
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
 		}
-		return pipeline.ExitInvalid
-	}
-	if len(pos) != 1 {
-		fset.Usage()
-		return pipeline.ExitInvalid
-	}
-	dir := pos[0]
-	run, err := rundir.Open(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun post:", err)
-		return pipeline.ExitInvalid
-	}
-	state, err := rundir.Inspect(dir)
-	if err != nil {
-		fmt.Fprintf(stderr, "benchrun post: %v\n", err)
-		return pipeline.ExitInvalid
-	}
-	status := run.Status
-	switch {
-	case state.Live:
-		fmt.Fprintf(stderr, "benchrun post: the run is still being written (%s): posting it as it stands\n", state.Holder)
-	case status == pipeline.RunCrashed:
-		fmt.Fprintln(stderr, "benchrun post: the run crashed (its manifest still says running and no benchrun holds it): posting what it finished, marked crashed")
-	}
-	params := map[string]any{}
-	if *url != "" {
-		params["url"] = *url
-	}
-	if *dryRun {
-		params["dry_run"] = true
-	}
-	uses, err := pipeline.PostSinks(registry(), dir, sinkNames, params)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun post:", err)
-		return pipeline.ExitInvalid
-	}
-	var names []string
-	for _, u := range uses {
-		names = append(names, u.Name())
-	}
-	var out io.Writer
-	if *dryRun {
-		out = stdout // what would be posted is the command's data
-	}
-	sum, err := pipeline.ReplayWith(dir, uses, pipeline.ReplayOptions{Status: status, Progress: stderr, Stdout: out})
-	if sum != nil {
-		for _, rec := range sum.Sinks {
-			if rec.Status == pipeline.SinkWarned {
-				fmt.Fprintf(stderr, "benchrun post: warning: optional sink %s did not post: %s\n", rec.Name, rec.LastError)
+		state, err := rundir.Inspect(dir)
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		status := run.Status
+		switch {
+		case state.Live:
+			fmt.Fprintf(stderr, "benchrun post: the run is still being written (%s): posting it as it stands\n", state.Holder)
+		case status == pipeline.RunCrashed:
+			fmt.Fprintln(stderr, "benchrun post: the run crashed (its manifest still says running and no benchrun holds it): posting what it finished, marked crashed")
+		}
+		params := map[string]any{}
+		if *url != "" {
+			params["url"] = *url
+		}
+		if *dryRun {
+			params["dry_run"] = true
+		}
+		uses, err := pipeline.PostSinks(registry(), dir, sinkNames, params)
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		var names []string
+		for _, u := range uses {
+			names = append(names, u.Name())
+		}
+		var out io.Writer
+		if *dryRun {
+			out = stdout // what would be posted is the command's data
+		}
+		sum, err := pipeline.ReplayWith(dir, uses, pipeline.ReplayOptions{Status: status, Progress: stderr, Stdout: out})
+		if sum != nil {
+			for _, rec := range sum.Sinks {
+				if rec.Status == pipeline.SinkWarned {
+					fmt.Fprintf(stderr, "benchrun post: warning: optional sink %s did not post: %s\n", rec.Name, rec.LastError)
+				}
 			}
 		}
+		if err != nil {
+			return fail(pipeline.ExitInfra, err)
+		}
+		verb := "posted to"
+		if *dryRun {
+			verb = "dry run of"
+		}
+		fmt.Fprintf(stderr, "benchrun post: %d cells of run %s %s %s\n", sum.Cells, run.ID(), verb, strings.Join(names, ", "))
+		return nil
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun post:", err)
-		return pipeline.ExitInfra
-	}
-	verb := "posted to"
-	if *dryRun {
-		verb = "dry run of"
-	}
-	fmt.Fprintf(stderr, "benchrun post: %d cells of run %s %s %s\n", sum.Cells, run.ID(), verb, strings.Join(names, ", "))
-	return pipeline.ExitOK
 }

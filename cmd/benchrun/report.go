@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,74 +39,55 @@ func applyMetadata(p *schema.Plan, kvs []string) error {
 	return nil
 }
 
-// runReport regenerates a run's report.md, report.html, charts and
-// result.json from its Parquet files and manifest.json: after a run that was
-// killed, or after benchrun learned a better report.
-func runReport(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("report", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	output := fset.String("output", "", "also write PREFIX.md, PREFIX.html and PREFIX.json")
-	fset.Usage = func() {
-		fmt.Fprintln(stderr, "usage: benchrun report RUN_DIR [--output PREFIX]")
-		fset.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fset, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return pipeline.ExitOK
+// reportFlags declares `benchrun report`'s flags: it regenerates a run's
+// report.md, report.html, charts and result.json from its Parquet files
+// and manifest.json: after a run that was killed, or after benchrun
+// learned a better report.
+func reportFlags(fs *flag.FlagSet) runFunc {
+	output := fs.String("output", "", "also write PREFIX.md, PREFIX.html and PREFIX.json")
+	return func(_ context.Context, pos []string, stdout, stderr io.Writer) error {
+		dir := pos[0]
+		run, err := rundir.Open(dir)
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
 		}
-		return pipeline.ExitInvalid
+		// A writer holding the run directory is still at it; with none, the
+		// temporary files a killed one left go, and a run whose manifest still
+		// says running crashed.
+		state, err := rundir.Inspect(dir)
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		switch {
+		case state.Live:
+			fmt.Fprintf(stderr, "benchrun report: the run is still being written (%s): the report shows it as it stands\n", state.Holder)
+		case run.Status == pipeline.RunCrashed:
+			fmt.Fprintln(stderr, "benchrun report: the run crashed: its manifest still says running and no benchrun holds the run directory")
+		}
+		if n := len(state.Removed); n > 0 {
+			fmt.Fprintf(stderr, "benchrun report: removed %d temporary files a killed writer left (%s)\n", n, strings.Join(state.Removed, ", "))
+		}
+		var params map[string]any
+		if *output != "" {
+			params = map[string]any{"prefix": *output}
+		}
+		uses, err := pipeline.ReplaySinks(registry(), dir, params)
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		// A replay: the run's sinks (but the Parquet tables they read from)
+		// write their files again from the stored rows, as they did live.
+		sum, err := pipeline.Replay(dir, uses, run.Status, stderr)
+		if err != nil {
+			return fail(pipeline.ExitInfra, err)
+		}
+		var names []string
+		for _, u := range uses {
+			names = append(names, u.Name())
+		}
+		fmt.Fprintf(stderr, "benchrun report: %d cells replayed into %s: %s, %s\n", sum.Cells, strings.Join(names, ", "),
+			filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"))
+		fmt.Fprintln(stdout, filepath.Join(dir, "report.html"))
+		return nil
 	}
-	if len(pos) != 1 {
-		fset.Usage()
-		return pipeline.ExitInvalid
-	}
-	dir := pos[0]
-	run, err := rundir.Open(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun report:", err)
-		return pipeline.ExitInvalid
-	}
-	// A writer holding the run directory is still at it; with none, the
-	// temporary files a killed one left go, and a run whose manifest still
-	// says running crashed.
-	state, err := rundir.Inspect(dir)
-	if err != nil {
-		fmt.Fprintf(stderr, "benchrun report: %v\n", err)
-		return pipeline.ExitInvalid
-	}
-	switch {
-	case state.Live:
-		fmt.Fprintf(stderr, "benchrun report: the run is still being written (%s): the report shows it as it stands\n", state.Holder)
-	case run.Status == pipeline.RunCrashed:
-		fmt.Fprintln(stderr, "benchrun report: the run crashed: its manifest still says running and no benchrun holds the run directory")
-	}
-	if n := len(state.Removed); n > 0 {
-		fmt.Fprintf(stderr, "benchrun report: removed %d temporary files a killed writer left (%s)\n", n, strings.Join(state.Removed, ", "))
-	}
-	var params map[string]any
-	if *output != "" {
-		params = map[string]any{"prefix": *output}
-	}
-	reg := registry()
-	uses, err := pipeline.ReplaySinks(reg, dir, params)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun report:", err)
-		return pipeline.ExitInvalid
-	}
-	// A replay: the run's sinks (but the Parquet tables they read from)
-	// write their files again from the stored rows, as they did live.
-	sum, err := pipeline.Replay(dir, uses, run.Status, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun report:", err)
-		return pipeline.ExitInfra
-	}
-	var names []string
-	for _, u := range uses {
-		names = append(names, u.Name())
-	}
-	fmt.Fprintf(stderr, "benchrun report: %d cells replayed into %s: %s, %s\n", sum.Cells, strings.Join(names, ", "),
-		filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"))
-	fmt.Fprintln(stdout, filepath.Join(dir, "report.html"))
-	return pipeline.ExitOK
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// runFlags declares the run's flags (`benchrun PLAN`, `benchrun run
+// PLAN`); the plan may stand anywhere among them: `benchrun plan.cue -t
+// a=b` and `benchrun -t a=b plan.cue` are the same.
+func runFlags(fs *flag.FlagSet) runFunc {
 	var tags stringList
 	fs.Var(&tags, "t", "set a @tag field: -t key=value (repeatable)")
 	// Single-valued flags refuse to be given twice (flag keeps the last).
@@ -36,112 +37,94 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	startAtFlag := onceString(fs, "start-at", "", "wait until this instant (RFC 3339, or @UNIX seconds) before the first cell, so that shards start together")
 	coordinator := onceString(fs, "coordinator", "", "with --shard: join the coordinator at HOST:PORT, which starts every cell on all shards at one instant (lockstep) and measures each shard's clock offset")
 	coordinate := onceString(fs, "coordinate", "", "with --shard 0/N: serve the coordinator on this address (\":7070\") for the other shards, and join it")
-	if wantsHelp(args) {
-		fmt.Fprintln(stdout, "usage: benchrun PLAN [flags]   (benchrun run PLAN [flags] is the same)\n\nrun flags:")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return pipeline.ExitOK
-	}
-	// The plan may stand anywhere among the flags: `benchrun plan.cue -t
-	// a=b` and `benchrun -t a=b plan.cue` are the same.
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return pipeline.ExitInvalid
-	}
-	if len(pos) == 0 {
-		fmt.Fprintln(stderr, "benchrun: no plan file given (usage: benchrun PLAN.cue [flags])")
-		return pipeline.ExitInvalid
-	}
-	if len(pos) > 1 {
-		fmt.Fprintf(stderr, "benchrun: unexpected arguments %q\n", pos[1:])
-		return pipeline.ExitInvalid
-	}
-	plan := pos[0]
-	switch *inconclusive {
-	case "", pipeline.InconclusiveTolerate, pipeline.InconclusiveFail:
-	default:
-		fmt.Fprintf(stderr, "benchrun: --inconclusive %q: give tolerate or fail\n", *inconclusive)
-		return pipeline.ExitInvalid
-	}
-	shard, shards, err := parseShard(*shardFlag)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun: --shard:", err)
-		return pipeline.ExitInvalid
-	}
-	startAt, err := parseStartAt(*startAtFlag)
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun: --start-at:", err)
-		return pipeline.ExitInvalid
-	}
-	if *resume == "" {
-		if err := checkOutDir(*out); err != nil {
-			fmt.Fprintln(stderr, "benchrun:", err)
-			return pipeline.ExitInvalid
+	return func(ctx context.Context, pos []string, stdout, stderr io.Writer) error {
+		plan := pos[0]
+		switch *inconclusive {
+		case "", pipeline.InconclusiveTolerate, pipeline.InconclusiveFail:
+		default:
+			fmt.Fprintf(stderr, "benchrun: --inconclusive %q: give tolerate or fail\n", *inconclusive)
+			return exitWith(pipeline.ExitInvalid)
 		}
-	}
-	progress := stderr
-	if *quiet {
-		progress = io.Discard
-	}
+		shard, shards, err := parseShard(*shardFlag)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun: --shard:", err)
+			return exitWith(pipeline.ExitInvalid)
+		}
+		startAt, err := parseStartAt(*startAtFlag)
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun: --start-at:", err)
+			return exitWith(pipeline.ExitInvalid)
+		}
+		if *resume == "" {
+			if err := checkOutDir(*out); err != nil {
+				fmt.Fprintln(stderr, "benchrun:", err)
+				return exitWith(pipeline.ExitInvalid)
+			}
+		}
+		progress := stderr
+		if *quiet {
+			progress = io.Discard
+		}
 
-	g, err := loadGraphContext(ctx, plan, tags, registry())
-	if err != nil {
-		return planErrorExit(stderr, err)
-	}
-	printWarnings(stderr, g)
-	if *only != "" {
-		if g, err = g.Only(strings.Split(*only, ",")); err != nil {
-			printPlanError(stderr, err)
-			return pipeline.ExitInvalid
+		g, err := loadGraphContext(ctx, plan, tags, registry())
+		if err != nil {
+			return exitWith(planErrorExit(stderr, err))
 		}
-	}
-	if shard, shards, startAt, err = shardOptions(stderr, g.Plan, *shardFlag, *startAtFlag, shard, shards, startAt, coordinator, coordinate); err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
-		return pipeline.ExitInvalid
-	}
-	if err := applyMetadata(g.Plan, metadata); err != nil {
-		fmt.Fprintln(stderr, "benchrun: --metadata:", err)
-		return pipeline.ExitInvalid
-	}
-	if *dryRun {
-		return writeDryRun(stdout, stderr, g, *resume, tags, shards)
-	}
-	if code := setSinkFlags(stderr, g, *columns, *output); code != pipeline.ExitOK {
-		return code
-	}
-	var ri *pipeline.RunInfo
-	if *resume != "" {
-		// The run writes into RUN_DIR; cells already ok there are skipped.
-		if ri, err = pipeline.ResumeRunInfo(*resume, g.Plan, tags, time.Now()); err != nil {
+		printWarnings(stderr, g)
+		if *only != "" {
+			if g, err = g.Only(strings.Split(*only, ",")); err != nil {
+				printPlanError(stderr, err)
+				return exitWith(pipeline.ExitInvalid)
+			}
+		}
+		if shard, shards, startAt, err = shardOptions(stderr, g.Plan, *shardFlag, *startAtFlag, shard, shards, startAt, coordinator, coordinate); err != nil {
 			fmt.Fprintln(stderr, "benchrun:", err)
-			return pipeline.ExitInvalid
+			return exitWith(pipeline.ExitInvalid)
 		}
-	} else if ri, err = pipeline.NewRunInfo(*out, g.Plan, tags, time.Now()); err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
-		return pipeline.ExitInfra
+		if err := applyMetadata(g.Plan, metadata); err != nil {
+			fmt.Fprintln(stderr, "benchrun: --metadata:", err)
+			return exitWith(pipeline.ExitInvalid)
+		}
+		if *dryRun {
+			return exitWith(writeDryRun(stdout, stderr, g, *resume, tags, shards))
+		}
+		if code := setSinkFlags(stderr, g, *columns, *output); code != pipeline.ExitOK {
+			return exitWith(code)
+		}
+		var ri *pipeline.RunInfo
+		if *resume != "" {
+			// The run writes into RUN_DIR; cells already ok there are skipped.
+			if ri, err = pipeline.ResumeRunInfo(*resume, g.Plan, tags, time.Now()); err != nil {
+				fmt.Fprintln(stderr, "benchrun:", err)
+				return exitWith(pipeline.ExitInvalid)
+			}
+		} else if ri, err = pipeline.NewRunInfo(*out, g.Plan, tags, time.Now()); err != nil {
+			fmt.Fprintln(stderr, "benchrun:", err)
+			return exitWith(pipeline.ExitInfra)
+		}
+		announceRunDir(ri.Dir)
+		fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
+		sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
+			Stdout:   stdout,
+			Progress: progress,
+			Keep:     *keep,
+			Baseline: *baseline,
+			// --inconclusive over the plan's inconclusive.
+			Inconclusive: *inconclusive,
+			Shard:        shard,
+			Shards:       shards,
+			StartAt:      startAt,
+			// The plan's shard block fills what the flags leave unset.
+			Coordinator: *coordinator,
+			Coordinate:  *coordinate,
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "benchrun:", err)
+			return exitWith(pipeline.ExitCode(err))
+		}
+		pipeline.PrintSummary(stderr, sum)
+		return exitWith(sum.ExitCode)
 	}
-	announceRunDir(ri.Dir)
-	fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
-	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
-		Stdout:   stdout,
-		Progress: progress,
-		Keep:     *keep,
-		Baseline: *baseline,
-		// --inconclusive over the plan's inconclusive.
-		Inconclusive: *inconclusive,
-		Shard:        shard,
-		Shards:       shards,
-		StartAt:      startAt,
-		// The plan's shard block fills what the flags leave unset.
-		Coordinator: *coordinator,
-		Coordinate:  *coordinate,
-	})
-	if err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
-		return pipeline.ExitCode(err)
-	}
-	pipeline.PrintSummary(stderr, sum)
-	return sum.ExitCode
 }
 
 // writeDryRun prints the expanded plan and its estimate (runRun's

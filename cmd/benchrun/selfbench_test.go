@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/host"
+	"github.com/benchrun/benchrun/internal/selfbench"
 )
 
 // TestSelfBench: the self-bench prints its rows, searches both ceilings
@@ -28,7 +29,7 @@ func TestSelfBench(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	c, path, ok := loadCapacity()
+	c, path, ok := selfbench.LoadCapacity()
 	if !ok {
 		t.Fatalf("no ceilings saved (%s); stderr:\n%s", path, errb.String())
 	}
@@ -42,31 +43,6 @@ func TestSelfBench(t *testing.T) {
 	}
 	if code := runSelfBench(context.Background(), []string{"--streams", "0"}, &out, &errb); code != 2 {
 		t.Errorf("--streams 0: exit %d, want 2", code)
-	}
-}
-
-// TestSelfBenchStopsWhereFilesRunOut: the stream search tries no more
-// streams than this process's open files hold at both ends, says so in
-// the max_streams row, and saves the ceiling as the bound it reached.
-func TestSelfBenchStopsWhereFilesRunOut(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	old := selfBenchStreamCap
-	selfBenchStreamCap = func() int { return 20 }
-	t.Cleanup(func() { selfBenchStreamCap = old })
-	var out, errb bytes.Buffer
-	code := runSelfBench(context.Background(), []string{"--concurrency", "4", "--streams", "16", "--step", "200ms", "--max-streams", "24", "--max-rate", "300", "--max-send-lag-ms", "1000"}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	if strings.Contains(out.String(), "_at_24_streams") || !strings.Contains(out.String(), "send_lag_p99_ms_at_20_streams,") {
-		t.Errorf("the search went past the cap of 20 streams, or not to it:\n%s", out.String())
-	}
-	if !strings.Contains(out.String(), "searched up to 20, not --max-streams: past it this process's open files (both ends of every stream) run out") {
-		t.Errorf("max_streams does not say the search was capped:\n%s", out.String())
-	}
-	c, _, ok := loadCapacity()
-	if !ok || c.MaxStreams != 20 || !c.StreamsCapped {
-		t.Errorf("saved %+v, want max_streams 20, capped", c)
 	}
 }
 
@@ -102,8 +78,8 @@ stages: {
 	if got := dry(); strings.Contains(got, "warning: stage") {
 		t.Errorf("no self-bench yet, but:\n%s", got)
 	}
-	c := capacity{Fingerprint: host.Fingerprint(), MeasuredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), SendLagMs: 5, MaxStreams: 1000, MaxRate: 5000}
-	path, err := saveCapacity(c)
+	c := selfbench.Capacity{Fingerprint: host.Fingerprint(), MeasuredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), SendLagMs: 5, MaxStreams: 1000, MaxRate: 5000}
+	path, err := selfbench.Save(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,9 @@ import (
 func init() {
 	// A command that crashes, for TestPanicIsAnInternalError (in the
 	// re-executed test binary as in the test itself).
-	testCommands = append(testCommands, command{name: "test-panic", run: func(context.Context, []string, io.Writer, io.Writer) int {
+	testCommands = append(testCommands, command{name: "test-panic", run: func(context.Context, []string, io.Writer, io.Writer) error {
 		panic("boom in test-panic")
-	}}, command{name: "test-fatal", run: func(context.Context, []string, io.Writer, io.Writer) int {
+	}}, command{name: "test-fatal", run: func(context.Context, []string, io.Writer, io.Writer) error {
 		// A Go runtime fatal error: never recoverable, always exit 2 in
 		// the process that has it.
 		var m = map[int]int{}
@@ -40,7 +40,7 @@ func init() {
 			}()
 		}
 		<-done
-		return 0
+		return nil
 	}})
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,45 +9,44 @@ import (
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/pipeline"
 )
 
-// runSim is `benchrun sim`: the built-in OpenAI-compatible simulator, served
-// until ctx is cancelled. Flag errors return 2, serving errors 3.
-func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, addr, code := parseSimFlags(args, stderr)
-	if code >= 0 {
-		return code
+// simFlags declares `benchrun sim`'s flags: the built-in
+// OpenAI-compatible simulator, served until ctx is cancelled. Flag errors
+// exit 2, serving errors 3.
+func simFlags(fs *flag.FlagSet) runFunc {
+	o := declareSim(fs)
+	return func(ctx context.Context, _ []string, _, stderr io.Writer) error {
+		cfg, err := o.config()
+		if err != nil {
+			return fail(pipeline.ExitInvalid, err)
+		}
+		if err := sim.Serve(ctx, cfg, *o.addr, sim.ServeOptions{Log: stderr}); err != nil {
+			return fail(pipeline.ExitInfra, err)
+		}
+		return nil
 	}
-	if err := sim.Serve(ctx, cfg, addr, sim.ServeOptions{Log: stderr}); err != nil {
-		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
-		return 3
-	}
-	return 0
 }
 
-// parseSimFlags turns the command line into a validated configuration and
-// listen address; code is -1 to serve, or the exit code to return at once
-// (0 for --help, 2 for a bad command line).
-func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string, code int) {
-	cfg = sim.DefaultConfig()
+// simOptions are `benchrun sim`'s flags: the configuration they set, and
+// those read after parsing.
+type simOptions struct {
+	fs                                      *flag.FlagSet
+	cfg                                     sim.Config
+	addr, models, preset, persona, errCodes *string
+}
+
+// declareSim declares the simulator's flags on fs, over its defaults.
+func declareSim(fs *flag.FlagSet) *simOptions {
+	o := &simOptions{fs: fs, cfg: sim.DefaultConfig()}
+	cfg := &o.cfg
 	eng := &cfg.Engine
 	flt := &cfg.Faults
-	fs := flag.NewFlagSet("benchrun sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: benchrun sim [flags]\n\nServe an OpenAI-compatible LLM simulator (see docs/SIM.md).\n\nPresets (imply --mode engine):")
-		for _, p := range sim.Presets() {
-			fmt.Fprintf(stderr, "  %-20s %s\n", p.Name, p.Description)
-		}
-		fmt.Fprintf(stderr, "\nPersonalities (--as): %s\n", strings.Join(sim.Personalities(), ", "))
-		fmt.Fprintln(stderr, "\nPer-request faults: header X-Sim-Fault: error=500 | drop-after=N | cut-after=N | stall=3s[,stall-at=N] | malformed | slow-headers=2s\nPer-request schedule (fixed mode): header X-Sim-Timing: ttft=50ms,itl=10ms,chunk=4\n\nFlags:")
-		fs.PrintDefaults()
-	}
-
-	addrFlag := fs.String("addr", "127.0.0.1:8000", "listen address")
-	models := fs.String("model", "sim-llama", "served model name(s), comma separated")
-	preset := fs.String("preset", "", "engine preset (implies --mode engine)")
-	persona := fs.String("as", "", "engine personality: "+strings.Join(sim.Personalities(), ", ")+" (its endpoints, dialects, tokenizer and defaults)")
+	o.addr = fs.String("addr", "127.0.0.1:8000", "listen address")
+	o.models = fs.String("model", "sim-llama", "served model name(s), comma separated")
+	o.preset = fs.String("preset", "", "engine preset (implies --mode engine)")
+	o.persona = fs.String("as", "", "engine personality: "+strings.Join(sim.Personalities(), ", ")+" (its endpoints, dialects, tokenizer and defaults)")
 	fs.StringVar(&cfg.Version, "engine-version", "", "engine version the personality reports (default: the personality's)")
 	fs.BoolVar(&cfg.CloseAfterStream, "close-after-stream", false, "close the TCP connection after every streamed response, keep-alive headers notwithstanding (llama-server's default)")
 	fs.DurationVar(&cfg.CloseAfterStreamDelay, "close-after-stream-delay", cfg.CloseAfterStreamDelay, "how long after a stream's last chunk the connection is closed")
@@ -84,7 +82,7 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.Float64Var(&eng.Jitter, "jitter", eng.Jitter, "engine: relative standard deviation of step time")
 
 	fs.Float64Var(&flt.ErrorRate, "error-rate", 0, "fault: fraction of requests answered with an error")
-	errCodes := fs.String("error-codes", "500", "fault: error statuses to pick from, comma separated (e.g. 500,429,503)")
+	o.errCodes = fs.String("error-codes", "500", "fault: error statuses to pick from, comma separated (e.g. 500,429,503)")
 	fs.Float64Var(&flt.DropRate, "drop-rate", 0, "fault: fraction of streams whose connection is closed mid-way")
 	fs.IntVar(&flt.DropAfter, "drop-after", flt.DropAfter, "fault: token events written before a drop")
 	fs.Float64Var(&flt.StallRate, "stall-rate", 0, "fault: fraction of streams that stall")
@@ -106,54 +104,44 @@ func parseSimFlags(args []string, stderr io.Writer) (cfg sim.Config, addr string
 	fs.IntVar(&cfg.SlowFirst, "slow-first", 0, "fault: fixed mode serves the first N generation requests slower (a passing disturbance)")
 	fs.Float64Var(&cfg.SlowFactor, "slow-factor", 1.5, "fault: how much slower --slow-first serves (TTFT and ITL multiplied)")
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, "", 0
-		}
-		return cfg, "", 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "benchrun sim: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return cfg, "", 2
-	}
+	return o
+}
+
+// config is the configuration the parsed flags ask for: the preset's,
+// then the personality's, with the flags given explicitly over both.
+func (o *simOptions) config() (sim.Config, error) {
+	cfg := o.cfg
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// The preset fills the engine and the personality its knobs; flags
 	// given explicitly still win.
 	explicit := cfg
-	if *preset != "" {
-		if err := sim.ApplyPreset(&cfg, *preset); err != nil {
-			fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
-			return cfg, "", 2
+	if *o.preset != "" {
+		if err := sim.ApplyPreset(&cfg, *o.preset); err != nil {
+			return cfg, err
 		}
 	}
 	if set["as"] {
-		if err := sim.ApplyPersonality(&cfg, *persona); err != nil {
-			fmt.Fprintf(stderr, "benchrun sim: --as: %v\n", err)
-			return cfg, "", 2
+		if err := sim.ApplyPersonality(&cfg, *o.persona); err != nil {
+			return cfg, fmt.Errorf("--as: %w", err)
 		}
 	}
 	overrideSet(&cfg, &explicit, set)
 	cfg.Models = nil
-	for _, m := range strings.Split(*models, ",") {
+	for _, m := range strings.Split(*o.models, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			cfg.Models = append(cfg.Models, m)
 		}
 	}
 	cfg.Faults.ErrorCodes = nil
-	for _, c := range strings.Split(*errCodes, ",") {
+	for _, c := range strings.Split(*o.errCodes, ",") {
 		code, err := strconv.Atoi(strings.TrimSpace(c))
 		if err != nil {
-			fmt.Fprintf(stderr, "benchrun sim: --error-codes: %q is not a status code\n", c)
-			return cfg, "", 2
+			return cfg, fmt.Errorf("--error-codes: %q is not a status code", c)
 		}
 		cfg.Faults.ErrorCodes = append(cfg.Faults.ErrorCodes, code)
 	}
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "benchrun sim: %v\n", err)
-		return cfg, "", 2
-	}
-	return cfg, *addrFlag, -1
+	return cfg, cfg.Validate()
 }
 
 // overrideSet copies back the flags the user set explicitly, so that

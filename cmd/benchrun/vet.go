@@ -9,55 +9,43 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
-// runVet checks plans without running anything: every problem of every
-// plan, each with file:line:col, on stderr. Exit 0 when all are clean, 2
-// otherwise.
-func runVet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("vet", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// vetFlags declares `benchrun vet`'s flags: it checks plans without
+// running anything: every problem of every plan, each with
+// file:line:col, on stderr. Exit 0 when all are clean, 2 otherwise.
+func vetFlags(fs *flag.FlagSet) runFunc {
 	var tags stringList
 	fs.Var(&tags, "t", "set a @tag field: -t key=value (repeatable)")
 	quiet := fs.Bool("q", false, "print nothing for clean plans")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: benchrun vet PLAN... [-t key=value]")
-		fs.PrintDefaults()
-	}
-	plans, err := parseInterspersed(fs, args)
-	if err != nil {
-		return pipeline.ExitInvalid
-	}
-	if len(plans) == 0 {
-		fs.Usage()
-		return pipeline.ExitInvalid
-	}
-	reg := registry()
-	code := pipeline.ExitOK
-	for _, p := range plans {
-		g, err := loadGraphContext(ctx, p, tags, reg)
-		if code, ok := interruptedLoad(stderr, err); ok {
-			return code
-		}
-		if err != nil {
-			printPlanError(stderr, err)
-			n := problemCount(err)
-			noun := "problems"
-			if n == 1 {
-				noun = "problem"
+	return func(ctx context.Context, plans []string, stdout, stderr io.Writer) error {
+		reg := registry()
+		code := pipeline.ExitOK
+		for _, p := range plans {
+			g, err := loadGraphContext(ctx, p, tags, reg)
+			if code, ok := interruptedLoad(stderr, err); ok {
+				return exitWith(code)
 			}
-			fmt.Fprintf(stderr, "%s: %d %s\n", p, n, noun)
-			code = pipeline.ExitInvalid
-			continue
-		}
-		printWarnings(stderr, g)
-		if !*quiet {
-			if n := len(g.Warnings); n > 0 {
-				fmt.Fprintf(stderr, "%s: ok, %d %s\n", p, n, map[bool]string{true: "warning", false: "warnings"}[n == 1])
-			} else {
-				fmt.Fprintf(stderr, "%s: ok\n", p)
+			if err != nil {
+				printPlanError(stderr, err)
+				n := problemCount(err)
+				noun := "problems"
+				if n == 1 {
+					noun = "problem"
+				}
+				fmt.Fprintf(stderr, "%s: %d %s\n", p, n, noun)
+				code = pipeline.ExitInvalid
+				continue
+			}
+			printWarnings(stderr, g)
+			if !*quiet {
+				if n := len(g.Warnings); n > 0 {
+					fmt.Fprintf(stderr, "%s: ok, %d %s\n", p, n, map[bool]string{true: "warning", false: "warnings"}[n == 1])
+				} else {
+					fmt.Fprintf(stderr, "%s: ok\n", p)
+				}
 			}
 		}
+		return exitWith(code)
 	}
-	return code
 }
 
 // printWarnings prints a plan's vet warnings as "file:line:col: warning: ...".

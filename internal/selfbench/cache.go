@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"crypto/sha256"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/pipeline"
 )
 
 // The ceilings `benchrun self-bench` measured are kept per machine in the
@@ -25,8 +24,8 @@ import (
 // never answers for the wrong hardware. A machine that has none gets no
 // warning; the file says when it was measured, and with what bound.
 
-// capacity is one machine's self-bench ceilings.
-type capacity struct {
+// Capacity is one machine's self-bench ceilings.
+type Capacity struct {
 	Fingerprint string    `json:"fingerprint"`
 	MeasuredAt  time.Time `json:"measured_at"`
 	// SendLagMs is the send-lag p99 bound the ceilings were found under.
@@ -40,8 +39,8 @@ type capacity struct {
 	RateCapped    bool    `json:"max_rate_is_search_bound,omitempty"`
 }
 
-// capacityPath is where this fingerprint's ceilings live.
-func capacityPath(fingerprint string) (string, error) {
+// cachePath is where this fingerprint's ceilings live.
+func cachePath(fingerprint string) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
@@ -50,8 +49,10 @@ func capacityPath(fingerprint string) (string, error) {
 	return filepath.Join(dir, "benchrun", "self-bench", hex.EncodeToString(sum[:8])+".json"), nil
 }
 
-func saveCapacity(c capacity) (string, error) {
-	path, err := capacityPath(c.Fingerprint)
+// Save keeps c where LoadCapacity finds it on the machine of its
+// fingerprint, and says where.
+func Save(c Capacity) (string, error) {
+	path, err := cachePath(c.Fingerprint)
 	if err != nil {
 		return "", err
 	}
@@ -66,65 +67,64 @@ func saveCapacity(c capacity) (string, error) {
 	return path, rundir.WriteFileAtomic(path, append(b, '\n'))
 }
 
-// loadCapacity reads this machine's ceilings; ok is false when there are
+// LoadCapacity reads this machine's ceilings; ok is false when there are
 // none (never measured, or unreadable: the dry run then has nothing to
 // say).
-func loadCapacity() (capacity, string, bool) {
+func LoadCapacity() (Capacity, string, bool) {
 	fp := host.Fingerprint()
-	path, err := capacityPath(fp)
+	path, err := cachePath(fp)
 	if err != nil {
-		return capacity{}, "", false
+		return Capacity{}, "", false
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return capacity{}, path, false
+		return Capacity{}, path, false
 	}
-	var c capacity
+	var c Capacity
 	if json.Unmarshal(b, &c) != nil || c.Fingerprint != fp {
-		return capacity{}, path, false
+		return Capacity{}, path, false
 	}
 	return c, path, true
 }
 
-// warnCapacity tells the dry run's reader (on stderr) which planned steps
-// ask more of this machine's client than its last self-bench measured it
-// to carry: such a step would measure the client, and its rows would come
-// out client-bound. A shard (--shard i/n) sends about 1/n of each step.
-func warnCapacity(w io.Writer, g *pipeline.Graph, shards int) {
-	c, path, ok := loadCapacity()
-	if !ok {
-		return
-	}
+// Step is one planned step's load as the dry run holds it against the
+// ceilings: a closed loop's sessions or an open loop's request rate.
+type Step struct {
+	Label       string
+	Concurrency int
+	Rate        float64
+}
+
+// Warn tells the dry run's reader (on w) which of a stage's planned steps
+// ask more of this machine's client than its self-bench (c, kept at path)
+// measured it to carry: such a step would measure the client, and its
+// rows would come out client-bound. A shard (--shard i/n) sends about 1/n
+// of each step.
+func (c Capacity) Warn(w io.Writer, path, stage string, steps []Step, shards int) {
 	when := c.MeasuredAt.Format("2006-01-02")
-	for _, n := range g.Order() {
-		pl, ok := n.Stage.(pipeline.Planner)
-		if !ok {
-			continue
+	var conc, rate []string
+	worstC, worstR := 0, 0.0
+	for _, st := range steps {
+		if shards > 1 {
+			st.Concurrency = (st.Concurrency + shards - 1) / shards
+			st.Rate /= float64(shards)
 		}
-		var conc, rate []string
-		worstC, worstR := 0, 0.0
-		for _, st := range pl.Plan() {
-			if shards > 1 {
-				st.Concurrency = (st.Concurrency + shards - 1) / shards
-				st.Rate /= float64(shards)
-			}
-			if st.Concurrency > c.MaxStreams && !c.StreamsCapped {
-				conc = append(conc, st.Label)
-				worstC = max(worstC, st.Concurrency)
-			}
-			if st.Rate > c.MaxRate && !c.RateCapped {
-				rate = append(rate, st.Label)
-				worstR = max(worstR, st.Rate)
-			}
+		if st.Concurrency > c.MaxStreams && !c.StreamsCapped {
+			conc = append(conc, st.Label)
+			worstC = max(worstC, st.Concurrency)
 		}
-		if len(conc) > 0 {
-			fmt.Fprintf(w, "benchrun: warning: stage %s: %d steps ask this client for up to %d concurrent requests, more than the %d streams this machine's client sustained with send lag p99 under %g ms (self-bench of %s, %s): they would measure the client, not the server (%s); shard the load over more machines (--shard) or lower it\n",
-				n.Spec.Name, len(conc), worstC, c.MaxStreams, c.SendLagMs, when, path, abbreviate(conc, 4))
+		if st.Rate > c.MaxRate && !c.RateCapped {
+			rate = append(rate, st.Label)
+			worstR = max(worstR, st.Rate)
 		}
-		if len(rate) > 0 {
-			fmt.Fprintf(w, "benchrun: warning: stage %s: %d steps ask this client for up to %g req/s, more than the %g req/s this machine's client sustained with send lag p99 under %g ms (self-bench of %s, %s): they would measure the client, not the server (%s); shard the load over more machines (--shard) or lower it\n",
-				n.Spec.Name, len(rate), worstR, c.MaxRate, c.SendLagMs, when, path, abbreviate(rate, 4))
-		}
+	}
+	if len(conc) > 0 {
+		fmt.Fprintf(w, "benchrun: warning: stage %s: %d steps ask this client for up to %d concurrent requests, more than the %d streams this machine's client sustained with send lag p99 under %g ms (self-bench of %s, %s): they would measure the client, not the server (%s); shard the load over more machines (--shard) or lower it\n",
+			stage, len(conc), worstC, c.MaxStreams, c.SendLagMs, when, path, abbreviate(conc, 4))
+	}
+	if len(rate) > 0 {
+		fmt.Fprintf(w, "benchrun: warning: stage %s: %d steps ask this client for up to %g req/s, more than the %g req/s this machine's client sustained with send lag p99 under %g ms (self-bench of %s, %s): they would measure the client, not the server (%s); shard the load over more machines (--shard) or lower it\n",
+			stage, len(rate), worstR, c.MaxRate, c.SendLagMs, when, path, abbreviate(rate, 4))
 	}
 }
 
