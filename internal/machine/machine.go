@@ -269,7 +269,8 @@ type Bound struct{ Down, Up float64 }
 func (b Bound) Zero() bool { return b.Down == 0 && b.Up == 0 }
 
 // Allowance is the bound on the column name of row c when the machine
-// ran threads up to late ms late: what one late wake does to it.
+// ran threads up to late ms late: what one late wake does to it, by the
+// column's lateness rule in the results catalogue (results.Lateness).
 //
 //   - A latency from the send (ttft, e2el and their percentiles,
 //     first_call_ms) ends with the server's write, which a late wake
