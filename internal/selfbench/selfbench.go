@@ -20,6 +20,7 @@ import (
 	"github.com/benchrun/benchrun/internal/host"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/machine"
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -104,7 +105,7 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) (Capacity, error) 
 	}
 	if probe != nil {
 		w := probe.Record().Wake.Between(searchStart, time.Now()).Lateness()
-		row("machine_wake_p99_ms", w.P99, "ms", fmt.Sprintf("how late a thread that asked to wake ran while the searches ran (a probe process, %d wakes; max %.1f ms): no client on this machine keeps a schedule closer than this", w.N, w.Max))
+		row(results.ColMachineWakeP99Ms, w.P99, "ms", fmt.Sprintf("how late a thread that asked to wake ran while the searches ran (a probe process, %d wakes; max %.1f ms): no client on this machine keeps a schedule closer than this", w.N, w.Max))
 		if _, err := probe.Stop(); err != nil {
 			fmt.Fprintf(log, "benchrun self-bench: %v\n", err)
 		}
