@@ -8,7 +8,7 @@ import (
 
 // This file is the kind's configuration and its decoding from the
 // stage's CUE value: the one file of a kind that may import cuelang.org/go
-// (stages/rules_test.go).
+// (internal/archtest).
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {

@@ -14,7 +14,7 @@ import (
 
 // This file is the kind's configuration and its decoding from the
 // stage's CUE value: the one file of a kind that may import cuelang.org/go
-// (stages/rules_test.go). What the kind learns from other kinds comes
+// (internal/archtest). What the kind learns from other kinds comes
 // through the pipeline's contracts, never from their CUE.
 
 // Cell is one input:output shape, with the server variables it measures

@@ -11,7 +11,7 @@ import (
 
 // This file is the kind's configuration and its decoding from the
 // stage's CUE value: the one file of a kind that may import cuelang.org/go
-// (stages/rules_test.go). What the kind learns from the sweep it is
+// (internal/archtest). What the kind learns from the sweep it is
 // measured against comes through pipeline.LoadShaper (vet and run time)
 // and Env.StageRows (run time), never from the sweep's CUE.
 
