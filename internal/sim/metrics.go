@@ -107,95 +107,12 @@ func (s *Server) writeMetrics(w io.Writer) error {
 		writeVLLMMetrics(bw, g, m, lbls, legacy)
 	}
 	if flavour == MetricsLlamaCpp || flavour == MetricsBoth {
-		pt, gt := float64(m.promptTokens.Load()), float64(m.generationTokens.Load())
-		ps, ds := float64(m.promptNs.Load())/1e9, float64(m.decodeNs.Load())/1e9
-		counter(bw, "llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", nolbl, pt)
-		counter(bw, "llamacpp:prompt_seconds_total", "Prompt process time", nolbl, ps)
-		counter(bw, "llamacpp:tokens_predicted_total", "Number of generation tokens processed.", nolbl, gt)
-		counter(bw, "llamacpp:tokens_predicted_seconds_total", "Predict process time", nolbl, ds)
-		steps := m.steps.Load()
-		counter(bw, "llamacpp:n_decode_total", "Total number of llama_decode() calls", nolbl, float64(steps))
-		busy := 0.0
-		if steps > 0 {
-			busy = float64(m.stepBusySlots.Load()) / float64(steps)
-		}
-		gauge(bw, "llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", nolbl, busy)
-		gauge(bw, "llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", nolbl, rate(pt, ps))
-		gauge(bw, "llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", nolbl, rate(gt, ds))
-		if legacy {
-			// Removed upstream as "too internal" (llama.cpp PRs #13660,
-			// #22879): current builds leave KV usage to /slots.
-			gauge(bw, "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", nolbl, g.kvUsage)
-			gauge(bw, "llamacpp:kv_cache_tokens", "KV-cache tokens.", nolbl, float64(g.kvTokens))
-		}
-		gauge(bw, "llamacpp:requests_processing", "Number of requests processing.", nolbl, float64(g.running))
-		gauge(bw, "llamacpp:requests_deferred", "Number of requests deferred.", nolbl, float64(g.waiting))
+		writeLlamaMetrics(bw, g, m, legacy)
 	}
 	if flavour == MetricsSGLang {
 		writeSGLangMetrics(bw, g, m, lbls)
 	}
 	return bw.Flush()
-}
-
-// writeVLLMMetrics writes vLLM V1's names, or with legacy the spellings
-// they replaced (gpu_cache_usage_perc, gpu_prefix_cache_*,
-// time_per_output_token_seconds: removed in vLLM 0.11/0.12), never both,
-// so that a scraper is tested against each spelling on its own.
-func writeVLLMMetrics(bw io.Writer, g gauges, m *metrics, lbls []string, legacy bool) {
-	gauge(bw, "vllm:num_requests_running", "Number of requests in model execution batches.", lbls, float64(g.running))
-	gauge(bw, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", lbls, float64(g.waiting))
-	if legacy {
-		gauge(bw, "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
-	} else {
-		gauge(bw, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
-	}
-	counter(bw, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", lbls, float64(m.promptTokens.Load()))
-	counter(bw, "vllm:generation_tokens_total", "Number of generation tokens processed.", lbls, float64(m.generationTokens.Load()))
-	counter(bw, "vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", lbls, float64(m.preemptions.Load()))
-	prefix := "vllm:prefix_cache_"
-	if legacy {
-		prefix = "vllm:gpu_prefix_cache_"
-	}
-	counter(bw, prefix+"queries_total", "Prefix cache queries, in tokens.", lbls, float64(m.prefixQueries.Load()))
-	counter(bw, prefix+"hits_total", "Prefix cache hits, in tokens.", lbls, float64(m.prefixHits.Load()))
-	fmt.Fprintf(bw, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
-	for _, lbl := range lbls {
-		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"stop\"} %d\n", lbl, m.successStop.Load())
-		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"length\"} %d\n", lbl, m.successLength.Load())
-		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"abort\"} %d\n", lbl, m.aborted.Load())
-	}
-	hist(bw, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbls, m.ttft)
-	if legacy {
-		hist(bw, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", lbls, m.itl)
-	} else {
-		hist(bw, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbls, m.itl)
-	}
-	hist(bw, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", lbls, m.queue)
-	hist(bw, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", lbls, m.e2e)
-}
-
-// writeSGLangMetrics writes SGLang's names (python/sglang/srt/metrics).
-func writeSGLangMetrics(w io.Writer, g gauges, m *metrics, lbls []string) {
-	gt, ds := float64(m.generationTokens.Load()), float64(m.decodeNs.Load())/1e9
-	hitRate := 0.0
-	if q := m.prefixQueries.Load(); q > 0 {
-		hitRate = float64(m.prefixHits.Load()) / float64(q)
-	}
-	gauge(w, "sglang:num_running_reqs", "The number of running requests.", lbls, float64(g.running))
-	gauge(w, "sglang:num_queue_reqs", "The number of requests in the waiting queue.", lbls, float64(g.waiting))
-	gauge(w, "sglang:num_used_tokens", "The number of used tokens.", lbls, float64(g.kvTokens))
-	gauge(w, "sglang:token_usage", "The token usage.", lbls, g.kvUsage)
-	gauge(w, "sglang:cache_hit_rate", "The prefix cache hit rate.", lbls, hitRate)
-	gauge(w, "sglang:gen_throughput", "The generation throughput (token/s).", lbls, rate(gt, ds))
-	gauge(w, "sglang:num_retracted_reqs", "The number of retracted requests.", lbls, float64(m.preemptions.Load()))
-	counter(w, "sglang:prompt_tokens_total", "Number of prefill tokens processed.", lbls, float64(m.promptTokens.Load()))
-	counter(w, "sglang:generation_tokens_total", "Number of generation tokens processed.", lbls, gt)
-	counter(w, "sglang:cached_tokens_total", "Number of cached prompt tokens.", lbls, float64(m.prefixHits.Load()))
-	counter(w, "sglang:num_requests_total", "Number of requests processed.", lbls,
-		float64(m.successStop.Load()+m.successLength.Load()+m.aborted.Load()))
-	hist(w, "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbls, m.ttft)
-	hist(w, "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbls, m.itl)
-	hist(w, "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", lbls, m.e2e)
 }
 
 func rate(n, secs float64) float64 {

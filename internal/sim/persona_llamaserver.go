@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"unicode/utf8"
 )
@@ -259,4 +260,32 @@ func llamaErrorType(e *apiErr) string {
 		return "unavailable_error"
 	}
 	return "server_error"
+}
+
+// writeLlamaMetrics writes llama-server's names (served with --metrics),
+// each one unlabelled series.
+func writeLlamaMetrics(bw io.Writer, g gauges, m *metrics, legacy bool) {
+	pt, gt := float64(m.promptTokens.Load()), float64(m.generationTokens.Load())
+	ps, ds := float64(m.promptNs.Load())/1e9, float64(m.decodeNs.Load())/1e9
+	counter(bw, "llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", nolbl, pt)
+	counter(bw, "llamacpp:prompt_seconds_total", "Prompt process time", nolbl, ps)
+	counter(bw, "llamacpp:tokens_predicted_total", "Number of generation tokens processed.", nolbl, gt)
+	counter(bw, "llamacpp:tokens_predicted_seconds_total", "Predict process time", nolbl, ds)
+	steps := m.steps.Load()
+	counter(bw, "llamacpp:n_decode_total", "Total number of llama_decode() calls", nolbl, float64(steps))
+	busy := 0.0
+	if steps > 0 {
+		busy = float64(m.stepBusySlots.Load()) / float64(steps)
+	}
+	gauge(bw, "llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", nolbl, busy)
+	gauge(bw, "llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", nolbl, rate(pt, ps))
+	gauge(bw, "llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", nolbl, rate(gt, ds))
+	if legacy {
+		// Removed upstream as "too internal" (llama.cpp PRs #13660,
+		// #22879): current builds leave KV usage to /slots.
+		gauge(bw, "llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", nolbl, g.kvUsage)
+		gauge(bw, "llamacpp:kv_cache_tokens", "KV-cache tokens.", nolbl, float64(g.kvTokens))
+	}
+	gauge(bw, "llamacpp:requests_processing", "Number of requests processing.", nolbl, float64(g.running))
+	gauge(bw, "llamacpp:requests_deferred", "Number of requests deferred.", nolbl, float64(g.waiting))
 }

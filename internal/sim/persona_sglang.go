@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 )
 
@@ -121,4 +122,28 @@ func (s *Server) flushPromptCache() {
 	if s.engine != nil {
 		s.engine.flushPrefix()
 	}
+}
+
+// writeSGLangMetrics writes SGLang's names (python/sglang/srt/metrics).
+func writeSGLangMetrics(w io.Writer, g gauges, m *metrics, lbls []string) {
+	gt, ds := float64(m.generationTokens.Load()), float64(m.decodeNs.Load())/1e9
+	hitRate := 0.0
+	if q := m.prefixQueries.Load(); q > 0 {
+		hitRate = float64(m.prefixHits.Load()) / float64(q)
+	}
+	gauge(w, "sglang:num_running_reqs", "The number of running requests.", lbls, float64(g.running))
+	gauge(w, "sglang:num_queue_reqs", "The number of requests in the waiting queue.", lbls, float64(g.waiting))
+	gauge(w, "sglang:num_used_tokens", "The number of used tokens.", lbls, float64(g.kvTokens))
+	gauge(w, "sglang:token_usage", "The token usage.", lbls, g.kvUsage)
+	gauge(w, "sglang:cache_hit_rate", "The prefix cache hit rate.", lbls, hitRate)
+	gauge(w, "sglang:gen_throughput", "The generation throughput (token/s).", lbls, rate(gt, ds))
+	gauge(w, "sglang:num_retracted_reqs", "The number of retracted requests.", lbls, float64(m.preemptions.Load()))
+	counter(w, "sglang:prompt_tokens_total", "Number of prefill tokens processed.", lbls, float64(m.promptTokens.Load()))
+	counter(w, "sglang:generation_tokens_total", "Number of generation tokens processed.", lbls, gt)
+	counter(w, "sglang:cached_tokens_total", "Number of cached prompt tokens.", lbls, float64(m.prefixHits.Load()))
+	counter(w, "sglang:num_requests_total", "Number of requests processed.", lbls,
+		float64(m.successStop.Load()+m.successLength.Load()+m.aborted.Load()))
+	hist(w, "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbls, m.ttft)
+	hist(w, "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbls, m.itl)
+	hist(w, "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", lbls, m.e2e)
 }

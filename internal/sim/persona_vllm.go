@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -158,4 +159,41 @@ func writeVLLMErr(w http.ResponseWriter, e *apiErr) {
 		param = &e.param
 	}
 	writeRawJSON(w, e.status, vllmError{Object: "error", Message: e.msg, Type: e.typ, Param: param, Code: e.status})
+}
+
+// writeVLLMMetrics writes vLLM V1's names, or with legacy the spellings
+// they replaced (gpu_cache_usage_perc, gpu_prefix_cache_*,
+// time_per_output_token_seconds: removed in vLLM 0.11/0.12), never both,
+// so that a scraper is tested against each spelling on its own.
+func writeVLLMMetrics(bw io.Writer, g gauges, m *metrics, lbls []string, legacy bool) {
+	gauge(bw, "vllm:num_requests_running", "Number of requests in model execution batches.", lbls, float64(g.running))
+	gauge(bw, "vllm:num_requests_waiting", "Number of requests waiting to be processed.", lbls, float64(g.waiting))
+	if legacy {
+		gauge(bw, "vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
+	} else {
+		gauge(bw, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", lbls, g.kvUsage)
+	}
+	counter(bw, "vllm:prompt_tokens_total", "Number of prefill tokens processed.", lbls, float64(m.promptTokens.Load()))
+	counter(bw, "vllm:generation_tokens_total", "Number of generation tokens processed.", lbls, float64(m.generationTokens.Load()))
+	counter(bw, "vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", lbls, float64(m.preemptions.Load()))
+	prefix := "vllm:prefix_cache_"
+	if legacy {
+		prefix = "vllm:gpu_prefix_cache_"
+	}
+	counter(bw, prefix+"queries_total", "Prefix cache queries, in tokens.", lbls, float64(m.prefixQueries.Load()))
+	counter(bw, prefix+"hits_total", "Prefix cache hits, in tokens.", lbls, float64(m.prefixHits.Load()))
+	fmt.Fprintf(bw, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
+	for _, lbl := range lbls {
+		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"stop\"} %d\n", lbl, m.successStop.Load())
+		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"length\"} %d\n", lbl, m.successLength.Load())
+		fmt.Fprintf(bw, "vllm:request_success_total{%s,finished_reason=\"abort\"} %d\n", lbl, m.aborted.Load())
+	}
+	hist(bw, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", lbls, m.ttft)
+	if legacy {
+		hist(bw, "vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", lbls, m.itl)
+	} else {
+		hist(bw, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", lbls, m.itl)
+	}
+	hist(bw, "vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", lbls, m.queue)
+	hist(bw, "vllm:e2e_request_latency_seconds", "Histogram of end to end request latency in seconds.", lbls, m.e2e)
 }
