@@ -12,8 +12,8 @@ import (
 // is twice what the last collection found live, so a cell whose streams
 // grow the live heap past the goal left by the one before collects in
 // its timed pass. A larger goal trades memory per stream for cells that
-// do not collect (docs/METRICS.md, "How the client keeps its schedule,
-// measured").
+// do not collect (docs/benchmarks/measurements.md, "How the client keeps
+// its schedule, measured").
 //
 // The number of Ps is left as Go sets it: on a machine shared with the
 // server a spare P is CPU taken from the server under test.

@@ -15,9 +15,9 @@ import (
 // dispatchLead is how long before its time a streamed request is built and put on
 // the open loop's board (see board): the sender's own timer fires late
 // when the machine is busy, so it works this far ahead and the send itself
-// is left to whoever runs first once it is due (docs/METRICS.md, "How the
-// client keeps its schedule, measured", has the figures behind this file's
-// constants).
+// is left to whoever runs first once it is due (docs/benchmarks/
+// measurements.md, "How the client keeps its schedule, measured", has the
+// figures behind this file's constants).
 const dispatchLead = 20 * time.Millisecond
 
 // preciseWait is the shortest wait the sender sleeps on the kernel's
@@ -27,7 +27,7 @@ const dispatchLead = 20 * time.Millisecond
 // costs CPU, while the runtime's wakes serve every send due within the
 // millisecond at once: past a thousand requests a second a wake per
 // request costs the client more per request than the lateness it saves
-// (docs/METRICS.md, "The sender's timer").
+// (docs/benchmarks/measurements.md, "The sender's timer").
 const preciseWait = time.Millisecond
 
 // longRequest is how long requests must take for a pause of the sender
