@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/pipeline"
@@ -219,7 +220,7 @@ func (r *sweepRun) discover() {
 	// process, maybe on other metrics.
 	r.probes.close()
 	engine := r.target.Engine
-	if engine == "" || engine == "custom" {
+	if engine == "" || engine == engines.Custom.Name {
 		engine = r.info.Engine
 	}
 	r.probes = r.s.openProbes(r.env, r.target, engine, r.t.Headers, r.t.APIKey)
@@ -227,7 +228,7 @@ func (r *sweepRun) discover() {
 
 // describeServer puts what the server said of itself on the row.
 func (r *sweepRun) describeServer(base *results.Cell) {
-	if (base.Engine == "" || base.Engine == "custom") && r.info.Engine != "" {
+	if (base.Engine == "" || base.Engine == engines.Custom.Name) && r.info.Engine != "" {
 		// A launch without a preset says "custom"; the server said more.
 		base.Engine = r.info.Engine
 	}

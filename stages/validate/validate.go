@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
@@ -214,7 +215,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if info.Version != "" {
 		row.EngineVersion = info.Version
 	}
-	if (row.Engine == "" || row.Engine == "custom") && info.Engine != "" {
+	if (row.Engine == "" || row.Engine == engines.Custom.Name) && info.Engine != "" {
 		row.Engine = info.Engine
 	}
 	if info.MaxModelLen > 0 {
