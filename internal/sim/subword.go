@@ -57,8 +57,8 @@ func ollamaExtra(first string) int {
 
 // subword reports whether personality uses the subword tokenizer.
 func subword(personality string) bool {
-	mustPersona(personality)
-	return personaOf(personality).subword
+	p := personaOf(personality)
+	return p == nil || p.subword
 }
 
 // ChatMessage is one message of a chat request.
