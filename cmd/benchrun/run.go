@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/supervise"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 )
@@ -102,7 +103,7 @@ func runFlags(fs *flag.FlagSet) runFunc {
 			fmt.Fprintln(stderr, "benchrun:", err)
 			return exitWith(pipeline.ExitInfra)
 		}
-		announceRunDir(ri.Dir)
+		supervise.AnnounceRunDir(ri.Dir)
 		fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
 		sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
 			Stdout:   stdout,

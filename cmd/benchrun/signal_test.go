@@ -140,46 +140,6 @@ func waitPID(t *testing.T, path string) int {
 	return 0
 }
 
-func TestParseStat(t *testing.T) {
-	pid, ppid, pgid, ok := parseStat("42 (a (weird) name) S 7 42 42 0 -1")
-	if !ok || pid != 42 || ppid != 7 || pgid != 42 {
-		t.Fatalf("got %d %d %d %v", pid, ppid, pgid, ok)
-	}
-	if _, _, _, ok := parseStat("garbage"); ok {
-		t.Fatal("garbage parsed")
-	}
-}
-
-// TestKillChildGroups checks the forced exit's own sweep (launched servers
-// also have a guard that kills their group when benchrun dies): a child
-// leading its own group, with a grandchild, is killed with the grandchild.
-func TestKillChildGroups(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "sleep 60 & echo $! > "+filepath.Join(dir, "sleeppid")+"; wait")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sleepPID := waitPID(t, filepath.Join(dir, "sleeppid"))
-	killChildGroups()
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("the child survived killChildGroups")
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !testkit.Gone(sleepPID) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !testkit.Gone(sleepPID) {
-		syscall.Kill(sleepPID, syscall.SIGKILL)
-		t.Fatal("the grandchild in the child's group survived")
-	}
-}
-
 // benchrunCmd is this test binary acting as benchrun in dir.
 func benchrunCmd(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
@@ -550,42 +510,6 @@ func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration, stderr *lockedBu
 	case <-time.After(limit):
 		t.Fatalf("still running after %v:\n%s", limit, stderr.String())
 		return 0
-	}
-}
-
-// TestStopSignalsPairCopiesOfOneStop: a signal that reached the worker
-// directly and the supervisor's forwarded copy of the same kind, close
-// together, are one stop; two on one path, two of different kinds, or
-// copies further apart than sameStopWindow are two.
-func TestStopSignalsPairCopiesOfOneStop(t *testing.T) {
-	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	type sig struct {
-		s         os.Signal
-		forwarded bool
-		after     time.Duration
-	}
-	for _, tc := range []struct {
-		name   string
-		sigs   []sig
-		second int // index of the signal that is the second stop; -1: none
-	}{
-		{"direct then forwarded", []sig{{syscall.SIGTERM, false, 0}, {syscall.SIGTERM, true, 5 * time.Millisecond}}, -1},
-		{"forwarded then direct, late on a loaded machine", []sig{{syscall.SIGTERM, true, 0}, {syscall.SIGTERM, false, 1500 * time.Millisecond}}, -1},
-		{"Ctrl-C twice through the supervisor", []sig{{os.Interrupt, true, 0}, {os.Interrupt, true, 300 * time.Millisecond}}, 1},
-		{"a stop to everyone, then another", []sig{{syscall.SIGTERM, false, 0}, {syscall.SIGTERM, true, time.Millisecond}, {syscall.SIGTERM, false, time.Second}}, 2},
-		{"different kinds", []sig{{syscall.SIGTERM, false, 0}, {os.Interrupt, true, time.Millisecond}}, 1},
-		{"copies too far apart", []sig{{syscall.SIGTERM, false, 0}, {syscall.SIGTERM, true, sameStopWindow + time.Millisecond}}, 1},
-	} {
-		var stops stopSignals
-		got := -1
-		for i, s := range tc.sigs {
-			if stops.add(s.s, s.forwarded, at.Add(s.after)) && got < 0 {
-				got = i
-			}
-		}
-		if got != tc.second {
-			t.Errorf("%s: second stop at signal %d, want %d", tc.name, got, tc.second)
-		}
 	}
 }
 

@@ -1,8 +1,7 @@
-package main
+package supervise
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -11,27 +10,23 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
-
-	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/pipeline"
 )
 
 // A Go runtime fatal error (a stack overflow, concurrent map writes, out
 // of memory) cannot be recovered and always exits 2, the code of an
-// invalid plan. So a run is supervised: benchrun re-executes itself as
-// the run's worker and waits. The worker writes any fatal error to a pipe
-// as well as to stderr (debug.SetCrashOutput), and a worker that crashed
-// exits 4 (internal error), never 2. The worker keeps the terminal as its
-// stdout and stderr (the live view still draws) in a process group of its
-// own, so a terminal's Ctrl-C reaches only the supervisor, which forwards
-// each signal once, as a word on a pipe (interruptFD) rather than as a
-// signal: a stop that signals every process (systemctl stop, a CI
-// runner's cgroup kill) reaches the worker directly too, and the worker
-// must tell the two copies of one stop from a second stop (it took them
-// as two in 13 of 16 tries, skipping the finally stages). The worker dies
-// with the supervisor (parent-death signal), and its guarded servers with
-// it.
+// invalid plan. So a run is supervised: benchrun re-executes itself as the
+// run's worker and waits. The worker writes any fatal error to a pipe as
+// well as to stderr (debug.SetCrashOutput), and a worker that crashed is
+// told from one that exited (benchrun exits 4, an internal error, never
+// 2). The worker keeps the terminal as its stdout and stderr (the live
+// view still draws) in a process group of its own, so a terminal's Ctrl-C
+// reaches only the supervisor, which forwards each signal once, as a word
+// on a pipe (interruptFD) rather than as a signal: a stop that signals
+// every process (systemctl stop, a CI runner's cgroup kill) reaches the
+// worker directly too, and the worker must tell the two copies of one stop
+// from a second stop (it took them as two in 13 of 16 tries, skipping the
+// finally stages). The worker dies with the supervisor (parent-death
+// signal), and its guarded servers with it.
 const (
 	supervisedEnv   = "BENCHRUN_SUPERVISED"    // set in the worker
 	noSupervisorEnv = "BENCHRUN_NO_SUPERVISOR" // 1: run in-process (debugging)
@@ -67,10 +62,10 @@ func readForwardedSignals() {
 	}()
 }
 
-// announceRunDir tells the supervisor, when there is one, where the run
+// AnnounceRunDir tells the supervisor, when there is one, where the run
 // writes: a worker killed outright (SIGKILL, the kernel's out-of-memory
 // killer) cannot say it, and its manifest would say "running".
-func announceRunDir(dir string) {
+func AnnounceRunDir(dir string) {
 	if os.Getenv(supervisedEnv) == "" {
 		return
 	}
@@ -83,10 +78,29 @@ func announceRunDir(dir string) {
 	}
 }
 
-// superviseRun runs args in a worker and returns its exit code, or
-// ok=false when this process should run them itself (it is the worker,
-// or supervision is off or impossible).
-func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
+// Outcome is how a supervised worker ended.
+type Outcome struct {
+	// ExitCode is its exit status, when it exited.
+	ExitCode int
+	// Signal is what killed it: an interrupt the supervisor forwarded
+	// before the worker could take it (Forwarded, its first
+	// milliseconds), or a signal from outside, with no word of its own.
+	Signal    os.Signal
+	Forwarded bool
+	// Crashed: it wrote a Go fatal error (on its stderr, and the crash
+	// pipe).
+	Crashed bool
+	// RunDir is the run directory it said it writes ("" before it made
+	// one).
+	RunDir string
+	// WaitErr is a failure to wait for it.
+	WaitErr error
+}
+
+// Run runs args in a worker (this binary re-executed) and returns how it
+// ended, or ok=false when this process should run them itself (it is the
+// worker, or supervision is off or impossible).
+func Run(args []string) (o Outcome, ok bool) {
 	if os.Getenv(supervisedEnv) != "" {
 		if f := os.NewFile(crashFD, "crash"); f != nil {
 			if err := debug.SetCrashOutput(f, debug.CrashOptions{}); err == nil {
@@ -94,31 +108,31 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 			}
 		}
 		readForwardedSignals()
-		return 0, false
+		return Outcome{}, false
 	}
 	if os.Getenv(noSupervisorEnv) == "1" {
-		return 0, false
+		return Outcome{}, false
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, false
+		return Outcome{}, false
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return 0, false
+		return Outcome{}, false
 	}
 	dr, dw, err := os.Pipe()
 	if err != nil {
 		_ = pr.Close()
 		_ = pw.Close()
-		return 0, false
+		return Outcome{}, false
 	}
 	ir, iw, err := os.Pipe()
 	if err != nil {
 		for _, f := range []*os.File{pr, pw, dr, dw} {
 			_ = f.Close()
 		}
-		return 0, false
+		return Outcome{}, false
 	}
 	defer iw.Close()
 	cmd := exec.Command(exe, args...)
@@ -133,7 +147,7 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 		for _, f := range []*os.File{pr, pw, dr, dw, ir} {
 			_ = f.Close()
 		}
-		return 0, false
+		return Outcome{}, false
 	}
 	_ = pw.Close()
 	_ = dw.Close()
@@ -167,71 +181,23 @@ func superviseRun(args []string, stderr io.Writer) (code int, ok bool) {
 				_ = cmd.Process.Signal(s) // the worker closed its end
 			}
 		case err := <-waited:
-			didCrash := <-crashed
+			o.Crashed = <-crashed
 			_ = pr.Close()
-			dir := <-runDir
+			o.RunDir = <-runDir
 			_ = dr.Close()
-			code := 0
 			var ee *exec.ExitError
 			switch {
 			case err == nil:
 			case errors.As(err, &ee):
-				ws, ok := ee.Sys().(syscall.WaitStatus)
-				switch {
-				case ok && ws.Signaled() && forwarded[ws.Signal()]:
-					// An interrupt forwarded before the worker could take
-					// it (its first milliseconds): interrupted, as always.
-					code = pipeline.ExitInterrupted
-				case ok && ws.Signaled():
-					// Killed from outside, with no word of its own.
-					workerKilled(stderr, ws.Signal(), dir)
-					code = pipeline.ExitInternal
-				default:
-					code = ee.ExitCode()
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					o.Signal, o.Forwarded = ws.Signal(), forwarded[ws.Signal()]
+				} else {
+					o.ExitCode = ee.ExitCode()
 				}
 			default:
-				fmt.Fprintf(stderr, "benchrun: waiting for the run: %v\n", err)
-				code = pipeline.ExitInternal
+				o.WaitErr = err
 			}
-			if didCrash {
-				fmt.Fprintf(stderr, "benchrun: internal error (a bug in benchrun, please report it): the run crashed with a Go fatal error (above), exit %d; every finished row is in the run directory\n", code)
-				code = pipeline.ExitInternal
-			}
-			return code, true
+			return o, true
 		}
 	}
-}
-
-// workerKilled says what happened to a worker killed by sig from outside
-// benchrun, and marks its run directory's manifest crashed: the worker
-// had no chance to (its manifest would say "running" until a resume).
-func workerKilled(stderr io.Writer, sig os.Signal, dir string) {
-	why := fmt.Sprintf("the run's worker was killed by %s", signalName(sig))
-	if sig == syscall.SIGKILL {
-		why += " (out of memory? the kernel's out-of-memory killer sends SIGKILL; dmesg says)"
-	}
-	if dir == "" {
-		fmt.Fprintf(stderr, "benchrun: %s before it made its run directory\n", why)
-		return
-	}
-	fmt.Fprintf(stderr, "benchrun: %s; every finished row is in %s (benchrun PLAN --resume %s goes on from them)\n", why, dir, dir)
-	if err := rundir.MarkCrashed(dir, why, pipeline.ExitInternal, time.Now()); err != nil {
-		fmt.Fprintf(stderr, "benchrun: marking the run crashed: %v\n", err)
-	}
-}
-
-func signalName(sig os.Signal) string {
-	if s, ok := sig.(syscall.Signal); ok {
-		switch s {
-		case syscall.SIGKILL:
-			return "SIGKILL"
-		case syscall.SIGTERM:
-			return "SIGTERM"
-		case syscall.SIGSEGV:
-			return "SIGSEGV"
-		case syscall.SIGABRT:
-			return "SIGABRT"
-		}
-	}
-	return sig.String()
 }

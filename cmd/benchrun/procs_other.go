@@ -1,7 +1,0 @@
-//go:build !linux
-
-package main
-
-// killChildGroups is a no-op where /proc is missing; launched servers are
-// still stopped by the pipeline on the first interrupt.
-func killChildGroups() {}
