@@ -17,7 +17,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -359,18 +358,18 @@ func CompileAssertion(a schema.Assertion, stage string) (*Assertion, error) {
 	return out, nil
 }
 
-var cellColumns = sync.OnceValue(func() []string { return exprNames(results.Cell{}) })
-
-// cellField maps each expr name of a cell row to its field index.
-var cellField = sync.OnceValue(func() map[string]int {
-	out := map[string]int{}
+// cellColumns lists the expr names of a cell row's columns, sorted (for a
+// did-you-mean).
+func cellColumns() []string {
+	var out []string
 	for _, c := range results.Columns() {
 		if c.Expr != "" {
-			out[c.Expr] = c.Index
+			out = append(out, c.Expr)
 		}
 	}
+	sort.Strings(out)
 	return out
-})
+}
 
 // Judge evaluates the assertion on a row. An assertion that reads a null
 // (not measured) column is an error naming it, never a pass: `ttft_p99_ms
@@ -412,7 +411,7 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 	if !v.Passed {
 		if why, ok := a.explain(c, reqs, base); ok {
 			v.Inconclusive, v.Explained = true, why
-			v.Values["machine_late_p99_ms"] = fmt.Sprintf("%.3g", machine.Late(&c))
+			v.Values[results.ColMachineLateP99Ms] = fmt.Sprintf("%.3g", machine.Late(&c))
 		}
 	}
 	return v
@@ -470,13 +469,8 @@ func (a *Assertion) run(v *Verdict, env any) {
 
 // nullColumn is the first column the expression reads that is null on c.
 func (a *Assertion) nullColumn(c results.Cell) *results.NullError {
-	rv := reflect.ValueOf(c)
 	for _, n := range a.names {
-		i, ok := cellField()[n]
-		if !ok {
-			continue
-		}
-		if f := rv.Field(i); f.Kind() == reflect.Pointer && f.IsNil() {
+		if col, ok := results.LookupExpr(n); ok && col.IsNull(&c) {
 			return &results.NullError{Column: n, Why: results.WhyNull(c, n)}
 		}
 	}
@@ -500,36 +494,18 @@ func CellLabel(c results.Cell) string {
 // column reads "null".
 func columnValues(c results.Cell, names []string) map[string]string {
 	out := map[string]string{}
-	rv := reflect.ValueOf(c)
 	for _, n := range names {
-		f, _, known := column(rv, n)
-		switch {
-		case !known:
-		case !f.IsValid():
+		col, known := results.LookupExpr(n)
+		if !known {
+			continue
+		}
+		if v := col.Value(&c); v != nil {
+			out[n] = fmt.Sprintf("%v", v)
+		} else {
 			out[n] = "null"
-		default:
-			out[n] = fmt.Sprintf("%v", f.Interface())
 		}
 	}
 	return out
-}
-
-// column is the cell column name of the row rv (a results.Cell) and its
-// field index: the value, a nullable one's pointer followed (invalid when
-// null); known is false for a name that is no cell column.
-func column(rv reflect.Value, name string) (v reflect.Value, field int, known bool) {
-	i, ok := cellField()[name]
-	if !ok {
-		return reflect.Value{}, -1, false
-	}
-	f := rv.Field(i)
-	if f.Kind() == reflect.Pointer {
-		if f.IsNil() {
-			return reflect.Value{}, i, true
-		}
-		f = f.Elem()
-	}
-	return f, i, true
 }
 
 // FormatValues renders verdict values as "a=1 b=2".
