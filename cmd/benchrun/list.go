@@ -12,8 +12,9 @@ import (
 	"github.com/benchrun/benchrun/schema"
 )
 
-// writeList is `benchrun list`: it prints every stage kind and sink kind with its one-line doc and
-// its fields, from the registry and the CUE schema (nothing hand-written).
+// writeList is `benchrun list`: it prints every stage kind and sink kind
+// with its one-line doc and its fields, from the registry and the CUE
+// schema (nothing hand-written).
 func writeList(_ context.Context, _ []string, stdout, _ io.Writer) error {
 	reg := registry()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -96,9 +97,10 @@ func ownFields(d schema.DefDoc) []string {
 	return out
 }
 
-// writeSchema is `benchrun schema`: it prints one kind's fields (type, default, doc), the envelope
-// with the fields every stage shares (no argument), or the row columns
-// assertions can read (`benchrun schema columns`).
+// writeSchema is `benchrun schema`: it prints one kind's fields (type,
+// default, doc), the envelope with the fields every stage shares (no
+// argument), or the row columns assertions can read (`benchrun schema
+// columns`).
 func writeSchema(_ context.Context, args []string, stdout, _ io.Writer) error {
 	reg := registry()
 	kinds, sinks := reg.Schemas(), reg.SinkSchemas()

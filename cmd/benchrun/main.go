@@ -86,8 +86,8 @@ func benchrunMain(args []string, stdout, stderr io.Writer) (code int) {
 }
 
 // supervised reports whether a command runs under a supervising parent
-// (supervise_linux.go): runs, whose crash must never exit 2, and the
-// tests' crashing commands.
+// (supervise.go, internal/supervise): runs, whose crash must never exit
+// 2, and the tests' crashing commands.
 func supervised(args []string) bool {
 	if wantsHelp(args) {
 		return false // help runs nothing

@@ -11,13 +11,13 @@ import (
 	"github.com/benchrun/benchrun/pipeline"
 )
 
-// postFlags declares `benchrun post`'s flags: it sends a run's results to its remote sinks (SiYuan, webhooks)
-// again, from its run directory: after a post that failed, for a run
-// killed half way (what it finished is posted, marked crashed), or to a
-// sink the plan did not name (--sink siyuan). Posting is idempotent where
-// the sink is (SiYuan updates the one document of the run, and reuses
-// the charts siyuan-assets.json records as uploaded); Parquet and the
-// other files are never touched.
+// postFlags declares `benchrun post`'s flags: it sends a run's results to
+// its remote sinks (SiYuan, webhooks) again, from its run directory: after
+// a post that failed, for a run killed half way (what it finished is
+// posted, marked crashed), or to a sink the plan did not name (--sink
+// siyuan). Posting is idempotent where the sink is (SiYuan updates the one
+// document of the run, and reuses the charts siyuan-assets.json records as
+// uploaded); Parquet and the other files are never touched.
 func postFlags(fs *flag.FlagSet) runFunc {
 	var sinkNames stringList
 	fs.Var(&sinkNames, "sink", "post to this sink only: a name of the run's sinks, or a remote sink kind (siyuan, webhook) with its defaults; repeatable")
