@@ -272,14 +272,6 @@ func Build(t reflect.Type, entries []Column) []Column {
 	return out
 }
 
-// Entries are the declared catalogue entries, in declaration order (the
-// regression table's order: what `compare` lists first comes first).
-func Entries() []Column {
-	out := make([]Column, len(entries))
-	copy(out, entries)
-	return out
-}
-
 // SwapCatalogue puts cols in force in place of the declared catalogue
 // and returns what restores it: how a test adds a scratch column and sees
 // it wherever the catalogue is read. Not for use outside tests.
