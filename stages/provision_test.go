@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 )
@@ -73,9 +74,7 @@ func simHandler(t *testing.T) http.Handler {
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"tiny"}
 	cfg.TTFT, cfg.ITL = 2*time.Millisecond, time.Millisecond
-	s := sim.New(cfg)
-	t.Cleanup(s.Close)
-	return s
+	return simtest.NewSimFrom(t, cfg)
 }
 
 func stageStatus(sum *pipeline.Summary, name string) pipeline.StageResult {

@@ -114,8 +114,7 @@ func TestPresetsAndOverrides(t *testing.T) {
 	// Ollama lists "tiny:latest" and answers to "tiny" too; the simulator
 	// serves both names.
 	cfg.Models = []string{"tiny:latest", "tiny"}
-	s := sim.New(cfg)
-	defer s.Close()
+	s := simtest.NewSimFrom(t, cfg)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paths = append(paths, r.Method+" "+r.URL.Path)
 		if r.URL.Path == "/" {
@@ -151,8 +150,7 @@ func TestPresetsAndOverrides(t *testing.T) {
 func TestProbeRefused(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"tiny"}
-	s := sim.New(cfg)
-	defer s.Close()
+	s := simtest.NewSimFrom(t, cfg)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			http.Error(w, `{"error":{"message":"this model does not support completions"}}`, http.StatusBadRequest)
@@ -192,7 +190,7 @@ func guarded(t *testing.T, protect func(path string) bool) (*httptest.Server, *[
 	t.Helper()
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"tiny"}
-	s := sim.New(cfg)
+	s := simtest.NewSimFrom(t, cfg)
 	var mu sync.Mutex
 	var seen []string
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -205,7 +203,7 @@ func guarded(t *testing.T, protect func(path string) bool) (*httptest.Server, *[
 		}
 		s.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { s.Close(); ts.Close() })
+	t.Cleanup(ts.Close)
 	return ts, &seen
 }
 
@@ -333,14 +331,14 @@ func TestHTTP2OnlyServerFailsAtOnce(t *testing.T) {
 func TestPlanHostHeaderReachesEveryCheck(t *testing.T) {
 	var mu sync.Mutex
 	var hosts []string
-	s := sim.New(sim.DefaultConfig())
+	s := simtest.NewSimFrom(t, sim.DefaultConfig())
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		hosts = append(hosts, r.Method+" "+r.URL.Path+" "+r.Host)
 		mu.Unlock()
 		s.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { s.Close(); ts.Close() })
+	t.Cleanup(ts.Close)
 	model := sim.DefaultConfig().Models[0]
 	_, _, err := runHealth(t, fmt.Sprintf(`within: "20s", interval: "50ms", model: %q, headers: {"Host": "llm.gateway.example"}`, model), &pipeline.Outputs{URL: ts.URL, Engine: "vllm"})
 	if err != nil {

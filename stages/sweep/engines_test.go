@@ -15,6 +15,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -48,10 +49,10 @@ func (p *promptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestColdPromptsNeverRepeat(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, time.Millisecond, 0
-	s := sim.New(cfg)
+	s := simtest.NewSimFrom(t, cfg)
 	rec := &promptRecorder{next: s}
 	hs := httptest.NewServer(rec)
-	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Cleanup(hs.Close)
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
 		cells: [{isl: 24, osl: 2}], concurrency: [1, 2, 4], requests: 8, warmup: 2`, hs.URL), ``)
 	c, err := runStage(t, st, p)
@@ -96,10 +97,10 @@ func TestColdPromptsNeverRepeat(t *testing.T) {
 func TestCellOverTheContextIsRefusedUpFront(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.EOSProb, cfg.MaxModelLen = 2*time.Millisecond, time.Millisecond, 0, 200
-	s := sim.New(cfg)
+	s := simtest.NewSimFrom(t, cfg)
 	rec := &promptRecorder{next: s}
 	hs := httptest.NewServer(rec)
-	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Cleanup(hs.Close)
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
 		cells: [{isl: 64, osl: 16}, {isl: 256, osl: 16}], concurrency: [1, 2], requests: 4, warmup: 1`, hs.URL), ``)
 	c, err := runStage(t, st, p)
@@ -142,7 +143,7 @@ func TestRowsCarryTheEngineVersion(t *testing.T) {
 		t.Fatalf("engine_version %q, want the simulator's /version answer", got)
 	}
 	// No version endpoint at all.
-	s := sim.New(sim.DefaultConfig())
+	s := simtest.NewSimFrom(t, sim.DefaultConfig())
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/version" {
 			http.NotFound(w, r)
@@ -150,7 +151,7 @@ func TestRowsCarryTheEngineVersion(t *testing.T) {
 		}
 		s.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Cleanup(hs.Close)
 	st, p = loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
 		cells: [{isl: 16, osl: 2}], concurrency: [1], requests: 2, warmup: 0`, hs.URL), ``)
 	if c, err = runStage(t, st, p); err != nil {
@@ -167,7 +168,7 @@ func TestRowsCarryTheEngineVersion(t *testing.T) {
 func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, 2*time.Millisecond, 0
-	s := sim.New(cfg)
+	s := simtest.NewSimFrom(t, cfg)
 	var mu sync.Mutex
 	sent := 0
 	var diedAt time.Time
@@ -206,7 +207,7 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 		s.ServeHTTP(w, r)
 	})
 	hs.Start()
-	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Cleanup(hs.Close)
 	st, p := loadStage(t, `kind: "sweep", target: "server"
 		cells: [{isl: 16, osl: 20}], concurrency: [1, 2, 4], requests: 4, warmup: 1`, ``)
 	var c collected
@@ -246,7 +247,7 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 func TestNoPassStartsIntoADeadServer(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, 2*time.Millisecond, 0
-	s := sim.New(cfg)
+	s := simtest.NewSimFrom(t, cfg)
 	var mu sync.Mutex
 	sent, afterDeath := 0, 0
 	dead := false
@@ -277,7 +278,7 @@ func TestNoPassStartsIntoADeadServer(t *testing.T) {
 		s.ServeHTTP(w, r)
 	})
 	hs.Start()
-	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Cleanup(hs.Close)
 	st, p := loadStage(t, `kind: "sweep", target: "server", calibrate: "off"
 		cells: [{isl: 16, osl: 20}], concurrency: [1, 2], requests: 4, warmup: 1`, ``)
 	var c collected
@@ -344,7 +345,7 @@ func TestNoRequestIsUnboundedByDefault(t *testing.T) {
 // written (os.ExpandEnv made it "paword"), and an unset name is refused
 // before anything is sent (it was sent as an empty value).
 func TestHeaderExpansionOneRule(t *testing.T) {
-	s := sim.New(sim.DefaultConfig())
+	s := simtest.NewSimFrom(t, sim.DefaultConfig())
 	var mu sync.Mutex
 	var got []string
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -353,7 +354,7 @@ func TestHeaderExpansionOneRule(t *testing.T) {
 		mu.Unlock()
 		s.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { s.Close(); hs.Close() })
+	t.Cleanup(hs.Close)
 	t.Setenv("BENCHRUN_TEST_HDR", "tok")
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, calibrate: "off", headers: {"X-Secret": "pa$$word$1-${BENCHRUN_TEST_HDR}"}
 		cells: [{isl: 8, osl: 2}], concurrency: [1], requests: 1, warmup: 0`, hs.URL), ``)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 )
 
 // failFirst makes the real simulator answer the first n streamed
@@ -48,11 +48,10 @@ func (f *failFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestSpeedupIsNullWhenTheC1RowFailed(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, time.Millisecond, 0
-	s := sim.New(cfg)
-	hs := httptest.NewServer(&failFirst{n: 4, next: s})
-	t.Cleanup(func() { s.Close(); hs.CloseClientConnections(); hs.Close() })
+	s := simtest.NewSimFrom(t, cfg)
+	url := simtest.Serve(t, &failFirst{n: 4, next: s})
 	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q
-		cells: [{isl: 16, osl: 4}], concurrency: [1, 4], requests: 4, warmup: 0`, hs.URL), ``)
+		cells: [{isl: 16, osl: 4}], concurrency: [1, 4], requests: 4, warmup: 0`, url), ``)
 	c, err := runStage(t, st, p)
 	if err != nil {
 		t.Fatal(err)

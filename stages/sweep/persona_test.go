@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +20,8 @@ func startPersona(t *testing.T, persona string, edit func(*sim.Config)) (*sim.Se
 	if edit != nil {
 		edit(&cfg)
 	}
-	s := sim.New(cfg)
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { s.Close(); hs.CloseClientConnections(); hs.Close() })
-	return s, hs.URL
+	s := simtest.NewSimFrom(t, cfg)
+	return s, simtest.Serve(t, s)
 }
 
 // The flagship plan's shape against each engine's habits: every row ok,

@@ -246,7 +246,7 @@ func counting(t *testing.T, grow time.Duration) (*httptest.Server, *atomic.Int64
 	cfg := sim.DefaultConfig()
 	cfg.Models = []string{"tiny"}
 	cfg.TTFT, cfg.ITL = 5*time.Millisecond, time.Millisecond
-	s := sim.New(cfg)
+	s := simtest.NewSimFrom(t, cfg)
 	var n, maxInFlight, inFlight atomic.Int64
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Only the warm-up's own (streamed) requests count: discovery and
@@ -267,7 +267,7 @@ func counting(t *testing.T, grow time.Duration) (*httptest.Server, *atomic.Int64
 		}
 		s.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { s.Close(); ts.Close() })
+	t.Cleanup(ts.Close)
 	return ts, &n, &maxInFlight
 }
 
@@ -380,9 +380,9 @@ func TestWarmupPromptsAreCalibrated(t *testing.T) {
 	cfg := simtest.DefaultConfigFor(sim.PersonaLlamaServer)
 	cfg.Models = []string{"tiny"}
 	cfg.TTFT, cfg.ITL, cfg.EOSProb = 2*time.Millisecond, time.Millisecond, 0
-	srv := sim.New(cfg)
+	srv := simtest.NewSimFrom(t, cfg)
 	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Close(); ts.Close() })
+	t.Cleanup(ts.Close)
 	s, p := loaded(t, `requests: 8`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2], cells: [{isl: 64, osl: 4}]}`)
 	if _, _, err := run(t, s, p, ts.URL); err != nil {
 		t.Fatal(err)
