@@ -18,6 +18,7 @@ import (
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,9 +89,9 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 func TestKernelStampsThroughTLS(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.EOSProb, cfg.MaxRecords, cfg.TTFT, cfg.ITL = 0, 100, 5*time.Millisecond, 10*time.Millisecond
-	srv := sim.New(cfg)
+	srv := simtest.NewSimFrom(t, cfg)
 	hs := httptest.NewTLSServer(srv)
-	t.Cleanup(func() { srv.Close(); hs.CloseClientConnections(); hs.Close() })
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 	tg := newTarget(hs.URL, 1)
 	tg.HTTP.Transport.(*h1Transport).TLSClientConfig = hs.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	defer tg.HTTP.CloseIdleConnections()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
@@ -235,7 +236,7 @@ func startGatedSim(t *testing.T, hold func(n int64, at time.Duration) time.Durat
 	cfg.EOSProb = 0
 	cfg.MaxRecords = 20000
 	cfg.TTFT, cfg.ITL = time.Millisecond, 0
-	g := &gatedSim{srv: sim.New(cfg)}
+	g := &gatedSim{srv: simtest.NewSimFrom(t, cfg)}
 	var first, arrived, in atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := in.Add(1)
@@ -248,7 +249,6 @@ func startGatedSim(t *testing.T, hold func(n int64, at time.Duration) time.Durat
 		g.srv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
-		g.srv.Close()
 		hs.CloseClientConnections()
 		hs.Close()
 	})
