@@ -22,12 +22,15 @@ import (
 // a regression makes both slow, and the second, taken minutes later on
 // the same server, is the independent look. The verdict records both.
 func (e *Env) Confirm(row results.Cell) bool {
-	if e == nil || e.confirm == nil || e.shards > 1 {
+	if e == nil || e.Runtime == nil {
+		return false
+	}
+	if _, n, _ := e.Runtime.Shard(); n > 1 {
 		// A shard's rows hold part of the load: the regression check
 		// and its confirmation belong to the merged rows (benchrun
 		// merge), and a re-measurement on one shard alone would leave
 		// its peers waiting at the next cell.
 		return false
 	}
-	return e.confirm(row)
+	return e.Runtime.Confirm(row)
 }

@@ -236,10 +236,10 @@ func (e *Env) Dependents() []Peer {
 // instead of re-measuring it or reading the run directory. Nil outside a
 // run or when the stage emitted nothing; the rows are copies.
 func (e *Env) StageRows(name string) []results.Cell {
-	if e == nil || e.rows == nil {
+	if e == nil || e.Runtime == nil {
 		return nil
 	}
-	return e.rows(name)
+	return e.Runtime.StageRows(name)
 }
 
 // graph is the whole plan's graph: Env.Graph's (the graph being run, maybe

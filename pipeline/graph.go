@@ -2,11 +2,12 @@ package pipeline
 
 import (
 	"fmt"
-	"github.com/benchrun/benchrun/internal/suggest"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/benchrun/benchrun/internal/suggest"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -298,10 +299,10 @@ func (n *Node) attachAssertions(plan []*Assertion, haveBaseline bool) schema.Err
 	return errs
 }
 
-// assertions returns the graph's compiled assertions: by the stage whose
+// Assertions returns the graph's compiled assertions: by the stage whose
 // rows they judge, and the run-level ones (the stages' own in plan order,
 // then the plan's).
-func (g *Graph) assertions() (map[string][]*Assertion, []*Assertion) {
+func (g *Graph) Assertions() (map[string][]*Assertion, []*Assertion) {
 	byStage := map[string][]*Assertion{}
 	var run []*Assertion
 	for _, n := range g.Nodes {
@@ -523,9 +524,9 @@ func cycleFrom(g *Graph, start string, in map[string]bool) []string {
 	}
 }
 
-// rateLadder reports whether a measuring stage runs a request-rate
+// RateLadder reports whether a measuring stage runs a request-rate
 // ladder (tables for people then show the rate column).
-func (g *Graph) rateLadder() bool {
+func (g *Graph) RateLadder() bool {
 	for _, n := range g.Nodes {
 		if ls, ok := n.Stage.(LoadShaper); ok && len(ls.LoadShape().Rates) > 0 {
 			return true
@@ -534,9 +535,9 @@ func (g *Graph) rateLadder() bool {
 	return false
 }
 
-// namedTests reports whether a stage's rows are a program's named tests
+// NamedTests reports whether a stage's rows are a program's named tests
 // (tables for people then show bench_test).
-func (g *Graph) namedTests() bool {
+func (g *Graph) NamedTests() bool {
 	for _, n := range g.Nodes {
 		if tn, ok := n.Stage.(TestNamer); ok && tn.NamesTests() {
 			return true
@@ -581,4 +582,47 @@ func (g *Graph) checkRunAssertions() schema.Errors {
 		}
 	}
 	return errs
+}
+
+// linkPosters marks the sinks that post stages name as theirs (driven by
+// the stage, not live) and checks that no other stage waits for a stage
+// that runs after the run is judged.
+func (g *Graph) linkPosters() schema.Errors {
+	var errs schema.Errors
+	for _, n := range g.Nodes {
+		if p, ok := n.Stage.(SinkPoster); ok {
+			for i, name := range p.PostsTo() {
+				for _, u := range g.Sinks {
+					switch {
+					case u.Name() != name:
+					case u.PostedBy == "":
+						u.PostedBy = n.Spec.Name
+					case u.PostedBy != n.Spec.Name:
+						errs = append(errs, schema.Error{Pos: n.Spec.PosOf("sinks", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.sinks[%d]: stage %s posts to %q already; one post stage per sink", n.Spec.Name, i, u.PostedBy, name)})
+					}
+				}
+			}
+		}
+		if n.Kind.AfterRun {
+			continue
+		}
+		for _, d := range n.Deps {
+			if dn := g.byName[d]; dn != nil && dn.Kind.AfterRun {
+				errs = append(errs, schema.Error{Pos: n.Spec.PosOf(n.Via[d]), Msg: fmt.Sprintf("stages.%s.%s: %s (kind %s) runs after every other stage, once the run is judged, so no stage can wait for it", n.Spec.Name, n.Via[d], d, dn.Kind.Name)})
+			}
+		}
+	}
+	return errs
+}
+
+// LiveSinks are the sinks rows reach as they are measured: every sink
+// but those a post stage drives.
+func (g *Graph) LiveSinks() []*SinkUse {
+	var out []*SinkUse
+	for _, u := range g.Sinks {
+		if u.PostedBy == "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -8,12 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/benchrun/benchrun/internal/remote"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/remote"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/schema"
@@ -86,20 +87,28 @@ type Env struct {
 	// for Stage.
 	Graph *Graph
 
-	// shard, shards and startAt are Options' (Shard); sync keeps the
-	// cells in step with the other shards (CellStart).
-	shard, shards int
-	startAt       time.Time
-	sync          *shardSync
+	// Runtime is the run engine's side of a run (nil outside one): what
+	// Confirm, Post, StageRows, CellDone, CellStart and Shard answer.
+	Runtime Runtime
+}
 
-	// doneCells are the cells already finished in a resumed run (CellDone).
-	doneCells map[string]bool
-	// confirm is Confirm's answer (the runner's); nil: never re-measure.
-	confirm func(results.Cell) bool
-	// post is Post's work (the runner's); nil outside a run.
-	post func(ctx context.Context, sinks []string) error
-	// rows is StageRows' answer (the runner's kept rows); nil outside a run.
-	rows func(stage string) []results.Cell
+// Runtime is what the run engine (pipeline/engine) answers a stage with
+// through Env: kinds call Env's methods, never the engine.
+type Runtime interface {
+	// Confirm says whether the cell of row should be measured once more
+	// (Env.Confirm).
+	Confirm(row results.Cell) bool
+	// Post drives the plan's named sinks from the run directory (Env.Post).
+	Post(ctx context.Context, sinks []string) error
+	// StageRows are the current rows of the named stage (Env.StageRows).
+	StageRows(stage string) []results.Cell
+	// CellDone says the cell finished ok in the run being resumed.
+	CellDone(cellID string) bool
+	// CellStart is when the cell named "stage/cell" starts on every
+	// shard (Env.CellStart).
+	CellStart(ctx context.Context, cell string) (time.Time, error)
+	// Shard is --shard i/n and --start-at (Env.Shard).
+	Shard() (i, n int, startAt time.Time)
 }
 
 // Post drives the plan's sinks named sinks (a post stage's) from the run
@@ -108,10 +117,10 @@ type Env struct {
 // included). Every named sink runs; the error is the first required
 // sink's failure (an optional one's is a warning).
 func (e *Env) Post(ctx context.Context, sinks []string) error {
-	if e == nil || e.post == nil {
+	if e == nil || e.Runtime == nil {
 		return errors.New("posting needs a run: this stage was not started by the pipeline")
 	}
-	return e.post(ctx, sinks)
+	return e.Runtime.Post(ctx, sinks)
 }
 
 // Target resolves the stage's `target`: a launch stage's outputs, or a URL.
@@ -259,10 +268,10 @@ func (r *Registry) Schemas() []schema.KindSchema {
 // measuring stage can skip it. It is false when not resuming, and safe on
 // a nil Env.
 func (e *Env) CellDone(cellID string) bool {
-	if e == nil || e.doneCells == nil {
+	if e == nil || e.Runtime == nil {
 		return false
 	}
-	return e.doneCells[cellID]
+	return e.Runtime.CellDone(cellID)
 }
 
 // PlannedStep is one unit of work a stage will do, for `--dry-run`: a
@@ -336,8 +345,27 @@ func CellVarRefs(s string) []string {
 // Shard is this process's shard of the load, i of n (0 of 1 when the run
 // is not sharded), and the instant the shards start at (zero: now).
 func (e *Env) Shard() (i, n int, startAt time.Time) {
-	if e.shards <= 1 {
-		return 0, 1, e.startAt
+	if e.Runtime == nil {
+		return 0, 1, time.Time{}
 	}
-	return e.shard, e.shards, e.startAt
+	i, n, startAt = e.Runtime.Shard()
+	if n <= 1 {
+		return 0, 1, startAt
+	}
+	return i, n, startAt
+}
+
+// CellStart is the instant this stage's named cell starts on every shard
+// of a sharded run, on this machine's clock: with a coordinator, once
+// every shard has arrived at this cell (so cells go in lockstep); with
+// --start-at alone, that instant for the run's first cell. Zero: start
+// now (not sharded, or a later cell without a coordinator). A shard
+// that skips a cell still calls it, so that its peers are not kept
+// waiting; an error means a peer is gone and the cells can no longer be
+// kept in step.
+func (e *Env) CellStart(ctx context.Context, cell string) (time.Time, error) {
+	if e == nil || e.Runtime == nil {
+		return time.Time{}, nil
+	}
+	return e.Runtime.CellStart(ctx, e.Stage.Name+"/"+cell)
 }

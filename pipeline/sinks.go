@@ -110,7 +110,7 @@ type SinkKind struct {
 	New func(spec SinkSpec) (Sink, error)
 }
 
-func (k SinkKind) isDefault() bool {
+func (k SinkKind) IsDefault() bool {
 	return k.Default || (k.DefaultWhen != nil && k.DefaultWhen())
 }
 
@@ -269,7 +269,7 @@ func buildSinks(p *schema.Plan, reg *Registry) ([]*SinkUse, schema.Errors) {
 	for _, durable := range []bool{true, false} {
 		for _, name := range reg.sinkOrder {
 			k := reg.sinks[name]
-			if !k.isDefault() || k.Durable != durable {
+			if !k.IsDefault() || k.Durable != durable {
 				continue
 			}
 			u := &SinkUse{Kind: k, Spec: SinkSpec{Kind: k.Name, Name: k.Name, Index: -1}, Attempts: DefaultSinkAttempts, Backoff: DefaultSinkBackoff}
@@ -392,4 +392,16 @@ func (g *Graph) SetSinkParam(flag string, value any) error {
 		u.Spec, u.Sink = spec, s
 	}
 	return nil
+}
+
+// DefaultSinkKinds returns the default sink kinds in the order they were
+// registered: the sinks a replay of a run that records none drives.
+func (r *Registry) DefaultSinkKinds() []SinkKind {
+	var out []SinkKind
+	for _, name := range r.sinkOrder {
+		if k := r.sinks[name]; k.IsDefault() {
+			out = append(out, k)
+		}
+	}
+	return out
 }

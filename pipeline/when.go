@@ -87,24 +87,16 @@ func (v *stageRefs) Visit(node *ast.Node) {
 	}
 }
 
-// evalWhen runs a compiled `when` against the states of the run so far.
-func (r *runner) evalWhen(n *Node) (bool, error) {
-	env := WhenEnv{Stages: map[string]StageView{}, Metadata: r.g.Plan.Metadata, Tags: r.g.Plan.Given}
-	for _, d := range n.Deps {
-		st := r.states[d]
-		sv := StageView{Status: st.status, Reason: st.reason, DurationS: st.duration.Seconds(), Attempts: st.attempts, Outputs: map[string]any{}}
-		if st.status == StatusUp {
-			// A service that is up counts as ok for its dependents.
-			sv.Status = StatusOK
-		}
-		if o := st.outputs; o != nil {
-			sv.URL, sv.Model = o.URL, o.Model
-			for k, v := range o.Values {
-				sv.Outputs[k] = v
-			}
-		}
-		env.Stages[d] = sv
-	}
+// HasWhen says the stage runs only when its `when` holds.
+func (n *Node) HasWhen() bool { return n.when != nil }
+
+// WhenReads says the stage's `when` reads the stage named stage (a
+// skipped one among them does not skip it).
+func (n *Node) WhenReads(stage string) bool { return slices.Contains(n.whenReads, stage) }
+
+// EvalWhen runs the stage's compiled `when` against env, the states of
+// the run so far.
+func (n *Node) EvalWhen(env WhenEnv) (bool, error) {
 	out, err := expr.Run(n.when, env)
 	if err != nil {
 		return false, fmt.Errorf("when %q could not be evaluated: %w", n.Spec.When, err)

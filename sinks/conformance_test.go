@@ -23,6 +23,7 @@ import (
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/stages"
@@ -150,7 +151,7 @@ func liveRun(t *testing.T, reg *pipeline.Registry, planPath, src string, prefix 
 			t.Fatal(err)
 		}
 	}
-	ri, err := pipeline.NewRunInfo(filepath.Join(filepath.Dir(planPath), "runs"), g.Plan, nil, time.Now())
+	ri, err := engine.NewRunInfo(filepath.Join(filepath.Dir(planPath), "runs"), g.Plan, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func runGraph(t *testing.T, g *pipeline.Graph, ri *pipeline.RunInfo) (*pipeline.
 	defer cancel()
 	var stdout, progress bytes.Buffer
 	rec := pipelinetest.NewRecordingSink()
-	sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{Stdout: &stdout, Progress: &progress, FinallyTimeout: 5 * time.Second,
+	sum, err := engine.Run(ctx, g, ri, engine.Options{Stdout: &stdout, Progress: &progress, FinallyTimeout: 5 * time.Second,
 		Sinks: pipelinetest.UseSinks(rec)})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, progress.String())
@@ -302,7 +303,7 @@ func TestSinkConformance(t *testing.T) {
 
 		srv.revive()
 		g := pipelinetest.LoadPlanFile(t, reg, planPath, src)
-		ri, err := pipeline.ResumeRunInfo(dir, g.Plan, nil, time.Now())
+		ri, err := engine.ResumeRunInfo(dir, g.Plan, nil, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,14 +438,14 @@ func checkReplay(t *testing.T, reg *pipeline.Registry, base, dir, prefix string,
 		if prefix != "" {
 			params = map[string]any{"prefix": filepath.Join(b2, relPrefix)}
 		}
-		uses, err := pipeline.ReplaySinks(reg, cp, params)
+		uses, err := engine.ReplaySinks(reg, cp, params)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if kinds != nil {
 			uses = slices.DeleteFunc(uses, func(u *pipeline.SinkUse) bool { return !slices.Contains(kinds, u.Kind.Name) })
 		}
-		if _, err := pipeline.Replay(cp, uses, "", io.Discard); err != nil {
+		if _, err := engine.Replay(cp, uses, "", io.Discard); err != nil {
 			t.Fatalf("replay: %v", err)
 		}
 		run = readTree(t, cp)

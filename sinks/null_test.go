@@ -18,6 +18,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks/internal/resultdoc"
@@ -103,7 +104,7 @@ func TestNullsAndZerosRoundTripThroughEverySink(t *testing.T) {
 		}
 		uses = append(uses, &pipeline.SinkUse{Kind: k, Spec: pipeline.SinkSpec{Kind: k.Name, Name: k.Name, Index: -1}, Sink: s, Attempts: 1})
 	}
-	if _, err := pipeline.Replay(dir, uses, "", io.Discard); err != nil {
+	if _, err := engine.Replay(dir, uses, "", io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range replayable(reg) {

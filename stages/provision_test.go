@@ -16,6 +16,7 @@ import (
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 )
 
@@ -31,7 +32,7 @@ type cloudRun struct {
 	dir    string
 }
 
-func runCloud(t *testing.T, ctx context.Context, pod, rest string, target http.Handler, options ...func(*pipeline.Options)) cloudRun {
+func runCloud(t *testing.T, ctx context.Context, pod, rest string, target http.Handler, options ...func(*engine.Options)) cloudRun {
 	t.Helper()
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
@@ -55,7 +56,7 @@ stages: {
 	reg := pipeline.NewRegistry()
 	Builtin(reg)
 	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(dir, "plan.cue"), src)
-	opts := pipeline.Options{FinallyTimeout: 20 * time.Second}
+	opts := engine.Options{FinallyTimeout: 20 * time.Second}
 	for _, o := range options {
 		o(&opts)
 	}
@@ -194,7 +195,7 @@ func TestProvisionFailureSaysWhy(t *testing.T) {
 
 func TestProvisionKeep(t *testing.T) {
 	r := runCloud(t, context.Background(), createOK+"\n"+teardown, `health: {kind: "health", target: "pod", within: "10s"}`, simHandler(t),
-		func(o *pipeline.Options) { o.Keep = true }) // what --keep sets
+		func(o *engine.Options) { o.Keep = true }) // what --keep sets
 	if r.sum.ExitCode != 0 || r.ledger != "created pod-7\n" {
 		t.Fatalf("exit %d, ledger:\n%s", r.sum.ExitCode, r.ledger)
 	}

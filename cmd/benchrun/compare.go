@@ -10,6 +10,7 @@ import (
 	"github.com/benchrun/benchrun/internal/compare"
 	"github.com/benchrun/benchrun/internal/regress"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 )
 
 const compareUsage = `usage: benchrun compare OLD NEW [flags]
@@ -55,7 +56,7 @@ func compareFlags(fs *flag.FlagSet) runFunc {
 	fs.Float64Var(&cf.Alpha, "alpha", 0.05, "two-sided level of the intervals (0.05: 95%)")
 	fs.Uint64Var(&cf.Seed, "seed", 0, "bootstrap seed (the same runs and seed give the same intervals)")
 	fs.IntVar(&cf.Resamples, "resamples", 1000, "bootstrap resamples")
-	inconclusive := fs.String("inconclusive", pipeline.InconclusiveTolerate, "what a change the machine's own lateness could explain does to the exit code: tolerate (exit 0 when nothing regressed) or fail (exit 5)")
+	inconclusive := fs.String("inconclusive", engine.InconclusiveTolerate, "what a change the machine's own lateness could explain does to the exit code: tolerate (exit 0 when nothing regressed) or fail (exit 5)")
 	return func(_ context.Context, pos []string, stdout, stderr io.Writer) error {
 		if cf.By == "" && len(pos) < 2 {
 			return errUsage // OLD and NEW, or a baseline and its variants
@@ -63,7 +64,7 @@ func compareFlags(fs *flag.FlagSet) runFunc {
 		if !compare.ValidFormat(format) {
 			return failf(pipeline.ExitInvalid, "--format %q: give text, markdown, csv, json or html", format)
 		}
-		if *inconclusive != pipeline.InconclusiveTolerate && *inconclusive != pipeline.InconclusiveFail {
+		if *inconclusive != engine.InconclusiveTolerate && *inconclusive != engine.InconclusiveFail {
 			return failf(pipeline.ExitInvalid, "--inconclusive %q: give tolerate or fail", *inconclusive)
 		}
 		o, err := cf.Options()
@@ -90,7 +91,7 @@ func compareFlags(fs *flag.FlagSet) runFunc {
 			return fail(pipeline.ExitInvalid, errors.New(compare.NoMatch(comps, o.Ignore)))
 		case compare.Count(comps, regress.Regressed) > 0:
 			return exitWith(pipeline.ExitAssertion)
-		case compare.Count(comps, regress.Inconclusive) > 0 && *inconclusive == pipeline.InconclusiveFail:
+		case compare.Count(comps, regress.Inconclusive) > 0 && *inconclusive == engine.InconclusiveFail:
 			return exitWith(pipeline.ExitInconclusive)
 		}
 		return nil

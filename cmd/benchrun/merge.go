@@ -13,12 +13,13 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 )
 
 // mergeFlags declares `benchrun merge`'s flags: it joins the run
 // directories of a sharded run (--shard i/n) into one, recomputing every
 // cell from the shards' pooled request rows, and judges the merged run
-// as a run is judged (pipeline.JudgeDir): the plan's row, stage and run
+// as a run is judged (engine.JudgeDir): the plan's row, stage and run
 // assertions and its baseline, with the verdicts in the assertions table,
 // the outcome in the manifest, and a run's exit code (1: a check failed).
 func mergeFlags(fs *flag.FlagSet) runFunc {
@@ -50,7 +51,7 @@ func mergeFlags(fs *flag.FlagSet) runFunc {
 			fmt.Fprintln(stdout, res.Dir)
 			return exitWith(pipeline.ExitInfra)
 		}
-		pipeline.PrintSummary(stderr, sum)
+		engine.PrintSummary(stderr, sum)
 		if sum.ExitCode != pipeline.ExitOK && sum.Reason != "" {
 			fmt.Fprintf(stderr, "benchrun merge: %s\n", sum.Reason)
 		}
@@ -75,7 +76,7 @@ func judgeMerged(ctx context.Context, res *merge.Result, dirs []string, baseline
 	if err != nil {
 		return nil, fmt.Errorf("loading the stored plan: %w", err)
 	}
-	return pipeline.JudgeDir(ctx, g, res.Dir, pipeline.JudgeOptions{
+	return engine.JudgeDir(ctx, g, res.Dir, engine.JudgeOptions{
 		Baseline:    baseline,
 		HistoryRoot: mergedHistoryRoot(res.Dir, shard0),
 		Failure:     shardsFailure(dirs),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 )
 
 // postFlags declares `benchrun post`'s flags: it sends a run's results to
@@ -47,7 +48,7 @@ func postFlags(fs *flag.FlagSet) runFunc {
 		if *dryRun {
 			params["dry_run"] = true
 		}
-		uses, err := pipeline.PostSinks(registry(), dir, sinkNames, params)
+		uses, err := engine.PostSinks(registry(), dir, sinkNames, params)
 		if err != nil {
 			return fail(pipeline.ExitInvalid, err)
 		}
@@ -59,7 +60,7 @@ func postFlags(fs *flag.FlagSet) runFunc {
 		if *dryRun {
 			out = stdout // what would be posted is the command's data
 		}
-		sum, err := pipeline.ReplayWith(dir, uses, pipeline.ReplayOptions{Status: status, Progress: stderr, Stdout: out})
+		sum, err := engine.ReplayWith(dir, uses, engine.ReplayOptions{Status: status, Progress: stderr, Stdout: out})
 		if sum != nil {
 			for _, rec := range sum.Sinks {
 				if rec.Status == pipeline.SinkWarned {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -71,13 +72,13 @@ func reportFlags(fs *flag.FlagSet) runFunc {
 		if *output != "" {
 			params = map[string]any{"prefix": *output}
 		}
-		uses, err := pipeline.ReplaySinks(registry(), dir, params)
+		uses, err := engine.ReplaySinks(registry(), dir, params)
 		if err != nil {
 			return fail(pipeline.ExitInvalid, err)
 		}
 		// A replay: the run's sinks (but the Parquet tables they read from)
 		// write their files again from the stored rows, as they did live.
-		sum, err := pipeline.Replay(dir, uses, run.Status, stderr)
+		sum, err := engine.Replay(dir, uses, run.Status, stderr)
 		if err != nil {
 			return fail(pipeline.ExitInfra, err)
 		}

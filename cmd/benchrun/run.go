@@ -12,6 +12,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/supervise"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -41,7 +42,7 @@ func runFlags(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, pos []string, stdout, stderr io.Writer) error {
 		plan := pos[0]
 		switch *inconclusive {
-		case "", pipeline.InconclusiveTolerate, pipeline.InconclusiveFail:
+		case "", engine.InconclusiveTolerate, engine.InconclusiveFail:
 		default:
 			fmt.Fprintf(stderr, "benchrun: --inconclusive %q: give tolerate or fail\n", *inconclusive)
 			return exitWith(pipeline.ExitInvalid)
@@ -95,17 +96,17 @@ func runFlags(fs *flag.FlagSet) runFunc {
 		var ri *pipeline.RunInfo
 		if *resume != "" {
 			// The run writes into RUN_DIR; cells already ok there are skipped.
-			if ri, err = pipeline.ResumeRunInfo(*resume, g.Plan, tags, time.Now()); err != nil {
+			if ri, err = engine.ResumeRunInfo(*resume, g.Plan, tags, time.Now()); err != nil {
 				fmt.Fprintln(stderr, "benchrun:", err)
 				return exitWith(pipeline.ExitInvalid)
 			}
-		} else if ri, err = pipeline.NewRunInfo(*out, g.Plan, tags, time.Now()); err != nil {
+		} else if ri, err = engine.NewRunInfo(*out, g.Plan, tags, time.Now()); err != nil {
 			fmt.Fprintln(stderr, "benchrun:", err)
 			return exitWith(pipeline.ExitInfra)
 		}
 		supervise.AnnounceRunDir(ri.Dir)
 		fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
-		sum, err := pipeline.Run(ctx, g, ri, pipeline.Options{
+		sum, err := engine.Run(ctx, g, ri, engine.Options{
 			Stdout:   stdout,
 			Progress: progress,
 			Keep:     *keep,
@@ -123,7 +124,7 @@ func runFlags(fs *flag.FlagSet) runFunc {
 			fmt.Fprintln(stderr, "benchrun:", err)
 			return exitWith(pipeline.ExitCode(err))
 		}
-		pipeline.PrintSummary(stderr, sum)
+		engine.PrintSummary(stderr, sum)
 		return exitWith(sum.ExitCode)
 	}
 }
@@ -136,13 +137,13 @@ func writeDryRun(stdout, stderr io.Writer, g *pipeline.Graph, resume string, tag
 		// Checked as the resume itself checks it (a run directory of
 		// this plan, made with these -t values, no other writer), so
 		// that a dry run refuses what the run would.
-		ri, err := pipeline.ResumeRunInfo(resume, g.Plan, tags, time.Now())
+		ri, err := engine.ResumeRunInfo(resume, g.Plan, tags, time.Now())
 		if err != nil {
 			fmt.Fprintln(stderr, "benchrun:", err)
 			return pipeline.ExitInvalid
 		}
 		ri.Close()
-		cells, err := pipeline.DoneCells(resume)
+		cells, err := engine.DoneCells(resume)
 		if err != nil {
 			fmt.Fprintln(stderr, "benchrun: --resume:", err)
 			return pipeline.ExitInvalid

@@ -13,7 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/internal/rundir"
-	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -162,7 +162,7 @@ func TestOpenLiveRun(t *testing.T) {
 	writeManifest(t, dir, manifest("20261101T080000Z-aaaaaa", "p", t0, rundir.RunRunning, 0))
 	writePart(t, dir, results.TableCells, "part-001-00001.parquet", []results.Cell{okCell("sweep/a", 1)})
 
-	ri, err := pipeline.ResumeRunInfo(dir, &schema.Plan{Name: "p"}, nil, time.Now())
+	ri, err := engine.ResumeRunInfo(dir, &schema.Plan{Name: "p"}, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,8 +397,8 @@ func TestAttemptsInPartOrder(t *testing.T) {
 	if err != nil || len(done) != 2 || !done["sweep/a"] || !done["sweep/b"] {
 		t.Errorf("DoneCells = %v, %v; want sweep/a and sweep/b", done, err)
 	}
-	if pd, err := pipeline.DoneCells(dir); err != nil || len(pd) != 2 || !pd["sweep/a"] || !pd["sweep/b"] {
-		t.Errorf("pipeline.DoneCells = %v, %v; want what rundir says", pd, err)
+	if pd, err := engine.DoneCells(dir); err != nil || len(pd) != 2 || !pd["sweep/a"] || !pd["sweep/b"] {
+		t.Errorf("engine.DoneCells = %v, %v; want what rundir says", pd, err)
 	}
 	vs, err := r.LatestVerdicts()
 	if err != nil || len(vs) != 1 || !vs[0].Passed || vs[0].Attempt != 2 {

@@ -64,6 +64,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/schema"
 )
 
@@ -102,7 +103,7 @@ func LoadPlanFile(t testing.TB, reg *pipeline.Registry, path, src string) *pipel
 // under a temporary folder, with a RecordingSink attached beside the
 // registry's sinks. The Recording holds what that sink received, the
 // summary and the run directory. A run that cannot be carried out at all
-// (pipeline.Run's error: a refused plan, a sink that could not start)
+// (engine.Run's error: a refused plan, a sink that could not start)
 // fails the test; a stage that fails is in the summary.
 func RunStage(t testing.TB, ctx context.Context, reg *pipeline.Registry, src, stage string) *Recording {
 	t.Helper()
@@ -110,23 +111,23 @@ func RunStage(t testing.TB, ctx context.Context, reg *pipeline.Registry, src, st
 	if err != nil {
 		t.Fatalf("--only %s: %v", stage, err)
 	}
-	return Run(t, ctx, g, pipeline.Options{})
+	return Run(t, ctx, g, engine.Options{})
 }
 
 // Run runs g in a new run directory (under runs/ of a temporary folder)
 // with a RecordingSink attached after opts.Sinks. Progress goes to
 // Recording.Progress (and to opts.Progress when set); FinallyTimeout is 5s
-// unless opts says. pipeline.Run's error fails the test.
-func Run(t testing.TB, ctx context.Context, g *pipeline.Graph, opts pipeline.Options) *Recording {
+// unless opts says. engine.Run's error fails the test.
+func Run(t testing.TB, ctx context.Context, g *pipeline.Graph, opts engine.Options) *Recording {
 	t.Helper()
-	ri, err := pipeline.NewRunInfo(filepath.Join(t.TempDir(), "runs"), g.Plan, nil, time.Now())
+	ri, err := engine.NewRunInfo(filepath.Join(t.TempDir(), "runs"), g.Plan, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return runWith(t, ctx, g, ri, opts)
 }
 
-func runWith(t testing.TB, ctx context.Context, g *pipeline.Graph, ri *pipeline.RunInfo, opts pipeline.Options) *Recording {
+func runWith(t testing.TB, ctx context.Context, g *pipeline.Graph, ri *pipeline.RunInfo, opts engine.Options) *Recording {
 	t.Helper()
 	rs := NewRecordingSink()
 	progress := &syncBuffer{}
@@ -139,7 +140,7 @@ func runWith(t testing.TB, ctx context.Context, g *pipeline.Graph, ri *pipeline.
 	if opts.FinallyTimeout <= 0 {
 		opts.FinallyTimeout = 5 * time.Second
 	}
-	sum, err := pipeline.Run(ctx, g, ri, opts)
+	sum, err := engine.Run(ctx, g, ri, opts)
 	if err != nil {
 		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
 	}

@@ -8,7 +8,7 @@ import (
 
 // UseSink wraps a sink built outside the registry (a test's own: a
 // RecordingSink, one that fails on cue) as a required, non-durable sink
-// with the default retry policy, for pipeline.Options.Sinks.
+// with the default retry policy, for engine.Options.Sinks.
 func UseSink(s pipeline.Sink) *pipeline.SinkUse {
 	return &pipeline.SinkUse{
 		Kind: pipeline.SinkKind{Name: s.Name()}, Spec: pipeline.SinkSpec{Kind: s.Name(), Name: s.Name(), Index: -1}, Sink: s,

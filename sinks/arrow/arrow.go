@@ -69,7 +69,7 @@ func (t *Tables) Cell(c results.Cell, reqs []results.Request) error {
 
 // Rows writes rows stored earlier (the Parquet tables of a resumed run's
 // earlier attempts, in part order) as a replay of the run directory
-// drives a sink (pipeline.Replay): each cell row with the requests of its
+// drives a sink (engine.Replay): each cell row with the requests of its
 // cell id and attempt, through Cell. So a resumed run's files are, byte
 // for byte, the ones `benchrun report` writes from the same directory.
 // Like the replay, it leaves out request rows whose cell row was never

@@ -18,6 +18,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/sinks"
 	"github.com/benchrun/benchrun/sinks/siyuan"
@@ -48,7 +49,7 @@ stages: sweep: {
 }`, url, assertion))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, engine.Options{})
 	if len(rec.Cells) != 4 {
 		t.Fatalf("%d cells\n%s", len(rec.Cells), rec.Progress)
 	}
@@ -69,7 +70,7 @@ func postAs(t *testing.T, dir, url, status string, extra map[string]any) (string
 	for k, v := range extra {
 		params[k] = v
 	}
-	uses, err := pipeline.PostSinks(registry(), dir, []string{"siyuan"}, params)
+	uses, err := engine.PostSinks(registry(), dir, []string{"siyuan"}, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func postAs(t *testing.T, dir, url, status string, extra map[string]any) (string
 		u.Backoff = 10 * time.Millisecond
 	}
 	var out, progress strings.Builder
-	_, err = pipeline.ReplayWith(dir, uses, pipeline.ReplayOptions{Status: status, Progress: &progress, Stdout: &out})
+	_, err = engine.ReplayWith(dir, uses, engine.ReplayOptions{Status: status, Progress: &progress, Stdout: &out})
 	return out.String() + progress.String(), err
 }
 
@@ -240,7 +241,7 @@ stages: {
 }`, url, pipelinetest.Sim(t), assertion))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, engine.Options{})
 	if len(rec.Cells) != 4 {
 		t.Fatalf("%d cells\n%s", len(rec.Cells), rec.Progress)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/exec"
@@ -147,7 +148,7 @@ func TestRunsLlamaBench(t *testing.T) {
 		env: {EXEC_TEST_PROGRAM: "print", EXEC_TEST_FIXTURE: %q}
 		assert: ["prefill_tok_s == nil || prefill_tok_s > 1000", "completed == 3", "e2el_p50_ms > 0"]
 	}`, self(t), fixture(t, "llama-bench-cpu.json")))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	if st := rec.Stage("bench"); st.Status != pipeline.StatusOK {
 		t.Fatalf("bench: %s %s\n%s", st.Status, st.Reason, rec.Progress)
 	}
@@ -206,7 +207,7 @@ func TestAssertionOnExecRows(t *testing.T) {
 		kind: "exec", parser: "llama-bench", cmd: ["/bin/sh", "-c", "head -1 %s"]
 		assert: ["prefill_tok_s > 1000", {name: "too fast", expr: "prefill_tok_s > 100000"}]
 	}`, fixture(t, "llama-bench-cpu.jsonl")))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	if rec.Summary.ExitCode != pipeline.ExitAssertion {
 		t.Errorf("exit %d, want %d\n%s", rec.Summary.ExitCode, pipeline.ExitAssertion, rec.Progress)
 	}
@@ -229,7 +230,7 @@ func TestAssertionOnExecRows(t *testing.T) {
 // errorRow runs the plan and returns its one error row.
 func errorRow(t *testing.T, ctx context.Context, src string) (*pipelinetest.Recording, string) {
 	t.Helper()
-	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	c, ok := rec.Cell("bench/run")
 	if !ok || c.Status != "error" {
 		t.Fatalf("no error row bench/run: %+v\n%s", rec.Cells, rec.Progress)
@@ -322,7 +323,7 @@ func TestInterrupted(t *testing.T) {
 		cancel(errors.New("interrupted (test)"))
 	}()
 	src := plan(fmt.Sprintf(`bench: {kind: "exec", parser: "llama-bench", cmd: [%q], stop_grace: "100ms", env: {EXEC_TEST_PROGRAM: "hang", EXEC_TEST_PIDS: %q}}`, self(t), pidFile))
-	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	if rec.Summary.ExitCode != pipeline.ExitInterrupted {
 		t.Errorf("exit %d, want %d\n%s", rec.Summary.ExitCode, pipeline.ExitInterrupted, rec.Progress)
 	}
@@ -339,7 +340,7 @@ func TestGPUsAndGenericFields(t *testing.T) {
 		kind: "exec", parser: "jsonl", cmd: [%q], gpus: [1], env: {EXEC_TEST_PROGRAM: "env", MINE: "${stage}-x"}
 		fields: {name: "cell_id", cuda: "devices", order: "backends", mine: "model_type"}
 	}`, self(t)))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	c, ok := rec.Cell("bench/env")
 	if !ok || c.Status != "ok" {
 		t.Fatalf("rows %+v\n%s", rec.Cells, rec.Progress)
@@ -431,7 +432,7 @@ func TestRecordsThatMeasuredNothing(t *testing.T) {
 		kind: "exec", parser: %q, cmd: [%q]
 		env: {EXEC_TEST_PROGRAM: "print", EXEC_TEST_FIXTURE: %q}
 	}`, tc.parser, self(t), path))
-			rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+			rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 			if len(rec.Cells) == 0 {
 				t.Fatalf("no row\n%s", rec.Progress)
 			}
@@ -481,7 +482,7 @@ func TestInterruptStopsStoringRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := &cancelOnCell{cancel: cancel}
-	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{Sinks: pipelinetest.UseSinks(stop)})
+	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, registry(), src), engine.Options{Sinks: pipelinetest.UseSinks(stop)})
 	if n := len(rec.Cells); n == 0 || n > 10 {
 		t.Errorf("%d of 2000 rows stored after an interrupt at the first: want the storing stopped", n)
 	}
@@ -494,7 +495,7 @@ func TestInterruptStopsStoringRecords(t *testing.T) {
 // error and the log's last line), the usage stays in the log.
 func TestFailureReasonIsOneLine(t *testing.T) {
 	src := plan(fmt.Sprintf(`bench: {kind: "exec", parser: "json", cmd: [%q], env: {EXEC_TEST_PROGRAM: "usage"}}`, self(t)))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	c, ok := rec.Cell("bench/run")
 	if !ok {
 		t.Fatalf("no bench/run row: %+v", rec.Cells)
@@ -537,7 +538,7 @@ func TestLlamaBenchDepthsAreTold(t *testing.T) {
 		cmd: [%q, "-o", "json"]
 		env: {EXEC_TEST_PROGRAM: "print", EXEC_TEST_FIXTURE: %q}
 	}`, self(t), path))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	if rec.Env == nil || !rec.Env.NamedTests {
 		t.Errorf("the sinks were not told the rows are named tests (env %+v)", rec.Env)
 	}

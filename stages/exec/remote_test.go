@@ -11,6 +11,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/remote/sshdtest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/provision"
@@ -53,7 +54,7 @@ func sshd(t *testing.T) *sshdtest.Server {
 func TestOnAMachineOverSSH(t *testing.T) {
 	s := sshd(t)
 	src := onPlan(s, fmt.Sprintf(`parser: "llama-bench", cmd: [%q, "-o", "json"], env: {EXEC_TEST_PROGRAM: "print-clean", EXEC_TEST_FIXTURE: %q}`, self(t), fixture(t, "llama-bench-cpu.json")))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, onRegistry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, onRegistry(), src), engine.Options{})
 	if st := rec.Stage("bench"); st.Status != pipeline.StatusOK {
 		t.Fatalf("bench: %s %s\n%s\nsshd log:\n%s", st.Status, st.Reason, rec.Progress, s.Log())
 	}
@@ -113,7 +114,7 @@ func TestOnInterrupted(t *testing.T) {
 		cancel(errors.New("interrupted (test)"))
 	}()
 	src := onPlan(s, fmt.Sprintf(`parser: "llama-bench", cmd: [%q], env: {EXEC_TEST_PROGRAM: "hang", EXEC_TEST_PIDS: %q}`, self(t), pidFile))
-	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, onRegistry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, onRegistry(), src), engine.Options{})
 	<-got
 	if rec.Summary.ExitCode != pipeline.ExitInterrupted {
 		t.Errorf("exit %d, want %d\n%s", rec.Summary.ExitCode, pipeline.ExitInterrupted, rec.Progress)
@@ -178,7 +179,7 @@ func vet(t *testing.T, reg *pipeline.Registry, src string) error {
 // errorRowWith is errorRow with a registry of its own.
 func errorRowWith(t *testing.T, reg *pipeline.Registry, ctx context.Context, src string) (*pipelinetest.Recording, string) {
 	t.Helper()
-	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, reg, src), pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, pipelinetest.LoadPlan(t, reg, src), engine.Options{})
 	c, ok := rec.Cell("bench/run")
 	if !ok || c.Status != "error" {
 		t.Fatalf("no error row bench/run: %+v\n%s", rec.Cells, rec.Progress)

@@ -22,6 +22,7 @@ import (
 	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/internal/testkit"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/launch"
@@ -280,7 +281,7 @@ stages: {
 	reg.AddKind(launch.Kind)
 	g := pipelinetest.LoadPlan(t, reg, src)
 	var progress syncBuffer
-	reason := pipelinetest.Run(t, context.Background(), g, pipeline.Options{Progress: &progress}).Stage("health").Reason
+	reason := pipelinetest.Run(t, context.Background(), g, engine.Options{Progress: &progress}).Stage("health").Reason
 	if want := "server died: exit status 2 (last line of server.log: fatal: cannot load model)"; reason != want {
 		t.Errorf("health's reason\n%q\nwant\n%q", reason, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/sinks"
@@ -113,7 +114,7 @@ func TestPostsTheJudgedRun(t *testing.T) {
 	g := pipelinetest.LoadPlan(t, registry(b), fmt.Sprintf(postPlan, url, `count(rows, .status == "ok") > 5`, true))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, engine.Options{})
 	if st := rec.Stage("post"); st.Status != pipeline.StatusOK {
 		t.Fatalf("post: %s %s\n%s", st.Status, st.Reason, rec.Progress)
 	}
@@ -170,7 +171,7 @@ func TestPostAfterAFailedStage(t *testing.T) {
 			src := strings.Replace(fmt.Sprintf(postPlan, dead, `status == "ok"`, false), "finally: true", fmt.Sprintf("finally: %v", finally), 1)
 			src = strings.Replace(src, "sweep: {\n", fmt.Sprintf("health: {kind: \"health\", target: %q, within: \"300ms\"}\n\tsweep: {\n\t\tneeds: [\"health\"]\n", dead), 1)
 			g := pipelinetest.LoadPlan(t, registry(b), src)
-			rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
+			rec := pipelinetest.Run(t, context.Background(), g, engine.Options{})
 			m, err := rundir.ReadManifest(rec.Dir)
 			if err != nil {
 				t.Fatal(err)
@@ -205,7 +206,7 @@ func TestPostAnInterruptedRun(t *testing.T) {
 		time.Sleep(900 * time.Millisecond) // inside the first cell's 2 requests
 		cancel(errors.New("interrupted (test)"))
 	}()
-	rec := pipelinetest.Run(t, ctx, g, pipeline.Options{})
+	rec := pipelinetest.Run(t, ctx, g, engine.Options{})
 	notes := b.started("notes")
 	if len(notes) != 1 || notes[0].Summary == nil || notes[0].Summary.Status != pipeline.RunInterrupted {
 		t.Fatalf("notes %+v: want one post marked interrupted\n%s", notes, rec.Progress)
@@ -222,7 +223,7 @@ func TestPostRequiredSinkFails(t *testing.T) {
 	b := &probeBox{}
 	src := strings.Replace(fmt.Sprintf(postPlan, url, `status == "ok"`, false), `{kind: "probe", name: "notes"}`, `{kind: "probe", name: "notes", fail: true}`, 1)
 	g := pipelinetest.LoadPlan(t, registry(b), src)
-	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), g, engine.Options{})
 	if st := rec.Stage("post"); st.Status != pipeline.StatusFailed || !strings.Contains(st.Reason, "refuses the post") {
 		t.Errorf("post %s (%s), want failed with the sink's reason", st.Status, st.Reason)
 	}

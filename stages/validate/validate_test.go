@@ -15,6 +15,7 @@ import (
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/sim/simtest"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/pipeline/engine"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/sweep"
@@ -113,7 +114,7 @@ func TestRatiosOnTheCorpusAgainstFixedSimulator(t *testing.T) {
 	machine := machinetest.Start()
 	url := fixedSim(t)
 	g := pipelinetest.LoadPlan(t, registry(), plan(url, `band: [0.5, 1.5]`, corpus(t)))
-	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), g, engine.Options{})
 	row := validateRow(t, rec)
 	if row.Status != results.StatusOK {
 		t.Fatalf("validate row %s: %s\n%s", row.Status, row.Reason, rec.Progress)
@@ -186,7 +187,7 @@ func TestRatiosOnTheCorpusAgainstFixedSimulator(t *testing.T) {
 func TestDefaultBandFailsWhenItExcludesTheRatio(t *testing.T) {
 	url := fixedSim(t)
 	g := pipelinetest.LoadPlan(t, registry(), plan(url, `cell: "64:16", concurrency: 2, assert: ["status == \"ok\""]`, corpus(t)))
-	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), g, engine.Options{})
 	row := validateRow(t, rec)
 	if row.AgainstCellID != "sweep/64:16/c2" {
 		t.Errorf("against %q; want sweep/64:16/c2", row.AgainstCellID)
@@ -219,7 +220,7 @@ func TestFailedSyntheticCellIsAnErrorRow(t *testing.T) {
 	url := fixedSim(t, func(c *sim.Config) { c.MaxModelLen = 100 })
 	src := strings.Replace(plan(url, `band: [0.5, 1.5]`, corpus(t)), "{isl: 64, osl: 16}", "{isl: 32, osl: 16}", 1)
 	g := pipelinetest.LoadPlan(t, registry(), src)
-	rec := pipelinetest.Run(t, context.Background(), g, pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), g, engine.Options{})
 	row := validateRow(t, rec)
 	if row.Status != results.StatusError || !strings.Contains(row.Reason, "sweep/128:16/c1") || !strings.Contains(row.Reason, "no ratio") {
 		t.Fatalf("row %s %q; want an error naming the failed synthetic cell", row.Status, row.Reason)
@@ -258,7 +259,7 @@ stages: {
 	sweep: {kind: "sweep", target: %q, endpoint: "embeddings", cells: [{isl: 32, osl: 1}], concurrency: [2], requests: 8, warmup: 0, telemetry: {gpu: "off", host: "off", metrics: "off"}}
 	realworld: {kind: "validate", target: %q, needs: ["sweep"], against: "sweep", documents: %q, field: "text", band: [0.01, 100]}
 }`, url, url, filepath.Join(dir, "*.jsonl"))
-	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), pipeline.Options{})
+	rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
 	row := validateRow(t, rec)
 	if row.Status != results.StatusOK || row.Documents != 3 || row.Endpoint != "embeddings" {
 		t.Fatalf("row %s %q, %d documents, endpoint %s", row.Status, row.Reason, row.Documents, row.Endpoint)
