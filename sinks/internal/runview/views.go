@@ -64,12 +64,11 @@ func TimelineOf(reqs []results.Request) []chart.TimelineRow {
 	for i := range n {
 		r := ordered[i*len(ordered)/n]
 		row := chart.TimelineRow{Scheduled: secs(sched(r)), Sent: secs(r.SentAt), FirstToken: math.NaN(), Done: math.NaN()}
-		switch {
-		case r.Status == results.StatusOK && r.TTFTMs != nil && r.E2ELMs != nil:
-			row.FirstToken = row.Sent + *r.TTFTMs/1000
-			row.Done = row.Sent + *r.E2ELMs/1000
-			row.Tip = fmt.Sprintf("request %d: sent %.3f s (%.2f ms late), first token +%.1f ms, done +%.1f ms", r.Seq, row.Sent, r.SendLagMs, *r.TTFTMs, *r.E2ELMs)
-		default:
+		if s, ok := measure.SampleOf(&r); ok {
+			row.FirstToken = row.Sent + s.TTFTMs/1000
+			row.Done = row.Sent + s.E2ELMs/1000
+			row.Tip = fmt.Sprintf("request %d: sent %.3f s (%.2f ms late), first token +%.1f ms, done +%.1f ms", r.Seq, row.Sent, r.SendLagMs, s.TTFTMs, s.E2ELMs)
+		} else {
 			row.Failed = true
 			row.Tip = fmt.Sprintf("request %d: sent %.3f s, failed: %s", r.Seq, row.Sent, r.Error)
 		}
