@@ -15,8 +15,8 @@ import (
 // command is one subcommand, declared once in the table (commands): its
 // line in `benchrun help`, its usage, its flags and how many arguments it
 // takes. call parses its flags, checks its arguments, and maps the error
-// it returns to an exit code (exitCode), the same way for every command
-// (vegeta's main is the model; the errors carry their codes as k6's do).
+// it returns to an exit code, the same way for every command (vegeta's
+// main is the model; the errors carry their codes as k6's do).
 type command struct {
 	name    string
 	summary string // its line in `benchrun help`
@@ -25,8 +25,8 @@ type command struct {
 	// none: its help is "usage: benchrun SUMMARY".
 	usage string
 	// flags declares the command's flags on fs and returns the command
-	// bound to them; nil for a command without flags, whose arguments
-	// are taken as they are (run).
+	// bound to them; nil for a command without flags, whose run takes
+	// its arguments as they are.
 	flags func(fs *flag.FlagSet) runFunc
 	run   runFunc
 	args  arity
@@ -37,13 +37,13 @@ type command struct {
 	// anywhere among them.
 	flagsFirst bool
 	// flagErrorUsage, when set, is written above the flags after a flag
-	// error instead of usage.
+	// error instead of usage (the run's: the flag package's own head).
 	flagErrorUsage string
 }
 
 // runFunc is what a command does with its arguments (the flags taken
-// out). Its error says how it ended: nil is exit 0, a
-// *pipeline.ExitError its code, any other error exit 3 (exitCode).
+// out). Its error says how it ended (command.call): nil is exit 0, a
+// *pipeline.ExitError its code, errUsage 2, any other error 3.
 type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // arity is how many arguments a command takes (max < 0: no limit). A
