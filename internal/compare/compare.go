@@ -310,6 +310,7 @@ func unique(xs []string) bool {
 	return true
 }
 
+// ValidFormat says whether Write writes the format.
 func ValidFormat(f string) bool {
 	switch f {
 	case "text", "markdown", "md", "csv", "json", "html":
@@ -387,6 +388,8 @@ func quoteAll(xs []string) []string {
 	return out
 }
 
+// Write writes the comparisons' verdicts as text (the default),
+// markdown, csv, json or html.
 func Write(w io.Writer, format string, comps []Comparison) error {
 	switch format {
 	case "json":

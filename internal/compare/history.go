@@ -118,6 +118,8 @@ func histChangeLine(s regress.Series, c regress.ChangePoint) string {
 		s.Metric.Name, p.RunID, p.At.UTC().Format(time.RFC3339), fmtNum(c.MeanBefore), fmtNum(c.MeanAfter), s.Metric.Unit, 100*c.Change(), dir, c.P)
 }
 
+// WriteHistoryText writes the runs line, then a table per cell: a row
+// per run with each metric's value, change points marked.
 func WriteHistoryText(w io.Writer, h History) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\nchange points (◆): e-divisive means with a t-test, as Apache Otava\n", h.runsLine())
@@ -169,6 +171,7 @@ func WriteHistoryText(w io.Writer, h History) error {
 	return err
 }
 
+// WriteHistoryCSV writes one row per cell, metric and run.
 func WriteHistoryCSV(w io.Writer, h History) error {
 	cw := newCSVWriter(w)
 	if err := cw.Write([]string{"cell_id", "plan", "stage", "endpoint", "model_digest", "engine", "engine_version", "hardware", "metadata", "metric", "run_id", "started_at", "value", "change_point", "change", "p", "run_failed", "regressed"}); err != nil {
@@ -195,6 +198,7 @@ func WriteHistoryCSV(w io.Writer, h History) error {
 	return cw.Error()
 }
 
+// WriteHistoryJSON writes the root and each series as JSON.
 func WriteHistoryJSON(w io.Writer, h History) error {
 	type js struct {
 		regress.Series
