@@ -39,6 +39,9 @@ type command struct {
 	// flagErrorUsage, when set, is written above the flags after a flag
 	// error instead of usage (the run's: the flag package's own head).
 	flagErrorUsage string
+	// prefix is what the command's errors are said after: "benchrun
+	// NAME" unless set.
+	prefix string
 }
 
 // runFunc is what a command does with its arguments (the flags taken
@@ -64,6 +67,7 @@ func commands() []command {
 	return []command{
 		{name: "run", summary: "run PLAN [flags]          run a plan (the default: `benchrun PLAN` is `benchrun run PLAN`)",
 			usage: "usage: benchrun PLAN [flags]   (benchrun run PLAN [flags] is the same)\n\nrun flags:\n", flags: runFlags, flagErrorUsage: "Usage of run:\n",
+			prefix: "benchrun", // `benchrun PLAN` is its usual form
 			args: arity{min: 1, max: 1, said: func(args []string) string {
 				if len(args) == 0 {
 					return "benchrun: no plan file given (usage: benchrun PLAN.cue [flags])"
@@ -98,7 +102,7 @@ func commands() []command {
 			usage: compactUsage + "\nflags:\n", flags: compactFlags, args: atLeast(1)},
 		{name: "k8s", summary: "k8s render PLAN [flags]   Kubernetes manifests that run a plan as N shards and merge them (docs/SCALE.md)",
 			usage: "usage: benchrun k8s render PLAN [-t key=value]... [--shards N] [--image IMAGE] [--namespace NS] [--start-at TIME] [--out DIR|FILE.yaml]\n",
-			flags: k8sFlags, sub: "render", args: exactly(1)},
+			flags: k8sFlags, sub: "render", args: exactly(1), prefix: "benchrun k8s render"},
 		{name: "coordinate", summary: "coordinate --shards N      keep a sharded run's shards in step (--coordinator HOST:PORT on each)",
 			usage: "usage: benchrun coordinate --shards N [--listen ADDR]\n", flags: coordinateFlags, flagsFirst: true,
 			args: arity{said: func([]string) string { return "benchrun coordinate: " + coordinateArgs }}},
@@ -157,7 +161,11 @@ func (c command) call(ctx context.Context, args []string, stdout, stderr io.Writ
 	case errors.Is(err, errUsage):
 		return pipeline.ExitInvalid
 	case !errors.Is(err, errSaid):
-		fmt.Fprintf(stderr, "benchrun %s: %v\n", strings.TrimSpace(c.name+" "+c.sub), err)
+		prefix := c.prefix
+		if prefix == "" {
+			prefix = "benchrun " + c.name
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
 	}
 	return pipeline.ExitCode(err)
 }

@@ -44,23 +44,19 @@ func runFlags(fs *flag.FlagSet) runFunc {
 		switch *inconclusive {
 		case "", engine.InconclusiveTolerate, engine.InconclusiveFail:
 		default:
-			fmt.Fprintf(stderr, "benchrun: --inconclusive %q: give tolerate or fail\n", *inconclusive)
-			return exitWith(pipeline.ExitInvalid)
+			return failf(pipeline.ExitInvalid, "--inconclusive %q: give tolerate or fail", *inconclusive)
 		}
 		shard, shards, err := parseShard(*shardFlag)
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun: --shard:", err)
-			return exitWith(pipeline.ExitInvalid)
+			return fail(pipeline.ExitInvalid, fmt.Errorf("--shard: %w", err))
 		}
 		startAt, err := parseStartAt(*startAtFlag)
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun: --start-at:", err)
-			return exitWith(pipeline.ExitInvalid)
+			return fail(pipeline.ExitInvalid, fmt.Errorf("--start-at: %w", err))
 		}
 		if *resume == "" {
 			if err := checkOutDir(*out); err != nil {
-				fmt.Fprintln(stderr, "benchrun:", err)
-				return exitWith(pipeline.ExitInvalid)
+				return fail(pipeline.ExitInvalid, err)
 			}
 		}
 		progress := stderr
@@ -80,12 +76,10 @@ func runFlags(fs *flag.FlagSet) runFunc {
 			}
 		}
 		if shard, shards, startAt, err = shardOptions(stderr, g.Plan, *shardFlag, *startAtFlag, shard, shards, startAt, coordinator, coordinate); err != nil {
-			fmt.Fprintln(stderr, "benchrun:", err)
-			return exitWith(pipeline.ExitInvalid)
+			return fail(pipeline.ExitInvalid, err)
 		}
 		if err := applyMetadata(g.Plan, metadata); err != nil {
-			fmt.Fprintln(stderr, "benchrun: --metadata:", err)
-			return exitWith(pipeline.ExitInvalid)
+			return fail(pipeline.ExitInvalid, fmt.Errorf("--metadata: %w", err))
 		}
 		if *dryRun {
 			return exitWith(writeDryRun(stdout, stderr, g, *resume, tags, shards))
@@ -97,12 +91,10 @@ func runFlags(fs *flag.FlagSet) runFunc {
 		if *resume != "" {
 			// The run writes into RUN_DIR; cells already ok there are skipped.
 			if ri, err = engine.ResumeRunInfo(*resume, g.Plan, tags, time.Now()); err != nil {
-				fmt.Fprintln(stderr, "benchrun:", err)
-				return exitWith(pipeline.ExitInvalid)
+				return fail(pipeline.ExitInvalid, err)
 			}
 		} else if ri, err = engine.NewRunInfo(*out, g.Plan, tags, time.Now()); err != nil {
-			fmt.Fprintln(stderr, "benchrun:", err)
-			return exitWith(pipeline.ExitInfra)
+			return fail(pipeline.ExitInfra, err)
 		}
 		supervise.AnnounceRunDir(ri.Dir)
 		fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
@@ -121,8 +113,7 @@ func runFlags(fs *flag.FlagSet) runFunc {
 			Coordinate:  *coordinate,
 		})
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun:", err)
-			return exitWith(pipeline.ExitCode(err))
+			return err // its exit code with it (pipeline.ExitCode)
 		}
 		engine.PrintSummary(stderr, sum)
 		return exitWith(sum.ExitCode)
