@@ -82,10 +82,10 @@ func runFlags(fs *flag.FlagSet) runFunc {
 			return fail(pipeline.ExitInvalid, fmt.Errorf("--metadata: %w", err))
 		}
 		if *dryRun {
-			return exitWith(writeDryRun(stdout, stderr, g, *resume, tags, shards))
+			return writeDryRun(stdout, stderr, g, *resume, tags, shards)
 		}
-		if code := setSinkFlags(stderr, g, *columns, *output); code != pipeline.ExitOK {
-			return exitWith(code)
+		if err := setSinkFlags(g, *columns, *output); err != nil {
+			return err
 		}
 		var ri *pipeline.RunInfo
 		if *resume != "" {
@@ -120,9 +120,9 @@ func runFlags(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// writeDryRun prints the expanded plan and its estimate (runRun's
+// writeDryRun prints the expanded plan and its estimate (the run's
 // --dry-run); with resume, the cells already finished there are marked.
-func writeDryRun(stdout, stderr io.Writer, g *pipeline.Graph, resume string, tags []string, shards int) int {
+func writeDryRun(stdout, stderr io.Writer, g *pipeline.Graph, resume string, tags []string, shards int) error {
 	var done func(string) bool
 	if resume != "" {
 		// Checked as the resume itself checks it (a run directory of
@@ -130,41 +130,36 @@ func writeDryRun(stdout, stderr io.Writer, g *pipeline.Graph, resume string, tag
 		// that a dry run refuses what the run would.
 		ri, err := engine.ResumeRunInfo(resume, g.Plan, tags, time.Now())
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun:", err)
-			return pipeline.ExitInvalid
+			return fail(pipeline.ExitInvalid, err)
 		}
 		ri.Close()
 		cells, err := engine.DoneCells(resume)
 		if err != nil {
-			fmt.Fprintln(stderr, "benchrun: --resume:", err)
-			return pipeline.ExitInvalid
+			return fail(pipeline.ExitInvalid, fmt.Errorf("--resume: %w", err))
 		}
 		done = func(id string) bool { return cells[id] }
 	}
 	if err := g.WriteDryRun(stdout, done); err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
-		return pipeline.ExitInfra
+		return fail(pipeline.ExitInfra, err)
 	}
 	warnCapacity(stderr, g, shards)
-	return pipeline.ExitOK
+	return nil
 }
 
 // setSinkFlags passes --columns and --output on: they are parameters of
 // the registered sinks that take them.
-func setSinkFlags(stderr io.Writer, g *pipeline.Graph, columns, output string) int {
+func setSinkFlags(g *pipeline.Graph, columns, output string) error {
 	if columns != "" {
 		if err := g.SetSinkParam("columns", strings.Split(columns, ",")); err != nil {
-			fmt.Fprintln(stderr, "benchrun: --columns:", err)
-			return pipeline.ExitInvalid
+			return fail(pipeline.ExitInvalid, fmt.Errorf("--columns: %w", err))
 		}
 	}
 	if output != "" {
 		if err := g.SetSinkParam("prefix", output); err != nil {
-			fmt.Fprintln(stderr, "benchrun: --output:", err)
-			return pipeline.ExitInvalid
+			return fail(pipeline.ExitInvalid, fmt.Errorf("--output: %w", err))
 		}
 	}
-	return pipeline.ExitOK
+	return nil
 }
 
 // parseShard reads --shard i/n (0 <= i < n); "" is 0 of 1, unsharded.
