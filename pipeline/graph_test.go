@@ -1,6 +1,7 @@
-package engine_test
+package pipeline_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // stage (none for a stage that measures nothing), a run-level one is
 // judged once, and --only keeps the plan's run-level assertions.
 func TestAssertionsCompiledOnce(t *testing.T) {
-	reg := rundirRegistry(newAttemptLog())
+	reg := graphRegistry()
 	g := pipelinetest.LoadPlanFile(t, reg, filepath.Join(t.TempDir(), "plan.cue"), `name: "once"
 assert: ["ttft_ms < 100", "len(stages.a.rows) > 0"]
 stages: {
@@ -63,7 +64,7 @@ stages: {
 // A plan-level assertion that does not compile is refused at vet even
 // when no stage measures (it used to be compiled only per measuring stage).
 func TestPlanAssertionCompiledWithoutMeasuringStage(t *testing.T) {
-	reg := rundirRegistry(newAttemptLog())
+	reg := graphRegistry()
 	path := filepath.Join(t.TempDir(), "plan.cue")
 	src := `name: "bad"
 assert: ["ttft_mss < 100"]
@@ -79,4 +80,35 @@ stages: {k: {kind: "knob"}}`
 	if err == nil || !strings.Contains(err.Error(), "ttft_mss") || !strings.Contains(err.Error(), "plan.cue:2:") {
 		t.Fatalf("a misspelt plan assertion with no measuring stage: err %v, want it named at plan.cue:2", err)
 	}
+}
+
+// graphRegistry has the two kinds the graph's tests plan with: cells, a
+// measuring kind that lists its cell names, and knob, which measures
+// nothing. Neither is run here.
+func graphRegistry() *pipeline.Registry {
+	const kinds = `
+#Cells: {
+	#StageBase
+	kind: "cells"
+	ids: [...string]
+}
+#Knob: {
+	#StageBase
+	kind: "knob"
+}
+`
+	reg := pipeline.NewRegistry()
+	reg.AddKind(pipeline.Kind{Name: "cells", Measuring: true, Schema: schema.KindSchema{Def: "#Cells", Source: "package schema\n" + kinds},
+		New: func(s *schema.Stage) (pipeline.Stage, error) { return idleStage{}, nil }})
+	reg.AddKind(pipeline.Kind{Name: "knob", Schema: schema.KindSchema{Def: "#Knob", Source: "package schema\n"},
+		New: func(s *schema.Stage) (pipeline.Stage, error) { return idleStage{}, nil }})
+	return reg
+}
+
+// idleStage is a stage the graph's tests build and never run.
+type idleStage struct{}
+
+func (idleStage) Validate(*pipeline.Check) error { return nil }
+func (idleStage) Run(context.Context, *pipeline.Env) (*pipeline.Outputs, error) {
+	return &pipeline.Outputs{}, nil
 }
