@@ -132,7 +132,7 @@ func Run(ctx context.Context, g *pipeline.Graph, ri *pipeline.RunInfo, opts Opti
 		opts.FinallyTimeout = 2 * time.Minute
 	}
 	// Secrets are known before anything is written, and everything the
-	// run prints or logs is redacted (pipeline/redact.go).
+	// run prints or logs is redacted (pipeline/engine/redact.go).
 	RegisterPlanSecrets(g.Plan)
 	progress, stageProgress, flushProgress := redactingProgress(opts.Progress)
 	opts.Progress = progress

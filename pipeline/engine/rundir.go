@@ -36,7 +36,7 @@ func NewRunInfo(root string, p *schema.Plan, tags []string, now time.Time) (*pip
 	}
 	ri := &pipeline.RunInfo{ID: id, Plan: p, Dir: dir, StartedAt: now, Tags: tags, Attempt: 1, State: &runState{lock: lock}}
 	// The plan as written and as resolved, with URL passwords and
-	// registered secrets masked (pipeline/redact.go).
+	// registered secrets masked (pipeline/engine/redact.go).
 	if err := rundir.WriteFileAtomic(filepath.Join(dir, rundir.PlanFile), planFileText(p, p.Source)); err != nil {
 		ri.Close()
 		return nil, err
