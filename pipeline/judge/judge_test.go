@@ -121,3 +121,36 @@ func TestJudgeSeeded(t *testing.T) {
 		t.Fatalf("outcome = %+v, want the earlier failure and no cell measured", out)
 	}
 }
+
+// A check the machine's own lateness could explain is inconclusive: the
+// judge asks for the cell once more (Confirm, with why for the second
+// row's note), and the second measurement's verdict replaces it.
+func TestJudgeInconclusiveAsksOnceMore(t *testing.T) {
+	var progress bytes.Buffer
+	j := judgeOf(t, &progress, "ttft_p50_ms < 100")
+	first := cellRow("c1", 1, 105)
+	first.MachineLateP50Ms, first.MachineLateP99Ms, first.MachineLateMaxMs = results.Some(20.0), results.Some(50.0), results.Some(50.0)
+	rows := j.Row(first, nil)
+	if len(rows) != 1 || rows[0].Outcome != results.OutcomeInconclusive {
+		t.Fatalf("verdict rows = %+v, want one inconclusive", rows)
+	}
+	if out := j.Outcome(); len(out.Inconclusive) != 1 || len(out.Failed) != 0 {
+		t.Fatalf("outcome = %+v, want one inconclusive and nothing failed", out)
+	}
+	if !j.Confirm(first) {
+		t.Fatalf("an inconclusive cell not asked for again; progress:\n%s", progress.String())
+	}
+	if note := j.RemeasureNote("sweep", "c1"); !strings.Contains(note, "inconclusive") {
+		t.Fatalf("the second row's note = %q, want why", note)
+	}
+	if !strings.Contains(progress.String(), "measuring it once more to confirm") {
+		t.Fatalf("progress = %q, want the confirmation said", progress.String())
+	}
+	j.Row(cellRow("c1", 2, 50), nil)
+	if out := j.Outcome(); len(out.Inconclusive) != 0 || len(out.Failed) != 0 || len(out.Verdicts) != 1 {
+		t.Fatalf("after the second measurement: %+v, want its one passing verdict", out)
+	}
+	if j.Confirm(cellRow("c1", 2, 50)) {
+		t.Fatal("a second measurement asked for a third")
+	}
+}
