@@ -251,12 +251,28 @@ type Result struct {
 	// StampShared counts token events that came in one socket read with
 	// the next one, so carry the later bytes' arrival (kstamp.go).
 	StampShared int
+
+	// ReasoningTokens and AnswerTokens split OutputTokens (reasoning.go):
+	// ReasoningSource says where the reasoning count came from
+	// (ReasoningFromUsage, ReasoningFromEvents, or ReasoningUnknown: a
+	// whole answer that carried reasoning without a count, when both
+	// are 0 and mean nothing). A model that does not think has 0
+	// reasoning tokens, counted.
+	ReasoningTokens int
+	AnswerTokens    int
+	ReasoningSource string
+	// usageReasoning is the last usage's reasoning_tokens, when
+	// usageReasoningSet (the server said).
+	usageReasoning    int
+	usageReasoningSet bool
 }
 
 // TokenEvent is one token-bearing event.
 type TokenEvent struct {
 	At     time.Time
 	Tokens int
+	// Kind is what the event carried: reasoning, answer text, a tool call.
+	Kind EventKind
 }
 
 // OK reports whether the request succeeded with at least one token (or, for
@@ -928,7 +944,7 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 		if counted == 0 && firstToken != nil {
 			firstToken.Stop()
 		}
-		res.stampToken(st, at)
+		res.stampToken(st, at, kindOf(&c))
 		counted++
 		if maxTokens > 0 && counted > overrunLimit(maxTokens) {
 			return &IgnoredMaxTokensError{MaxTokens: maxTokens, Events: counted}
@@ -940,6 +956,7 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 		}
 	}
 	res.settleTokens(counted, continuous, usageAt)
+	res.splitTokens(false, false)
 	return nil
 }
 
@@ -993,12 +1010,13 @@ func (res *Result) noteChunk(c *chunkInfo) {
 		res.UsageReported = true
 		// The cached share comes with the usage it belongs to.
 		res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
+		res.usageReasoning, res.usageReasoningSet = c.ReasoningTokens, c.HasReasoningTokens
 	}
 }
 
 // stampToken appends a token event read at at (the user-space clock),
 // timed by the kernel's stamp when st has one.
-func (res *Result) stampToken(st *stampReader, at time.Time) {
+func (res *Result) stampToken(st *stampReader, at time.Time, kind EventKind) {
 	user := at
 	if st != nil {
 		at, _ = st.stamp(at)
@@ -1017,7 +1035,7 @@ func (res *Result) stampToken(st *stampReader, at time.Time) {
 		// read, so userStamps restores it exactly.
 		res.StampDelays = append(res.StampDelays, user.Sub(at))
 	}
-	res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1})
+	res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: 1, Kind: kind})
 }
 
 // settleTokens sets the output count and each token event's tokens once
@@ -1122,6 +1140,7 @@ func (t *Target) readWhole(r io.Reader, size int64, req Request, res *Result) er
 		res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
 		res.UsageReported = true
 		res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
+		res.usageReasoning, res.usageReasoningSet = c.ReasoningTokens, c.HasReasoningTokens
 	}
 	if req.KeepText && len(c.Text) > 0 {
 		res.Text = string(c.Text)
@@ -1132,7 +1151,10 @@ func (t *Target) readWhole(r io.Reader, size int64, req Request, res *Result) er
 		}
 	}
 	if ep == Embeddings || c.HasText {
-		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1)})
+		res.Tokens = append(res.Tokens, TokenEvent{At: at, Tokens: max(res.OutputTokens, 1), Kind: kindOf(&c)})
+	}
+	if ep != Embeddings {
+		res.splitTokens(true, c.HasReasoning)
 	}
 	if ep == Embeddings {
 		return t.checkVectors(b, req, res)

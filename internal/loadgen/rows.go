@@ -37,6 +37,7 @@ func RequestRows(cell results.Cell, rs []Result) []results.Request {
 					q.ChunkGapsMs = append(q.ChunkGapsMs, millis(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
 				}
 			}
+			reasoningRow(&q, &r)
 			if len(r.StampDelays) > 0 {
 				q.StampDelaysMs = make([]float64, len(r.StampDelays))
 				for k, d := range r.StampDelays {
@@ -49,6 +50,31 @@ func RequestRows(cell results.Cell, rs []Result) []results.Request {
 		out = append(out, q)
 	}
 	return out
+}
+
+// reasoningRow sets a completed request's reasoning columns: the first
+// answer and reasoning times, the split of its output (nil when a whole
+// answer carried reasoning without a count) and whether it answered.
+func reasoningRow(q *results.Request, r *Result) {
+	if d, ok := r.TTFO(); ok {
+		q.TTFOMs = results.Some(millis(d))
+	}
+	if d, ok := r.TTFR(); ok {
+		q.TTFRMs = results.Some(millis(d))
+	}
+	if d, ok := r.lastOf(EventReasoning); ok {
+		q.ReasoningEndMs = results.Some(millis(d))
+	}
+	q.ReasoningSource = r.ReasoningSource
+	switch r.ReasoningSource {
+	case "":
+		// An answer shape without reasoning (embeddings, transcriptions).
+		q.ReasoningTokens, q.AnswerTokens = results.Some(int64(0)), results.Some(int64(r.OutputTokens))
+	case ReasoningUnknown:
+	default:
+		q.ReasoningTokens, q.AnswerTokens = results.Some(int64(r.ReasoningTokens)), results.Some(int64(r.AnswerTokens))
+	}
+	q.Answered = results.Some(r.Answered())
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -14,6 +14,22 @@ type chunkInfo struct {
 	// delta.reasoning_content, delta.reasoning or message.content. A
 	// role-only chunk ({"delta":{"role":"assistant"}}) has none.
 	HasText bool
+	// HasReasoning: some choice carries non-empty reasoning
+	// (delta.reasoning_content, delta.reasoning, or a whole answer's
+	// message.reasoning_content or message.reasoning). HasAnswer: some
+	// choice carries answer text (text, delta.content, message.content)
+	// or a tool call (a non-empty delta.tool_calls or
+	// message.tool_calls). An event with text has either or both: the
+	// kind of its token event (TokenEvent.Kind).
+	HasReasoning bool
+	HasAnswer    bool
+	// HasToolCall: some choice carries a tool call (part of HasAnswer).
+	HasToolCall bool
+	// HasReasoningTokens: usage.completion_tokens_details.reasoning_tokens
+	// is a number (ReasoningTokens); absent or null, the server did not
+	// say how many of the completion tokens were reasoning.
+	HasReasoningTokens bool
+	ReasoningTokens    int
 	// HasUsage: a non-null top-level usage object; the counts are 0 when
 	// absent or null.
 	HasUsage         bool
@@ -80,7 +96,7 @@ type chunkScan struct {
 
 // choiceScan is what one element of choices says.
 type choiceScan struct {
-	text, content, rc, reasoning, msg, finish bool
+	text, content, rc, reasoning, msg, msgRC, msgR, tools, finish bool
 	// The raw strings of text, delta.content and message.content
 	// (the last of duplicate keys, as for the flags).
 	textRaw, contentRaw, msgRaw []byte
@@ -125,6 +141,7 @@ func (c *chunkScan) rawString(raw *[]byte, esc *bool) error {
 func (c *chunkScan) usage() error {
 	c.info.HasUsage, c.info.PromptTokens, c.info.CompletionTokens = false, 0, 0
 	c.info.HasCached, c.info.CachedTokens = false, 0
+	c.info.HasReasoningTokens, c.info.ReasoningTokens = false, 0
 	if c.s.peek() != '{' {
 		return c.s.skip()
 	}
@@ -150,8 +167,26 @@ func (c *chunkScan) usageMember(k []byte) error {
 		}
 		c.s.i++
 		return c.s.object(c.detailsMember)
+	case "completion_tokens_details":
+		c.info.HasReasoningTokens, c.info.ReasoningTokens = false, 0
+		if c.s.peek() != '{' {
+			return c.s.skip()
+		}
+		c.s.i++
+		return c.s.object(c.completionDetailsMember)
 	}
 	return c.s.skip()
+}
+
+// completionDetailsMember reads a member of
+// usage.completion_tokens_details.
+func (c *chunkScan) completionDetailsMember(k []byte) error {
+	if string(k) != "reasoning_tokens" {
+		return c.s.skip()
+	}
+	n, isNum, err := c.s.intIfNumber()
+	c.info.HasReasoningTokens, c.info.ReasoningTokens = isNum, n
+	return err
 }
 
 // detailsMember reads a member of usage.prompt_tokens_details.
@@ -167,6 +202,7 @@ func (c *chunkScan) detailsMember(k []byte) error {
 // choices reads the top-level choices value.
 func (c *chunkScan) choices() error {
 	c.info.HasText, c.info.HasFinish = false, false
+	c.info.HasReasoning, c.info.HasAnswer, c.info.HasToolCall = false, false, false
 	c.info.Text, c.info.TextEscaped = nil, false
 	if c.s.peek() != '[' {
 		return c.s.skip()
@@ -186,9 +222,16 @@ func (c *chunkScan) choice() error {
 	c.ch = choiceScan{}
 	err := c.s.object(c.choiceMember)
 	ch := &c.ch
-	if ch.text || ch.content || ch.rc || ch.reasoning || ch.msg {
-		c.info.HasText = true
+	if ch.rc || ch.reasoning || ch.msgRC || ch.msgR {
+		c.info.HasReasoning = true
 	}
+	if ch.text || ch.content || ch.msg || ch.tools {
+		c.info.HasAnswer = true
+	}
+	if ch.tools {
+		c.info.HasToolCall = true
+	}
+	c.info.HasText = c.info.HasReasoning || c.info.HasAnswer
 	if ch.finish {
 		c.info.HasFinish = true
 	}
@@ -218,7 +261,7 @@ func (c *chunkScan) choiceMember(k []byte) error {
 		ch.text = len(ch.textRaw) > 0
 		return err
 	case "delta":
-		ch.content, ch.rc, ch.reasoning = false, false, false
+		ch.content, ch.rc, ch.reasoning, ch.tools = false, false, false, false
 		ch.contentRaw, ch.contentEsc = nil, false
 		if c.s.peek() != '{' {
 			return c.s.skip()
@@ -226,7 +269,7 @@ func (c *chunkScan) choiceMember(k []byte) error {
 		c.s.i++
 		return c.s.object(c.deltaMember)
 	case "message":
-		ch.msg = false
+		ch.msg, ch.msgRC, ch.msgR, ch.tools = false, false, false, false
 		ch.msgRaw, ch.msgEsc = nil, false
 		if c.s.peek() != '{' {
 			return c.s.skip()
@@ -248,20 +291,32 @@ func (c *chunkScan) deltaMember(k []byte) error {
 		ch.rc, err = c.s.nonEmptyString()
 	case "reasoning":
 		ch.reasoning, err = c.s.nonEmptyString()
+	case "tool_calls":
+		ch.tools, err = c.s.nonEmptyArray()
 	default:
 		err = c.s.skip()
 	}
 	return err
 }
 
+// messageMember reads a member of a whole answer's message: its
+// content, its reasoning under either engine's name, its tool calls.
 func (c *chunkScan) messageMember(k []byte) error {
-	if string(k) != "content" {
-		return c.s.skip()
-	}
 	ch := &c.ch
 	var err error
-	ch.msgRaw, ch.msgEsc, err = c.s.stringOrSkip()
-	ch.msg = len(ch.msgRaw) > 0
+	switch string(k) {
+	case "content":
+		ch.msgRaw, ch.msgEsc, err = c.s.stringOrSkip()
+		ch.msg = len(ch.msgRaw) > 0
+	case "reasoning_content":
+		ch.msgRC, err = c.s.nonEmptyString()
+	case "reasoning":
+		ch.msgR, err = c.s.nonEmptyString()
+	case "tool_calls":
+		ch.tools, err = c.s.nonEmptyArray()
+	default:
+		err = c.s.skip()
+	}
 	return err
 }
 
@@ -435,6 +490,25 @@ func (s *scanner) nonEmptyString() (bool, error) {
 	}
 	raw, _, err := s.str()
 	return len(raw) > 0, err
+}
+
+// nonEmptyArray reads any value and reports whether it is an array with
+// at least one element (a tool_calls list; null and [] are empty).
+func (s *scanner) nonEmptyArray() (bool, error) {
+	if s.peek() != '[' {
+		return false, s.skip()
+	}
+	start := s.i
+	if err := s.skip(); err != nil {
+		return false, err
+	}
+	// The skipped text is "[" whitespace "]" when empty.
+	for _, b := range s.b[start+1 : s.i-1] {
+		if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // stringOrSkip reads any value: a string's raw contents and whether they

@@ -40,6 +40,18 @@ func refScan(data []byte) (chunkInfo, bool) {
 				}
 			}
 		}
+		if d, ok := u["completion_tokens_details"].(map[string]any); ok {
+			if f, ok := d["reasoning_tokens"].(float64); ok {
+				info.HasReasoningTokens = true
+				if f <= 1<<53 && f >= -(1<<53) {
+					info.ReasoningTokens = int(f)
+				}
+			}
+		}
+	}
+	nonEmptyList := func(m map[string]any, k string) bool {
+		l, ok := m[k].([]any)
+		return ok && len(l) > 0
 	}
 	nonEmpty := func(m map[string]any, k string) bool {
 		s, ok := m[k].(string)
@@ -52,7 +64,7 @@ func refScan(data []byte) (chunkInfo, bool) {
 				continue
 			}
 			if nonEmpty(ch, "text") {
-				info.HasText = true
+				info.HasAnswer = true
 			}
 			// The answer text: the first choice's text, delta.content or
 			// message.content that is not empty.
@@ -72,14 +84,19 @@ func refScan(data []byte) (chunkInfo, bool) {
 			if nonEmpty(ch, "finish_reason") {
 				info.HasFinish = true
 			}
-			if d, ok := ch["delta"].(map[string]any); ok && (nonEmpty(d, "content") || nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning")) {
-				info.HasText = true
+			if d, ok := ch["delta"].(map[string]any); ok {
+				info.HasAnswer = info.HasAnswer || nonEmpty(d, "content") || nonEmptyList(d, "tool_calls")
+				info.HasToolCall = info.HasToolCall || nonEmptyList(d, "tool_calls")
+				info.HasReasoning = info.HasReasoning || nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning")
 			}
-			if m, ok := ch["message"].(map[string]any); ok && nonEmpty(m, "content") {
-				info.HasText = true
+			if m, ok := ch["message"].(map[string]any); ok {
+				info.HasAnswer = info.HasAnswer || nonEmpty(m, "content") || nonEmptyList(m, "tool_calls")
+				info.HasToolCall = info.HasToolCall || nonEmptyList(m, "tool_calls")
+				info.HasReasoning = info.HasReasoning || nonEmpty(m, "reasoning_content") || nonEmpty(m, "reasoning")
 			}
 		}
 	}
+	info.HasText = info.HasAnswer || info.HasReasoning
 	return info, true
 }
 
@@ -103,7 +120,9 @@ func sameInfo(t *testing.T, data []byte, got, want chunkInfo) {
 	}
 	if id != string(want.ID) || got.HasText != want.HasText || got.HasUsage != want.HasUsage ||
 		got.PromptTokens != want.PromptTokens || got.CompletionTokens != want.CompletionTokens || got.HasError != want.HasError || got.HasFinish != want.HasFinish ||
-		got.HasCached != want.HasCached || got.CachedTokens != want.CachedTokens || text != string(want.Text) || (got.Text == nil) != (want.Text == nil) {
+		got.HasCached != want.HasCached || got.CachedTokens != want.CachedTokens ||
+		got.HasReasoning != want.HasReasoning || got.HasAnswer != want.HasAnswer || got.HasToolCall != want.HasToolCall ||
+		got.HasReasoningTokens != want.HasReasoningTokens || got.ReasoningTokens != want.ReasoningTokens || text != string(want.Text) || (got.Text == nil) != (want.Text == nil) {
 		t.Fatalf("%q:\n got  %+v (id %q, text %q)\n want %+v (id %q, text %q)", data, got, id, text, want, want.ID, want.Text)
 	}
 }
@@ -146,6 +165,12 @@ var scanCases = []struct {
 	{"text wins over delta", `{"choices":[{"delta":{"content":"d"},"text":"t"}]}`, true},
 	{"message text", `{"choices":[{"message":{"content":"m"},"delta":{"content":""}}]}`, true},
 	{"reasoning is no text", `{"choices":[{"delta":{"reasoning_content":"r"}}]}`, true},
+	{"tool call", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`, true},
+	{"empty tool calls", `{"choices":[{"delta":{"content":null,"tool_calls":[ ]}}]}`, false},
+	{"message reasoning", `{"choices":[{"message":{"content":"","reasoning":"hmm"}}]}`, true},
+	{"message reasoning_content", `{"choices":[{"message":{"content":null,"reasoning_content":"hmm"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`, true},
+	{"reasoning tokens", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":7}}}`, false},
+	{"reasoning tokens null", `{"choices":[],"usage":{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":null}}}`, false},
 }
 
 func TestScanChunkMatchesReference(t *testing.T) {

@@ -170,6 +170,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
+	fillReasoning(row, reqs)
 
 	row.Reason = ""
 	switch {

@@ -68,7 +68,7 @@ func (s Sample) GapTokens(k int) int64 {
 }
 
 // AppendFamily appends the values request r gives to one sample family
-// (ttft, e2el, ttft_sched, e2el_sched, tpot, itl) as its row stores them,
+// (ttft, e2el, ttft_sched, e2el_sched, tpot, itl, ttfo) as its row stores them,
 // for a reader that pools one family at a time over stored rows (the
 // regression bootstrap). It reads each value that was measured, so an ok
 // request whose runner timed only its end (llama-bench) still gives e2el;
@@ -93,6 +93,8 @@ func AppendFamily(dst []float64, r *results.Request, family string) []float64 {
 		}
 	case "itl":
 		dst = append(dst, r.ChunkGapsMs...)
+	case "ttfo":
+		dst = appendSet(dst, r.TTFOMs)
 	}
 	return dst
 }

@@ -186,6 +186,19 @@ const (
 	ColAudioSPerS               = "audio_s_per_s"
 	ColTurns                    = "turns"
 	ColThinkTimeMs              = "think_time_ms"
+	ColReasoning                = "reasoning"
+	ColTTFOMs                   = "ttfo_ms"
+	ColTTFOP50Ms                = "ttfo_p50_ms"
+	ColTTFOP90Ms                = "ttfo_p90_ms"
+	ColTTFOP95Ms                = "ttfo_p95_ms"
+	ColTTFOP99Ms                = "ttfo_p99_ms"
+	ColTTFOMaxMs                = "ttfo_max_ms"
+	ColTTFRMs                   = "ttfr_ms"
+	ColReasoningTokensMean      = "reasoning_tokens_mean"
+	ColAnswerTokensMean         = "answer_tokens_mean"
+	ColReasoningTokS            = "reasoning_tok_s"
+	ColAnswerTokS               = "answer_tok_s"
+	ColAnsweredPct              = "answered_pct"
 	ColTTFTTurn1P50Ms           = "ttft_turn1_p50_ms"
 	ColTTFTLaterTurnsP50Ms      = "ttft_later_turns_p50_ms"
 	ColCachedTokens             = "cached_tokens"
@@ -359,6 +372,30 @@ var entries = []Column{
 		Doc: "the server's inter-token histogram mean (`vllm:inter_token_latency_seconds`, older `vllm:time_per_output_token_seconds`); **NULL** when the server exposes no such metric (as `server_running_peak`)"},
 	{Name: ColServerQueueMeanMs, Unit: "ms", Better: LowerBetter, Label: "queue mean ms", Late: LateOwn, Threshold: 0.05, Floor: 1,
 		Doc: "the server's queue-time histogram mean (`vllm:request_queue_time_seconds`); **NULL** when the server exposes no such metric (as `server_running_peak`)"},
+	{Name: ColTTFOMs, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoAnswer,
+		Doc: "mean time to the first *answer* token, `o1 − a`: the first event of answer text or a tool call, after any reasoning (docs/METRICS.md, Reasoning); equals `ttft_ms` on a model that does not think; over the completed requests that answered; **NULL** when none answered"},
+	{Name: ColTTFOP50Ms, Unit: "ms", Better: LowerBetter, Label: "TTFO p50 ms", Sample: "ttfo", Quantile: 0.5, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoAnswer,
+		Doc: "median time to the first answer token; **NULL** as `ttfo_ms`"},
+	{Name: ColTTFOP90Ms, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 0.9, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+		Doc: "p90 time to the first answer token; **NULL** as `ttfo_ms`"},
+	{Name: ColTTFOP95Ms, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 0.95, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+		Doc: "p95 time to the first answer token; **NULL** as `ttfo_ms`"},
+	{Name: ColTTFOP99Ms, Unit: "ms", Better: LowerBetter, Label: "TTFO p99 ms", Sample: "ttfo", Quantile: 0.99, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+		Doc: "p99 time to the first answer token; **NULL** as `ttfo_ms`"},
+	{Name: ColTTFOMaxMs, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 1, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+		Doc: "worst time to the first answer token; **NULL** as `ttfo_ms`"},
+	{Name: ColTTFRMs, Unit: "ms", Better: LowerBetter, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoReasoning,
+		Doc: "mean time to the first *reasoning* token, `r1 − a`, over the completed requests that reasoned where the server shows it (`delta.reasoning_content` or `delta.reasoning`); **NULL** when none did"},
+	{Name: ColReasoningTokensMean, Unit: "tokens", Better: Neither, Late: LateNone,
+		Doc: "reasoning tokens per completed request, mean: usage's `completion_tokens_details.reasoning_tokens` where the server reports it, else the reasoning events' tokens (the requests' `reasoning_source`; the row's notes say which); 0 on a model that does not think; **NULL** when nothing completed or no completed request's count is known"},
+	{Name: ColAnswerTokensMean, Unit: "tokens", Better: Neither, Late: LateNone,
+		Doc: "answer tokens per completed request, mean: output tokens less reasoning tokens; **NULL** as `reasoning_tokens_mean`"},
+	{Name: ColReasoningTokS, Unit: "tok/s", Better: HigherBetter, Late: LateThroughput, Threshold: 0.05, Floor: 1, why: whyNoReasoning,
+		Doc: "the thinking phase's decode rate, mean over requests that reasoned: reasoning tokens / (`ttfo` − `ttfr`), or (reasoning tokens − 1) / (last reasoning event − `ttfr`) for a request that never answered; **NULL** when no request reasoned over two events"},
+	{Name: ColAnswerTokS, Unit: "tok/s", Better: HigherBetter, Late: LateThroughput, Threshold: 0.05, Floor: 1, why: whyNoAnswer,
+		Doc: "the answer's decode rate, mean over requests: (answer tokens − 1) / (`e2el` − `ttfo`), for those with two answer tokens or more (on a model that does not think, 1000 / TPOT); **NULL** when none had"},
+	{Name: ColAnsweredPct, Unit: "%", Better: HigherBetter, Late: LateNone, Threshold: 0.01, Floor: 1,
+		Doc: "completed requests that produced an answer (text or a tool call), percent; a request whose reasoning used up `max_tokens` is `ok` but unanswered (vLLM issue 42548's 0-answer runs); **NULL** when nothing completed"},
 	{Name: ColTTFTTurn1P50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoTurn,
 		Doc: "median TTFT of the sessions' first turns (no history to reuse); **NULL** when the cell is not a conversation or no first turn completed"},
 	{Name: ColTTFTLaterTurnsP50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoTurn,
@@ -587,6 +624,8 @@ var entries = []Column{
 		Doc: "embeddings: inputs per request (the sweep's `batch` ladder; its `cell_id` ends in `/b<batch>`); 0 for other endpoints"},
 	{Name: ColImages, Unit: "images", Better: Neither,
 		Doc: "chat: generated images sent with every request (`images` ladder; `cell_id` ends in `/img<n>@<WxH>`); 0 when none"},
+	{Name: ColReasoning, Unit: "–", Better: Neither,
+		Doc: "the request's reasoning controls as the cell sent them (`reasoning_effort=low`, `think=false`, `chat_template_kwargs={\"enable_thinking\":false}`; docs/PLANS.md, Reasoning); the sweep's `reasoning` axis joins them to `cell_id`; `\"\"` when none"},
 	{Name: ColImageResolution, Unit: "pixels", Better: Neither,
 		Doc: "the images' size, `WxH` (`image_resolution`); `\"\"` when no image is sent"},
 	{Name: ColAudioSeconds, Unit: "s", Better: Neither,

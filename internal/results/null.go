@@ -67,6 +67,24 @@ func whyNoGap(c *Cell, _ string) string {
 	return "no completed request had two token events"
 }
 
+// whyNoAnswer: the answer columns are NULL when no completed request
+// answered (every one's reasoning used up max_tokens, say).
+func whyNoAnswer(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "no completed request produced an answer token (answered_pct says how many answered)"
+}
+
+// whyNoReasoning: the reasoning timings are NULL when no completed
+// request showed reasoning.
+func whyNoReasoning(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "no completed request streamed reasoning (a model that does not think, or a server that hides it)"
+}
+
 // noneMeasured is why a cell measured nothing at all ("" when it did).
 func noneMeasured(c *Cell) string {
 	switch {

@@ -333,6 +333,26 @@ type Cell struct {
 	// PrefixCacheHitRate is the usage figure where there is one).
 	CachedTokens             *int64   `parquet:"cached_tokens" json:"cached_tokens" expr:"cached_tokens"`
 	ServerPrefixCacheHitRate *float64 `parquet:"server_prefix_cache_hit_rate" json:"server_prefix_cache_hit_rate" expr:"server_prefix_cache_hit_rate"`
+	// Reasoning (docs/METRICS.md, Reasoning): the time to the first
+	// answer token's distribution, the time to the first reasoning token,
+	// reasoning and answer tokens per completed request, each phase's
+	// decode rate, and the share of completed requests that answered
+	// (nil: nothing completed, or nothing to summarize). Reasoning is
+	// the request's reasoning controls as the cell sent them ("" for
+	// none), a key like images.
+	Reasoning          string   `parquet:"reasoning" json:"reasoning" expr:"reasoning"`
+	TTFOMs             *float64 `parquet:"ttfo_ms" json:"ttfo_ms" expr:"ttfo_ms"`
+	TTFOP50Ms          *float64 `parquet:"ttfo_p50_ms" json:"ttfo_p50_ms" expr:"ttfo_p50_ms"`
+	TTFOP90Ms          *float64 `parquet:"ttfo_p90_ms" json:"ttfo_p90_ms" expr:"ttfo_p90_ms"`
+	TTFOP95Ms          *float64 `parquet:"ttfo_p95_ms" json:"ttfo_p95_ms" expr:"ttfo_p95_ms"`
+	TTFOP99Ms          *float64 `parquet:"ttfo_p99_ms" json:"ttfo_p99_ms" expr:"ttfo_p99_ms"`
+	TTFOMaxMs          *float64 `parquet:"ttfo_max_ms" json:"ttfo_max_ms" expr:"ttfo_max_ms"`
+	TTFRMs             *float64 `parquet:"ttfr_ms" json:"ttfr_ms" expr:"ttfr_ms"`
+	ReasoningTokensAvg *float64 `parquet:"reasoning_tokens_mean" json:"reasoning_tokens_mean" expr:"reasoning_tokens_mean"`
+	AnswerTokensAvg    *float64 `parquet:"answer_tokens_mean" json:"answer_tokens_mean" expr:"answer_tokens_mean"`
+	ReasoningTokS      *float64 `parquet:"reasoning_tok_s" json:"reasoning_tok_s" expr:"reasoning_tok_s"`
+	AnswerTokS         *float64 `parquet:"answer_tok_s" json:"answer_tok_s" expr:"answer_tok_s"`
+	AnsweredPct        *float64 `parquet:"answered_pct" json:"answered_pct" expr:"answered_pct"`
 	// TimeScale is a trace replay's speed-up (2: twice as fast as
 	// recorded; nil: not a trace replay).
 	TimeScale *float64 `parquet:"time_scale" json:"time_scale" expr:"time_scale"`
@@ -420,6 +440,23 @@ type Request struct {
 	// StampDelaysMs: per token-bearing event, user-space stamp − kernel
 	// receive timestamp (empty without kernel timestamps).
 	StampDelaysMs []float64 `parquet:"stamp_delays_ms,list" json:"stamp_delays_ms"`
+	// Reasoning (schema version 11; docs/METRICS.md, Reasoning): the
+	// time to the first answer token (text or a tool call) and to the
+	// first reasoning token, nil when none came (or the request failed);
+	// the output split into reasoning and answer tokens (nil: failed, or
+	// a whole answer that carried reasoning without a count), where the
+	// reasoning count came from (ReasoningSource: usage, events or
+	// unknown), and whether an answer came at all (nil: failed). TTFT
+	// stays the first token of any kind. ReasoningEndMs is the last
+	// reasoning event's time (nil: none), the end of the thinking phase of
+	// a request that never answered.
+	TTFOMs          *float64 `parquet:"ttfo_ms" json:"ttfo_ms"`
+	TTFRMs          *float64 `parquet:"ttfr_ms" json:"ttfr_ms"`
+	ReasoningEndMs  *float64 `parquet:"reasoning_end_ms" json:"reasoning_end_ms"`
+	ReasoningTokens *int64   `parquet:"reasoning_tokens" json:"reasoning_tokens"`
+	AnswerTokens    *int64   `parquet:"answer_tokens" json:"answer_tokens"`
+	ReasoningSource string   `parquet:"reasoning_source" json:"reasoning_source"`
+	Answered        *bool    `parquet:"answered" json:"answered"`
 }
 
 // RequestTPOT is one request's time per output token after the first, the

@@ -13,8 +13,13 @@ package results
 // accounting and kernel-stamp columns; version 9 added the machine's
 // lateness (the cells' machine_* columns) and the assertions table's
 // `measurement`, `explained` and the outcome `inconclusive`; version 10
-// added the cells' `slice_s` and the slices table.
-const SchemaVersion = 10
+// added the cells' `slice_s` and the slices table; version 11 added
+// reasoning: the cells' `reasoning`, `ttfo_*`, `ttfr_ms`,
+// `reasoning_tokens_mean`, `answer_tokens_mean`, `reasoning_tok_s`,
+// `answer_tok_s`, `answered_pct`, and the requests' `ttfo_ms`, `ttfr_ms`,
+// `reasoning_end_ms`, `reasoning_tokens`, `answer_tokens`,
+// `reasoning_source`, `answered`.
+const SchemaVersion = 11
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (

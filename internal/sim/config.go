@@ -51,6 +51,8 @@ type Config struct {
 	// is written at received + TTFT + k*ITL.
 	TTFT time.Duration
 	ITL  time.Duration
+	// Reasoning is a thinking phase before the answer (reasoning.go).
+	Reasoning Reasoning
 	// LoadTime is how long after New the server pretends to load the model:
 	// /health answers 503 and the API answers 503 until it has passed.
 	LoadTime time.Duration
@@ -371,7 +373,7 @@ func (c Config) modelErrors() []error {
 
 // servingChecks are the rules on the knobs every mode uses.
 func (c Config) servingChecks() []fieldCheck {
-	return []fieldCheck{
+	return append([]fieldCheck{
 		{c.Mode != ModeFixed && c.Mode != ModeEngine,
 			fmt.Errorf("mode %q: want fixed or engine", c.Mode)},
 		{c.TTFT < 0 || c.ITL < 0 || c.LoadTime < 0 || c.ListenAfter < 0,
@@ -388,7 +390,7 @@ func (c Config) servingChecks() []fieldCheck {
 		{c.CloseAfterStreamDelay < 0, errors.New("close-after-stream-delay must not be negative")},
 		{c.Slots < 0 || c.TrainContextLen < 0, errors.New("slots and train-context-len must not be negative")},
 		{c.MaxRecords < 0, errors.New("max-records must not be negative")},
-	}
+	}, c.Reasoning.checks()...)
 }
 
 func validMetrics(m string) bool {

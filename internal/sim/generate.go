@@ -37,6 +37,7 @@ type genRequest struct {
 		// vLLM's extension: usage on every chunk (with include_usage).
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
+	reasoningControls
 }
 
 // parsePrompt accepts the forms vLLM accepts for one prompt: a string, a
@@ -129,6 +130,11 @@ type genPlan struct {
 	cached          int   // prompt tokens found in fixed mode's prompt cache
 	cacheEntry      []int // the prompt cache's entry for this prompt (promptCache.keep)
 	media           int   // prompt tokens that stand for images (media.go)
+	// reasoning is how many of the target's first tokens are reasoning
+	// (reasoning.go), written at reasoningITL under reasoningField.
+	reasoning      int
+	reasoningITL   time.Duration
+	reasoningField string
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -321,7 +327,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	p.stream = req.Stream
 	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	p.continuousUsage = p.includeUsage && req.StreamOptions.ContinuousUsageStats
-	p.target, p.finish = s.outputLength(p.promptHash, maxTokens, req.MinTokens, req.IgnoreEOS)
+	s.planReasoning(&p, req.reasoningControls, maxTokens, req.MinTokens, req.IgnoreEOS)
 	return p, 0, nil
 }
 
@@ -419,6 +425,7 @@ func (s *Server) startSource(ctx context.Context, p genPlan, received time.Time)
 	if s.engine == nil {
 		return &fixedSource{
 			s: s, start: received, target: p.target, tpc: p.tpc, ttft: p.ttft, itl: p.itl,
+			reasoning: p.reasoning, ritl: p.reasoningITL,
 			cached: p.cached, wait: newPacerWait(),
 		}
 	}
@@ -461,7 +468,13 @@ type fixedSource struct {
 	k      int
 	sent   int
 	cached int
-	wait   *pacerWait
+	// reasoning: the first tokens that are reasoning, one event per tpc
+	// of them at ritl apart (kr of those events written); the answer's
+	// events follow at itl. No event mixes the two.
+	reasoning int
+	ritl      time.Duration
+	kr        int
+	wait      *pacerWait
 	// woken is set when the request's context ends or the server closes;
 	// either also pokes the wait, so a wait is one receive on its
 	// channel, not a select that also enqueues on the request's and the
@@ -490,13 +503,24 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 	if f.sent >= f.target {
 		return 0, true, nil
 	}
-	if err := f.until(ctx, f.start.Add(f.ttft+time.Duration(f.k)*f.itl)); err != nil {
+	if err := f.until(ctx, f.start.Add(f.eventAt(f.k, f.kr))); err != nil {
 		return 0, false, err
 	}
 	n := min(f.tpc, f.target-f.sent)
+	if f.sent < f.reasoning {
+		n = min(n, f.reasoning-f.sent)
+		f.kr++
+	}
 	f.sent += n
 	f.k++
 	return n, f.sent >= f.target, nil
+}
+
+// eventAt is when event k is due after the start, kr of the events
+// before it having been reasoning: TTFT, then the reasoning events'
+// gaps, then the answer's.
+func (f *fixedSource) eventAt(k, kr int) time.Duration {
+	return f.ttft + time.Duration(kr)*f.ritl + time.Duration(k-kr)*f.itl
 }
 
 // until waits for deadline, or returns why it cannot (the request ended,
@@ -523,8 +547,18 @@ func (f *fixedSource) until(ctx context.Context, deadline time.Time) error {
 
 // finalDeadline is when a non-streamed fixed-mode response is complete.
 func (f *fixedSource) finalDeadline() time.Time {
-	events := (f.target + f.tpc - 1) / f.tpc
-	return f.start.Add(f.ttft + time.Duration(max(events-1, 0))*f.itl)
+	r := min(f.reasoning, f.target)
+	rEvents := (r + f.tpc - 1) / f.tpc
+	events := rEvents + (f.target-r+f.tpc-1)/f.tpc
+	if events == 0 {
+		return f.start.Add(f.ttft)
+	}
+	// The last event's time: every event before it adds its own gap.
+	kr := rEvents
+	if f.target-r == 0 {
+		kr = rEvents - 1
+	}
+	return f.start.Add(f.eventAt(events-1, kr))
 }
 
 func (f *fixedSource) cachedTokens() int { return f.cached }
@@ -654,10 +688,21 @@ func (cw *chunkWriter) roleChunk() {
 // JSON member with its leading comma, e.g. llama-server's timings) goes at
 // the end of the object.
 func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish string, extra []byte) {
+	if cw.chat && from < p.reasoning && from+n > p.reasoning {
+		// The engine's batch crossed from thinking to answering: two
+		// events, as the engines' parsers send them.
+		k := p.reasoning - from
+		cw.contentChunk(s, p, from, k, "", nil)
+		cw.contentChunk(s, p, from+k, n-k, finish, extra)
+		return
+	}
 	cw.buf = append(cw.buf, cw.head...)
-	if cw.chat {
+	switch {
+	case cw.chat && from < p.reasoning:
+		cw.buf = s.appendReasoningDelta(cw.buf, p)
+	case cw.chat:
 		cw.buf = append(cw.buf, `{"index":0,"delta":{"content":"`...)
-	} else {
+	default:
 		cw.buf = append(cw.buf, `{"index":0,"text":"`...)
 	}
 	for k := from; k < from+n; k++ {
@@ -680,7 +725,7 @@ func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish st
 	cw.buf = append(cw.buf, "}]"...)
 	if p.continuousUsage {
 		prompt, completion := len(p.promptIDs), from+n
-		cw.buf = fmt.Appendf(cw.buf, `,"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}`, prompt, prompt+completion, completion)
+		cw.buf = fmt.Appendf(cw.buf, `,"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d%s}`, prompt, prompt+completion, completion, s.reasoningUsage(p, completion))
 	}
 	cw.buf = append(cw.buf, extra...)
 	cw.buf = append(cw.buf, "}\n\n"...)
@@ -688,9 +733,9 @@ func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish st
 
 // usageChunk appends the final usage chunk; cached >= 0 adds
 // prompt_tokens_details.cached_tokens (vLLM's and SGLang's field).
-func (cw *chunkWriter) usageChunk(prompt, completion, cached int) {
+func (cw *chunkWriter) usageChunk(prompt, completion, cached int, details string) {
 	cw.buf = append(cw.buf, cw.head...)
-	cw.buf = fmt.Appendf(cw.buf, `],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d`, prompt, prompt+completion, completion)
+	cw.buf = fmt.Appendf(cw.buf, `],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d%s`, prompt, prompt+completion, completion, details)
 	if cached >= 0 {
 		cw.buf = fmt.Appendf(cw.buf, `,"prompt_tokens_details":{"cached_tokens":%d}`, cached)
 	}
@@ -844,7 +889,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 		}
 	}
 	if p.includeUsage {
-		cw.usageChunk(len(p.promptIDs), sent, s.usageCached(src))
+		cw.usageChunk(len(p.promptIDs), sent, s.usageCached(src), s.reasoningUsage(p, sent))
 	}
 	cw.buf = append(cw.buf, "data: [DONE]\n\n"...)
 	err := cw.flush()
@@ -906,6 +951,9 @@ func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, l
 	}
 	rec.update(func(r *RequestRecord) {
 		r.FinishReason, r.Finished, r.CachedTokens = p.finish, now, src.cachedTokens()
+		if p.endpoint == epChat {
+			r.ReasoningTokens = min(p.reasoning, sent)
+		}
 		if werr != nil {
 			r.Error = werr.Error()
 		}
@@ -957,12 +1005,23 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		return
 	}
 	cut := f.cutAfter >= 0 && sent < p.target
-	var text strings.Builder
+	var text, thought strings.Builder
 	for k := range sent {
-		text.WriteByte(' ')
-		text.WriteString(s.word(p.promptHash, k))
+		b := &text
+		if k < p.reasoning && p.endpoint == epChat {
+			b = &thought
+		}
+		b.WriteByte(' ')
+		b.WriteString(s.word(p.promptHash, k))
 	}
 	usage := map[string]any{"prompt_tokens": len(p.promptIDs), "total_tokens": len(p.promptIDs) + sent, "completion_tokens": sent}
+	if s.reasoningUsage(p, sent) != "" {
+		usage["completion_tokens_details"] = map[string]int{"reasoning_tokens": min(p.reasoning, sent)}
+	}
+	message := map[string]string{"role": "assistant", "content": text.String()}
+	if thought.Len() > 0 {
+		message[p.reasoningField] = thought.String()
+	}
 	if c := s.usageCached(src); c >= 0 {
 		usage["prompt_tokens_details"] = map[string]int{"cached_tokens": c}
 	}
@@ -975,7 +1034,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		body = map[string]any{
 			"id": rec.r.ID, "object": "chat.completion", "created": s.created, "model": p.model,
 			"choices": []any{map[string]any{
-				"index": 0, "message": map[string]string{"role": "assistant", "content": text.String()},
+				"index": 0, "message": message,
 				"logprobs": nil, "finish_reason": finish,
 			}},
 			"usage": usage,

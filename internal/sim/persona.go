@@ -56,6 +56,14 @@ type persona struct {
 	// cleanRunnerDeath: a stream whose runner died ends cleanly, with a
 	// 200 (Ollama), instead of the connection dropping.
 	cleanRunnerDeath bool
+	// reasoningField is the member a thinking model's reasoning goes in
+	// (Reasoning.Field overrides it); reasoningEmptyContent: an empty
+	// "content" beside it in every reasoning delta (Ollama);
+	// reasoningUsage: usage reports
+	// completion_tokens_details.reasoning_tokens.
+	reasoningField        string
+	reasoningEmptyContent bool
+	reasoningUsage        bool
 	// routes registers the engine's endpoints (the debug routes and the
 	// catch-all are added after them).
 	routes func(s *Server)

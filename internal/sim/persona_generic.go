@@ -8,14 +8,17 @@ import (
 // genericPersona is the simulator as it always was: vLLM-shaped
 // endpoints, one token per word, OpenAI's error shape.
 var genericPersona = persona{
-	name:        PersonaGeneric,
-	version:     "benchrun-sim",
-	metrics:     MetricsVLLM,
-	cache:       cacheBlocks,
-	usageCached: cachedWithPromptCache,
-	streamType:  "text/event-stream; charset=utf-8",
-	badJSON:     apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
-	routes:      genericRoutes,
+	reasoningField: FieldReasoningContent,
+	// OpenAI's own API reports reasoning_tokens; of the engines, none does.
+	reasoningUsage: true,
+	name:           PersonaGeneric,
+	version:        "benchrun-sim",
+	metrics:        MetricsVLLM,
+	cache:          cacheBlocks,
+	usageCached:    cachedWithPromptCache,
+	streamType:     "text/event-stream; charset=utf-8",
+	badJSON:        apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
+	routes:         genericRoutes,
 	modelEntry: func(s *Server, m string) any {
 		return modelJSON{ID: m, Object: "model", Created: s.created, OwnedBy: "benchrun-sim", Root: m, MaxModelLen: s.cfg.MaxModelLen}
 	},

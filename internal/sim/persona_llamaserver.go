@@ -11,6 +11,7 @@ import (
 // the /v1 ones, slots with a prompt each, a 503 while loading, the
 // connection closed after every stream.
 var llamaServerPersona = persona{
+	reasoningField:   FieldReasoningContent,
 	name:             PersonaLlamaServer,
 	version:          "b6500-sim",
 	metrics:          MetricsLlamaCpp,

@@ -12,16 +12,18 @@ import (
 // /metrics, no tokenizer endpoint, a model loaded on the first request,
 // a prompt over the context truncated rather than refused.
 var ollamaPersona = persona{
-	name:             PersonaOllama,
-	version:          "0.6.5",
-	metrics:          MetricsNone,
-	subword:          true,
-	firstWordQuirk:   true,
-	lazyLoad:         true,
-	cache:            cacheSlots,
-	streamType:       "text/event-stream; charset=utf-8",
-	badJSON:          apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
-	cleanRunnerDeath: true,
+	reasoningField:        FieldReasoning,
+	reasoningEmptyContent: true,
+	name:                  PersonaOllama,
+	version:               "0.6.5",
+	metrics:               MetricsNone,
+	subword:               true,
+	firstWordQuirk:        true,
+	lazyLoad:              true,
+	cache:                 cacheSlots,
+	streamType:            "text/event-stream; charset=utf-8",
+	badJSON:               apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
+	cleanRunnerDeath:      true,
 	routes: func(s *Server) {
 		s.openAIRoutes()
 		m := s.mux

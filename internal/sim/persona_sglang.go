@@ -9,16 +9,17 @@ import (
 // sglangPersona is SGLang's server (FastAPI on uvicorn, vLLM's error
 // shape, a radix prefix cache).
 var sglangPersona = persona{
-	name:         PersonaSGLang,
-	version:      "0.5.2",
-	metrics:      MetricsSGLang,
-	subword:      true,
-	serverHeader: "uvicorn",
-	cache:        cacheRadix,
-	usageCached:  cachedAlways,
-	streamType:   "text/event-stream; charset=utf-8",
-	emptyHealth:  true,
-	badJSON:      apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
+	reasoningField: FieldReasoningContent,
+	name:           PersonaSGLang,
+	version:        "0.5.2",
+	metrics:        MetricsSGLang,
+	subword:        true,
+	serverHeader:   "uvicorn",
+	cache:          cacheRadix,
+	usageCached:    cachedAlways,
+	streamType:     "text/event-stream; charset=utf-8",
+	emptyHealth:    true,
+	badJSON:        apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
 	routes: func(s *Server) {
 		s.openAIRoutes()
 		m := s.mux

@@ -10,16 +10,17 @@ import (
 
 // vllmPersona is vLLM's OpenAI-compatible server (FastAPI on uvicorn).
 var vllmPersona = persona{
-	name:         PersonaVLLM,
-	version:      "0.11.0",
-	metrics:      MetricsVLLM,
-	subword:      true,
-	serverHeader: "uvicorn",
-	cache:        cacheBlocks,
-	usageCached:  cachedAlways,
-	streamType:   "text/event-stream; charset=utf-8",
-	emptyHealth:  true,
-	badJSON:      apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
+	reasoningField: FieldReasoningContent,
+	name:           PersonaVLLM,
+	version:        "0.11.0",
+	metrics:        MetricsVLLM,
+	subword:        true,
+	serverHeader:   "uvicorn",
+	cache:          cacheBlocks,
+	usageCached:    cachedAlways,
+	streamType:     "text/event-stream; charset=utf-8",
+	emptyHealth:    true,
+	badJSON:        apiErr{status: http.StatusBadRequest, typ: "BadRequestError", msg: "invalid JSON body: "},
 	routes: func(s *Server) {
 		s.openAIRoutes()
 		m := s.mux

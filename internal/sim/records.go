@@ -36,11 +36,14 @@ type RequestRecord struct {
 	PlannedTTFT      time.Duration
 	RemoteAddr       string // the client's address: one per TCP connection
 	CompletionTokens int    // tokens actually written
-	Status           int
-	FinishReason     string // "length", "stop", "abort" (client gone, drop fault, shutdown)
-	Fault            string // faults applied, as in X-Sim-Fault
-	Error            string
-	Finished         time.Time
+	// ReasoningTokens is how many of them were reasoning (chat with a
+	// Config.Reasoning phase; 0 otherwise).
+	ReasoningTokens int
+	Status          int
+	FinishReason    string // "length", "stop", "abort" (client gone, drop fault, shutdown)
+	Fault           string // faults applied, as in X-Sim-Fault
+	Error           string
+	Finished        time.Time
 }
 
 // record is the live version: the handler appends under mu while Records may
