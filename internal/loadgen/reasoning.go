@@ -1,6 +1,9 @@
 package loadgen
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // EventKind is what a token-bearing event carried: the per-request event
 // model every answer shape maps onto (chat deltas today; the Responses
@@ -129,4 +132,15 @@ func (r *Result) splitTokens(whole bool, sawReasoning bool) {
 		r.ReasoningTokens, r.ReasoningSource = n, ReasoningFromEvents
 	}
 	r.AnswerTokens = max(r.OutputTokens-r.ReasoningTokens, 0)
+}
+
+// TokensUnshown says the answer ended without a token event (ErrNoTokens)
+// while its usage counts output tokens: the server generated them and
+// showed none. Ollama's /v1/completions on a thinking model does this:
+// its completions chunks carry the answer's text only and drop the
+// thinking, so a 1-token probe's one token arrives as an empty text and
+// completion_tokens 1. A health probe asks whether the server generates,
+// which such an answer shows.
+func (r *Result) TokensUnshown() bool {
+	return errors.Is(r.Err, ErrNoTokens) && r.UsageReported && r.OutputTokens > 0
 }

@@ -169,6 +169,36 @@ func TestProbeRefused(t *testing.T) {
 	}
 }
 
+// TestProbeThinkingModel: a thinking model's 1-token probe passes
+// whether its token shows as reasoning (chat: delta.reasoning) or not at
+// all (Ollama's /v1/completions drops the thinking: an empty text, and
+// usage counts the token). Issue 48: the health stage read "response
+// carried no tokens" for its whole within, and the run failed.
+func TestProbeThinkingModel(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"tiny"}
+	cfg.Reasoning = sim.Reasoning{Tokens: 20, Field: sim.FieldReasoning}
+	s := simtest.NewSimFrom(t, cfg)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/completions" {
+			s.ServeHTTP(w, r)
+			return
+		}
+		// Ollama v0.17's completions stream for a thinking model.
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"id":"cmpl-1","object":"text_completion","model":"tiny","choices":[{"text":"","index":0,"finish_reason":null}]}`+"\n\n")
+		io.WriteString(w, `data: {"id":"cmpl-1","object":"text_completion","model":"tiny","choices":[{"text":"","index":0,"finish_reason":"length"}]}`+"\n\n")
+		io.WriteString(w, `data: {"id":"cmpl-1","object":"text_completion","model":"tiny","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":1,"total_tokens":12}}`+"\n\n")
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer ts.Close()
+	for _, probe := range []string{"completions", "chat"} {
+		if _, took, err := runHealth(t, `within: "3s", probe: "`+probe+`"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"}); err != nil || took > 2*time.Second {
+			t.Errorf("probe %s: err = %v after %s", probe, err, took)
+		}
+	}
+}
+
 func TestValidatePaths(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "plan.cue")
