@@ -78,11 +78,11 @@ stages: {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	sleepPID := waitPID(t, filepath.Join(dir, "sleeppid"))
-	shPID := waitPID(t, filepath.Join(dir, "pid"))
+	sleepPID := testkit.WaitPID(t, filepath.Join(dir, "sleeppid"))
+	shPID := testkit.WaitPID(t, filepath.Join(dir, "pid"))
 	// A child in a session of its own, ignoring signals: only a walk of
 	// benchrun's descendants finds it once its guard is killed.
-	daemonPID := waitPID(t, filepath.Join(dir, "daemonpid"))
+	daemonPID := testkit.WaitPID(t, filepath.Join(dir, "daemonpid"))
 	defer syscall.Kill(daemonPID, syscall.SIGKILL)
 	time.Sleep(300 * time.Millisecond) // hold is polling
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -123,21 +123,6 @@ stages: {
 			t.Errorf("process %d of the server's group outlived benchrun", pid)
 		}
 	}
-}
-
-func waitPID(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never appeared", path)
-	return 0
 }
 
 // benchrunCmd is this test binary acting as benchrun in dir.

@@ -13,11 +13,11 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // The headroom benchmarks run the simulator in a child process (this test
@@ -130,7 +130,7 @@ type meter struct {
 
 func startMeter(childPid int) *meter {
 	m := &meter{childPid: childPid, loadAvgStart: loadAvg(), cpu: machineTicks()}
-	m.self, m.child = selfCPU(), pidCPU(childPid)
+	m.self, m.child = selfCPUTime(), pidCPU(childPid)
 	m.gc, m.user, m.mallocs, m.cycles = runtimeCounters()
 	m.wall = time.Now()
 	return m
@@ -151,7 +151,7 @@ type cost struct {
 
 func (m *meter) since() cost {
 	wall := time.Since(m.wall)
-	self, child := selfCPU()-m.self, pidCPU(m.childPid)-m.child
+	self, child := selfCPUTime()-m.self, pidCPU(m.childPid)-m.child
 	gc, user, mallocs, cycles := runtimeCounters()
 	c := cost{Wall: wall, Client: self, Sim: child, Mallocs: mallocs - m.mallocs, GCCycles: cycles - m.cycles,
 		LoadAvg: m.loadAvgStart + " → " + loadAvg()}
@@ -177,14 +177,6 @@ func (c cost) report(b *testing.B, units float64, unit string) {
 	b.ReportMetric(c.Sim.Seconds()/c.Wall.Seconds(), "sim-cores")
 	b.ReportMetric(100*c.Steal, "steal-%")
 	b.Logf("load average %s", c.LoadAvg)
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // pidCPU is a process's user+system CPU from /proc (0 where there is none).
@@ -277,3 +269,7 @@ func memNow() uint64 {
 	runtime.GC()
 	return InUseMemory()
 }
+
+// selfCPUTime is this process's CPU time (testkit.CPUTime), 0 when it
+// cannot be read.
+func selfCPUTime() time.Duration { d, _ := testkit.CPUTime(false); return d }

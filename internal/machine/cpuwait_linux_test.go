@@ -6,9 +6,10 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // TestCPUWaitCountsRunnableThreads: with more busy threads than CPUs,
@@ -18,7 +19,7 @@ import (
 // waited for; a process that does not exist reads false.
 func TestCPUWaitCountsRunnableThreads(t *testing.T) {
 	before, ok := CPUWait(0)
-	cpu0, cpuOK := selfCPU()
+	cpu0, cpuOK := testkit.CPUTime(true)
 	if !ok || !cpuOK {
 		t.Skip("the kernel keeps no scheduler statistics (/proc/self/task/*/schedstat)")
 	}
@@ -46,7 +47,7 @@ func TestCPUWaitCountsRunnableThreads(t *testing.T) {
 	}
 	wg.Wait()
 	after, _ := CPUWait(0)
-	cpu1, _ := selfCPU()
+	cpu1, _ := testkit.CPUTime(true)
 	floor := wanted - (cpu1 - cpu0)
 	if got := after - before; got < floor {
 		t.Errorf("threads waited %s for a CPU, want at least %s (%d threads spinning %s on %d CPUs, %s of CPU)", got, floor, threads, spin, runtime.NumCPU(), cpu1-cpu0)
@@ -56,20 +57,6 @@ func TestCPUWaitCountsRunnableThreads(t *testing.T) {
 	if _, ok := CPUWait(1 << 30); ok {
 		t.Errorf("a process that does not exist read a wait")
 	}
-}
-
-// selfCPU is this process's CPU time and its waited-for children's: what
-// the spinning threads got, beside what they waited for.
-func selfCPU() (time.Duration, bool) {
-	var total time.Duration
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(who, &ru); err != nil {
-			return 0, false
-		}
-		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return total, true
 }
 
 // TestWaitedSince: a thread read at both ends counts its growth, one born

@@ -1,11 +1,8 @@
 package procrun
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,7 +32,7 @@ func TestKillChildGroups(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sleepPID := waitPID(t, filepath.Join(dir, "sleeppid"))
+	sleepPID := testkit.WaitPID(t, filepath.Join(dir, "sleeppid"))
 	KillChildGroups()
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -53,20 +50,4 @@ func TestKillChildGroups(t *testing.T) {
 		syscall.Kill(sleepPID, syscall.SIGKILL)
 		t.Fatal("the grandchild in the child's group survived")
 	}
-}
-
-// waitPID reads the pid a child wrote to path.
-func waitPID(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return pid
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never appeared", path)
-	return 0
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/benchrun/benchrun/internal/testkit"
 )
 
 // BenchmarkStreams measures how many concurrent streams and streamed tokens
@@ -121,9 +123,9 @@ func runStreams(b *testing.B, mode string, streams int, itl, window time.Duratio
 	}
 	time.Sleep(2 * itl)
 	n := running.Load()
-	t0, tok0, ev0, cpu0, self0 := time.Now(), tokens.Load(), events.Load(), procCPU(b, pid), selfCPU()
+	t0, tok0, ev0, cpu0, self0 := time.Now(), tokens.Load(), events.Load(), procCPU(b, pid), selfCPUTime()
 	time.Sleep(window)
-	t1, tok1, ev1, cpu1, self1 := time.Now(), tokens.Load(), events.Load(), procCPU(b, pid), selfCPU()
+	t1, tok1, ev1, cpu1, self1 := time.Now(), tokens.Load(), events.Load(), procCPU(b, pid), selfCPUTime()
 	cancel()
 	wg.Wait()
 	if os.Getenv("SIM_CPUPROFILE") != "" {
@@ -160,18 +162,6 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
-func selfCPU() time.Duration {
-	data, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -185,3 +175,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// selfCPUTime is this process's CPU time (testkit.CPUTime), 0 when it
+// cannot be read.
+func selfCPUTime() time.Duration { d, _ := testkit.CPUTime(false); return d }

@@ -64,3 +64,38 @@ func WaitFor(t testing.TB, within time.Duration, what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// WaitPID reads the pid a child wrote to the file at path, waiting up to
+// ten seconds for it to appear (a child writes it once it runs).
+func WaitPID(t testing.TB, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return pid
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", path)
+	return 0
+}
+
+// CPUTime is this process's user+system CPU time, and with children its
+// waited-for children's too (getrusage); false when it cannot be read.
+func CPUTime(children bool) (time.Duration, bool) {
+	who := []int{syscall.RUSAGE_SELF}
+	if children {
+		who = append(who, syscall.RUSAGE_CHILDREN)
+	}
+	var total time.Duration
+	for _, w := range who {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(w, &ru); err != nil {
+			return 0, false
+		}
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return total, true
+}
