@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/benchrun/benchrun/internal/results"
 )
 
 // layout is how the rows of one Go type become Arrow columns: the schema,
@@ -32,31 +33,20 @@ type column struct {
 type fillFunc func(b array.Builder, first unsafe.Pointer, n int, stride uintptr)
 
 func layoutOf(t reflect.Type, meta *arrow.Metadata) (*layout, error) {
-	if t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("arrow: rows of %s: want a struct", t)
+	rowFields, err := results.Fields(t)
+	if err != nil {
+		return nil, fmt.Errorf("arrow: %w", err)
 	}
 	l := &layout{stride: t.Size()}
 	var fields []arrow.Field
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		tag := sf.Tag.Get("parquet")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = sf.Name // parquet-go's name for an untagged field
-		}
-		f, fill, err := fieldOf(sf.Type, opts)
+	for _, rf := range rowFields {
+		f, fill, err := fieldOf(rf.Type, rf.Opts)
 		if err != nil {
-			return nil, fmt.Errorf("arrow: %s.%s (column %s): %w", t, sf.Name, name, err)
+			return nil, fmt.Errorf("arrow: %s.%s (column %s): %w", t, rf.GoName, rf.Name, err)
 		}
-		f.Name = name
+		f.Name = rf.Name
 		fields = append(fields, f)
-		l.cols = append(l.cols, column{off: sf.Offset, fill: fill})
+		l.cols = append(l.cols, column{off: rf.Offset, fill: fill})
 	}
 	l.schema = arrow.NewSchema(fields, meta)
 	return l, nil
