@@ -56,7 +56,11 @@ func (s *Stage) Validate(*pipeline.Check) error {
 			return schema.Error{Pos: s.spec.PosOf(f.name), Msg: fmt.Sprintf("stages.%s.%s: %q must start with /", s.spec.Name, f.name, f.v)}
 		}
 	}
-	if errs := s.cfg.Check(s.spec); len(errs) > 0 {
+	errs := s.cfg.Check(s.spec)
+	if s.cfg.Probe != "none" {
+		errs = append(errs, s.cfg.CheckReasoning(s.spec, s.cfg.Probe)...)
+	}
+	if len(errs) > 0 {
 		return errs
 	}
 	return nil
@@ -113,7 +117,8 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: httpsafe.NoRedirects}
 	lt := &loadgen.Target{BaseURL: base, Model: model, Endpoint: loadgen.Endpoint(s.cfg.Probe), Stream: true,
-		Headers: headers, APIKey: key, HTTP: loadgen.NewHTTPClient(1)}
+		Headers: headers, APIKey: key, HTTP: loadgen.NewHTTPClient(1), ExtraBody: map[string]any{}}
+	s.cfg.Reasoning.AddTo(lt.ExtraBody)
 	defer lt.HTTP.CloseIdleConnections()
 	start := time.Now()
 	last := "no answer yet"

@@ -23,6 +23,8 @@ type Cell struct {
 	ISL    int               `json:"isl"`
 	OSL    int               `json:"osl"`
 	Server map[string]string `json:"server"`
+	// The cell's reasoning controls, over the stage's (#Reasoning).
+	client.Reasoning
 }
 
 // serverVars writes the cell's server variables as "k=v k=v", sorted by
@@ -41,7 +43,13 @@ func (c Cell) serverVars(sep string) string {
 }
 
 // key tells cells apart, server variables included.
-func (c Cell) key() string { return fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/")) }
+func (c Cell) key() string {
+	k := fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/"))
+	if r := c.Reasoning.Label(","); r != "" {
+		k += "/" + r // cells apart only by their reasoning controls are two
+	}
+	return k
+}
 
 // conversation reports whether the stage's cells are conversations: turns
 // given, or a conversations dataset.
@@ -108,11 +116,13 @@ type Config struct {
 	client.RequestConfig
 	Search *SearchConfig `json:"search"`
 	// Embeddings and media (media.go).
-	Batch           []int     `json:"batch"`
-	Dimensions      int       `json:"dimensions"`
-	Images          []int     `json:"images"`
-	ImageResolution []string  `json:"image_resolution"`
-	AudioSeconds    []float64 `json:"audio_seconds"`
+	Batch      []int `json:"batch"`
+	Dimensions int   `json:"dimensions"`
+	Images     []int `json:"images"`
+	// ReasoningAxis is the plan's `reasoning`: one point per entry.
+	ReasoningAxis   []client.Reasoning `json:"reasoning"`
+	ImageResolution []string           `json:"image_resolution"`
+	AudioSeconds    []float64          `json:"audio_seconds"`
 }
 
 // TelemetryConfig says what is measured beside the load (schema.cue).

@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/pipeline"
+	"github.com/benchrun/benchrun/stages/internal/client"
 )
 
 // variant is what an embeddings or media sweep varies beside the cell
@@ -24,11 +25,16 @@ type variant struct {
 	audio  float64
 	// set says the sweep varies it, so the cell id names it.
 	batchSet, imagesSet bool
+	// reasoning is the reasoning axis's entry (reasoning.go).
+	reasoning client.Reasoning
 }
 
 // variants are the sweep's variants in plan order (one zero variant
 // when it has none).
-func (s *Stage) variants() []variant {
+func (s *Stage) variants() []variant { return s.withReasoning(s.mediaVariants()) }
+
+// mediaVariants are the embeddings and media variants.
+func (s *Stage) mediaVariants() []variant {
 	c := s.cfg
 	switch {
 	case c.Endpoint == "transcriptions":

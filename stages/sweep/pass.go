@@ -87,13 +87,12 @@ func (s *Stage) promptSource(p point, stage string, measurement int64, vocab *lo
 // bound, and with force_osl the body that forces the whole output.
 func (pr *pointRun) shapeRequests() {
 	t, p := pr.t, pr.p
+	pr.maxTokens = p.cell.OSL
 	if pr.s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings && t.Endpoint != loadgen.Transcriptions {
 		pr.body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
-	}
-	pr.maxTokens = p.cell.OSL
-	if pr.body != nil {
 		pr.expect = pr.maxTokens // forced: fewer tokens is a stream cut short
 	}
+	pr.body = p.addReasoning(pr.body)
 	if t.Endpoint == loadgen.Embeddings || t.Endpoint == loadgen.Transcriptions {
 		pr.maxTokens = 0
 	}

@@ -50,6 +50,9 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends
 	if note := coldNote(row, warmTTFT); note != "" {
 		notes = append(notes, note)
 	}
+	if note := reasoningNote(reqs); note != "" {
+		notes = append(notes, note)
+	}
 	if slo != (measure.SLO{}) {
 		notes = append(notes, "goodput counts completed requests meeting every plan SLO; failed requests never count")
 	}

@@ -130,7 +130,7 @@ func (r *sweepRun) baseRow(p point, id string) results.Cell {
 		Endpoint: s.cfg.Endpoint, ISL: int64(p.cell.ISL), OSL: int64(p.cell.OSL), Concurrency: int64(p.concurrency),
 		Rate: p.rate, MaxInflight: int64(s.cfg.MaxInflight), EngineVersion: engineVersion(r.info, r.target), Repeat: int64(p.repeat),
 		Batch: int64(p.v.batch), Images: int64(p.v.images), ImageResolution: p.v.res, AudioSeconds: p.v.audio,
-		Shard: int64(s.shard), Shards: int64(s.shards),
+		Shard: int64(s.shard), Shards: int64(s.shards), Reasoning: s.reasoningLabel(p),
 	}
 	if s.cfg.conversation() {
 		base.Turns = results.Some(int64(s.maxTurns()))

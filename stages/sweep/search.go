@@ -699,7 +699,8 @@ func (sr *search) identity(stage, id string) results.Cell {
 	row := results.Cell{Stage: stage, CellID: id, Endpoint: s.cfg.Endpoint, ISL: int64(sr.t.cell.ISL), OSL: int64(sr.t.cell.OSL),
 		MaxInflight: int64(s.cfg.MaxInflight), Repeat: int64(sr.t.repeat), Batch: int64(sr.t.v.batch), Images: int64(sr.t.v.images),
 		ImageResolution: sr.t.v.res, AudioSeconds: sr.t.v.audio, Shard: int64(s.shard), Shards: int64(s.shards),
-		Search: searchKnee, StartedAt: sr.started, Measurement: 1}
+		Search: searchKnee, StartedAt: sr.started, Measurement: 1,
+		Reasoning: s.reasoningLabel(point{cell: sr.t.cell, v: sr.t.v})}
 	if len(sr.probes) > 0 {
 		p := sr.probes[0].row
 		row.Model, row.Engine, row.EngineVersion, row.MaxModelLen = p.Model, p.Engine, p.EngineVersion, p.MaxModelLen

@@ -132,6 +132,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 		bad([]string{"dataset", "path"}, "empty path")
 	}
 	errs = append(errs, s.cfg.RequestConfig.Check(s.spec)...)
+	errs = append(errs, s.validateReasoning()...)
 	if len(errs) > 0 {
 		return errs
 	}
@@ -257,6 +258,9 @@ func (p point) label() string {
 	if len(p.cell.Server) > 0 {
 		l += " " + p.cell.serverVars(" ")
 	}
+	if r := p.pointReasoning().Label(" "); r != "" {
+		l += " " + r
+	}
 	if p.repeat > 0 {
 		l += fmt.Sprintf(" rep %d", p.repeat)
 	}
@@ -266,7 +270,7 @@ func (p point) label() string {
 // c1Key names the c=1 row a point's speedup is measured against: the same
 // cell in the same repeat.
 func (p point) c1Key() string {
-	return fmt.Sprintf("%s%s%s#%d", p.cell.key(), p.v.idSuffix(), audioLabel(p.v.audio), p.repeat)
+	return fmt.Sprintf("%s%s%s%s#%d", p.cell.key(), p.v.idSuffix(), p.reasoningSuffix(), audioLabel(p.v.audio), p.repeat)
 }
 
 // cellID is deterministic, so --resume can recognise finished cells; a
@@ -288,6 +292,7 @@ func cellID(stage string, p point) string {
 	if len(p.cell.Server) > 0 {
 		id += "/" + p.cell.serverVars("/")
 	}
+	id += p.reasoningSuffix()
 	if p.repeat > 0 {
 		id += fmt.Sprintf("/rep%d", p.repeat)
 	}

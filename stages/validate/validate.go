@@ -129,6 +129,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 			bad(field, why)
 		}
 		endpoint = p.Endpoint
+		errs = append(errs, s.cfg.CheckReasoning(s.spec, endpoint)...)
 		if !slices.Contains(s.spec.Needs, s.cfg.Against) {
 			// Its row must exist when this stage runs.
 			bad([]string{"against"}, fmt.Sprintf("stages.%s must run first: add it to needs", s.cfg.Against))

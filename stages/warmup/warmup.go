@@ -3,6 +3,7 @@
 package warmup
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -47,7 +48,10 @@ type Stage struct {
 
 // Validate checks the configuration without side effects.
 func (s *Stage) Validate(c *pipeline.Check) error {
-	if errs := s.cfg.Check(s.spec); len(errs) > 0 {
+	errs := s.cfg.Check(s.spec)
+	// The endpoint is the warm-up's own or its followers' (ShapeFor).
+	errs = append(errs, s.cfg.CheckReasoning(s.spec, cmp.Or(s.ShapeFor(c.Dependents()).Endpoint, "completions"))...)
+	if len(errs) > 0 {
 		return errs
 	}
 	if len(followers(c.Dependents(), s.spec.Name)) == 0 && s.cfg.Concurrency == 0 {

@@ -31,6 +31,9 @@ func WithSchema(kindSource string) string { return schema.WithFragment(kindSourc
 type Config struct {
 	Headers   map[string]string `json:"headers"`
 	APIKeyEnv string            `json:"api_key_env"`
+	// The request's reasoning controls (#Reasoning), sent with every
+	// request the stage makes.
+	Reasoning
 }
 
 // Check reports what is wrong with the fields, at the field.
@@ -97,8 +100,9 @@ func (r RequestConfig) NewTarget(stage, base, model string, endpoint loadgen.End
 	t := &loadgen.Target{BaseURL: base, Model: model, Endpoint: endpoint, Stream: stream,
 		Headers: headers, APIKey: key, ExtraBody: make(map[string]any, len(r.Body)),
 		HTTP: loadgen.NewHTTPClient(conns), StallTimeout: r.Stall()}
+	r.Reasoning.AddTo(t.ExtraBody)
 	for k, v := range r.Body {
-		t.ExtraBody[k] = v
+		t.ExtraBody[k] = v // the plan's body fields win
 	}
 	return t, nil
 }

@@ -1,0 +1,124 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/benchrun/benchrun/schema"
+)
+
+// Reasoning is #Reasoning: the request's reasoning controls, sent as
+// body fields (docs/PLANS.md, Reasoning). Each engine reads its own:
+// reasoning_effort (OpenAI's; vLLM's gpt-oss, Ollama: low, medium, high
+// or none), chat_template_kwargs (vLLM, SGLang and llama-server hand them
+// to the chat template: {enable_thinking: false} turns Qwen3's thinking
+// off) and think (Ollama's: true, false, or an effort).
+type Reasoning struct {
+	ReasoningEffort    string         `json:"reasoning_effort"`
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs"`
+	Think              any            `json:"think"`
+}
+
+// reasoningFields are the controls' plan names, in the order they are
+// written.
+var reasoningFields = []string{"reasoning_effort", "chat_template_kwargs", "think"}
+
+// IsSet says some control is given.
+func (r Reasoning) IsSet() bool {
+	return r.ReasoningEffort != "" || r.ChatTemplateKwargs != nil || r.Think != nil
+}
+
+// Over is r with base's controls beneath it: a cell's or an axis point's
+// controls over the stage's (a field r gives wins; chat_template_kwargs
+// merge key by key).
+func (r Reasoning) Over(base Reasoning) Reasoning {
+	out := base
+	if r.ReasoningEffort != "" {
+		out.ReasoningEffort = r.ReasoningEffort
+	}
+	if r.Think != nil {
+		out.Think = r.Think
+	}
+	if r.ChatTemplateKwargs != nil {
+		kw := maps.Clone(base.ChatTemplateKwargs)
+		if kw == nil {
+			kw = map[string]any{}
+		}
+		maps.Copy(kw, r.ChatTemplateKwargs)
+		out.ChatTemplateKwargs = kw
+	}
+	return out
+}
+
+// AddTo sets the controls given into body (a request's body fields).
+func (r Reasoning) AddTo(body map[string]any) {
+	if r.ReasoningEffort != "" {
+		body["reasoning_effort"] = r.ReasoningEffort
+	}
+	if r.ChatTemplateKwargs != nil {
+		body["chat_template_kwargs"] = r.ChatTemplateKwargs
+	}
+	if r.Think != nil {
+		body["think"] = r.Think
+	}
+}
+
+// Label names the controls given, each as name=value (a kwarg's as
+// key=value), in a fixed order: the rows' reasoning column and the
+// sweep's reasoning axis's part of the cell id
+// (reasoning_effort=low, enable_thinking=false); "" when none is given.
+func (r Reasoning) Label(sep string) string {
+	var parts []string
+	if r.ReasoningEffort != "" {
+		parts = append(parts, "reasoning_effort="+r.ReasoningEffort)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.ChatTemplateKwargs)) {
+		parts = append(parts, k+"="+scalar(r.ChatTemplateKwargs[k]))
+	}
+	if r.Think != nil {
+		parts = append(parts, "think="+scalar(r.Think))
+	}
+	return strings.Join(parts, sep)
+}
+
+// scalar writes a value as a label shows it: a string bare, anything
+// else as JSON.
+func scalar(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// ReasoningEndpoints are the endpoints whose requests carry reasoning
+// controls: chat alone today (a completion, an embedding or a
+// transcription has no thinking to control, and the engines ignore or
+// refuse the fields there).
+var ReasoningEndpoints = []string{"chat"}
+
+// CheckReasoning refuses, at the field, a control given for an endpoint
+// that cannot carry it. at is the path of the object holding the
+// controls (nil: the stage itself; "cells", "2" a cell).
+func (r Reasoning) CheckReasoning(spec *schema.Stage, endpoint string, at ...string) schema.Errors {
+	if !r.IsSet() || slices.Contains(ReasoningEndpoints, endpoint) {
+		return nil
+	}
+	var errs schema.Errors
+	given := map[string]bool{"reasoning_effort": r.ReasoningEffort != "", "chat_template_kwargs": r.ChatTemplateKwargs != nil, "think": r.Think != nil}
+	for _, f := range reasoningFields {
+		if !given[f] {
+			continue
+		}
+		path := append(slices.Clone(at), f)
+		errs = append(errs, schema.Error{Pos: spec.PosOf(path...), Msg: fmt.Sprintf("stages.%s.%s: a reasoning control applies to endpoint %q only, not %q: a %s request has no thinking to control",
+			spec.Name, strings.Join(path, "."), strings.Join(ReasoningEndpoints, `", "`), endpoint, endpoint)})
+	}
+	return errs
+}
