@@ -214,6 +214,30 @@ func TestValidatePaths(t *testing.T) {
 	}
 }
 
+// TestValidateReasoningOffChat: a reasoning control on a health stage
+// whose probe is not chat is refused at its field; with probe chat (or
+// none) it is what the probe sends.
+func TestValidateReasoningOffChat(t *testing.T) {
+	for _, tc := range []struct{ fields, want string }{
+		{`think: false`, `plan.cue:2:56: stages.health.think: a reasoning control applies to endpoint "chat" only, not "completions"`},
+		{`probe: "chat", think: false`, ""},
+		{`probe: "none", reasoning_effort: "low"`, ""},
+	} {
+		path := filepath.Join(t.TempDir(), "plan.cue")
+		os.WriteFile(path, []byte("name: \"p\"\nstages: health: {kind: \"health\", target: \"http://h:1\", "+tc.fields+"}\n"), 0o644)
+		reg := pipeline.NewRegistry()
+		reg.AddKind(Kind)
+		p, err := schema.Load(path, schema.Options{Kinds: reg.Schemas()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pipeline.Build(p, reg)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: err = %v, want %q", tc.fields, err, tc.want)
+		}
+	}
+}
+
 // guarded is a simulator behind a gate that wants a bearer token and an
 // X-Org header on the paths it protects (vLLM --api-key protects /v1/*
 // and leaves /health open); it records what each request carried.
