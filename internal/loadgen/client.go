@@ -93,6 +93,10 @@ type Target struct {
 	// Dimension, for embeddings, is the vector length every answer must
 	// have (nil: any, as long as each vector is finite and not all zeros).
 	Dimension *Dimension
+	// Check is what every answer is checked against: the tools the
+	// requests offer and the structured output they ask for (tools.go;
+	// nil: nothing, though tool calls are still counted).
+	Check *AnswerCheck
 }
 
 // String describes the target without its secrets.
@@ -156,6 +160,9 @@ type Request struct {
 	// KeepText asks for the answer's text in Result.Text (a conversation
 	// sends it back as the next turn's history).
 	KeepText bool
+	// Check, when set, is this request's own answer check (a dataset
+	// line's tools) in place of the target's.
+	Check *AnswerCheck
 
 	encoded *encodedBody // built ahead of the send (prepare.go)
 }
@@ -265,6 +272,12 @@ type Result struct {
 	// usageReasoningSet (the server said).
 	usageReasoning    int
 	usageReasoningSet bool
+
+	// Check is the answer's tool calls and structured output, counted
+	// and checked once the request ended (tools.go); answers holds what
+	// the check needs only until then.
+	Check   ToolCheck
+	answers *answerAcc
 }
 
 // TokenEvent is one token-bearing event.
@@ -396,7 +409,10 @@ func impossibleUsage(res *Result, req Request, streamed bool) error {
 		return &UsageError{fmt.Sprintf("prompt_tokens %d, completion_tokens %d", in, out)}
 	case req.MaxTokens > 0 && out > overrunLimit(req.MaxTokens):
 		return &UsageError{fmt.Sprintf("completion_tokens %d for max_tokens %d", out, req.MaxTokens)}
-	case streamed && len(res.Tokens) > 0 && out > maxTokensPerEvent*len(res.Tokens):
+	case streamed && len(res.Tokens) > 0 && out > maxTokensPerEvent*len(res.Tokens) && !res.sawKind(EventToolCall):
+		// A tool call may come whole in one event (Ollama holds the
+		// call's text back until it parsed it), so its tokens are not
+		// bounded per event.
 		return &UsageError{fmt.Sprintf("completion_tokens %d over %d streamed token events", out, len(res.Tokens))}
 	case req.promptBytes() > 0 && in > req.promptBytes()+4096*max(len(req.Messages), 1):
 		// A token covers at least a byte of text; a chat template adds
@@ -560,6 +576,7 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		rbody = &wd.body
 	}
 	streamed := t.Stream && !t.Endpoint.oneBody()
+	res.answers = newAnswerAcc(t.checkFor(req))
 	if res.Err = unusableAnswer(resp, rbody, streamed); res.Err != nil {
 		res.Finished = time.Now()
 		return res
@@ -586,6 +603,10 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 	if res.Err == nil {
 		res.Err = t.answerError(&res, req, streamed)
 	}
+	if res.Err == nil {
+		res.answers.finish(&res)
+	}
+	res.answers = nil
 	return res
 }
 
@@ -927,6 +948,7 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 			finished = true
 		}
 		res.noteChunk(&c)
+		res.noteAnswer(&c)
 		if keepText && len(c.Text) > 0 {
 			if c.TextEscaped {
 				t, err := unquoteJSON(c.Text)
@@ -1135,6 +1157,7 @@ func (t *Target) readWhole(r io.Reader, size int64, req Request, res *Result) er
 		return &StreamError{Message: errorMessage(b)}
 	}
 	res.noteChunk(&c)
+	res.noteAnswer(&c)
 	if c.HasUsage {
 		// A whole answer's usage is its one report, zeros included.
 		res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens

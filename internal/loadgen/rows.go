@@ -38,6 +38,7 @@ func RequestRows(cell results.Cell, rs []Result) []results.Request {
 				}
 			}
 			reasoningRow(&q, &r)
+			toolRow(&q, &r.Check)
 			if len(r.StampDelays) > 0 {
 				q.StampDelaysMs = make([]float64, len(r.StampDelays))
 				for k, d := range r.StampDelays {
@@ -75,6 +76,21 @@ func reasoningRow(q *results.Request, r *Result) {
 		q.ReasoningTokens, q.AnswerTokens = results.Some(int64(r.ReasoningTokens)), results.Some(int64(r.AnswerTokens))
 	}
 	q.Answered = results.Some(r.Answered())
+}
+
+// toolRow sets a completed request's tool-call and structured-output
+// columns: the counts when it offered tools or made a call, the answer's
+// check when it asked for structured output (NULL otherwise).
+func toolRow(q *results.Request, c *ToolCheck) {
+	if c.ToolsOffered || c.ToolCalls > 0 {
+		q.ToolCalls = results.Some(int64(c.ToolCalls))
+		q.ToolCallsJSON = results.Some(int64(c.ToolCallsJSON))
+		q.ToolCallsValid = results.Some(int64(c.ToolCallsValid))
+	}
+	if c.FormatAsked {
+		q.AnswerJSON, q.AnswerValid = results.Some(c.AnswerJSON), results.Some(c.AnswerValid)
+	}
+	q.AnswerInvalidReason = c.Invalid
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

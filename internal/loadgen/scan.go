@@ -24,7 +24,10 @@ type chunkInfo struct {
 	HasReasoning bool
 	HasAnswer    bool
 	// HasToolCall: some choice carries a tool call (part of HasAnswer).
+	// ToolCalls are its pieces, one per element of tool_calls (raw
+	// subslices of the event: copy before the next event).
 	HasToolCall bool
+	ToolCalls   []toolPiece
 	// HasReasoningTokens: usage.completion_tokens_details.reasoning_tokens
 	// is a number (ReasoningTokens); absent or null, the server did not
 	// say how many of the completion tokens were reasoning.
@@ -203,6 +206,7 @@ func (c *chunkScan) detailsMember(k []byte) error {
 func (c *chunkScan) choices() error {
 	c.info.HasText, c.info.HasFinish = false, false
 	c.info.HasReasoning, c.info.HasAnswer, c.info.HasToolCall = false, false, false
+	c.info.ToolCalls = nil
 	c.info.Text, c.info.TextEscaped = nil, false
 	if c.s.peek() != '[' {
 		return c.s.skip()
@@ -292,7 +296,7 @@ func (c *chunkScan) deltaMember(k []byte) error {
 	case "reasoning":
 		ch.reasoning, err = c.s.nonEmptyString()
 	case "tool_calls":
-		ch.tools, err = c.s.nonEmptyArray()
+		ch.tools, err = c.toolCalls()
 	default:
 		err = c.s.skip()
 	}
@@ -313,7 +317,7 @@ func (c *chunkScan) messageMember(k []byte) error {
 	case "reasoning":
 		ch.msgR, err = c.s.nonEmptyString()
 	case "tool_calls":
-		ch.tools, err = c.s.nonEmptyArray()
+		ch.tools, err = c.toolCalls()
 	default:
 		err = c.s.skip()
 	}

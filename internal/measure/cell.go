@@ -171,6 +171,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
 	fillReasoning(row, reqs)
+	fillTools(row, reqs)
 
 	row.Reason = ""
 	switch {

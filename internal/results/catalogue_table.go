@@ -199,6 +199,10 @@ const (
 	ColReasoningTokS            = "reasoning_tok_s"
 	ColAnswerTokS               = "answer_tok_s"
 	ColAnsweredPct              = "answered_pct"
+	ColToolCallsMean            = "tool_calls_mean"
+	ColToolArgsJSONPct          = "tool_args_json_pct"
+	ColToolArgsValidPct         = "tool_args_valid_pct"
+	ColStructuredValidPct       = "structured_valid_pct"
 	ColTTFTTurn1P50Ms           = "ttft_turn1_p50_ms"
 	ColTTFTLaterTurnsP50Ms      = "ttft_later_turns_p50_ms"
 	ColCachedTokens             = "cached_tokens"
@@ -396,6 +400,14 @@ var entries = []Column{
 		Doc: "the answer's decode rate, mean over requests: (answer tokens − 1) / (`e2el` − `ttfo`), for those with two answer tokens or more (on a model that does not think, 1000 / TPOT); **NULL** when none had"},
 	{Name: ColAnsweredPct, Unit: "%", Better: HigherBetter, Late: LateNone, Threshold: 0.01, Floor: 1,
 		Doc: "completed requests that produced an answer (text or a tool call), percent; a request whose reasoning used up `max_tokens` is `ok` but unanswered (vLLM issue 42548's 0-answer runs); **NULL** when nothing completed"},
+	{Name: ColToolCallsMean, Unit: "calls", Better: Neither, Late: LateNone, why: whyNoTools,
+		Doc: "tool calls per completed request that offered `tools` (docs/METRICS.md, Tool calls and structured output); **NULL** when the cell offered no tools or nothing completed"},
+	{Name: ColToolArgsJSONPct, Unit: "%", Better: HigherBetter, Late: LateNone, Threshold: 0.01, Floor: 1, why: whyNoToolCall,
+		Doc: "tool calls whose arguments (the streamed pieces joined) are one JSON value, percent of the completed requests' calls; **NULL** when the cell offered no tools or no call came"},
+	{Name: ColToolArgsValidPct, Unit: "%", Better: HigherBetter, Late: LateNone, Threshold: 0.01, Floor: 1, why: whyNoToolCall,
+		Doc: "tool calls whose arguments are valid against the named tool's `parameters` schema, percent of the calls (a call naming a tool not offered is not); **NULL** as `tool_args_json_pct`"},
+	{Name: ColStructuredValidPct, Unit: "%", Better: HigherBetter, Late: LateNone, Threshold: 0.01, Floor: 1, why: whyNoFormat,
+		Doc: "completed requests whose answer text (content joined) is valid against the `response_format` schema (`json_object`: a JSON object), percent; a whitespace-only answer is not JSON; **NULL** when the cell asked for no structured output or nothing completed"},
 	{Name: ColTTFTTurn1P50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoTurn,
 		Doc: "median TTFT of the sessions' first turns (no history to reuse); **NULL** when the cell is not a conversation or no first turn completed"},
 	{Name: ColTTFTLaterTurnsP50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoTurn,

@@ -85,6 +85,32 @@ func whyNoReasoning(c *Cell, _ string) string {
 	return "no completed request streamed reasoning (a model that does not think, or a server that hides it)"
 }
 
+// whyNoTools: tool calls per request is NULL when the cell offered no
+// tools.
+func whyNoTools(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "the cell's requests offered no tools"
+}
+
+// whyNoToolCall: the arguments' rates are NULL without a call to check.
+func whyNoToolCall(c *Cell, col string) string {
+	if c.ToolCallsMean == nil {
+		return whyNoTools(c, col)
+	}
+	return "no completed request made a tool call"
+}
+
+// whyNoFormat: the structured-output rate is NULL when the cell asked
+// for none.
+func whyNoFormat(c *Cell, _ string) string {
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	return "the cell's requests asked for no structured output (response_format)"
+}
+
 // noneMeasured is why a cell measured nothing at all ("" when it did).
 func noneMeasured(c *Cell) string {
 	switch {

@@ -353,6 +353,16 @@ type Cell struct {
 	ReasoningTokS      *float64 `parquet:"reasoning_tok_s" json:"reasoning_tok_s" expr:"reasoning_tok_s"`
 	AnswerTokS         *float64 `parquet:"answer_tok_s" json:"answer_tok_s" expr:"answer_tok_s"`
 	AnsweredPct        *float64 `parquet:"answered_pct" json:"answered_pct" expr:"answered_pct"`
+	// Tool calls and structured output (docs/METRICS.md, Tool calls and
+	// structured output): tool calls per completed request that offered
+	// tools (nil: none offered), the share of calls whose arguments are
+	// JSON and valid against the tool's parameters (nil: no call came),
+	// and the share of answers valid against the response_format (nil:
+	// none asked for), percent.
+	ToolCallsMean      *float64 `parquet:"tool_calls_mean" json:"tool_calls_mean" expr:"tool_calls_mean"`
+	ToolArgsJSONPct    *float64 `parquet:"tool_args_json_pct" json:"tool_args_json_pct" expr:"tool_args_json_pct"`
+	ToolArgsValidPct   *float64 `parquet:"tool_args_valid_pct" json:"tool_args_valid_pct" expr:"tool_args_valid_pct"`
+	StructuredValidPct *float64 `parquet:"structured_valid_pct" json:"structured_valid_pct" expr:"structured_valid_pct"`
 	// TimeScale is a trace replay's speed-up (2: twice as fast as
 	// recorded; nil: not a trace replay).
 	TimeScale *float64 `parquet:"time_scale" json:"time_scale" expr:"time_scale"`
@@ -457,6 +467,18 @@ type Request struct {
 	AnswerTokens    *int64   `parquet:"answer_tokens" json:"answer_tokens"`
 	ReasoningSource string   `parquet:"reasoning_source" json:"reasoning_source"`
 	Answered        *bool    `parquet:"answered" json:"answered"`
+	// Tool calls and structured output (schema version 11): the calls
+	// that arrived, those whose arguments are one JSON value, those valid
+	// against the named tool's parameters (nil: the request offered no
+	// tools and made no call, or failed); whether the answer text is JSON
+	// and valid against the response_format (nil: none asked for, or
+	// failed); why the first call or answer that failed its check failed.
+	ToolCalls           *int64 `parquet:"tool_calls" json:"tool_calls"`
+	ToolCallsJSON       *int64 `parquet:"tool_calls_json" json:"tool_calls_json"`
+	ToolCallsValid      *int64 `parquet:"tool_calls_valid" json:"tool_calls_valid"`
+	AnswerJSON          *bool  `parquet:"answer_json" json:"answer_json"`
+	AnswerValid         *bool  `parquet:"answer_valid" json:"answer_valid"`
+	AnswerInvalidReason string `parquet:"answer_invalid_reason" json:"answer_invalid_reason"`
 }
 
 // RequestTPOT is one request's time per output token after the first, the

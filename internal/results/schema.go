@@ -18,7 +18,11 @@ package results
 // `reasoning_tokens_mean`, `answer_tokens_mean`, `reasoning_tok_s`,
 // `answer_tok_s`, `answered_pct`, and the requests' `ttfo_ms`, `ttfr_ms`,
 // `reasoning_end_ms`, `reasoning_tokens`, `answer_tokens`,
-// `reasoning_source`, `answered`.
+// `reasoning_source`, `answered`; and tool calls and structured output:
+// the cells' `tool_calls_mean`, `tool_args_json_pct`,
+// `tool_args_valid_pct`, `structured_valid_pct`, the requests'
+// `tool_calls`, `tool_calls_json`, `tool_calls_valid`, `answer_json`,
+// `answer_valid`, `answer_invalid_reason`.
 const SchemaVersion = 11
 
 // Table names: the folders of a run directory that hold Parquet part files.

@@ -53,6 +53,9 @@ type Config struct {
 	ITL  time.Duration
 	// Reasoning is a thinking phase before the answer (reasoning.go).
 	Reasoning Reasoning
+	// Tools sets the tool calls' and structured answers' invalid rates
+	// (tools.go).
+	Tools Tools
 	// LoadTime is how long after New the server pretends to load the model:
 	// /health answers 503 and the API answers 503 until it has passed.
 	LoadTime time.Duration
@@ -390,7 +393,7 @@ func (c Config) servingChecks() []fieldCheck {
 		{c.CloseAfterStreamDelay < 0, errors.New("close-after-stream-delay must not be negative")},
 		{c.Slots < 0 || c.TrainContextLen < 0, errors.New("slots and train-context-len must not be negative")},
 		{c.MaxRecords < 0, errors.New("max-records must not be negative")},
-	}, c.Reasoning.checks()...)
+	}, append(c.Reasoning.checks(), c.Tools.checks()...)...)
 }
 
 func validMetrics(m string) bool {

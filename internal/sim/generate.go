@@ -38,6 +38,7 @@ type genRequest struct {
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	reasoningControls
+	constraintFields
 }
 
 // parsePrompt accepts the forms vLLM accepts for one prompt: a string, a
@@ -135,6 +136,9 @@ type genPlan struct {
 	reasoning      int
 	reasoningITL   time.Duration
 	reasoningField string
+	// constrained is the answer a tool call or a structured output
+	// planned (tools.go); nil: words.
+	constrained *planned
 }
 
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
@@ -176,6 +180,14 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		}
 		fail(status, typ, err.Error())
 		return
+	}
+	c, err := s.planConstrained(&req.constraintFields, endpoint, n)
+	if err != nil {
+		fail(http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	if c != nil {
+		c.apply(&plan, req.MinTokens, req.IgnoreEOS)
 	}
 	f, err := s.pickFaults(r, n)
 	if err == nil {
@@ -696,20 +708,33 @@ func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish st
 		cw.contentChunk(s, p, from+k, n-k, finish, extra)
 		return
 	}
+	c := p.constrained
+	if c != nil && from >= p.reasoning && c.tool != "" && s.persona.wholeToolCall && finish == "" {
+		return // held back: the whole call goes in the last event
+	}
 	cw.buf = append(cw.buf, cw.head...)
 	switch {
 	case cw.chat && from < p.reasoning:
 		cw.buf = s.appendReasoningDelta(cw.buf, p)
+	case c != nil && c.tool != "":
+		cw.buf = s.appendToolDelta(cw.buf, p, from, from+n)
 	case cw.chat:
 		cw.buf = append(cw.buf, `{"index":0,"delta":{"content":"`...)
 	default:
 		cw.buf = append(cw.buf, `{"index":0,"text":"`...)
 	}
-	for k := from; k < from+n; k++ {
-		cw.buf = append(cw.buf, ' ')
-		cw.buf = append(cw.buf, s.word(p.promptHash, k)...)
+	switch {
+	case c != nil && c.tool != "" && from >= p.reasoning:
+	case c != nil && from >= p.reasoning:
+		cw.buf = c.appendPiece(cw.buf, from-p.reasoning, from+n-p.reasoning)
+		cw.buf = append(cw.buf, '"')
+	default:
+		for k := from; k < from+n; k++ {
+			cw.buf = append(cw.buf, ' ')
+			cw.buf = append(cw.buf, s.word(p.promptHash, k)...)
+		}
+		cw.buf = append(cw.buf, '"')
 	}
-	cw.buf = append(cw.buf, `"`...)
 	if cw.chat {
 		cw.buf = append(cw.buf, '}')
 	}
@@ -829,7 +854,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 		return
 	}
 
-	sent, events := 0, 0
+	sent, events, held := 0, 0, 0
 	var first, prev time.Time
 	for {
 		n, last, err := src.next(ctx)
@@ -848,15 +873,23 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 			extra = s.timings(rec, p, src, first, time.Now(), sent+n)
 		}
 		cw.contentChunk(s, p, sent, n, finish, extra)
+		if len(cw.buf) == 0 {
+			// Held back (a whole tool call goes out in one event): its
+			// tokens are the next event's.
+			held += n
+			sent += n
+			continue
+		}
 		// Stamped just before the write: no client can see the event
 		// earlier, so client time minus this is the client's whole error.
 		now := time.Now()
-		rec.addEvent(now, n)
+		rec.addEvent(now, n+held)
 		if err := cw.flush(); err != nil {
 			s.finishAbort(rec, err.Error())
 			return
 		}
-		s.observeEvent(rec, events, now, &first, &prev, n)
+		s.observeEvent(rec, events, now, &first, &prev, n+held)
+		held = 0
 		sent += n
 		events++
 		if f.malformed && events == 1 {
@@ -954,6 +987,9 @@ func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, l
 		if p.endpoint == epChat {
 			r.ReasoningTokens = min(p.reasoning, sent)
 		}
+		if c := p.constrained; c != nil {
+			r.Planned, r.ToolName, r.ConstrainedText = c.outcome, c.tool, c.sent(max(sent-p.reasoning, 0))
+		}
 		if werr != nil {
 			r.Error = werr.Error()
 		}
@@ -1007,6 +1043,9 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 	cut := f.cutAfter >= 0 && sent < p.target
 	var text, thought strings.Builder
 	for k := range sent {
+		if p.constrained != nil && k >= p.reasoning {
+			break
+		}
 		b := &text
 		if k < p.reasoning && p.endpoint == epChat {
 			b = &thought
@@ -1018,9 +1057,14 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 	if s.reasoningUsage(p, sent) != "" {
 		usage["completion_tokens_details"] = map[string]int{"reasoning_tokens": min(p.reasoning, sent)}
 	}
-	message := map[string]string{"role": "assistant", "content": text.String()}
+	message := map[string]any{"role": "assistant", "content": text.String()}
 	if thought.Len() > 0 {
 		message[p.reasoningField] = thought.String()
+	}
+	if c := p.constrained; c != nil {
+		s.constrainedMessage(message, c, max(sent-p.reasoning, 0))
+		text.Reset()
+		text.WriteString(c.sent(max(sent-p.reasoning, 0))) // a completion's text
 	}
 	if c := s.usageCached(src); c >= 0 {
 		usage["prompt_tokens_details"] = map[string]int{"cached_tokens": c}

@@ -64,6 +64,11 @@ type persona struct {
 	reasoningField        string
 	reasoningEmptyContent bool
 	reasoningUsage        bool
+	// wholeToolCall: a tool call goes out whole in one event, its
+	// arguments complete, with an empty content beside it (Ollama holds
+	// the text back until its parser has the call), instead of OpenAI's
+	// name first and arguments in pieces.
+	wholeToolCall bool
 	// routes registers the engine's endpoints (the debug routes and the
 	// catch-all are added after them).
 	routes func(s *Server)

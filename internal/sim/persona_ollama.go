@@ -14,6 +14,7 @@ import (
 var ollamaPersona = persona{
 	reasoningField:        FieldReasoning,
 	reasoningEmptyContent: true,
+	wholeToolCall:         true,
 	name:                  PersonaOllama,
 	version:               "0.6.5",
 	metrics:               MetricsNone,

@@ -39,6 +39,14 @@ type RequestRecord struct {
 	// ReasoningTokens is how many of them were reasoning (chat with a
 	// Config.Reasoning phase; 0 otherwise).
 	ReasoningTokens int
+	// Planned is what a tool call's arguments or a structured answer was
+	// planned to be (PlannedValid, PlannedInvalidJSON,
+	// PlannedSchemaInvalid; "" when the request asked for neither);
+	// ToolName the function called ("" for a structured answer);
+	// ConstrainedText the arguments or the answer as written.
+	Planned         string
+	ToolName        string
+	ConstrainedText string
 	Status          int
 	FinishReason    string // "length", "stop", "abort" (client gone, drop fault, shutdown)
 	Fault           string // faults applied, as in X-Sim-Fault
