@@ -300,7 +300,7 @@ func (t *Target) tokenizeCount(ctx context.Context, dialect, text string, specia
 		body = map[string]any{"content": text, "add_special": special}
 	default:
 		body = map[string]any{"model": t.Model, "add_special_tokens": special}
-		if t.Endpoint == Chat && special {
+		if t.Endpoint.chatShaped() && special {
 			body["messages"] = []map[string]string{{"role": "user", "content": text}}
 			body["add_generation_prompt"] = true
 			delete(body, "add_special_tokens")

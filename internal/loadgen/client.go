@@ -42,7 +42,7 @@ const (
 
 // oneBody reports whether the endpoint answers in one body whatever
 // Target.Stream says (no token events to time).
-func (e Endpoint) oneBody() bool { return e == Embeddings || e == Transcriptions }
+func (e Endpoint) oneBody() bool { return e == Embeddings || e == Transcriptions || e == Rerank }
 
 // Path returns the endpoint's URL path.
 func (e Endpoint) Path() string {
@@ -53,6 +53,12 @@ func (e Endpoint) Path() string {
 		return "/v1/embeddings"
 	case Transcriptions:
 		return "/v1/audio/transcriptions"
+	case Responses:
+		return "/v1/responses"
+	case Messages:
+		return "/v1/messages"
+	case Rerank:
+		return "/v1/rerank"
 	default:
 		return "/v1/completions"
 	}
@@ -142,6 +148,9 @@ type Request struct {
 	// Inputs, for embeddings, is the batch: several texts in one request
 	// (input as a list); without it Prompt is the one input.
 	Inputs []string
+	// TopN, for rerank, asks for the best TopN documents only (0: all);
+	// Prompt is the query and Inputs the documents.
+	TopN int
 	// References are the expected vectors of Inputs (nil entries: none):
 	// the cosine similarity of each answer to its reference is reported
 	// in Result.Cosines.
@@ -220,6 +229,8 @@ type Result struct {
 	Vectors    int
 	Dimensions int
 	Cosines    []float64
+	// Documents is how many documents a rerank answer scored.
+	Documents int
 	// AudioSeconds is the request's audio length (transcriptions).
 	AudioSeconds float64
 	// CachedTokens is the answer's usage.prompt_tokens_details.cached_tokens
@@ -488,7 +499,10 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 		return out, "application/json", nil
 	}
 	b := map[string]any{"model": t.Model}
+	api := t.apiBody(b, req)
 	switch t.Endpoint {
+	case Responses, Messages, Rerank:
+		// apiBody wrote their fields.
 	case Chat:
 		if len(req.Images) > 0 {
 			parts := []map[string]any{{"type": "text", "text": req.Prompt}}
@@ -510,7 +524,7 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 	default:
 		b["prompt"] = req.Prompt
 	}
-	if t.Endpoint != Embeddings {
+	if t.Endpoint != Embeddings && !api {
 		if req.MaxTokens > 0 {
 			b["max_tokens"] = req.MaxTokens
 		}
@@ -528,6 +542,9 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 	}
 	for k, v := range req.Body {
 		b[k] = v
+	}
+	if api {
+		t.apiControls(b)
 	}
 	out, err := json.Marshal(b)
 	return out, "application/json", err
@@ -762,6 +779,7 @@ func (t *Target) post(ctx context.Context, client *http.Client, url string, body
 			hreq.Header.Set("Accept", "text/event-stream")
 		}
 		t.setAuth(hreq)
+		t.setAPIHeaders(hreq.Header)
 		st.reused.Store(false)
 		res.Sent = time.Now()
 		resp, err := send(client, hreq)
@@ -836,7 +854,7 @@ func (t *Target) readStreamed(ctx context.Context, wd *watchdog, resp *http.Resp
 	} else {
 		res.StampSource, res.StampNote = StampUser, "the HTTP client reported no connection (httptrace)"
 	}
-	res.Err = wd.explain(ctx, readStream(rbody, res, firstToken, req.MaxTokens, req.KeepText, boardOf(ctx)))
+	res.Err = wd.explain(ctx, readEvents(rbody, res, firstToken, req.MaxTokens, req.KeepText, boardOf(ctx), scanFor(t.Endpoint)))
 	if st != nil {
 		st.finish(res)
 	}
@@ -906,6 +924,13 @@ const streamBufferSize = 2 << 10
 // requests waiting for their time: the reader hands over any that are
 // due after each event (see board).
 func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int, keepText bool, b *board) error {
+	return readEvents(r, res, firstToken, maxTokens, keepText, b, scanChunk)
+}
+
+// readEvents is readStream with each event read by scan: a chat or
+// completions chunk's reader, or the Responses or Messages API's
+// (scanFor).
+func readEvents(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int, keepText bool, b *board, scan func([]byte) (chunkInfo, error)) error {
 	sr := sse.NewReaderSize(r, streamBufferSize)
 	st, _ := r.(*stampReader) // kernel receive stamps (kstamp.go)
 	var text []byte           // the answer's text, when kept
@@ -937,12 +962,12 @@ func readStream(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 		if len(ev.Data) == 0 {
 			continue // a keep-alive event with no data
 		}
-		c, err := scanChunk(ev.Data)
+		c, err := scan(ev.Data)
 		if err != nil {
 			return fmt.Errorf("malformed event after %d token events: %w (data %q)", counted, err, truncate(ev.Data, 80))
 		}
 		if c.HasError || ev.Type == "error" {
-			return &StreamError{Message: errorMessage(ev.Data)}
+			return &StreamError{Message: apiErrorMessage(ev.Data)}
 		}
 		if c.HasFinish {
 			finished = true
@@ -1028,10 +1053,13 @@ func (res *Result) noteChunk(c *chunkInfo) {
 	if c.HasUsage && (c.PromptTokens > 0 || c.CompletionTokens > 0) {
 		// Some servers send zero usage on every chunk and the real one
 		// last: only a non-zero usage counts.
-		res.InputTokens, res.OutputTokens = c.PromptTokens, c.CompletionTokens
+		if !c.KeepPrompt {
+			res.InputTokens = c.PromptTokens
+			// The cached share comes with the usage it belongs to.
+			res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
+		}
+		res.OutputTokens = c.CompletionTokens
 		res.UsageReported = true
-		// The cached share comes with the usage it belongs to.
-		res.CachedTokens, res.CachedReported = c.CachedTokens, c.HasCached
 		res.usageReasoning, res.usageReasoningSet = c.ReasoningTokens, c.HasReasoningTokens
 	}
 }
@@ -1143,8 +1171,13 @@ func (t *Target) readWhole(r io.Reader, size int64, req Request, res *Result) er
 	if int64(len(b)) > limit {
 		return &BodyTooLargeError{Limit: limit}
 	}
-	if ep == Transcriptions {
+	switch ep {
+	case Transcriptions:
 		return readTranscription(b, at, res)
+	case Responses, Messages:
+		return t.readWholeAPI(b, at, req, res)
+	case Rerank:
+		return readRerank(b, at, req, res)
 	}
 	// The body is read as a streamed event is (scanChunk), without
 	// decoding it into Go values: the same keys, the same rules, and no

@@ -59,6 +59,10 @@ type chunkInfo struct {
 	ModelEscaped bool
 	// HasError: a non-null top-level error member.
 	HasError bool
+	// KeepPrompt: the usage carried no input count (a Messages API
+	// message_delta's usage has output_tokens alone), so the one read
+	// before stands.
+	KeepPrompt bool
 	// HasFinish: some choice carries a non-empty finish_reason string
 	// ("stop", "length"): the server says the sequence ended, so a stream
 	// that then closes without [DONE] still ended on purpose.

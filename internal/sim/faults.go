@@ -39,6 +39,9 @@ import (
 //	hang-up=DURATION  read the request, hold it DURATION without a byte of
 //	                  answer, then close the connection (a server that
 //	                  crashes on the request: the client sees EOF)
+//	stream-error=N    /v1/responses and /v1/messages: after N (>= 1)
+//	                  token-bearing events, the API's error event
+//	                  (response.failed; Messages' error) ends the stream
 //	none              no fault, even if rates would pick one
 const FaultHeader = "X-Sim-Fault"
 
@@ -64,6 +67,9 @@ type faults struct {
 	// The request held this long, then its connection closed with no
 	// answer: what a client of a crashing server sees.
 	hangUp time.Duration
+	// streamError: the API's error event after this many token events
+	// (0: none).
+	streamError int
 	// hugeHeader is the size of a header answered before anything else
 	// (a server or proxy that writes headers without end): a client must
 	// bound what it reads of them.
@@ -125,6 +131,9 @@ func (f faults) String() string {
 	}
 	if f.hugeHeader > 0 {
 		parts = append(parts, "huge-header="+strconv.Itoa(f.hugeHeader))
+	}
+	if f.streamError > 0 {
+		parts = append(parts, "stream-error="+strconv.Itoa(f.streamError))
 	}
 	return strings.Join(parts, ",")
 }
@@ -196,6 +205,11 @@ func (f *faults) setValued(key, val string) error {
 		f.stall, err = time.ParseDuration(val)
 	case "stall-at":
 		f.stallAt, err = parseEventCount(val)
+	case "stream-error":
+		f.streamError, err = strconv.Atoi(val)
+		if err == nil && f.streamError < 1 {
+			err = errors.New("want at least 1 token event before the error")
+		}
 	case "embed-dim":
 		f.embedDim, err = strconv.Atoi(val)
 		if err == nil && f.embedDim < 1 {

@@ -38,6 +38,7 @@ type genRequest struct {
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	reasoningControls
+	apiFields
 	constraintFields
 }
 
@@ -145,8 +146,13 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 	received := arrivalOf(r, time.Now())
 	n := s.seq.Add(1)
 	prefix := "cmpl-"
-	if endpoint == epChat {
+	switch endpoint {
+	case epChat:
 		prefix = "chatcmpl-"
+	case epResponses:
+		prefix = "resp_"
+	case epMessages:
+		prefix = "msg_"
 	}
 	rec := &record{base: s.started, r: RequestRecord{
 		Seq: n, ID: prefix + strconv.FormatUint(n, 10), Endpoint: endpoint,
@@ -158,6 +164,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		rec.update(func(r *RequestRecord) {
 			r.Status, r.Error, r.Finished = e.status, e.msg, time.Now()
 		})
+		if endpoint == epMessages {
+			writeAnthropicErr(w, e) // Anthropic's shape whatever the engine's
+			return
+		}
 		s.writeAPIErr(w, e)
 	}
 	fail := func(status int, typ, msg string) { failE(&apiErr{status: status, typ: typ, msg: msg}) }
@@ -283,6 +293,14 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 		}
 		p.promptIDs = append(p.promptIDs, media...)
 		p.media = len(media)
+	case epResponses, epMessages:
+		t, err := apiPrompt(req, endpoint)
+		if err != nil {
+			return p, http.StatusBadRequest, err
+		}
+		text = t
+		p.promptIDs = s.promptTokens(text)
+		apiControls(req, endpoint)
 	default:
 		ids, t, isText, err := parsePrompt(req.Prompt)
 		if err != nil {
@@ -313,6 +331,13 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	maxTokens := completionsDefaultMaxTokens
 	if endpoint == epChat {
 		maxTokens = s.chatDefaultMaxTokens(len(p.promptIDs))
+	}
+	if isAPI(endpoint) {
+		n, err := apiMaxTokens(req, endpoint, s.chatDefaultMaxTokens(len(p.promptIDs)))
+		if err != nil {
+			return p, http.StatusBadRequest, err
+		}
+		maxTokens = n
 	}
 	if req.MaxCompletionTokens != nil {
 		maxTokens = *req.MaxCompletionTokens
@@ -669,6 +694,7 @@ type chunkWriter struct {
 	buf  []byte
 	head []byte // `data: {"id":...,"model":...,"choices":[`, common to every chunk of a response
 	chat bool
+	api  *apiStream // the Responses or Messages API's events (nil: chat's or completions' chunks)
 }
 
 func (s *Server) newChunkWriter(out *eventStream, id string, p genPlan) *chunkWriter {
@@ -679,6 +705,9 @@ func (s *Server) newChunkWriter(out *eventStream, id string, p genPlan) *chunkWr
 		object = "chat.completion.chunk"
 	}
 	cw.head = fmt.Appendf(nil, `data: {"id":"%s","object":"%s","created":%d,"model":%s,"choices":[`, id, object, s.created, model)
+	if isAPI(p.endpoint) {
+		cw.chat, cw.api = false, s.newAPIStream(id, p)
+	}
 	return cw
 }
 
@@ -700,6 +729,10 @@ func (cw *chunkWriter) roleChunk() {
 // JSON member with its leading comma, e.g. llama-server's timings) goes at
 // the end of the object.
 func (cw *chunkWriter) contentChunk(s *Server, p genPlan, from, n int, finish string, extra []byte) {
+	if cw.api != nil {
+		cw.buf = cw.api.content(cw.buf, s, p, from, n)
+		return
+	}
 	if cw.chat && from < p.reasoning && from+n > p.reasoning {
 		// The engine's batch crossed from thinking to answering: two
 		// events, as the engines' parsers send them.
@@ -834,6 +867,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 	if cw.chat {
 		cw.roleChunk()
 	}
+	if cw.api != nil {
+		cw.buf = cw.api.start(cw.buf, s, p)
+	}
 	if err := cw.flush(); err != nil {
 		s.finishAbort(rec, err.Error())
 		return
@@ -912,6 +948,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 			_ = out.end()
 			return
 		}
+		if cw.api != nil && f.streamError > 0 && events == f.streamError && !last {
+			cw.buf = cw.api.fail(cw.buf, s)
+			_ = cw.flush()
+			s.finishAbort(rec, fmt.Sprintf("fault: stream-error=%d", f.streamError))
+			_ = out.end()
+			return
+		}
 		if f.stall > 0 && events == f.stallAt && !last && !s.sleep(ctx, f.stall) {
 			s.finishAbort(rec, "client gone or shutdown during stall")
 			s.cutIfClosing(out)
@@ -921,10 +964,16 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, rec *record,
 			break
 		}
 	}
-	if p.includeUsage {
+	switch {
+	case cw.api != nil:
+		// The Responses and Messages APIs end with their last event, no [DONE].
+		cw.buf = cw.api.end(cw.buf, s, p, sent, s.usageCached(src))
+	case p.includeUsage:
 		cw.usageChunk(len(p.promptIDs), sent, s.usageCached(src), s.reasoningUsage(p, sent))
+		fallthrough
+	default:
+		cw.buf = append(cw.buf, "data: [DONE]\n\n"...)
 	}
-	cw.buf = append(cw.buf, "data: [DONE]\n\n"...)
 	err := cw.flush()
 	s.finishOK(rec, p, src, sent, first, prev, err)
 	_ = out.end()
@@ -984,7 +1033,7 @@ func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, l
 	}
 	rec.update(func(r *RequestRecord) {
 		r.FinishReason, r.Finished, r.CachedTokens = p.finish, now, src.cachedTokens()
-		if p.endpoint == epChat {
+		if thinks(p.endpoint) {
 			r.ReasoningTokens = min(p.reasoning, sent)
 		}
 		if c := p.constrained; c != nil {
@@ -1047,7 +1096,7 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 			break
 		}
 		b := &text
-		if k < p.reasoning && p.endpoint == epChat {
+		if k < p.reasoning && thinks(p.endpoint) {
 			b = &thought
 		}
 		b.WriteByte(' ')
@@ -1074,7 +1123,9 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		finish = nil
 	}
 	var body map[string]any
-	if p.endpoint == epChat {
+	if isAPI(p.endpoint) {
+		body = s.apiWhole(rec.r.ID, p, sent, text.String(), thought.String(), s.usageCached(src))
+	} else if p.endpoint == epChat {
 		body = map[string]any{
 			"id": rec.r.ID, "object": "chat.completion", "created": s.created, "model": p.model,
 			"choices": []any{map[string]any{

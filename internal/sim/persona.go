@@ -64,6 +64,12 @@ type persona struct {
 	reasoningField        string
 	reasoningEmptyContent bool
 	reasoningUsage        bool
+	// apis are the other APIs the engine serves (apis.go): epResponses,
+	// epMessages, epRerank; reasoningSummary: its Responses API sends
+	// reasoning as response.reasoning_summary_text.delta (Ollama's
+	// openai/responses.go), not response.reasoning_text.delta.
+	apis             []string
+	reasoningSummary bool
 	// wholeToolCall: a tool call goes out whole in one event, its
 	// arguments complete, with an empty content beside it (Ollama holds
 	// the text back until its parser has the call), instead of OpenAI's
@@ -161,6 +167,7 @@ func (s *Server) openAIRoutes() {
 	m.HandleFunc("POST /v1/chat/completions", s.gen(epChat))
 	m.HandleFunc("POST /v1/embeddings", s.ready(s.handleEmbeddings))
 	m.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
+	s.apiRoutes()
 	if s.cfg.Metrics != MetricsNone {
 		m.HandleFunc("GET /metrics", s.handleMetrics)
 	}

@@ -11,6 +11,7 @@ var genericPersona = persona{
 	reasoningField: FieldReasoningContent,
 	// OpenAI's own API reports reasoning_tokens; of the engines, none does.
 	reasoningUsage: true,
+	apis:           []string{epResponses, epMessages, epRerank},
 	name:           PersonaGeneric,
 	version:        "benchrun-sim",
 	metrics:        MetricsVLLM,
@@ -56,4 +57,5 @@ func genericRoutes(s *Server) {
 	s.mux.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
 	s.mux.HandleFunc("POST /tokenize", s.ready(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.ready(s.handleDetokenize))
+	s.apiRoutes()
 }

@@ -77,6 +77,10 @@ var llamaServerPersona = persona{
 	notFound: func(s *Server, w http.ResponseWriter, _ *http.Request) {
 		s.writeErr(w, http.StatusNotFound, "not_found_error", "File Not Found")
 	},
+
+	// The other APIs: /v1/messages (its Anthropic-compatible route) and
+	// /v1/rerank (with --reranking).
+	apis: []string{epMessages, epRerank},
 }
 
 // --- llama-server's endpoints ---

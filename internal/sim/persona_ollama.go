@@ -79,6 +79,12 @@ var ollamaPersona = persona{
 	},
 	// Go's mux (gin's is the same text).
 	notFound: func(_ *Server, w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
+
+	// The other APIs: openai/responses.go (/v1/responses, reasoning
+	// as response.reasoning_summary_text.delta) and anthropic/anthropic.go
+	// (/v1/messages, v0.14.0 on); no rerank route.
+	apis:             []string{epResponses, epMessages},
+	reasoningSummary: true,
 }
 
 // --- Ollama's endpoints ---

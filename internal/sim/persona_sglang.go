@@ -57,6 +57,9 @@ var sglangPersona = persona{
 	},
 	writeErr: writeVLLMErr,
 	notFound: fastAPINotFound,
+
+	// The other APIs: /v1/responses and /v1/rerank.
+	apis: []string{epResponses, epRerank},
 }
 
 // --- SGLang's endpoints ---

@@ -66,6 +66,10 @@ var vllmPersona = persona{
 	checkContext: checkTotal,
 	writeErr:     writeVLLMErr,
 	notFound:     fastAPINotFound,
+
+	// The other APIs: serving_responses.py, the Anthropic /v1/messages
+	// entrypoint and /v1/rerank (score models).
+	apis: []string{epResponses, epMessages, epRerank},
 }
 
 // --- vLLM's endpoints ---

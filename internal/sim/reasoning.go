@@ -93,7 +93,7 @@ func (s *Server) reasoningLength(c reasoningControls, promptHash uint64) int {
 // after it; a budget the reasoning reaches ends in it ("length", no
 // answer).
 func (s *Server) planReasoning(p *genPlan, c reasoningControls, maxTokens, minTokens int, ignoreEOS bool) {
-	if p.endpoint != epChat {
+	if !thinks(p.endpoint) {
 		p.target, p.finish = s.outputLength(p.promptHash, maxTokens, minTokens, ignoreEOS)
 		return
 	}

@@ -50,9 +50,7 @@ type Stage struct {
 func (s *Stage) Validate(c *pipeline.Check) error {
 	errs := s.cfg.Check(s.spec)
 	// The endpoint is the warm-up's own or its followers' (ShapeFor).
-	ep := cmp.Or(s.ShapeFor(c.Dependents()).Endpoint, "completions")
-	errs = append(errs, s.cfg.CheckReasoning(s.spec, ep)...)
-	errs = append(errs, s.cfg.CheckConstraints(s.spec, ep)...)
+	errs = append(errs, s.cfg.CheckReasoning(s.spec, cmp.Or(s.ShapeFor(c.Dependents()).Endpoint, "completions"))...)
 	if len(errs) > 0 {
 		return errs
 	}
