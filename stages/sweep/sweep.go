@@ -133,6 +133,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	}
 	errs = append(errs, s.cfg.RequestConfig.Check(s.spec)...)
 	errs = append(errs, s.validateReasoning()...)
+	errs = append(errs, s.cfg.RequestConfig.CheckConstraints(s.spec, s.cfg.Endpoint)...)
 	if len(errs) > 0 {
 		return errs
 	}

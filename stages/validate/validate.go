@@ -130,6 +130,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 		}
 		endpoint = p.Endpoint
 		errs = append(errs, s.cfg.CheckReasoning(s.spec, endpoint)...)
+		errs = append(errs, s.cfg.CheckConstraints(s.spec, endpoint)...)
 		if !slices.Contains(s.spec.Needs, s.cfg.Against) {
 			// Its row must exist when this stage runs.
 			bad([]string{"against"}, fmt.Sprintf("stages.%s must run first: add it to needs", s.cfg.Against))

@@ -50,7 +50,9 @@ type Stage struct {
 func (s *Stage) Validate(c *pipeline.Check) error {
 	errs := s.cfg.Check(s.spec)
 	// The endpoint is the warm-up's own or its followers' (ShapeFor).
-	errs = append(errs, s.cfg.CheckReasoning(s.spec, cmp.Or(s.ShapeFor(c.Dependents()).Endpoint, "completions"))...)
+	ep := cmp.Or(s.ShapeFor(c.Dependents()).Endpoint, "completions")
+	errs = append(errs, s.cfg.CheckReasoning(s.spec, ep)...)
+	errs = append(errs, s.cfg.CheckConstraints(s.spec, ep)...)
 	if len(errs) > 0 {
 		return errs
 	}

@@ -67,6 +67,9 @@ type RequestConfig struct {
 	Config
 	Body         map[string]any `json:"body"`
 	StallTimeout string         `json:"stall_timeout"`
+	// The tools and structured output (#Constraints), sent with every
+	// request and checked in every answer.
+	Constraints
 }
 
 // Stall is the stall timeout: the plan's, else the schema's default.
@@ -101,6 +104,15 @@ func (r RequestConfig) NewTarget(stage, base, model string, endpoint loadgen.End
 		Headers: headers, APIKey: key, ExtraBody: make(map[string]any, len(r.Body)),
 		HTTP: loadgen.NewHTTPClient(conns), StallTimeout: r.Stall()}
 	r.Reasoning.AddTo(t.ExtraBody)
+	r.Constraints.AddTo(t.ExtraBody)
+	if r.Constraints.IsSet() {
+		// Compiled once per target; vet compiled the same fields.
+		check, errs := r.Constraints.Compile(&schema.Stage{Name: stage})
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		t.Check = check
+	}
 	for k, v := range r.Body {
 		t.ExtraBody[k] = v // the plan's body fields win
 	}

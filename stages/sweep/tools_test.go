@@ -1,0 +1,119 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/sim"
+)
+
+const sweepTools = `tools: [{type: "function", function: {name: "get_weather", parameters: {
+		type: "object", properties: {city: {type: "string", minLength: 1}, days: {type: "integer", minimum: 1, maximum: 7}},
+		required: ["city", "days"], additionalProperties: false}}}]`
+
+// TestToolsSweep: a sweep that offers tools reads the simulator's tool
+// calls as it planned them. At 10 % cut and 10 % schema-invalid over 500
+// requests the cell's rates equal the ones the simulator's records give,
+// exactly, and so read within ±3 points of 90 % and 80 %; every request
+// is ok with one call; the structured-output rate is NULL (none asked).
+func TestToolsSweep(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.TTFT, c.ITL = time.Millisecond, 0
+		c.Tools = sim.Tools{InvalidJSONRate: 0.1, SchemaInvalidRate: 0.1}
+	})
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: "chat", %s,
+		cells: [{isl: 16, osl: 64}], concurrency: [16], requests: 500, warmup: 0`, url, sweepTools), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.cells) != 1 {
+		t.Fatalf("%d cells", len(c.cells))
+	}
+	r := c.cells[0]
+	planned := map[string]int{}
+	for _, q := range c.reqs {
+		rec, ok := srv.Record(q.ResponseID)
+		if !ok {
+			t.Fatalf("no simulator record of %q", q.ResponseID)
+		}
+		planned[rec.Planned]++ // the cell's requests only: not the calibration's probes
+	}
+	calls := float64(planned[sim.PlannedValid] + planned[sim.PlannedInvalidJSON] + planned[sim.PlannedSchemaInvalid])
+	wantJSON := 100 * float64(planned[sim.PlannedValid]+planned[sim.PlannedSchemaInvalid]) / calls
+	wantValid := 100 * float64(planned[sim.PlannedValid]) / calls
+	if r.Status != results.StatusOK || r.Completed != 500 || v(r.ToolCallsMean) != 1 {
+		t.Fatalf("status %s (%s), %d completed, %v calls per request; want ok, 500, 1", r.Status, r.Reason, r.Completed, v(r.ToolCallsMean))
+	}
+	if math.Abs(v(r.ToolArgsJSONPct)-wantJSON) > 1e-9 || math.Abs(v(r.ToolArgsValidPct)-wantValid) > 1e-9 {
+		t.Errorf("args JSON %v %%, valid %v %%; the simulator planned %v and %v", v(r.ToolArgsJSONPct), v(r.ToolArgsValidPct), wantJSON, wantValid)
+	}
+	if math.Abs(v(r.ToolArgsJSONPct)-90) > 3 || math.Abs(v(r.ToolArgsValidPct)-80) > 3 {
+		t.Errorf("args JSON %v %%, valid %v %%: want 90 ± 3 and 80 ± 3", v(r.ToolArgsJSONPct), v(r.ToolArgsValidPct))
+	}
+	if r.StructuredValidPct != nil || !strings.Contains(results.WhyNull(r, results.ColStructuredValidPct), "no structured output") {
+		t.Errorf("structured_valid_pct %v (%q): want NULL, said why", r.StructuredValidPct, results.WhyNull(r, results.ColStructuredValidPct))
+	}
+	for _, q := range c.reqs {
+		if q.Status != results.StatusOK || q.ToolCalls == nil || *q.ToolCalls != 1 || q.TTFOMs == nil {
+			t.Fatalf("request %d: status %s, tool calls %v, ttfo %v: want ok with one call, timed", q.Seq, q.Status, q.ToolCalls, q.TTFOMs)
+		}
+	}
+}
+
+// TestStructuredSweep: a json_schema sweep reads 100 % valid exactly when
+// the simulator answers every request valid, 0 % when it cuts every one
+// short, and its tool columns are NULL; Ollama's native format is sent
+// where response_format_as says.
+func TestStructuredSweep(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		as   string
+		want float64
+	}{{0, "", 100}, {1, "", 0}, {0, `response_format_as: "format",`, 100}} {
+		t.Run(fmt.Sprint(tc.rate, tc.as), func(t *testing.T) {
+			_, url := startSim(t, func(c *sim.Config) {
+				c.TTFT, c.ITL = time.Millisecond, 0
+				c.Tools.FormatInvalidRate = tc.rate
+			})
+			st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: "chat", %s
+				response_format: {type: "json_schema", json_schema: {name: "p", schema: {type: "object", properties: {name: {type: "string"}}, required: ["name"]}}},
+				cells: [{isl: 16, osl: 32}], concurrency: [4], requests: 20, warmup: 0`, url, tc.as), "")
+			c, err := runStage(t, st, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.cells[0]
+			if r.StructuredValidPct == nil || *r.StructuredValidPct != tc.want || r.ToolCallsMean != nil || r.ToolArgsValidPct != nil {
+				t.Errorf("structured %v %%, tool calls %v, args %v: want %v %% and NULL tool columns", r.StructuredValidPct, r.ToolCallsMean, r.ToolArgsValidPct, tc.want)
+			}
+		})
+	}
+}
+
+// TestToolsRefused: vet refuses, at the field, tools or a structured
+// output on an endpoint that cannot carry them, a schema that does not
+// compile, and a tool_choice naming a tool not offered.
+func TestToolsRefused(t *testing.T) {
+	for _, tc := range []struct{ cue, want string }{
+		{`kind: "sweep", target: "http://x", ` + sweepTools, `stages.sweep.tools: tools and structured output apply to endpoint "chat" only, not "completions"`},
+		{`kind: "sweep", target: "http://x", endpoint: "embeddings", response_format: {type: "json_object"}`, `stages.sweep.response_format: tools and structured output apply to endpoint "chat" only, not "embeddings"`},
+		{`kind: "sweep", target: "http://x", endpoint: "chat", response_format: {type: "json_schema", json_schema: {name: "p", schema: {type: 12}}}`, `stages.sweep.response_format.json_schema.schema: response_format.json_schema.schema: not a valid JSON Schema`},
+		{`kind: "sweep", target: "http://x", endpoint: "chat", tools: [{type: "function", function: {name: "f", parameters: {type: "objekt"}}}]`, `stages.sweep.tools: tools[0] (f) parameters: not a valid JSON Schema`},
+		{`kind: "sweep", target: "http://x", endpoint: "chat", ` + sweepTools + `, tool_choice: {type: "function", function: {name: "now"}}`, `stages.sweep.tool_choice: names "now", which tools does not offer`},
+	} {
+		st, p := loadStage(t, tc.cue, "")
+		err := st.Validate(check(t, p))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "plan.cue:") {
+			t.Errorf("%s: err = %v, want %q at its position", tc.cue, err, tc.want)
+		}
+	}
+	st, p := loadStage(t, `kind: "sweep", target: "http://x", endpoint: "chat", `+sweepTools+`, tool_choice: "required"`, "")
+	if err := st.Validate(check(t, p)); err != nil {
+		t.Errorf("chat with tools: %v", err)
+	}
+}
