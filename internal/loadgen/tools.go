@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"bytes"
+
 	"github.com/benchrun/benchrun/internal/jsonvalid"
 )
 
@@ -230,6 +232,12 @@ func (a *answerAcc) finish(res *Result) {
 		} else if tc.Invalid == "" {
 			tc.Invalid = "tool call " + c.name + ": " + r.Reason
 		}
+	}
+	if tc.FormatAsked && len(a.calls) > 0 && len(bytes.TrimSpace(a.text)) == 0 {
+		// The answer is a call, with no text to hold to the format (a
+		// server that forces a call through the format, as Ollama's
+		// tool parser takes a JSON object the grammar made for one).
+		tc.FormatAsked = false
 	}
 	if tc.FormatAsked {
 		r := a.check.Format.Check(string(a.text))
