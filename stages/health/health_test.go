@@ -219,7 +219,7 @@ func TestValidatePaths(t *testing.T) {
 // none) it is what the probe sends.
 func TestValidateReasoningOffChat(t *testing.T) {
 	for _, tc := range []struct{ fields, want string }{
-		{`think: false`, `plan.cue:2:56: stages.health.think: a reasoning control applies to endpoint "chat" only, not "completions"`},
+		{`think: false`, `plan.cue:2:56: stages.health.think: a reasoning control applies to endpoint "chat", "responses" only, not "completions"`},
 		{`probe: "chat", think: false`, ""},
 		{`probe: "none", reasoning_effort: "low"`, ""},
 	} {

@@ -80,8 +80,8 @@ func keys(m map[string]results.Cell) []string {
 // field, on an endpoint that cannot carry it.
 func TestReasoningRefusedOffChat(t *testing.T) {
 	for _, tc := range []struct{ cue, want string }{
-		{`kind: "sweep", target: "http://x", reasoning_effort: "low"`, `stages.sweep.reasoning_effort: a reasoning control applies to endpoint "chat" only, not "completions"`},
-		{`kind: "sweep", target: "http://x", endpoint: "embeddings", cells: [{isl: 8, osl: 1, think: false}]`, `stages.sweep.cells.0.think: a reasoning control applies to endpoint "chat" only, not "embeddings"`},
+		{`kind: "sweep", target: "http://x", reasoning_effort: "low"`, `stages.sweep.reasoning_effort: a reasoning control applies to endpoint "chat", "responses" only, not "completions"`},
+		{`kind: "sweep", target: "http://x", endpoint: "embeddings", cells: [{isl: 8, osl: 1, think: false}]`, `stages.sweep.cells.0.think: a reasoning control applies to endpoint "chat", "responses" only, not "embeddings"`},
 		{`kind: "sweep", target: "http://x", reasoning: [{chat_template_kwargs: {enable_thinking: false}}]`, `stages.sweep.reasoning.0.chat_template_kwargs: a reasoning control`},
 	} {
 		st, p := loadStage(t, tc.cue, "")

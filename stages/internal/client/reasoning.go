@@ -98,10 +98,13 @@ func scalar(v any) string {
 }
 
 // ReasoningEndpoints are the endpoints whose requests carry reasoning
-// controls: chat alone today (a completion, an embedding or a
-// transcription has no thinking to control, and the engines ignore or
-// refuse the fields there).
-var ReasoningEndpoints = []string{"chat"}
+// controls: chat, and the Responses API, which is sent reasoning_effort
+// as its own reasoning: {effort} (loadgen's apis.go). A completion, an
+// embedding or a transcription has no thinking to control, and the
+// engines ignore or refuse the fields there; the Messages API sizes its
+// thinking by budget_tokens, which a plan sends as body: {thinking:
+// {type: "enabled", budget_tokens: N}}.
+var ReasoningEndpoints = []string{"chat", "responses"}
 
 // CheckReasoning refuses, at the field, a control given for an endpoint
 // that cannot carry it. at is the path of the object holding the
@@ -117,7 +120,7 @@ func (r Reasoning) CheckReasoning(spec *schema.Stage, endpoint string, at ...str
 			continue
 		}
 		path := append(slices.Clone(at), f)
-		errs = append(errs, schema.Error{Pos: spec.PosOf(path...), Msg: fmt.Sprintf("stages.%s.%s: a reasoning control applies to endpoint %q only, not %q: a %s request has no thinking to control",
+		errs = append(errs, schema.Error{Pos: spec.PosOf(path...), Msg: fmt.Sprintf("stages.%s.%s: a reasoning control applies to endpoint \"%s\" only, not %q: a %s request has no thinking to control",
 			spec.Name, strings.Join(path, "."), strings.Join(ReasoningEndpoints, `", "`), endpoint, endpoint)})
 	}
 	return errs
