@@ -455,7 +455,7 @@ var entries = []Column{
 	{Name: ColEngineVersion, Unit: "–", Better: Neither,
 		Doc: "the server's version as it reported it (`/version`, `/props` `build_info`, `/api/version`, else the launched command's `--version`); `unknown` when nothing said"},
 	{Name: ColEndpoint, Unit: "–", Better: Neither,
-		Doc: "`completions`, `chat` or `embeddings`"},
+		Doc: "the sweep's API: `completions`, `chat`, `embeddings`, `transcriptions`, `responses` (OpenAI's Responses API) or `messages` (Anthropic's Messages API); the last two fill chat's columns"},
 	{Name: ColMetadata, Unit: "–", Better: Neither,
 		Doc: "the plan's `metadata` plus `--metadata k=v` stamps; `metadata['quant']`"},
 	{Name: ColHostname, Unit: "–", Better: Neither,
