@@ -156,3 +156,31 @@ func TestNoReasoningIsZero(t *testing.T) {
 		t.Errorf("ttfo %v (ttft %v), reasoning %d (%s), answer %d", o, r.TTFT(), r.ReasoningTokens, r.ReasoningSource, r.AnswerTokens)
 	}
 }
+
+// TestReasoningDrawnLengths: a thinking phase drawn per prompt from
+// [20, 60] is counted exactly, request by request, against what the
+// simulator wrote, and the lengths do vary.
+func TestReasoningDrawnLengths(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.TTFT, c.ITL = time.Millisecond, 50*time.Microsecond
+		c.Reasoning = sim.Reasoning{Tokens: 20, TokensMax: 60}
+	})
+	tg := newTarget(url, 4)
+	tg.Endpoint = Chat
+	defer tg.HTTP.CloseIdleConnections()
+	seen := map[int]bool{}
+	for i := range 12 {
+		r := tg.Do(context.Background(), Request{Prompt: "think about " + itoa(i+1), MaxTokens: 80, Body: map[string]any{"ignore_eos": true}})
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		rec, _ := srv.Record(r.ResponseID)
+		if r.ReasoningTokens != rec.ReasoningTokens || r.AnswerTokens != 80-rec.ReasoningTokens || rec.ReasoningTokens < 20 || rec.ReasoningTokens > 60 {
+			t.Fatalf("%s: client %d+%d tokens, simulator %d reasoning of %d", r.ResponseID, r.ReasoningTokens, r.AnswerTokens, rec.ReasoningTokens, rec.CompletionTokens)
+		}
+		seen[rec.ReasoningTokens] = true
+	}
+	if len(seen) < 4 {
+		t.Errorf("12 prompts thought %d distinct lengths: not drawn", len(seen))
+	}
+}

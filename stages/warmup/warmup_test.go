@@ -154,6 +154,19 @@ func TestValidateNeedsAFollowerOrConcurrency(t *testing.T) {
 	}
 }
 
+// TestValidateReasoningFollowsTheEndpoint: the warm-up's reasoning
+// controls are refused at their field when the endpoint it warms (its
+// own, or its follower's) is not chat, and sent when it is.
+func TestValidateReasoningFollowsTheEndpoint(t *testing.T) {
+	if _, _, err := load(t, `reasoning_effort: "low"`, `sweep: {kind: "bench", needs: ["warmup"], concurrency: [2]}`); err == nil ||
+		!strings.Contains(err.Error(), `stages.warmup.reasoning_effort: a reasoning control applies to endpoint`) || !strings.Contains(err.Error(), `not "completions"`) {
+		t.Errorf("completions: err = %v", err)
+	}
+	if _, _, err := load(t, `reasoning_effort: "low"`, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "chat", concurrency: [2]}`); err != nil {
+		t.Errorf("chat: %v", err)
+	}
+}
+
 // TestValidateSettleCanHappen: at the sweep's top concurrency 64 the
 // default window is 128 requests, so settling needs 256 and the default
 // max_requests (200) could only ever report "did not settle".
