@@ -61,6 +61,8 @@ func LoadDataset(spec DatasetSpec) ([]string, error) {
 		prompts, err = loadText(spec.Path)
 	case FormatConversations:
 		return nil, fmt.Errorf("dataset %s: a conversations dataset is read by LoadConversations", spec.Path)
+	case FormatTools:
+		prompts, _, err = LoadToolCases(spec.Path)
 	default:
 		return nil, fmt.Errorf("dataset %s: format %q: want sharegpt, jsonl, text or conversations", spec.Path, format)
 	}

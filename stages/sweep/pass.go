@@ -147,7 +147,11 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 	} else {
 		kit, view, maxTokens, body, expect := pr.kit, pr.view, pr.maxTokens, pr.body, pr.expect
 		st, err = loadgen.Run(pr.ctx, pr.t, l, func(i int) loadgen.Request {
-			return s.traceRequest(p, view, i, kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect}))
+			req := kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect})
+			if c := s.toolCases[req.Prompt]; c != nil {
+				req = c.Apply(req) // the line's messages and tools, checked against them
+			}
+			return s.traceRequest(p, view, i, req)
 		}, onResult)
 		prompts.stop()
 	}

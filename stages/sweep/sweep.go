@@ -60,6 +60,9 @@ type Stage struct {
 	convs [][]string
 	// refs are the dataset's reference vectors by text (embeddings).
 	refs map[string][]float32
+	// toolCases are a tools dataset's lines by prompt (nil: none): each
+	// request sends its line's messages and tools, checked against them.
+	toolCases map[string]*loadgen.ToolCase
 	// shard of shards is this process's part of every cell's load
 	// (--shard; 0 of 1 unsharded): set by Run from the Env.
 	shard, shards int
@@ -130,6 +133,9 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	s.validateSearch(c, bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
 		bad([]string{"dataset", "path"}, "empty path")
+	}
+	if s.cfg.Dataset != nil && s.cfg.Dataset.Format == loadgen.FormatTools && s.cfg.Endpoint != "chat" {
+		bad([]string{"dataset", "format"}, "a tools dataset is sent as chat messages with tools: endpoint \"chat\", not %q", s.cfg.Endpoint)
 	}
 	errs = append(errs, s.cfg.RequestConfig.Check(s.spec)...)
 	errs = append(errs, s.validateReasoning()...)
@@ -451,10 +457,13 @@ func (s *Stage) loadPrompts(env *pipeline.Env) ([]string, error) {
 	spec := loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)}
 	var dataset []string
 	var err error
-	if d.Format == loadgen.FormatConversations {
+	switch {
+	case d.Format == loadgen.FormatConversations:
 		s.convs, err = loadgen.LoadConversations(spec)
 		dataset = []string{} // prompts from a dataset: not calibrated
-	} else {
+	case d.Format == loadgen.FormatTools:
+		dataset, s.toolCases, err = loadgen.LoadToolCases(path)
+	default:
 		dataset, err = loadgen.LoadDataset(spec)
 	}
 	if err != nil {

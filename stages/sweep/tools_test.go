@@ -3,6 +3,8 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,43 @@ func TestToolsRefused(t *testing.T) {
 	st, p := loadStage(t, `kind: "sweep", target: "http://x", endpoint: "chat", `+sweepTools+`, tool_choice: "required"`, "")
 	if err := st.Validate(check(t, p)); err != nil {
 		t.Errorf("chat with tools: %v", err)
+	}
+}
+
+// TestToolsDataset: a BFCL-style dataset sends each line's messages and
+// tools; the simulator calls each line's first tool with arguments valid
+// against it, so every request is ok with one call, 100 % valid exactly,
+// checked against its own line's tools (a call checked against another
+// line's would name a tool not offered).
+func TestToolsDataset(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tools.jsonl")
+	lines := `{"question": [[{"role": "user", "content": "area of a triangle, base 10, height 5"}]], "function": [{"name": "calc_area", "parameters": {"type": "dict", "properties": {"base": {"type": "float"}, "height": {"type": "integer", "minimum": 1}}, "required": ["base", "height"]}}]}
+{"messages": [{"role": "user", "content": "weather in Oslo for three days"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string", "minLength": 1}, "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city", "days"]}}}]}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL = time.Millisecond, 0 })
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: "chat", dataset: {path: %q, format: "tools"},
+		cells: [{isl: 16, osl: 32}], concurrency: [4], requests: 40, warmup: 0`, url, path), "")
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.cells[0]
+	if r.Status != results.StatusOK || r.Completed != 40 || v(r.ToolCallsMean) != 1 || v(r.ToolArgsValidPct) != 100 {
+		t.Fatalf("status %s (%s), %d completed, %v calls, %v %% valid; want ok, 40, 1, 100", r.Status, r.Reason, r.Completed, v(r.ToolCallsMean), v(r.ToolArgsValidPct))
+	}
+	names := map[string]int{}
+	for _, q := range c.reqs {
+		rec, _ := srv.Record(q.ResponseID)
+		names[rec.ToolName]++
+	}
+	if names["calc_area"] == 0 || names["get_weather"] == 0 || names["calc_area"]+names["get_weather"] != 40 {
+		t.Errorf("calls by tool %v: want both lines' tools called", names)
+	}
+	st, p = loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, dataset: {path: %q, format: "tools"}`, url, path), "")
+	if err := st.Validate(check(t, p)); err == nil || !strings.Contains(err.Error(), `stages.sweep.dataset.format`) || !strings.Contains(err.Error(), `endpoint "chat", not "completions"`) {
+		t.Errorf("a tools dataset off chat: %v", err)
 	}
 }
