@@ -2,10 +2,12 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -37,6 +39,7 @@ func TestReasoningAgainstSimulator(t *testing.T) {
 			excessP50      float64 // ms
 		}{{1, 3, 2}, {16, 16, 10}} {
 			t.Run(field.field+"/c"+itoa(tc.conc), func(t *testing.T) {
+				machine := machinetest.Start()
 				srv, url := startSim(t, func(c *sim.Config) {
 					if field.persona != "" {
 						if err := sim.ApplyPersonality(c, field.persona); err != nil {
@@ -86,11 +89,18 @@ func TestReasoningAgainstSimulator(t *testing.T) {
 				}
 				s, e := stats.Summarize(ttfo), stats.Summarize(excess)
 				t.Logf("%s c=%d: ttfo p50 %.3f ms (planned %.0f), excess over the simulator's own p50 %.3f ms", field.field, tc.conc, s.P50, msf(planned), e.P50)
-				if e.P50 < 0 || e.P50 > tc.excessP50 {
-					t.Errorf("ttfo's excess over the simulator's own view: p50 %.3f ms (bound %.0f)", e.P50, tc.excessP50)
+				// A ttfo before the simulator wrote the answer is wrong on any
+				// machine; the excess bound and the planned time are claims
+				// about a quiet one (the simulator's own wake is late beside
+				// busy neighbours), judged as TestMeasurementErrorAgainstSimulator's.
+				if e.P50 < 0 || s.P50 < msf(planned) {
+					t.Fatalf("ttfo p50 %.3f ms before the simulator's answer (excess %.3f ms, planned %.0f)", s.P50, e.P50, msf(planned))
 				}
-				if s.P50 < msf(planned) || s.P50 > msf(planned)+tc.excessP50+5 {
-					t.Errorf("ttfo p50 %.3f ms, planned %.0f", s.P50, msf(planned))
+				if e.P50 > tc.excessP50 || s.P50 > msf(planned)+tc.excessP50+5 {
+					msg := fmt.Sprintf("ttfo p50 %.3f ms (planned %.0f), its excess over the simulator's own view %.3f ms (bound %.0f)", s.P50, msf(planned), e.P50, tc.excessP50)
+					t.Log(msg)
+					machine.Judge(t, "the time to first answer within the client's error of the planned one")
+					t.Error(msg)
 				}
 			})
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
 )
@@ -19,6 +20,7 @@ import (
 // thinking phase later than its TTFT, and every request answered. A
 // cell whose budget (osl 10) the thinking uses up is ok, unanswered.
 func TestReasoningAxis(t *testing.T) {
+	machine := machinetest.Start()
 	_, url := startSim(t, func(c *sim.Config) {
 		c.TTFT, c.ITL = 5*time.Millisecond, time.Millisecond
 		c.Reasoning = sim.Reasoning{Tokens: 40, ITL: 2 * time.Millisecond, Field: sim.FieldReasoning}
@@ -60,7 +62,12 @@ func TestReasoningAxis(t *testing.T) {
 			continue
 		}
 		if d := v(r.TTFOP50Ms) - v(r.TTFTP50Ms); d < tc.thinkMs-1 || d > tc.thinkMs+20 {
-			t.Errorf("%s: ttfo p50 %.1f ms is %.1f ms after ttft p50, want the thinking's %.0f", tc.id, v(r.TTFOP50Ms), d, tc.thinkMs)
+			// The simulator's wakes are late beside busy neighbours: a
+			// claim about a quiet machine (machinetest).
+			msg := fmt.Sprintf("%s: ttfo p50 %.1f ms is %.1f ms after ttft p50, want the thinking's %.0f", tc.id, v(r.TTFOP50Ms), d, tc.thinkMs)
+			t.Log(msg)
+			machine.Judge(t, "the thinking phase's length read within 1 ms below and 20 ms above")
+			t.Error(msg)
 		}
 		if !strings.Contains(r.Notes, "reasoning tokens from the usage's completion_tokens_details.reasoning_tokens for 4") {
 			t.Errorf("%s: notes %q do not say where the reasoning counts came from", tc.id, r.Notes)
