@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,65 @@ func TestReasoningWireShapes(t *testing.T) {
 				t.Errorf("whole answer %v: want 5 reasoning words under %s and 3 of content", m, tc.field)
 			}
 		})
+	}
+}
+
+// TestReasoningChunksAndSchedule: with several tokens per event no event
+// mixes thinking and answering (10 reasoning tokens in events of 4, 4, 2,
+// then the answer's), fixed mode writes the reasoning events ritl apart
+// and the answer's itl apart (the first answer at ttft + 3 × ritl), and
+// engine mode, which batches as it steps, splits an event that crosses
+// into two.
+func TestReasoningChunksAndSchedule(t *testing.T) {
+	for _, mode := range []string{ModeFixed, ModeEngine} {
+		cfg := DefaultConfig()
+		cfg.Mode, cfg.EOSProb = mode, 0
+		cfg.TTFT, cfg.ITL, cfg.TokensPerChunk = 2*time.Millisecond, time.Millisecond, 4
+		cfg.Reasoning = Reasoning{Tokens: 10, ITL: 3 * time.Millisecond}
+		s, url := startSim(t, cfg)
+		body := map[string]any{"model": cfg.Models[0], "messages": []map[string]string{{"role": "user", "content": "think"}},
+			"max_tokens": 18, "stream": true}
+		_, data := postJSON(t, testClient(), url+"/v1/chat/completions", body)
+		var sizes []string
+		for _, line := range strings.Split(string(data), "\n") {
+			payload, ok := strings.CutPrefix(line, "data: ")
+			if !ok || payload == "[DONE]" {
+				continue
+			}
+			var ev struct {
+				Choices []struct {
+					Delta map[string]string `json:"delta"`
+				} `json:"choices"`
+			}
+			_ = json.Unmarshal([]byte(payload), &ev)
+			for _, ch := range ev.Choices {
+				r, a := ch.Delta[FieldReasoningContent], ch.Delta["content"]
+				if r != "" && a != "" {
+					t.Fatalf("%s: an event mixes reasoning and answer: %v", mode, ch.Delta)
+				}
+				if r != "" {
+					sizes = append(sizes, "r"+strconv.Itoa(len(strings.Fields(r))))
+				} else if a != "" {
+					sizes = append(sizes, "a"+strconv.Itoa(len(strings.Fields(a))))
+				}
+			}
+		}
+		recs := s.Records()
+		rec := recs[len(recs)-1]
+		if rec.ReasoningTokens != 10 || rec.CompletionTokens != 18 {
+			t.Errorf("%s: record %d reasoning of %d", mode, rec.ReasoningTokens, rec.CompletionTokens)
+		}
+		if mode != ModeFixed {
+			continue
+		}
+		if got := strings.Join(sizes, " "); got != "r4 r4 r2 a4 a4" {
+			t.Errorf("fixed: events %q, want r4 r4 r2 a4 a4", got)
+		}
+		if len(rec.Events) == 5 {
+			first := rec.Events[3].Time.Sub(rec.Received)
+			if first < 2*time.Millisecond+3*3*time.Millisecond {
+				t.Errorf("fixed: the first answer event at %v, planned 11ms", first)
+			}
+		}
 	}
 }
