@@ -6,7 +6,9 @@
 #   ./test.sh ./stages/...    # some packages
 #
 # Installs, when missing: Go modules, Chromium (Debian package; the report
-# screenshot test), Ollama v0.6.5 (go install; the real-engine tests), the
+# screenshot test), Ollama v0.17.4 (go install, with the Debian packages
+# nlohmann-json3-dev and libstb-dev for its headers; the real-engine tests;
+# reinstalled when the ollama the tests run is another version), the
 # npm package apache-arrow 21.2.0 into .cache/node (npm, and Node.js with
 # it, from Debian when missing; the Arrow sink's independent-reader test),
 # xmllint (Debian package libxml2-utils; the junit sink's schema test, which

@@ -37,7 +37,26 @@ func ollamaDir(t *testing.T) string {
 	if required() {
 		t.Fatal("ollama is not installed, and the real-engine tests must run (CI or BENCHRUN_REQUIRE_ENGINES is set, as ./test.sh sets it): run .ci/install-ollama.sh")
 	}
-	t.Skip("ollama is not installed: go install github.com/ollama/ollama@v0.6.5 (or run .ci/install-ollama.sh)")
+	t.Skip("ollama is not installed: run .ci/install-ollama.sh (Ollama v0.17.4, go install)")
+	return ""
+}
+
+// ollamaModuleVersion is the version of the Ollama module the binary in
+// dir was built from, as `go version -m` reads it from the binary ("0.17.4";
+// "" for a binary without Go build information, such as a release
+// download). A `go install`ed Ollama says it is 0.0.0 unless its linker
+// flags set its version, as .ci/install-ollama.sh does.
+func ollamaModuleVersion(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", filepath.Join(dir, "ollama")).Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "mod" && f[1] == "github.com/ollama/ollama" {
+			return strings.TrimPrefix(f[2], "v")
+		}
+	}
 	return ""
 }
 
@@ -235,7 +254,13 @@ func TestOllamaStories(t *testing.T) {
 	}
 	byEndpoint := map[string][]int64{}
 	waited := 0.0
+	// The rows carry the engine's real version: the one its module was
+	// built from, not the 0.0.0 a plain `go install` says.
+	wantVersion := ollamaModuleVersion(t, dir)
 	for _, c := range cells {
+		if c.EngineVersion == "" || c.EngineVersion == "0.0.0" || (wantVersion != "" && c.EngineVersion != wantVersion) {
+			t.Errorf("cell %s: engine_version %q, want the module version %q (.ci/install-ollama.sh sets it)", c.CellID, c.EngineVersion, wantVersion)
+		}
 		// The server's threads' wait for a CPU is read from its own tree
 		// (ollama serve and its runner), never its guard's (0 on every
 		// row when it read the guard).
