@@ -40,7 +40,7 @@ func (c Constraints) IsSet() bool { return c.Tools != nil || c.ResponseFormat !=
 // schema: what every answer is checked against (nil when neither is
 // given). errs are at the fields, for vet.
 func (c Constraints) Compile(spec *schema.Stage) (*loadgen.AnswerCheck, schema.Errors) {
-	if !c.IsSet() {
+	if !c.IsSet() && c.ToolChoice == nil {
 		return nil, nil
 	}
 	var errs schema.Errors
