@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +100,8 @@ func TestToolCallsAgainstSimulator(t *testing.T) {
 		{"vllm/stream", sim.PersonaVLLM, true, 64, false},
 		{"ollama/stream", sim.PersonaOllama, true, 100, true},
 		{"vllm/whole", sim.PersonaVLLM, false, 64, false},
+		{"ollama/engine", sim.PersonaOllama, true, 64, false},
+		{"sglang/engine", sim.PersonaSGLang, true, 64, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := map[string]any{"tools": body["tools"]}
@@ -110,6 +113,11 @@ func TestToolCallsAgainstSimulator(t *testing.T) {
 					t.Fatal(err)
 				}
 				c.Tools = sim.Tools{InvalidJSONRate: 0.1, SchemaInvalidRate: 0.1}
+				if strings.HasSuffix(tc.name, "/engine") {
+					// Continuous batching: a step's tokens come as they
+					// come, several to an event.
+					c.Mode = sim.ModeEngine
+				}
 			}, tc.stream, toolsCheck(t), 500, b, tc.maxTokens)
 			var calls, js, valid int
 			for i, r := range rs {
