@@ -147,7 +147,7 @@ func TestDescribeReadsDocsAndDefaults(t *testing.T) {
 	if f := fields["warmup"]; f.Default != "2" {
 		t.Errorf("warmup default %q, want 2", f.Default)
 	}
-	if f := fields["endpoint"]; f.Type != `"completions" | "chat" | "embeddings" | "transcriptions"` || f.Default != `"completions"` {
+	if f := fields["endpoint"]; f.Type != `"completions" | "chat" | "embeddings" | "transcriptions" | "responses" | "messages" | "rerank"` || f.Default != `"completions"` {
 		t.Errorf("endpoint: %+v", f)
 	}
 	if !fields["needs"].Common || fields["cells"].Common {

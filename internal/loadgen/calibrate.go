@@ -338,6 +338,11 @@ const probeDeadline = 2 * time.Minute
 // stall timer forever), the request timeout when shorter, and
 // probeDeadline without either.
 func (t *Target) probeCount(ctx context.Context, text string) (int, error) {
+	if t.Endpoint == Rerank {
+		// A rerank answer's usage counts a query and document pair with
+		// the model's separators, not one text: the tokenizer counts it.
+		return 0, errors.New("a rerank answer's usage counts a query and document pair, not one text (calibrate by tokenize)")
+	}
 	probe := *t
 	probe.Stream = false
 	probe.Timeout = probeDeadline

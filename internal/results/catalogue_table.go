@@ -179,6 +179,7 @@ const (
 	ColAudioSeconds             = "audio_seconds"
 	ColInputTokS                = "input_tok_s"
 	ColEmbeddingsS              = "embeddings_s"
+	ColDocumentsS               = "documents_s"
 	ColDimensions               = "dimensions"
 	ColCosineMin                = "cosine_min"
 	ColCosineMean               = "cosine_mean"
@@ -426,6 +427,8 @@ var entries = []Column{
 		Doc: "Σ usage.prompt_tokens of completed requests / window: the input throughput of an embeddings or media sweep (media tokens included as the server counts them); **NULL** when the cell has no window"},
 	{Name: ColEmbeddingsS, Unit: "vectors/s", Better: HigherBetter, Late: LateNone, Threshold: 0.05, Floor: 0.1,
 		Doc: "vectors returned by completed requests / window (≈ `batch` × `req_s`); **NULL** for other endpoints or without a window"},
+	{Name: ColDocumentsS, Unit: "docs/s", Better: HigherBetter, Late: LateNone, Threshold: 0.05, Floor: 0.1,
+		Doc: "rerank: documents scored by completed requests / window (≈ `batch` × `req_s`); **NULL** for other endpoints or without a window"},
 	{Name: ColCosineMin, Unit: "cosine", Better: HigherBetter, Late: LateNone, Threshold: 0.001, Floor: 0.0005,
 		Doc: "the lowest cosine similarity of a returned vector to its reference vector (the dataset's `vector` field); **NULL** without reference vectors or when no request completed"},
 	{Name: ColCosineMean, Unit: "cosine", Better: HigherBetter, Late: LateNone, Threshold: 0.001, Floor: 0.0005,

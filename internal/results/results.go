@@ -313,6 +313,7 @@ type Cell struct {
 	AudioSeconds    float64  `parquet:"audio_seconds" json:"audio_seconds" expr:"audio_seconds"`
 	InputTokS       *float64 `parquet:"input_tok_s" json:"input_tok_s" expr:"input_tok_s"`
 	EmbeddingsS     *float64 `parquet:"embeddings_s" json:"embeddings_s" expr:"embeddings_s"`
+	DocumentsS      *float64 `parquet:"documents_s" json:"documents_s" expr:"documents_s"`
 	Dimensions      *int64   `parquet:"dimensions" json:"dimensions" expr:"dimensions"`
 	CosineMin       *float64 `parquet:"cosine_min" json:"cosine_min" expr:"cosine_min"`
 	CosineMean      *float64 `parquet:"cosine_mean" json:"cosine_mean" expr:"cosine_mean"`

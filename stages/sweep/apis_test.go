@@ -42,7 +42,9 @@ func TestSweepAPIs(t *testing.T) {
 			t.Errorf("%s: isl %v osl %v, reasoning %v answer %v, answered %v%%; want 32, 50, 30, 20, 100",
 				ep, v(r.EffectiveISL), v(r.EffectiveOSL), v(r.ReasoningTokensAvg), v(r.AnswerTokensAvg), v(r.AnsweredPct))
 		}
-		if d := v(r.TTFOP50Ms) - v(r.TTFTP50Ms); d < 30*2-1 || d > 30*2+20 {
+		// A late first event (a busy machine) shortens the difference:
+		// a few ms of room below.
+		if d := v(r.TTFOP50Ms) - v(r.TTFTP50Ms); d < 30*2-5 || d > 30*2+20 {
 			t.Errorf("%s: ttfo p50 %.1f ms is %.1f ms after ttft p50 %.1f, want the thinking's 60", ep, v(r.TTFOP50Ms), d, v(r.TTFTP50Ms))
 		}
 		if v(r.ITLP50Ms) < 0.5 || v(r.ITLP50Ms) > 5 {

@@ -109,7 +109,10 @@ func (s *Stage) validateMedia(bad func([]string, string, ...any)) {
 			bad([]string{field}, "applies to endpoint %q only, not %q", endpoint, c.Endpoint)
 		}
 	}
-	only("batch", "embeddings", len(c.Batch) > 0)
+	if len(c.Batch) > 0 && c.Endpoint != "embeddings" && c.Endpoint != "rerank" {
+		bad([]string{"batch"}, "applies to endpoint \"embeddings\" or \"rerank\" only, not %q", c.Endpoint)
+	}
+	s.validateRerank(bad)
 	only("dimensions", "embeddings", c.Dimensions > 0)
 	only("images", "chat", len(c.Images) > 0)
 	only("image_resolution", "chat", len(c.ImageResolution) > 0)
@@ -130,6 +133,7 @@ func (s *Stage) validateMedia(bad func([]string, string, ...any)) {
 // mediaKit is what a point's requests carry beyond their prompts.
 type mediaKit struct {
 	v      variant
+	rerank bool     // the first of a request's documents is its query too
 	images []string // a pool of distinct data URIs
 	audio  [][]byte // a pool of distinct WAV files of v.audio seconds
 	refs   map[string][]float32
@@ -141,7 +145,7 @@ type mediaKit struct {
 const imagePool = 32
 
 func (s *Stage) newMediaKit(p point, refs map[string][]float32) (*mediaKit, error) {
-	k := &mediaKit{v: p.v, refs: refs}
+	k := &mediaKit{v: p.v, refs: refs, rerank: s.cfg.Endpoint == "rerank"}
 	if p.v.images > 0 {
 		w, h, err := loadgen.ParseResolution(p.v.res)
 		if err != nil {
@@ -167,6 +171,9 @@ func (k *mediaKit) request(i int, prompt func(int) string, base loadgen.Request)
 		req.Inputs = make([]string, k.v.batch)
 		for j := range req.Inputs {
 			req.Inputs[j] = prompt(i*k.v.batch + j)
+		}
+		if k.rerank {
+			req.Prompt = req.Inputs[0]
 		}
 	case k.v.audio > 0:
 		req.Audio, req.AudioSeconds = k.audio[i%len(k.audio)], k.v.audio
@@ -195,7 +202,7 @@ func (k *mediaKit) request(i int, prompt func(int) string, base loadgen.Request)
 // fillMedia adds what embeddings and media points measure to a row that
 // fillRow filled (docs/METRICS.md, "Embeddings" and "Media").
 func fillMedia(row *results.Cell, rs []loadgen.Result, window time.Duration, hasRefs bool) {
-	var in, vectors, audio float64
+	var in, vectors, audio, docs float64
 	var cos, rtf []float64
 	dim := 0
 	for _, r := range rs {
@@ -204,6 +211,7 @@ func fillMedia(row *results.Cell, rs []loadgen.Result, window time.Duration, has
 		}
 		in += float64(r.InputTokens)
 		vectors += float64(r.Vectors)
+		docs += float64(r.Documents)
 		if r.Dimensions > 0 {
 			dim = r.Dimensions
 		}
@@ -234,6 +242,8 @@ func fillMedia(row *results.Cell, rs []loadgen.Result, window time.Duration, has
 		if hasRefs && row.Completed > 0 && len(cos) < int(vectors) {
 			row.Notes = joinNotes(row.Notes, fmt.Sprintf("%d of %d vectors had a reference vector (cosine over those only)", len(cos), int(vectors)))
 		}
+	case "rerank":
+		fillRerank(row, in, docs, w)
 	case "transcriptions":
 		if w > 0 {
 			row.AudioSPerS = results.Some(audio / w)

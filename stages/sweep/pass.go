@@ -88,12 +88,13 @@ func (s *Stage) promptSource(p point, stage string, measurement int64, vocab *lo
 func (pr *pointRun) shapeRequests() {
 	t, p := pr.t, pr.p
 	pr.maxTokens = p.cell.OSL
-	if pr.s.cfg.ForceOSL && t.Endpoint != loadgen.Embeddings && t.Endpoint != loadgen.Transcriptions {
+	oneBody := t.Endpoint == loadgen.Embeddings || t.Endpoint == loadgen.Transcriptions || t.Endpoint == loadgen.Rerank
+	if pr.s.cfg.ForceOSL && !oneBody {
 		pr.body = map[string]any{"ignore_eos": true, "min_tokens": p.cell.OSL}
 		pr.expect = pr.maxTokens // forced: fewer tokens is a stream cut short
 	}
 	pr.body = p.addReasoning(pr.body)
-	if t.Endpoint == loadgen.Embeddings || t.Endpoint == loadgen.Transcriptions {
+	if oneBody {
 		pr.maxTokens = 0
 	}
 }

@@ -146,10 +146,10 @@ func tokenCountNote(row *results.Cell, t tokenTally) string {
 // output cut short, prompts of another length.
 func shapeNotes(row *results.Cell, cfg Config, t tokenTally) []string {
 	var notes []string
-	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
+	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && row.Endpoint != "rerank" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
 		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", *row.EffectiveOSL, row.OSL))
 	}
-	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && row.Images == 0 && row.Batch <= 1 && !cfg.conversation() && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
+	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && row.Images == 0 && row.Batch <= 1 && row.Endpoint != "rerank" && !cfg.conversation() && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
 		// Synthetic prompts are built to the exact length; a difference
 		// means the calibration did not hold (or isl is below the chat
 		// template's own tokens), and the cell is not the shape asked for.

@@ -186,7 +186,7 @@ func deathOf(target *pipeline.Outputs) error {
 // saying so only in the notes let 375-token prompts pass as "128".
 func (s *Stage) checkPromptLength(row *results.Cell, reqs []results.Request) {
 	isl := promptISL(*row, reqs)
-	if row.Status != results.StatusOK || isl == nil || row.ISL <= 0 || row.Endpoint == "embeddings" || row.Images > 0 {
+	if row.Status != results.StatusOK || isl == nil || row.ISL <= 0 || row.Endpoint == "embeddings" || row.Endpoint == "rerank" || row.Images > 0 {
 		// Embeddings: per input (fillMedia); images: media tokens on top.
 		return
 	}
@@ -294,8 +294,11 @@ func (s *Stage) bounded(t *loadgen.Target, p point) *loadgen.Target {
 // contextNeed is the context a request of the cell uses: prompt and output
 // (an embedding has no output).
 func (c Cell) contextNeed(endpoint string) int {
-	if endpoint == "embeddings" {
+	switch endpoint {
+	case "embeddings":
 		return c.ISL
+	case "rerank":
+		return 2 * c.ISL // a query and a document, scored as one sequence
 	}
 	return c.ISL + c.OSL
 }

@@ -435,7 +435,7 @@ func (s *Stage) newTarget(stage, url, model string, points []point) (*loadgen.Ta
 			t.ExtraBody["dimensions"] = s.cfg.Dimensions // the plan's body fields win
 		}
 	}
-	if s.cfg.Endpoint == "transcriptions" {
+	if s.cfg.Endpoint == "transcriptions" || s.cfg.Endpoint == "rerank" {
 		t.Stream = false
 	}
 	return t, nil
