@@ -183,7 +183,10 @@ func (s *Stage) ShapeFor(peers []pipeline.Peer) Shape {
 				maxC = max(maxC, c)
 			}
 		}
-		if sh.Endpoint == "" && l.Endpoint != "embeddings" {
+		// Embeddings and rerank are not warmed as such (a warm-up request
+		// is one prompt; a rerank one needs documents): completions, as
+		// for embeddings, unless the warm-up says.
+		if sh.Endpoint == "" && l.Endpoint != "embeddings" && l.Endpoint != "rerank" {
 			sh.Endpoint = l.Endpoint
 		}
 		if sh.Calibrate == "" {

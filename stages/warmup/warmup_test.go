@@ -31,7 +31,7 @@ var bench = pipeline.Kind{Name: "bench", Schema: schema.KindSchema{Def: "#Kbench
 #Kbench: {
 	#StageBase
 	kind:        "bench"
-	endpoint:    *"completions" | "chat" | "embeddings"
+	endpoint:    *"completions" | "chat" | "embeddings" | "messages" | "rerank"
 	concurrency: [...int] | *[1, 4, 8]
 	rates?:      [...number]
 	arrival:     *"poisson" | "constant" | "gamma"
@@ -129,6 +129,10 @@ func TestShapeFollowsTheNextStage(t *testing.T) {
 			Shape{Endpoint: "completions", Rate: 16, Arrival: "constant", ISL: 128, OSL: 32}},
 		{"embeddings is not warmed as such", ``, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "embeddings", concurrency: [4]}`,
 			Shape{Endpoint: "completions", Concurrency: 4, ISL: 128, OSL: 32}},
+		{"nor is rerank", ``, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "rerank", concurrency: [4]}`,
+			Shape{Endpoint: "completions", Concurrency: 4, ISL: 128, OSL: 32}},
+		{"the Messages API is", ``, `sweep: {kind: "bench", needs: ["warmup"], endpoint: "messages", concurrency: [2]}`,
+			Shape{Endpoint: "messages", Concurrency: 2, ISL: 128, OSL: 32}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
