@@ -157,7 +157,6 @@ type apiEvent struct {
 	typ                    []byte
 	delta, response, msg   []byte // raw values
 	usage, block, errValue []byte
-	deltaEsc               bool
 }
 
 // raw reads the value at the scanner into *v (its bytes).

@@ -500,25 +500,6 @@ func (s *scanner) nonEmptyString() (bool, error) {
 	return len(raw) > 0, err
 }
 
-// nonEmptyArray reads any value and reports whether it is an array with
-// at least one element (a tool_calls list; null and [] are empty).
-func (s *scanner) nonEmptyArray() (bool, error) {
-	if s.peek() != '[' {
-		return false, s.skip()
-	}
-	start := s.i
-	if err := s.skip(); err != nil {
-		return false, err
-	}
-	// The skipped text is "[" whitespace "]" when empty.
-	for _, b := range s.b[start+1 : s.i-1] {
-		if b != ' ' && b != '\t' && b != '\n' && b != '\r' {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // stringOrSkip reads any value: a string's raw contents and whether they
 // need unquoting (str), nil for anything else.
 func (s *scanner) stringOrSkip() ([]byte, bool, error) {
