@@ -22,7 +22,7 @@ func TestSimulatorTwins(t *testing.T) {
 		{"twin-llama-q4.cue", "llama-server", "b6500-sim"},
 		{"twin-vllm.cue", "vllm", "0.11.0"},
 		{"twin-sglang.cue", "sglang", "0.5.2"},
-		{"twin-ollama-stories.cue", "ollama", "0.6.5"},
+		{"twin-ollama-stories.cue", "ollama", "0.17.4"},
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
 			out := t.TempDir()

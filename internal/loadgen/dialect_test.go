@@ -28,7 +28,7 @@ func TestCalibrateEachEngineDialect(t *testing.T) {
 		{sim.PersonaVLLM, engines.VLLM.Name, "0.11.0", "tokenize(prompt)+probe", 1024},
 		{sim.PersonaLlamaServer, engines.LlamaServer.Name, "b6500-sim", "tokenize(content)+probe", 1024},
 		{sim.PersonaSGLang, engines.SGLang.Name, "0.5.2", "tokenize(prompt)+probe", 1024},
-		{sim.PersonaOllama, engines.Ollama.Name, "0.6.5", "probe", 1024},
+		{sim.PersonaOllama, engines.Ollama.Name, "0.17.4", "probe", 1024},
 	} {
 		for _, ep := range []Endpoint{Completions, Chat} {
 			t.Run(tc.persona+"/"+string(ep), func(t *testing.T) {

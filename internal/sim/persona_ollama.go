@@ -16,7 +16,7 @@ var ollamaPersona = persona{
 	reasoningEmptyContent: true,
 	wholeToolCall:         true,
 	name:                  PersonaOllama,
-	version:               "0.6.5",
+	version:               "0.17.4",
 	metrics:               MetricsNone,
 	subword:               true,
 	firstWordQuirk:        true,

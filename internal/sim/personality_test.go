@@ -439,7 +439,7 @@ func TestPersonaVersion(t *testing.T) {
 		{PersonaVLLM, "/version", 200, `{"version":"0.11.0"}`},
 		{PersonaSGLang, "/version", 200, `{"version":"0.5.2"}`},
 		{PersonaLlamaServer, "/version", 404, `{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}`},
-		{PersonaOllama, "/api/version", 200, `{"version":"0.6.5"}`},
+		{PersonaOllama, "/api/version", 200, `{"version":"0.17.4"}`},
 		{PersonaOllama, "/version", 404, "404 page not found"},
 		{PersonaVLLM, "/nothing", 404, `{"detail":"Not Found"}`},
 	}

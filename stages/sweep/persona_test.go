@@ -39,8 +39,8 @@ func TestEveryEnginePersonalityGivesExactOKRows(t *testing.T) {
 		{sim.PersonaVLLM, "completions", "vllm", "0.11.0"},
 		{sim.PersonaVLLM, "chat", "vllm", "0.11.0"},
 		{sim.PersonaSGLang, "completions", "sglang", "0.5.2"},
-		{sim.PersonaOllama, "completions", "ollama", "0.6.5"},
-		{sim.PersonaOllama, "chat", "ollama", "0.6.5"},
+		{sim.PersonaOllama, "completions", "ollama", "0.17.4"},
+		{sim.PersonaOllama, "chat", "ollama", "0.17.4"},
 	} {
 		t.Run(tc.persona+"/"+tc.endpoint, func(t *testing.T) {
 			_, url := startPersona(t, tc.persona, func(c *sim.Config) { c.MaxModelLen = 512 })
