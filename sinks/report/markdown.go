@@ -301,10 +301,33 @@ func cellColumns(cells []results.Cell) []cellColumn {
 		}}
 		cols = slices.Insert(cols, i+1, tpj)
 	}
+	cols = insertMeasured(cols, cells, results.ColTTFTP99Ms, metric,
+		// A thinking model's columns, beside the TTFT they split: when its
+		// first answer token came and how many requests answered at all.
+		results.ColTTFOP99Ms, results.ColReasoningTokensMean, results.ColAnsweredPct)
+	cols = insertMeasured(cols, cells, results.ColOutputTokS, metric,
+		// The answers' validity under tools or a response_format.
+		results.ColToolArgsValidPct, results.ColStructuredValidPct)
 	if slices.ContainsFunc(cells, func(c results.Cell) bool { return c.PrefixCacheHitRate != nil }) {
 		// Beside the TTFT it explains, when some row measured it.
 		i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == results.LabelOf(results.ColTTFTP99Ms) })
 		cols = slices.Insert(cols, i+1, metric("prefix hit", func(c results.Cell) *float64 { return c.PrefixCacheHitRate }))
+	}
+	return cols
+}
+
+// insertMeasured puts, after the column headed by after's label, each of
+// columns that some row measured (a run that asked for none keeps its
+// table as it was, not a column of dashes), headed by its catalogue label.
+func insertMeasured(cols []cellColumn, cells []results.Cell, after string, show func(string, func(results.Cell) *float64) cellColumn, columns ...string) []cellColumn {
+	i := slices.IndexFunc(cols, func(c cellColumn) bool { return c.Head == results.LabelOf(after) })
+	for _, name := range columns {
+		col := results.MustLookup(name)
+		if !slices.ContainsFunc(cells, func(c results.Cell) bool { return col.Float(&c) != nil }) {
+			continue
+		}
+		i++
+		cols = slices.Insert(cols, i, show(col.Label, func(c results.Cell) *float64 { return col.Float(&c) }))
 	}
 	return cols
 }

@@ -188,3 +188,43 @@ func TestVerdictValuesReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestReasoningAndValidityColumns: a run whose rows measured a thinking
+// model's time to first answer, its reasoning and answered share, or the
+// answers' validity under tools or a response_format shows those columns
+// beside the TTFT and the throughput, with the rows' values; a run that
+// measured none keeps its table as it was.
+func TestReasoningAndValidityColumns(t *testing.T) {
+	heads := []string{"TTFO p99 ms", "reasoning tok", "answered %", "tool args valid %", "JSON valid %"}
+	plain := string(report.Markdown(fixture(), nil, "charts/"))
+	for _, h := range heads {
+		if strings.Contains(plain, h) {
+			t.Errorf("report.md of a run that measured no %s has its column", h)
+		}
+	}
+	d := fixture()
+	for i := range d.Cells {
+		d.Cells[i].TTFOP99Ms = results.Some(812.5)
+		d.Cells[i].ReasoningTokensAvg = results.Some(200.0)
+		d.Cells[i].AnsweredPct = results.Some(87.5)
+		d.Cells[i].ToolArgsValidPct = results.Some(90.0)
+		d.Cells[i].StructuredValidPct = results.Some(100.0)
+	}
+	md := string(report.Markdown(d, nil, "charts/"))
+	var head, row string
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| stage | isl:osl |") && head == "" {
+			head = l
+		}
+		if strings.HasPrefix(l, "| sweep |") && row == "" {
+			row = l
+		}
+	}
+	wantHead := "TTFT p99 ms | TTFO p99 ms | reasoning tok | answered % | ITL p50 ms"
+	if !strings.Contains(head, wantHead) || !strings.Contains(head, "tok/s | tool args valid % | JSON valid % |") {
+		t.Errorf("cells table head:\n%s\nwant it to hold %q and the validity columns after tok/s", head, wantHead)
+	}
+	if !strings.Contains(row, "| 812.5 | 200.0 | 87.50 |") || !strings.Contains(row, "| 90.00 | 100.0 |") {
+		t.Errorf("cells table row does not carry the values: %s", row)
+	}
+}
