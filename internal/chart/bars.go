@@ -3,7 +3,6 @@ package chart
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,6 +15,35 @@ type Bar struct {
 	Err   float64
 	Color string
 	Tip   string
+	// Segments, when set, stack the bar from parts laid end to end (a
+	// request's time split into queue, thinking and answering): Value is
+	// then their sum, and each part is drawn in its own colour with its
+	// own tip.
+	Segments []Segment
+}
+
+// Segment is one part of a stacked bar.
+type Segment struct {
+	Value float64
+	Color string
+	Tip   string
+}
+
+// stacked returns the bar with Value the sum of its segments (a bar
+// without segments as it is); ok is false when a segment is not a finite
+// value at least 0.
+func (b Bar) stacked() (Bar, bool) {
+	if len(b.Segments) == 0 {
+		return b, true
+	}
+	b.Value = 0
+	for _, s := range b.Segments {
+		if !finite(s.Value) || s.Value < 0 {
+			return b, false
+		}
+		b.Value += s.Value
+	}
+	return b, true
 }
 
 // Bars is a horizontal bar chart: one bar a row, labelled on the left,
@@ -34,7 +62,12 @@ const (
 
 // SVG renders the chart.
 func (c *Bars) SVG() string {
-	bars := slices.DeleteFunc(slices.Clone(c.Bars), func(b Bar) bool { return !finite(b.Value) || !finite(b.Err) })
+	var bars []Bar
+	for _, b := range c.Bars {
+		if b, ok := b.stacked(); ok && finite(b.Value) && finite(b.Err) {
+			bars = append(bars, b)
+		}
+	}
 	W := svgW
 	top := 40
 	if c.Note != "" {
@@ -79,8 +112,16 @@ func (c *Bars) SVG() string {
 			color = Palette[0]
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#323f4b">%s</text>`, plotL-8, y+barH/2+4, esc(bar.Label))
-		fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`,
-			plotL, y+4, xMap(bar.Value)-plotL, barH-8, color, esc(bar.Tip))
+		if len(bar.Segments) == 0 {
+			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`,
+				plotL, y+4, xMap(bar.Value)-plotL, barH-8, color, esc(bar.Tip))
+		}
+		at := 0.0
+		for _, seg := range bar.Segments {
+			fmt.Fprintf(&b, `<rect class="segment" x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`,
+				xMap(at), y+4, xMap(at+seg.Value)-xMap(at), barH-8, seg.Color, esc(seg.Tip))
+			at += seg.Value
+		}
 		if bar.Err > 0 {
 			lo, hi := xMap(bar.Value-bar.Err), xMap(bar.Value+bar.Err)
 			mid := y + barH/2

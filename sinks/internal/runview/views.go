@@ -77,12 +77,14 @@ func TimelineOf(reqs []results.Request) []chart.TimelineRow {
 	return out
 }
 
-// RunCharts draws a run: its load levels and programs (Charts), the
+// RunCharts draws a run: its load levels and programs (Charts), where a
+// thinking model's request time went (ReasoningCharts), the
 // offered against the achieved rate of its rate ladders, the baseline band
 // of its regression verdicts, then per shape its latency distributions,
 // its time slices and the timeline of its most loaded cell.
 func RunCharts(cells []results.Cell, verdicts []results.Verdict, v Views) []chart.Rendered {
 	out := Charts(cells)
+	out = append(out, ReasoningCharts(cells)...)
 	out = append(out, RateCharts(cells)...)
 	out = append(out, BandCharts(cells, verdicts)...)
 	out = append(out, DistCharts(cells, v.Dists)...)
