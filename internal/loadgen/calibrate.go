@@ -353,7 +353,10 @@ func (t *Target) probeCount(ctx context.Context, text string) (int, error) {
 		probe.Timeout = min(probe.Timeout, t.Timeout)
 	}
 	r := probe.Do(ctx, Request{Prompt: text, MaxTokens: 1})
-	if r.Err != nil {
+	if r.Err != nil && !(errors.Is(r.Err, ErrNoTokens) && r.UsageReported && r.InputTokens > 0) {
+		// The probe needs only usage.prompt_tokens: an answer whose one
+		// token the server did not show (a thinking model's parser holding
+		// back a leading newline, Ollama's qwen3-thinking) still counts it.
 		return 0, fmt.Errorf("the max_tokens=1 probe on %s: %w", t.Endpoint.Path(), r.Err)
 	}
 	if !r.UsageReported || r.InputTokens <= 0 {

@@ -3,6 +3,9 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +195,29 @@ func TestReasoningDrawnLengths(t *testing.T) {
 	}
 	if len(seen) < 4 {
 		t.Errorf("12 prompts thought %d distinct lengths: not drawn", len(seen))
+	}
+}
+
+// TestCalibrationProbeNeedsOnlyPromptTokens: the calibration probe reads
+// usage.prompt_tokens whatever the answer showed. A thinking model's parser
+// can hold its one token back (Ollama v0.17.4's qwen3-thinking trims a
+// leading newline from the thinking: content "" and no reasoning, usage
+// completion_tokens 1, as internal/loadgen/testdata/ollama-0.17.4's
+// think-chat-1token.txt records with a visible token); the probe then
+// said "response carried no tokens" and the cells were not calibrated
+// (prompts at 141 tokens for isl 48 on the real Ollama, 3 runs in 4).
+// The server here answers that body over real HTTP on loopback.
+func TestCalibrationProbeNeedsOnlyPromptTokens(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"chatcmpl-3","object":"chat.completion","created":1796573687,"model":"stories-think","system_fingerprint":"fp_ollama",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+	}))
+	defer srv.Close()
+	tg := newTarget(srv.URL, 1)
+	tg.Endpoint = Chat
+	n, err := tg.probeCount(context.Background(), "Once upon a time")
+	if err != nil || n != 5 {
+		t.Fatalf("probe: %d, %v; want 5 prompt tokens", n, err)
 	}
 }
