@@ -8,14 +8,19 @@
 # Installs, when missing: Go modules, Chromium (Debian package; the report
 # screenshot test), Ollama v0.17.4 (go install, with the Debian packages
 # nlohmann-json3-dev and libstb-dev for its headers; the real-engine tests;
-# reinstalled when the ollama the tests run is another version), the
+# reinstalled when the ollama the tests run is another version), llama-server
+# (built with CMake from the llama.cpp release npm's node-llama-cpp carries,
+# .ci/install-llama-server.sh; the llama-server tests), the
 # npm package apache-arrow 21.2.0 into .cache/node (npm, and Node.js with
 # it, from Debian when missing; the Arrow sink's independent-reader test),
 # xmllint (Debian package libxml2-utils; the junit sink's schema test, which
 # fails without it under CI=true), sshd (Debian package openssh-server; the
 # SSH runner's tests start their own on a loopback port, never the
 # machine's), kubectl (the client dry run of the rendered Kubernetes
-# manifests; skipped with a note where no registry has it), the staticcheck linter (with BENCHRUN_LINT=1).
+# manifests; skipped with a note where no registry has it), buildah and
+# busybox-static (Debian packages; e2e's TestImage builds the container image
+# with scripts/build-image.sh and runs benchrun in it), the staticcheck linter
+# (with BENCHRUN_LINT=1).
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -55,7 +60,15 @@ if ! command -v kubectl >/dev/null 2>&1; then
 	apt_install kubectl || echo "== kubectl is not in the package registry: the manifests' kubectl dry run is skipped"
 fi
 
+# The image test: buildah builds the image (no daemon), and a static
+# busybox is the image's /bin/sh.
+if ! command -v buildah >/dev/null 2>&1 || ! command -v busybox >/dev/null 2>&1 || ldd "$(command -v busybox)" >/dev/null 2>&1; then
+	echo "== installing buildah and busybox-static (Debian packages)"
+	apt_install buildah busybox-static
+fi
+
 bash .ci/install-ollama.sh
+bash .ci/install-llama-server.sh
 
 # The Arrow sink's test reads its files with this independent Arrow
 # implementation (sinks/arrow/testdata/read.mjs); .cache/ is git-ignored.

@@ -53,6 +53,11 @@ type LoadShape struct {
 	Calibrate string
 	// Seed seeds the prompts.
 	Seed int64
+	// Requests is how many timed requests each cell × ladder point sends
+	// when the plan fixes their number (requests × iterations); 0 when a
+	// duration decides. Vet warns from it when a check's percentile cannot
+	// be bounded on so few (sampleWarnings).
+	Requests int
 }
 
 // ShapeCell is one input:output shape of a LoadShape.
@@ -75,6 +80,13 @@ type CellRestarter interface {
 	// CellVars lists, sorted, the KEY of every ${cell.KEY} the server's
 	// command and environment take: every cell must give each of them.
 	CellVars() []string
+}
+
+// EngineNamer is implemented by stages that start a server of a known
+// engine (launch with an engine preset): a stage that targets it checks
+// at vet time what the engine's endpoints allow (engines.Lookup).
+type EngineNamer interface {
+	EngineName() string
 }
 
 // ReadinessGate is implemented by stages that wait until another stage's

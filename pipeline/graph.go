@@ -148,6 +148,7 @@ func Build(p *schema.Plan, reg *Registry) (*Graph, error) {
 		}
 	}
 	g.Warnings = append(g.Warnings, modelFileWarnings(g)...)
+	g.Warnings = append(g.Warnings, sampleWarnings(g)...)
 	if len(g.Warnings) > 0 {
 		g.Warnings = g.Warnings.Sort()
 	}

@@ -90,6 +90,9 @@ type Env struct {
 	// Runtime is the run engine's side of a run (nil outside one): what
 	// Confirm, Post, StageRows, CellDone, CellStart and Shard answer.
 	Runtime Runtime
+	// Live is the run's live view for outside watchers (--metrics-addr);
+	// nil: none.
+	Live Live
 }
 
 // Runtime is what the run engine (pipeline/engine) answers a stage with

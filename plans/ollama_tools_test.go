@@ -12,7 +12,9 @@ import (
 // tool parser sending the whole call in one event with its ~70 tokens)
 // is an ok request with its call counted, its arguments valid against
 // the tool's schema, 100 % exactly; a json_schema answer on the model that
-// does not think reads 100 % valid, whitespace deltas and all.
+// does not think reads 100 % valid, whitespace deltas and all. The forced
+// call goes over the Responses API too (function_call item, one arguments
+// delta); the Messages API takes the tools in its shape and answers text.
 func TestOllamaTools(t *testing.T) {
 	dir := ollamaDir(t)
 	modelPresent(t)
@@ -24,11 +26,21 @@ func TestOllamaTools(t *testing.T) {
 	for _, c := range readCells(t, b.runDir(t)) {
 		byStage[c.Stage] = c
 	}
-	tools, structured := byStage["tools"], byStage["structured"]
-	if tools.Status != results.StatusOK || tools.Failed != 0 || tools.Completed != 8 || results.ValueOr(tools.ToolCallsMean, -1) != 1 ||
-		results.ValueOr(tools.ToolArgsValidPct, -1) != 100 || results.ValueOr(tools.AnsweredPct, -1) != 100 {
-		t.Errorf("tools: status %s (%s), %d completed, %d failed, %v calls per request, %v %% valid, %v %% answered; want ok, 8, 0, 1, 100, 100",
-			tools.Status, tools.Reason, tools.Completed, tools.Failed, results.ValueOr(tools.ToolCallsMean, -1), results.ValueOr(tools.ToolArgsValidPct, -1), results.ValueOr(tools.AnsweredPct, -1))
+	structured := byStage["structured"]
+	// The forced call over chat and over the Responses API alike.
+	for _, stage := range []string{"tools", "tools_responses"} {
+		tools := byStage[stage]
+		if tools.Status != results.StatusOK || tools.Failed != 0 || tools.Completed != 8 || results.ValueOr(tools.ToolCallsMean, -1) != 1 ||
+			results.ValueOr(tools.ToolArgsValidPct, -1) != 100 || results.ValueOr(tools.AnsweredPct, -1) != 100 {
+			t.Errorf("%s: status %s (%s), %d completed, %d failed, %v calls per request, %v %% valid, %v %% answered; want ok, 8, 0, 1, 100, 100",
+				stage, tools.Status, tools.Reason, tools.Completed, tools.Failed, results.ValueOr(tools.ToolCallsMean, -1), results.ValueOr(tools.ToolArgsValidPct, -1), results.ValueOr(tools.AnsweredPct, -1))
+		}
+	}
+	// The Messages API's tools accepted (input_schema); nothing forces a
+	// call there, so the text answers count 0 calls.
+	if m := byStage["tools_messages"]; m.Status != results.StatusOK || m.Completed != 4 || results.ValueOr(m.ToolCallsMean, -1) != 0 || results.ValueOr(m.AnsweredPct, -1) != 100 {
+		t.Errorf("tools_messages: status %s (%s), %d completed, %v calls per request, %v %% answered; want ok, 4, 0, 100",
+			m.Status, m.Reason, m.Completed, results.ValueOr(m.ToolCallsMean, -1), results.ValueOr(m.AnsweredPct, -1))
 	}
 	if structured.Status != results.StatusOK || structured.Completed != 8 || results.ValueOr(structured.StructuredValidPct, -1) != 100 || structured.ToolCallsMean != nil {
 		t.Errorf("structured: status %s (%s), %d completed, %v %% valid, tool calls %v; want ok, 8, 100, NULL",

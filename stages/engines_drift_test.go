@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -191,6 +192,7 @@ func TestEnginesAgreeWithTheirPersonas(t *testing.T) {
 			checkSlots(t, e, get)
 			checkTokenize(t, e, srv.URL, model)
 			checkEmbeddings(t, e, srv.URL, model)
+			checkHooks(t, e, srv.URL, model)
 			info := loadgen.Discover(context.Background(), &loadgen.Target{BaseURL: srv.URL, Model: model}, "")
 			if info.Engine != e.Name || info.Version != sim.DefaultVersion(p) || info.Tokenizer != e.Tokenize {
 				t.Errorf("discovery against the %s persona: engine %q, version %q, tokenizer %q; want %q, %q, %q",
@@ -365,5 +367,34 @@ func checkEmbeddings(t *testing.T, e engines.Engine, base, model string) {
 	msg, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(msg), e.EmbeddingsArgs[0]) {
 		t.Errorf("/v1/embeddings without %s: status %d, %s", e.EmbeddingsArgs[0], resp.StatusCode, msg)
+	}
+}
+
+// checkHooks: the cache reset and the profiler the descriptor names are
+// served by the persona (a 2xx for each call the sweep's reset_cache and
+// profile make), and an engine with none is said to have none.
+func checkHooks(t *testing.T, e engines.Engine, base, model string) {
+	target := &loadgen.Target{BaseURL: base, Model: model}
+	lines, err := loadgen.ResetCache(context.Background(), target, e)
+	var none *loadgen.ErrNoHook
+	switch {
+	case e.ResetCachePath == "" && !e.ResetSlots:
+		if !errors.As(err, &none) {
+			t.Errorf("%s has no cache reset, but ResetCache said %v %v", e.Name, lines, err)
+		}
+	case err != nil:
+		t.Errorf("cache reset against the %s persona: %v (%v)", e.Name, err, lines)
+	}
+	for _, start := range []bool{true, false} {
+		line, err := loadgen.Profile(context.Background(), target, e, start)
+		if e.ProfileStartPath == "" {
+			if !errors.As(err, &none) {
+				t.Errorf("%s has no profiler, but Profile said %q %v", e.Name, line, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("profiler against the %s persona: %v (%s)", e.Name, err, line)
+		}
 	}
 }

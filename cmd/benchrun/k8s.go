@@ -22,7 +22,7 @@ func k8sFlags(fs *flag.FlagSet) runFunc {
 	var tags stringList
 	fs.Var(&tags, "t", "set a @tag field: -t key=value (repeatable)")
 	shards := fs.Int("shards", 1, "shard processes (the Indexed Job's completions and parallelism)")
-	image := onceString(fs, "image", k8s.DefaultImage, "image with benchrun and /bin/sh, for the shards and the merge")
+	image := onceString(fs, "image", k8s.DefaultImage(), "image with benchrun and /bin/sh, for the shards and the merge (the default is what scripts/build-image.sh builds from this benchrun's checkout)")
 	serverImage := onceString(fs, "server-image", "", "image for every launch stage's Deployment (default: the engine's)")
 	namespace := onceString(fs, "namespace", "", "namespace of every object (default: kubectl's)")
 	startAt := onceString(fs, "start-at", "", "the shards' common start (RFC 3339 or @UNIX; default: 10 minutes from now, kept in the ConfigMap's start-at)")

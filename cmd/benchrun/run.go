@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/benchrun/benchrun/internal/livemetrics"
 	"github.com/benchrun/benchrun/internal/supervise"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/engine"
@@ -39,6 +40,7 @@ func runFlags(fs *flag.FlagSet) runFunc {
 	startAtFlag := onceString(fs, "start-at", "", "wait until this instant (RFC 3339, or @UNIX seconds) before the first cell, so that shards start together")
 	coordinator := onceString(fs, "coordinator", "", "with --shard: join the coordinator at HOST:PORT, which starts every cell on all shards at one instant (lockstep) and measures each shard's clock offset")
 	coordinate := onceString(fs, "coordinate", "", "with --shard 0/N: serve the coordinator on this address (\":7070\") for the other shards, and join it")
+	metricsAddr := onceString(fs, "metrics-addr", "", "serve the client's own health as Prometheus metrics on HOST:PORT/metrics while the run runs (docs/METRICS.md, \"Live metrics\")")
 	return func(ctx context.Context, pos []string, stdout, stderr io.Writer) error {
 		plan := pos[0]
 		switch *inconclusive {
@@ -87,6 +89,16 @@ func runFlags(fs *flag.FlagSet) runFunc {
 		if err := setSinkFlags(g, *columns, *output); err != nil {
 			return err
 		}
+		var live pipeline.Live // nil: no --metrics-addr
+		var liveSrv *livemetrics.Server
+		if *metricsAddr != "" {
+			if liveSrv, err = livemetrics.Listen(*metricsAddr); err != nil {
+				return fail(pipeline.ExitInvalid, fmt.Errorf("--metrics-addr %w", err))
+			}
+			defer liveSrv.Close()
+			live = liveSrv
+			fmt.Fprintf(progress, "benchrun: live metrics on http://%s%s\n", liveSrv.Addr(), livemetrics.Path)
+		}
 		var ri *pipeline.RunInfo
 		if *resume != "" {
 			// The run writes into RUN_DIR; cells already ok there are skipped.
@@ -98,6 +110,9 @@ func runFlags(fs *flag.FlagSet) runFunc {
 		}
 		supervise.AnnounceRunDir(ri.Dir)
 		fmt.Fprintf(progress, "benchrun: plan %s, run %s\n", g.Plan.Name, ri.Dir)
+		if liveSrv != nil {
+			liveSrv.Run(g.Plan.Name, ri.ID)
+		}
 		sum, err := engine.Run(ctx, g, ri, engine.Options{
 			Stdout:   stdout,
 			Progress: progress,
@@ -111,6 +126,7 @@ func runFlags(fs *flag.FlagSet) runFunc {
 			// The plan's shard block fills what the flags leave unset.
 			Coordinator: *coordinator,
 			Coordinate:  *coordinate,
+			Live:        live,
 		})
 		if err != nil {
 			return err // its exit code with it (pipeline.ExitCode)

@@ -35,6 +35,7 @@ type simOptions struct {
 	fs                                      *flag.FlagSet
 	cfg                                     sim.Config
 	addr, models, preset, persona, errCodes *string
+	modelSpeeds, loraModules                *string
 }
 
 // declareSim declares the simulator's flags on fs, over its defaults.
@@ -45,6 +46,8 @@ func declareSim(fs *flag.FlagSet) *simOptions {
 	flt := &cfg.Faults
 	o.addr = fs.String("addr", "127.0.0.1:8000", "listen address")
 	o.models = fs.String("model", "sim-llama", "served model name(s), comma separated")
+	o.loraModules = fs.String("lora-modules", "", "LoRA adapters served as models of their own, NAME=PATH, comma separated (vLLM's --lora-modules; the path is not read)")
+	o.modelSpeeds = fs.String("model-speed", "", "fixed mode: a served model's own TTFT and ITL, NAME=TTFT/ITL, comma separated (lora-a=30ms/8ms); each model also has a prompt cache of its own")
 	o.preset = fs.String("preset", "", "engine preset (implies --mode engine)")
 	o.persona = fs.String("as", "", "engine personality: "+strings.Join(sim.Personalities(), ", ")+" (its endpoints, dialects, tokenizer and defaults)")
 	fs.StringVar(&cfg.Version, "engine-version", "", "engine version the personality reports (default: the personality's)")
@@ -55,7 +58,9 @@ func declareSim(fs *flag.FlagSet) *simOptions {
 	fs.IntVar(&cfg.TrainContextLen, "train-context-len", 0, "context the model was trained with, as llama-server and Ollama report it (default 2*max-model-len)")
 	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "fixed (exact ttft/itl) or engine (continuous batching)")
 	fs.DurationVar(&cfg.TTFT, "ttft", cfg.TTFT, "fixed mode: time to first token")
+	fs.Float64Var(&cfg.TTFTSpread, "ttft-spread", 0, "fixed mode: each request's TTFT drawn as ttft × exp(spread × N(0,1)), a lognormal with median --ttft (known percentiles)")
 	fs.DurationVar(&cfg.ITL, "itl", cfg.ITL, "fixed mode: gap between token events")
+	fs.Float64Var(&cfg.ITLSpread, "itl-spread", 0, "fixed mode: each answer gap drawn as itl × exp(spread × N(0,1)), a lognormal with median --itl (known percentiles)")
 	fs.IntVar(&cfg.Reasoning.Tokens, "reasoning-tokens", 0, "chat: reasoning tokens before the answer (a thinking model; max_tokens counts them)")
 	fs.IntVar(&cfg.Reasoning.TokensMax, "reasoning-tokens-max", 0, "chat: draw each prompt's reasoning length from [--reasoning-tokens, this]")
 	fs.DurationVar(&cfg.Reasoning.ITL, "reasoning-itl", 0, "fixed mode: gap between reasoning events (default --itl)")
@@ -63,6 +68,7 @@ func declareSim(fs *flag.FlagSet) *simOptions {
 	fs.Float64Var(&cfg.Tools.InvalidJSONRate, "tool-invalid-json-rate", 0, "chat with tools: the share of tool calls whose arguments are cut short (not JSON)")
 	fs.Float64Var(&cfg.Tools.SchemaInvalidRate, "tool-schema-invalid-rate", 0, "chat with tools: the share of tool calls whose arguments are JSON but invalid against the tool's parameters")
 	fs.Float64Var(&cfg.Tools.FormatInvalidRate, "format-invalid-rate", 0, "structured output (response_format, format, guided_json): the share of answers cut short (not JSON)")
+	fs.IntVar(&cfg.Tools.AgentSteps, "agent-steps", 0, "chat with tools: serve agent sessions of 1 to N steps, a tool call per step until the last, a final answer then; the steps a session plans come from its first user message")
 	fs.DurationVar(&cfg.LoadTime, "load-time", 0, "answer 503 (loading) for this long after start")
 	fs.DurationVar(&cfg.ListenAfter, "listen-after", 0, "listen only this long after start (connection refused until then, as vLLM while it loads)")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed for jitter, early EOS, faults and output text")
@@ -140,6 +146,16 @@ func (o *simOptions) config() (sim.Config, error) {
 			cfg.Models = append(cfg.Models, m)
 		}
 	}
+	for _, part := range strings.Split(*o.loraModules, ",") {
+		if name, _, _ := strings.Cut(strings.TrimSpace(part), "="); name != "" {
+			cfg.Models = append(cfg.Models, name)
+		}
+	}
+	speeds, err := sim.ParseModelSpeeds(*o.modelSpeeds)
+	if err != nil {
+		return cfg, fmt.Errorf("--model-speed: %w", err)
+	}
+	cfg.ModelSpeeds = speeds
 	cfg.Faults.ErrorCodes = nil
 	for _, c := range strings.Split(*o.errCodes, ",") {
 		code, err := strconv.Atoi(strings.TrimSpace(c))

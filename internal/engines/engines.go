@@ -67,6 +67,22 @@ type Engine struct {
 	// endpoint ("" for none): the probe's KV usage when /metrics gives
 	// none (see internal/telemetry/prom_slots.go for its shape).
 	SlotsPath string
+	// ResetCachePath empties the engine's prefix cache when POSTed to
+	// (the sweep's reset_cache): vLLM's /reset_prefix_cache (served with
+	// VLLM_SERVER_DEV_MODE=1), SGLang's /flush_cache; "" for none.
+	// ResetSlots says the engine resets slot by slot instead: GET
+	// SlotsPath, then POST SlotsPath/{id}?action=erase for each slot
+	// (llama-server, started with --slot-save-path).
+	ResetCachePath string
+	ResetSlots     bool
+	// ProfileStartPath and ProfileStopPath start and stop the engine's
+	// profiler around a timed pass when POSTed to (the sweep's profile;
+	// vLLM with a profiler directory, SGLang); "" for none.
+	ProfileStartPath, ProfileStopPath string
+	// LoRAArgs are the server flags that load LoRA adapters (a launch
+	// stage's adapters: name and path each) so that each is served under
+	// its name; nil when benchrun knows no such flags for the engine.
+	LoRAArgs func(adapters [][2]string) []string
 	// DefaultTag is appended to a served name without a tag when the
 	// engine lists models with one (Ollama lists "stories" as "stories:latest").
 	DefaultTag string

@@ -24,7 +24,19 @@ var LlamaServer = Engine{
 		PromptSeconds: "llamacpp:prompt_seconds_total",
 		Legacy:        []string{"llamacpp:kv_cache_usage_ratio"},
 	},
-	SlotsPath:      "/slots",
+	SlotsPath:  "/slots",
+	ResetSlots: true,
+	// --lora FILE per adapter: llama-server applies adapters by their
+	// index and scale (a request's "lora": [{id, scale}], or
+	// POST /lora-adapters), not by a served name, so a sweep's model mix
+	// cannot select them by name.
+	LoRAArgs: func(as [][2]string) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, "--lora", a[1])
+		}
+		return out
+	},
 	EmbeddingsArgs: []string{"--embeddings", "--pooling", "mean"},
 	OwnedBy:        []string{"llamacpp"},
 	Info:           InfoLlamaProps,

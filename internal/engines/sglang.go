@@ -21,7 +21,22 @@ var SGLang = Engine{
 		Prefix:       [][2]string{{"sglang:cached_tokens_total", "sglang:prompt_tokens_total"}},
 		HitRate:      []string{"sglang:cache_hit_rate"},
 	},
-	OwnedBy:      []string{"sglang"},
+	OwnedBy: []string{"sglang"},
+	// python/sglang/srt/entrypoints/http_server.py: /flush_cache (GET or
+	// POST; 200 "Cache flushed...", 400 while requests run) and the
+	// profiler's /start_profile and /stop_profile.
+	ResetCachePath:   "/flush_cache",
+	ProfileStartPath: "/start_profile",
+	ProfileStopPath:  "/stop_profile",
+	// --enable-lora --lora-paths name=path ...: a request names an
+	// adapter by its name as the model (or in lora_path).
+	LoRAArgs: func(as [][2]string) []string {
+		out := []string{"--enable-lora", "--lora-paths"}
+		for _, a := range as {
+			out = append(out, a[0]+"="+a[1])
+		}
+		return out
+	},
 	Info:         InfoSGLangServerInfo,
 	VersionPath:  "/version",
 	Tokenize:     DialectPrompt,

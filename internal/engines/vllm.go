@@ -1,5 +1,7 @@
 package engines
 
+import "strconv"
+
 // VLLM is vLLM's OpenAI-compatible server (`vllm serve`).
 var VLLM = Engine{
 	Name:        "vllm",
@@ -25,7 +27,22 @@ var VLLM = Engine{
 		Legacy: []string{"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds",
 			"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total"},
 	},
-	OwnedBy:      []string{"vllm"},
+	OwnedBy: []string{"vllm"},
+	// vllm/entrypoints/serve/cache/api_router.py and profile/api_router.py:
+	// 200 with no body; present only in dev mode and with a profiler set.
+	ResetCachePath:   "/reset_prefix_cache",
+	ProfileStartPath: "/start_profile",
+	ProfileStopPath:  "/stop_profile",
+	// vllm serve --enable-lora --lora-modules name=path ... (each served
+	// under its name in /v1/models); --max-loras as many as are loaded,
+	// so a mix of them runs in one batch.
+	LoRAArgs: func(as [][2]string) []string {
+		out := []string{"--enable-lora", "--max-loras", strconv.Itoa(len(as)), "--lora-modules"}
+		for _, a := range as {
+			out = append(out, a[0]+"="+a[1])
+		}
+		return out
+	},
 	VersionPath:  "/version",
 	Tokenize:     DialectPrompt,
 	Binaries:     []string{"vllm"},

@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/benchrun/benchrun/internal/engines"
+	"github.com/benchrun/benchrun/internal/rundir"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,8 +50,36 @@ type Options struct {
 	ServerImage string
 }
 
-// DefaultImage is the benchrun image the shards and the merge run.
-const DefaultImage = "ghcr.io/benchrun/benchrun:latest"
+// ImageRepo is the repository of the image scripts/build-image.sh builds
+// (docs/SCALE.md): it is on the machine that built it until pushed.
+const ImageRepo = "localhost/benchrun"
+
+// DefaultImage is the benchrun image the shards and the merge run: the one
+// scripts/build-image.sh builds from the checkout this benchrun was built
+// from, ImageRepo:ImageTag(its version). A version tag, not latest: a
+// cluster that was given the image (kind load, a node's image store) uses
+// it without pulling (imagePullPolicy IfNotPresent).
+func DefaultImage() string { return ImageRepo + ":" + ImageTag(rundir.Version()) }
+
+// ImageTag is the image tag of a benchrun version: its characters an OCI
+// tag cannot hold ("+dirty", "(devel)") made '-', none at either end, at
+// most 128 (scripts/build-image.sh tags by the same rule).
+func ImageTag(version string) string {
+	tag := strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '.' || r == '-' {
+			return r
+		}
+		return '-'
+	}, version)
+	tag = strings.TrimRight(strings.TrimLeft(tag, "-."), "-")
+	if len(tag) > 128 {
+		tag = tag[:128]
+	}
+	if tag == "" {
+		return "devel"
+	}
+	return tag
+}
 
 // RunsClaim is the PersistentVolumeClaim the shards write their parts to
 // and the merge reads them from: ReadWriteMany, since the shards' pods
@@ -247,7 +276,7 @@ func (o *Options) complete() error {
 		return fmt.Errorf("--shards %d: want at least 1", o.Shards)
 	}
 	if o.Image == "" {
-		o.Image = DefaultImage
+		o.Image = DefaultImage()
 	}
 	if o.StartAt == "" {
 		return fmt.Errorf("no start time: the shards need a common --start-at")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -400,4 +401,28 @@ func slicesContains(list []string, part string) bool {
 		}
 	}
 	return false
+}
+
+// TestImageTag: every version benchrun can say it is becomes a tag an OCI
+// registry takes ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}), as
+// scripts/build-image.sh tags the image it builds.
+func TestImageTag(t *testing.T) {
+	valid := regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	for _, tt := range []struct{ version, want string }{
+		{"(devel)", "devel"},
+		{"v0.0.0-20261206181341-05bfeae2b1c3", "v0.0.0-20261206181341-05bfeae2b1c3"},
+		{"v0.0.0-20261206181341-05bfeae2b1c3+dirty", "v0.0.0-20261206181341-05bfeae2b1c3-dirty"},
+		{"v1.2.3", "v1.2.3"},
+		{"", "devel"},
+		{".hidden", "hidden"},
+		{strings.Repeat("a", 200), strings.Repeat("a", 128)},
+	} {
+		got := ImageTag(tt.version)
+		if got != tt.want || !valid.MatchString(got) {
+			t.Errorf("ImageTag(%q) = %q; want %q, a valid tag", tt.version, got, tt.want)
+		}
+	}
+	if img := DefaultImage(); !strings.HasPrefix(img, ImageRepo+":") {
+		t.Errorf("DefaultImage() = %q; want %s:TAG", img, ImageRepo)
+	}
 }

@@ -157,6 +157,10 @@ type apiEvent struct {
 	typ                    []byte
 	delta, response, msg   []byte // raw values
 	usage, block, errValue []byte
+	item                   []byte // Responses' output item (raw)
+	// index is Messages' content block index or Responses' output_index
+	// (-1: none): which tool call a piece belongs to.
+	index int
 }
 
 // raw reads the value at the scanner into *v (its bytes).
@@ -188,13 +192,21 @@ func (e *apiEvent) member(k []byte) error {
 		return e.raw(&e.block)
 	case "error":
 		return e.raw(&e.errValue)
+	case "item":
+		return e.raw(&e.item)
+	case "index", "output_index":
+		n, isNum, err := e.s.intIfNumber()
+		if isNum {
+			e.index = n
+		}
+		return err
 	}
 	return e.s.skip()
 }
 
 // parseAPIEvent walks one event's top level.
 func parseAPIEvent(data []byte) (apiEvent, error) {
-	e := apiEvent{s: scanner{b: data}}
+	e := apiEvent{s: scanner{b: data}, index: -1}
 	if !e.s.consume('{') {
 		return e, e.s.fail()
 	}
@@ -357,15 +369,18 @@ func scanResponsesEvent(data []byte) (chunkInfo, error) {
 			c.setText(EventReasoning, nil, false)
 		}
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
-		if t, _ := stringValue(e.delta); len(t) > 0 {
+		if t, esc := stringValue(e.delta); len(t) > 0 {
 			c.setText(EventToolCall, nil, false)
+			c.ToolCalls = append(c.ToolCalls, toolPiece{Index: e.index, Args: t, ArgsEsc: esc})
 		}
+	case "response.output_item.added":
+		err = callItem(e.item, e.index, &c)
 	case "response.created", "response.in_progress":
 		err = idAndModel(e.response, &c)
 		c.HasUsage = false // the usage so far is no report
 	case "response.completed", "response.incomplete":
 		err = idAndModel(e.response, &c)
-		c.HasFinish = true
+		c.HasFinish, c.Last = true, true
 	case "response.failed", "error":
 		c.HasError = true
 	}
@@ -389,9 +404,9 @@ func scanMessagesEvent(data []byte) (chunkInfo, error) {
 	case "message_start":
 		err = idAndModel(e.msg, &c)
 	case "content_block_start":
-		err = blockText(e.block, &c)
+		err = blockText(e.block, e.index, &c)
 	case "content_block_delta":
-		err = blockText(e.delta, &c)
+		err = blockText(e.delta, e.index, &c)
 	case "message_delta":
 		err = apiUsage(e.usage, &c)
 		stop := false
@@ -408,19 +423,21 @@ func scanMessagesEvent(data []byte) (chunkInfo, error) {
 			err = err2
 		}
 	case "message_stop":
-		c.HasFinish = true
+		c.HasFinish, c.Last = true, true
 	case "error":
 		c.HasError = true
 	}
 	return c, err
 }
 
-// blockText reads a content block or its delta: text or text_delta
-// (answer), thinking or thinking_delta (reasoning), input_json_delta's
-// partial_json (a tool call's input).
-func blockText(raw []byte, c *chunkInfo) error {
-	var typ, text, thinking, partial []byte
-	var textEsc bool
+// blockText reads a content block or its delta (of the block at index):
+// text or text_delta (answer), thinking or thinking_delta (reasoning),
+// input_json_delta's partial_json (a piece of a tool call's input); a
+// tool_use block starts a call (its name; docs/METRICS.md, Tool calls
+// and structured output).
+func blockText(raw []byte, index int, c *chunkInfo) error {
+	var typ, text, thinking, partial, name, input []byte
+	var textEsc, partialEsc, nameEsc bool
 	err := objectMembers(raw, func(s *scanner, k []byte) error {
 		var err error
 		switch string(k) {
@@ -431,12 +448,25 @@ func blockText(raw []byte, c *chunkInfo) error {
 		case "thinking":
 			thinking, _, err = s.stringOrSkip()
 		case "partial_json":
-			partial, _, err = s.stringOrSkip()
+			partial, partialEsc, err = s.stringOrSkip()
+		case "name":
+			name, nameEsc, err = s.stringOrSkip()
+		case "input":
+			start := s.i
+			err = s.skip()
+			input = s.b[start:s.i]
 		default:
 			err = s.skip()
 		}
 		return err
 	})
+	if string(typ) == "tool_use" || string(typ) == "server_tool_use" {
+		c.ToolCalls = append(c.ToolCalls, startPiece(index, name, nameEsc, input))
+		if len(c.ToolCalls[0].Args) > 0 {
+			c.setText(EventToolCall, nil, false)
+		}
+		return err
+	}
 	switch string(typ) {
 	case "text", "text_delta":
 		if len(text) > 0 {
@@ -449,6 +479,7 @@ func blockText(raw []byte, c *chunkInfo) error {
 	case "input_json_delta":
 		if len(partial) > 0 {
 			c.setText(EventToolCall, nil, false)
+			c.ToolCalls = append(c.ToolCalls, toolPiece{Index: index, Args: partial, ArgsEsc: partialEsc})
 		}
 	}
 	return err
@@ -489,7 +520,9 @@ type apiAnswer struct {
 	// Responses: output items (message, reasoning, function_call).
 	Output []struct {
 		Type      string `json:"type"`
+		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
+		Input     string `json:"input"` // a custom tool call's
 		Content   []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
@@ -503,6 +536,7 @@ type apiAnswer struct {
 		Type     string          `json:"type"`
 		Text     string          `json:"text"`
 		Thinking string          `json:"thinking"`
+		Name     string          `json:"name"`
 		Input    json.RawMessage `json:"input"`
 	} `json:"content"`
 }
@@ -567,6 +601,8 @@ func (t *Target) readWholeAPI(b []byte, at time.Time, req Request, res *Result) 
 	if req.KeepText {
 		res.Text = text
 	}
+	answer := chunkInfo{ToolCalls: a.calls(), Text: []byte(text)}
+	res.noteAnswer(&answer)
 	kind := EventAnswer
 	switch {
 	case text == "" && tool:

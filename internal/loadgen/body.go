@@ -32,7 +32,7 @@ func (t *Target) fastBody(req Request) ([]byte, bool) {
 		}
 		fs = append(fs, f)
 	}
-	set(field{key: "model", kind: fString, s: t.Model})
+	set(field{key: "model", kind: fString, s: t.modelOf(req)})
 	if t.Endpoint == Chat {
 		set(field{key: "messages", kind: fMessages, s: req.Prompt})
 	} else {
@@ -185,4 +185,12 @@ func appendJSONString(out []byte, s string) []byte {
 	}
 	out = append(out, s[start:]...)
 	return append(out, '"')
+}
+
+// modelOf is the model req names: its own, else the target's.
+func (t *Target) modelOf(req Request) string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return t.Model
 }

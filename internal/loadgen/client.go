@@ -145,6 +145,12 @@ type Request struct {
 	// (ignore_eos/min_tokens): a response with fewer tokens was cut short,
 	// whatever the stream's end looked like.
 	ExpectTokens int
+	// ISL and OSL are the lengths drawn for this request from the cell's
+	// distributions (0: the cell's own lengths), recorded on its row.
+	ISL, OSL int
+	// Model, when set, is the served model this request names in place
+	// of the target's (a mix of a base model and its adapters).
+	Model string
 	// Inputs, for embeddings, is the batch: several texts in one request
 	// (input as a list); without it Prompt is the one input.
 	Inputs []string
@@ -180,6 +186,10 @@ type Request struct {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are an assistant message's calls, ToolCallID the call a
+	// `role: "tool"` message answers (agent sessions, agent.go).
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // promptBytes is the length of the text the request sends as its prompt.
@@ -204,6 +214,12 @@ type Result struct {
 
 	InputTokens  int
 	OutputTokens int
+	// ISL and OSL are the lengths the request asked for when they were
+	// drawn for it (Request.ISL, Request.OSL; 0: the cell's own).
+	ISL, OSL int
+	// AskedModel is the model the request named when it named its own
+	// (Request.Model; "": the target's).
+	AskedModel string
 	// UsageReported says the counts came from the server's usage object;
 	// otherwise OutputTokens counts token-bearing events.
 	UsageReported bool
@@ -249,6 +265,13 @@ type Result struct {
 	Session, Turn int
 	HistoryTokens int
 	HistoryKnown  bool
+	// Agent sessions (RunAgents): the step (1-based; 0: not an agent
+	// step), the tool time before it (the step before's calls played,
+	// 0 on step 1), and, with Request.KeepText, the calls the answer
+	// made, which the next step sends back.
+	Step     int
+	ToolTime time.Duration
+	Calls    []ToolCallMade
 
 	// StampSource is the clock of the token events' times: StampKernel
 	// (the kernel's receive timestamps), StampUser (StampNote says why),
@@ -269,6 +292,9 @@ type Result struct {
 	// StampShared counts token events that came in one socket read with
 	// the next one, so carry the later bytes' arrival (kstamp.go).
 	StampShared int
+	// events is how many token events a Lean result had (Tokens keeps
+	// its first and last); 0: Tokens holds them all.
+	events int
 
 	// ReasoningTokens and AnswerTokens split OutputTokens (reasoning.go):
 	// ReasoningSource says where the reasoning count came from
@@ -498,7 +524,7 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 	if out, ok := t.fastBody(req); ok && !mapBodyOnly {
 		return out, "application/json", nil
 	}
-	b := map[string]any{"model": t.Model}
+	b := map[string]any{"model": t.modelOf(req)}
 	api := t.apiBody(b, req)
 	switch t.Endpoint {
 	case Responses, Messages, Rerank:
@@ -545,6 +571,7 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 	}
 	if api {
 		t.apiControls(b)
+		t.apiConstraints(b)
 	}
 	out, err := json.Marshal(b)
 	return out, "application/json", err
@@ -553,7 +580,7 @@ func (t *Target) body(req Request) ([]byte, string, error) {
 // Do sends one request and measures it. It never panics on bad input from
 // the server: every failure ends up in Result.Err.
 func (t *Target) Do(ctx context.Context, req Request) Result {
-	res := Result{Scheduled: req.Scheduled}
+	res := Result{Scheduled: req.Scheduled, ISL: req.ISL, OSL: req.OSL, AskedModel: req.Model}
 	res.AudioSeconds = req.AudioSeconds
 	body, contentType, err := req.bodyFor(t)
 	if err != nil {
@@ -621,6 +648,9 @@ func (t *Target) Do(ctx context.Context, req Request) Result {
 		res.Err = t.answerError(&res, req, streamed)
 	}
 	if res.Err == nil {
+		if req.KeepText {
+			res.Calls = res.answers.made()
+		}
 		res.answers.finish(&res)
 	}
 	res.answers = nil
@@ -974,6 +1004,9 @@ func readEvents(r io.Reader, res *Result, firstToken *time.Timer, maxTokens int,
 		}
 		res.noteChunk(&c)
 		res.noteAnswer(&c)
+		if c.Last {
+			break // the API's [DONE]
+		}
 		if keepText && len(c.Text) > 0 {
 			if c.TextEscaped {
 				t, err := unquoteJSON(c.Text)

@@ -37,11 +37,37 @@ type Load struct {
 	// Counters, when set, is updated as requests are sent and finish (for
 	// a progress view).
 	Counters *Counters
+	// Enough, when set and true, ends the sending as Requests or Duration
+	// would (once the minimums are met): the caller has measured what it
+	// needed (a sweep's precision target met). Requests in flight finish.
+	Enough *atomic.Bool
 }
 
 // Counters are live counts of one Run.
 type Counters struct {
 	Sent, Done, Failed atomic.Int64
+	// SendLag, when set, is told each scheduled request's send lag as it
+	// finishes (the live metrics); set it before the Run starts.
+	SendLag func(time.Duration)
+}
+
+// Counts are the counts so far (for pipeline.Live's Pass); sent is read last,
+// so that it is never below done + failed.
+func (c *Counters) Counts() (sent, done, failed int64) {
+	done, failed = c.Done.Load(), c.Failed.Load()
+	return c.Sent.Load(), done, failed
+}
+
+// finished counts a finished request.
+func (c *Counters) finished(r *Result) {
+	if r.OK() {
+		c.Done.Add(1)
+	} else {
+		c.Failed.Add(1)
+	}
+	if c.SendLag != nil && !r.Scheduled.IsZero() {
+		c.SendLag(r.SendLag())
+	}
 }
 
 // Validate reports a load that cannot run or would never stop.
@@ -69,6 +95,9 @@ func (l Load) Validate() error {
 func (l Load) done(i int, off time.Duration) bool {
 	if i < l.MinRequests || off < l.MinDuration {
 		return false
+	}
+	if l.Enough != nil && l.Enough.Load() {
+		return true
 	}
 	if l.Requests > 0 && i >= l.Requests {
 		return true
@@ -125,11 +154,7 @@ func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onRes
 	}
 	c := l.Counters
 	finish := func(i int, r Result) {
-		if r.OK() {
-			c.Done.Add(1)
-		} else {
-			c.Failed.Add(1)
-		}
+		c.finished(&r)
 		onResult(i, r)
 	}
 	start := time.Now()

@@ -38,6 +38,8 @@ type DatasetSpec struct {
 	// Limit keeps at most this many prompts, sampled with Seed (0: all).
 	Limit int
 	Seed  uint64
+	// Split is a Hugging Face dataset's split (FormatHF; default "train").
+	Split string
 }
 
 // LoadDataset reads the prompts. Errors say which file and line is wrong.
@@ -63,8 +65,10 @@ func LoadDataset(spec DatasetSpec) ([]string, error) {
 		return nil, fmt.Errorf("dataset %s: a conversations dataset is read by LoadConversations", spec.Path)
 	case FormatTools:
 		prompts, _, err = LoadToolCases(spec.Path)
+	case FormatHF:
+		prompts, err = loadHF(spec)
 	default:
-		return nil, fmt.Errorf("dataset %s: format %q: want sharegpt, jsonl, text or conversations", spec.Path, format)
+		return nil, fmt.Errorf("dataset %s: format %q: want sharegpt, jsonl, text, conversations or hf", spec.Path, format)
 	}
 	if err != nil {
 		return nil, err

@@ -3,6 +3,9 @@ package loadgen
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
 )
 
 // GCPercent is the collector's target a load-generating process runs
@@ -37,5 +40,49 @@ func TuneGC() int {
 			debug.SetMemoryLimit(int64(total / 2))
 		}
 	}
+	headroomOnce.Do(func() { go holdHeadroom() })
 	return GCPercent
+}
+
+// GCHeadroom bounds what the collector's goal may add to the live heap.
+// GCPercent's goal is four times the live heap: over a long cell whose
+// live heap grows (every request's sample values are held to its end for
+// the exact percentiles), peak memory would be four times what is held.
+// Past GCHeadroom/3 live, the percent falls so that the goal is the live
+// heap plus GCHeadroom: a collection then comes every GCHeadroom of
+// allocation, as it does at the start of a run, and what a long run adds
+// to its peak memory is what it holds (docs/METRICS.md, "Memory per
+// finished request").
+const GCHeadroom = 256 << 20
+
+// minGCPercent is the least percent holdHeadroom sets: below it a
+// collection would come so often that its marking took the client's CPU.
+const minGCPercent = 25
+
+var headroomOnce sync.Once
+
+// gcPercentFor is the percent whose goal over a live heap of live bytes
+// is at most GCHeadroom above it, between minGCPercent and GCPercent.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return GCPercent
+	}
+	return int(min(max(100*GCHeadroom/live, minGCPercent), GCPercent))
+}
+
+// holdHeadroom sets the percent from the live heap the last collection
+// found, four times a second, for the life of the process.
+func holdHeadroom() {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	set := GCPercent
+	for range time.Tick(250 * time.Millisecond) {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return // a runtime without the metric: GCPercent stays
+		}
+		if p := gcPercentFor(sample[0].Value.Uint64()); p != set {
+			debug.SetGCPercent(p)
+			set = p
+		}
+	}
 }

@@ -36,3 +36,27 @@ func TestTuneGC(t *testing.T) {
 		t.Fatalf("GC percent in force %d with GOGC=150; want 150", p)
 	}
 }
+
+// TestGCPercentFor: the collector's goal stays GCPercent over a small
+// live heap and bounds what it adds to GCHeadroom over a large one,
+// never below minGCPercent.
+func TestGCPercentFor(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, GCPercent},
+		{50 << 20, GCPercent},
+		{GCHeadroom / 3, GCPercent},
+		{GCHeadroom, 100},
+		{2 * GCHeadroom, 50},
+		{100 * GCHeadroom, minGCPercent},
+	} {
+		if got := gcPercentFor(c.live); got != c.want {
+			t.Errorf("gcPercentFor(%d MiB) = %d; want %d", c.live>>20, got, c.want)
+		}
+		if goal := c.live * uint64(100+gcPercentFor(c.live)) / 100; c.live >= GCHeadroom/3 && c.live <= 4*GCHeadroom && goal > c.live+GCHeadroom {
+			t.Errorf("live %d MiB: goal %d MiB is more than GCHeadroom above it", c.live>>20, goal>>20)
+		}
+	}
+}

@@ -211,7 +211,7 @@ func CellStamps(row *results.Cell, rs []Result) string {
 		switch rs[i].StampSource {
 		case StampKernel:
 			kernel++
-			events += len(rs[i].Tokens)
+			events += rs[i].Events()
 			missing += rs[i].StampMissing
 			shared += rs[i].StampShared
 		case StampUser:

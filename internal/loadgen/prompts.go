@@ -38,6 +38,9 @@ play toward five using himself usually`)
 type PromptSource struct {
 	// ISL is the prompt length in tokens (synthetic prompts).
 	ISL int
+	// ISLDist and OSLDist, when set, draw each request's prompt and output
+	// lengths (ISLOf, OSLOf) in place of ISL and the cell's osl.
+	ISLDist, OSLDist *Lengths
 	// SharedPrefix tokens open every prompt (a system prompt, a RAG
 	// preamble), the same across sessions, passes and ladder points.
 	SharedPrefix int
@@ -172,7 +175,11 @@ func (p *PromptSource) prompt(pass, i int, withPrefix bool) string {
 		return p.Dataset[p.perm[k%uint64(len(p.perm))]]
 	}
 	rng := rand.New(rand.NewPCG(p.Seed^p.CellKey, mix64(point)^uint64(pass)<<40^uint64(i)))
-	n := p.Vocab.WordsFor(p.ISL)
+	isl := p.ISL
+	if p.ISLDist != nil {
+		isl = p.ISLDist.Draw(p.drawSeed(islStream), pass, i)
+	}
+	n := p.Vocab.WordsFor(isl)
 	if p.prefix == "" || !withPrefix {
 		return p.Vocab.withLead(p.Vocab.Text(rng, n))
 	}
@@ -181,6 +188,58 @@ func (p *PromptSource) prompt(pass, i int, withPrefix bool) string {
 		return p.Vocab.withLead(p.prefix)
 	}
 	return p.Vocab.withLead(p.prefix + " " + p.Vocab.Text(rng, rest))
+}
+
+// The streams of a cell's length draws: a request's isl and osl are
+// drawn independently.
+const (
+	islStream = 0x15
+	oslStream = 0x05
+)
+
+// drawSeed is the seed of a cell's length draws of one stream: the
+// ladder's points draw the same lengths for request i of pass p (they
+// differ in their load, not their shape), each shard its own.
+func (p *PromptSource) drawSeed(stream uint64) uint64 {
+	return mix64(p.Seed^p.CellKey^stream<<56) ^ mix64(uint64(p.Shard)+1)
+}
+
+// ISLOf is the prompt length request i of pass pass asks for: drawn from
+// ISLDist, else ISL.
+func (p *PromptSource) ISLOf(pass, i int) int {
+	if p.ISLDist == nil {
+		return p.ISL
+	}
+	pass, i = p.warmIndex(pass, i)
+	return p.ISLDist.Draw(p.drawSeed(islStream), pass, i)
+}
+
+// OSLOf is the output length request i of pass pass asks for: drawn from
+// OSLDist, else osl. A warm prompt asks for the same output every time
+// it is sent.
+func (p *PromptSource) OSLOf(pass, i, osl int) int {
+	if p.OSLDist == nil {
+		return osl
+	}
+	pass, i = p.warmIndex(pass, i)
+	return p.OSLDist.Draw(p.drawSeed(oslStream), pass, i)
+}
+
+// DrawIndex is the pass and index whose prompt request i of pass pass
+// sends: a draw made per request keyed by it follows the prompt (a warm
+// prompt, reused, draws the same every time).
+func (p *PromptSource) DrawIndex(pass, i int) (int, int) { return p.warmIndex(pass, i) }
+
+// warmIndex is the pass and index whose prompt request i of pass pass
+// sends: warm prompts are one set, reused.
+func (p *PromptSource) warmIndex(pass, i int) (int, int) {
+	if !p.Warm {
+		return pass, i
+	}
+	if p.WarmSet > 0 {
+		i %= p.WarmSet
+	}
+	return 0, i
 }
 
 // pointKey is PointKey, made the shard's own for shards after the first.

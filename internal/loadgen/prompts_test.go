@@ -135,7 +135,7 @@ func TestLoadDataset(t *testing.T) {
 		{DatasetSpec{Path: bad}, "bad.jsonl:2: no field \"prompt\""},
 		{DatasetSpec{Path: bad, Field: "other"}, "bad.jsonl:1: no field \"other\""},
 		{DatasetSpec{Path: filepath.Join(dir, "none", "*.md")}, "no such file"},
-		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: "csv"}, "want sharegpt, jsonl, text or conversations"},
+		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: "csv"}, "want sharegpt, jsonl, text, conversations or hf"},
 		{DatasetSpec{Path: "testdata/prompts.jsonl", Format: FormatShareGPT}, "not a ShareGPT JSON array"},
 	} {
 		if _, err := LoadDataset(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {

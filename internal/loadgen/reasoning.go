@@ -94,6 +94,13 @@ func (r *Result) TTFR() (time.Duration, bool) {
 	return r.firstOf(func(k EventKind) bool { return k == EventReasoning })
 }
 
+// TTFTC is the time to the first tool-call token: the first event
+// carrying a tool call (its arguments, or a call whole); false when no
+// call came. Where the answer is the call, it equals TTFO.
+func (r *Result) TTFTC() (time.Duration, bool) {
+	return r.firstOf(func(k EventKind) bool { return k == EventToolCall })
+}
+
 // Answered says an answer (text or a tool call) arrived.
 func (r *Result) Answered() bool {
 	_, ok := r.TTFO()

@@ -12,45 +12,58 @@ import (
 // request has no ttft or e2el: nil, not 0.
 func RequestRows(cell results.Cell, rs []Result) []results.Request {
 	out := make([]results.Request, 0, len(rs))
-	for i, r := range rs {
-		q := results.Request{
-			Stage: cell.Stage, CellID: cell.CellID, Seq: int64(i), ResponseID: r.ResponseID,
-			SentAt: r.Sent.UTC(), SendLagMs: millis(r.SendLag()),
-			InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
-			Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
-		}
-		if r.Turn > 0 {
-			q.Session, q.Turn = results.Some(int64(r.Session)), results.Some(int64(r.Turn))
-			q.HistoryTokens = results.SomeIf(r.HistoryKnown, int64(r.HistoryTokens))
-		}
-		if r.OK() && r.CachedReported {
-			q.CachedTokens = results.Some(int64(r.CachedTokens))
-		}
-		if r.OK() {
-			q.TTFTMs, q.E2ELMs = results.Some(millis(r.TTFT())), results.Some(millis(r.E2EL()))
-			q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)
-			q.ChunkGapsMs = make([]float64, 0, max(len(r.Tokens)-1, 0))
-			q.ChunkTokens = make([]int64, len(r.Tokens))
-			for k := range r.Tokens {
-				q.ChunkTokens[k] = int64(r.Tokens[k].Tokens)
-				if k > 0 {
-					q.ChunkGapsMs = append(q.ChunkGapsMs, millis(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
-				}
-			}
-			reasoningRow(&q, &r)
-			toolRow(&q, &r.Check)
-			if len(r.StampDelays) > 0 {
-				q.StampDelaysMs = make([]float64, len(r.StampDelays))
-				for k, d := range r.StampDelays {
-					q.StampDelaysMs[k] = millis(d)
-				}
-			}
-		} else {
-			q.Status, q.Error = results.StatusError, r.Err.Error()
-		}
-		out = append(out, q)
+	for i := range rs {
+		out = append(out, RequestRow(cell, int64(i), &rs[i]))
 	}
 	return out
+}
+
+// RequestRow is one result's request row, seq its index in the cell's
+// send order: a sweep builds each row the moment its request finishes
+// and keeps the result only Lean.
+func RequestRow(cell results.Cell, i int64, r *Result) results.Request {
+	q := results.Request{
+		Stage: cell.Stage, CellID: cell.CellID, Seq: i, ResponseID: r.ResponseID,
+		SentAt: r.Sent.UTC(), SendLagMs: millis(r.SendLag()),
+		InputTokens: int64(r.InputTokens), OutputTokens: int64(r.OutputTokens), Chunks: int64(len(r.Tokens)),
+		Status: results.StatusOK, UsageReported: r.UsageReported, ConnRetries: int64(r.ConnRetries),
+	}
+	q.ISL, q.OSL = results.SomeIf(r.ISL > 0, int64(r.ISL)), results.SomeIf(r.OSL > 0, int64(r.OSL))
+	q.Model = r.AskedModel
+	if r.Turn > 0 {
+		q.Session, q.Turn = results.Some(int64(r.Session)), results.Some(int64(r.Turn))
+		q.HistoryTokens = results.SomeIf(r.HistoryKnown, int64(r.HistoryTokens))
+	}
+	if r.Step > 0 {
+		q.Session, q.Step = results.Some(int64(r.Session)), results.Some(int64(r.Step))
+		q.ToolMs = results.Some(millis(r.ToolTime))
+	}
+	if r.OK() && r.CachedReported {
+		q.CachedTokens = results.Some(int64(r.CachedTokens))
+	}
+	if r.OK() {
+		q.TTFTMs, q.E2ELMs = results.Some(millis(r.TTFT())), results.Some(millis(r.E2EL()))
+		q.TTFTSchedMs, q.E2ELSchedMs = results.Some(*q.TTFTMs+q.SendLagMs), results.Some(*q.E2ELMs+q.SendLagMs)
+		q.ChunkGapsMs = make([]float64, 0, max(len(r.Tokens)-1, 0))
+		q.ChunkTokens = make([]int64, len(r.Tokens))
+		for k := range r.Tokens {
+			q.ChunkTokens[k] = int64(r.Tokens[k].Tokens)
+			if k > 0 {
+				q.ChunkGapsMs = append(q.ChunkGapsMs, millis(r.Tokens[k].At.Sub(r.Tokens[k-1].At)))
+			}
+		}
+		reasoningRow(&q, r)
+		toolRow(&q, &r.Check)
+		if len(r.StampDelays) > 0 {
+			q.StampDelaysMs = make([]float64, len(r.StampDelays))
+			for k, d := range r.StampDelays {
+				q.StampDelaysMs[k] = millis(d)
+			}
+		}
+	} else {
+		q.Status, q.Error = results.StatusError, r.Err.Error()
+	}
+	return q
 }
 
 // reasoningRow sets a completed request's reasoning columns: the first
@@ -62,6 +75,9 @@ func reasoningRow(q *results.Request, r *Result) {
 	}
 	if d, ok := r.TTFR(); ok {
 		q.TTFRMs = results.Some(millis(d))
+	}
+	if d, ok := r.TTFTC(); ok {
+		q.TTFTCMs = results.Some(millis(d))
 	}
 	if d, ok := r.lastOf(EventReasoning); ok {
 		q.ReasoningEndMs = results.Some(millis(d))

@@ -67,6 +67,12 @@ type chunkInfo struct {
 	// ("stop", "length"): the server says the sequence ended, so a stream
 	// that then closes without [DONE] still ended on purpose.
 	HasFinish bool
+	// Last: the API's last event (Responses' response.completed,
+	// .incomplete or .failed; Messages' message_stop): nothing follows,
+	// so the reader stops there as it does at chat's [DONE], and never
+	// waits on (or hands back for reuse) a connection the server may be
+	// closing (llama-server closes it after a stream).
+	Last bool
 }
 
 var errScan = errors.New("malformed JSON")

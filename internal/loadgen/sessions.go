@@ -55,6 +55,9 @@ type Conversation struct {
 	// Request is every turn's template (max tokens, body fields); Prompt
 	// or Messages are set per turn.
 	Request Request
+	// ModelOf, when set, is the model session id names in every turn (a
+	// model mix draws per session: a conversation stays with its model).
+	ModelOf func(id int) string
 }
 
 // Validate reports a conversation that cannot run.
@@ -125,29 +128,26 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 	if err := conv.Validate(); err != nil {
 		return RunStats{}, err
 	}
-	if t.Endpoint != Completions && t.Endpoint != Chat {
-		return RunStats{}, fmt.Errorf("conversations need the completions or chat endpoint, not %s", t.Endpoint)
+	if t.Endpoint != Completions && !t.Endpoint.chatShaped() {
+		return RunStats{}, fmt.Errorf("conversations need the completions, chat, responses or messages endpoint, not %s", t.Endpoint)
 	}
 	if l.Counters == nil {
 		l.Counters = &Counters{}
 	}
 	c := l.Counters
-	start := time.Now()
 	var sent atomic.Int64
 	var mu sync.Mutex
-	planned, started := 0, 0
-	// claim starts the pass's next session, when the load lets it start
-	// at offset off.
-	claim := func(off time.Duration) (int, bool) {
+	planned := 0
+	// claim lets the pass's n-th session start at offset off when the
+	// load lets it, counting its turns.
+	claim := func(n int, off time.Duration) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if l.done(planned, off) {
-			return 0, false
+			return false
 		}
-		n := started
-		started++
 		planned += max(conv.turnsOf(conv.id(n)), 1)
-		return n, true
+		return true
 	}
 	session := func(n int, due time.Time) {
 		id := conv.id(n)
@@ -160,9 +160,14 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 		for k := 1; k <= turns && ctx.Err() == nil; k++ {
 			user := conv.User(id, k)
 			req := conv.Request
+			if conv.ModelOf != nil {
+				req.Model = conv.ModelOf(id)
+			}
 			req.KeepText = k < turns
 			req.Scheduled = due
-			if t.Endpoint == Chat {
+			if t.Endpoint.chatShaped() {
+				// The Responses API takes the messages as its input
+				// items, the Messages API as its messages (apiBody).
 				req.Prompt = ""
 				req.Messages = append(msgs[:len(msgs):len(msgs)], Message{Role: "user", Content: user})
 			} else if k == 1 {
@@ -183,11 +188,7 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 			c.Sent.Add(1)
 			r := t.Do(ctx, req)
 			r.Session, r.Turn, r.HistoryTokens, r.HistoryKnown = id, k, history, known
-			if r.OK() {
-				c.Done.Add(1)
-			} else {
-				c.Failed.Add(1)
-			}
+			c.finished(&r)
 			onResult(i, r)
 			if !r.OK() || k == turns {
 				return
@@ -209,60 +210,9 @@ func RunSessions(ctx context.Context, t *Target, l Load, conv Conversation, onRe
 		}
 	}
 
-	var wg sync.WaitGroup
-	if l.Schedule == nil {
-		for w := 0; w < l.Concurrency; w++ {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					n, ok := claim(time.Since(start))
-					if !ok {
-						return
-					}
-					session(n, time.Time{})
-				}
-			})
-		}
-		wg.Wait()
-		return RunStats{Start: start, Sent: int(sent.Load()), Sessions: started}, nil
-	}
-
-	var sem chan struct{}
-	if l.MaxInFlight > 0 {
-		sem = make(chan struct{}, l.MaxInFlight)
-	}
-	gen := l.Schedule.NewGenerator()
-	// Sessions start on the schedule as the open loop's requests are sent
-	// (its sender's timer: preciseWait).
-	timer := ktimer.New(ctx)
-	timer.PreciseFrom = preciseWait
-	defer timer.Stop()
-loop:
-	for ctx.Err() == nil {
-		off := gen.Next()
-		n, ok := claim(off - l.Schedule.Phase)
-		if !ok {
-			break
-		}
-		due := start.Add(off)
-		if !timer.SleepUntil(due) {
-			break loop
-		}
-		if sem != nil {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				break loop
-			}
-		}
-		wg.Go(func() {
-			if sem != nil {
-				defer func() { <-sem }()
-			}
-			session(n, due)
-		})
-	}
-	wg.Wait()
-	return RunStats{Start: start, Sent: int(sent.Load()), Sessions: started}, nil
+	st := driveSessions(ctx, l, claim, session)
+	st.Sent = int(sent.Load())
+	return st, nil
 }
 
 // thinkUntil sleeps a session's think time until due or until ctx

@@ -66,7 +66,10 @@ func userTexts(words int) func(id, turn int) string {
 
 // TestSessionsAgainstSimulator is the multi-turn ground truth: the
 // simulator (fixed mode, vLLM-style block prefix cache that keeps answers)
-// serves four-turn conversations on both endpoints, streamed and not. Turn
+// serves four-turn conversations on both endpoints, streamed and not, and
+// over the Responses and Messages APIs (the history as their input items
+// and messages; Messages' cache reads counted apart from its
+// input_tokens, as Anthropic's usage does). Turn
 // k's history is turn k-1's prompt and answer by usage; the cache serves
 // every whole block of it (all of it but the last generated token), which
 // the answers report as cached_tokens equal to the simulator's records;
@@ -80,7 +83,7 @@ func TestSessionsAgainstSimulator(t *testing.T) {
 	for _, tc := range []struct {
 		ep     Endpoint
 		stream bool
-	}{{Completions, true}, {Chat, true}, {Completions, false}, {Chat, false}} {
+	}{{Completions, true}, {Chat, true}, {Completions, false}, {Chat, false}, {Responses, true}, {Messages, true}, {Messages, false}} {
 		t.Run(fmt.Sprintf("%s stream=%v", tc.ep, tc.stream), func(t *testing.T) {
 			machine := machinetest.Start()
 			tg := newTarget(url, 4)
@@ -184,7 +187,7 @@ func TestSessionsHistoryOnTheWire(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []string
 	_, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL = time.Millisecond, 0 })
-	for _, ep := range []Endpoint{Chat, Completions} {
+	for _, ep := range []Endpoint{Chat, Completions, Responses, Messages} {
 		tg := newTarget(url, 1)
 		tg.Endpoint = ep
 		tg.HTTP.Transport = recordingTransport{next: tg.HTTP.Transport, record: func(b string) {
@@ -203,10 +206,13 @@ func TestSessionsHistoryOnTheWire(t *testing.T) {
 		if len(bodies) != 3 {
 			t.Fatalf("%s: %d bodies", ep, len(bodies))
 		}
-		if ep == Chat {
-			want := fmt.Sprintf(`"messages":[{"role":"user","content":"question 1"},{"role":"assistant","content":%q},{"role":"user","content":"question 2"},{"role":"assistant","content":%q},{"role":"user","content":"question 3"}]`, rs[0].Text, rs[1].Text)
+		if ep != Completions {
+			// Chat's messages; the Responses API's input items; the
+			// Messages API's messages.
+			key := map[Endpoint]string{Chat: "messages", Responses: "input", Messages: "messages"}[ep]
+			want := fmt.Sprintf(`"%s":[{"role":"user","content":"question 1"},{"role":"assistant","content":%q},{"role":"user","content":"question 2"},{"role":"assistant","content":%q},{"role":"user","content":"question 3"}]`, key, rs[0].Text, rs[1].Text)
 			if !strings.Contains(bodies[2], want) {
-				t.Fatalf("chat turn 3 sent\n%s\nwant %s", bodies[2], want)
+				t.Fatalf("%s turn 3 sent\n%s\nwant %s", ep, bodies[2], want)
 			}
 		} else {
 			want := fmt.Sprintf(`"prompt":%q`, "question 1"+rs[0].Text+"\n\nquestion 2"+rs[1].Text+"\n\nquestion 3")

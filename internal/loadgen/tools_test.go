@@ -50,12 +50,18 @@ func formatCheck(t *testing.T) *AnswerCheck {
 // by cfg and returns the results with the simulator's records.
 func runChecked(t *testing.T, cfg func(*sim.Config), stream bool, check *AnswerCheck, n int, body map[string]any, maxTokens int) ([]Result, []sim.RequestRecord) {
 	t.Helper()
+	return runCheckedOn(t, Chat, cfg, stream, check, n, body, maxTokens)
+}
+
+// runCheckedOn is runChecked on the endpoint ep.
+func runCheckedOn(t *testing.T, ep Endpoint, cfg func(*sim.Config), stream bool, check *AnswerCheck, n int, body map[string]any, maxTokens int) ([]Result, []sim.RequestRecord) {
+	t.Helper()
 	srv, url := startSim(t, func(c *sim.Config) {
 		c.TTFT, c.ITL = time.Millisecond, 0
 		cfg(c)
 	})
 	tg := newTarget(url, 16)
-	tg.Endpoint, tg.Stream, tg.Check = Chat, stream, check
+	tg.Endpoint, tg.Stream, tg.Check = ep, stream, check
 	defer tg.HTTP.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -43,12 +43,17 @@ const maxTraceTokens = 10_000_000
 const maxTraceSpan = 1000 * 24 * time.Hour
 
 // IsTraceFormat reports whether a dataset format is a timed trace.
-func IsTraceFormat(format string) bool { return format == FormatMooncake || format == FormatTrace }
+func IsTraceFormat(format string) bool {
+	return format == FormatMooncake || format == FormatTrace || isCSVTrace(format)
+}
+
+// isCSVTrace says the format is a CSV trace (tracecsv.go).
+func isCSVTrace(format string) bool { return format == FormatBurstGPT || format == FormatAzure }
 
 // TraceSpec names a trace on disk.
 type TraceSpec struct {
 	Path string
-	// Format is FormatMooncake or FormatTrace.
+	// Format is FormatMooncake, FormatTrace, FormatBurstGPT or FormatAzure.
 	Format string
 	// Field is the prompt field of a plain trace (default "prompt").
 	Field string
@@ -100,21 +105,47 @@ func LoadTrace(spec TraceSpec) (*Trace, error) {
 // ParseTrace reads a trace from r; spec.Path names it in errors.
 func ParseTrace(r io.Reader, spec TraceSpec) (*Trace, error) {
 	if !IsTraceFormat(spec.Format) {
-		return nil, fmt.Errorf("trace %s: format %q: want %s or %s", spec.Path, spec.Format, FormatMooncake, FormatTrace)
+		return nil, fmt.Errorf("trace %s: format %q: want %s, %s, %s or %s", spec.Path, spec.Format, FormatMooncake, FormatTrace, FormatBurstGPT, FormatAzure)
 	}
 	block := spec.BlockTokens
 	if block <= 0 {
 		block = MooncakeBlockTokens
 	}
+	var lines []tracedLine
+	if isCSVTrace(spec.Format) {
+		reqs, stamps, err := parseCSVTrace(r, spec)
+		if err != nil {
+			return nil, err
+		}
+		for i := range reqs {
+			lines = append(lines, tracedLine{stamps[i], reqs[i]})
+		}
+	} else {
+		var err error
+		if lines, err = parseJSONLTrace(r, spec, block); err != nil {
+			return nil, err
+		}
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("trace %s: no requests (format %s: %s)", spec.Path, spec.Format, map[bool]string{true: "a header row, then one request per row", false: "one JSON object per line"}[isCSVTrace(spec.Format)])
+	}
+	return timedTrace(spec, block, lines)
+}
+
+// tracedLine is a trace's request with its timestamp (ms, from the
+// file's origin).
+type tracedLine struct {
+	ms float64
+	TraceRequest
+}
+
+// parseJSONLTrace reads a Mooncake or plain JSONL trace's lines.
+func parseJSONLTrace(r io.Reader, spec TraceSpec, block int) ([]tracedLine, error) {
 	field := spec.Field
 	if field == "" {
 		field = "prompt"
 	}
-	type parsed struct {
-		ms float64
-		TraceRequest
-	}
-	var lines []parsed
+	var lines []tracedLine
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 256<<20)
 	n := 0
@@ -130,7 +161,7 @@ func ParseTrace(r io.Reader, spec TraceSpec) (*Trace, error) {
 			return nil, fmt.Errorf("%s: %w", at, err)
 		}
 		q.Line = n
-		lines = append(lines, parsed{ms, q})
+		lines = append(lines, tracedLine{ms, q})
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -138,11 +169,14 @@ func ParseTrace(r io.Reader, spec TraceSpec) (*Trace, error) {
 		}
 		return nil, fmt.Errorf("trace %s: %w", spec.Path, err)
 	}
-	if len(lines) == 0 {
-		return nil, fmt.Errorf("trace %s: no requests (format %s: one JSON object per line)", spec.Path, spec.Format)
-	}
+	return lines, nil
+}
+
+// timedTrace orders a trace's requests in time and makes their times
+// relative to the first.
+func timedTrace(spec TraceSpec, block int, lines []tracedLine) (*Trace, error) {
 	// Replayed in time order; requests at one instant keep the file's.
-	slices.SortStableFunc(lines, func(a, b parsed) int {
+	slices.SortStableFunc(lines, func(a, b tracedLine) int {
 		switch {
 		case a.ms < b.ms:
 			return -1

@@ -67,6 +67,17 @@ type Probe struct {
 	windows map[uint64]time.Time
 	nextWin uint64
 	keep    time.Time // samples due before it are not kept
+	// observe, when set, is told every sample as it comes (Observe).
+	observe func(path string, late time.Duration)
+}
+
+// Observe tells f every sample from now on, window or not: its path
+// ("wake", the lone thread; "loop", the event loop) and how late it was
+// (the live metrics). f must be quick: it runs on the probe's reader.
+func (p *Probe) Observe(f func(path string, late time.Duration)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.observe = f
 }
 
 // Sample is one wait of the probe: when it was due to end and how late
@@ -158,6 +169,9 @@ func (p *Probe) read(out io.Reader, ready chan struct{}) {
 	for sc.Scan() {
 		s, kind, ok := parseSample(sc.Text())
 		p.mu.Lock()
+		if observe := p.observe; observe != nil && ok {
+			observe(samplePath(kind), s.Late)
+		}
 		switch {
 		case !ok:
 			p.readErr = fmt.Errorf("machine probe: unreadable sample %q", sc.Text())
@@ -181,6 +195,14 @@ func (p *Probe) read(out io.Reader, ready chan struct{}) {
 	} else if first && p.readErr == nil {
 		p.readErr = errors.New("machine probe: no output")
 	}
+}
+
+// samplePath names a sample's kind as Observe says it.
+func samplePath(kind byte) string {
+	if kind == 'w' {
+		return "wake"
+	}
+	return "loop"
 }
 
 // parseSample reads one line of the probe's output.

@@ -43,3 +43,33 @@ func TestStarvedAndMachineBound(t *testing.T) {
 		t.Errorf("an open loop's median: Starved = %v, want 20", got)
 	}
 }
+
+// TestServerStarvedShare: the local server's CPU wait moves a statistic
+// by its share of the values (Markov), not every tail by the whole wait:
+// 840 ms over 8 requests of 32 tokens at c=4 (248 gaps) may be all in a
+// p99 of 248 gaps, 27 ms of their median; over 2,000 requests (62,000
+// gaps) 5.4 ms of their p99. A server not on this machine (no
+// server_cpu_wait_ms) moves nothing, and the client's wait is not the
+// server's.
+func TestServerStarvedShare(t *testing.T) {
+	row := func(requests int64, wait *float64) *results.Cell {
+		return &results.Cell{Concurrency: 4, Requests: requests, Completed: requests, OSL: 32, DurationS: 10,
+			ServerCPUWaitMs: wait, ClientCPUWaitMs: results.Some(500.0)}
+	}
+	for _, tc := range []struct {
+		name   string
+		metric string
+		c      *results.Cell
+		want   float64
+	}{
+		{"a p99 of 248 gaps", "itl_p99_ms", row(8, results.Some(840.0)), 840},
+		{"their median", "itl_p50_ms", row(8, results.Some(840.0)), 840 * 4 / (248 * 0.5)},
+		{"a p99 of 62,000 gaps", "itl_p99_ms", row(2000, results.Some(840.0)), 840 * 4 / (62000 * 0.01)},
+		{"a server elsewhere", "itl_p99_ms", row(8, nil), 0},
+	} {
+		got := ServerStarvedBound(tc.metric, tc.c)
+		if math.Abs(got.Down-tc.want) > 1e-9 || math.Abs(got.Up-tc.want) > 1e-9 {
+			t.Errorf("%s: ServerStarvedBound(%s) = %+v, want %v either way", tc.name, tc.metric, got, tc.want)
+		}
+	}
+}

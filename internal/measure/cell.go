@@ -87,7 +87,12 @@ func UnionWindow(reqs []results.Request) time.Duration {
 // measured: a statistic without samples is nil, never 0, and failed
 // requests are counted but never mixed into a latency.
 func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) {
-	var ttft, ttftSched, e2el, e2elSched, tpot, ntpot, itl, itlTok, lag, stampDelay []float64
+	// Each family built once at its size (familyCaps): doubling them
+	// took twice a long cell's samples at its end.
+	completed, gaps, delays := familyCaps(reqs)
+	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed)
+	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, len(reqs))
+	itl, itlTok, stampDelay := make([]float64, 0, gaps), make([]float64, 0, gaps), make([]float64, 0, delays)
 	var inTok, outTok, ttftSum float64
 	var good int64
 	firstErr := ""
@@ -136,6 +141,11 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
 	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.Summarize(lag).Dist()
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
+	fillBounds(row, "ttft", ttft)
+	fillBounds(row, "itl", itl)
+	fillBounds(row, "tpot", tpot)
+	fillBounds(row, "e2el", e2el)
+	row.ITLSamples, row.TPOTSamples = results.Some(int64(len(itl))), results.Some(int64(len(tpot)))
 
 	// The kernel stamps' delays are NULL unless the cell's events were
 	// timed by kernel stamps: a row timed with user stamps has none.
@@ -170,6 +180,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
+	fillLengths(row, reqs)
 	fillReasoning(row, reqs)
 	fillTools(row, reqs)
 

@@ -13,7 +13,7 @@ import (
 // older than the columns (nil answered) adds nothing; a cell whose
 // requests all predate them keeps every column NULL.
 func fillReasoning(row *results.Cell, reqs []results.Request) {
-	var ttfo, ttfr, rTok, aTok, rRate, aRate []float64
+	var ttfo, ttfr, ttftc, rTok, aTok, rRate, aRate []float64
 	answered, known := 0, 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -30,6 +30,9 @@ func fillReasoning(row *results.Cell, reqs []results.Request) {
 		if r.TTFRMs != nil {
 			ttfr = append(ttfr, *r.TTFRMs)
 		}
+		if r.TTFTCMs != nil {
+			ttftc = append(ttftc, *r.TTFTCMs)
+		}
 		if r.ReasoningTokens != nil && r.AnswerTokens != nil {
 			rTok, aTok = append(rTok, float64(*r.ReasoningTokens)), append(aTok, float64(*r.AnswerTokens))
 		}
@@ -41,7 +44,10 @@ func fillReasoning(row *results.Cell, reqs []results.Request) {
 		}
 	}
 	row.TTFOMs, row.TTFOP50Ms, row.TTFOP90Ms, row.TTFOP95Ms, row.TTFOP99Ms, row.TTFOMaxMs = stats.Summarize(ttfo).Dist()
+	fillBounds(row, "ttfo", ttfo)
+	row.TTFOSamples = results.Some(int64(len(ttfo)))
 	row.TTFRMs = results.SomeIf(len(ttfr) > 0, stats.Mean(ttfr))
+	row.TTFTCMs = results.SomeIf(len(ttftc) > 0, stats.Mean(ttftc))
 	row.ReasoningTokensAvg = results.SomeIf(len(rTok) > 0, stats.Mean(rTok))
 	row.AnswerTokensAvg = results.SomeIf(len(aTok) > 0, stats.Mean(aTok))
 	row.ReasoningTokS = results.SomeIf(len(rRate) > 0, stats.Mean(rRate))

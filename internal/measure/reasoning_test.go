@@ -31,9 +31,14 @@ func TestFillCellReasoning(t *testing.T) {
 		thinking(20, 0, 515, 100, 0),          // cut: 99 tok / 495 ms = 200 tok/s, no answer
 		failedReq(time.Second, 0, "HTTP 500"), // nothing
 	}
+	// Two of them answered with a tool call: the first call's token at
+	// 1020 and 1100 ms (the second wrote text first).
+	reqs[0].TTFTCMs, reqs[1].TTFTCMs = results.Some(1020.0), results.Some(1100.0)
 	var row results.Cell
 	FillCell(&row, reqs, CellWindow{Span: 2 * time.Second}, SLO{})
 	switch {
+	case !near(row.TTFTCMs, 1060):
+		t.Errorf("ttftc %v, want the mean of 1020 and 1100 over the requests that called", row.TTFTCMs)
 	case !near(row.TTFOP50Ms, 1020) || !near(row.TTFOMs, 1020) || !near(row.TTFOMaxMs, 1020):
 		t.Errorf("ttfo mean %v p50 %v max %v, want 1020", row.TTFOMs, row.TTFOP50Ms, row.TTFOMaxMs)
 	case !near(row.TTFRMs, 20):
@@ -48,7 +53,7 @@ func TestFillCellReasoning(t *testing.T) {
 	// Rows written before the columns existed leave them NULL.
 	var old results.Cell
 	FillCell(&old, []results.Request{okReq(0, 0, 10, 40, []float64{10, 20}, nil)}, CellWindow{Span: time.Second}, SLO{})
-	if old.TTFOMs != nil || old.AnsweredPct != nil || old.ReasoningTokensAvg != nil {
+	if old.TTFOMs != nil || old.AnsweredPct != nil || old.ReasoningTokensAvg != nil || old.TTFTCMs != nil {
 		t.Errorf("rows without reasoning columns: ttfo %v answered %v reasoning %v, want NULL", old.TTFOMs, old.AnsweredPct, old.ReasoningTokensAvg)
 	}
 }

@@ -150,8 +150,12 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 				order = append(order, k)
 			}
 			var reqs []results.Request
+			// A model mix's per-model row has no requests of its own:
+			// its model's requests of the pooled row are its (read, not
+			// written again).
+			reqID, model, perModel := mixRowOf(c.CellID)
 			for _, r := range s.rows.Requests {
-				if r.Stage == c.Stage && r.CellID == c.CellID && r.Attempt == c.Attempt && r.Measurement == c.Measurement {
+				if r.Stage == c.Stage && r.CellID == reqID && (!perModel || r.Model == model) && r.Attempt == c.Attempt && r.Measurement == c.Measurement {
 					// On the coordinator's clock, so that the shards'
 					// times are comparable (zero offset without one).
 					r.SentAt = r.SentAt.Add(offsets[s.dir])
@@ -174,6 +178,9 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 	}
 	for n, k := range order {
 		row, reqs, info := mergeCell(parts[k], plan.SLO, o)
+		if _, _, perModel := mixRowOf(k.id); perModel {
+			reqs = nil // the pooled row's, written with it
+		}
 		row.RunID = runID
 		row.Attempt = 1
 		for i := range reqs {
@@ -472,7 +479,7 @@ func oneClock(row *results.Cell, reqs []results.Request, ps []part) string {
 	if len(kernel) > 0 && len(user) > 0 {
 		row.StampSource = "user"
 		for i := range reqs {
-			userStamps(&reqs[i])
+			measure.UserStamps(&reqs[i])
 		}
 		return fmt.Sprintf("shards %s timed events with kernel receive stamps, shards %s with user-space stamps: the merged cell uses the user-space ones of all (stamp_source user)", strings.Join(kernel, ","), strings.Join(user, ","))
 	}
@@ -524,34 +531,6 @@ func fmtOpt(p *float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f", *p)
-}
-
-// userStamps turns a request row timed by kernel receive stamps into the
-// one its user-space stamps give: each event's stamp moves later by its
-// stamp delay (loadgen.Result.StampDelays), so ttft and e2el grow by the
-// first and last event's delay and every gap by the difference.
-func userStamps(r *results.Request) {
-	d := r.StampDelaysMs
-	if len(d) == 0 {
-		return
-	}
-	last := d[len(d)-1]
-	for _, p := range []*float64{r.TTFTMs, r.TTFTSchedMs} {
-		if p != nil {
-			*p += d[0]
-		}
-	}
-	for _, p := range []*float64{r.E2ELMs, r.E2ELSchedMs} {
-		if p != nil {
-			*p += last
-		}
-	}
-	for k := range r.ChunkGapsMs {
-		if k+1 < len(d) {
-			r.ChunkGapsMs[k] += d[k+1] - d[k]
-		}
-	}
-	r.StampDelaysMs = nil
 }
 
 // recharge recomputes the merged row's cost columns from its own pooled
@@ -653,4 +632,20 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
 	return rundir.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// mixRowOf reads a model mix's per-model row id (the sweep's
+// `<pooled>/model=NAME`, before any /repN): the pooled row's id, whose
+// request rows are its, and the model; false for any other id.
+func mixRowOf(id string) (pooled, model string, ok bool) {
+	i := strings.LastIndex(id, "/model=")
+	if i < 0 {
+		return id, "", false
+	}
+	rest := id[i+len("/model="):]
+	model, tail, _ := strings.Cut(rest, "/")
+	if tail != "" {
+		tail = "/" + tail
+	}
+	return id[:i] + tail, model, model != ""
 }

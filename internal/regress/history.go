@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
 )
 
@@ -74,7 +75,7 @@ func CheckHistory(history []*Run, current *Run, o Options) *Report {
 			j.judge(p, m)
 		}
 	}
-	decideHistory(rep, j.ps, j.machines, o)
+	decideHistory(rep, j.ps, j.machines, j.spreads, o)
 	rep.Summaries = summaries(o.Metrics, rep.Verdicts)
 	return rep
 }
@@ -179,6 +180,8 @@ func groupPoints(current *Run, o Options) []*currentPoint {
 type verdictMachine struct {
 	row       *results.Cell
 	now, hist float64
+	// histWait is the history's median local-server CPU wait (ms).
+	histWait float64
 }
 
 // historyJudge judges current's points against the indexed history, one
@@ -190,6 +193,7 @@ type historyJudge struct {
 	rep      *Report
 	ps       []float64
 	machines []verdictMachine
+	spreads  []historySpread
 }
 
 // judge adds point p's verdict on metric m (or its skip) to the report:
@@ -218,20 +222,23 @@ func (j *historyJudge) judge(p *currentPoint, m Metric) {
 	}
 	s := recentHistory(j.idx.byKey[p.key], m, o.LastN, &v.Excluded)
 	markLateOutliers(m, s.xs, s.lates, s.rows, s.marks, s.why, o.MinRuns)
-	xs, refLates := s.reference(&v, o)
+	xs, refLates, refWaits := s.reference(&v, o)
 	v.N = len(xs)
 	if len(xs) < o.MinRuns {
 		insufficient(&v, xs, o.MinRuns)
 		rep.Verdicts = append(rep.Verdicts, v)
 		j.ps = append(j.ps, math.NaN())
 		j.machines = append(j.machines, verdictMachine{})
+		j.spreads = append(j.spreads, historySpread{})
 		return
 	}
-	predict(&v, xs, o.Confidence)
+	typical, spread := splitOdd(m, xs, v.Runs, o.MinRuns)
+	predict(&v, typical, o.Confidence)
 	v.Margin = margin(m, v.Old)
 	rep.Verdicts = append(rep.Verdicts, v)
 	j.ps = append(j.ps, v.P)
-	j.machines = append(j.machines, verdictMachine{row: c, now: pointLate(j.current, p.cells), hist: median(refLates)})
+	j.machines = append(j.machines, verdictMachine{row: c, now: pointLate(j.current, p.cells), hist: median(refLates), histWait: median(refWaits)})
+	j.spreads = append(j.spreads, spread)
 }
 
 // historySeries is a point's last measured values of one metric in its
@@ -240,6 +247,7 @@ func (j *historyJudge) judge(p *currentPoint, m Metric) {
 // how late the machine was then, its run's id and its row.
 type historySeries struct {
 	xs, lates []float64
+	waits     []float64 // the local server's CPU wait, ms
 	marks     []bool
 	why       []string
 	runs      []string
@@ -273,6 +281,7 @@ func recentHistory(entries []historyEntry, m Metric, lastN int, excluded *map[st
 			s.marks, s.why = append(s.marks, false), append(s.why, "")
 		}
 		s.lates = append(s.lates, pointLate(e.run, e.cells))
+		s.waits = append(s.waits, machine.ServerWait(&e.run.Cells[e.cells[0]]))
 		s.rows = append(s.rows, &e.run.Cells[e.cells[0]])
 	}
 	slices.Reverse(s.xs)
@@ -280,16 +289,17 @@ func recentHistory(entries []historyEntry, m Metric, lastN int, excluded *map[st
 	slices.Reverse(s.marks)
 	slices.Reverse(s.why)
 	slices.Reverse(s.lates)
+	slices.Reverse(s.waits)
 	slices.Reverse(s.rows)
 	return s
 }
 
 // reference picks the values v is judged against (the runs since a
 // change of level once enough runs show it, else the unmarked ones),
-// with their machine's lateness, and records on v the level change, a
-// pending one, the runs used and, without a level change, the marked
-// values left out.
-func (s historySeries) reference(v *Verdict, o Options) (xs, lates []float64) {
+// with their machine's lateness and their local server's CPU wait, and
+// records on v the level change, a pending one, the runs used and,
+// without a level change, the marked values left out.
+func (s historySeries) reference(v *Verdict, o Options) (xs, lates, waits []float64) {
 	need := levelRuns(o.LastN)
 	ref, level, pending := reference(s.xs, s.marks, o.MinRuns, need)
 	v.LevelChange = level
@@ -302,6 +312,7 @@ func (s historySeries) reference(v *Verdict, o Options) (xs, lates []float64) {
 	for _, i := range ref {
 		xs = append(xs, s.xs[i])
 		lates = append(lates, s.lates[i])
+		waits = append(waits, s.waits[i])
 		v.Runs = append(v.Runs, s.runs[i])
 	}
 	if len(ref) < len(s.xs) && level == nil {
@@ -312,7 +323,7 @@ func (s historySeries) reference(v *Verdict, o Options) (xs, lates []float64) {
 			}
 		}
 	}
-	return xs, lates
+	return xs, lates, waits
 }
 
 // insufficient marks v as not judged for want of minRuns history values
@@ -332,9 +343,11 @@ func insufficient(v *Verdict, xs []float64, minRuns int) {
 // decideHistory decides every judged verdict of rep once the p-values
 // ps of the whole family are known: adjusted by the correction, outside
 // the interval and large enough is a regression or an improvement (unless
-// the machine's lateness explains it), anything else the same; a change
-// of level in the history is said in the reason.
-func decideHistory(rep *Report, ps []float64, machines []verdictMachine, o Options) {
+// the machine's lateness explains it, or the history read as far once:
+// decideSpread), anything else the same (unless larger than any change
+// the history has shown); a change of level in the history is said in
+// the reason.
+func decideHistory(rep *Report, ps []float64, machines []verdictMachine, spreads []historySpread, o Options) {
 	adj := Adjust(o.Correction, ps)
 	alpha := 1 - o.Confidence
 	for i := range rep.Verdicts {
@@ -347,8 +360,9 @@ func decideHistory(rep *Report, ps []float64, machines []verdictMachine, o Optio
 		decideOutcome(v, alpha, o.Correction, ps)
 		if v.Outcome == Regressed || v.Outcome == Improved {
 			mc := machines[i]
-			explainByMachine(v, mc.row, mc.now, mc.hist)
+			explainByMachine(v, mc)
 		}
+		decideSpread(v, spreads[i])
 		appendLevelReasons(v)
 	}
 }
@@ -446,6 +460,11 @@ func predict(v *Verdict, xs []float64, confidence float64) {
 	half := predictionHalfWidth(s, n, confidence)
 	v.Old = inv(m)
 	v.Low, v.High = inv(m-half), inv(m+half)
+	if !logs && v.Low < 0 && v.New >= 0 && slices.Min(xs) >= 0 {
+		// A metric none of whose values is negative (a count, a rate,
+		// a latency) cannot be: the linear interval stops at 0.
+		v.Low = 0
+	}
 	if v.Old != 0 {
 		v.Change = v.New/v.Old - 1
 	}

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
 )
 
 // Outcome is a verdict's conclusion.
@@ -144,6 +145,10 @@ type Verdict struct {
 	// same in runs per side. 0 when not estimated.
 	MoreRequests int `json:"more_requests,omitempty"`
 	MoreRuns     int `json:"more_runs,omitempty"`
+	// tail holds, between runs, each side's 95 % bounds of a tail
+	// percentile (p90 and up): a change counts only when they do not
+	// overlap (tails.go).
+	tail *[2]stats.QuantileBound
 	// Late is how much later, in ms (p99), the machine ran an event
 	// loop's tasks during the judged cell than during the history's runs
 	// (their median), or, between runs, during one side's cell than the

@@ -263,9 +263,7 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 			v.N, v.NNew = f.old.nReq, f.new.nReq
 			v.MWU = f.mwu
 			v.Margin = margin(m, v.Old)
-			if !math.IsNaN(r.se) && r.se > 0 {
-				v.MoreRequests = moreNeeded(v.Change, v.Margin, r.se, o.Alpha, min(v.N, v.NNew))
-			}
+			boundTail(&v, m, &f.old, &f.new)
 			out = append(out, v)
 			continue
 		}
@@ -340,44 +338,6 @@ func perRun(v *Verdict, m Metric, ov, nv []float64, o Options) {
 		r := v.New / v.Old
 		v.Low, v.High, v.P = r, r, 0
 	}
-	if se > 0 && logs {
-		// Runs a side: the standard error of a mean of k runs goes as 1/√k.
-		v.MoreRuns = moreNeeded(v.Change, v.Margin, se*t/normQuantile(1-o.Alpha/2), o.Alpha, min(len(ov), len(nv)))
-	}
-}
-
-// moreNeeded estimates how many more samples a side (of n now) would
-// likely decide an undecided ratio whose ln has standard error se: enough
-// for the interval to exclude 1 when the change is past the margin, or to
-// fit inside ± the margin when it is not. 0 when no reasonable number
-// would (more than 100× as many), or none is needed.
-func moreNeeded(change, margin, se, alpha float64, n int) int {
-	if math.IsNaN(change) || n <= 0 {
-		return 0
-	}
-	z := normQuantile(1 - alpha/2)
-	lr := math.Abs(math.Log1p(change))
-	lm := math.Log1p(margin)
-	if change < 0 {
-		lm = math.Inf(1)
-		if margin < 1 {
-			lm = -math.Log1p(-margin)
-		}
-	}
-	var target float64
-	if lr >= lm {
-		target = lr / z
-	} else {
-		target = (lm - lr) / z
-	}
-	if !(target > 0) {
-		return 0
-	}
-	factor := (se / target) * (se / target)
-	if factor <= 1 || factor > 100 {
-		return 0
-	}
-	return int(math.Ceil((factor - 1) * float64(n)))
 }
 
 // decideRatio concludes a verdict between runs from its interval and its
@@ -396,6 +356,10 @@ func decideRatio(v *Verdict, o Options, family int) {
 	sig := excludes1 && v.PAdjusted <= o.Alpha
 	large := !math.IsNaN(v.Change) && math.Abs(v.Change) >= v.Margin
 	within := v.Low >= 1-v.Margin && v.High <= 1+v.Margin
+	if overlap := v.tailOverlap(); sig && large && overlap != "" {
+		v.Outcome, v.Reason = Unknown, strings.TrimPrefix(v.Reason+"; "+overlap, "; ")
+		return
+	}
 	switch {
 	case sig && large && v.Better.Worse(v.Change):
 		v.Outcome = Regressed
@@ -414,13 +378,8 @@ func decideRatio(v *Verdict, o Options, family int) {
 		default:
 			why = fmt.Sprintf("the interval [%.3f, %.3f] holds both 1 and changes past ±%.1f%%", v.Low, v.High, 100*v.Margin)
 		}
-		switch {
-		case v.MoreRequests > 0:
-			why += fmt.Sprintf("; about %d more requests a side would likely decide it", v.MoreRequests)
-		case v.MoreRuns > 0:
-			why += fmt.Sprintf("; about %d more runs a side would likely decide it", v.MoreRuns)
-		case !(excludes1 && large):
-			why += "; the change sits at the threshold: no reasonable number of requests decides it"
+		if hint := moreHint(v, o.Alpha, family); hint != "" {
+			why += "; " + hint
 		}
 		v.Reason = strings.TrimPrefix(v.Reason+"; "+why, "; ")
 	}

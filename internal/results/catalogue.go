@@ -141,6 +141,18 @@ type Column struct {
 	Default          bool
 	// Doc is the column's definition in docs/RESULTS.md.
 	Doc string
+	// Bounds marks a percentile whose two-sided 95 % distribution-free
+	// confidence bounds are stored beside it, in the columns Name+"_lo"
+	// and Name+"_hi", which the catalogue derives from this one entry
+	// (bounds.go; docs/METRICS.md, Confidence bounds of a percentile).
+	Bounds bool
+	// BoundOf is, on such a derived column, the percentile it bounds, and
+	// Upper says which end (false: the lower).
+	BoundOf string
+	Upper   bool
+	// Counts lists the samples ("ttft", "itl", ...) whose size this
+	// count column is: the n behind their percentiles (SampleSize).
+	Counts []string
 
 	why nullReason // why it can be null beyond the reasons every metric shares
 }
@@ -228,7 +240,7 @@ type catalogueIndex struct {
 	byExpr map[string]int
 }
 
-var declared = sync.OnceValue(func() *catalogueIndex { return indexOf(Build(reflect.TypeOf(Cell{}), entries)) })
+var declared = sync.OnceValue(func() *catalogueIndex { return indexOf(Build(reflect.TypeOf(Cell{}), allEntries())) })
 
 func current() *catalogueIndex {
 	if c := catalogue.Load(); c != nil {
@@ -289,9 +301,10 @@ func Columns() []Column { return current().cols }
 // keeps.
 func Ordered() []Column {
 	x := current()
-	seen := make(map[string]bool, len(entries))
+	all := allEntries()
+	seen := make(map[string]bool, len(all))
 	out := make([]Column, 0, len(x.cols))
-	for _, e := range entries {
+	for _, e := range all {
 		if i, ok := x.byName[e.Name]; ok {
 			out = append(out, x.cols[i])
 			seen[e.Name] = true

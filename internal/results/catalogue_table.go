@@ -56,6 +56,14 @@ const (
 	ColFailed                   = "failed"
 	ColEffectiveISL             = "effective_isl"
 	ColEffectiveOSL             = "effective_osl"
+	ColISLDist                  = "isl_dist"
+	ColOSLDist                  = "osl_dist"
+	ColEffectiveISLP50          = "effective_isl_p50"
+	ColEffectiveISLP90          = "effective_isl_p90"
+	ColEffectiveISLP99          = "effective_isl_p99"
+	ColEffectiveOSLP50          = "effective_osl_p50"
+	ColEffectiveOSLP90          = "effective_osl_p90"
+	ColEffectiveOSLP99          = "effective_osl_p99"
 	ColTTFTP95Ms                = "ttft_p95_ms"
 	ColTTFTSchedMs              = "ttft_sched_ms"
 	ColTTFTSchedP50Ms           = "ttft_sched_p50_ms"
@@ -194,7 +202,11 @@ const (
 	ColTTFOP95Ms                = "ttfo_p95_ms"
 	ColTTFOP99Ms                = "ttfo_p99_ms"
 	ColTTFOMaxMs                = "ttfo_max_ms"
+	ColITLSamples               = "itl_samples"
+	ColTPOTSamples              = "tpot_samples"
+	ColTTFOSamples              = "ttfo_samples"
 	ColTTFRMs                   = "ttfr_ms"
+	ColTTFTCMs                  = "ttftc_ms"
 	ColReasoningTokensMean      = "reasoning_tokens_mean"
 	ColAnswerTokensMean         = "answer_tokens_mean"
 	ColReasoningTokS            = "reasoning_tok_s"
@@ -212,6 +224,11 @@ const (
 	ColSearch                   = "search"
 	ColMaxRateWithinSLO         = "max_rate_within_slo"
 	ColMaxConcurrencyWithinSLO  = "max_concurrency_within_slo"
+	ColPrecisionMetric          = "precision_metric"
+	ColPrecisionReachedPct      = "precision_reached_pct"
+	ColPrecisionTargetPct       = "precision_target_pct"
+	ColPrecisionConfidence      = "precision_confidence"
+	ColStopReason               = "stop_reason"
 	ColStartupS                 = "startup_s"
 	ColStampDelayP50Ms          = "stamp_delay_p50_ms"
 	ColStampDelayP99Ms          = "stamp_delay_p99_ms"
@@ -226,18 +243,36 @@ const (
 	ColNotes                    = "notes"
 )
 
+// The agent sessions' columns (docs/METRICS.md, Agent sessions).
+const (
+	ColMaxSteps                   = "max_steps"
+	ColToolLatencyMs              = "tool_latency_ms"
+	ColAgentSessions              = "agent_sessions"
+	ColStepsMean                  = "steps_mean"
+	ColStepsMax                   = "steps_max"
+	ColFinalAnswerPct             = "final_answer_pct"
+	ColFinalAnswerP50Ms           = "final_answer_p50_ms"
+	ColFinalAnswerP99Ms           = "final_answer_p99_ms"
+	ColToolMsMean                 = "tool_ms_mean"
+	ColModelMsMean                = "model_ms_mean"
+	ColTTFTStep1P50Ms             = "ttft_step1_p50_ms"
+	ColTTFTLaterStepsP50Ms        = "ttft_later_steps_p50_ms"
+	ColCachedTokensStep1Mean      = "cached_tokens_step1_mean"
+	ColCachedTokensLaterStepsMean = "cached_tokens_later_steps_mean"
+)
+
 // entries are the catalogue: one entry per column of Cell. The columns a
 // regression check reads come first, in the order `compare` lists them.
 var entries = []Column{
 	{Name: ColTTFTMs, Unit: "ms", Better: LowerBetter, Sample: "ttft", Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1,
 		Doc: "mean time to first token, `c1 − a` (first token-bearing event minus actual send); **NULL** when no request completed"},
-	{Name: ColTTFTP50Ms, Unit: "ms", Better: LowerBetter, Label: "TTFT p50 ms", Sample: "ttft", Quantile: 0.5, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, Default: true,
+	{Name: ColTTFTP50Ms, Unit: "ms", Better: LowerBetter, Label: "TTFT p50 ms", Sample: "ttft", Quantile: 0.5, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, Default: true,
 		Doc: "median TTFT; **NULL** when no request completed"},
-	{Name: ColTTFTP90Ms, Unit: "ms", Better: LowerBetter, Sample: "ttft", Quantile: 0.9, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
+	{Name: ColTTFTP90Ms, Unit: "ms", Better: LowerBetter, Sample: "ttft", Quantile: 0.9, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
 		Doc: "p90 TTFT; **NULL** when no request completed"},
-	{Name: ColTTFTP95Ms, Unit: "ms", Better: LowerBetter, Sample: "ttft", Quantile: 0.95, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
+	{Name: ColTTFTP95Ms, Unit: "ms", Better: LowerBetter, Sample: "ttft", Quantile: 0.95, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
 		Doc: "p95 TTFT; **NULL** when no request completed"},
-	{Name: ColTTFTP99Ms, Unit: "ms", Better: LowerBetter, Label: "TTFT p99 ms", Sample: "ttft", Quantile: 0.99, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, Default: true,
+	{Name: ColTTFTP99Ms, Unit: "ms", Better: LowerBetter, Label: "TTFT p99 ms", Sample: "ttft", Quantile: 0.99, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, Default: true,
 		Doc: "p99 TTFT; **NULL** when no request completed"},
 	{Name: ColTTFTMaxMs, Unit: "ms", Better: LowerBetter, Sample: "ttft", Quantile: 1, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
 		Doc: "worst TTFT; **NULL** when no request completed"},
@@ -255,13 +290,13 @@ var entries = []Column{
 		Doc: "worst ttft_sched; **NULL** when no request completed"},
 	{Name: ColE2ELMs, Unit: "ms", Better: LowerBetter, Sample: "e2el", Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1,
 		Doc: "mean end-to-end latency, `cK − a` (last token-bearing event); **NULL** when no request completed"},
-	{Name: ColE2ELP50Ms, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 0.5, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, Default: true,
+	{Name: ColE2ELP50Ms, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 0.5, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, Default: true,
 		Doc: "median e2el; **NULL** when no request completed"},
-	{Name: ColE2ELP90Ms, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 0.9, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
+	{Name: ColE2ELP90Ms, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 0.9, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
 		Doc: "p90 e2el; **NULL** when no request completed"},
-	{Name: ColE2ELP95Ms, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 0.95, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
+	{Name: ColE2ELP95Ms, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 0.95, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
 		Doc: "p95 e2el; **NULL** when no request completed"},
-	{Name: ColE2ELP99Ms, Unit: "ms", Better: LowerBetter, Label: "E2EL p99 ms", Sample: "e2el", Quantile: 0.99, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, Default: true,
+	{Name: ColE2ELP99Ms, Unit: "ms", Better: LowerBetter, Label: "E2EL p99 ms", Sample: "e2el", Quantile: 0.99, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, Default: true,
 		Doc: "p99 e2el; **NULL** when no request completed"},
 	{Name: ColE2ELMaxMs, Unit: "ms", Better: LowerBetter, Sample: "e2el", Quantile: 1, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1,
 		Doc: "worst e2el; **NULL** when no request completed"},
@@ -279,25 +314,25 @@ var entries = []Column{
 		Doc: "worst e2el_sched; **NULL** when no request completed"},
 	{Name: ColTPOTMs, Unit: "ms", Better: LowerBetter, Label: "TPOT ms", Sample: "tpot", Late: LateTPOT, SLO: true, Threshold: 0.05, Floor: 0.2, why: whyNoTPOT,
 		Doc: "mean time per output token, `(e2el − ttft)/(N_out − 1)` per request; **NULL** when no completed request had N_out > 1"},
-	{Name: ColTPOTP50Ms, Unit: "ms", Better: LowerBetter, Label: "TPOT p50 ms", Sample: "tpot", Quantile: 0.5, Late: LateTPOT, SLO: true, Threshold: 0.05, Floor: 0.2, Default: true, why: whyNoTPOT,
+	{Name: ColTPOTP50Ms, Unit: "ms", Better: LowerBetter, Label: "TPOT p50 ms", Sample: "tpot", Quantile: 0.5, Bounds: true, Late: LateTPOT, SLO: true, Threshold: 0.05, Floor: 0.2, Default: true, why: whyNoTPOT,
 		Doc: "median TPOT; **NULL** when no completed request had N_out > 1"},
-	{Name: ColTPOTP90Ms, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 0.9, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
+	{Name: ColTPOTP90Ms, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 0.9, Bounds: true, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
 		Doc: "p90 TPOT; **NULL** when no completed request had N_out > 1"},
-	{Name: ColTPOTP95Ms, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 0.95, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
+	{Name: ColTPOTP95Ms, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 0.95, Bounds: true, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
 		Doc: "p95 TPOT; **NULL** when no completed request had N_out > 1"},
-	{Name: ColTPOTP99Ms, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 0.99, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
+	{Name: ColTPOTP99Ms, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 0.99, Bounds: true, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
 		Doc: "p99 TPOT; **NULL** when no completed request had N_out > 1"},
 	{Name: ColTPOTMaxMs, Unit: "ms", Better: LowerBetter, Sample: "tpot", Quantile: 1, Late: LateTPOT, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoTPOT,
 		Doc: "worst TPOT; **NULL** when no completed request had N_out > 1"},
 	{Name: ColITLMs, Unit: "ms", Better: LowerBetter, Sample: "itl", Late: LateGap, SLO: true, Threshold: 0.05, Floor: 0.2, why: whyNoGap,
 		Doc: "mean ITL (per event gap); **NULL** when no completed request had two token events"},
-	{Name: ColITLP50Ms, Unit: "ms", Better: LowerBetter, Label: "ITL p50 ms", Sample: "itl", Quantile: 0.5, Late: LateGap, SLO: true, Threshold: 0.05, Floor: 0.2, Default: true, why: whyNoGap,
+	{Name: ColITLP50Ms, Unit: "ms", Better: LowerBetter, Label: "ITL p50 ms", Sample: "itl", Quantile: 0.5, Bounds: true, Late: LateGap, SLO: true, Threshold: 0.05, Floor: 0.2, Default: true, why: whyNoGap,
 		Doc: "median inter-token latency: gaps between token-bearing events, pooled over the cell's requests; **NULL** when no completed request had two token events"},
-	{Name: ColITLP90Ms, Unit: "ms", Better: LowerBetter, Sample: "itl", Quantile: 0.9, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoGap,
+	{Name: ColITLP90Ms, Unit: "ms", Better: LowerBetter, Sample: "itl", Quantile: 0.9, Bounds: true, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoGap,
 		Doc: "p90 ITL; **NULL** when no completed request had two token events"},
-	{Name: ColITLP95Ms, Unit: "ms", Better: LowerBetter, Sample: "itl", Quantile: 0.95, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoGap,
+	{Name: ColITLP95Ms, Unit: "ms", Better: LowerBetter, Sample: "itl", Quantile: 0.95, Bounds: true, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoGap,
 		Doc: "p95 ITL; **NULL** when no completed request had two token events"},
-	{Name: ColITLP99Ms, Unit: "ms", Better: LowerBetter, Label: "ITL p99 ms", Sample: "itl", Quantile: 0.99, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, Default: true, why: whyNoGap,
+	{Name: ColITLP99Ms, Unit: "ms", Better: LowerBetter, Label: "ITL p99 ms", Sample: "itl", Quantile: 0.99, Bounds: true, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, Default: true, why: whyNoGap,
 		Doc: "p99 of the same gaps; **NULL** when no completed request had two token events"},
 	{Name: ColITLMaxMs, Unit: "ms", Better: LowerBetter, Sample: "itl", Quantile: 1, Late: LateGap, SLO: true, Threshold: 0.1, Floor: 0.2, why: whyNoGap,
 		Doc: "worst ITL gap; **NULL** when no completed request had two token events"},
@@ -379,16 +414,24 @@ var entries = []Column{
 		Doc: "the server's queue-time histogram mean (`vllm:request_queue_time_seconds`); **NULL** when the server exposes no such metric (as `server_running_peak`)"},
 	{Name: ColTTFOMs, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoAnswer,
 		Doc: "mean time to the first *answer* token, `o1 − a`: the first event of answer text or a tool call, after any reasoning (docs/METRICS.md, Reasoning); equals `ttft_ms` on a model that does not think; over the completed requests that answered; **NULL** when none answered"},
-	{Name: ColTTFOP50Ms, Unit: "ms", Better: LowerBetter, Label: "TTFO p50 ms", Sample: "ttfo", Quantile: 0.5, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoAnswer,
+	{Name: ColTTFOP50Ms, Unit: "ms", Better: LowerBetter, Label: "TTFO p50 ms", Sample: "ttfo", Quantile: 0.5, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoAnswer,
 		Doc: "median time to the first answer token; **NULL** as `ttfo_ms`"},
-	{Name: ColTTFOP90Ms, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 0.9, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+	{Name: ColTTFOP90Ms, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 0.9, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
 		Doc: "p90 time to the first answer token; **NULL** as `ttfo_ms`"},
-	{Name: ColTTFOP95Ms, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 0.95, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+	{Name: ColTTFOP95Ms, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 0.95, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
 		Doc: "p95 time to the first answer token; **NULL** as `ttfo_ms`"},
-	{Name: ColTTFOP99Ms, Unit: "ms", Better: LowerBetter, Label: "TTFO p99 ms", Sample: "ttfo", Quantile: 0.99, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
+	{Name: ColTTFOP99Ms, Unit: "ms", Better: LowerBetter, Label: "TTFO p99 ms", Sample: "ttfo", Quantile: 0.99, Bounds: true, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
 		Doc: "p99 time to the first answer token; **NULL** as `ttfo_ms`"},
 	{Name: ColTTFOMaxMs, Unit: "ms", Better: LowerBetter, Sample: "ttfo", Quantile: 1, Late: LateSend, SLO: true, Threshold: 0.1, Floor: 1, why: whyNoAnswer,
 		Doc: "worst time to the first answer token; **NULL** as `ttfo_ms`"},
+	{Name: ColITLSamples, Unit: "gaps", Better: Neither, Counts: []string{"itl"},
+		Doc: "the gaps pooled into the itl percentiles (their sample size, as `completed` is ttft's and e2el's); **NULL** in rows older than schema version 12"},
+	{Name: ColTPOTSamples, Unit: "requests", Better: Neither, Counts: []string{"tpot"},
+		Doc: "completed requests with N_out > 1: the tpot percentiles' sample size; **NULL** in rows older than schema version 12"},
+	{Name: ColTTFOSamples, Unit: "requests", Better: Neither, Counts: []string{"ttfo"},
+		Doc: "completed requests that answered: the ttfo percentiles' sample size; **NULL** in rows older than schema version 12"},
+	{Name: ColTTFTCMs, Unit: "ms", Better: LowerBetter, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoToolCall,
+		Doc: "mean time to the first *tool-call* token, `c1 − a`: the first event carrying a tool call (a chat delta's `tool_calls`, a Responses `function_call_arguments.delta`, a Messages `input_json_delta`; docs/METRICS.md, Tool calls and structured output), over the completed requests that made a call; equals `ttfo_ms` where the answer is the call; **NULL** when no request made one"},
 	{Name: ColTTFRMs, Unit: "ms", Better: LowerBetter, Late: LateSend, SLO: true, Threshold: 0.05, Floor: 1, why: whyNoReasoning,
 		Doc: "mean time to the first *reasoning* token, `r1 − a`, over the completed requests that reasoned where the server shows it (`delta.reasoning_content` or `delta.reasoning`); **NULL** when none did"},
 	{Name: ColReasoningTokensMean, Unit: "tokens", Better: Neither, Label: "reasoning tok", Late: LateNone,
@@ -413,10 +456,48 @@ var entries = []Column{
 		Doc: "median TTFT of the sessions' first turns (no history to reuse); **NULL** when the cell is not a conversation or no first turn completed"},
 	{Name: ColTTFTLaterTurnsP50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoTurn,
 		Doc: "median TTFT of turns 2 and later (history a prefix cache can serve: well under the first turn's per prompt token when the cache works); **NULL** when not a conversation or no later turn completed"},
+	{Name: ColMaxSteps, Unit: "steps", Better: Neither, why: whyNoAgent,
+		Doc: "agent cells (the sweep's `agent`): the step limit, `agent.max_steps`: a session whose last allowed step still calls a tool ends there (docs/METRICS.md, Agent sessions); **NULL** when the cell is not an agent cell"},
+	{Name: ColToolLatencyMs, Unit: "ms", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "the planned mean latency of one tool call (`agent.tool_latency`); **NULL** when the cell is not an agent cell"},
+	{Name: ColAgentSessions, Unit: "sessions", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "agent sessions the cell's timed passes ran (the n behind the per-session columns: `steps_*`, `final_answer_*`, `tool_ms_mean`, `model_ms_mean`); **NULL** when the cell is not an agent cell"},
+	{Name: ColStepsMean, Unit: "steps", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "steps (model calls) per session, mean over the sessions whose every step completed; **NULL** when not an agent cell or no session completed"},
+	{Name: ColStepsMax, Unit: "steps", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "the most steps a completed session took; **NULL** as `steps_mean`"},
+	{Name: ColFinalAnswerPct, Unit: "%", Better: HigherBetter, Late: LateNone, Threshold: 0.01, Floor: 1, why: whyNoAgent,
+		Doc: "completed sessions that ended on a final answer (a step with no tool call), percent; the rest reached `max_steps` still calling tools; **NULL** as `steps_mean`"},
+	{Name: ColFinalAnswerP50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoAgent,
+		Doc: "median time to the final answer: from the send of a session's first step to its final answer's last token, tool time and the client's turnaround included; over the sessions that reached one; **NULL** when none did"},
+	{Name: ColFinalAnswerP99Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.99, Late: LateSend, Threshold: 0.1, Floor: 1, why: whyNoAgent,
+		Doc: "p99 time to the final answer; **NULL** as `final_answer_p50_ms`"},
+	{Name: ColToolMsMean, Unit: "ms", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "tool time per completed session, mean: Σ the requests' `tool_ms` (the calls played between steps; the client's lateness after them is in the steps' `send_lag_ms`, not here); **NULL** as `steps_mean`"},
+	{Name: ColModelMsMean, Unit: "ms", Better: LowerBetter, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoAgent,
+		Doc: "model time per completed session, mean: Σ its steps' `e2el_ms`; beside `tool_ms_mean`, where a session's time went; **NULL** as `steps_mean`"},
+	{Name: ColTTFTStep1P50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoAgent,
+		Doc: "median TTFT of the sessions' first steps (no history to reuse; as `ttft_turn1_p50_ms`); **NULL** when not an agent cell or no first step completed"},
+	{Name: ColTTFTLaterStepsP50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateSend, Threshold: 0.05, Floor: 1, why: whyNoAgent,
+		Doc: "median TTFT of steps 2 and later (the history, calls and results a prefix cache can serve); **NULL** when not an agent cell or no later step completed"},
+	{Name: ColCachedTokensStep1Mean, Unit: "tokens", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "cached prompt tokens per completed first step, mean (`usage.prompt_tokens_details.cached_tokens`); **NULL** when not an agent cell or no first step reported it"},
+	{Name: ColCachedTokensLaterStepsMean, Unit: "tokens", Better: Neither, Late: LateNone, why: whyNoAgent,
+		Doc: "cached prompt tokens per completed step 2 and later, mean: the history a prefix cache served (the requests' `cached_tokens` by `step` show it grow step by step); **NULL** when not an agent cell or no later step reported it"},
 	{Name: ColMaxRateWithinSLO, Unit: "req/s", Better: HigherBetter, Late: LateNone, Threshold: 0.05, Floor: 0.1,
 		Doc: "on an SLO search's `knee` row over `rate`: the highest rate whose point met the SLO; **NULL** on every other row and when no probed rate met it"},
 	{Name: ColMaxConcurrencyWithinSLO, Unit: "sessions", Better: HigherBetter, Late: LateNone, Threshold: 0.05, Floor: 1,
 		Doc: "as `max_rate_within_slo`, for a search over `concurrency`; **NULL** on every other row and when no probed point met it"},
+	{Name: ColPrecisionMetric, Unit: "–", Better: Neither,
+		Doc: "with the sweep's `precision`: the targeted metric furthest from its target (the last one met, or the one its budget left widest), whose precision `precision_reached_pct` is (docs/METRICS.md, Measure until precise); \"\" without a target"},
+	{Name: ColPrecisionReachedPct, Unit: "%", Better: Neither, Late: LateNone, why: whyNoPrecision,
+		Doc: "the precision `precision_metric` reached over the cell's completed requests: the half-width of its confidence interval relative to its value, the larger side, percent (a percentile's distribution-free order-statistic bound, a mean's Student t interval) at `precision_confidence`; **NULL** without a target, or when too few requests completed to bound it (a p99 at 95 % needs 368)"},
+	{Name: ColPrecisionTargetPct, Unit: "%", Better: Neither, Late: LateNone, why: whyNoPrecision,
+		Doc: "that metric's target, from the sweep's `precision.within`; **NULL** without a target"},
+	{Name: ColPrecisionConfidence, Unit: "–", Better: Neither, Late: LateNone, why: whyNoPrecision,
+		Doc: "the two-sided confidence of the precision's interval (`precision.confidence`, default 0.95); **NULL** without a target"},
+	{Name: ColStopReason, Unit: "–", Better: Neither,
+		Doc: "why a timed pass with a precision target stopped: `target met` (every target met; `notes` says at how many requests), `budget: requests` (`max_requests` sent first) or `budget: time` (`max_duration` passed first); \"\" without a target, or when the run or the server ended the pass (`status` says)"},
 	{Name: ColStartupS, Unit: "s", Better: LowerBetter, Late: LateNone, Threshold: 0.1, Floor: 1,
 		Doc: "process start to the first passing health check of the server benchrun started for this row (a launch stage's start-up rows, and the cells measured right after a `restart: per_cell` start); **NULL** when no server was started for the row"},
 	{Name: ColStampDelayP50Ms, Unit: "ms", Better: LowerBetter, Quantile: 0.5, Late: LateOwn, Threshold: 0.1, Floor: 0.05,
@@ -450,7 +531,7 @@ var entries = []Column{
 	{Name: ColStartedAt, Unit: "µs, UTC", Better: Neither,
 		Doc: "when the cell's first (warm-up) request was sent"},
 	{Name: ColModel, Unit: "–", Better: Neither,
-		Doc: "the served model name the requests named"},
+		Doc: "the served model name the requests named; a model mix's pooled row (the sweep's `models`) the mix, `base=0.6,lora-a=0.3`, and each of its per-model rows (cell id `…/model=NAME`) its model"},
 	{Name: ColModelDigest, Unit: "–", Better: Neither,
 		Doc: "`sha256:<hex>` of the plan's `model.file` (as `sha256sum`; cached by path, size and mtime in `~/.cache/benchrun/digests.json`), \"\" when benchrun cannot read the file. The file is hashed before anything is measured: in the background from the start of the run, while the first stages start servers, and every later stage waits for it (stderr says so when it takes over a second); a file that appears during the run is hashed before the next stage starts, never during a sweep"},
 	{Name: ColEngine, Unit: "–", Better: Neither,
@@ -485,7 +566,7 @@ var entries = []Column{
 		Doc: "the window *T*: a timed pass's first scheduled send to its last response (summed over iterations; METRICS.md)"},
 	{Name: ColSliceS, Unit: "s", Better: Neither,
 		Doc: "the width of the windows the cell's time slices use (table `slices`): the sweep's `slice`, or the 1-2-5 width that gives about ten windows, widened when either gives more than 1000; 0 for a cell without requests and before schema version 10"},
-	{Name: ColCompleted, Unit: "requests", Better: HigherBetter,
+	{Name: ColCompleted, Unit: "requests", Better: HigherBetter, Counts: []string{"ttft", "e2el", "ttft_sched", "e2el_sched"},
 		Doc: "timed requests that finished without error"},
 	{Name: ColFailed, Unit: "requests", Better: LowerBetter,
 		Doc: "timed requests that failed (kept out of every latency statistic)"},
@@ -493,6 +574,22 @@ var entries = []Column{
 		Doc: "mean prompt tokens the server reported (`usage`), to check the cell is the shape asked for; **NULL** when no request completed"},
 	{Name: ColEffectiveOSL, Unit: "tokens", Better: Neither, Late: LateNone,
 		Doc: "mean output tokens the server reported; **NULL** when no request completed"},
+	{Name: ColISLDist, Unit: "–", Better: Neither,
+		Doc: "the distribution each request's input length was drawn from (docs/PLANS.md, Length distributions), as the cell id names it: `lognormal(128,32)`, `normal(128,32,16..512)`, `uniform(64..256)`, `empirical(64=3,128=1)`; \"\" when every request asked for `isl` (the column `isl` then holds the distribution's mean, rounded); each request's draw is its row's `isl`"},
+	{Name: ColOSLDist, Unit: "–", Better: Neither,
+		Doc: "as `isl_dist`, for the output length (each request's draw is its `max_tokens`, forced with `force_osl`, and its row's `osl`)"},
+	{Name: ColEffectiveISLP50, Unit: "tokens", Better: Neither, Quantile: 0.5, Late: LateNone,
+		Doc: "median prompt tokens the server reported over the completed requests (with `effective_isl`, their mean: the realised length distribution); **NULL** when no request completed"},
+	{Name: ColEffectiveISLP90, Unit: "tokens", Better: Neither, Quantile: 0.9, Late: LateNone,
+		Doc: "as `effective_isl_p50`, the 90th percentile; **NULL** as it"},
+	{Name: ColEffectiveISLP99, Unit: "tokens", Better: Neither, Quantile: 0.99, Late: LateNone,
+		Doc: "as `effective_isl_p50`, the 99th percentile; **NULL** as it"},
+	{Name: ColEffectiveOSLP50, Unit: "tokens", Better: Neither, Quantile: 0.5, Late: LateNone,
+		Doc: "median output tokens the server reported over the completed requests (with `effective_osl`, their mean); **NULL** when no request completed"},
+	{Name: ColEffectiveOSLP90, Unit: "tokens", Better: Neither, Quantile: 0.9, Late: LateNone,
+		Doc: "as `effective_osl_p50`, the 90th percentile; **NULL** as it"},
+	{Name: ColEffectiveOSLP99, Unit: "tokens", Better: Neither, Quantile: 0.99, Late: LateNone,
+		Doc: "as `effective_osl_p50`, the 99th percentile; **NULL** as it"},
 	{Name: ColArrival, Unit: "–", Better: Neither,
 		Doc: "open loop: `constant`, `poisson` or `gamma`; `trace` for a trace replay; \"\" for a closed loop"},
 	{Name: ColBurstiness, Unit: "–", Better: Neither,

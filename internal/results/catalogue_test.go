@@ -16,7 +16,7 @@ func TestCatalogueComplete(t *testing.T) {
 		fields[name] = true
 	}
 	seen := map[string]bool{}
-	for _, e := range entries {
+	for _, e := range allEntries() {
 		if seen[e.Name] {
 			t.Errorf("column %s has two catalogue entries", e.Name)
 		}

@@ -213,6 +213,22 @@ func whyNoTurn(c *Cell, column string) string {
 	return "no first turn completed"
 }
 
+func whyNoAgent(c *Cell, column string) string {
+	if c.MaxSteps == nil {
+		return "the cell is not an agent cell (the sweep gives no agent)"
+	}
+	if why := noneMeasured(c); why != "" {
+		return why
+	}
+	switch column {
+	case ColFinalAnswerP50Ms, ColFinalAnswerP99Ms:
+		return "no session reached a final answer"
+	case ColTTFTLaterStepsP50Ms, ColCachedTokensLaterStepsMean:
+		return "no step after a session's first completed (or reported cached tokens)"
+	}
+	return "no session completed"
+}
+
 func whyNoCache(c *Cell, column string) string {
 	if why := noneMeasured(c); why != "" {
 		return why

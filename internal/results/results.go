@@ -110,6 +110,18 @@ type Cell struct {
 	Failed       int64    `parquet:"failed" json:"failed" expr:"failed"`
 	EffectiveISL *float64 `parquet:"effective_isl" json:"effective_isl" expr:"effective_isl"`
 	EffectiveOSL *float64 `parquet:"effective_osl" json:"effective_osl" expr:"effective_osl"`
+	// Length distributions (schema version 12): the cell's isl and osl
+	// distributions as the plan drew them ("" for a fixed length; its
+	// cell id names it too), and the percentiles of the lengths the server
+	// counted (usage), beside their means effective_isl and effective_osl.
+	ISLDist         string   `parquet:"isl_dist" json:"isl_dist" expr:"isl_dist"`
+	OSLDist         string   `parquet:"osl_dist" json:"osl_dist" expr:"osl_dist"`
+	EffectiveISLP50 *float64 `parquet:"effective_isl_p50" json:"effective_isl_p50" expr:"effective_isl_p50"`
+	EffectiveISLP90 *float64 `parquet:"effective_isl_p90" json:"effective_isl_p90" expr:"effective_isl_p90"`
+	EffectiveISLP99 *float64 `parquet:"effective_isl_p99" json:"effective_isl_p99" expr:"effective_isl_p99"`
+	EffectiveOSLP50 *float64 `parquet:"effective_osl_p50" json:"effective_osl_p50" expr:"effective_osl_p50"`
+	EffectiveOSLP90 *float64 `parquet:"effective_osl_p90" json:"effective_osl_p90" expr:"effective_osl_p90"`
+	EffectiveOSLP99 *float64 `parquet:"effective_osl_p99" json:"effective_osl_p99" expr:"effective_osl_p99"`
 
 	// Full distributions (ms; docs/METRICS.md): the percentiles the seed
 	// columns above leave out, and the scheduled-time and per-token views.
@@ -334,6 +346,26 @@ type Cell struct {
 	// PrefixCacheHitRate is the usage figure where there is one).
 	CachedTokens             *int64   `parquet:"cached_tokens" json:"cached_tokens" expr:"cached_tokens"`
 	ServerPrefixCacheHitRate *float64 `parquet:"server_prefix_cache_hit_rate" json:"server_prefix_cache_hit_rate" expr:"server_prefix_cache_hit_rate"`
+
+	// Agent sessions (the sweep's `agent`; docs/METRICS.md, Agent
+	// sessions): the plan (step limit, mean tool latency), then per
+	// session (steps, whether it reached a final answer, the time to it,
+	// its tool and model time) and by step position as turns are (the
+	// first step against the later ones). nil: not an agent cell.
+	MaxSteps                   *int64   `parquet:"max_steps" json:"max_steps" expr:"max_steps"`
+	ToolLatencyMs              *float64 `parquet:"tool_latency_ms" json:"tool_latency_ms" expr:"tool_latency_ms"`
+	AgentSessions              *int64   `parquet:"agent_sessions" json:"agent_sessions" expr:"agent_sessions"`
+	StepsMean                  *float64 `parquet:"steps_mean" json:"steps_mean" expr:"steps_mean"`
+	StepsMax                   *int64   `parquet:"steps_max" json:"steps_max" expr:"steps_max"`
+	FinalAnswerPct             *float64 `parquet:"final_answer_pct" json:"final_answer_pct" expr:"final_answer_pct"`
+	FinalAnswerP50Ms           *float64 `parquet:"final_answer_p50_ms" json:"final_answer_p50_ms" expr:"final_answer_p50_ms"`
+	FinalAnswerP99Ms           *float64 `parquet:"final_answer_p99_ms" json:"final_answer_p99_ms" expr:"final_answer_p99_ms"`
+	ToolMsMean                 *float64 `parquet:"tool_ms_mean" json:"tool_ms_mean" expr:"tool_ms_mean"`
+	ModelMsMean                *float64 `parquet:"model_ms_mean" json:"model_ms_mean" expr:"model_ms_mean"`
+	TTFTStep1P50Ms             *float64 `parquet:"ttft_step1_p50_ms" json:"ttft_step1_p50_ms" expr:"ttft_step1_p50_ms"`
+	TTFTLaterStepsP50Ms        *float64 `parquet:"ttft_later_steps_p50_ms" json:"ttft_later_steps_p50_ms" expr:"ttft_later_steps_p50_ms"`
+	CachedTokensStep1Mean      *float64 `parquet:"cached_tokens_step1_mean" json:"cached_tokens_step1_mean" expr:"cached_tokens_step1_mean"`
+	CachedTokensLaterStepsMean *float64 `parquet:"cached_tokens_later_steps_mean" json:"cached_tokens_later_steps_mean" expr:"cached_tokens_later_steps_mean"`
 	// Reasoning (docs/METRICS.md, Reasoning): the time to the first
 	// answer token's distribution, the time to the first reasoning token,
 	// reasoning and answer tokens per completed request, each phase's
@@ -349,6 +381,7 @@ type Cell struct {
 	TTFOP99Ms          *float64 `parquet:"ttfo_p99_ms" json:"ttfo_p99_ms" expr:"ttfo_p99_ms"`
 	TTFOMaxMs          *float64 `parquet:"ttfo_max_ms" json:"ttfo_max_ms" expr:"ttfo_max_ms"`
 	TTFRMs             *float64 `parquet:"ttfr_ms" json:"ttfr_ms" expr:"ttfr_ms"`
+	TTFTCMs            *float64 `parquet:"ttftc_ms" json:"ttftc_ms" expr:"ttftc_ms"`
 	ReasoningTokensAvg *float64 `parquet:"reasoning_tokens_mean" json:"reasoning_tokens_mean" expr:"reasoning_tokens_mean"`
 	AnswerTokensAvg    *float64 `parquet:"answer_tokens_mean" json:"answer_tokens_mean" expr:"answer_tokens_mean"`
 	ReasoningTokS      *float64 `parquet:"reasoning_tok_s" json:"reasoning_tok_s" expr:"reasoning_tok_s"`
@@ -373,6 +406,16 @@ type Cell struct {
 	Search                  string   `parquet:"search" json:"search" expr:"search"`
 	MaxRateWithinSLO        *float64 `parquet:"max_rate_within_slo" json:"max_rate_within_slo" expr:"max_rate_within_slo"`
 	MaxConcurrencyWithinSLO *float64 `parquet:"max_concurrency_within_slo" json:"max_concurrency_within_slo" expr:"max_concurrency_within_slo"`
+	// Measure until precise (the sweep's `precision`; docs/METRICS.md,
+	// Measure until precise): the target furthest from being met, the
+	// precision its interval reached (half-width relative to the
+	// estimate, %; nil: too few values to bound it) and its target, the
+	// confidence, and why the timed pass stopped ("" without a target).
+	PrecisionMetric     string   `parquet:"precision_metric" json:"precision_metric" expr:"precision_metric"`
+	PrecisionReachedPct *float64 `parquet:"precision_reached_pct" json:"precision_reached_pct" expr:"precision_reached_pct"`
+	PrecisionTargetPct  *float64 `parquet:"precision_target_pct" json:"precision_target_pct" expr:"precision_target_pct"`
+	PrecisionConfidence *float64 `parquet:"precision_confidence" json:"precision_confidence" expr:"precision_confidence"`
+	StopReason          string   `parquet:"stop_reason" json:"stop_reason" expr:"stop_reason"`
 	// StartupS: process start to healthy of the server benchrun started
 	// for the row (nil: none was started for it); a launch stage's own
 	// start-up rows carry it with first_call_ms, its first request.
@@ -389,6 +432,58 @@ type Cell struct {
 	// reads', not the server's (nil: not kernel-stamped).
 	EventsJoinedPct *float64 `parquet:"events_joined_pct" json:"events_joined_pct" expr:"events_joined_pct"`
 	StampSource     string   `parquet:"stamp_source" json:"stamp_source" expr:"stamp_source"`
+
+	// Confidence bounds of the percentiles that assertions, baselines and
+	// compare read (docs/METRICS.md, Confidence bounds of a percentile):
+	// the two-sided 95 % distribution-free interval of each, two of the
+	// same sample's order statistics (nil: too few samples to bound that
+	// side, or the percentile itself is nil), and the size of the samples
+	// that have no count column yet (ttft and e2el's is Completed): the
+	// gaps behind itl, the requests behind tpot and ttfo (nil: a row
+	// older than schema version 12).
+	TTFTP50MsLo *float64 `parquet:"ttft_p50_ms_lo" json:"ttft_p50_ms_lo" expr:"ttft_p50_ms_lo"`
+	TTFTP50MsHi *float64 `parquet:"ttft_p50_ms_hi" json:"ttft_p50_ms_hi" expr:"ttft_p50_ms_hi"`
+	TTFTP90MsLo *float64 `parquet:"ttft_p90_ms_lo" json:"ttft_p90_ms_lo" expr:"ttft_p90_ms_lo"`
+	TTFTP90MsHi *float64 `parquet:"ttft_p90_ms_hi" json:"ttft_p90_ms_hi" expr:"ttft_p90_ms_hi"`
+	TTFTP95MsLo *float64 `parquet:"ttft_p95_ms_lo" json:"ttft_p95_ms_lo" expr:"ttft_p95_ms_lo"`
+	TTFTP95MsHi *float64 `parquet:"ttft_p95_ms_hi" json:"ttft_p95_ms_hi" expr:"ttft_p95_ms_hi"`
+	TTFTP99MsLo *float64 `parquet:"ttft_p99_ms_lo" json:"ttft_p99_ms_lo" expr:"ttft_p99_ms_lo"`
+	TTFTP99MsHi *float64 `parquet:"ttft_p99_ms_hi" json:"ttft_p99_ms_hi" expr:"ttft_p99_ms_hi"`
+	ITLP50MsLo  *float64 `parquet:"itl_p50_ms_lo" json:"itl_p50_ms_lo" expr:"itl_p50_ms_lo"`
+	ITLP50MsHi  *float64 `parquet:"itl_p50_ms_hi" json:"itl_p50_ms_hi" expr:"itl_p50_ms_hi"`
+	ITLP90MsLo  *float64 `parquet:"itl_p90_ms_lo" json:"itl_p90_ms_lo" expr:"itl_p90_ms_lo"`
+	ITLP90MsHi  *float64 `parquet:"itl_p90_ms_hi" json:"itl_p90_ms_hi" expr:"itl_p90_ms_hi"`
+	ITLP95MsLo  *float64 `parquet:"itl_p95_ms_lo" json:"itl_p95_ms_lo" expr:"itl_p95_ms_lo"`
+	ITLP95MsHi  *float64 `parquet:"itl_p95_ms_hi" json:"itl_p95_ms_hi" expr:"itl_p95_ms_hi"`
+	ITLP99MsLo  *float64 `parquet:"itl_p99_ms_lo" json:"itl_p99_ms_lo" expr:"itl_p99_ms_lo"`
+	ITLP99MsHi  *float64 `parquet:"itl_p99_ms_hi" json:"itl_p99_ms_hi" expr:"itl_p99_ms_hi"`
+	TPOTP50MsLo *float64 `parquet:"tpot_p50_ms_lo" json:"tpot_p50_ms_lo" expr:"tpot_p50_ms_lo"`
+	TPOTP50MsHi *float64 `parquet:"tpot_p50_ms_hi" json:"tpot_p50_ms_hi" expr:"tpot_p50_ms_hi"`
+	TPOTP90MsLo *float64 `parquet:"tpot_p90_ms_lo" json:"tpot_p90_ms_lo" expr:"tpot_p90_ms_lo"`
+	TPOTP90MsHi *float64 `parquet:"tpot_p90_ms_hi" json:"tpot_p90_ms_hi" expr:"tpot_p90_ms_hi"`
+	TPOTP95MsLo *float64 `parquet:"tpot_p95_ms_lo" json:"tpot_p95_ms_lo" expr:"tpot_p95_ms_lo"`
+	TPOTP95MsHi *float64 `parquet:"tpot_p95_ms_hi" json:"tpot_p95_ms_hi" expr:"tpot_p95_ms_hi"`
+	TPOTP99MsLo *float64 `parquet:"tpot_p99_ms_lo" json:"tpot_p99_ms_lo" expr:"tpot_p99_ms_lo"`
+	TPOTP99MsHi *float64 `parquet:"tpot_p99_ms_hi" json:"tpot_p99_ms_hi" expr:"tpot_p99_ms_hi"`
+	E2ELP50MsLo *float64 `parquet:"e2el_p50_ms_lo" json:"e2el_p50_ms_lo" expr:"e2el_p50_ms_lo"`
+	E2ELP50MsHi *float64 `parquet:"e2el_p50_ms_hi" json:"e2el_p50_ms_hi" expr:"e2el_p50_ms_hi"`
+	E2ELP90MsLo *float64 `parquet:"e2el_p90_ms_lo" json:"e2el_p90_ms_lo" expr:"e2el_p90_ms_lo"`
+	E2ELP90MsHi *float64 `parquet:"e2el_p90_ms_hi" json:"e2el_p90_ms_hi" expr:"e2el_p90_ms_hi"`
+	E2ELP95MsLo *float64 `parquet:"e2el_p95_ms_lo" json:"e2el_p95_ms_lo" expr:"e2el_p95_ms_lo"`
+	E2ELP95MsHi *float64 `parquet:"e2el_p95_ms_hi" json:"e2el_p95_ms_hi" expr:"e2el_p95_ms_hi"`
+	E2ELP99MsLo *float64 `parquet:"e2el_p99_ms_lo" json:"e2el_p99_ms_lo" expr:"e2el_p99_ms_lo"`
+	E2ELP99MsHi *float64 `parquet:"e2el_p99_ms_hi" json:"e2el_p99_ms_hi" expr:"e2el_p99_ms_hi"`
+	TTFOP50MsLo *float64 `parquet:"ttfo_p50_ms_lo" json:"ttfo_p50_ms_lo" expr:"ttfo_p50_ms_lo"`
+	TTFOP50MsHi *float64 `parquet:"ttfo_p50_ms_hi" json:"ttfo_p50_ms_hi" expr:"ttfo_p50_ms_hi"`
+	TTFOP90MsLo *float64 `parquet:"ttfo_p90_ms_lo" json:"ttfo_p90_ms_lo" expr:"ttfo_p90_ms_lo"`
+	TTFOP90MsHi *float64 `parquet:"ttfo_p90_ms_hi" json:"ttfo_p90_ms_hi" expr:"ttfo_p90_ms_hi"`
+	TTFOP95MsLo *float64 `parquet:"ttfo_p95_ms_lo" json:"ttfo_p95_ms_lo" expr:"ttfo_p95_ms_lo"`
+	TTFOP95MsHi *float64 `parquet:"ttfo_p95_ms_hi" json:"ttfo_p95_ms_hi" expr:"ttfo_p95_ms_hi"`
+	TTFOP99MsLo *float64 `parquet:"ttfo_p99_ms_lo" json:"ttfo_p99_ms_lo" expr:"ttfo_p99_ms_lo"`
+	TTFOP99MsHi *float64 `parquet:"ttfo_p99_ms_hi" json:"ttfo_p99_ms_hi" expr:"ttfo_p99_ms_hi"`
+	ITLSamples  *int64   `parquet:"itl_samples" json:"itl_samples" expr:"itl_samples"`
+	TPOTSamples *int64   `parquet:"tpot_samples" json:"tpot_samples" expr:"tpot_samples"`
+	TTFOSamples *int64   `parquet:"ttfo_samples" json:"ttfo_samples" expr:"ttfo_samples"`
 
 	// Shards: the row is shard Shard (0-based) of Shards processes that
 	// split the cell's load (--shard i/n; 0 of 1 unsharded, and 0 of n
@@ -448,6 +543,19 @@ type Request struct {
 	Turn          *int64 `parquet:"turn" json:"turn"`
 	HistoryTokens *int64 `parquet:"history_tokens" json:"history_tokens"`
 	CachedTokens  *int64 `parquet:"cached_tokens" json:"cached_tokens"`
+	// Agent sessions (schema version 12): the step of its session
+	// (1-based; Session is the session) and the tool time before it (the
+	// longest latency of the step before's calls, played at once; 0 on
+	// step 1); nil: not an agent step.
+	Step   *int64   `parquet:"step" json:"step"`
+	ToolMs *float64 `parquet:"tool_ms" json:"tool_ms"`
+	// ISL and OSL are the lengths drawn for this request from the cell's
+	// distributions (schema version 12; nil: the cell's fixed isl and osl).
+	ISL *int64 `parquet:"isl" json:"isl"`
+	OSL *int64 `parquet:"osl" json:"osl"`
+	// Model is the served model the request named when its cell mixes
+	// models (schema version 12; "": the cell's model).
+	Model string `parquet:"model" json:"model"`
 	// StampDelaysMs: per token-bearing event, user-space stamp − kernel
 	// receive timestamp (empty without kernel timestamps).
 	StampDelaysMs []float64 `parquet:"stamp_delays_ms,list" json:"stamp_delays_ms"`
@@ -463,6 +571,7 @@ type Request struct {
 	// a request that never answered.
 	TTFOMs          *float64 `parquet:"ttfo_ms" json:"ttfo_ms"`
 	TTFRMs          *float64 `parquet:"ttfr_ms" json:"ttfr_ms"`
+	TTFTCMs         *float64 `parquet:"ttftc_ms" json:"ttftc_ms"` // the first tool-call event (nil: no call); schema version 12
 	ReasoningEndMs  *float64 `parquet:"reasoning_end_ms" json:"reasoning_end_ms"`
 	ReasoningTokens *int64   `parquet:"reasoning_tokens" json:"reasoning_tokens"`
 	AnswerTokens    *int64   `parquet:"answer_tokens" json:"answer_tokens"`

@@ -22,8 +22,23 @@ package results
 // the cells' `tool_calls_mean`, `tool_args_json_pct`,
 // `tool_args_valid_pct`, `structured_valid_pct`, the requests'
 // `tool_calls`, `tool_calls_json`, `tool_calls_valid`, `answer_json`,
-// `answer_valid`, `answer_invalid_reason`.
-const SchemaVersion = 11
+// `answer_valid`, `answer_invalid_reason`; version 12 added the
+// percentiles' 95 % confidence bounds (`ttft_p99_ms_lo`, `ttft_p99_ms_hi`
+// and the like for ttft, itl, tpot, e2el and ttfo p50/p90/p95/p99) and
+// their sample sizes (`itl_samples`, `tpot_samples`, `ttfo_samples`);
+// agent sessions: the cells' `max_steps`, `tool_latency_ms`,
+// `agent_sessions`, `steps_mean`, `steps_max`, `final_answer_pct`,
+// `final_answer_p50_ms`, `final_answer_p99_ms`, `tool_ms_mean`,
+// `model_ms_mean`, `ttft_step1_p50_ms`, `ttft_later_steps_p50_ms`,
+// `cached_tokens_step1_mean`, `cached_tokens_later_steps_mean`, and the
+// requests' `step` and `tool_ms`; measure until precise: the cells'
+// `precision_metric`, `precision_reached_pct`, `precision_target_pct`,
+// `precision_confidence`, `stop_reason`.
+// Version 12 also added the time to the first tool call, the cells' and
+// the requests' `ttftc_ms`; and length distributions, the cells'
+// `isl_dist`, `osl_dist`, `effective_isl_p50`/`_p90`/`_p99` and
+// `effective_osl_p50`/`_p90`/`_p99`, the requests' `isl` and `osl`.
+const SchemaVersion = 12
 
 // Table names: the folders of a run directory that hold Parquet part files.
 const (

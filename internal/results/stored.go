@@ -32,6 +32,14 @@ func Stored[T Row](row T) T {
 	return row
 }
 
+// StoreRows makes each of rows as its table stores it, in place: a
+// cell's request rows are not copied once more on their way to the sinks.
+func StoreRows[T Row](rows []T) {
+	for i := range rows {
+		rows[i] = Stored(rows[i])
+	}
+}
+
 // StoredRows is a copy of rows, each as its table stores it (nil for nil).
 func StoredRows[T Row](rows []T) []T {
 	if rows == nil {

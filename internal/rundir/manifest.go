@@ -142,6 +142,13 @@ type VerdictRecord struct {
 	Inconclusive bool   `json:"inconclusive,omitempty"`
 	Explained    string `json:"explained,omitempty"`
 	Measurement  int64  `json:"measurement,omitempty"`
+	// TooFewSamples: inconclusive because the 95 % bounds of a percentile
+	// it reads straddle the check; NeedsRequests is about how many
+	// requests a cell would need to decide it (0: unknown, the check sits
+	// at its threshold). Measuring the cell again at its size would not
+	// help, so such a cell is not re-measured.
+	TooFewSamples bool  `json:"too_few_samples,omitempty"`
+	NeedsRequests int64 `json:"needs_requests,omitempty"`
 }
 
 // GPURecord is one GPU of the machine: identified by UUID and PCI bus

@@ -68,10 +68,20 @@ func WriteCell(dir, name string, c results.Cell, reqs []results.Request, slices 
 // benchrun.table key is the name of the folder it is written in.
 func WriteFile[T any](path string, rows []T) error {
 	return writeTablePart(path, filepath.Base(filepath.Dir(path)), func(w *pq.GenericWriter[T]) error {
-		_, err := w.Write(rows)
-		return err
+		// A row group at a time: the writer holds what one call gives it.
+		for len(rows) > 0 {
+			n := min(len(rows), partRowGroup)
+			if _, err := w.Write(rows[:n]); err != nil {
+				return err
+			}
+			rows = rows[n:]
+		}
+		return nil
 	})
 }
+
+// partRowGroup is the most rows a part file's row group holds.
+const partRowGroup = 8192
 
 // writeTablePart writes a part file of table atomically as WriteFile
 // does, its rows written by write; the folder it is written in may have
@@ -93,6 +103,10 @@ func writeTablePart[T any](path, table string, write func(*pq.GenericWriter[T]) 
 		// Byte-stream-split doubles: latencies share exponents and high
 		// mantissa bytes, which zstd then finds; every reader decodes it.
 		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
+		// A row group at most this long: the writer buffers a row group
+		// whole (1.2 KB a streamed request row), so a cell of a million
+		// requests is written in bounded memory.
+		pq.MaxRowsPerRowGroup(partRowGroup),
 		pq.CreatedBy("benchrun", Version(), ""),
 		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),
 		pq.KeyValueMetadata("benchrun.table", table),

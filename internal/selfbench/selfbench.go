@@ -112,6 +112,7 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) (Capacity, error) 
 	}
 
 	measureStreamMemory(ctx, srv, tg, cfg.Streams, row)
+	measureHeldMemory(ctx, row)
 
 	if ctx.Err() != nil {
 		return Capacity{}, ErrInterrupted
@@ -262,6 +263,57 @@ func measureStreamMemory(ctx context.Context, srv *sim.Server, tg *loadgen.Targe
 	// Client and simulator share this process: this is an upper bound.
 	row("bytes_per_stream", float64(grown)/float64(p), "bytes", fmt.Sprintf("%d streams in flight; client and in-process simulator together (an upper bound)", peak.Load()))
 }
+
+// measureHeldMemory is what a sweep keeps of each finished request until
+// its cell ends (loadgen.Keep: its row and its result, Lean), streamed
+// (64 tokens, an event each) and not: the heap held after n and after 4n
+// finished requests, over the 3n more (docs/METRICS.md, "Memory per
+// finished request").
+func measureHeldMemory(ctx context.Context, row rowFunc) {
+	cfg := sim.DefaultConfig()
+	cfg.EOSProb, cfg.MaxRecords, cfg.Metrics = 0, 0, sim.MetricsNone
+	cfg.TTFT, cfg.ITL = time.Millisecond, time.Millisecond
+	_, url, stop, err := serveSim(cfg)
+	if err != nil {
+		return
+	}
+	defer stop()
+	for _, stream := range []bool{true, false} {
+		tg := &loadgen.Target{BaseURL: url, Model: "sim-llama", Endpoint: loadgen.Completions, Stream: stream,
+			HTTP: loadgen.NewHTTPClient(heldConcurrency), StallTimeout: 2 * time.Minute}
+		held := func(n int) uint64 {
+			runtime.GC()
+			base := loadgen.InUseMemory()
+			rows, rs := make([]results.Request, n), make([]loadgen.Result, n)
+			loadgen.RunClosed(ctx, tg, heldConcurrency, n, func(int) loadgen.Request {
+				return loadgen.Request{Prompt: "one two three", MaxTokens: 64, Body: map[string]any{"ignore_eos": true}}
+			}, func(i int, r loadgen.Result) { rows[i], rs[i] = loadgen.Keep(r) })
+			runtime.GC()
+			now := loadgen.InUseMemory()
+			grown := now - min(base, now)
+			runtime.KeepAlive(rows)
+			runtime.KeepAlive(rs)
+			return grown
+		}
+		small, large := held(heldRequests), held(4*heldRequests)
+		tg.HTTP.CloseIdleConnections()
+		if ctx.Err() != nil {
+			return
+		}
+		name, detail := "held_bytes_per_request", "non-streamed"
+		if stream {
+			name, detail = "held_bytes_per_streamed_request", "streamed, 64 tokens, an event each"
+		}
+		per := (float64(large) - float64(small)) / float64(3*heldRequests)
+		row(name, per, "bytes", detail+": a finished request's row and result kept until its cell ends (a sweep's request rows and sinks add to it at the cell's end)")
+	}
+}
+
+// heldRequests and heldConcurrency shape measureHeldMemory's loads.
+const (
+	heldRequests    = 2000
+	heldConcurrency = 64
+)
 
 // streamITL and streamEvents shape the streams search's requests: an event
 // every 100 ms for 2 s (a decode speed of 10 tokens/s per stream, that of

@@ -38,8 +38,13 @@ type apiFields struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
 	Thinking *struct {
-		Type string `json:"type"`
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
 	} `json:"thinking"`
+	// Text is the Responses API's text.format, OutputConfig the Messages
+	// API's output_config.format (apitools.go).
+	Text         *apiFormat `json:"text"`
+	OutputConfig *apiFormat `json:"output_config"`
 }
 
 // apiRoutes registers the APIs the persona's engine serves.
@@ -115,8 +120,14 @@ func apiPrompt(req *genRequest, endpoint string) (string, error) {
 
 // apiControls sets the chat reasoning controls an API's own form says:
 // Responses' reasoning.effort; Messages' thinking {type: disabled} is
-// effort none (budget_tokens is not modelled: the planned length holds).
+// effort none, and {type: enabled, budget_tokens: N} cuts the planned
+// thinking at N tokens (reasoningLength); and reads the API's tools and
+// output format onto chat's (apiConstraints).
 func apiControls(req *genRequest, endpoint string) {
+	apiConstraints(req, endpoint)
+	if endpoint == epMessages && req.Thinking != nil && req.Thinking.Type == "enabled" {
+		req.budget = req.Thinking.BudgetTokens
+	}
 	switch {
 	case endpoint == epResponses && req.Reasoning != nil && req.Reasoning.Effort != "":
 		e := req.Reasoning.Effort
@@ -175,14 +186,20 @@ type apiStream struct {
 	seq      int    // Responses' sequence_number
 	block    int    // the open block's index (-1: none)
 	thinking bool   // the open block is reasoning
+	// call is the open block's tool call (nil: text or reasoning), and
+	// callSent the answer tokens of its arguments sent so far.
+	call     *planned
+	callSent int
 	// summary: reasoning as response.reasoning_summary_text.delta
 	// (Ollama's), not response.reasoning_text.delta (vLLM's).
 	summary bool
+	// bare: no output_index or sequence_number (llama-server's events).
+	bare bool
 }
 
 func (s *Server) newAPIStream(id string, p genPlan) *apiStream {
 	model, _ := json.Marshal(p.model)
-	return &apiStream{ep: p.endpoint, id: id, model: model, block: -1, summary: s.persona.reasoningSummary}
+	return &apiStream{ep: p.endpoint, id: id, model: model, block: -1, summary: s.persona.reasoningSummary, bare: s.persona.bareResponseEvents}
 }
 
 // event appends one SSE event with its name; body is the JSON object's
@@ -193,7 +210,9 @@ func (a *apiStream) event(b []byte, typ string, body string) []byte {
 	b = append(b, "\ndata: {\"type\":\""...)
 	b = append(b, typ...)
 	b = append(b, '"')
-	if a.ep == epResponses {
+	if a.ep == epResponses && a.bare {
+		body = dropOutputIndex(body)
+	} else if a.ep == epResponses {
 		b = append(b, `,"sequence_number":`...)
 		b = strconv.AppendInt(b, int64(a.seq), 10)
 		a.seq++
@@ -222,15 +241,22 @@ func (a *apiStream) responseObject(s *Server, status, usage string) string {
 		a.id, s.created, status, a.model, usage)
 }
 
-// open makes the block or output item of the kind (reasoning or not)
-// the next delta needs, closing the one before.
-func (a *apiStream) open(b []byte, thinking bool) []byte {
-	if a.block >= 0 && a.thinking == thinking {
+// open makes the block or output item of the kind (reasoning, a tool
+// call or text) the next delta needs, closing the one before.
+func (a *apiStream) open(b []byte, p genPlan, thinking bool) []byte {
+	var call *planned
+	if c := p.constrained; c != nil && c.tool != "" && !thinking {
+		call = c
+	}
+	if a.block >= 0 && a.thinking == thinking && a.call == call {
 		return b
 	}
 	b = a.close(b)
 	a.block++
-	a.thinking = thinking
+	a.thinking, a.call = thinking, call
+	if call != nil {
+		return a.callOpen(b, p)
+	}
 	idx := strconv.Itoa(a.block)
 	if a.ep == epMessages {
 		if thinking {
@@ -250,6 +276,9 @@ func (a *apiStream) close(b []byte) []byte {
 	if a.block < 0 {
 		return b
 	}
+	if a.call != nil {
+		return a.callClose(b)
+	}
 	idx := strconv.Itoa(a.block)
 	if a.ep == epMessages {
 		if a.thinking {
@@ -264,14 +293,32 @@ func (a *apiStream) close(b []byte) []byte {
 	return a.event(b, "response.output_item.done", `"output_index":`+idx+`,"item":{"id":"msg_`+a.id+`","type":"message","status":"completed"}`)
 }
 
-// delta appends the event carrying tokens from..from+n, all of one kind.
+// delta appends the event carrying tokens from..from+n, all of one kind:
+// reasoning, a tool call's arguments (a persona that sends a whole call
+// holds them back to the last event, then sends them all), or the answer
+// text (a structured answer's JSON, or words).
 func (a *apiStream) delta(b []byte, s *Server, p genPlan, from, n int) []byte {
 	thinking := from < p.reasoning
-	b = a.open(b, thinking)
+	c := p.constrained
+	if c != nil && c.tool != "" && !thinking {
+		if s.persona.wholeToolCall {
+			if from+n < p.target {
+				return b
+			}
+			from, n = p.reasoning, from+n-p.reasoning
+		}
+		b = a.open(b, p, false)
+		return a.callDelta(b, c, from-p.reasoning, from+n-p.reasoning)
+	}
+	b = a.open(b, p, thinking)
 	var words []byte
-	for k := from; k < from+n; k++ {
-		words = append(words, ' ')
-		words = append(words, s.word(p.promptHash, k)...)
+	if c != nil && !thinking {
+		words = c.appendPiece(nil, from-p.reasoning, from+n-p.reasoning)
+	} else {
+		for k := from; k < from+n; k++ {
+			words = append(words, ' ')
+			words = append(words, s.word(p.promptHash, k)...)
+		}
 	}
 	idx := strconv.Itoa(a.block)
 	switch {
@@ -311,10 +358,13 @@ func (a *apiStream) end(b []byte, s *Server, p genPlan, sent, cached int) []byte
 	prompt := len(p.promptIDs)
 	if a.ep == epMessages {
 		stop := "end_turn"
-		if p.finish == "length" {
+		switch p.finish {
+		case "length":
 			stop = "max_tokens"
+		case "tool_calls":
+			stop = messagesToolStop
 		}
-		return a.event(a.event(b, "message_delta", fmt.Sprintf(`"delta":{"stop_reason":"%s","stop_sequence":null},"usage":{"output_tokens":%d}`, stop, sent)), "message_stop", "")
+		return a.event(a.event(b, "message_delta", fmt.Sprintf(`"delta":{"stop_reason":"%s","stop_sequence":null},"usage":{%s"output_tokens":%d}`, stop, messagesCache(prompt, cached), sent)), "message_stop", "")
 	}
 	usage := fmt.Sprintf(`{"input_tokens":%d,"input_tokens_details":{"cached_tokens":%d},"output_tokens":%d,"output_tokens_details":{"reasoning_tokens":%d},"total_tokens":%d}`,
 		prompt, max(cached, 0), sent, reasoning, prompt+sent)
@@ -345,22 +395,35 @@ func (s *Server) apiWhole(id string, p genPlan, sent int, text, thought string, 
 		if thought != "" {
 			content = append(content, map[string]string{"type": "thinking", "thinking": thought, "signature": "c2lt"})
 		}
-		if text != "" {
+		call := p.constrained != nil && p.constrained.tool != ""
+		if text != "" && !call {
 			content = append(content, map[string]string{"type": "text", "text": text})
 		}
+		if call {
+			content = append(content, wholeCall(p.endpoint, id, p.constrained, max(sent-p.reasoning, 0)))
+		}
 		stop := "end_turn"
-		if p.finish == "length" {
+		switch p.finish {
+		case "length":
 			stop = "max_tokens"
+		case "tool_calls":
+			stop = messagesToolStop
+		}
+		usage := map[string]int{"input_tokens": prompt, "output_tokens": sent}
+		if cached >= 0 {
+			usage["input_tokens"], usage["cache_read_input_tokens"] = prompt-cached, cached
 		}
 		return map[string]any{"id": id, "type": "message", "role": "assistant", "model": p.model, "content": content,
-			"stop_reason": stop, "stop_sequence": nil, "usage": map[string]int{"input_tokens": prompt, "output_tokens": sent}}
+			"stop_reason": stop, "stop_sequence": nil, "usage": usage}
 	}
 	var output []any
 	if thought != "" {
 		output = append(output, map[string]any{"id": "rs_" + id, "type": "reasoning", "summary": []any{},
 			"content": []any{map[string]string{"type": "reasoning_text", "text": thought}}})
 	}
-	if text != "" {
+	if c := p.constrained; c != nil && c.tool != "" {
+		output = append(output, wholeCall(p.endpoint, id, c, max(sent-p.reasoning, 0)))
+	} else if text != "" {
 		output = append(output, map[string]any{"id": "msg_" + id, "type": "message", "status": "completed", "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}})
 	}
@@ -376,4 +439,37 @@ func (s *Server) apiWhole(id string, p genPlan, sent int, text, thought string, 
 		"output": output, "error": nil, "incomplete_details": incomplete,
 		"usage": map[string]any{"input_tokens": prompt, "input_tokens_details": map[string]int{"cached_tokens": max(cached, 0)},
 			"output_tokens": sent, "output_tokens_details": map[string]int{"reasoning_tokens": reasoning}, "total_tokens": prompt + sent}}
+}
+
+// messagesCache is the Messages API's final usage members for the prompt
+// cache where the persona reports it (cached >= 0): Anthropic counts
+// cache reads apart from input_tokens, and message_delta's usage carries
+// both (cumulative, as message_start's did before the cache was known);
+// "" where it does not.
+func messagesCache(prompt, cached int) string {
+	if cached < 0 {
+		return ""
+	}
+	return fmt.Sprintf(`"input_tokens":%d,"cache_read_input_tokens":%d,`, prompt-cached, cached)
+}
+
+// dropOutputIndex takes an event body's "output_index" member out (with
+// its comma), as llama-server writes its Responses events.
+func dropOutputIndex(body string) string {
+	const key = `"output_index":`
+	i := strings.Index(body, key)
+	if i < 0 {
+		return body
+	}
+	j := i + len(key)
+	for j < len(body) && body[j] >= '0' && body[j] <= '9' {
+		j++
+	}
+	switch {
+	case j < len(body) && body[j] == ',':
+		j++
+	case i > 0 && body[i-1] == ',':
+		i--
+	}
+	return body[:i] + body[j:]
 }

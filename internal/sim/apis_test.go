@@ -18,7 +18,7 @@ func TestAPIRoutesByPersona(t *testing.T) {
 		{"", map[string]bool{epResponses: true, epMessages: true, epRerank: true}},
 		{PersonaVLLM, map[string]bool{epResponses: true, epMessages: true, epRerank: true}},
 		{PersonaOllama, map[string]bool{epResponses: true, epMessages: true}},
-		{PersonaLlamaServer, map[string]bool{epMessages: true, epRerank: true}},
+		{PersonaLlamaServer, map[string]bool{epResponses: true, epMessages: true, epRerank: true}},
 		{PersonaSGLang, map[string]bool{epResponses: true, epRerank: true}},
 	} {
 		cfg := DefaultConfig()
@@ -62,5 +62,30 @@ func TestMessagesErrorShape(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || json.Unmarshal(b, &e) != nil || e.Type != "error" ||
 		e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "max_tokens") {
 		t.Errorf("a Messages request without max_tokens: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestLlamaServerResponsesEvents: the llama-server persona's Responses
+// events carry neither output_index nor sequence_number, as its
+// server-task.cpp writes them; vLLM's carry both.
+func TestLlamaServerResponsesEvents(t *testing.T) {
+	for persona, bare := range map[string]bool{PersonaLlamaServer: true, PersonaVLLM: false} {
+		cfg := DefaultConfig()
+		if err := ApplyPersonality(&cfg, persona); err != nil {
+			t.Fatal(err)
+		}
+		cfg.TTFT, cfg.ITL, cfg.LoadTime, cfg.CloseAfterStream = time.Millisecond, 0, 0, false
+		_, url := startSim(t, cfg)
+		_, b := postJSON(t, testClient(), url+"/v1/responses", map[string]any{"input": "a b", "max_output_tokens": 3, "stream": true})
+		s := string(b)
+		if !strings.Contains(s, "response.output_text.delta") || strings.Contains(s, `"output_index"`) != !bare || strings.Contains(s, `"sequence_number"`) != !bare {
+			t.Errorf("%s: stream %s", persona, s)
+		}
+	}
+	if got := dropOutputIndex(`"item_id":"x","output_index":12,"delta":"y"`); got != `"item_id":"x","delta":"y"` {
+		t.Errorf("dropOutputIndex: %s", got)
+	}
+	if got := dropOutputIndex(`"item_id":"x","output_index":3`); got != `"item_id":"x"` {
+		t.Errorf("dropOutputIndex at the end: %s", got)
 	}
 }

@@ -45,12 +45,30 @@ type Config struct {
 	// whatever was asked: a server that lists the plan's model but
 	// serves a fallback.
 	AnswerAs string
+	// ModelSpeeds gives a served model (one of Models) fixed mode's TTFT
+	// and ITL of its own in place of TTFT and ITL: a base model and its
+	// adapters served at different speeds, each with a prompt cache of its
+	// own (models.go), which a mix's per-model rows are judged against.
+	ModelSpeeds map[string]ModelSpeed
 	// Mode is ModeFixed or ModeEngine.
 	Mode string
 	// TTFT and ITL drive fixed mode: the k-th token-bearing event (k from 0)
 	// is written at received + TTFT + k*ITL.
 	TTFT time.Duration
 	ITL  time.Duration
+	// TTFTSpread, when positive, makes fixed mode's TTFT a draw per
+	// request, reproducible from the seed and the request's number:
+	// TTFT × exp(TTFTSpread × Z), Z standard normal (a lognormal whose
+	// median is TTFT and whose p-th quantile is TTFT × exp(TTFTSpread ×
+	// z_p)): a latency distribution known in closed form, whose
+	// percentiles a precision target or a bound can be checked against.
+	TTFTSpread float64
+	// ITLSpread, when positive, draws each answer gap of fixed mode the
+	// same way, per request and gap: ITL × exp(ITLSpread × Z), so a
+	// cell's pooled gaps are independent draws of a lognormal of median
+	// ITL (the record keeps each request's PlannedGaps): the percentile
+	// bounds' coverage is checked against it.
+	ITLSpread float64
 	// Reasoning is a thinking phase before the answer (reasoning.go).
 	Reasoning Reasoning
 	// Tools sets the tool calls' and structured answers' invalid rates
@@ -371,6 +389,9 @@ func (c Config) modelErrors() []error {
 			errs = append(errs, errors.New("empty model name"))
 		}
 	}
+	if why := checkModelSpeeds(c); why != "" {
+		errs = append(errs, errors.New(why))
+	}
 	return errs
 }
 
@@ -462,5 +483,9 @@ func (c Config) lifecycleChecks() []fieldCheck {
 		{c.ExitAfter < 0, errors.New("exit-after must not be negative")},
 		{c.SlowFirst < 0 || c.SlowFirst > 0 && c.SlowFactor <= 0,
 			errors.New("slow-first must not be negative, and needs a positive slow-factor")},
+		{c.TTFTSpread < 0 || c.TTFTSpread > 0 && c.Mode != ModeFixed,
+			errors.New("ttft-spread must not be negative, and draws fixed mode's TTFT only (the engine's steps have their own jitter)")},
+		{c.ITLSpread < 0 || c.ITLSpread > 0 && c.Mode != ModeFixed,
+			errors.New("itl-spread must not be negative, and draws fixed mode's gaps only (the engine's steps have their own jitter)")},
 	}
 }

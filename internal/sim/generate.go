@@ -78,6 +78,14 @@ func parseMessages(raws []json.RawMessage) ([]chatMessage, error) {
 		var m struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
+			// An assistant message's calls are prompt text too (a chat
+			// template renders them), so an agent's next step carries them.
+			ToolCalls []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		}
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
@@ -105,6 +113,9 @@ func parseMessages(raws []json.RawMessage) ([]chatMessage, error) {
 				content = strings.Join(texts, " ")
 			}
 		}
+		for _, c := range m.ToolCalls {
+			content += " " + c.Function.Name + " " + c.Function.Arguments
+		}
 		msgs = append(msgs, chatMessage{Role: m.Role, Content: content})
 	}
 	if len(msgs) == 0 {
@@ -116,6 +127,7 @@ func parseMessages(raws []json.RawMessage) ([]chatMessage, error) {
 // genPlan is a validated generation request.
 type genPlan struct {
 	model        string
+	served       string // the served model asked for (model may be AnswerAs)
 	endpoint     string
 	stream       bool
 	includeUsage bool
@@ -128,10 +140,11 @@ type genPlan struct {
 	target          int
 	finish          string // finish_reason when target is reached
 	ttft, itl       time.Duration
-	tpc             int   // tokens per chunk
-	cached          int   // prompt tokens found in fixed mode's prompt cache
-	cacheEntry      []int // the prompt cache's entry for this prompt (promptCache.keep)
-	media           int   // prompt tokens that stand for images (media.go)
+	gaps            []time.Duration // fixed mode's drawn answer gaps (Config.ITLSpread), else nil
+	tpc             int             // tokens per chunk
+	cached          int             // prompt tokens found in fixed mode's prompt cache
+	cacheEntry      []int           // the prompt cache's entry for this prompt (promptCache.keep)
+	media           int             // prompt tokens that stand for images (media.go)
 	// reasoning is how many of the target's first tokens are reasoning
 	// (reasoning.go), written at reasoningITL under reasoningField.
 	reasoning      int
@@ -196,6 +209,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		fail(http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
+	if c != nil && c.tool != "" && s.cfg.Tools.AgentSteps > 0 {
+		c = s.agentPlan(req.Messages, c, rec)
+	}
 	if c != nil {
 		c.apply(&plan, req.MinTokens, req.IgnoreEOS)
 	}
@@ -233,14 +249,14 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, endpoint
 		}
 		start = at
 	}
-	if s.pcache != nil {
-		plan.cached, plan.cacheEntry = s.pcache.use(plan.promptIDs)
+	if pc := s.promptCacheFor(plan.served); pc != nil {
+		plan.cached, plan.cacheEntry = pc.use(plan.promptIDs)
 		plan.ttft = cachedTTFT(plan.ttft, len(plan.promptIDs), plan.cached)
 		s.metrics.prefixQueries.Add(uint64(len(plan.promptIDs)))
 		s.metrics.prefixHits.Add(uint64(plan.cached))
 		rec.update(func(r *RequestRecord) { r.CachedTokens = plan.cached })
 	}
-	rec.update(func(r *RequestRecord) { r.PlannedTTFT = plan.ttft })
+	rec.update(func(r *RequestRecord) { r.PlannedTTFT, r.PlannedGaps = plan.ttft, plan.gaps })
 	src := s.startSource(ctx, plan, start)
 	s.inflight.Add(1)
 	s.live.add(rec)
@@ -268,7 +284,7 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	if ae != nil {
 		return p, ae.status, ae
 	}
-	p.model = model
+	p.model, p.served = model, model
 	if s.cfg.AnswerAs != "" {
 		p.model = s.cfg.AnswerAs
 	}
@@ -356,10 +372,23 @@ func (s *Server) plan(req *genRequest, endpoint string) (genPlan, int, error) {
 	}
 	p.maxTokens = maxTokens
 	p.ttft, p.itl, p.tpc = s.cfg.TTFT, s.cfg.ITL, s.cfg.TokensPerChunk
+	if sp, ok := s.cfg.ModelSpeeds[p.served]; ok {
+		p.ttft, p.itl = sp.TTFT, sp.ITL
+	}
 	p.ttft += time.Duration(p.media) * s.cfg.MediaTokenTime
-	if s.cfg.SlowFirst > 0 && s.generated.Add(1) <= int64(s.cfg.SlowFirst) {
+	n := s.generated.Add(1)
+	if s.cfg.SlowFirst > 0 && n <= int64(s.cfg.SlowFirst) {
 		p.ttft = time.Duration(float64(p.ttft) * s.cfg.SlowFactor)
 		p.itl = time.Duration(float64(p.itl) * s.cfg.SlowFactor)
+	}
+	if s.cfg.TTFTSpread > 0 {
+		p.ttft = time.Duration(float64(p.ttft) * math.Exp(s.cfg.TTFTSpread*s.normalDraw(uint64(n))))
+	}
+	if s.cfg.ITLSpread > 0 {
+		p.gaps = make([]time.Duration, maxTokens)
+		for k := range p.gaps {
+			p.gaps[k] = time.Duration(float64(p.itl) * math.Exp(s.cfg.ITLSpread*s.normalDraw(mix(uint64(n)*0x2545f4914f6cdd1d+uint64(k)+1))))
+		}
 	}
 	p.stream = req.Stream
 	p.includeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
@@ -461,7 +490,7 @@ var errShutdown = errors.New("simulator shutting down")
 func (s *Server) startSource(ctx context.Context, p genPlan, received time.Time) source {
 	if s.engine == nil {
 		return &fixedSource{
-			s: s, start: received, target: p.target, tpc: p.tpc, ttft: p.ttft, itl: p.itl,
+			s: s, start: received, target: p.target, tpc: p.tpc, ttft: p.ttft, itl: p.itl, gaps: p.gaps,
 			reasoning: p.reasoning, ritl: p.reasoningITL,
 			cached: p.cached, wait: newPacerWait(),
 		}
@@ -500,6 +529,7 @@ type fixedSource struct {
 	start  time.Time
 	ttft   time.Duration
 	itl    time.Duration
+	gaps   []time.Duration // drawn answer gaps (Config.ITLSpread): event k+1 comes gaps[k] after event k
 	target int
 	tpc    int
 	k      int
@@ -557,6 +587,13 @@ func (f *fixedSource) next(ctx context.Context) (int, bool, error) {
 // before it having been reasoning: TTFT, then the reasoning events'
 // gaps, then the answer's.
 func (f *fixedSource) eventAt(k, kr int) time.Duration {
+	if f.gaps != nil && k > kr {
+		at := f.ttft + time.Duration(kr)*f.ritl
+		for _, g := range f.gaps[:min(k-kr, len(f.gaps))] {
+			at += g
+		}
+		return at
+	}
 	return f.ttft + time.Duration(kr)*f.ritl + time.Duration(k-kr)*f.itl
 }
 
@@ -1023,8 +1060,8 @@ func (s *Server) finishOK(rec *record, p genPlan, src source, sent int, first, l
 		m.decodeNs.Add(int64(last.Sub(first)))
 	}
 	m.e2e.observe(now.Sub(rec.r.Received))
-	if s.pcache != nil {
-		s.pcache.keep(p.cacheEntry, p.promptIDs, s.outputIDs(p.promptHash, sent))
+	if pc := s.promptCacheFor(p.served); pc != nil {
+		pc.keep(p.cacheEntry, p.promptIDs, s.outputIDs(p.promptHash, sent))
 	}
 	if p.finish == "stop" {
 		m.successStop.Add(1)
@@ -1172,4 +1209,12 @@ func (s *Server) respond(ctx context.Context, w http.ResponseWriter, rec *record
 		return
 	}
 	s.finishOK(rec, p, src, sent, now, now, werr)
+}
+
+// normalDraw is request n's standard normal draw (Box–Muller over two of
+// the seed's uniforms), for fixed mode's TTFT spread.
+func (s *Server) normalDraw(n uint64) float64 {
+	u1 := 1 - unitFloat(mix(s.seedHash^mix(n*0x9e3779b97f4a7c15+0x77f1)))
+	u2 := unitFloat(mix(s.seedHash ^ mix(n*0x9e3779b97f4a7c15+0x77f2)))
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 }

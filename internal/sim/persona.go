@@ -70,6 +70,10 @@ type persona struct {
 	// openai/responses.go), not response.reasoning_text.delta.
 	apis             []string
 	reasoningSummary bool
+	// bareResponseEvents: its Responses events carry no output_index and
+	// no sequence_number (llama-server's server-task.cpp: a call's
+	// arguments deltas name their item by item_id alone).
+	bareResponseEvents bool
 	// wholeToolCall: a tool call goes out whole in one event, its
 	// arguments complete, with an empty content beside it (Ollama holds
 	// the text back until its parser has the call), instead of OpenAI's

@@ -57,5 +57,6 @@ func genericRoutes(s *Server) {
 	s.mux.HandleFunc("POST /v1/audio/transcriptions", s.ready(s.handleTranscriptions))
 	s.mux.HandleFunc("POST /tokenize", s.ready(s.handleTokenize))
 	s.mux.HandleFunc("POST /detokenize", s.ready(s.handleDetokenize))
+	s.vllmHookRoutes()
 	s.apiRoutes()
 }

@@ -35,6 +35,7 @@ var llamaServerPersona = persona{
 		m.HandleFunc("POST /chat/completions", s.gen(epChat))
 		m.HandleFunc("GET /props", s.ready(s.handleProps))
 		m.HandleFunc("GET /slots", s.ready(s.handleSlots))
+		m.HandleFunc("POST /slots/{id}", s.ready(s.handleSlotAction))
 		m.HandleFunc("POST /tokenize", s.ready(s.handleTokenizeLlama))
 		m.HandleFunc("POST /detokenize", s.ready(s.handleDetokenizeLlama))
 		m.HandleFunc("POST /apply-template", s.ready(s.handleApplyTemplate))
@@ -78,9 +79,12 @@ var llamaServerPersona = persona{
 		s.writeErr(w, http.StatusNotFound, "not_found_error", "File Not Found")
 	},
 
-	// The other APIs: /v1/messages (its Anthropic-compatible route) and
-	// /v1/rerank (with --reranking).
-	apis: []string{epMessages, epRerank},
+	// The other APIs: /v1/responses (its events without output_index or
+	// sequence_number), /v1/messages (its Anthropic-compatible route) and
+	// /v1/rerank (with --reranking), as tools/server/server.cpp routes
+	// them (ggml 0.23.0).
+	apis:               []string{epResponses, epMessages, epRerank},
+	bareResponseEvents: true,
 }
 
 // --- llama-server's endpoints ---

@@ -31,6 +31,7 @@ var sglangPersona = persona{
 		m.HandleFunc("POST /tokenize", s.ready(s.handleTokenizeSGLang))
 		m.HandleFunc("POST /flush_cache", s.handleFlushCache)
 		m.HandleFunc("GET /flush_cache", s.handleFlushCache)
+		s.sglangProfileRoutes()
 	},
 	rawModels: true,
 	modelEntry: func(s *Server, m string) any {
@@ -112,6 +113,7 @@ func (s *Server) handleSGLangServerInfo(w http.ResponseWriter, r *http.Request) 
 
 // handleFlushCache is SGLang's /flush_cache: it empties the prompt cache.
 func (s *Server) handleFlushCache(w http.ResponseWriter, r *http.Request) {
+	s.hooks.resets.Add(1)
 	s.flushPromptCache()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"))
@@ -123,6 +125,7 @@ func (s *Server) flushPromptCache() {
 	if s.pcache != nil {
 		s.pcache.reset()
 	}
+	s.mcaches.reset()
 	if s.engine != nil {
 		s.engine.flushPrefix()
 	}

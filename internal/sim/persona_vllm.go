@@ -30,6 +30,7 @@ var vllmPersona = persona{
 		m.HandleFunc("GET /version", s.handleVersion)
 		m.HandleFunc("POST /tokenize", s.ready(s.handleTokenizeVLLM))
 		m.HandleFunc("POST /detokenize", s.ready(s.handleDetokenizeVLLM))
+		s.vllmHookRoutes()
 	},
 	rawModels: true,
 	modelEntry: func(s *Server, m string) any {

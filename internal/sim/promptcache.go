@@ -230,6 +230,21 @@ func (c *promptCache) reset() {
 	}
 }
 
+// eraseSlot empties one slot (llama-server's slot erase): the least
+// recently used prompt the slots hold leaves the cache, the host cache's
+// copies stay. It returns the tokens erased.
+func (c *promptCache) eraseSlot() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.style != cacheSlots || len(c.entries) == 0 {
+		return 0
+	}
+	last := len(c.entries) - 1
+	n := len(c.entries[last])
+	c.entries = c.entries[:last]
+	return n
+}
+
 // minCachedTTFT floors the TTFT of a (nearly) fully cached prompt: a real
 // engine still runs one forward pass and samples.
 const minCachedTTFT = time.Millisecond

@@ -47,13 +47,26 @@ type reasoningControls struct {
 	ReasoningEffort    *string         `json:"reasoning_effort"`
 	Think              json.RawMessage `json:"think"`
 	ChatTemplateKwargs map[string]any  `json:"chat_template_kwargs"`
+	// budget is the Messages API's thinking.budget_tokens (0: none): the
+	// thinking stops there, and the answer follows (apis.go).
+	budget int
 }
 
 // reasoningLength is how many reasoning tokens a request plans: the
 // configured length (drawn per prompt, so the same prompt always thinks
 // as long), scaled by its effort: none, think false or enable_thinking
-// false: 0; low: half; high: double; anything else: as configured.
+// false: 0; low: half; high: double; anything else: as configured; a
+// thinking budget cuts it there.
 func (s *Server) reasoningLength(c reasoningControls, promptHash uint64) int {
+	n := s.effortLength(c, promptHash)
+	if c.budget > 0 {
+		n = min(n, c.budget)
+	}
+	return n
+}
+
+// effortLength is the planned thinking scaled by the request's effort.
+func (s *Server) effortLength(c reasoningControls, promptHash uint64) int {
 	r := s.cfg.Reasoning
 	n := r.Tokens
 	if r.TokensMax > r.Tokens {

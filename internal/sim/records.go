@@ -33,7 +33,10 @@ type RequestRecord struct {
 	// PlannedTTFT is the first-token delay fixed mode planned for the
 	// request (after a prompt-cache discount): the simulator's intent,
 	// which its own lateness on a busy machine does not change.
-	PlannedTTFT      time.Duration
+	PlannedTTFT time.Duration
+	// PlannedGaps are the answer gaps fixed mode drew for the request
+	// (Config.ITLSpread; nil without it), in order.
+	PlannedGaps      []time.Duration
 	RemoteAddr       string // the client's address: one per TCP connection
 	CompletionTokens int    // tokens actually written
 	// ReasoningTokens is how many of them were reasoning (chat with a
@@ -52,6 +55,11 @@ type RequestRecord struct {
 	Fault           string // faults applied, as in X-Sim-Fault
 	Error           string
 	Finished        time.Time
+
+	// AgentStep and AgentSteps are an agent session's step (1-based) and
+	// the steps its session plans (Tools.AgentSteps, agent.go); 0 when
+	// the request is not an agent step.
+	AgentStep, AgentSteps int
 }
 
 // record is the live version: the handler appends under mu while Records may

@@ -31,6 +31,8 @@ type Server struct {
 	metrics   *metrics
 	engine    *engine // nil in fixed mode
 	inflight  atomic.Int64
+	hooks     hookCounts   // server hooks called (hooks.go)
+	mcaches   modelCaches  // the other served models' prompt caches (models.go)
 	inflightT atomic.Int64 // tokens held by in-flight requests (fixed mode's cache usage)
 	live      liveRequests // the generation requests in flight (llama-server's /slots)
 	// closed is done once Close is called: handlers select on its Done

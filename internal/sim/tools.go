@@ -25,6 +25,10 @@ type Tools struct {
 	InvalidJSONRate   float64
 	SchemaInvalidRate float64
 	FormatInvalidRate float64
+	// AgentSteps, when positive, serves chat requests that offer tools
+	// as the steps of agent sessions of 1 to AgentSteps steps (agent.go):
+	// a call while the session has steps left, then a final answer.
+	AgentSteps int
 }
 
 func (t Tools) checks() []fieldCheck {
@@ -33,6 +37,7 @@ func (t Tools) checks() []fieldCheck {
 		{bad(t.InvalidJSONRate) || bad(t.SchemaInvalidRate) || bad(t.FormatInvalidRate),
 			errors.New("tool-invalid-json-rate, tool-schema-invalid-rate and format-invalid-rate must be in [0, 1]")},
 		{t.InvalidJSONRate+t.SchemaInvalidRate > 1, errors.New("tool-invalid-json-rate + tool-schema-invalid-rate must not exceed 1")},
+		{t.AgentSteps < 0 || t.AgentSteps > 1000, errors.New("agent-steps must be in [0, 1000]")},
 	}
 }
 
@@ -87,7 +92,7 @@ type toolSpec struct {
 // "none"), else a structured answer when it asks for one.
 func (s *Server) planConstrained(c *constraintFields, endpoint string, seq uint64) (*planned, error) {
 	u := unitFloat(mix(s.seedHash ^ seq*0x51ed27 ^ 0x7001))
-	if endpoint == epChat && len(c.Tools) > 0 && string(c.Tools) != "null" && string(c.Tools) != "[]" {
+	if (endpoint == epChat || isAPI(endpoint)) && len(c.Tools) > 0 && string(c.Tools) != "null" && string(c.Tools) != "[]" {
 		var tools []toolSpec
 		if err := json.Unmarshal(c.Tools, &tools); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
@@ -108,7 +113,7 @@ func (s *Server) planConstrained(c *constraintFields, endpoint string, seq uint6
 		}
 	}
 	schema, ok := formatSchema(c)
-	if !ok || endpoint != epChat && endpoint != epCompletions {
+	if !ok || endpoint != epChat && endpoint != epCompletions && !isAPI(endpoint) {
 		return nil, nil
 	}
 	return s.planText(schema, u, s.cfg.Tools.FormatInvalidRate, 0)

@@ -88,8 +88,8 @@ func Mean(xs []float64) float64 {
 	return sum / float64(len(xs))
 }
 
-// Interval is a sample's mean with its two-sided 95% confidence interval
-// (Student t, n−1 degrees of freedom) and coefficient of variation.
+// Interval is a sample's mean with its two-sided confidence interval (95%
+// from MeanCI; Student t, n−1 degrees of freedom) and coefficient of variation.
 type Interval struct {
 	N            int
 	Mean, Lo, Hi float64
@@ -100,7 +100,10 @@ type Interval struct {
 
 // MeanCI is the mean of xs with its 95% interval; with fewer than two
 // values the interval is NaN (one measurement has no spread to tell).
-func MeanCI(xs []float64) Interval {
+func MeanCI(xs []float64) Interval { return MeanCIAt(xs, 0.95) }
+
+// MeanCIAt is MeanCI at the two-sided confidence conf (0..1).
+func MeanCIAt(xs []float64, conf float64) Interval {
 	iv := Interval{N: len(xs), Mean: Mean(xs), Lo: math.NaN(), Hi: math.NaN(), CV: math.NaN(), StdDev: math.NaN(), HalfWidthPct: math.NaN()}
 	if len(xs) < 2 {
 		return iv
@@ -110,7 +113,7 @@ func MeanCI(xs []float64) Interval {
 		ss += (x - iv.Mean) * (x - iv.Mean)
 	}
 	iv.StdDev = math.Sqrt(ss / float64(len(xs)-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(0.975)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(1 - (1-conf)/2)
 	h := t * iv.StdDev / math.Sqrt(float64(len(xs)))
 	iv.Lo, iv.Hi = iv.Mean-h, iv.Mean+h
 	if iv.Mean != 0 {

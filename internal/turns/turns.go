@@ -42,8 +42,8 @@ func SharedPrefixNote(tokens int) string {
 // nothing.
 func ExpectOf(row results.Cell) Expect {
 	switch {
-	case row.Turns != nil && *row.Turns >= 2:
-		return ExpectHistory
+	case row.Turns != nil && *row.Turns >= 2, row.MaxSteps != nil && *row.MaxSteps >= 2:
+		return ExpectHistory // an agent's later steps resend the session too
 	case strings.HasPrefix(row.Notes, sharedPrefixNote) || strings.Contains(row.Notes, "; "+sharedPrefixNote):
 		return ExpectSharedPrefix
 	}
@@ -51,7 +51,7 @@ func ExpectOf(row results.Cell) Expect {
 }
 
 // The notes Fill writes begin with one of these (IsNote).
-var notePrefixes = []string{"conversations: ", "prefix_cache_hit_rate ", "prefix cache did not engage"}
+var notePrefixes = []string{"conversations: ", "prefix_cache_hit_rate ", "prefix cache did not engage", "agent: "}
 
 // IsNote says whether a note is one of Fill's (a merge drops a shard's
 // and writes its own from the pooled rows).
@@ -102,6 +102,12 @@ func Fill(row *results.Cell, reqs []results.Request, expect Expect) {
 	if conversation && len(t.sessions) > 0 {
 		notes = append(notes, t.conversationNote(*row.Turns))
 	}
+	if row.MaxSteps != nil {
+		fillAgent(row, reqs)
+		if n := agentNote(row); n != "" {
+			notes = append(notes, n)
+		}
+	}
 	notes = append(notes, t.hitRateNotes(usage, server)...)
 	if n := t.cacheIdleNote(expect, server); n != "" {
 		notes = append(notes, n)
@@ -121,6 +127,7 @@ type tally struct {
 	completed    int            // completed requests with a TTFT
 	turnsSent    int            // conversation turns sent, completed or not
 	sessions     map[int64]bool // the conversations' sessions
+	laterSteps   bool           // the later requests are agent steps, not turns
 	// Over the completed requests that reported cached tokens: how many,
 	// their cached and their prompt tokens; the later* fields count the
 	// same over turns 2 and later.
@@ -152,7 +159,8 @@ func tallyRequests(reqs []results.Request) tally {
 		t.reported++
 		t.cached += *r.CachedTokens
 		t.prompt += r.InputTokens
-		if r.Turn != nil && *r.Turn >= 2 {
+		if r.Turn != nil && *r.Turn >= 2 || r.Step != nil && *r.Step >= 2 {
+			t.laterSteps = t.laterSteps || r.Step != nil
 			t.laterReported++
 			t.laterCached += *r.CachedTokens
 			t.laterPrompt += r.InputTokens
@@ -199,6 +207,8 @@ func (t tally) cacheIdleNote(expect Expect, server *float64) string {
 	switch expect {
 	case ExpectHistory:
 		switch {
+		case t.laterReported > 0 && t.laterCached == 0 && t.laterSteps:
+			return fmt.Sprintf("prefix cache did not engage: the %d later agent steps (2 and on) had 0 of their %d prompt tokens cached, so every step computed its session's history again (is prefix caching on in the server?)", t.laterReported, t.laterPrompt)
 		case t.laterReported > 0 && t.laterCached == 0:
 			return fmt.Sprintf("prefix cache did not engage: the %d later turns (2 and on) had 0 of their %d prompt tokens cached, so every turn computed its whole history again (is prefix caching on in the server?)", t.laterReported, t.laterPrompt)
 		case t.laterReported == 0 && server != nil && *server == 0 && t.turnsSent > len(t.sessions):
@@ -231,6 +241,20 @@ type TurnTTFT struct {
 // ByTurn is the cell's TTFT turn by turn (a report's table), in turn
 // order; nil for a cell that is not a conversation.
 func ByTurn(reqs []results.Request) []TurnTTFT {
+	return byPosition(reqs, func(r *results.Request) *int64 { return r.Turn })
+}
+
+// ByStep is an agent cell's TTFT step position by step position, as
+// ByTurn (Turn holds the position; HistoryMean is nil: a step's history
+// is its session's messages, not counted apart); nil for a cell that is
+// not an agent cell.
+func ByStep(reqs []results.Request) []TurnTTFT {
+	return byPosition(reqs, func(r *results.Request) *int64 { return r.Step })
+}
+
+// byPosition summarizes the completed requests by their position (a
+// conversation's turn, an agent session's step; nil: not counted).
+func byPosition(reqs []results.Request, position func(*results.Request) *int64) []TurnTTFT {
 	type acc struct {
 		ttft                     []float64
 		hist, cached, prompt     float64
@@ -238,16 +262,18 @@ func ByTurn(reqs []results.Request) []TurnTTFT {
 	}
 	by := map[int64]*acc{}
 	maxTurn := int64(0)
-	for _, r := range reqs {
-		if r.Turn == nil || r.Status != results.StatusOK || r.TTFTMs == nil {
+	for i := range reqs {
+		r := &reqs[i]
+		pos := position(r)
+		if pos == nil || r.Status != results.StatusOK || r.TTFTMs == nil {
 			continue
 		}
-		a := by[*r.Turn]
+		a := by[*pos]
 		if a == nil {
 			a = &acc{}
-			by[*r.Turn] = a
+			by[*pos] = a
 		}
-		maxTurn = max(maxTurn, *r.Turn)
+		maxTurn = max(maxTurn, *pos)
 		a.ttft = append(a.ttft, *r.TTFTMs)
 		a.prompt += float64(r.InputTokens)
 		a.nPrompts++

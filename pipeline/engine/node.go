@@ -189,7 +189,10 @@ func (r *runner) runNode(ctx context.Context, n *pipeline.Node) (*pipeline.Outpu
 	env := &pipeline.Env{
 		Stage: n.Spec, Plan: r.g.Plan, Graph: r.g, RunID: r.ri.ID, Dir: r.ri.Dir, Deps: deps,
 		Log: logw, Progress: r.stageProgress, Emit: r.emitAttempt, EmitSamples: r.emitSamplesAttempt, Keep: r.opts.Keep,
-		Runtime: stageRuntime{r},
+		Runtime: stageRuntime{r}, Live: r.opts.Live,
+	}
+	if r.opts.Live != nil {
+		defer r.opts.Live.Stage(n.Spec.Name, n.Spec.Kind)()
 	}
 
 	attempts := 1

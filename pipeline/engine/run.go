@@ -50,6 +50,9 @@ type Options struct {
 	// Inconclusive is --inconclusive: "tolerate" or "fail" (InconclusiveFail),
 	// over the plan's inconclusive; "" leaves the plan's.
 	Inconclusive string
+	// Live is the run's live view (--metrics-addr): each stage is marked
+	// running on it and handed it in Env.Live; nil for none.
+	Live pipeline.Live
 }
 
 // What an inconclusive verdict does to the exit code (the plan's

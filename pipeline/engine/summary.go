@@ -83,7 +83,7 @@ func (r *runner) summary(ctx context.Context) *pipeline.Summary {
 		sum.Reason = fmt.Sprintf("%d assertion checks failed", len(out.Failed))
 	case len(out.Inconclusive) > 0 && r.inconclusiveFails():
 		sum.ExitCode = pipeline.ExitInconclusive
-		sum.Reason = fmt.Sprintf("%d checks inconclusive: the machine's own lateness could explain them (inconclusive: fail)", len(out.Inconclusive))
+		sum.Reason = fmt.Sprintf("%d checks inconclusive: the machine's own lateness or too few samples could explain them (inconclusive: fail)", len(out.Inconclusive))
 	default:
 		sum.ExitCode = pipeline.ExitOK
 	}

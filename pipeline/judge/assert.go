@@ -408,6 +408,10 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 		return v
 	}
 	v.Passed, _ = out.(bool)
+	if why, need, ok := a.unresolved(c, reqs, base, v.Passed); ok {
+		v.Passed, v.Inconclusive, v.TooFewSamples, v.NeedsRequests, v.Explained = false, true, true, need, why
+		return v
+	}
 	if !v.Passed {
 		if why, ok := a.explain(c, reqs, base); ok {
 			v.Inconclusive, v.Explained = true, why

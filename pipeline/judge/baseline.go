@@ -156,6 +156,11 @@ func (j *Judge) regression(v regress.Verdict, b *schema.Baseline, now time.Time)
 		j.verdicts[len(j.verdicts)-1] = pv
 		j.inconclusive = append(j.inconclusive, pv)
 		fmt.Fprintf(j.progress, "? regression inconclusive: %s\n", redact.String(v.String()))
+	case regress.Unknown:
+		// The history could not decide (a history too noisy for a
+		// change larger than any it has shown): said, never a pass in
+		// silence, and no failure.
+		fmt.Fprintf(j.progress, "? regression unknown: %s\n", redact.String(v.String()))
 	case regress.Regressed:
 		j.failed = append(j.failed, pv)
 		confirmed := ""
@@ -184,6 +189,9 @@ func (j *Judge) sayBaseline(rep *regress.Report, insufficient int) {
 	}
 	if n := rep.Count(regress.Inconclusive); n > 0 {
 		short = fmt.Sprintf("; %d inconclusive (the machine was later than in the history's runs)", n) + short
+	}
+	if n := rep.Count(regress.Unknown); n > 0 {
+		short = fmt.Sprintf("; %d unknown (the history too noisy to decide)", n) + short
 	}
 	fmt.Fprintf(j.progress, "benchrun: baseline (%s, %d runs of history): %d checks, %d regressed, %d improved, %d same, %d insufficient data%s%s%s\n",
 		j.history.root, len(rep.RunsOld), len(rep.Verdicts), rep.Count(regress.Regressed), rep.Count(regress.Improved), rep.Count(regress.Same), insufficient, short, levelNote(rep), excludedNote(rep.Excluded))

@@ -116,7 +116,7 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 	var dims []explainDim
 	add := func(row *results.Cell, names []string, isBase bool) {
 		late := machine.Late(row)
-		if late <= 0 {
+		if late <= 0 && machine.ServerWait(row) <= 0 {
 			return
 		}
 		for _, n := range names {
@@ -128,7 +128,10 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 			if !ok {
 				continue
 			}
-			if b := machine.Allowance(n, row, machine.LateOn(n, row)); !b.Zero() {
+			// The probe's lateness, and a local server's own wait for
+			// a CPU (its threads starved beside CPU-bound neighbours
+			// while the probe, a sleeper, was woken promptly).
+			if b := machine.JudgeBound(n, row); !b.Zero() {
 				name := n
 				if isBase {
 					name = "baseline." + n
@@ -136,7 +139,7 @@ func (a *Assertion) explainDims(c results.Cell, base *results.Cell) []explainDim
 				dims = append(dims, explainDim{name: name, col: &col, base: isBase, b: b, value: value})
 			}
 		}
-		if !isBase && slices.Contains(names, "requests") {
+		if !isBase && late > 0 && slices.Contains(names, "requests") {
 			dims = append(dims, explainDim{name: "requests", b: machine.Bound{Down: late, Up: late}})
 		}
 	}
@@ -184,6 +187,14 @@ func (a *Assertion) explanation(c results.Cell, base *results.Cell, dims []expla
 		if _, ok := moved[d.name]; ok && !d.base {
 			if stall := machine.DescribeStall(d.name, &c); stall != "" {
 				b.WriteString(stall)
+				break
+			}
+		}
+	}
+	for _, d := range dims {
+		if _, ok := moved[d.name]; ok && !d.base {
+			if srv := machine.DescribeServer(d.name, &c); srv != "" {
+				b.WriteString(srv)
 				break
 			}
 		}

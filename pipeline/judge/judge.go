@@ -167,7 +167,7 @@ func (j *Judge) Row(cell results.Cell, reqs []results.Request) []results.Verdict
 		}
 		v := redact.Value(a.JudgeRow(cell, reqs, base))
 		rows = append(rows, j.record(cell, a, v, now))
-		if v.Inconclusive && v.Severity != SeverityWarn && cell.Measurement == 1 {
+		if v.Inconclusive && !v.TooFewSamples && v.Severity != SeverityWarn && cell.Measurement == 1 {
 			j.wantRemeasure(cell, fmt.Sprintf("%s inconclusive", What(v)))
 		}
 	}

@@ -173,6 +173,16 @@ func TestDocumentedQueries(t *testing.T) {
 		if rows[0][0] != "2026-12-01" || rows[0][3] != "sweep 256:32 c=16" || rows[0][6] != "fail" {
 			t.Errorf("first row %v", rows[0])
 		}
+		// What did not fail is not listed, however it ended: a baseline
+		// check with too little history, a comparison that cannot decide,
+		// a check the machine or too few samples left inconclusive.
+		undecided := filepath.Join(t.TempDir(), "runs")
+		writeRunWith(t, undecided, "nightly", "20261202T010000Z-dddddd", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), func(v *results.Verdict) {
+			v.Outcome, v.Passed = map[string]string{"pass": "insufficient data", "fail": "inconclusive", "error": "unknown"}[v.Outcome], false
+		})
+		if rows := query(t, db, docQueries(t, undecided)["failed-assertions"]); len(rows) != 0 {
+			t.Errorf("failed-assertions lists %d verdicts of a run where nothing failed: %v", len(rows), rows)
+		}
 	})
 }
 

@@ -85,6 +85,17 @@ func sqlPath(p string) string { return "'" + strings.ReplaceAll(filepath.ToSlash
 // the Parquet output, exactly as a run does, and returns the run directory.
 func writeRun(t testing.TB, root, plan, runID string, day time.Time, metadata map[string]string) string {
 	t.Helper()
+	return writeRunWithMeta(t, root, plan, runID, day, metadata, nil)
+}
+
+// writeRunWith is writeRun with each verdict changed by edit first.
+func writeRunWith(t testing.TB, root, plan, runID string, day time.Time, edit func(*results.Verdict)) string {
+	t.Helper()
+	return writeRunWithMeta(t, root, plan, runID, day, nil, edit)
+}
+
+func writeRunWithMeta(t testing.TB, root, plan, runID string, day time.Time, metadata map[string]string, edit func(*results.Verdict)) string {
+	t.Helper()
 	dir := filepath.Join(root, "plan="+plan, "date="+day.Format("2006-01-02"), "run="+runID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -104,6 +115,9 @@ func writeRun(t testing.TB, root, plan, runID string, day time.Time, metadata ma
 		vs := make([]results.Verdict, len(p.Verdicts))
 		for i, v := range p.Verdicts {
 			v.RunID, v.Plan = runID, plan
+			if edit != nil {
+				edit(&v)
+			}
 			vs[i] = v
 		}
 		if err := o.Cell(c, reqs); err != nil {

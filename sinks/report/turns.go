@@ -23,14 +23,19 @@ type turnRow struct {
 // turnIntro says what the "TTFT by turn" tables show.
 const turnIntro = "Conversation cells: each turn resends the session's earlier prompts and answers. Prompt, history and cached are mean tokens per request of the turn (cached: usage cached_tokens, – where the server does not say); TTFT in ms over the turn's completed requests."
 
-// keepTurns records a conversation cell's turn summary (nil requests
-// leave what an earlier feed recorded).
+// keepTurns records a conversation cell's turn summary, or an agent
+// cell's by step position (nil requests leave what an earlier feed
+// recorded).
 func (d *Data) keepTurns(c results.Cell, reqs []results.Request) {
-	if c.Turns == nil || reqs == nil {
+	if c.Turns == nil && c.MaxSteps == nil || reqs == nil {
 		return
 	}
 	if d.Turns == nil {
 		d.Turns = map[string][]turns.TurnTTFT{}
+	}
+	if c.Turns == nil {
+		d.Turns[c.CellID] = turns.ByStep(reqs)
+		return
 	}
 	d.Turns[c.CellID] = turns.ByTurn(reqs)
 }
@@ -40,10 +45,13 @@ func turnTables(d Data) []turnTable {
 	var out []turnTable
 	for _, c := range d.Cells {
 		by := d.Turns[c.CellID]
-		if c.Turns == nil || len(by) == 0 {
+		if c.Turns == nil && c.MaxSteps == nil || len(by) == 0 {
 			continue
 		}
 		t := turnTable{Label: runview.CellLabel(c)}
+		if c.Turns == nil {
+			t.Label += " (agent sessions: the turn is the step's position)"
+		}
 		for _, r := range by {
 			opt := func(p *float64) string {
 				if p == nil {

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -408,5 +409,53 @@ func TestPlanHostHeaderReachesEveryCheck(t *testing.T) {
 		if !strings.HasSuffix(h, " llm.gateway.example") {
 			t.Errorf("%s: want the plan's Host", h)
 		}
+	}
+}
+
+// TestProbeAPIs: the 1-token probe speaks the Responses and Messages
+// APIs in their own shapes (POST /v1/responses with max_output_tokens;
+// POST /v1/messages with max_tokens and the anthropic-version header)
+// and passes on a thinking model whose one token is reasoning; a server
+// without the API (the simulator's SGLang persona serves no
+// /v1/messages) refuses the probe, which fails at once.
+func TestProbeAPIs(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	cfg.Models = []string{"tiny"}
+	cfg.Reasoning = sim.Reasoning{Tokens: 20}
+	s := simtest.NewSimFrom(t, cfg)
+	var mu sync.Mutex
+	var seen []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			mu.Lock()
+			seen = append(seen, r.URL.Path+" "+r.Header.Get("anthropic-version")+" "+string(b))
+			mu.Unlock()
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	for probe, want := range map[string]string{
+		"responses": `/v1/responses  {"input":"Hello","max_output_tokens":1,"model":"tiny","stream":true}`,
+		"messages":  `/v1/messages 2023-06-01 {"max_tokens":1,"messages":[{"role":"user","content":"Hello"}],"model":"tiny","stream":true}`,
+	} {
+		seen = nil
+		if _, took, err := runHealth(t, `within: "3s", probe: "`+probe+`"`, &pipeline.Outputs{URL: ts.URL, Engine: "sim"}); err != nil || took > 2*time.Second {
+			t.Errorf("probe %s: err = %v after %s", probe, err, took)
+		}
+		if len(seen) != 1 || seen[0] != want {
+			t.Errorf("probe %s sent %q, want %q", probe, seen, want)
+		}
+	}
+	sglang := sim.DefaultConfig()
+	sglang.Models = []string{"tiny"}
+	if err := sim.ApplyPersonality(&sglang, sim.PersonaSGLang); err != nil {
+		t.Fatal(err)
+	}
+	url := simServer(t, sglang)
+	_, took, err := runHealth(t, `within: "10s", probe: "messages"`, &pipeline.Outputs{URL: url, Engine: "sim"})
+	if err == nil || !strings.Contains(err.Error(), "the 1-token probe on /v1/messages was refused") || took > 2*time.Second {
+		t.Errorf("a server without the Messages API: err = %v after %s", err, took)
 	}
 }

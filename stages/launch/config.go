@@ -34,6 +34,14 @@ type Config struct {
 	Setup       []Command         `json:"setup"`
 	AfterStart  []Command         `json:"after_start"`
 	Startup     *Startup          `json:"startup"`
+	// Adapters are LoRA adapters the server loads (adapters.go).
+	Adapters []Adapter `json:"adapters"`
+}
+
+// Adapter is a LoRA adapter the server loads, served under its name.
+type Adapter struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
 // Startup is the start-up measurement (startup: {...}).

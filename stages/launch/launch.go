@@ -44,6 +44,7 @@ var (
 	_ pipeline.Warner        = (*Stage)(nil)
 	_ pipeline.CellRestarter = (*Stage)(nil)
 	_ pipeline.RowWriter     = (*Stage)(nil)
+	_ pipeline.EngineNamer   = (*Stage)(nil)
 )
 
 //go:embed schema.cue
@@ -127,6 +128,7 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 		errs = append(errs, schema.Error{Pos: s.spec.Pos, Msg: fmt.Sprintf("stages.%s: no served model name: set model: {name: ...} in the plan or model in the stage", s.spec.Name)})
 	}
 	errs = append(errs, s.cfg.Config.Check(s.spec, s.prog)...)
+	errs = append(errs, s.checkAdapters()...)
 	if refs := cellRefs(s.cfg); len(refs) > 0 {
 		field := "cmd"
 		if len(pipeline.CellVarRefs(strings.Join(s.cfg.Cmd, " "))) == 0 {
@@ -939,9 +941,10 @@ func (s *Stage) configure(cell map[string]string) error {
 		environ = append(environ, k+"="+ev)
 	}
 	s.environ = environ
-	s.argv = commandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+	cmd := s.withAdapters(s.cfg.Cmd)
+	s.argv = commandLine(cmd, s.cfg.Shell, vars)
 	if s.remote != nil {
-		s.argv = remoteCommandLine(s.cfg.Cmd, s.cfg.Shell, vars)
+		s.argv = remoteCommandLine(cmd, s.cfg.Shell, vars)
 	}
 	return nil
 }
@@ -1010,6 +1013,9 @@ func missingCellVars(cfg Config, cell map[string]string) []string {
 // RestartsPerCell reports whether the server restarts before every
 // measured cell (pipeline.CellRestarter).
 func (s *Stage) RestartsPerCell() bool { return s.cfg.Restart == "per_cell" }
+
+// EngineName is the engine preset the server runs (pipeline.EngineNamer).
+func (s *Stage) EngineName() string { return s.cfg.Engine }
 
 // CellVars lists, sorted, the ${cell.KEY} names of cmd and env
 // (pipeline.CellRestarter): the server variables every cell must give.

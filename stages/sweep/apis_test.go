@@ -96,3 +96,44 @@ func TestSweepAPIControls(t *testing.T) {
 		t.Errorf("messages with reasoning_effort: err = %v", err)
 	}
 }
+
+// TestSweepThinkingBudget: thinking_budget as the reasoning axis of a
+// Messages sweep sends thinking {type: "enabled", budget_tokens}; the
+// simulator's 200-token thinking stops at the budget and the answer
+// follows (reasoning exactly 20 and 80 tokens, all answered), and a
+// budget over max_tokens leaves the thinking to end the request:
+// unanswered, answered_pct 0. vet refuses thinking_budget off messages
+// at the field.
+func TestSweepThinkingBudget(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.TTFT, c.ITL = 2*time.Millisecond, 200*time.Microsecond
+		c.Reasoning = sim.Reasoning{Tokens: 200}
+	})
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: "messages",
+		cells: [{isl: 16, osl: 100}], reasoning: [{thinking_budget: 20}, {thinking_budget: 80}, {thinking_budget: 1024}],
+		concurrency: [2], requests: 4, warmup: 0`, url), "")
+	if err := st.Validate(check(t, p)); err != nil {
+		t.Fatalf("vet: %v", err)
+	}
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := byID(c.cells)
+	for id, want := range map[string][3]float64{
+		"sweep/16:100/c2/thinking_budget=20":   {20, 80, 100},
+		"sweep/16:100/c2/thinking_budget=80":   {80, 20, 100},
+		"sweep/16:100/c2/thinking_budget=1024": {100, 0, 0},
+	} {
+		r, ok := rows[id]
+		if !ok || r.Status != results.StatusOK || v(r.ReasoningTokensAvg) != want[0] || v(r.AnswerTokensAvg) != want[1] || v(r.AnsweredPct) != want[2] {
+			t.Errorf("%s: found %v (of %v), status %s (%s), reasoning %v answer %v answered %v %%; want ok, %v", id, ok, keys(rows), r.Status, r.Reason,
+				v(r.ReasoningTokensAvg), v(r.AnswerTokensAvg), v(r.AnsweredPct), want)
+		}
+	}
+	st, p = loadStage(t, `kind: "sweep", target: "http://x", endpoint: "chat", cells: [{isl: 8, osl: 8, thinking_budget: 64}]`, "")
+	err = st.Validate(check(t, p))
+	if err == nil || !strings.Contains(err.Error(), `plan.cue:`) || !strings.Contains(err.Error(), `stages.sweep.cells.0.thinking_budget: a reasoning control applies to endpoint "messages" only, not "chat"`) {
+		t.Errorf("chat with thinking_budget: err = %v", err)
+	}
+}

@@ -23,6 +23,13 @@ type Cell struct {
 	ISL    int               `json:"isl"`
 	OSL    int               `json:"osl"`
 	Server map[string]string `json:"server"`
+	// ISLDist and OSLDist draw each request's lengths (nil: ISL and OSL
+	// are every request's); ISL and OSL are then their means, rounded
+	// (lengths.go).
+	ISLDist *loadgen.Lengths `json:"-"`
+	OSLDist *loadgen.Lengths `json:"-"`
+	// Models is the cell's own model mix, over the stage's (mix.go).
+	Models []ModelWeight `json:"models"`
 	// The cell's reasoning controls, over the stage's (#Reasoning).
 	client.Reasoning
 }
@@ -44,9 +51,12 @@ func (c Cell) serverVars(sep string) string {
 
 // key tells cells apart, server variables included.
 func (c Cell) key() string {
-	k := fmt.Sprintf("%d:%d/%s", c.ISL, c.OSL, c.serverVars("/"))
+	k := fmt.Sprintf("%s/%s", c.shape(), c.serverVars("/"))
 	if r := c.Reasoning.Label(","); r != "" {
 		k += "/" + r // cells apart only by their reasoning controls are two
+	}
+	if len(c.Models) > 0 {
+		k += "/" + mixLabel(c.Models)
 	}
 	return k
 }
@@ -55,6 +65,14 @@ func (c Cell) key() string {
 // given, or a conversations dataset.
 func (c *Config) conversation() bool {
 	return c.Turns > 0 || c.Dataset != nil && c.Dataset.Format == loadgen.FormatConversations
+}
+
+// ModelWeight is one model of a mix (the sweep's or a cell's `models`):
+// a served name, a base model's or an adapter's, and its share of the
+// requests.
+type ModelWeight struct {
+	Name   string  `json:"name"`
+	Weight float64 `json:"weight"`
 }
 
 // RampConfig is the open loop's optional ramp.
@@ -75,38 +93,46 @@ type DatasetConfig struct {
 	// A trace replay's speed-up and tokens per hash id (trace.go).
 	TimeScale   float64 `json:"time_scale"`
 	BlockTokens int     `json:"block_tokens"`
+	// Split is a Hugging Face dataset's split (format hf).
+	Split string `json:"split"`
 }
 
 // Config is the stage's configuration (see schema.cue).
 type Config struct {
-	Target             string          `json:"target"`
-	Model              string          `json:"model"`
-	Endpoint           string          `json:"endpoint"`
-	Stream             bool            `json:"stream"`
-	Cells              []Cell          `json:"cells"`
-	Concurrency        []int           `json:"concurrency"`
-	Rates              []float64       `json:"rates"`
-	Arrival            string          `json:"arrival"`
-	Burstiness         float64         `json:"burstiness"`
-	Ramp               *RampConfig     `json:"ramp"`
-	MaxInflight        int             `json:"max_inflight"`
-	Requests           int             `json:"requests"`
-	Duration           string          `json:"duration"`
-	MinRequests        int             `json:"min_requests"`
-	MinDuration        string          `json:"min_duration"`
-	Slice              string          `json:"slice"`
-	Warmup             int             `json:"warmup"`
-	Iterations         int             `json:"iterations"`
-	Repeats            int             `json:"repeats"`
-	Prompts            string          `json:"prompts"`
-	SharedPrefix       int             `json:"shared_prefix"`
-	Turns              int             `json:"turns"`
-	ThinkTime          string          `json:"think_time"`
-	ThinkTimeDist      string          `json:"think_time_dist"`
-	Seed               int64           `json:"seed"`
-	Calibrate          string          `json:"calibrate"`
-	Dataset            *DatasetConfig  `json:"dataset"`
-	ForceOSL           bool            `json:"force_osl"`
+	Target        string         `json:"target"`
+	Model         string         `json:"model"`
+	Endpoint      string         `json:"endpoint"`
+	Stream        bool           `json:"stream"`
+	Cells         []Cell         `json:"cells"`
+	Concurrency   []int          `json:"concurrency"`
+	Rates         []float64      `json:"rates"`
+	Arrival       string         `json:"arrival"`
+	Burstiness    float64        `json:"burstiness"`
+	Ramp          *RampConfig    `json:"ramp"`
+	MaxInflight   int            `json:"max_inflight"`
+	Requests      int            `json:"requests"`
+	Duration      string         `json:"duration"`
+	MinRequests   int            `json:"min_requests"`
+	MinDuration   string         `json:"min_duration"`
+	Slice         string         `json:"slice"`
+	Warmup        int            `json:"warmup"`
+	Iterations    int            `json:"iterations"`
+	Repeats       int            `json:"repeats"`
+	Prompts       string         `json:"prompts"`
+	SharedPrefix  int            `json:"shared_prefix"`
+	Turns         int            `json:"turns"`
+	ThinkTime     string         `json:"think_time"`
+	ThinkTimeDist string         `json:"think_time_dist"`
+	Agent         *AgentConfig   `json:"agent"`
+	Seed          int64          `json:"seed"`
+	Calibrate     string         `json:"calibrate"`
+	Dataset       *DatasetConfig `json:"dataset"`
+	ForceOSL      bool           `json:"force_osl"`
+	// Models is the stage's model mix (mix.go; nil: the one model).
+	Models []ModelWeight `json:"models"`
+	// Server hooks around each timed pass (hooks.go).
+	ResetCache         bool            `json:"reset_cache"`
+	Profile            bool            `json:"profile"`
 	ContinuousUsage    bool            `json:"continuous_usage"`
 	SendLagThresholdMs float64         `json:"send_lag_threshold_ms"`
 	RequestTimeout     string          `json:"request_timeout"`
@@ -123,6 +149,28 @@ type Config struct {
 	ReasoningAxis   []client.Reasoning `json:"reasoning"`
 	ImageResolution []string           `json:"image_resolution"`
 	AudioSeconds    []float64          `json:"audio_seconds"`
+	// Measure until precise (precision.go): each timed pass, and each
+	// point's repeats.
+	Precision    *PrecisionConfig    `json:"precision"`
+	RepeatsUntil *RepeatsUntilConfig `json:"repeats_until"`
+}
+
+// PrecisionConfig is the sweep's `precision`: a timed pass sends until
+// every metric in Within is known that closely, or its budget ends.
+type PrecisionConfig struct {
+	Within      map[string]string `json:"within"`
+	Confidence  float64           `json:"confidence"`
+	MaxRequests int               `json:"max_requests"`
+	MaxDuration string            `json:"max_duration"`
+}
+
+// RepeatsUntilConfig is the sweep's `repeats_until`: a point is repeated
+// (at most `repeats` times) until the mean of each metric in Within over
+// its repeats is known that closely.
+type RepeatsUntilConfig struct {
+	Within     map[string]string `json:"within"`
+	Confidence float64           `json:"confidence"`
+	MinRepeats int               `json:"min_repeats"`
 }
 
 // TelemetryConfig says what is measured beside the load (schema.cue).
@@ -152,6 +200,7 @@ func New(s *schema.Stage) (pipeline.Stage, error) {
 	if st.cfg.Ramp != nil {
 		st.rampDuration, _ = time.ParseDuration(st.cfg.Ramp.Duration)
 	}
+	st.precision, st.repeatsUntil, _ = st.cfg.parsePrecision()
 	return st, nil
 }
 

@@ -47,8 +47,8 @@ func (s *Stage) validateLimits(bad func([]string, string, ...any)) {
 		}
 	}
 	for i, cell := range c.Cells {
-		check(cell.ISL <= MaxTokens, []string{"cells", fmt.Sprint(i), "isl"}, "%d tokens: at most %d (past every model's context)", cell.ISL, MaxTokens)
-		check(cell.OSL <= MaxTokens, []string{"cells", fmt.Sprint(i), "osl"}, "%d tokens: at most %d (past every model's context)", cell.OSL, MaxTokens)
+		check(cell.maxISL() <= MaxTokens, []string{"cells", fmt.Sprint(i), "isl"}, "%d tokens%s: at most %d (past every model's context)", cell.maxISL(), upperNote(cell), MaxTokens)
+		check(cell.maxOSL() <= MaxTokens, []string{"cells", fmt.Sprint(i), "osl"}, "%d tokens%s: at most %d (past every model's context)", cell.maxOSL(), upperNote(cell), MaxTokens)
 	}
 	if len(c.Rates) == 0 {
 		for i, n := range c.Concurrency {
@@ -135,7 +135,7 @@ func (s *Stage) validateDuplicates(bad func([]string, string, ...any)) {
 	for i, cell := range c.Cells {
 		k := cell.key()
 		if j, dup := seen[k]; dup {
-			what := fmt.Sprintf("%d:%d", cell.ISL, cell.OSL)
+			what := cell.shape()
 			if len(cell.Server) > 0 {
 				what += " " + cell.serverVars(" ")
 			}

@@ -37,6 +37,9 @@ func (s *Stage) startMachineProbe(env *pipeline.Env) *machineProbe {
 		fmt.Fprintf(w, "%s: %s\n", env.Stage.Name, m.unavailable)
 		return m
 	}
+	if env.Live != nil {
+		p.Observe(env.Live.MachineLate)
+	}
 	return &machineProbe{probe: p}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +45,11 @@ type pointRun struct {
 	// known).
 	refused     atomic.Pointer[refusedError]
 	sessionBase int // sessions of the cell's earlier timed passes
+	// hooks call the engine around each timed pass (hooks.go; nil: none).
+	hooks *serverHooks
+	// meter follows the timed pass's precision (precision.go; nil: the
+	// sweep has no precision target).
+	meter *precisionMeter
 }
 
 // sendUntilDeath is ctx, ended also the moment the server is known dead:
@@ -72,7 +76,8 @@ func (s *Stage) promptSource(p point, stage string, measurement int64, vocab *lo
 	_, expected := s.load(p, nil, 0)
 	src := &loadgen.PromptSource{
 		ISL: p.cell.ISL, SharedPrefix: s.cfg.SharedPrefix, Warm: s.cfg.Prompts == "warm", WarmSet: warmSetSize(expected),
-		Seed: uint64(s.cfg.Seed), CellKey: uint64(p.cell.ISL)<<32 | uint64(p.cell.OSL), Vocab: vocab, Dataset: dataset,
+		Seed: uint64(s.cfg.Seed), CellKey: p.cell.promptKey(), Vocab: vocab, Dataset: dataset,
+		ISLDist: p.cell.ISLDist, OSLDist: p.cell.OSLDist,
 		PointKey: loadgen.PointKey(stage+"/"+p.cell.serverVars("/")+repeatKey(p)+measurementKey(measurement), p.concurrency, p.rate), Shard: s.shard,
 	}
 	if s.cfg.conversation() {
@@ -103,6 +108,7 @@ func (pr *pointRun) shapeRequests() {
 // schedule's origin, the first send, to the last response) and its sends.
 type passResult struct {
 	rs     []loadgen.Result
+	rows   []results.Request // a timed pass's request rows, rs's in order
 	window time.Duration
 	sends  sendSpan
 }
@@ -112,6 +118,9 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 	s, p := pr.s, pr.p
 	counters := &loadgen.Counters{}
 	l, expected := s.load(p, counters, pass)
+	if timed && pr.meter != nil {
+		l.Enough = &pr.meter.enough // the target met ends the pass
+	}
 	// Prompts are built a bounded window ahead of the sends (the first
 	// window before the pass starts), so building them never delays a
 	// scheduled send and nothing grows with the pass's requests
@@ -124,31 +133,57 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		exact *= p.v.batch // each request takes batch prompts
 	}
 	var prompts *promptFeed
-	if !s.cfg.conversation() {
-		// A conversation builds each turn from the answer before it.
+	if !s.cfg.conversation() && s.cfg.Agent == nil {
+		// A conversation builds each turn from the answer before it (an
+		// agent each step).
 		prompts = newPromptFeed(pr.src, pass, exact)
 	}
-	var sent []sentResult
+	// At its expected size (bounded): doubling it left a long pass's
+	// results twice over as garbage.
+	arrived := newArrivals(min(expected, maxPresized), timed)
 	onResult := func(i int, r loadgen.Result) {
+		var row results.Request
+		if timed {
+			row, r = loadgen.Keep(r) // seq and cell: timedPasses, fillRow
+		} else {
+			r.Lean()
+		}
 		pr.mu.Lock()
-		sent = append(sent, sentResult{i, r})
+		arrived.add(i, r, row)
 		pr.mu.Unlock()
 		if r.Err != nil && errors.Is(r.Err, syscall.ECONNREFUSED) {
 			pr.refuse(r.Err)
+		}
+		if timed {
+			pr.meter.add(&row)
 		}
 	}
 	pr.pv.pass(pass, timed, expected, counters, s.duration)
 	var st loadgen.RunStats
 	var err error
-	if prompts == nil {
-		st, err = loadgen.RunSessions(pr.ctx, pr.t, l, s.conversation(pr.src, pass, pr.sessionBase, pr.maxTokens, pr.body, pr.expect), onResult)
+	if s.cfg.Agent != nil {
+		st, err = loadgen.RunAgents(pr.ctx, pr.t, l, s.agent(pr.src, pass, pr.sessionBase, pr.maxTokens, pr.body, pr.expect), onResult)
+		if timed {
+			pr.sessionBase += st.Sessions
+		}
+	} else if prompts == nil {
+		conv := s.conversation(pr.src, pass, pr.sessionBase, pr.maxTokens, pr.body, pr.expect)
+		conv.ModelOf = s.newMix(p.cell).sessionModel(pr.src, pass)
+		st, err = loadgen.RunSessions(pr.ctx, pr.t, l, conv, onResult)
 		if timed {
 			pr.sessionBase += st.Sessions
 		}
 	} else {
-		kit, view, maxTokens, body, expect := pr.kit, pr.view, pr.maxTokens, pr.body, pr.expect
+		kit, view, maxTokens, body, expect, src := pr.kit, pr.view, pr.maxTokens, pr.body, pr.expect, pr.src
+		mix := s.newMix(p.cell)
 		st, err = loadgen.Run(pr.ctx, pr.t, l, func(i int) loadgen.Request {
 			req := kit.request(i, prompts.prompt, loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect})
+			if p.cell.drawn() {
+				req = drawLengths(src, pass, i, req)
+			}
+			if mix != nil {
+				req.Model = mix.draw(src, pass, i)
+			}
 			if c := s.toolCases[req.Prompt]; c != nil {
 				req = c.Apply(req) // the line's messages and tools, checked against them
 			}
@@ -157,14 +192,17 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		prompts.stop()
 	}
 	pr.pv.endPass()
-	rs := inSendOrder(sent)
+	rs, rows := arrived.inSendOrder()
 	if err != nil && pr.firstErr == nil {
 		pr.firstErr = err
 	}
 	sp := spanOf(rs)
 	sp.held, sp.limit, sp.paced = st.Held, st.InFlightLimit, st.Paced
-	return passResult{rs: rs, window: passWindow(rs, st.Start), sends: sp}
+	return passResult{rs: rs, rows: rows, window: passWindow(rs, st.Start), sends: sp}
 }
+
+// maxPresized bounds the results a pass makes room for before they come.
+const maxPresized = 1 << 16
 
 // refusedError is the cause of a point stopped because the server
 // refused a connection.
@@ -184,18 +222,6 @@ func (pr *pointRun) refuse(err error) {
 	if pr.refused.CompareAndSwap(nil, &refusedError{addr: pr.t.BaseURL, err: err}) {
 		pr.stopSending(pr.refused.Load())
 	}
-}
-
-// inSendOrder is a pass's results in send order: they arrive in
-// completion order, and request rows are in send order (their seq is the
-// request's index, docs/RESULTS.md).
-func inSendOrder(sent []sentResult) []loadgen.Result {
-	slices.SortFunc(sent, func(a, b sentResult) int { return a.i - b.i })
-	rs := make([]loadgen.Result, len(sent))
-	for k := range sent {
-		rs[k] = sent[k].r
-	}
-	return rs
 }
 
 // passWindow is a pass's window: from the schedule's origin (first send)
@@ -266,7 +292,12 @@ func (pr *pointRun) warmUp(row *results.Cell) (int, []float64) {
 func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 	var timed passResult
 	for it := 0; it < pr.s.cfg.Iterations && pr.ctx.Err() == nil; it++ {
+		if err := pr.hooks.before(pr.ctx); err != nil {
+			pr.firstErr = err
+			break
+		}
 		res := pr.runPass(first+it, true)
+		pr.hooks.after(pr.ctx)
 		pr.awaitDeath(res.rs)
 		timed.sends.intervals += res.sends.intervals
 		timed.sends.span += res.sends.span
@@ -276,7 +307,14 @@ func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 		if pr.s.cfg.Warmup == 0 && it == 0 && len(res.rs) > 0 {
 			row.FirstCallMs = firstCallMs(res.rs)
 		}
-		timed.rs = append(timed.rs, res.rs...)
+		for k := range res.rows {
+			res.rows[k].Seq = int64(len(timed.rows) + k) // the index in the cell's send order
+		}
+		if timed.rs == nil { // one pass: its slices, not a copy
+			timed.rs, timed.rows = res.rs, res.rows
+		} else {
+			timed.rs, timed.rows = append(timed.rs, res.rs...), append(timed.rows, res.rows...)
+		}
 		timed.window += res.window
 	}
 	return timed

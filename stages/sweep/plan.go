@@ -51,6 +51,11 @@ func (s *Stage) plan(latencyOf func(Cell) float64, batch int) []pipeline.Planned
 	}
 	passes := max(s.cfg.Warmup, 0) + max(s.cfg.Iterations, 1)
 	perPass, _ := time.ParseDuration(s.cfg.Duration)
+	requests := s.cfg.Requests
+	if s.precision != nil {
+		// A precision pass stops once precise: its budget is the most.
+		requests, perPass = s.precision.maxRequests, s.precision.maxDuration
+	}
 	var steps []pipeline.PlannedStep
 	for _, p := range s.points() {
 		if p.trace {
@@ -61,7 +66,7 @@ func (s *Stage) plan(latencyOf func(Cell) float64, batch int) []pipeline.Planned
 		// Seconds, in floating point: a product of counts and latencies
 		// must not wrap around (an int64 of nanoseconds holds 292 years).
 		latency := latencyOf(p.cell)
-		n := s.cfg.Requests
+		n := requests
 		var pass float64
 		switch {
 		case p.rate > 0:

@@ -53,6 +53,11 @@ type pointView struct {
 	p          *progress
 	idx, total int
 	label      string
+	lv         liveView // the run's live view of its passes (live.go)
+	// slice is the plan's slice width (0: automatic), and stopSlices
+	// ends a long timed pass's line per slice (sliceprogress.go).
+	slice      time.Duration
+	stopSlices func()
 
 	mu      sync.Mutex
 	stop    chan struct{}
@@ -66,7 +71,14 @@ func (p *progress) point(idx, total int, label string) *pointView {
 // pass starts redrawing for one pass of expected requests (0: unknown, then
 // the ETA comes from the duration).
 func (v *pointView) pass(pass int, timed bool, expected int, c *loadgen.Counters, dur time.Duration) {
-	if v == nil || !v.p.tty {
+	if v == nil {
+		return
+	}
+	v.lv.start(timed, c)
+	if timed && dur >= sliceProgressMin && v.p.w != nil {
+		v.stopSlices = v.sliceLines(c, dur)
+	}
+	if !v.p.tty {
 		return
 	}
 	v.mu.Lock()
@@ -117,7 +129,15 @@ func (v *pointView) counter() string {
 }
 
 func (v *pointView) endPass() {
-	if v == nil || !v.p.tty {
+	if v == nil {
+		return
+	}
+	v.lv.stop()
+	if v.stopSlices != nil {
+		v.stopSlices()
+		v.stopSlices = nil
+	}
+	if !v.p.tty {
 		return
 	}
 	v.mu.Lock()

@@ -32,11 +32,21 @@ func clientCPUUtil(cpu, wall time.Duration) *float64 {
 // fillRow computes a cell row's metrics from the timed requests over the
 // timed passes' summed window (measure.FillCell, docs/METRICS.md) and says
 // what a reader needs to know about them in its notes. It returns the
-// cell's request rows.
-func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
+// cell's request rows: rows, rs's built as each request finished (nil:
+// built from rs now).
+func fillRow(row *results.Cell, rs []loadgen.Result, rows []results.Request, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
 	// First: it may set a mixed cell's kernel stamps back to user ones.
 	stampNote := loadgen.CellNotes(row, rs)
-	reqs := loadgen.RequestRows(*row, rs)
+	reqs := rows
+	if reqs == nil {
+		reqs = loadgen.RequestRows(*row, rs)
+	}
+	for k := range reqs {
+		reqs[k].Stage, reqs[k].CellID = row.Stage, row.CellID
+		if row.StampSource == loadgen.StampUser {
+			measure.UserStamps(&reqs[k]) // a mixed cell: its kernel-stamped rows too
+		}
+	}
 	slice, _ := time.ParseDuration(cfg.Slice) // vet refused a bad one
 	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span, Slice: slice}, slo)
 	tally := tallyTokens(rs)
@@ -66,6 +76,11 @@ type tokenTally struct {
 	counted, estimated, continuous int
 	firstIn                        float64
 	firstN                         int
+	// askedIn and askedOut sum the lengths drawn for the completed
+	// requests (a cell drawing them; 0: none drawn), offIn counts those
+	// whose prompt the server counted more than a token off its draw.
+	askedIn, askedOut float64
+	offIn             int
 }
 
 func tallyTokens(rs []loadgen.Result) tokenTally {
@@ -82,9 +97,14 @@ func tallyTokens(rs []loadgen.Result) tokenTally {
 		case r.TokensEstimated:
 			t.estimated++
 		}
-		if r.Turn == 1 {
+		if r.Turn == 1 || r.Step == 1 { // a conversation's first turns, an agent's first steps
 			t.firstIn += float64(r.InputTokens)
 			t.firstN++
+		}
+		t.askedIn += float64(r.ISL)
+		t.askedOut += float64(r.OSL)
+		if r.ISL > 0 && math.Abs(float64(r.InputTokens-r.ISL)) > 1 {
+			t.offIn++
 		}
 	}
 	return t
@@ -146,17 +166,26 @@ func tokenCountNote(row *results.Cell, t tokenTally) string {
 // output cut short, prompts of another length.
 func shapeNotes(row *results.Cell, cfg Config, t tokenTally) []string {
 	var notes []string
-	if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && row.Endpoint != "rerank" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
+	if row.OSLDist != "" && row.Completed > 0 {
+		// The cell drew each request's output: its mean is what was asked.
+		if asked := t.askedOut / float64(row.Completed); *row.EffectiveOSL < 0.95*asked {
+			notes = append(notes, fmt.Sprintf("effective osl %.1f below the %.1f the requests drew on average (the server stopped early; force_osl needs ignore_eos or min_tokens support)", *row.EffectiveOSL, asked))
+		}
+	} else if row.Completed > 0 && row.OSL > 0 && row.Endpoint != "embeddings" && row.Endpoint != "rerank" && *row.EffectiveOSL < 0.95*float64(row.OSL) {
 		notes = append(notes, fmt.Sprintf("effective osl %.1f below the %d asked (the server stopped early; force_osl needs ignore_eos or min_tokens support)", *row.EffectiveOSL, row.OSL))
 	}
-	if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && row.Images == 0 && row.Batch <= 1 && row.Endpoint != "rerank" && !cfg.conversation() && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
+	if row.ISLDist != "" {
+		if t.offIn > 0 {
+			notes = append(notes, fmt.Sprintf("%d of %d prompts came out more than a token off the length drawn for them (prompt calibration did not hold for this server; each request's draw is its row's isl)", t.offIn, row.Completed))
+		}
+	} else if row.Completed > 0 && row.ISL > 0 && cfg.Dataset == nil && row.Images == 0 && row.Batch <= 1 && row.Endpoint != "rerank" && !cfg.conversation() && cfg.Agent == nil && math.Abs(*row.EffectiveISL-float64(row.ISL)) >= 0.5 {
 		// Synthetic prompts are built to the exact length; a difference
 		// means the calibration did not hold (or isl is below the chat
 		// template's own tokens), and the cell is not the shape asked for.
 		notes = append(notes, fmt.Sprintf("effective isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", *row.EffectiveISL, row.ISL))
 	}
-	if t.firstN > 0 && row.ISL > 0 && cfg.Dataset == nil && cfg.conversation() && math.Abs(t.firstIn/float64(t.firstN)-float64(row.ISL)) >= 0.5 {
-		notes = append(notes, fmt.Sprintf("first turns' isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", t.firstIn/float64(t.firstN), row.ISL))
+	if t.firstN > 0 && row.ISL > 0 && cfg.Dataset == nil && (cfg.conversation() || cfg.Agent != nil && cfg.Agent.Graph == "") && math.Abs(t.firstIn/float64(t.firstN)-float64(row.ISL)) >= 0.5 {
+		notes = append(notes, fmt.Sprintf("first turns' (or steps') isl %.1f differs from the %d asked (prompt calibration did not hold for this server)", t.firstIn/float64(t.firstN), row.ISL))
 	}
 	return notes
 }
@@ -222,7 +251,10 @@ func answeredModelNote(asked string, rs []loadgen.Result) string {
 	}
 	other, n := "", 0
 	for _, r := range rs {
-		m := r.Model
+		m, asked := r.Model, asked
+		if r.AskedModel != "" {
+			asked = r.AskedModel // a mix's request named its own
+		}
 		if m == "" || m == asked || m == asked+":latest" || m+":latest" == asked {
 			continue
 		}

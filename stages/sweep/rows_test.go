@@ -37,7 +37,7 @@ func TestFillRowFormulas(t *testing.T) {
 	var row results.Cell
 	row.ISL, row.OSL = 16, 3
 	cfg := Config{Prompts: "cold", SendLagThresholdMs: 5}
-	fillRow(&row, rs, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, measure.SLO{TTFTMs: 20})
+	fillRow(&row, rs, nil, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, measure.SLO{TTFTMs: 20})
 
 	near := func(name string, got *float64, want float64) {
 		t.Helper()
@@ -89,7 +89,7 @@ func TestFillRowFormulas(t *testing.T) {
 	// a measurement), measured zero throughput over the window, and the
 	// reason says so.
 	var bad results.Cell
-	fillRow(&bad, rs[2:], time.Second, spanOf(rs[2:]), nil, cfg, measure.SLO{})
+	fillRow(&bad, rs[2:], nil, time.Second, spanOf(rs[2:]), nil, cfg, measure.SLO{})
 	if bad.Completed != 0 || bad.Failed != 1 || bad.Status != results.StatusError {
 		t.Errorf("all failed: %+v", bad)
 	}
@@ -111,7 +111,7 @@ func TestFillRowFormulas(t *testing.T) {
 
 	// Nothing sent: no window, so not even the throughputs are measured.
 	var none results.Cell
-	fillRow(&none, nil, 0, sendSpan{}, nil, cfg, measure.SLO{})
+	fillRow(&none, nil, nil, 0, sendSpan{}, nil, cfg, measure.SLO{})
 	if none.ReqS != nil || none.Goodput != nil || none.GoodputRatio != nil || none.SendLagP99 != nil || none.Status != results.StatusError {
 		t.Errorf("nothing sent: req_s %v goodput %v ratio %v send lag %v status %s; want every metric null", none.ReqS, none.Goodput, none.GoodputRatio, none.SendLagP99, none.Status)
 	}
@@ -127,7 +127,7 @@ func TestClientCPUSaturationIsNoted(t *testing.T) {
 		note bool
 	}{{0.1, false}, {float64(runtime.NumCPU()), true}} {
 		row := results.Cell{ClientCPUUtil: results.Some(tc.util)}
-		fillRow(&row, rs, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
+		fillRow(&row, rs, nil, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
 		if got := strings.Contains(row.Notes, "client-bound: benchrun itself used"); got != tc.note {
 			t.Errorf("util %.2f: notes %q", tc.util, row.Notes)
 		}
@@ -155,7 +155,7 @@ func TestClientInFlightLimitIsNoted(t *testing.T) {
 		var row results.Cell
 		sp := spanOf(rs)
 		sp.held, sp.limit, sp.paced = tc.held, 18750, tc.paced
-		fillRow(&row, rs, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
+		fillRow(&row, rs, nil, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
 		if strings.Contains(row.Notes, clientBound) != tc.client || strings.Contains(row.Notes, serverPaced) != tc.server {
 			t.Errorf("held %d, paced %d: notes %q", tc.held, tc.paced, row.Notes)
 		}

@@ -40,6 +40,9 @@ type sweepRun struct {
 	lastRate   map[string]results.Cell // each cell's last ok rate row (noteSaturation)
 	// stopErr ends the sweep: the rest of the points are skipped rows.
 	stopErr error
+	// repeats stops each point's repeats once precise (repeats_until,
+	// precision.go; nil: every repeat is measured).
+	repeats *repeatTracker
 	// pending is the cell whose start the other shards of a sharded run
 	// have not been told of yet: a shard arrives at every cell's start
 	// (Env.CellStart), measuring it or not, so that cells go in lockstep
@@ -78,6 +81,9 @@ func (r *sweepRun) cell(i int, p point) error {
 	id := cellID(r.env.Stage.Name, p)
 	r.pending = id
 	if r.env.CellDone(id) {
+		if row, ok := earlierRow(r.env, r.env.Stage.Name, id); ok {
+			r.repeats.judge(p, &row) // its repeat counts toward repeats_until
+		}
 		return nil // finished in the run being resumed
 	}
 	c := &sweepCell{idx: i, p: p, id: id, base: r.baseRow(p, id), emit: r.emitter(p)}
@@ -132,9 +138,19 @@ func (r *sweepRun) baseRow(p point, id string) results.Cell {
 		Batch: int64(p.v.batch), Images: int64(p.v.images), ImageResolution: p.v.res, AudioSeconds: p.v.audio,
 		Shard: int64(s.shard), Shards: int64(s.shards), Reasoning: s.reasoningLabel(p),
 	}
+	if p.cell.ISLDist != nil {
+		base.ISLDist = p.cell.ISLDist.Label()
+	}
+	if p.cell.OSLDist != nil {
+		base.OSLDist = p.cell.OSLDist.Label()
+	}
 	if s.cfg.conversation() {
 		base.Turns = results.Some(int64(s.maxTurns()))
 		base.ThinkTimeMs = results.Some(ms(s.thinkTime))
+	}
+	s.agentBase(&base)
+	if ms := s.mixOf(p.cell); len(ms) > 0 {
+		base.Model = mixLabel(ms) // the pooled row; each model's row names its own
 	}
 	if p.rate > 0 {
 		base.Arrival = s.cfg.Arrival
@@ -256,8 +272,12 @@ func (r *sweepRun) measurePoint(c *sweepCell, measurement int64) (results.Cell, 
 	r.judgeStop(&row)
 	r.compareWithC1(&row, c.p)
 	r.noteSaturation(&row, c.p)
+	r.repeats.judge(c.p, &row)
 	applyCost(&row, r.target)
 	if err := c.emit(row, reqs); err != nil {
+		return row, err
+	}
+	if err := r.emitModelRows(c, row, reqs); err != nil {
 		return row, err
 	}
 	if len(samples) > 0 && r.env.EmitSamples != nil {
@@ -286,6 +306,8 @@ func (r *sweepRun) measureOnce(c *sweepCell, measurement int64) (results.Cell, [
 		return unmeasured(c.base, results.StatusError, "not started: "+err.Error()), nil, nil
 	}
 	pv := r.prog.point(c.idx+1, pointsTotal(r.s, r.points), c.p.label())
+	pv.slice = r.s.slice
+	pv.watch(r.env.Live, r.env.Stage.Name, c.id)
 	base := c.base
 	base.Measurement = measurement // its own prompts (measurementKey)
 	row, reqs, samples := r.measure(c.p, base, pv)

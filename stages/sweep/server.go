@@ -186,8 +186,15 @@ func deathOf(target *pipeline.Outputs) error {
 // saying so only in the notes let 375-token prompts pass as "128".
 func (s *Stage) checkPromptLength(row *results.Cell, reqs []results.Request) {
 	isl := promptISL(*row, reqs)
+	if s.agentGraph != nil {
+		return // each step has its recorded length, not the cell's isl
+	}
 	if row.Status != results.StatusOK || isl == nil || row.ISL <= 0 || row.Endpoint == "embeddings" || row.Endpoint == "rerank" || row.Images > 0 {
 		// Embeddings: per input (fillMedia); images: media tokens on top.
+		return
+	}
+	if row.ISLDist != "" {
+		checkDrawnPrompts(row, reqs)
 		return
 	}
 	if d := math.Abs(*isl - float64(row.ISL)); d > 1 {
@@ -195,20 +202,25 @@ func (s *Stage) checkPromptLength(row *results.Cell, reqs []results.Request) {
 		if row.Turns != nil {
 			what = "first turns"
 		}
+		if row.MaxSteps != nil {
+			what = "first steps"
+		}
 		row.Status = results.StatusError
 		row.Reason = fmt.Sprintf("%s came out at %.1f tokens for isl %d (off by %.1f): the calibration did not hold for this server", what, *isl, row.ISL, d)
 	}
 }
 
 // promptISL is the mean prompt the calibration sized: effective_isl, or
-// in a conversation the first turns' (later turns add the history).
+// in a conversation the first turns' (later turns add the history), in
+// an agent cell the first steps'.
 func promptISL(row results.Cell, reqs []results.Request) *float64 {
-	if row.Turns == nil {
+	if row.Turns == nil && row.MaxSteps == nil {
 		return row.EffectiveISL
 	}
 	sum, n := 0.0, 0
 	for _, r := range reqs {
-		if r.Turn != nil && *r.Turn == 1 && r.Status == results.StatusOK {
+		first := r.Turn != nil && *r.Turn == 1 || r.Step != nil && *r.Step == 1
+		if first && r.Status == results.StatusOK {
 			sum += float64(r.InputTokens)
 			n++
 		}
@@ -286,7 +298,7 @@ func (s *Stage) bounded(t *loadgen.Target, p point) *loadgen.Target {
 		b.FirstTokenTimeout = s.stallTimeout
 	}
 	if b.Timeout == 0 && b.FirstTokenTimeout > 0 {
-		b.Timeout = b.FirstTokenTimeout + time.Duration(max(p.cell.OSL, s.traceMaxOutput(p), 1))*perTokenBound
+		b.Timeout = b.FirstTokenTimeout + time.Duration(max(p.cell.maxOSL(), s.traceMaxOutput(p), 1))*perTokenBound
 	}
 	return &b
 }
@@ -300,5 +312,5 @@ func (c Cell) contextNeed(endpoint string) int {
 	case "rerank":
 		return 2 * c.ISL // a query and a document, scored as one sequence
 	}
-	return c.ISL + c.OSL
+	return c.maxISL() + c.maxOSL()
 }

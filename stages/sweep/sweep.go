@@ -63,6 +63,10 @@ type Stage struct {
 	// toolCases are a tools dataset's lines by prompt (nil: none): each
 	// request sends its line's messages and tools, checked against them.
 	toolCases map[string]*loadgen.ToolCase
+	// agentGraph is the agent's session graph (agent.go; nil: none).
+	agentGraph []loadgen.GraphSession
+	// agentResults are its recorded tool results (nil: none).
+	agentResults loadgen.ToolResults
 	// shard of shards is this process's part of every cell's load
 	// (--shard; 0 of 1 unsharded): set by Run from the Env.
 	shard, shards int
@@ -71,6 +75,10 @@ type Stage struct {
 	// machine measures the machine's own lateness while Run runs
 	// (machine.go; nil: telemetry.machine is off).
 	machine *machineProbe
+	// precision and repeatsUntil are `precision` and `repeats_until`
+	// parsed (precision.go; nil: absent).
+	precision    *precisionPlan
+	repeatsUntil *repeatsPlan
 }
 
 // Validate checks the configuration against the plan without side effects.
@@ -88,8 +96,8 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	}
 	if max := p.Model.MaxModelLen; max > 0 && !s.isTrace() {
 		for i, c := range s.cfg.Cells {
-			if c.ISL+c.OSL > max {
-				bad([]string{"cells", fmt.Sprint(i)}, "isl+osl = %d exceeds model.max_model_len %d", c.ISL+c.OSL, max)
+			if c.maxISL()+c.maxOSL() > max {
+				bad([]string{"cells", fmt.Sprint(i)}, "isl+osl = %d exceeds model.max_model_len %d%s", c.maxISL()+c.maxOSL(), max, upperNote(c))
 			} else if n := s.cfg.Turns; n > 1 && s.synthetic() && n*(c.ISL+c.OSL) > max {
 				bad([]string{"cells", fmt.Sprint(i)}, "turns × (isl+osl) = %d × %d exceeds model.max_model_len %d: the last turn's history would not fit", n, c.ISL+c.OSL, max)
 			}
@@ -119,23 +127,28 @@ func (s *Stage) Validate(c *pipeline.Check) error {
 	}
 	if s.cfg.SharedPrefix > 0 {
 		for i, c := range s.cfg.Cells {
-			if s.cfg.SharedPrefix >= c.ISL {
-				bad([]string{"cells", fmt.Sprint(i)}, "shared_prefix %d leaves no room in isl %d", s.cfg.SharedPrefix, c.ISL)
+			if s.cfg.SharedPrefix >= c.minISL() {
+				bad([]string{"cells", fmt.Sprint(i)}, "shared_prefix %d leaves no room in isl %d", s.cfg.SharedPrefix, c.minISL())
 			}
 		}
 	}
 	s.validateConversation(bad)
+	s.validateAgent(bad)
+	s.validateLengths(bad)
+	s.validateHooks(c, bad)
+	s.validateMix(bad)
 	s.validateServerVars(c, bad)
 	s.validateMedia(bad)
 	s.validateLimits(bad)
 	s.validateDuplicates(bad)
 	s.validateTrace(bad)
 	s.validateSearch(c, bad)
+	s.validatePrecision(c != nil && c.Plan != nil && c.Plan.Shard != nil && c.Plan.Shard.Count > 1, bad)
 	if s.cfg.Dataset != nil && s.cfg.Dataset.Path == "" {
 		bad([]string{"dataset", "path"}, "empty path")
 	}
-	if s.cfg.Dataset != nil && s.cfg.Dataset.Format == loadgen.FormatTools && s.cfg.Endpoint != "chat" {
-		bad([]string{"dataset", "format"}, "a tools dataset is sent as chat messages with tools: endpoint \"chat\", not %q", s.cfg.Endpoint)
+	if s.cfg.Dataset != nil && s.cfg.Dataset.Format == loadgen.FormatTools && s.cfg.Endpoint != "chat" && s.cfg.Endpoint != "responses" && s.cfg.Endpoint != "messages" {
+		bad([]string{"dataset", "format"}, "a tools dataset is sent as messages with tools: endpoint \"chat\", \"responses\" or \"messages\", not %q", s.cfg.Endpoint)
 	}
 	errs = append(errs, s.cfg.RequestConfig.Check(s.spec)...)
 	errs = append(errs, s.validateReasoning()...)
@@ -167,8 +180,8 @@ func (s *Stage) validateConversation(bad func([]string, string, ...any)) {
 	if c.Turns == 0 {
 		field = []string{"dataset", "format"}
 	}
-	if c.Endpoint != "completions" && c.Endpoint != "chat" {
-		bad(field, "conversations need endpoint \"completions\" or \"chat\", not %q", c.Endpoint)
+	if c.Endpoint != "completions" && c.Endpoint != "chat" && c.Endpoint != "responses" && c.Endpoint != "messages" {
+		bad(field, "conversations need endpoint \"completions\", \"chat\", \"responses\" or \"messages\", not %q", c.Endpoint)
 	}
 	if len(c.Images) > 0 {
 		bad(field, "conversations send text only: drop images")
@@ -231,9 +244,30 @@ func (s *Stage) LoadShape() pipeline.LoadShape {
 		Cells:       cells,
 		Calibrate:   s.cfg.Calibrate,
 		Seed:        s.cfg.Seed,
+		Requests:    s.plannedRequests(),
 	}
 	s.searchShape(&shape)
 	return shape
+}
+
+// plannedRequests is how many timed requests the smallest point sends
+// when the plan fixes the count (requests, or its default: max(8, 2 × c)
+// for a closed loop, 10 s of arrivals and at least 32 for an open one),
+// all passes pooled; 0 when a duration decides.
+func (s *Stage) plannedRequests() int {
+	if s.precision != nil {
+		return s.precisionPlanned() // at least what its targets need
+	}
+	if s.cfg.Duration != "" {
+		return 0
+	}
+	n := s.cfg.Requests
+	if n == 0 && len(s.cfg.Rates) > 0 {
+		n = max(int(10*slices.Min(s.cfg.Rates)), 32)
+	} else if n == 0 && len(s.cfg.Concurrency) > 0 {
+		n = max(8, 2*slices.Min(s.cfg.Concurrency))
+	}
+	return max(n, s.cfg.MinRequests) * max(s.cfg.Iterations, 1)
 }
 
 // point is one cell at one ladder point.
@@ -243,6 +277,9 @@ type point struct {
 	rate        float64 // open loop (> 0)
 	repeat      int     // 1..repeats when the sweep repeats; 0 when it does not
 	v           variant // batch, images, audio (media.go)
+	// model names a per-model row of a mix's point (mix.go; "": the
+	// point's own row).
+	model string
 	// trace: the point replays the dataset's trace at timeScale (or, a
 	// search probe, at the scale that makes its mean rate rate; trace.go).
 	trace     bool
@@ -253,7 +290,7 @@ func (p point) label() string {
 	if p.trace {
 		return p.traceLabel()
 	}
-	shape := fmt.Sprintf("%d:%d", p.cell.ISL, p.cell.OSL)
+	shape := p.cell.shape()
 	if p.v.audio > 0 {
 		shape = audioLabel(p.v.audio)
 	}
@@ -287,7 +324,7 @@ func cellID(stage string, p point) string {
 	if p.trace {
 		return traceCellID(stage, p)
 	}
-	shape := fmt.Sprintf("%d:%d", p.cell.ISL, p.cell.OSL)
+	shape := p.cell.shape()
 	if p.v.audio > 0 {
 		shape = audioLabel(p.v.audio)
 	}
@@ -300,6 +337,7 @@ func cellID(stage string, p point) string {
 		id += "/" + p.cell.serverVars("/")
 	}
 	id += p.reasoningSuffix()
+	id += p.mixSuffix()
 	if p.repeat > 0 {
 		id += fmt.Sprintf("/rep%d", p.repeat)
 	}
@@ -361,6 +399,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	if err := s.refuseShardedSearch(env); err != nil {
 		return nil, err
 	}
+	if err := s.refuseShardedPrecision(env); err != nil {
+		return nil, err
+	}
 	points := s.points()
 	t, err := s.newTarget(env.Stage.Name, target.URL, model, points)
 	if err != nil {
@@ -368,6 +409,9 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	}
 	defer t.HTTP.CloseIdleConnections()
 	if err := s.loadTrace(env); err != nil {
+		return nil, err
+	}
+	if err := s.loadAgentGraph(env); err != nil {
 		return nil, err
 	}
 	dataset, err := s.loadPrompts(env)
@@ -391,7 +435,11 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	// A search decides each probe from the rows before it (search.go).
 	env, searched := s.withRowLog(env)
 	r.env = env
+	r.repeats = newRepeatTracker(s.repeatsUntil, s.cfg.Repeats)
 	for i, p := range s.sequence(env, searched, points) {
+		if r.repeats.done(p) {
+			continue // its mean is known closely enough (repeats_until)
+		}
 		if err := r.cell(i, p); err != nil {
 			return nil, err
 		}
@@ -454,7 +502,7 @@ func (s *Stage) loadPrompts(env *pipeline.Env) ([]string, error) {
 		// Relative to the plan file, so a plan runs from any directory.
 		path = filepath.Join(filepath.Dir(env.Plan.Path), path)
 	}
-	spec := loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed)}
+	spec := loadgen.DatasetSpec{Path: path, Format: d.Format, Field: d.Field, Limit: d.Limit, Seed: uint64(s.cfg.Seed), Split: d.Split}
 	var dataset []string
 	var err error
 	switch {
@@ -530,6 +578,13 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 		MaxInFlight: s.cfg.MaxInflight,
 		Counters:    counters,
 	}
+	if s.precision != nil && pass >= s.cfg.Warmup {
+		// A timed pass with a precision target: until the target is met
+		// (Enough, precision.go), at most its budget; warm-ups keep the
+		// default length below.
+		l.Requests = loadgen.SplitCount(s.precision.maxRequests, s.shard, s.shards)
+		l.Duration = s.precision.maxDuration
+	}
 	expected := l.Requests
 	// A conversation's rate and sessions count sessions; its requests
 	// count turns.
@@ -552,7 +607,7 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 			expected = l.Requests
 		}
 		if expected == 0 {
-			expected = int(math.Ceil(sch.Rate * s.duration.Seconds() * perSession))
+			expected = int(math.Ceil(sch.Rate * l.Duration.Seconds() * perSession))
 		}
 	} else {
 		l.MaxInFlight = 0
@@ -579,6 +634,7 @@ func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Ce
 	ctx, stopSending := sendUntilDeath(r.ctx, r.target)
 	defer stopSending(nil)
 	pr := &pointRun{s: s, ctx: ctx, stopSending: stopSending, t: t, target: r.target, p: p, pv: pv}
+	pr.hooks = r.hooks(t, row.CellID)
 	pr.src = s.promptSource(p, row.Stage, row.Measurement, r.vocab, r.dataset)
 	pr.view = pr.src.Trace
 	if why := s.traceFits(row, pr.view); why != "" {
@@ -599,6 +655,11 @@ func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Ce
 	// the point's.
 	probes := r.probes
 	probes.begin(pr.ctx, row.CellID)
+	if s.precision != nil {
+		// Each measurement's own: a confirmation measures until precise
+		// from nothing, as cold as the first.
+		pr.meter = newPrecisionMeter(s.precision)
+	}
 	timed := pr.timedPasses(&row, pass)
 	cpu.fill(&row, timed.window)
 	if e := pr.refused.Load(); e != nil {
@@ -616,7 +677,8 @@ func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float6
 		row.Status, row.Reason = results.StatusError, pr.firstErr.Error()
 		return row, nil, probes.end(context.WithoutCancel(ctx), &row)
 	}
-	reqs := fillRow(&row, timed.rs, timed.window, timed.sends, warmTTFT, s.cfg, slo)
+	reqs := fillRow(&row, timed.rs, timed.rows, timed.window, timed.sends, warmTTFT, s.cfg, slo)
+	s.fillPrecision(&row, reqs, len(timed.rs), ctx.Err() != nil, pr.meter)
 	fillMedia(&row, timed.rs, timed.window, s.refs != nil)
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		// The server died mid-point: its death is the reason.
@@ -626,6 +688,7 @@ func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float6
 		return row, reqs, samples
 	}
 	row.Notes = joinNotes(row.Notes, answeredModelNote(pr.t.Model, timed.rs))
+	row.Notes = joinNotes(row.Notes, pr.hooks.note())
 	s.judgeTrace(&row, pr.p, pr.view, timed.rs)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
@@ -649,12 +712,6 @@ func (s *Stage) conversation(src *loadgen.PromptSource, pass, base, maxTokens in
 		Seed:      uint64(s.cfg.Seed) ^ uint64(pass)<<40,
 		Request:   loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect},
 	}
-}
-
-// sentResult is a result with its request's index in the pass.
-type sentResult struct {
-	i int
-	r loadgen.Result
 }
 
 // firstCallMs is the e2el of the request sent first, or nil when it

@@ -84,6 +84,9 @@ func (s *Stage) validateTrace(bad func([]string, string, ...any)) {
 	if d == nil {
 		return
 	}
+	if d.Split != "" && d.Format != loadgen.FormatHF {
+		bad([]string{"dataset", "split"}, "applies to a Hugging Face dataset (format hf), not format %q", d.Format)
+	}
 	if !s.isTrace() {
 		format := fmt.Sprintf("format %q", d.Format)
 		if d.Format == "" {

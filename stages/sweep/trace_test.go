@@ -276,3 +276,93 @@ func TestColdPromptsDifferAcrossRepeats(t *testing.T) {
 		t.Errorf("cached tokens per repeat %v, want the trace's own 8447 in each", cached)
 	}
 }
+
+// TestCSVTraceReplay: a BurstGPT and an Azure trace fixture
+// (internal/loadgen/testdata/traces) replay to ok rows, each request's
+// input and output tokens the trace's (calibrated prompts, forced
+// output), in the trace's time order, BurstGPT's failed row left out; a
+// malformed row stops the stage before anything is sent, naming the file
+// and line.
+func TestCSVTraceReplay(t *testing.T) {
+	for format, want := range map[string][][2]int64{
+		"burstgpt": {{40, 12}, {32, 16}, {64, 8}, {16, 4}},
+		"azure":    {{40, 12}, {64, 8}, {24, 6}, {16, 4}},
+	} {
+		t.Run(format, func(t *testing.T) {
+			_, url := startSim(t, nil)
+			path, _ := filepath.Abs("../../internal/loadgen/testdata/traces/" + format + ".csv")
+			st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, warmup: 0
+				dataset: {path: %q, format: %q, time_scale: 8}`, url, path, format), "")
+			if err := st.Validate(check(t, p)); err != nil {
+				t.Fatalf("vet: %v", err)
+			}
+			c, err := runStage(t, st, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := c.cells[0]
+			if row.Status != results.StatusOK || row.Completed != 4 || len(c.reqs) != 4 || row.CellID != "sweep/trace/x8" {
+				t.Fatalf("%s: %s %s, %d completed", row.CellID, row.Status, row.Reason, row.Completed)
+			}
+			sort.Slice(c.reqs, func(i, j int) bool { return c.reqs[i].Seq < c.reqs[j].Seq })
+			for i, q := range c.reqs {
+				if q.Status != results.StatusOK || q.InputTokens != want[i][0] || q.OutputTokens != want[i][1] {
+					t.Errorf("request %d: %s, %d in, %d out; want ok, %d, %d", i, q.Status, q.InputTokens, q.OutputTokens, want[i][0], want[i][1])
+				}
+			}
+		})
+	}
+	srv, url := startSim(t, nil)
+	path := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(path, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,40,4\n2023-11-16 18:15:47.00,forty,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, warmup: 0, dataset: {path: %q, format: "azure"}`, url, path), "")
+	if _, err := runStage(t, st, p); err == nil || !strings.Contains(err.Error(), "trace "+path+":3: ContextTokens \"forty\"") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(srv.Records()); n != 0 {
+		t.Errorf("%d requests sent before the trace was read", n)
+	}
+}
+
+// TestHFDatasetSweep: a Hugging Face dataset folder (a repository's
+// layout, made for the test: a train and a test split in JSONL shards)
+// runs to an ok row sending the train split's prompts, and only them;
+// vet refuses split off format hf, at the field.
+func TestHFDatasetSweep(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"data/train-00000-of-00001.jsonl": `{"id": 1, "text": "tell me a story about a cat"}` + "\n" + `{"id": 2, "text": "tell me a story about a dog"}` + "\n",
+		"data/test-00000-of-00001.jsonl":  `{"id": 3, "text": "a prompt of the test split"}` + "\n",
+	} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, url := startSim(t, nil)
+	st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, warmup: 0, requests: 6, concurrency: [2], cells: [{isl: 16, osl: 4}]
+		dataset: {path: %q, format: "hf", split: "train"}`, url, dir), "")
+	if err := st.Validate(check(t, p)); err != nil {
+		t.Fatalf("vet: %v", err)
+	}
+	c, err := runStage(t, st, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := c.cells[0]; row.Status != results.StatusOK || row.Completed != 6 {
+		t.Fatalf("%s: %s %s, %d completed", row.CellID, row.Status, row.Reason, row.Completed)
+	}
+	for _, q := range c.reqs {
+		rec, _ := srv.Record(q.ResponseID)
+		if q.Status != results.StatusOK || rec.PromptTokens == 0 {
+			t.Fatalf("request %d: %s %q", q.Seq, q.Status, q.Error)
+		}
+	}
+	st, p = loadStage(t, fmt.Sprintf(`kind: "sweep", target: "http://x", dataset: {path: %q, format: "jsonl", split: "train"}`, dir), "")
+	if err := st.Validate(check(t, p)); err == nil || !strings.Contains(err.Error(), "plan.cue:") || !strings.Contains(err.Error(), `stages.sweep.dataset.split: applies to a Hugging Face dataset (format hf), not format "jsonl"`) {
+		t.Errorf("split off hf: err = %v", err)
+	}
+}

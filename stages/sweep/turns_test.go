@@ -15,7 +15,8 @@ import (
 
 // TestSweepConversations is the multi-turn proof against the simulator
 // (fixed mode, vLLM-style block cache that keeps answers): four-turn
-// sessions on both endpoints. Against the simulator's records and its
+// sessions on both endpoints and over the Responses and Messages APIs.
+// Against the simulator's records and its
 // /metrics counters:
 //
 //   - every request row carries its session, turn and history (the turn
@@ -29,7 +30,7 @@ import (
 //     tokens): the later turns' median well under the first turn's.
 func TestSweepConversations(t *testing.T) {
 	const ttft = 50 * time.Millisecond
-	for _, ep := range []string{"chat", "completions"} {
+	for _, ep := range []string{"chat", "completions", "responses", "messages"} {
 		t.Run(ep, func(t *testing.T) {
 			srv, url := startSim(t, func(c *sim.Config) { c.TTFT, c.ITL, c.PromptCache = ttft, time.Millisecond, true })
 			st, p := loadStage(t, fmt.Sprintf(`kind: "sweep", target: %q, endpoint: %q
@@ -203,7 +204,7 @@ func TestSweepNoCachedTokens(t *testing.T) {
 // TestSweepConversationValidate: what a conversation cannot be.
 func TestSweepConversationValidate(t *testing.T) {
 	for _, tc := range []struct{ cue, want string }{
-		{`endpoint: "embeddings", turns: 2`, `conversations need endpoint "completions" or "chat"`},
+		{`endpoint: "embeddings", turns: 2`, `conversations need endpoint "completions", "chat", "responses" or "messages"`},
 		{`think_time: "1s"`, "think_time is the pause between a conversation's turns"},
 		{`turns: 20, cells: [{isl: 300, osl: 128}]`, "turns × (isl+osl) = 20 × 428 exceeds model.max_model_len 8192"},
 	} {

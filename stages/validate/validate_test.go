@@ -334,3 +334,38 @@ func TestVetErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateOverAPIs: against a sweep over the Responses or the
+// Messages API the documents go over the same API (the simulator's
+// response ids say which answered: resp_ and msg_), every request ok,
+// and the row's ratios are measured.
+func TestValidateOverAPIs(t *testing.T) {
+	url := pipelinetest.Sim(t, func(c *sim.Config) { c.TTFT, c.ITL = 5*time.Millisecond, time.Millisecond })
+	for ep, prefix := range map[string]string{"responses": "resp_", "messages": "msg_"} {
+		src := fmt.Sprintf(`
+name: "v"
+model: {name: "sim-llama"}
+stages: {
+	sweep: {kind: "sweep", target: %q, endpoint: %q, cells: [{isl: 64, osl: 8}], concurrency: [1], requests: 4, warmup: 0, telemetry: {gpu: "off", host: "off", metrics: "off"}}
+	realworld: {kind: "validate", target: %q, needs: ["sweep"], against: "sweep", documents: %q, band: [0.01, 100]}
+}`, url, ep, url, corpus(t))
+		rec := pipelinetest.Run(t, context.Background(), pipelinetest.LoadPlan(t, registry(), src), engine.Options{})
+		row := validateRow(t, rec)
+		if row.Status != results.StatusOK || row.Endpoint != ep || row.DecodeTokSRatio == nil || row.TTFTRatio == nil {
+			t.Fatalf("%s: validate row %s (%s), endpoint %s, decode ratio %v, ttft ratio %v\n%s", ep, row.Status, row.Reason, row.Endpoint, row.DecodeTokSRatio, row.TTFTRatio, rec.Progress)
+		}
+		n := 0
+		for _, q := range rec.Requests {
+			if q.Stage != "realworld" {
+				continue
+			}
+			n++
+			if q.Status != results.StatusOK || !strings.HasPrefix(q.ResponseID, prefix) {
+				t.Fatalf("%s: request %d: %s %q, id %q: want ok, answered by the %s API", ep, q.Seq, q.Status, q.Error, q.ResponseID, ep)
+			}
+		}
+		if n == 0 || int64(n) != row.Requests {
+			t.Errorf("%s: %d request rows, the row says %d", ep, n, row.Requests)
+		}
+	}
+}

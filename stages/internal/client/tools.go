@@ -28,10 +28,13 @@ type Constraints struct {
 }
 
 // ConstraintEndpoints are the endpoints whose requests carry tools and
-// structured output: chat alone (a completion has no tool calls and the
-// engines' completions take no response_format; an embedding or a
-// transcription has no answer text to constrain).
-var ConstraintEndpoints = []string{"chat"}
+// structured output: chat, and the Responses and Messages APIs, which
+// are sent them in their own shapes (loadgen's apitools.go: flat function
+// tools and text.format; input_schema tools and output_config.format). A
+// completion has no tool calls and the engines' completions take no
+// response_format; an embedding, a rerank or a transcription has no
+// answer text to constrain.
+var ConstraintEndpoints = []string{"chat", "responses", "messages"}
 
 // IsSet says tools or a structured output are given.
 func (c Constraints) IsSet() bool { return c.Tools != nil || c.ResponseFormat != nil }
@@ -116,14 +119,20 @@ func (c Constraints) CheckConstraints(spec *schema.Stage, endpoint string) schem
 		var errs schema.Errors
 		for f, given := range map[string]bool{"tools": c.Tools != nil, "tool_choice": c.ToolChoice != nil, "response_format": c.ResponseFormat != nil} {
 			if given {
-				errs = append(errs, schema.Error{Pos: spec.PosOf(f), Msg: fmt.Sprintf("stages.%s.%s: tools and structured output apply to endpoint %q only, not %q: a %s request has no tool calls or answer text to constrain",
-					spec.Name, f, strings.Join(ConstraintEndpoints, `", "`), endpoint, endpoint)})
+				errs = append(errs, schema.Error{Pos: spec.PosOf(f), Msg: fmt.Sprintf("stages.%s.%s: tools and structured output apply to endpoint \"%s\" or %q only, not %q: a %s request has no tool calls or answer text to constrain",
+					spec.Name, f, strings.Join(ConstraintEndpoints[:len(ConstraintEndpoints)-1], `", "`), ConstraintEndpoints[len(ConstraintEndpoints)-1], endpoint, endpoint)})
 			}
 		}
 		slices.SortFunc(errs, func(a, b schema.Error) int { return strings.Compare(a.Msg, b.Msg) })
 		return errs
 	}
 	_, errs := c.Compile(spec)
+	if c.ResponseFormatAs != "" && c.ResponseFormatAs != "response_format" && endpoint != "chat" {
+		// The engines' own forms are chat request fields; the APIs have
+		// their own one (text.format, output_config.format).
+		errs = append(errs, schema.Error{Pos: spec.PosOf("response_format_as"), Msg: fmt.Sprintf("stages.%s.response_format_as: %q is a chat request's field; endpoint %q carries response_format in its own shape: leave response_format_as out",
+			spec.Name, c.ResponseFormatAs, endpoint)})
+	}
 	return errs
 }
 

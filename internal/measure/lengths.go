@@ -1,0 +1,31 @@
+package measure
+
+import (
+	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
+)
+
+// fillLengths sets the percentiles of the completed requests' prompt and
+// output lengths as the server counted them: with effective_isl and
+// effective_osl (their means) the realised length distribution, which a
+// cell drawing its lengths (docs/PLANS.md, Length distributions) is
+// judged by. NULL when nothing completed.
+func fillLengths(row *results.Cell, reqs []results.Request) {
+	in := make([]float64, 0, len(reqs))
+	out := make([]float64, 0, len(reqs))
+	for k := range reqs {
+		if reqs[k].Status != results.StatusOK {
+			continue
+		}
+		in = append(in, float64(reqs[k].InputTokens))
+		out = append(out, float64(reqs[k].OutputTokens))
+	}
+	row.EffectiveISLP50, row.EffectiveISLP90, row.EffectiveISLP99 = nil, nil, nil
+	row.EffectiveOSLP50, row.EffectiveOSLP90, row.EffectiveOSLP99 = nil, nil, nil
+	if len(in) == 0 {
+		return
+	}
+	i, o := stats.Summarize(in), stats.Summarize(out)
+	row.EffectiveISLP50, row.EffectiveISLP90, row.EffectiveISLP99 = results.Some(i.P50), results.Some(i.P90), results.Some(i.P99)
+	row.EffectiveOSLP50, row.EffectiveOSLP90, row.EffectiveOSLP99 = results.Some(o.P50), results.Some(o.P90), results.Some(o.P99)
+}
