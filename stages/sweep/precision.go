@@ -415,6 +415,13 @@ func (s *Stage) fillPrecision(row *results.Cell, reqs []results.Request, sent in
 	switch row.StopReason {
 	case stopTargetMet:
 		head = fmt.Sprintf("target met at %d requests; %s", meter.metAtCount(), head)
+		if worstRatio > 1 {
+			// The requests in flight when the target was met finished
+			// after it and joined the row: the stored bound is the whole
+			// sample's, which they widened.
+			head = fmt.Sprintf("target met at %d requests, but the %d in flight then, which the row counts too, widened %s's bound past its target; %s",
+				meter.metAtCount(), max(len(reqs)-meter.metAtCount(), 0), t.col.Name, head)
+		}
 	case stopBudgetRequests:
 		head = fmt.Sprintf("budget: requests (%d sent) before the target; %s", sent, head)
 	case stopBudgetTime:

@@ -146,3 +146,49 @@ func BenchmarkPrecisionMeter(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/request")
 }
+
+// A target met while requests were still in flight: those that finished
+// after it join the row, and when they widen the stored bound past the
+// target the row says so rather than "target met" alone.
+func TestPrecisionSaysWhenInFlightRequestsWidenedTheBound(t *testing.T) {
+	col, _ := results.Lookup(results.ColTTFTP50Ms)
+	plan := &precisionPlan{targets: []precisionTarget{{col: col, within: 5}}, conf: 0.95}
+	s := &Stage{precision: plan}
+	m := newPrecisionMeter(plan)
+	var rows []results.Request
+	for i := 0; i < 4000 && !m.enough.Load(); i++ {
+		r := resultWithTTFT(10 + 20*math.Mod(float64(i)*0.6180339887, 1))
+		row := loadgen.RequestRows(results.Cell{}, []loadgen.Result{r})[0]
+		m.add(&row)
+		rows = append(rows, row)
+	}
+	met := m.metAtCount()
+	if met == 0 {
+		t.Fatal("the target was never met")
+	}
+	for _, tc := range []struct {
+		name    string
+		late    float64 // the ttft of the requests that were in flight
+		widened bool
+	}{
+		{"in flight like the rest", 20, false},
+		{"in flight far slower", 5000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := slices.Clone(rows)
+			for range met {
+				all = append(all, loadgen.RequestRows(results.Cell{}, []loadgen.Result{resultWithTTFT(tc.late)})[0])
+			}
+			var row results.Cell
+			s.fillPrecision(&row, all, len(all), false, m)
+			if row.StopReason != stopTargetMet {
+				t.Fatalf("stop_reason %q", row.StopReason)
+			}
+			over := *row.PrecisionReachedPct > *row.PrecisionTargetPct
+			said := strings.Contains(row.Notes, "widened")
+			if over != tc.widened || said != tc.widened {
+				t.Errorf("reached %.2f %% (target %g %%), note %q: want widened=%v said", *row.PrecisionReachedPct, *row.PrecisionTargetPct, row.Notes, tc.widened)
+			}
+		})
+	}
+}
