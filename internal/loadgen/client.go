@@ -292,10 +292,6 @@ type Result struct {
 	// StampShared counts token events that came in one socket read with
 	// the next one, so carry the later bytes' arrival (kstamp.go).
 	StampShared int
-	// events is how many token events a Lean result had (Tokens keeps
-	// its first and last); 0: Tokens holds them all.
-	events int
-
 	// ReasoningTokens and AnswerTokens split OutputTokens (reasoning.go):
 	// ReasoningSource says where the reasoning count came from
 	// (ReasoningFromUsage, ReasoningFromEvents, or ReasoningUnknown: a

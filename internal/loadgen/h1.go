@@ -214,28 +214,41 @@ func netHTTPReason(client *http.Client, url string) string {
 // row's notes say about how its requests were sent and timed ("" for
 // nothing to say).
 func CellNotes(row *results.Cell, rs []Result) string {
-	notes := CellStamps(row, rs)
-	if note := cellTransport(rs); note != "" {
-		notes = strings.TrimPrefix(notes+"; "+note, "; ")
+	var t SendTally
+	for i := range rs {
+		t.Add(&rs[i])
 	}
-	return notes
+	return joinNote(CellStamps(row, rs), t.Note())
 }
 
-// cellTransport returns the note a cell's row carries when some of its
-// requests went through Go's net/http transport ("" when all took the
-// fast path).
-func cellTransport(rs []Result) string {
-	n, why := 0, ""
-	for i := range rs {
-		if rs[i].NetHTTP != "" {
-			n++
-			why = rs[i].NetHTTP
-		}
+// SendTally is what a cell's note on its transport needs of its results,
+// folded in as each finishes.
+type SendTally struct {
+	requests, netHTTP int
+	why               string
+}
+
+// Add folds in one result.
+func (t *SendTally) Add(r *Result) {
+	t.requests++
+	if r.NetHTTP != "" {
+		t.netHTTP++
+		t.why = r.NetHTTP
 	}
-	if n == 0 {
+}
+
+// Note is the note a cell's row carries when some of its requests went
+// through Go's net/http transport ("" when all took the fast path).
+func (t *SendTally) Note() string {
+	if t.netHTTP == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d requests went through Go's net/http transport, not benchrun's HTTP/1.1 fast path (%s): more client CPU per request and two more goroutines per connection", n, len(rs), why)
+	return fmt.Sprintf("%d of %d requests went through Go's net/http transport, not benchrun's HTTP/1.1 fast path (%s): more client CPU per request and two more goroutines per connection", t.netHTTP, t.requests, t.why)
+}
+
+// joinNote joins two notes with "; ", either possibly "".
+func joinNote(a, b string) string {
+	return strings.TrimPrefix(strings.TrimSuffix(a+"; "+b, "; "), "; ")
 }
 
 // fast reports whether req goes on the caller's goroutine.

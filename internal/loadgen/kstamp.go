@@ -204,23 +204,54 @@ func userStamps(res *Result) {
 // stamps, those go back to their user-space stamps, so that every latency
 // of the cell comes from one clock.
 func CellStamps(row *results.Cell, rs []Result) string {
-	row.StampSource, row.EventsJoinedPct = "", nil
-	kernel, user, events, missing, shared := 0, 0, 0, 0, 0
-	why := ""
+	var t StampTally
 	for i := range rs {
-		switch rs[i].StampSource {
-		case StampKernel:
-			kernel++
-			events += rs[i].Events()
-			missing += rs[i].StampMissing
-			shared += rs[i].StampShared
-		case StampUser:
-			user++
-			if why == "" {
-				why = rs[i].StampNote
+		t.Add(&rs[i])
+	}
+	if t.Mixed() {
+		for i := range rs {
+			if rs[i].StampSource == StampKernel {
+				userStamps(&rs[i])
 			}
 		}
 	}
+	return t.Fill(row)
+}
+
+// StampTally is what a cell's stamp columns and note need of its timed
+// results, folded in as each finishes (Add), so that a measuring stage
+// need not hold the results until its cell ends.
+type StampTally struct {
+	kernel, user, events, missing, shared int
+	why                                   string
+}
+
+// Add folds in one result.
+func (t *StampTally) Add(r *Result) {
+	switch r.StampSource {
+	case StampKernel:
+		t.kernel++
+		t.events += len(r.Tokens)
+		t.missing += r.StampMissing
+		t.shared += r.StampShared
+	case StampUser:
+		t.user++
+		if t.why == "" {
+			t.why = r.StampNote
+		}
+	}
+}
+
+// Mixed says some of the cell's streamed requests had kernel stamps and
+// some not: the kernel-stamped ones go back to their user-space stamps
+// (measure.UserStamps on their rows), so that one clock times the cell.
+func (t *StampTally) Mixed() bool { return t.kernel > 0 && t.user > 0 }
+
+// Fill sets the row's stamp_source and events_joined_pct and returns the
+// note the row's notes carry ("" for none).
+func (t *StampTally) Fill(row *results.Cell) string {
+	row.StampSource, row.EventsJoinedPct = "", nil
+	kernel, user, events, missing, shared, why := t.kernel, t.user, t.events, t.missing, t.shared, t.why
 	switch {
 	case kernel+user == 0:
 		return "" // no streamed request: nothing was stamped per event
@@ -237,11 +268,6 @@ func CellStamps(row *results.Cell, rs []Result) string {
 			notes = append(notes, fmt.Sprintf("%.1f%% of token events came in one socket read with the next event (benchrun read after both had arrived, or the server wrote them together): they carry the later bytes' arrival, an upper bound of their own", 100*float64(shared)/float64(events)))
 		}
 		return strings.Join(notes, "; ")
-	}
-	for i := range rs {
-		if rs[i].StampSource == StampKernel {
-			userStamps(&rs[i])
-		}
 	}
 	row.StampSource = StampUser
 	if kernel == 0 {

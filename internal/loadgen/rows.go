@@ -20,7 +20,7 @@ func RequestRows(cell results.Cell, rs []Result) []results.Request {
 
 // RequestRow is one result's request row, seq its index in the cell's
 // send order: a sweep builds each row the moment its request finishes
-// and keeps the result only Lean.
+// and keeps no result (it folds in what its row's notes need).
 func RequestRow(cell results.Cell, i int64, r *Result) results.Request {
 	q := results.Request{
 		Stage: cell.Stage, CellID: cell.CellID, Seq: i, ResponseID: r.ResponseID,

@@ -92,7 +92,9 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	completed, gaps, delays := familyCaps(reqs)
 	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed)
 	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, len(reqs))
-	itl, itlTok, stampDelay := make([]float64, 0, gaps), make([]float64, 0, gaps), make([]float64, 0, delays)
+	// itl_tok reuses itl's buffer once itl is summarized: the chunk gaps,
+	// one per token of a streamed cell, are its largest family.
+	itl, stampDelay := make([]float64, 0, gaps), make([]float64, 0, delays)
 	var inTok, outTok, ttftSum float64
 	var good int64
 	firstErr := ""
@@ -121,10 +123,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 		if smp.HasNTPOT {
 			ntpot = append(ntpot, smp.NTPOTMs)
 		}
-		for k, g := range smp.GapsMs {
-			itl = append(itl, g)
-			itlTok = append(itlTok, g/float64(smp.GapTokens(k)))
-		}
+		itl = append(itl, smp.GapsMs...)
 		stampDelay = append(stampDelay, r.StampDelaysMs...)
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
@@ -132,25 +131,36 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 			good++
 		}
 	}
-	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.Summarize(ttft).Dist()
-	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.Summarize(ttftSched).Dist()
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.Summarize(itl).Dist()
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.Summarize(itlTok).Dist()
-	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.Summarize(tpot).Dist()
-	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.Summarize(e2el).Dist()
-	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.Summarize(e2elSched).Dist()
-	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.Summarize(lag).Dist()
+	// Each family is FillCell's own: summarized in place (sorted), then
+	// bounded from the sorted values.
+	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.SummarizeInPlace(ttft).Dist()
+	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.SummarizeInPlace(ttftSched).Dist()
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.SummarizeInPlace(itl).Dist()
+	fillBounds(row, "itl", itl)
+	row.ITLSamples = results.Some(int64(len(itl)))
+	itlTok := itl[:0]
+	for i := range reqs {
+		if smp, ok := SampleOf(&reqs[i]); ok {
+			for k, g := range smp.GapsMs {
+				itlTok = append(itlTok, g/float64(smp.GapTokens(k)))
+			}
+		}
+	}
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.SummarizeInPlace(itlTok).Dist()
+	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.SummarizeInPlace(tpot).Dist()
+	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.SummarizeInPlace(e2el).Dist()
+	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.SummarizeInPlace(e2elSched).Dist()
+	row.SendLagMs, row.SendLagP50Ms, row.SendLagP90Ms, row.SendLagP95Ms, row.SendLagP99, row.SendLagMaxMs = stats.SummarizeInPlace(lag).Dist()
 	row.NTPOTMs = results.SomeIf(len(ntpot) > 0, stats.Mean(ntpot))
 	fillBounds(row, "ttft", ttft)
-	fillBounds(row, "itl", itl)
 	fillBounds(row, "tpot", tpot)
 	fillBounds(row, "e2el", e2el)
-	row.ITLSamples, row.TPOTSamples = results.Some(int64(len(itl))), results.Some(int64(len(tpot)))
+	row.TPOTSamples = results.Some(int64(len(tpot)))
 
 	// The kernel stamps' delays are NULL unless the cell's events were
 	// timed by kernel stamps: a row timed with user stamps has none.
 	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
-	if s := stats.Summarize(stampDelay); s.N > 0 && row.StampSource == "kernel" {
+	if s := stats.SummarizeInPlace(stampDelay); s.N > 0 && row.StampSource == "kernel" {
 		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
 	}
 

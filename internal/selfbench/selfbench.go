@@ -265,7 +265,8 @@ func measureStreamMemory(ctx context.Context, srv *sim.Server, tg *loadgen.Targe
 }
 
 // measureHeldMemory is what a sweep keeps of each finished request until
-// its cell ends (loadgen.Keep: its row and its result, Lean), streamed
+// its cell ends (its request row; the result is folded in as it finishes
+// and not kept), streamed
 // (64 tokens, an event each) and not: the heap held after n and after 4n
 // finished requests, over the 3n more (docs/METRICS.md, "Memory per
 // finished request").
@@ -284,15 +285,14 @@ func measureHeldMemory(ctx context.Context, row rowFunc) {
 		held := func(n int) uint64 {
 			runtime.GC()
 			base := loadgen.InUseMemory()
-			rows, rs := make([]results.Request, n), make([]loadgen.Result, n)
+			rows := make([]results.Request, n)
 			loadgen.RunClosed(ctx, tg, heldConcurrency, n, func(int) loadgen.Request {
 				return loadgen.Request{Prompt: "one two three", MaxTokens: 64, Body: map[string]any{"ignore_eos": true}}
-			}, func(i int, r loadgen.Result) { rows[i], rs[i] = loadgen.Keep(r) })
+			}, func(i int, r loadgen.Result) { rows[i] = loadgen.RequestRow(results.Cell{}, 0, &r) })
 			runtime.GC()
 			now := loadgen.InUseMemory()
 			grown := now - min(base, now)
 			runtime.KeepAlive(rows)
-			runtime.KeepAlive(rs)
 			return grown
 		}
 		small, large := held(heldRequests), held(4*heldRequests)
@@ -305,7 +305,7 @@ func measureHeldMemory(ctx context.Context, row rowFunc) {
 			name, detail = "held_bytes_per_streamed_request", "streamed, 64 tokens, an event each"
 		}
 		per := (float64(large) - float64(small)) / float64(3*heldRequests)
-		row(name, per, "bytes", detail+": a finished request's row and result kept until its cell ends (a sweep's request rows and sinks add to it at the cell's end)")
+		row(name, per, "bytes", detail+": a finished request's row kept until its cell ends (a sweep's request rows and sinks add to it at the cell's end)")
 	}
 }
 

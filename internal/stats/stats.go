@@ -22,10 +22,16 @@ type Summary struct {
 // Summarize returns the summary of xs. It does not modify xs.
 // An empty set gives a zero Summary (N == 0); callers decide how to show it.
 func Summarize(xs []float64) Summary {
-	if len(xs) == 0 {
+	return SummarizeInPlace(slices.Clone(xs))
+}
+
+// SummarizeInPlace is Summarize for a caller that owns xs: it sorts xs
+// in place instead of a copy, so a cell's largest family (its chunk gaps,
+// one per token) is held once at its end, not twice.
+func SummarizeInPlace(s []float64) Summary {
+	if len(s) == 0 {
 		return Summary{}
 	}
-	s := slices.Clone(xs)
 	slices.Sort(s)
 	var sum float64
 	for _, x := range s {

@@ -1,14 +1,12 @@
 package sweep
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/benchrun/benchrun/internal/engines"
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/stats"
@@ -201,26 +199,8 @@ func (k *mediaKit) request(i int, prompt func(int) string, base loadgen.Request)
 
 // fillMedia adds what embeddings and media points measure to a row that
 // fillRow filled (docs/METRICS.md, "Embeddings" and "Media").
-func fillMedia(row *results.Cell, rs []loadgen.Result, window time.Duration, hasRefs bool) {
-	var in, vectors, audio, docs float64
-	var cos, rtf []float64
-	dim := 0
-	for _, r := range rs {
-		if !r.OK() {
-			continue
-		}
-		in += float64(r.InputTokens)
-		vectors += float64(r.Vectors)
-		docs += float64(r.Documents)
-		if r.Dimensions > 0 {
-			dim = r.Dimensions
-		}
-		cos = append(cos, r.Cosines...)
-		if r.AudioSeconds > 0 {
-			audio += r.AudioSeconds
-			rtf = append(rtf, r.E2EL().Seconds()/r.AudioSeconds)
-		}
-	}
+func fillMedia(row *results.Cell, m *mediaTally, window time.Duration, hasRefs bool) {
+	in, vectors, audio, docs, dim, cos, rtf := m.in, m.vectors, m.audio, m.docs, m.dim, m.cos, m.rtf
 	w := window.Seconds()
 	if w > 0 {
 		row.InputTokS = results.Some(in / w)
@@ -257,7 +237,7 @@ func fillMedia(row *results.Cell, rs []loadgen.Result, window time.Duration, has
 			row.Images, row.ImageResolution, *row.EffectiveISL, *row.EffectiveISL-float64(row.ISL), row.ISL))
 	}
 	if row.Status != results.StatusOK && row.Endpoint == "embeddings" {
-		row.Reason = joinNotes(row.Reason, embeddingsHint(rs))
+		row.Reason = joinNotes(row.Reason, m.hint)
 	}
 }
 
@@ -267,24 +247,6 @@ func minOf(xs []float64) float64 {
 		m = min(m, x)
 	}
 	return m
-}
-
-// embeddingsHint says what to change when a server refuses to embed:
-// llama-server answers 501 without --embeddings and 400 with --pooling
-// none, and the fix is in its command line, not in the plan's sweep.
-func embeddingsHint(rs []loadgen.Result) string {
-	for _, r := range rs {
-		var he *loadgen.HTTPError
-		if !errors.As(r.Err, &he) {
-			continue
-		}
-		msg := strings.ToLower(he.Body)
-		if (he.Status == 501 || he.Status == 400) && (strings.Contains(msg, "--embeddings") || strings.Contains(msg, "pooling")) {
-			args := strings.Join(engines.LlamaServer.EmbeddingsArgs, " ")
-			return fmt.Sprintf("the server does not embed as started: llama-server needs %s (a pooling mode other than none) on its command line", args)
-		}
-	}
-	return ""
 }
 
 // loadReferences reads the dataset's reference vectors by text (nil when

@@ -50,6 +50,8 @@ type pointRun struct {
 	// meter follows the timed pass's precision (precision.go; nil: the
 	// sweep has no precision target).
 	meter *precisionMeter
+	// tally folds in the timed passes' results as they finish (tally.go).
+	tally resultTally
 }
 
 // sendUntilDeath is ctx, ended also the moment the server is known dead:
@@ -104,13 +106,15 @@ func (pr *pointRun) shapeRequests() {
 	}
 }
 
-// passResult is one pass's results, in send order, its window (from the
-// schedule's origin, the first send, to the last response) and its sends.
+// passResult is one pass's outcome: a timed pass's request rows in send
+// order, its window (from the schedule's origin, the first send, to the
+// last response), its sends, and what its results told (passTally; the
+// results themselves are not kept).
 type passResult struct {
-	rs     []loadgen.Result
-	rows   []results.Request // a timed pass's request rows, rs's in order
+	rows   []results.Request // nil unless the pass is timed
 	window time.Duration
 	sends  sendSpan
+	tally  *passTally
 }
 
 // runPass sends one pass of the point's load.
@@ -140,16 +144,22 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 	}
 	// At its expected size (bounded): doubling it left a long pass's
 	// results twice over as garbage.
-	arrived := newArrivals(min(expected, maxPresized), timed)
+	var arrived *arrivals
+	if timed {
+		arrived = newArrivals(min(expected, maxPresized))
+	}
+	pt := &passTally{}
 	onResult := func(i int, r loadgen.Result) {
 		var row results.Request
 		if timed {
-			row, r = loadgen.Keep(r) // seq and cell: timedPasses, fillRow
-		} else {
-			r.Lean()
+			row = loadgen.RequestRow(results.Cell{}, 0, &r) // seq and cell: timedPasses, fillRow
 		}
 		pr.mu.Lock()
-		arrived.add(i, r, row)
+		pt.add(&r, !timed)
+		if timed {
+			pr.tally.add(i, &r)
+			arrived.add(i, row)
+		}
 		pr.mu.Unlock()
 		if r.Err != nil && errors.Is(r.Err, syscall.ECONNREFUSED) {
 			pr.refuse(r.Err)
@@ -192,13 +202,16 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		prompts.stop()
 	}
 	pr.pv.endPass()
-	rs, rows := arrived.inSendOrder()
+	var rows []results.Request
+	if timed {
+		rows = arrived.inSendOrder()
+	}
 	if err != nil && pr.firstErr == nil {
 		pr.firstErr = err
 	}
-	sp := spanOf(rs)
+	sp := pt.span()
 	sp.held, sp.limit, sp.paced = st.Held, st.InFlightLimit, st.Paced
-	return passResult{rs: rs, rows: rows, window: passWindow(rs, st.Start), sends: sp}
+	return passResult{rows: rows, window: pt.window(st.Start), sends: sp, tally: pt}
 }
 
 // maxPresized bounds the results a pass makes room for before they come.
@@ -224,39 +237,15 @@ func (pr *pointRun) refuse(err error) {
 	}
 }
 
-// passWindow is a pass's window: from the schedule's origin (first send)
-// to the last response; 0 when nothing came back.
-func passWindow(rs []loadgen.Result, start time.Time) time.Duration {
-	var last time.Time
-	for _, r := range rs {
-		if r.Finished.After(last) {
-			last = r.Finished
-		}
-	}
-	if last.IsZero() {
-		return 0
-	}
-	return last.Sub(start)
-}
-
 // awaitDeath waits for the server's verdict after a pass whose
 // connections failed: it may have met a dead server whose exit is not
 // reaped yet (its sockets close first), and the next pass should not send
 // into a closed port.
-func (pr *pointRun) awaitDeath(rs []loadgen.Result) {
+func (pr *pointRun) awaitDeath(pt *passTally) {
 	if pr.target.Done == nil || pr.ctx.Err() != nil {
 		return
 	}
-	evidence := noFailures
-	for _, r := range rs {
-		if r.Err != nil && r.StatusCode == 0 {
-			evidence = failedRequests
-			if errors.Is(r.Err, syscall.ECONNREFUSED) {
-				evidence = refusedConnections
-				break
-			}
-		}
-	}
+	evidence := pt.evidence()
 	if evidence == noFailures {
 		return
 	}
@@ -272,17 +261,12 @@ func (pr *pointRun) warmUp(row *results.Cell) (int, []float64) {
 	var warmTTFT []float64
 	pass := 0
 	for ; pass < pr.s.cfg.Warmup && pr.ctx.Err() == nil; pass++ {
-		rs := pr.runPass(pass, false).rs
-		pr.awaitDeath(rs)
-		if pass == 0 && len(rs) > 0 {
-			row.FirstCallMs = firstCallMs(rs)
+		pt := pr.runPass(pass, false).tally
+		pr.awaitDeath(pt)
+		if pass == 0 && pt.n > 0 {
+			row.FirstCallMs = pt.firstCall
 		}
-		warmTTFT = warmTTFT[:0]
-		for _, r := range rs {
-			if r.OK() {
-				warmTTFT = append(warmTTFT, ms(r.TTFT()))
-			}
-		}
+		warmTTFT = pt.warmTTFT
 	}
 	return pass, warmTTFT
 }
@@ -291,6 +275,7 @@ func (pr *pointRun) warmUp(row *results.Cell) (int, []float64) {
 // first, and sums their windows and sends.
 func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 	var timed passResult
+	pr.tally = resultTally{models: modelTally{asked: pr.t.Model}, trace: pr.s.traceTally(pr.p, pr.view)}
 	for it := 0; it < pr.s.cfg.Iterations && pr.ctx.Err() == nil; it++ {
 		if err := pr.hooks.before(pr.ctx); err != nil {
 			pr.firstErr = err
@@ -298,22 +283,22 @@ func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 		}
 		res := pr.runPass(first+it, true)
 		pr.hooks.after(pr.ctx)
-		pr.awaitDeath(res.rs)
+		pr.awaitDeath(res.tally)
 		timed.sends.intervals += res.sends.intervals
 		timed.sends.span += res.sends.span
 		timed.sends.held += res.sends.held
 		timed.sends.paced += res.sends.paced
 		timed.sends.limit = max(timed.sends.limit, res.sends.limit)
-		if pr.s.cfg.Warmup == 0 && it == 0 && len(res.rs) > 0 {
-			row.FirstCallMs = firstCallMs(res.rs)
+		if pr.s.cfg.Warmup == 0 && it == 0 && res.tally.n > 0 {
+			row.FirstCallMs = res.tally.firstCall
 		}
 		for k := range res.rows {
 			res.rows[k].Seq = int64(len(timed.rows) + k) // the index in the cell's send order
 		}
-		if timed.rs == nil { // one pass: its slices, not a copy
-			timed.rs, timed.rows = res.rs, res.rows
+		if timed.rows == nil { // one pass: its rows, not a copy
+			timed.rows = res.rows
 		} else {
-			timed.rs, timed.rows = append(timed.rs, res.rs...), append(timed.rows, res.rows...)
+			timed.rows = append(timed.rows, res.rows...)
 		}
 		timed.window += res.window
 	}

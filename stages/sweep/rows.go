@@ -31,16 +31,12 @@ func clientCPUUtil(cpu, wall time.Duration) *float64 {
 
 // fillRow computes a cell row's metrics from the timed requests over the
 // timed passes' summed window (measure.FillCell, docs/METRICS.md) and says
-// what a reader needs to know about them in its notes. It returns the
-// cell's request rows: rows, rs's built as each request finished (nil:
-// built from rs now).
-func fillRow(row *results.Cell, rs []loadgen.Result, rows []results.Request, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
+// what a reader needs to know about them in its notes, from the rows
+// and what their results told as they finished (tally). It returns the
+// cell's request rows, reqs with their stage and cell set.
+func fillRow(row *results.Cell, tally *resultTally, reqs []results.Request, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
 	// First: it may set a mixed cell's kernel stamps back to user ones.
-	stampNote := loadgen.CellNotes(row, rs)
-	reqs := rows
-	if reqs == nil {
-		reqs = loadgen.RequestRows(*row, rs)
-	}
+	stampNote := joinNotes(tally.stamps.Fill(row), tally.sends.Note())
 	for k := range reqs {
 		reqs[k].Stage, reqs[k].CellID = row.Stage, row.CellID
 		if row.StampSource == loadgen.StampUser {
@@ -49,14 +45,12 @@ func fillRow(row *results.Cell, rs []loadgen.Result, rows []results.Request, win
 	}
 	slice, _ := time.ParseDuration(cfg.Slice) // vet refused a bad one
 	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span, Slice: slice}, slo)
-	tally := tallyTokens(rs)
-
 	notes := promptNotes(row, cfg)
-	if note := tokenCountNote(row, tally); note != "" {
+	if note := tokenCountNote(row, tally.tokens); note != "" {
 		notes = append(notes, note)
 	}
-	notes = append(notes, shapeNotes(row, cfg, tally)...)
-	notes = append(notes, clientNotes(row, len(rs), sends, stampNote, cfg)...)
+	notes = append(notes, shapeNotes(row, cfg, tally.tokens)...)
+	notes = append(notes, clientNotes(row, len(reqs), sends, stampNote, cfg)...)
 	if note := coldNote(row, warmTTFT); note != "" {
 		notes = append(notes, note)
 	}
@@ -68,46 +62,6 @@ func fillRow(row *results.Cell, rs []loadgen.Result, rows []results.Request, win
 	}
 	row.Notes = strings.Join(notes, "; ")
 	return reqs
-}
-
-// tokenTally is where the completed requests' token counts came from, and
-// a conversation's first turns (their prompts and count).
-type tokenTally struct {
-	counted, estimated, continuous int
-	firstIn                        float64
-	firstN                         int
-	// askedIn and askedOut sum the lengths drawn for the completed
-	// requests (a cell drawing them; 0: none drawn), offIn counts those
-	// whose prompt the server counted more than a token off its draw.
-	askedIn, askedOut float64
-	offIn             int
-}
-
-func tallyTokens(rs []loadgen.Result) tokenTally {
-	var t tokenTally
-	for _, r := range rs {
-		if !r.OK() {
-			continue
-		}
-		switch {
-		case !r.UsageReported:
-			t.counted++
-		case r.ContinuousUsage:
-			t.continuous++
-		case r.TokensEstimated:
-			t.estimated++
-		}
-		if r.Turn == 1 || r.Step == 1 { // a conversation's first turns, an agent's first steps
-			t.firstIn += float64(r.InputTokens)
-			t.firstN++
-		}
-		t.askedIn += float64(r.ISL)
-		t.askedOut += float64(r.OSL)
-		if r.ISL > 0 && math.Abs(float64(r.InputTokens-r.ISL)) > 1 {
-			t.offIn++
-		}
-	}
-	return t
 }
 
 // promptNotes say how the cell's prompts were made: cold or warm, a shared
@@ -237,34 +191,4 @@ func opt(p *float64, prec int) string {
 		return "–"
 	}
 	return strconv.FormatFloat(*p, 'f', prec, 64)
-}
-
-// answeredModelNote says when the server answered as another model than
-// the one asked for ("" when every answer that named one named it): a
-// server that lists the plan's model but serves a fallback would be
-// measured as the plan's model. An alias is legitimate (Ollama's
-// "name:latest" for "name" is not reported), so it is a note, not an
-// error: the reader decides.
-func answeredModelNote(asked string, rs []loadgen.Result) string {
-	if asked == "" {
-		return ""
-	}
-	other, n := "", 0
-	for _, r := range rs {
-		m, asked := r.Model, asked
-		if r.AskedModel != "" {
-			asked = r.AskedModel // a mix's request named its own
-		}
-		if m == "" || m == asked || m == asked+":latest" || m+":latest" == asked {
-			continue
-		}
-		if other == "" {
-			other = m
-		}
-		n++
-	}
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the server answered %d of %d requests as model %q, not %q: an alias, or another model than the plan's", n, len(rs), other, asked)
 }

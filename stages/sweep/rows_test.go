@@ -37,7 +37,7 @@ func TestFillRowFormulas(t *testing.T) {
 	var row results.Cell
 	row.ISL, row.OSL = 16, 3
 	cfg := Config{Prompts: "cold", SendLagThresholdMs: 5}
-	fillRow(&row, rs, nil, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, measure.SLO{TTFTMs: 20})
+	fillRowFrom(&row, rs, 2*time.Second, spanOf(rs), []float64{90, 95}, cfg, measure.SLO{TTFTMs: 20})
 
 	near := func(name string, got *float64, want float64) {
 		t.Helper()
@@ -89,7 +89,7 @@ func TestFillRowFormulas(t *testing.T) {
 	// a measurement), measured zero throughput over the window, and the
 	// reason says so.
 	var bad results.Cell
-	fillRow(&bad, rs[2:], nil, time.Second, spanOf(rs[2:]), nil, cfg, measure.SLO{})
+	fillRowFrom(&bad, rs[2:], time.Second, spanOf(rs[2:]), nil, cfg, measure.SLO{})
 	if bad.Completed != 0 || bad.Failed != 1 || bad.Status != results.StatusError {
 		t.Errorf("all failed: %+v", bad)
 	}
@@ -111,7 +111,7 @@ func TestFillRowFormulas(t *testing.T) {
 
 	// Nothing sent: no window, so not even the throughputs are measured.
 	var none results.Cell
-	fillRow(&none, nil, nil, 0, sendSpan{}, nil, cfg, measure.SLO{})
+	fillRowFrom(&none, nil, 0, sendSpan{}, nil, cfg, measure.SLO{})
 	if none.ReqS != nil || none.Goodput != nil || none.GoodputRatio != nil || none.SendLagP99 != nil || none.Status != results.StatusError {
 		t.Errorf("nothing sent: req_s %v goodput %v ratio %v send lag %v status %s; want every metric null", none.ReqS, none.Goodput, none.GoodputRatio, none.SendLagP99, none.Status)
 	}
@@ -127,7 +127,7 @@ func TestClientCPUSaturationIsNoted(t *testing.T) {
 		note bool
 	}{{0.1, false}, {float64(runtime.NumCPU()), true}} {
 		row := results.Cell{ClientCPUUtil: results.Some(tc.util)}
-		fillRow(&row, rs, nil, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
+		fillRowFrom(&row, rs, time.Second, spanOf(rs), nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
 		if got := strings.Contains(row.Notes, "client-bound: benchrun itself used"); got != tc.note {
 			t.Errorf("util %.2f: notes %q", tc.util, row.Notes)
 		}
@@ -155,7 +155,7 @@ func TestClientInFlightLimitIsNoted(t *testing.T) {
 		var row results.Cell
 		sp := spanOf(rs)
 		sp.held, sp.limit, sp.paced = tc.held, 18750, tc.paced
-		fillRow(&row, rs, nil, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
+		fillRowFrom(&row, rs, time.Second, sp, nil, Config{SendLagThresholdMs: 5}, measure.SLO{})
 		if strings.Contains(row.Notes, clientBound) != tc.client || strings.Contains(row.Notes, serverPaced) != tc.server {
 			t.Errorf("held %d, paced %d: notes %q", tc.held, tc.paced, row.Notes)
 		}
@@ -180,4 +180,26 @@ func TestClientCPUUtil(t *testing.T) {
 			t.Errorf("clientCPUUtil(%v, %v) = %v, want %v", tc.cpu, tc.wall, got, tc.want)
 		}
 	}
+}
+
+// fillRowFrom is fillRow over results a test holds whole: their rows and
+// their tally, as a pass makes them when each finishes.
+func fillRowFrom(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
+	return fillRow(row, tallyResults(rs, ""), loadgen.RequestRows(*row, rs), window, sends, warmTTFT, cfg, slo)
+}
+
+func spanOf(rs []loadgen.Result) sendSpan {
+	if len(rs) < 2 {
+		return sendSpan{}
+	}
+	first, last := rs[0].Sent, rs[0].Sent
+	for _, r := range rs {
+		if r.Sent.Before(first) {
+			first = r.Sent
+		}
+		if r.Sent.After(last) {
+			last = r.Sent
+		}
+	}
+	return sendSpan{intervals: len(rs) - 1, span: last.Sub(first)}
 }

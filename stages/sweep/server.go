@@ -250,22 +250,6 @@ type sendSpan struct {
 	paced int
 }
 
-func spanOf(rs []loadgen.Result) sendSpan {
-	if len(rs) < 2 {
-		return sendSpan{}
-	}
-	first, last := rs[0].Sent, rs[0].Sent
-	for _, r := range rs {
-		if r.Sent.Before(first) {
-			first = r.Sent
-		}
-		if r.Sent.After(last) {
-			last = r.Sent
-		}
-	}
-	return sendSpan{intervals: len(rs) - 1, span: last.Sub(first)}
-}
-
 // ContextWarnings implements pipeline.ContextUser: the cells whose prompt
 // and output cannot fit contextLength (the model file's own context).
 func (s *Stage) ContextWarnings(p *schema.Plan, contextLength int, source string) []schema.Error {

@@ -677,9 +677,9 @@ func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float6
 		row.Status, row.Reason = results.StatusError, pr.firstErr.Error()
 		return row, nil, probes.end(context.WithoutCancel(ctx), &row)
 	}
-	reqs := fillRow(&row, timed.rs, timed.rows, timed.window, timed.sends, warmTTFT, s.cfg, slo)
-	s.fillPrecision(&row, reqs, len(timed.rs), ctx.Err() != nil, pr.meter)
-	fillMedia(&row, timed.rs, timed.window, s.refs != nil)
+	reqs := fillRow(&row, &pr.tally, timed.rows, timed.window, timed.sends, warmTTFT, s.cfg, slo)
+	s.fillPrecision(&row, reqs, len(reqs), ctx.Err() != nil, pr.meter)
+	fillMedia(&row, &pr.tally.media, timed.window, s.refs != nil)
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		// The server died mid-point: its death is the reason.
 		samples := probes.end(context.WithoutCancel(ctx), &row)
@@ -687,9 +687,9 @@ func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float6
 		row.Status, row.Reason = results.StatusError, c.Error()
 		return row, reqs, samples
 	}
-	row.Notes = joinNotes(row.Notes, answeredModelNote(pr.t.Model, timed.rs))
+	row.Notes = joinNotes(row.Notes, pr.tally.models.note())
 	row.Notes = joinNotes(row.Notes, pr.hooks.note())
-	s.judgeTrace(&row, pr.p, pr.view, timed.rs)
+	s.judgeTrace(&row, pr.p, pr.view, &pr.tally.trace)
 	// After the row is filled: energy per token reads its output tokens.
 	samples := probes.end(ctx, &row)
 	// After telemetry: the hit rate falls back on the server's counters.
@@ -712,27 +712,6 @@ func (s *Stage) conversation(src *loadgen.PromptSource, pass, base, maxTokens in
 		Seed:      uint64(s.cfg.Seed) ^ uint64(pass)<<40,
 		Request:   loadgen.Request{MaxTokens: maxTokens, Body: body, ExpectTokens: expect},
 	}
-}
-
-// firstCallMs is the e2el of the request sent first, or nil when it
-// failed: a failure's time is no latency (failed requests stay out of every
-// latency figure).
-func firstCallMs(rs []loadgen.Result) *float64 {
-	if r := firstSent(rs); r.OK() {
-		return results.Some(ms(r.E2EL()))
-	}
-	return nil // the first request failed: not measured
-}
-
-// firstSent is the result sent first.
-func firstSent(rs []loadgen.Result) *loadgen.Result {
-	best := &rs[0]
-	for i := range rs {
-		if rs[i].Sent.Before(best.Sent) {
-			best = &rs[i]
-		}
-	}
-	return best
 }
 
 func joinNotes(a, b string) string {

@@ -271,7 +271,7 @@ func (s *Stage) traceFits(row results.Cell, view *loadgen.Trace) string {
 // than a token off its input_length makes the row an error when the
 // prompts were calibrated (a note when not), as for synthetic cells;
 // and the notes say what was replayed.
-func (s *Stage) judgeTrace(row *results.Cell, p point, view *loadgen.Trace, timed []loadgen.Result) {
+func (s *Stage) judgeTrace(row *results.Cell, p point, view *loadgen.Trace, tally *traceTally) {
 	if view == nil || view.Len() == 0 {
 		return
 	}
@@ -285,34 +285,27 @@ func (s *Stage) judgeTrace(row *results.Cell, p point, view *loadgen.Trace, time
 		note += "; prompts=warm: every pass replays the same prompts, so the prefix cache starts warm"
 	}
 	row.Notes = joinNotes(row.Notes, note)
-	// Requests per timed pass: each pass sends the same ones, in order
-	// (those due before duration, when it cuts the trace).
-	_, n := s.traceLoad(p, nil, s.cfg.Warmup)
-	if n == 0 {
+	if tally.off == 0 {
 		return
 	}
-	off, first := 0, ""
-	for k, r := range timed {
-		q := view.Requests[k%n]
-		if !r.OK() || q.Prompt != "" || !r.UsageReported {
-			continue
-		}
-		if d := r.InputTokens - q.InputLength; d > 1 || d < -1 {
-			if off == 0 {
-				first = fmt.Sprintf("%s:%d: input_length %d, the server counted %d", filepath.Base(view.Path), q.Line, q.InputLength, r.InputTokens)
-			}
-			off++
-		}
-	}
-	if off == 0 {
-		return
-	}
-	msg := fmt.Sprintf("%d of %d prompts came out more than a token off the trace's input_length (first: %s)", off, len(timed), first)
+	msg := fmt.Sprintf("%d of %d prompts came out more than a token off the trace's input_length (first: %s)", tally.off, tally.all, tally.first)
 	if s.cfg.Calibrate == loadgen.CalibrateOff || row.Status != results.StatusOK {
 		row.Notes = joinNotes(row.Notes, msg+": prompt length not calibrated")
 		return
 	}
 	row.Status, row.Reason = results.StatusError, msg+": the calibration did not hold for this server"
+}
+
+// traceTally is the tally that checks a point's replayed prompts against
+// the trace's input lengths (zero: the point replays no trace): each
+// timed pass sends the same requests, in order (those due before
+// duration, when it cuts the trace).
+func (s *Stage) traceTally(p point, view *loadgen.Trace) traceTally {
+	if view == nil || view.Len() == 0 {
+		return traceTally{}
+	}
+	_, n := s.traceLoad(p, nil, s.cfg.Warmup)
+	return traceTally{view: view, perPass: n}
 }
 
 // traceMaxOutput is the longest output a trace point asks for (its
