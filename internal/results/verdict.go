@@ -1,6 +1,10 @@
 package results
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Outcomes of an assertion verdict.
 const (
@@ -46,4 +50,25 @@ type Verdict struct {
 	// inconclusive), or why a re-measured cell was measured again.
 	Measurement int64  `parquet:"measurement" json:"measurement,omitempty"`
 	Explained   string `parquet:"explained" json:"explained,omitempty"`
+}
+
+// measuredAgainPrefix begins the note of a cell's second (or later)
+// measurement.
+const measuredAgainPrefix = "measurement "
+
+// MeasuredAgainNote is the note a cell's measurement n (2 and on) begins
+// with, why it was measured again in parentheses ("": not said).
+func MeasuredAgainNote(n int64, why string) string {
+	note := fmt.Sprintf("%s%d of the cell, the one its checks judge: measured once more", measuredAgainPrefix, n)
+	if why != "" {
+		note += " (" + why + ")"
+	}
+	return note
+}
+
+// IsMeasuredAgainNote says note is a MeasuredAgainNote: a fact of its row
+// alone, which a table that says a stage's repeated notes once (the CSV on
+// stdout) must still print on every row it belongs to.
+func IsMeasuredAgainNote(note string) bool {
+	return strings.HasPrefix(note, measuredAgainPrefix) && strings.Contains(note, "measured once more")
 }

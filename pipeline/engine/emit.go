@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"maps"
 
 	"github.com/benchrun/benchrun/internal/redact"
@@ -24,11 +23,7 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 	if cell.Measurement > 1 {
 		// Told apart wherever the row goes: the CSV's measurement column
 		// (when the run may re-measure), and its notes everywhere.
-		note := fmt.Sprintf("measurement %d of the cell, the one its checks judge: measured once more", cell.Measurement)
-		if why := r.judge.RemeasureNote(cell.Stage, cell.CellID); why != "" {
-			note += " (" + why + ")"
-		}
-		cell.Notes = joinNotes(note, cell.Notes)
+		cell.Notes = joinNotes(results.MeasuredAgainNote(cell.Measurement, r.judge.RemeasureNote(cell.Stage, cell.CellID)), cell.Notes)
 	}
 	for i := range reqs {
 		reqs[i].Measurement = cell.Measurement

@@ -123,6 +123,12 @@ func (t *target) leanNotes(c results.Cell) string {
 	}
 	var kept []string
 	for _, n := range strings.Split(c.Notes, "; ") {
+		if results.IsMeasuredAgainNote(n) {
+			// Two cells measured again for the same reason each say so:
+			// the note tells the row apart from the cell's first.
+			kept = append(kept, n)
+			continue
+		}
 		if !seen[n] {
 			seen[n] = true
 			kept = append(kept, n)

@@ -318,6 +318,10 @@ func TestStdoutSaysEachNoteOnce(t *testing.T) {
 		{Stage: "a", CellID: "a/2", Notes: "prompts=cold; GPU telemetry not measured: NVML is not available"},
 		{Stage: "a", CellID: "a/3", Notes: "prompts=cold; client-bound: send_lag p99 9 ms; GPU telemetry not measured: NVML is not available"},
 		{Stage: "b", CellID: "b/1", Notes: "prompts=cold"},
+		// Two cells measured again for the same reason: each row says so
+		// (a reader tells a second measurement from the first by it).
+		{Stage: "b", CellID: "b/1", Notes: results.MeasuredAgainNote(2, "inconclusive") + "; prompts=cold"},
+		{Stage: "b", CellID: "b/2", Notes: results.MeasuredAgainNote(2, "inconclusive") + "; prompts=cold"},
 	}
 	for _, c := range rows {
 		if err := o.Cell(c, nil); err != nil {
@@ -331,7 +335,9 @@ func TestStdoutSaysEachNoteOnce(t *testing.T) {
 		"a/1,prompts=cold; GPU telemetry not measured: NVML is not available\n" +
 		"a/2,\n" +
 		"a/3,client-bound: send_lag p99 9 ms\n" +
-		"b/1,prompts=cold\n"
+		"b/1,prompts=cold\n" +
+		"b/1,\"measurement 2 of the cell, the one its checks judge: measured once more (inconclusive)\"\n" +
+		"b/2,\"measurement 2 of the cell, the one its checks judge: measured once more (inconclusive)\"\n"
 	if stdout.String() != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want)
 	}

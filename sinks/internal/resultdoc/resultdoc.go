@@ -170,27 +170,40 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		rate := c.Rate
 		r.RequestRate = &rate
 	}
-	var ttft, tpot, itl, e2el []float64
 	for i := range reqs {
 		q := &reqs[i]
-		s, ok := measure.SampleOf(q)
-		if !ok {
-			continue
+		if _, ok := measure.SampleOf(q); ok {
+			r.TotalInputTokens += q.InputTokens
+			r.TotalOutputTokens += q.OutputTokens
 		}
-		r.TotalInputTokens += q.InputTokens
-		r.TotalOutputTokens += q.OutputTokens
-		ttft = append(ttft, s.TTFTMs)
-		e2el = append(e2el, s.E2ELMs)
-		if s.HasTPOT {
-			tpot = append(tpot, s.TPOTMs)
-		}
-		itl = append(itl, s.GapsMs...)
 	}
 	if len(reqs) == 0 {
 		r.TotalInputTokens = int64(math.Round(results.ValueOr(c.EffectiveISL, 0) * float64(c.Completed)))
 		r.TotalOutputTokens = int64(math.Round(results.ValueOr(c.EffectiveOSL, 0) * float64(c.Completed)))
 	}
-	r.StdTTFTMs, r.StdTPOTMs, r.StdITLMs, r.StdE2ELMs = std(ttft), std(tpot), std(itl), std(e2el)
+	// Each deviation walks the requests' samples twice rather than
+	// copying them: a long cell's gaps are its largest family.
+	family := func(of func(s measure.Sample, yield func(float64))) func(yield func(float64)) {
+		return func(yield func(float64)) {
+			for i := range reqs {
+				if s, ok := measure.SampleOf(&reqs[i]); ok {
+					of(s, yield)
+				}
+			}
+		}
+	}
+	r.StdTTFTMs = std(family(func(s measure.Sample, yield func(float64)) { yield(s.TTFTMs) }))
+	r.StdTPOTMs = std(family(func(s measure.Sample, yield func(float64)) {
+		if s.HasTPOT {
+			yield(s.TPOTMs)
+		}
+	}))
+	r.StdITLMs = std(family(func(s measure.Sample, yield func(float64)) {
+		for _, g := range s.GapsMs {
+			yield(g)
+		}
+	}))
+	r.StdE2ELMs = std(family(func(s measure.Sample, yield func(float64)) { yield(s.E2ELMs) }))
 	nullNonFinite(reflect.ValueOf(&r).Elem())
 	return r
 }
@@ -212,20 +225,19 @@ func nullNonFinite(v reflect.Value) {
 
 // std is the population standard deviation (numpy's np.std, as vLLM uses);
 // nil without samples.
-func std(xs []float64) *float64 {
-	if len(xs) == 0 {
+// std is the population standard deviation of the values each yields
+// (nil without values), walking them twice: the mean, then the squares.
+func std(each func(yield func(float64))) *float64 {
+	var sum float64
+	n := 0
+	each(func(x float64) { sum += x; n++ })
+	if n == 0 {
 		return nil
 	}
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	mean := sum / float64(len(xs))
+	mean := sum / float64(n)
 	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return results.Some(math.Sqrt(ss / float64(len(xs))))
+	each(func(x float64) { ss += (x - mean) * (x - mean) })
+	return results.Some(math.Sqrt(ss / float64(n)))
 }
 
 // Build assembles result.json's content.

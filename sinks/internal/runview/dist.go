@@ -34,11 +34,14 @@ func DistOf(reqs []results.Request) Dist {
 	return Dist{TTFT: levels(ttft), ITL: levels(itl), E2EL: levels(e2el)}
 }
 
+// levels is xs's whole percentiles; it sorts xs in place (DistOf's own:
+// a sorted copy held a long cell's gaps twice at its end).
 func levels(xs []float64) []float64 {
 	if len(xs) == 0 {
 		return nil
 	}
-	sorted := slices.Sorted(slices.Values(xs))
+	slices.Sort(xs)
+	sorted := xs
 	out := make([]float64, distLevels)
 	for i := range out {
 		out[i] = stats.SortedPercentile(sorted, float64(i))

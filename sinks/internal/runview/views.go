@@ -47,23 +47,28 @@ func TimelineOf(reqs []results.Request) []chart.TimelineRow {
 	if len(reqs) == 0 {
 		return nil
 	}
-	ordered := slices.Clone(reqs)
-	slices.SortStableFunc(ordered, func(a, b results.Request) int { return a.SentAt.Compare(b.SentAt) })
-	sched := func(r results.Request) time.Time {
+	// The requests' places in send-time order: a copy of the rows
+	// themselves held each of a long cell's 520-byte rows twice at its end.
+	order := make([]int32, len(reqs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return reqs[a].SentAt.Compare(reqs[b].SentAt) })
+	sched := func(r *results.Request) time.Time {
 		return r.SentAt.Add(-time.Duration(r.SendLagMs * float64(time.Millisecond)))
 	}
-	start := sched(ordered[0])
-	for _, r := range ordered {
-		if s := sched(r); s.Before(start) {
+	start := sched(&reqs[0])
+	for i := range reqs {
+		if s := sched(&reqs[i]); s.Before(start) {
 			start = s
 		}
 	}
 	secs := func(t time.Time) float64 { return t.Sub(start).Seconds() }
-	n := min(len(ordered), TimelineRows)
+	n := min(len(order), TimelineRows)
 	out := make([]chart.TimelineRow, 0, n)
 	for i := range n {
-		r := ordered[i*len(ordered)/n]
-		row := chart.TimelineRow{Scheduled: secs(sched(r)), Sent: secs(r.SentAt), FirstToken: math.NaN(), Done: math.NaN()}
+		r := reqs[order[i*len(order)/n]]
+		row := chart.TimelineRow{Scheduled: secs(sched(&r)), Sent: secs(r.SentAt), FirstToken: math.NaN(), Done: math.NaN()}
 		if s, ok := measure.SampleOf(&r); ok {
 			row.FirstToken = row.Sent + s.TTFTMs/1000
 			row.Done = row.Sent + s.E2ELMs/1000
