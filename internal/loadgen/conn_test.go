@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,9 +23,18 @@ import (
 // every streamed response. It counts the requests it actually read.
 func closeAfterStreamServer(t *testing.T, closeDelay time.Duration) (url string, served *atomic.Int64) {
 	t.Helper()
+	return closeAfterStreamServerBy(t, func(int64) time.Duration { return closeDelay })
+}
+
+// closeAfterStreamServerBy is closeAfterStreamServer closing its k-th
+// connection (from 0) closeDelay(k) after the stream.
+func closeAfterStreamServerBy(t *testing.T, closeDelay func(k int64) time.Duration) (url string, served *atomic.Int64) {
+	t.Helper()
 	served = &atomic.Int64{}
+	var conns atomic.Int64
 	done := make(chan struct{})
 	addr := serveRawConns(t, func(c net.Conn) {
+		k := conns.Add(1) - 1
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
 		if err != nil {
@@ -42,7 +52,7 @@ func closeAfterStreamServer(t *testing.T, closeDelay time.Duration) (url string,
 		}
 		fmt.Fprint(c, "0\r\n\r\n")
 		select {
-		case <-time.After(closeDelay):
+		case <-time.After(closeDelay(k)):
 		case <-done:
 		}
 	})
@@ -292,4 +302,62 @@ func TestHeldAndDroppedRequestIsNotResent(t *testing.T) {
 		t.Fatalf("no hang-up met a pooled connection (%d hang-ups in %d requests): the test does not reproduce the resend", hungUp, n)
 	}
 	t.Logf("%d of %d requests hung up, %d on a pooled connection", hungUp, n, afterSuccess)
+}
+
+// A server that closes every connection right after its answer while
+// promising keep-alive (llama-server) stops being pooled once nearly
+// every pooled connection was found closed, so that when its close later
+// comes late (a loaded server: here 150 ms after the answer, beyond the
+// resend's window) no request is sent into it and lost; a server that
+// keeps its connections stays pooled.
+func TestServerThatClosesEveryConnectionIsNotPooled(t *testing.T) {
+	closing, served := closeAfterStreamServerBy(t, func(k int64) time.Duration {
+		if k < 12 {
+			return 0 // closes at once: found closed when next taken
+		}
+		return 150 * time.Millisecond // later, its close crosses the next request
+	})
+	keeping := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"a","choices":[{"index":0,"text":" x","finish_reason":"length"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer keeping.Close()
+	for _, tc := range []struct {
+		name      string
+		url       string
+		wantReuse bool
+	}{{"closes after every answer", closing, false}, {"keeps its connections", keeping.URL, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := &Target{BaseURL: tc.url, Model: "m", Endpoint: Completions, Stream: true, HTTP: NewHTTPClient(4), StallTimeout: 5 * time.Second}
+			defer tg.HTTP.CloseIdleConnections()
+			const n = 40
+			reusedLate := 0
+			for i := range n {
+				var reused atomic.Bool
+				ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+					if info.Reused {
+						reused.Store(true)
+					}
+				}})
+				r := tg.Do(ctx, Request{Prompt: "p", MaxTokens: 2})
+				if r.Err != nil {
+					t.Fatalf("request %d failed: %v", i, r.Err)
+				}
+				if i >= n/2 && reused.Load() {
+					reusedLate++
+				}
+				if i < 12 {
+					time.Sleep(10 * time.Millisecond) // the close arrives before the next request
+				}
+			}
+			switch {
+			case tc.wantReuse && reusedLate == 0:
+				t.Errorf("a server that keeps its connections: none of the last %d requests went on a pooled one", n/2)
+			case !tc.wantReuse && reusedLate > 0:
+				t.Errorf("a server that closes every connection: %d of the last %d requests went on a pooled one", reusedLate, n/2)
+			case !tc.wantReuse && served.Load() != n:
+				t.Errorf("the server read %d requests for %d sent", served.Load(), n)
+			}
+		})
+	}
 }

@@ -51,6 +51,63 @@ type h1Transport struct {
 
 	mu   sync.Mutex
 	idle map[string][]*h1Conn // by host:port, the most recently used last
+	// closes is, by host:port, what became of its pooled connections
+	// (closeHistory): a server that closes every one stops being pooled.
+	closes map[string]*closeHistory
+}
+
+// closeHistory is what became of a server's pooled connections: found
+// closed when taken from the pool, closed under the request sent on them
+// before any answer byte, or answered. A server that closes the
+// connection after every answer while its headers promise keep-alive
+// (llama-server) leaves each pooled one to a race between its close and
+// the next request: under load the close can cross a request later than
+// the stale-connection resend allows (staleCloseWindow) and fail it. Once
+// nearly every pooled connection of a server was found closed, its
+// connections are closed after each answer instead of pooled, as the
+// server would close them anyway: no request is sent on one again.
+type closeHistory struct {
+	closed, answered int
+	noReuse          bool
+}
+
+// Reuse is given up on a server whose pooled connections were closed at
+// least closedToStop times and in at least closedShare of the times one
+// was taken. Only a close that came within closeSoon of the answer
+// counts: a server's idle timeout (llama-server's headers say 5 s,
+// nginx's default is 75 s) closing a connection that sat idle says
+// nothing of the next answer, and a dense load later keeps its pool.
+const (
+	closedToStop = 8
+	closedShare  = 0.9
+	closeSoon    = time.Second
+)
+
+// pooledOutcome records what became of a pooled connection to addr.
+func (t *h1Transport) pooledOutcome(addr string, closed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.closes[addr]
+	if h == nil {
+		h = &closeHistory{}
+		t.closes[addr] = h
+	}
+	if closed {
+		h.closed++
+	} else {
+		h.answered++
+	}
+	if h.closed >= closedToStop && float64(h.closed) >= closedShare*float64(h.closed+h.answered) {
+		h.noReuse = true
+	}
+}
+
+// pools says whether connections to addr go back to the pool.
+func (t *h1Transport) pools(addr string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.closes[addr]
+	return h == nil || !h.noReuse
 }
 
 // h1Conn is one pooled connection.
@@ -100,7 +157,7 @@ var h1WriteBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); ret
 const h1MaxPooledBuffer = 256 << 10
 
 func newH1Transport(tr *http.Transport) *h1Transport {
-	return &h1Transport{Transport: tr, idle: map[string][]*h1Conn{}}
+	return &h1Transport{Transport: tr, idle: map[string][]*h1Conn{}, closes: map[string]*closeHistory{}}
 }
 
 // RoundTrip sends req and returns the answer, its body still to be read.
@@ -127,11 +184,11 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		putWriteBuffer(bufp)
 		return nil, err
 	}
+	var idleFor time.Duration
+	if reused {
+		idleFor = time.Since(c.used)
+	}
 	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.GotConn != nil {
-		var idleFor time.Duration
-		if reused {
-			idleFor = time.Since(c.used)
-		}
 		trace.GotConn(httptrace.GotConnInfo{Conn: c.conn, Reused: reused, WasIdle: reused, IdleTime: idleFor})
 	}
 	// A cancelled context ends a blocked write or read: the deadline in
@@ -150,9 +207,17 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Nothing of an answer before the end: the connection closed under
 	// the request, which on a pooled one is a stale connection (io.EOF;
 	// http.ReadResponse would say io.ErrUnexpectedEOF).
-	if b, err := c.br.Peek(1); err != nil {
+	b, err := c.br.Peek(1)
+	if err != nil {
+		if reused && ctx.Err() == nil && idleFor < closeSoon {
+			t.pooledOutcome(addr, true)
+		}
 		return nil, t.fail(ctx, c, stop, fmt.Errorf("reading the answer: %w", err))
-	} else if b[0] == 0 || b[0] == 'P' {
+	}
+	if reused {
+		t.pooledOutcome(addr, false)
+	}
+	if b[0] == 0 || b[0] == 'P' {
 		// Not "HTTP/1.x" but maybe HTTP/2 (a frame's length's first
 		// byte, the preface's): its first frame would be read as a
 		// status line, "malformed HTTP response \x00\x00$\x04…",
@@ -299,6 +364,9 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 		if c.br.Buffered() == 0 && c.alive() {
 			return c, true, nil
 		}
+		if time.Since(c.used) < closeSoon {
+			t.pooledOutcome(addr, true)
+		}
 		c.conn.Close()
 	}
 	dial := t.Transport.DialContext
@@ -414,7 +482,7 @@ func (b *h1Body) Close() error {
 	// as the next answer's start (malformed HTTP response ""), so the
 	// connection is closed, as net/http's transport closes one whose
 	// reader holds buffered bytes.
-	if b.stop() && b.keep && b.eof.Load() && !b.failed.Load() && b.c.br.Buffered() == 0 {
+	if b.stop() && b.keep && b.eof.Load() && !b.failed.Load() && b.c.br.Buffered() == 0 && b.t.pools(b.addr) {
 		b.t.putIdle(b.addr, b.c)
 		return nil
 	}
