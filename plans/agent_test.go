@@ -1,12 +1,10 @@
 package plans_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // TestAgentPlan runs plans/agent.cue against the simulator: every cell is
@@ -19,27 +17,7 @@ func TestAgentPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
-	code, _, stderr := runExampleOut(t, "agent.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=agent", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, err := run.Requests()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, reqs := runExampleTables(t, "agent.cue")
 	if len(cells) != 4 {
 		t.Fatalf("%d cells, want 4", len(cells))
 	}

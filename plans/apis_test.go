@@ -1,11 +1,9 @@
 package plans_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // TestAPIsPlan runs plans/apis.cue against the simulator: the Responses
@@ -17,23 +15,7 @@ func TestAPIsPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
-	code, _, stderr := runExampleOut(t, "apis.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=apis", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, _ := runExampleTables(t, "apis.cue")
 	byID := map[string]results.Cell{}
 	for _, c := range cells {
 		byID[c.CellID] = c

@@ -1,11 +1,9 @@
 package plans_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // TestLengthsPlan runs plans/lengths.cue against the simulator: every row
@@ -17,27 +15,7 @@ func TestLengthsPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
-	code, _, stderr := runExampleOut(t, "lengths.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=lengths", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, err := run.Requests()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, reqs := runExampleTables(t, "lengths.cue")
 	byCell := map[string][]results.Request{}
 	for _, q := range reqs {
 		byCell[q.CellID] = append(byCell[q.CellID], q)

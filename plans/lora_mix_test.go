@@ -3,12 +3,10 @@ package plans_test
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // TestLoRAMixPlan runs plans/lora-mix.cue against the simulator, which the
@@ -21,28 +19,8 @@ func TestLoRAMixPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
 	watch := machinetest.Start()
-	code, _, stderr := runExampleOut(t, "lora-mix.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=lora-mix", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, err := run.Requests()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, reqs := runExampleTables(t, "lora-mix.cue")
 	byID := map[string]results.Cell{}
 	for _, c := range cells {
 		byID[c.CellID] = c

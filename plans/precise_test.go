@@ -2,14 +2,12 @@ package plans_test
 
 import (
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/measure"
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
@@ -23,27 +21,7 @@ func TestPrecisePlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
-	code, _, stderr := runExampleOut(t, "precise.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=precise", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs, err := run.Requests()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, reqs := runExampleTables(t, "precise.cue")
 	// Each cell's current row: its latest measurement (a confirmation
 	// stores a second).
 	current := map[string]results.Cell{}

@@ -22,23 +22,7 @@ func TestReasoningPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
-	code, _, stderr := runExampleOut(t, "reasoning.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=reasoning", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, _ := runExampleTables(t, "reasoning.cue")
 	byID := map[string]results.Cell{}
 	for _, c := range cells {
 		byID[c.CellID] = c
@@ -74,6 +58,34 @@ func TestReasoningPlan(t *testing.T) {
 }
 
 // runExampleOut is runExample with the runs folder the test reads back.
+// runExampleTables runs the example plan (under a temporary --out), wants
+// it to exit 0, and reads back its one run's cells and requests tables.
+func runExampleTables(t *testing.T, plan string) ([]results.Cell, []results.Request) {
+	t.Helper()
+	out := t.TempDir()
+	code, _, stderr := runExampleOut(t, plan, out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "plan=*", "*", "run=*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run directories %v", dirs)
+	}
+	run, err := rundir.Open(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := run.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := run.Requests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells, reqs
+}
+
 func runExampleOut(t *testing.T, plan, out string) (int, string, string) {
 	t.Helper()
 	abs, err := filepath.Abs(plan)

@@ -2,11 +2,9 @@ package plans_test
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // TestToolsPlan runs plans/tools.cue against the simulator: every request
@@ -18,23 +16,7 @@ func TestToolsPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the plan")
 	}
-	out := t.TempDir()
-	code, _, stderr := runExampleOut(t, "tools.cue", out)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	dirs, _ := filepath.Glob(filepath.Join(out, "plan=tools", "*", "run=*"))
-	if len(dirs) != 1 {
-		t.Fatalf("run directories %v", dirs)
-	}
-	run, err := rundir.Open(dirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cells, err := run.Cells()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cells, _ := runExampleTables(t, "tools.cue")
 	byStage := map[string]results.Cell{}
 	for _, c := range cells {
 		byStage[c.Stage] = c
