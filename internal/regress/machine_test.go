@@ -256,17 +256,24 @@ func TestCompareMachineLateness(t *testing.T) {
 		ttftNew   float64 // the new side's TTFT (the old side's is 40 ms)
 		wantTTFT  Outcome
 		wantLater string
+		waitOld   float64 // the old side's local server's CPU wait, ms (the new side's is 0)
 	}{
-		{"quiet both sides", 0.2, 0.3, 0, 44, Regressed, ""},
-		{"new side late by enough", 0.2, 6, 0, 44, Inconclusive, "new"},
-		{"both sides as late", 6, 6, 0, 44, Regressed, ""},
-		{"old side late: could only hide the change", 6, 0.2, 0, 44, Regressed, ""},
-		{"a change past the extra lateness", 0.2, 3, 0, 52, Regressed, ""},
-		{"old side late, new faster", 6, 0.2, 0, 36, Inconclusive, "old"},
+		{"quiet both sides", 0.2, 0.3, 0, 44, Regressed, "", 0},
+		{"new side late by enough", 0.2, 6, 0, 44, Inconclusive, "new", 0},
+		{"both sides as late", 6, 6, 0, 44, Regressed, "", 0},
+		{"old side late: could only hide the change", 6, 0.2, 0, 44, Regressed, "", 0},
+		{"a change past the extra lateness", 0.2, 3, 0, 52, Regressed, "", 0},
+		{"old side late, new faster", 6, 0.2, 0, 36, Inconclusive, "old", 0},
 		// A median moves with the machine's typical lateness, not its
 		// tail's: a few late wakes on the new side (p99) with the p50
 		// the same both sides explain no median's change.
-		{"new side's tail late, its p50 not", 0.2, 6, 0.05, 44, Regressed, ""},
+		{"new side's tail late, its p50 not", 0.2, 6, 0.05, 44, Regressed, "", 0},
+		// Both sides' machines disturbed: the new side's probe a little
+		// later, which could only have hidden an improvement, and the old
+		// side's server starved, which explains it. The old side's is
+		// told: trying the new side's alone called an identical pair
+		// improved.
+		{"new side a little late, old side's server starved, new faster", 0.2, 0.5, 0, 36, Inconclusive, "old", 4000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := reqRun(11, "old", 400, 4, 40, 8, 0.02, 450)
@@ -276,6 +283,9 @@ func TestCompareMachineLateness(t *testing.T) {
 			if tc.p50 > 0 {
 				old.Cells[0].MachineLateP50Ms = results.Some(tc.p50)
 				new.Cells[0].MachineLateP50Ms = results.Some(tc.p50)
+			}
+			if tc.waitOld > 0 {
+				old.Cells[0].ServerCPUWaitMs, new.Cells[0].ServerCPUWaitMs = results.Some(tc.waitOld), results.Some(0.0)
 			}
 			rep := CompareRuns([]*Run{old}, []*Run{new}, Options{Metrics: m})
 			for _, v := range rep.Verdicts {
