@@ -302,12 +302,14 @@ func gatedRunSchedule(t *testing.T, l Load, hold func(int64, time.Duration) time
 // A plan's own cap is the plan's choice: with one, the requests pile up
 // to it.
 //
-// That the server never held more than the window is a claim about any
-// machine (a slow client only sends less). That the waits were the
-// window's, that the backlog drained within 300 ms and that a plan's cap
-// let 1,000 pile up need a client that keeps 5,000 a second: claims about
-// a quiet machine, judged last against it (each failed once beside a
-// loaded suite).
+// That the server held no more than the window, that no send was held by
+// the client's own limit, that the waits were the window's, that the
+// backlog drained within 300 ms and that a plan's cap let 1,000 pile up
+// need a client that keeps 5,000 a second: claims about a quiet machine,
+// judged last against it (each failed once beside a loaded suite; beside
+// eight CPU-bound processes a starved client fell behind its schedule,
+// held 2,387 sends by its own limit and then let 1,216 reach the server
+// at once).
 func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 	const rate, n = 5000, 5000
 	const stopFrom, stopTo = 400 * time.Millisecond, 700 * time.Millisecond
@@ -323,10 +325,10 @@ func TestOpenLoopShortRequestsServerStops(t *testing.T) {
 	// requests only while that time is 25 ms or less), and one per
 	// millisecond waited (300).
 	if p := g.peak.Load(); p > behindWindow+500+300 {
-		t.Errorf("the server held %d requests at once: in flight piled up while it was stopped (the schedule sent 1,500 meanwhile)", p)
+		quietClaims = append(quietClaims, fmt.Sprintf("the server held %d requests at once: in flight piled up while it was stopped (the schedule sent 1,500 meanwhile)", p))
 	}
 	if st.Held != 0 {
-		t.Errorf("%d sends held: want none held (the client's own limit), the server was the limit", st.Held)
+		quietClaims = append(quietClaims, fmt.Sprintf("%d sends held: want none held (the client's own limit), the server was the limit", st.Held))
 	}
 	if st.Paced == 0 {
 		quietClaims = append(quietClaims, "no send paced: want the waits at the server's window counted as paced")

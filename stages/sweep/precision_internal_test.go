@@ -192,3 +192,34 @@ func TestPrecisionSaysWhenInFlightRequestsWidenedTheBound(t *testing.T) {
 		})
 	}
 }
+
+// On endpoint "messages", vet warns of a thinking budget Anthropic's API
+// refuses (under 1024, or not below the cell's osl), where it is given;
+// a budget it takes, or another endpoint, gets none.
+func TestThinkingBudgetWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name, cue string
+		want      []string
+	}{
+		{"a budget Anthropic takes", `endpoint: "messages", cells: [{isl: 16, osl: 4096}], thinking_budget: 2048`, nil},
+		{"under 1024 on the stage", `endpoint: "messages", cells: [{isl: 16, osl: 4096}], thinking_budget: 20`,
+			[]string{"stages.sweep.thinking_budget: 20: Anthropic's Messages API refuses a thinking budget under 1024"}},
+		{"under 1024 on an axis point, not below a cell's osl", `endpoint: "messages", cells: [{isl: 16, osl: 100}], reasoning: [{thinking_budget: 80}, {thinking_budget: 1024}]`,
+			[]string{"stages.sweep.reasoning.0.thinking_budget: 80", "stages.sweep.cells.0: thinking budget 1024 is not below the cell's osl 100"}},
+		{"not below the osl, on a cell", `endpoint: "messages", cells: [{isl: 16, osl: 2048, thinking_budget: 2048}]`,
+			[]string{"stages.sweep.cells.0: thinking budget 2048 is not below the cell's osl 2048"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, p := loadStage(t, `kind: "sweep", target: "http://127.0.0.1:1", concurrency: [1], `+tc.cue, "")
+			ws := s.Warnings(check(t, p))
+			if len(ws) != len(tc.want) {
+				t.Fatalf("%d warnings, want %d: %v", len(ws), len(tc.want), ws)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(ws[i].Msg, w) || ws[i].Pos.Line == 0 {
+					t.Errorf("warning %d: %q at %v, want it to say %q at its field", i, ws[i].Msg, ws[i].Pos, w)
+				}
+			}
+		})
+	}
+}

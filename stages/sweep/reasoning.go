@@ -7,6 +7,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/results"
 
+	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/schema"
 	"github.com/benchrun/benchrun/stages/internal/client"
 )
@@ -80,6 +81,57 @@ func (s *Stage) validateReasoning() schema.Errors {
 		errs = append(errs, r.CheckReasoning(s.spec, ep, "reasoning", fmt.Sprint(i))...)
 	}
 	return errs
+}
+
+// anthropicMinBudget is the smallest thinking budget Anthropic's Messages
+// API takes: it refuses budget_tokens under 1024, or not below
+// max_tokens, with a 400 (every request of the cell would fail). A local
+// server speaking the API may take less (llama-server reads any), so vet
+// warns rather than refuses.
+const anthropicMinBudget = 1024
+
+var _ pipeline.Warner = (*Stage)(nil)
+
+// Warnings are vet's warnings (pipeline.Warner): on endpoint "messages",
+// a thinking budget Anthropic's API would refuse, where it is given, and
+// a cell whose budget is not below its output bound (max_tokens is the
+// cell's osl).
+func (s *Stage) Warnings(*pipeline.Check) []schema.Error {
+	if s.cfg.Endpoint != "messages" {
+		return nil
+	}
+	var ws []schema.Error
+	small := func(r client.Reasoning, at ...string) {
+		if r.ThinkingBudget > 0 && r.ThinkingBudget < anthropicMinBudget {
+			path := append(at, "thinking_budget")
+			ws = append(ws, schema.Error{Pos: s.spec.PosOf(path...), Msg: fmt.Sprintf("stages.%s.%s: %d: Anthropic's Messages API refuses a thinking budget under %d (400); a local server may take it",
+				s.spec.Name, strings.Join(path, "."), r.ThinkingBudget, anthropicMinBudget)})
+		}
+	}
+	small(s.cfg.RequestConfig.Reasoning)
+	for i, c := range s.cfg.Cells {
+		small(c.Reasoning, "cells", fmt.Sprint(i))
+	}
+	for i, r := range s.cfg.ReasoningAxis {
+		small(r, "reasoning", fmt.Sprint(i))
+	}
+	axis := s.cfg.ReasoningAxis
+	if len(axis) == 0 {
+		axis = []client.Reasoning{{}}
+	}
+	for i, c := range s.cfg.Cells {
+		if c.OSL <= 0 || c.OSLDist != nil {
+			continue
+		}
+		for _, r := range axis {
+			if b := r.Over(c.Reasoning.Over(s.cfg.RequestConfig.Reasoning)).ThinkingBudget; b >= c.OSL {
+				ws = append(ws, schema.Error{Pos: s.spec.PosOf("cells", fmt.Sprint(i)), Msg: fmt.Sprintf("stages.%s.cells.%d: thinking budget %d is not below the cell's osl %d (max_tokens): Anthropic's Messages API refuses it (400); a local server may take it",
+					s.spec.Name, i, b, c.OSL)})
+				break
+			}
+		}
+	}
+	return ws
 }
 
 // reasoningNote says, for a cell whose requests reasoned, where their
