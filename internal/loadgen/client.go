@@ -435,17 +435,19 @@ const maxTokensPerEvent = 64
 
 // impossibleUsage checks the reported counts against what was asked and
 // what arrived.
-func impossibleUsage(res *Result, req Request, streamed bool) error {
+func impossibleUsage(res *Result, req Request, streamed, offeredTools bool) error {
 	in, out := res.InputTokens, res.OutputTokens
 	switch {
 	case in < 0 || out < 0:
 		return &UsageError{fmt.Sprintf("prompt_tokens %d, completion_tokens %d", in, out)}
 	case req.MaxTokens > 0 && out > overrunLimit(req.MaxTokens):
 		return &UsageError{fmt.Sprintf("completion_tokens %d for max_tokens %d", out, req.MaxTokens)}
-	case streamed && len(res.Tokens) > 0 && out > maxTokensPerEvent*len(res.Tokens) && !res.sawKind(EventToolCall):
+	case streamed && len(res.Tokens) > 0 && out > maxTokensPerEvent*len(res.Tokens) && !res.sawKind(EventToolCall) && !offeredTools:
 		// A tool call may come whole in one event (Ollama holds the
 		// call's text back until it parsed it), so its tokens are not
-		// bounded per event.
+		// bounded per event; and where tools were offered, so may a text
+		// answer that could have been a call until its end (Ollama
+		// v0.17.4 sent stories260K's 96 tokens in one content event).
 		return &UsageError{fmt.Sprintf("completion_tokens %d over %d streamed token events", out, len(res.Tokens))}
 	case req.promptBytes() > 0 && in > req.promptBytes()+4096*max(len(req.Messages), 1):
 		// A token covers at least a byte of text; a chat template adds
@@ -903,7 +905,7 @@ func (t *Target) answerError(res *Result, req Request, streamed bool) error {
 		return ErrNoTokens
 	}
 	if res.UsageReported {
-		if err := impossibleUsage(res, req, streamed); err != nil {
+		if err := impossibleUsage(res, req, streamed, t.offersTools(req)); err != nil {
 			return err
 		}
 	}

@@ -382,6 +382,18 @@ func TestImpossibleUsageIsRefused(t *testing.T) {
 	if r := newTarget(url, 1).Do(context.Background(), Request{Prompt: "p", MaxTokens: 8}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
+	// A whole answer in one event: impossible from a plain stream, but
+	// where tools were offered Ollama holds text back while it could
+	// still be a call, and sends all of it at the end (v0.17.4, 96 tokens
+	// of stories260K in one content event).
+	whole := fakeServer(t, chunk("a whole answer", `{"prompt_tokens":5,"completion_tokens":96}`), "data: [DONE]\n\n")
+	if r := newTarget(whole, 1).Do(context.Background(), Request{Prompt: "p", MaxTokens: 96}); !strings.Contains(fmt.Sprint(r.Err), "completion_tokens 96 over 1 streamed token events") {
+		t.Errorf("96 tokens in one event, no tools offered: err = %v", r.Err)
+	}
+	tools := map[string]any{"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}
+	if r := newTarget(whole, 1).Do(context.Background(), Request{Prompt: "p", MaxTokens: 96, Body: tools}); r.Err != nil {
+		t.Errorf("96 tokens in one event, tools offered: %v", r.Err)
+	}
 }
 
 // TestCachedTokensRead: every request reads the answer's

@@ -288,6 +288,17 @@ func (t *Target) checkFor(req Request) *AnswerCheck {
 	return t.Check
 }
 
+// offersTools says the request offers the model tools: its check names
+// some, or its body (or the target's) carries a tools array.
+func (t *Target) offersTools(req Request) bool {
+	if c := t.checkFor(req); c != nil && len(c.Tools) > 0 {
+		return true
+	}
+	_, inReq := req.Body["tools"]
+	_, inTarget := t.ExtraBody["tools"]
+	return inReq || inTarget
+}
+
 // sawKind says some token event was of kind k.
 func (r *Result) sawKind(k EventKind) bool {
 	for _, e := range r.Tokens {
