@@ -156,7 +156,7 @@ func checkCellsFromRequests(t *testing.T, dir string, want int) {
 			t.Errorf("%s: %s %s", id, c.Status, c.Reason)
 		}
 		got := c
-		measure.FillCell(&got, mine, measure.CellWindow{Span: time.Duration(c.DurationS * float64(time.Second)), Slice: time.Duration(c.SliceS * float64(time.Second))}, measure.SLO{})
+		measure.FillCell(&got, results.AsRequests(mine), measure.CellWindow{Span: time.Duration(c.DurationS * float64(time.Second)), Slice: time.Duration(c.SliceS * float64(time.Second))}, measure.SLO{})
 		if got.Requests != c.Requests || got.Completed != c.Completed {
 			t.Errorf("%s: the row says %d requests, %d completed; its %d request rows say %d, %d", id, c.Requests, c.Completed, len(mine), got.Requests, got.Completed)
 		}

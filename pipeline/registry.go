@@ -76,7 +76,7 @@ type Env struct {
 	Progress io.Writer
 	// Emit hands finished rows to assertions and outputs. It returns an
 	// error only when the rows could not be stored.
-	Emit func(cell results.Cell, reqs []results.Request) error
+	Emit func(cell results.Cell, reqs results.Requests) error
 	// EmitSamples hands telemetry sample rows (GPU, server metrics) to the
 	// outputs that take them.
 	EmitSamples func(rows []results.Sample) error

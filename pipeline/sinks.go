@@ -24,7 +24,7 @@ import (
 type Sink interface {
 	Name() string
 	Start(env *SinkEnv) error
-	Cell(cell results.Cell, reqs []results.Request) error
+	Cell(cell results.Cell, reqs results.Requests) error
 	Stop(sum *Summary) error
 }
 

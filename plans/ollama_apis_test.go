@@ -25,10 +25,13 @@ func TestOllamaAPIs(t *testing.T) {
 	for _, c := range readCells(t, b.runDir(t)) {
 		n[c.Endpoint]++
 		isl := results.ValueOr(c.EffectiveISL, -1)
+		// The mean gap, not the median: Ollama sends a stories260K answer's
+		// tokens in bursts, several events to a read, and once in CI more
+		// than half of a c=1 cell's gaps were 0 (itl p50 0.00 ms).
 		if c.Status != results.StatusOK || c.Failed != 0 || c.Completed != 6 || math.Abs(isl-48) > 1 ||
-			results.ValueOr(c.TTFTP50Ms, 0) <= 0 || results.ValueOr(c.ITLP50Ms, 0) <= 0 {
-			t.Errorf("%s: status %s (%s), %d completed, %d failed, effective isl %.1f, ttft p50 %.1f ms, itl p50 %.2f ms",
-				c.CellID, c.Status, c.Reason, c.Completed, c.Failed, isl, results.ValueOr(c.TTFTP50Ms, 0), results.ValueOr(c.ITLP50Ms, 0))
+			results.ValueOr(c.TTFTP50Ms, 0) <= 0 || results.ValueOr(c.ITLMs, 0) <= 0 {
+			t.Errorf("%s: status %s (%s), %d completed, %d failed, effective isl %.1f, ttft p50 %.1f ms, itl mean %.3f ms",
+				c.CellID, c.Status, c.Reason, c.Completed, c.Failed, isl, results.ValueOr(c.TTFTP50Ms, 0), results.ValueOr(c.ITLMs, 0))
 		}
 		if results.ValueOr(c.AnsweredPct, -1) != 100 || c.ReasoningTokensAvg == nil || *c.ReasoningTokensAvg != 0 || results.ValueOr(c.AnswerTokensAvg, 0) <= 0 {
 			t.Errorf("%s: answered %v %%, reasoning %v, answer %v tokens per request; want 100, 0, > 0", c.CellID,

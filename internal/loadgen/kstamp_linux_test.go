@@ -76,7 +76,7 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 		t.Errorf("note %q", note)
 	}
 	q := RequestRows(row, rs)
-	measure.FillCell(&row, q, measure.CellWindow{}, measure.SLO{})
+	measure.FillCell(&row, results.AsRequests(q), measure.CellWindow{}, measure.SLO{})
 	if row.StampSource != StampKernel || row.StampDelayP50Ms == nil || row.StampDelayP99Ms == nil || *row.StampDelayP99Ms < *row.StampDelayP50Ms {
 		t.Errorf("row stamps: %q %v %v", row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms)
 	}

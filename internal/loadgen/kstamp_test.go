@@ -27,7 +27,7 @@ func TestCellStamps(t *testing.T) {
 	rs := []Result{kernelResult(t0, time.Millisecond), kernelResult(t0, 3*time.Millisecond)}
 	rs[1].StampMissing = 1
 	note := CellStamps(&row, rs)
-	measure.FillCell(&row, RequestRows(row, rs), measure.CellWindow{}, measure.SLO{})
+	measure.FillCell(&row, results.AsRequests(RequestRows(row, rs)), measure.CellWindow{}, measure.SLO{})
 	if row.StampSource != StampKernel || row.StampDelayP50Ms == nil || *row.StampDelayP50Ms != 2 || *row.StampDelayP99Ms < 2.9 {
 		t.Errorf("all kernel: %q p50 %v p99 %v", row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms)
 	}
@@ -40,7 +40,7 @@ func TestCellStamps(t *testing.T) {
 	rs = []Result{kernelResult(t0, time.Millisecond), {Sent: t0, StampSource: StampUser, StampNote: "no stamps here",
 		Tokens: []TokenEvent{{At: t0.Add(time.Millisecond)}}}}
 	note = CellStamps(&row, rs)
-	measure.FillCell(&row, RequestRows(row, rs), measure.CellWindow{}, measure.SLO{})
+	measure.FillCell(&row, results.AsRequests(RequestRows(row, rs)), measure.CellWindow{}, measure.SLO{})
 	if row.StampSource != StampUser || row.StampDelayP50Ms != nil || row.StampDelayP99Ms != nil {
 		t.Errorf("mixed: %q %v %v", row.StampSource, row.StampDelayP50Ms, row.StampDelayP99Ms)
 	}

@@ -25,7 +25,7 @@ func TestFillCellBounds(t *testing.T) {
 		reqs = append(reqs, okReq(time.Duration(i)*time.Second, 0, ttft, ttft+10, []float64{1, 2, 3}, nil))
 	}
 	var row results.Cell
-	FillCell(&row, reqs, CellWindow{Span: 10 * time.Second}, SLO{})
+	FillCell(&row, results.AsRequests(reqs), CellWindow{Span: 10 * time.Second}, SLO{})
 	for name, c := range map[string]struct {
 		got  *float64
 		want float64
@@ -57,7 +57,7 @@ func TestFillCellBounds(t *testing.T) {
 
 	// Nothing completed: every bound is NULL with its percentile.
 	var empty results.Cell
-	FillCell(&empty, []results.Request{failedReq(0, 0, "refused")}, CellWindow{Span: time.Second}, SLO{})
+	FillCell(&empty, results.AsRequests([]results.Request{failedReq(0, 0, "refused")}), CellWindow{Span: time.Second}, SLO{})
 	if empty.TTFTP50MsLo != nil || empty.ITLP99MsLo != nil || *empty.ITLSamples != 0 {
 		t.Errorf("bounds of an empty sample: %v %v, itl_samples %v", deref(empty.TTFTP50MsLo), deref(empty.ITLP99MsLo), *empty.ITLSamples)
 	}
@@ -98,7 +98,7 @@ func TestBoundsCoverKnownDistribution(t *testing.T) {
 			reqs[i] = okReq(time.Duration(i)*time.Millisecond, 0, x, x+10, []float64{5}, nil)
 		}
 		var row results.Cell
-		FillCell(&row, reqs, CellWindow{Span: time.Second}, SLO{})
+		FillCell(&row, results.AsRequests(reqs), CellWindow{Span: time.Second}, SLO{})
 		for q, b := range map[string][2]*float64{"0.5": {row.TTFTP50MsLo, row.TTFTP50MsHi}, "0.9": {row.TTFTP90MsLo, row.TTFTP90MsHi}, "0.99": {row.TTFTP99MsLo, row.TTFTP99MsHi}} {
 			if b[0] == nil || b[1] == nil {
 				t.Fatalf("p%s of %d requests unbounded", q, n)

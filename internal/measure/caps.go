@@ -4,12 +4,12 @@ import "github.com/benchrun/benchrun/internal/results"
 
 // familyCaps is how many values a cell's sample families hold (FillCell):
 // its completed requests, their chunk gaps and their stamp delays.
-func familyCaps(reqs []results.Request) (completed, gaps, delays int) {
-	for i := range reqs {
-		if _, ok := SampleOf(&reqs[i]); ok {
+func familyCaps(reqs results.Requests) (completed, gaps, delays int) {
+	for r := range reqs.All() {
+		if _, ok := SampleOf(r); ok {
 			completed++
-			gaps += len(reqs[i].ChunkGapsMs)
-			delays += len(reqs[i].StampDelaysMs)
+			gaps += len(r.ChunkGapsMs)
+			delays += len(r.StampDelaysMs)
 		}
 	}
 	return completed, gaps, delays

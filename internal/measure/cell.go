@@ -41,27 +41,27 @@ type CellWindow struct {
 }
 
 // SendsOf is the send span of one pass's requests: first to last send.
-func SendsOf(reqs []results.Request) (intervals int, span time.Duration) {
-	if len(reqs) < 2 {
+func SendsOf(reqs results.Requests) (intervals int, span time.Duration) {
+	if reqs == nil || reqs.Len() < 2 {
 		return 0, 0
 	}
-	first, last := reqs[0].SentAt, reqs[0].SentAt
-	for _, r := range reqs[1:] {
-		if r.SentAt.Before(first) {
+	var first, last time.Time
+	for r := range reqs.All() {
+		if first.IsZero() || r.SentAt.Before(first) {
 			first = r.SentAt
 		}
-		if r.SentAt.After(last) {
+		if last.IsZero() || r.SentAt.After(last) {
 			last = r.SentAt
 		}
 	}
-	return len(reqs) - 1, last.Sub(first)
+	return reqs.Len() - 1, last.Sub(first)
 }
 
 // UnionWindow is the window of requests that several clients sent: the
 // earliest send to the latest finish (0 when nothing finished).
-func UnionWindow(reqs []results.Request) time.Duration {
+func UnionWindow(reqs results.Requests) time.Duration {
 	var first, last time.Time
-	for _, r := range reqs {
+	for r := range reqs.All() {
 		if first.IsZero() || r.SentAt.Before(first) {
 			first = r.SentAt
 		}
@@ -86,21 +86,33 @@ func UnionWindow(reqs []results.Request) time.Duration {
 // cell share. Every column it owns is set, to NULL when it was not
 // measured: a statistic without samples is nil, never 0, and failed
 // requests are counted but never mixed into a latency.
-func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) {
+//
+// It reads the rows a few times, never holding them (a long cell's are
+// read back from its spool, rundir.RequestSpool): what it holds is its
+// families of samples, 8 bytes a value.
+func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
+	if reqs == nil {
+		reqs = results.RequestSlice(nil)
+	}
+	watched := results.WatchRequests(reqs)
+	reqs = watched
 	// Each family built once at its size (familyCaps): doubling them
 	// took twice a long cell's samples at its end.
 	completed, gaps, delays := familyCaps(reqs)
+	kernel := row.StampSource == "kernel"
+	if !kernel {
+		delays = 0 // only a kernel-stamped cell's delays are summarized
+	}
 	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed)
-	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, len(reqs))
+	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, reqs.Len())
 	// itl_tok reuses itl's buffer once itl is summarized: the chunk gaps,
 	// one per token of a streamed cell, are its largest family.
 	itl, stampDelay := make([]float64, 0, gaps), make([]float64, 0, delays)
 	var inTok, outTok, ttftSum float64
 	var good int64
 	firstErr := ""
-	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(len(reqs)), 0, 0, 0
-	for i := range reqs {
-		r := &reqs[i]
+	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(reqs.Len()), 0, 0, 0
+	for r := range reqs.All() {
 		row.ConnRetries += r.ConnRetries
 		// Send lag is the client's own delay and counts for every request
 		// that was sent, failed or not.
@@ -124,7 +136,9 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 			ntpot = append(ntpot, smp.NTPOTMs)
 		}
 		itl = append(itl, smp.GapsMs...)
-		stampDelay = append(stampDelay, r.StampDelaysMs...)
+		if kernel {
+			stampDelay = append(stampDelay, r.StampDelaysMs...)
+		}
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
 		if slo.Met(smp.TTFTMs, smp.TPOTMs, smp.MaxGapMs, smp.E2ELMs) {
@@ -139,8 +153,8 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	fillBounds(row, "itl", itl)
 	row.ITLSamples = results.Some(int64(len(itl)))
 	itlTok := itl[:0]
-	for i := range reqs {
-		if smp, ok := SampleOf(&reqs[i]); ok {
+	for r := range reqs.All() {
+		if smp, ok := SampleOf(r); ok {
 			for k, g := range smp.GapsMs {
 				itlTok = append(itlTok, g/float64(smp.GapTokens(k)))
 			}
@@ -160,7 +174,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	// The kernel stamps' delays are NULL unless the cell's events were
 	// timed by kernel stamps: a row timed with user stamps has none.
 	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
-	if s := stats.SummarizeInPlace(stampDelay); s.N > 0 && row.StampSource == "kernel" {
+	if s := stats.SummarizeInPlace(stampDelay); s.N > 0 && kernel {
 		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
 	}
 
@@ -182,7 +196,7 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 	if w.SendSpan > 0 {
 		row.SentReqS = results.Some(float64(w.SendIntervals) / w.SendSpan.Seconds())
 	}
-	row.GoodputRatio = results.SomeIf(len(reqs) > 0, float64(good)/float64(max(len(reqs), 1)))
+	row.GoodputRatio = results.SomeIf(reqs.Len() > 0, float64(good)/float64(max(reqs.Len(), 1)))
 	row.PrefillTokS = results.SomeIf(ttftSum > 0, inTok/(ttftSum/1000))
 	row.EffectiveISL, row.EffectiveOSL = nil, nil
 	if row.Completed > 0 {
@@ -190,17 +204,19 @@ func FillCell(row *results.Cell, reqs []results.Request, w CellWindow, slo SLO) 
 		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
-	fillLengths(row, reqs)
+	fillLengths(row, reqs, completed)
 	fillReasoning(row, reqs)
 	fillTools(row, reqs)
 
 	row.Reason = ""
 	switch {
-	case len(reqs) == 0:
+	case watched.Err() != nil:
+		row.Status, row.Reason = results.StatusError, fmt.Sprintf("the cell's request rows could not be read back: %v", watched.Err())
+	case reqs.Len() == 0:
 		row.Status, row.Reason = results.StatusError, "no request was sent"
 	case row.Failed > 0:
 		row.Status = results.StatusError
-		row.Reason = fmt.Sprintf("%d of %d requests failed; first: %s", row.Failed, len(reqs), firstErr)
+		row.Reason = fmt.Sprintf("%d of %d requests failed; first: %s", row.Failed, reqs.Len(), firstErr)
 	default:
 		row.Status = results.StatusOK
 	}

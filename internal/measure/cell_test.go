@@ -41,7 +41,7 @@ func TestFillCell(t *testing.T) {
 		failedReq(2*time.Second, 5, "connection refused"),
 	}
 	var row results.Cell
-	FillCell(&row, reqs, CellWindow{Span: 4 * time.Second, SendIntervals: 2, SendSpan: 2 * time.Second}, SLO{TTFTMs: 20})
+	FillCell(&row, results.AsRequests(reqs), CellWindow{Span: 4 * time.Second, SendIntervals: 2, SendSpan: 2 * time.Second}, SLO{TTFTMs: 20})
 
 	if row.Requests != 3 || row.Completed != 2 || row.Failed != 1 {
 		t.Errorf("counts %d/%d/%d", row.Requests, row.Completed, row.Failed)
@@ -107,7 +107,7 @@ func TestFillCellNothingMeasured(t *testing.T) {
 		t.Errorf("status %s %q", row.Status, row.Reason)
 	}
 
-	FillCell(&row, []results.Request{failedReq(0, 0, "boom")}, CellWindow{Span: time.Second}, SLO{})
+	FillCell(&row, results.AsRequests([]results.Request{failedReq(0, 0, "boom")}), CellWindow{Span: time.Second}, SLO{})
 	if row.TTFTP50Ms != nil || row.ITLP99Ms != nil || !near(row.OutputTokS, 0) || !near(row.GoodputRatio, 0) || !near(row.SendLagMs, 0) {
 		t.Errorf("all failed: ttft %v itl %v output tok/s %v goodput ratio %v", row.TTFTP50Ms, row.ITLP99Ms, deref(row.OutputTokS), deref(row.GoodputRatio))
 	}
@@ -124,7 +124,7 @@ func TestFillCellStampDelays(t *testing.T) {
 	b := okReq(time.Second, 0, 10, 30, []float64{10, 10}, nil)
 	b.StampDelaysMs = []float64{3, 3, 3}
 	row := results.Cell{StampSource: "kernel"}
-	FillCell(&row, []results.Request{a, b, failedReq(2*time.Second, 0, "x")}, CellWindow{Span: time.Second}, SLO{})
+	FillCell(&row, results.AsRequests([]results.Request{a, b, failedReq(2*time.Second, 0, "x")}), CellWindow{Span: time.Second}, SLO{})
 	if !near(row.StampDelayP50Ms, 2) || !near(row.StampDelayP99Ms, 3) {
 		t.Errorf("stamp delay p50 %v p99 %v, want 2 and 3", deref(row.StampDelayP50Ms), deref(row.StampDelayP99Ms))
 	}
@@ -151,15 +151,15 @@ func TestSLOMet(t *testing.T) {
 
 func TestWindows(t *testing.T) {
 	reqs := []results.Request{okReq(2*time.Second, 0, 1, 500, nil, nil), okReq(0, 0, 1, 100, nil, nil), failedReq(3*time.Second, 0, "x")}
-	if n, span := SendsOf(reqs); n != 2 || span != 3*time.Second {
+	if n, span := SendsOf(results.AsRequests(reqs)); n != 2 || span != 3*time.Second {
 		t.Errorf("SendsOf: %d over %v", n, span)
 	}
 	// Earliest send (0) to the latest finish (2 s + 500 ms); a failed
 	// request sent later has no finish.
-	if w := UnionWindow(reqs); w != 2500*time.Millisecond {
+	if w := UnionWindow(results.AsRequests(reqs)); w != 2500*time.Millisecond {
 		t.Errorf("UnionWindow %v", w)
 	}
-	if n, span := SendsOf(reqs[:1]); n != 0 || span != 0 {
+	if n, span := SendsOf(results.AsRequests(reqs[:1])); n != 0 || span != 0 {
 		t.Errorf("one request: %d over %v", n, span)
 	}
 }

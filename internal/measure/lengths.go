@@ -10,15 +10,15 @@ import (
 // effective_osl (their means) the realised length distribution, which a
 // cell drawing its lengths (docs/PLANS.md, Length distributions) is
 // judged by. NULL when nothing completed.
-func fillLengths(row *results.Cell, reqs []results.Request) {
-	in := make([]float64, 0, len(reqs))
-	out := make([]float64, 0, len(reqs))
-	for k := range reqs {
-		if reqs[k].Status != results.StatusOK {
+func fillLengths(row *results.Cell, reqs results.Requests, completed int) {
+	in := make([]float64, 0, completed)
+	out := make([]float64, 0, completed)
+	for r := range reqs.All() {
+		if r.Status != results.StatusOK {
 			continue
 		}
-		in = append(in, float64(reqs[k].InputTokens))
-		out = append(out, float64(reqs[k].OutputTokens))
+		in = append(in, float64(r.InputTokens))
+		out = append(out, float64(r.OutputTokens))
 	}
 	row.EffectiveISLP50, row.EffectiveISLP90, row.EffectiveISLP99 = nil, nil, nil
 	row.EffectiveOSLP50, row.EffectiveOSLP90, row.EffectiveOSLP99 = nil, nil, nil

@@ -12,11 +12,10 @@ import (
 // each phase's decode rate, and the share that answered. A request row
 // older than the columns (nil answered) adds nothing; a cell whose
 // requests all predate them keeps every column NULL.
-func fillReasoning(row *results.Cell, reqs []results.Request) {
+func fillReasoning(row *results.Cell, reqs results.Requests) {
 	var ttfo, ttfr, ttftc, rTok, aTok, rRate, aRate []float64
 	answered, known := 0, 0
-	for i := range reqs {
-		r := &reqs[i]
+	for r := range reqs.All() {
 		if _, ok := SampleOf(r); !ok || r.Answered == nil {
 			continue
 		}

@@ -35,7 +35,7 @@ func TestFillCellReasoning(t *testing.T) {
 	// 1020 and 1100 ms (the second wrote text first).
 	reqs[0].TTFTCMs, reqs[1].TTFTCMs = results.Some(1020.0), results.Some(1100.0)
 	var row results.Cell
-	FillCell(&row, reqs, CellWindow{Span: 2 * time.Second}, SLO{})
+	FillCell(&row, results.AsRequests(reqs), CellWindow{Span: 2 * time.Second}, SLO{})
 	switch {
 	case !near(row.TTFTCMs, 1060):
 		t.Errorf("ttftc %v, want the mean of 1020 and 1100 over the requests that called", row.TTFTCMs)
@@ -52,7 +52,7 @@ func TestFillCellReasoning(t *testing.T) {
 	}
 	// Rows written before the columns existed leave them NULL.
 	var old results.Cell
-	FillCell(&old, []results.Request{okReq(0, 0, 10, 40, []float64{10, 20}, nil)}, CellWindow{Span: time.Second}, SLO{})
+	FillCell(&old, results.AsRequests([]results.Request{okReq(0, 0, 10, 40, []float64{10, 20}, nil)}), CellWindow{Span: time.Second}, SLO{})
 	if old.TTFOMs != nil || old.AnsweredPct != nil || old.ReasoningTokensAvg != nil || old.TTFTCMs != nil {
 		t.Errorf("rows without reasoning columns: ttfo %v answered %v reasoning %v, want NULL", old.TTFOMs, old.AnsweredPct, old.ReasoningTokensAvg)
 	}

@@ -22,8 +22,8 @@ const (
 // passSpan is the timed pass the requests were sent in: from the first
 // scheduled send (a request's send less its send lag) to the last event
 // (an ok request's end; a failed request's send).
-func passSpan(reqs []results.Request) (start, end time.Time) {
-	for _, r := range reqs {
+func passSpan(reqs results.Requests) (start, end time.Time) {
+	for r := range reqs.All() {
 		sched := r.SentAt.Add(-msDuration(r.SendLagMs))
 		if start.IsZero() || sched.Before(start) {
 			start = sched
@@ -40,7 +40,7 @@ func passSpan(reqs []results.Request) (start, end time.Time) {
 }
 
 // requestEnd is when an ok request's last byte arrived.
-func requestEnd(r results.Request) (time.Time, bool) {
+func requestEnd(r *results.Request) (time.Time, bool) {
 	if r.Status != results.StatusOK || r.E2ELMs == nil {
 		return time.Time{}, false
 	}
@@ -52,8 +52,8 @@ func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 // SliceWidth is the width a cell's windows use: want (the plan's slice),
 // or with want 0 the 1-2-5 width that gives about AutoSlices windows,
 // widened when either would give more than MaxSlices. 0 without requests.
-func SliceWidth(reqs []results.Request, want time.Duration) time.Duration {
-	if len(reqs) == 0 {
+func SliceWidth(reqs results.Requests, want time.Duration) time.Duration {
+	if reqs == nil || reqs.Len() == 0 {
 		return 0
 	}
 	start, end := passSpan(reqs)
@@ -99,7 +99,7 @@ type sliceAcc struct {
 // says what happened in each (results.Slice). The rows carry the cell's
 // identity and are as the slices table stores them (results.Stored),
 // whether a sink derives them or reads them back. nil without requests.
-func Slices(cell results.Cell, reqs []results.Request) []results.Slice {
+func Slices(cell results.Cell, reqs results.Requests) []results.Slice {
 	width := SliceWidth(reqs, time.Duration(cell.SliceS*float64(time.Second)))
 	if width <= 0 {
 		return nil
@@ -108,11 +108,11 @@ func Slices(cell results.Cell, reqs []results.Request) []results.Slice {
 	n := max(int((end.Sub(start)+width-1)/width), 1)
 	acc := make([]sliceAcc, n)
 	at := func(t time.Time) int { return min(max(int(t.Sub(start)/width), 0), n-1) }
-	for _, r := range reqs {
+	for r := range reqs.All() {
 		a := &acc[at(r.SentAt)]
 		a.sent++
 		a.lag = append(a.lag, r.SendLagMs)
-		smp, ok := SampleOf(&r)
+		smp, ok := SampleOf(r)
 		if !ok {
 			a.failed++
 			continue
@@ -154,7 +154,7 @@ func Slices(cell results.Cell, reqs []results.Request) []results.Slice {
 // carried (chunk_tokens; evenly without them), so that the windows' tokens
 // add up to the requests' output_tokens, as the cell's throughput counts
 // them.
-func eventTokens(r results.Request) []float64 {
+func eventTokens(r *results.Request) []float64 {
 	n := len(r.ChunkGapsMs) + 1
 	out := make([]float64, n)
 	var carried float64

@@ -42,7 +42,7 @@ func TestSliceWidth(t *testing.T) {
 		{"the plan's width", 250 * time.Millisecond, 0, 250 * time.Millisecond},
 		{"too narrow for 1000 windows: widened", time.Millisecond, 0, 20 * time.Millisecond},
 	} {
-		if got := SliceWidth(reqs, tc.want); got != tc.wantWindow {
+		if got := SliceWidth(results.AsRequests(reqs), tc.want); got != tc.wantWindow {
 			t.Errorf("%s: SliceWidth = %v, want %v", tc.name, got, tc.wantWindow)
 		}
 	}
@@ -65,7 +65,7 @@ func TestSlicesCountEachEventWhereItHappened(t *testing.T) {
 		// Failed, sent at 2.2 s: counts in window 2 where it was sent.
 		failedReq(2200*time.Millisecond, 30, "boom"),
 	}
-	got := Slices(cell, reqs)
+	got := Slices(cell, results.AsRequests(reqs))
 	if len(got) != 3 {
 		t.Fatalf("%d slices, want 3 (the pass spans 0..2.5 s in 1 s windows): %+v", len(got), got)
 	}
@@ -136,8 +136,8 @@ func TestSlicesAddUpToTheCell(t *testing.T) {
 	}
 	for _, slice := range []time.Duration{0, time.Millisecond, 100 * time.Millisecond, time.Second, time.Hour} {
 		var cell results.Cell
-		FillCell(&cell, reqs, CellWindow{Span: UnionWindow(reqs), Slice: slice}, SLO{})
-		ss := Slices(cell, reqs)
+		FillCell(&cell, results.AsRequests(reqs), CellWindow{Span: UnionWindow(results.AsRequests(reqs)), Slice: slice}, SLO{})
+		ss := Slices(cell, results.AsRequests(reqs))
 		if len(ss) == 0 || len(ss) > MaxSlices {
 			t.Fatalf("slice %v: %d windows", slice, len(ss))
 		}

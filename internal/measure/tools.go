@@ -10,10 +10,9 @@ import (
 // calls with JSON and schema-valid arguments, the share of answers valid
 // against the response_format. Each is NULL when no request asked for it,
 // and an exact 0 or 100 when every one failed or passed.
-func fillTools(row *results.Cell, reqs []results.Request) {
+func fillTools(row *results.Cell, reqs results.Requests) {
 	var withTools, calls, callsJSON, callsValid, formats, valid int64
-	for i := range reqs {
-		r := &reqs[i]
+	for r := range reqs.All() {
 		if _, ok := SampleOf(r); !ok {
 			continue
 		}

@@ -186,7 +186,7 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		for i := range reqs {
 			reqs[i].RunID, reqs[i].Attempt, reqs[i].Seq = runID, 1, int64(i)
 		}
-		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, reqs, measure.Slices(row, reqs)); err != nil {
+		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, results.AsRequests(reqs), measure.Slices(row, results.AsRequests(reqs))); err != nil {
 			return nil, err
 		}
 		res.Cells = append(res.Cells, row)
@@ -354,7 +354,7 @@ func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, []results.R
 	// engage; the conversation and cache notes come from the pooled rows.
 	expect := turns.ExpectOf(base)
 	row.Notes = ""
-	turns.Fill(&row, reqs, expect)
+	turns.Fill(&row, results.RequestSlice(reqs), expect)
 	poolNotes := row.Notes
 	row.Status, row.Reason = mergedStatus(&row, pool, len(reqs))
 	row.Notes = mergedNotes(base, info, len(ps), notes, poolNotes)
@@ -567,12 +567,13 @@ func recharge(row *results.Cell, ps []part) {
 // process uses (measure.FillCell), over the union window: the earliest
 // send to the latest finish of any shard.
 func fill(row *results.Cell, rs []results.Request, slo measure.SLO) {
-	intervals, span := measure.SendsOf(rs)
+	reqs := results.RequestSlice(rs)
+	intervals, span := measure.SendsOf(reqs)
 	// The shards cut their passes with the plan's slice width; the merged
 	// cell keeps it (a width chosen for about ten windows of one shard's
 	// pass suits the union, which spans the same time).
 	slice := time.Duration(row.SliceS * float64(time.Second))
-	measure.FillCell(row, rs, measure.CellWindow{Span: measure.UnionWindow(rs), SendIntervals: intervals, SendSpan: span, Slice: slice}, slo)
+	measure.FillCell(row, reqs, measure.CellWindow{Span: measure.UnionWindow(reqs), SendIntervals: intervals, SendSpan: span, Slice: slice}, slo)
 	var first time.Time
 	for _, r := range rs {
 		if first.IsZero() || r.SentAt.Before(first) {

@@ -170,7 +170,7 @@ func TestMergeConversations(t *testing.T) {
 		cell := results.Cell{RunID: id, Plan: "p", Stage: "s", CellID: "s/20:8/c4", Attempt: 1, Measurement: 1, Concurrency: 4,
 			Shard: shard, Shards: 2, Status: results.StatusOK, Turns: results.Some(int64(3)), ThinkTimeMs: results.Some(0.0),
 			ServerPrefixCacheHitRate: results.Some(0.1 * float64(shard+1)), Notes: "prompts=cold (fresh conversations every pass)"}
-		turns.Fill(&cell, reqs, turns.ExpectOf(cell))
+		turns.Fill(&cell, results.AsRequests(reqs), turns.ExpectOf(cell))
 		rundir.WriteFile(filepath.Join(d, results.TableRequests, rundir.PartName(1, 1)), reqs)
 		rundir.WriteFile(filepath.Join(d, results.TableCells, rundir.PartName(1, 1)), []results.Cell{cell})
 	}
@@ -181,7 +181,7 @@ func TestMergeConversations(t *testing.T) {
 	got := res.Cells[0]
 	// One process over the pooled requests, with shard 0's server figure.
 	want := results.Cell{Turns: results.Some(int64(3)), ServerPrefixCacheHitRate: results.Some(0.1)}
-	turns.Fill(&want, pooled, turns.ExpectHistory)
+	turns.Fill(&want, results.AsRequests(pooled), turns.ExpectHistory)
 	for name, p := range map[string][2]*float64{
 		"ttft_turn1_p50_ms":       {got.TTFTTurn1P50Ms, want.TTFTTurn1P50Ms},
 		"ttft_later_turns_p50_ms": {got.TTFTLaterTurnsP50Ms, want.TTFTLaterTurnsP50Ms},

@@ -63,8 +63,8 @@ func TestMergedCellIsOneProcessCell(t *testing.T) {
 	}
 	slo := measure.SLO{TTFTMs: 27, ITLMs: 12}
 	one := results.Cell{Stage: "s", CellID: "s/1:1/c2", Concurrency: 2}
-	intervals, span := measure.SendsOf(all)
-	measure.FillCell(&one, all, measure.CellWindow{Span: measure.UnionWindow(all), SendIntervals: intervals, SendSpan: span}, slo)
+	intervals, span := measure.SendsOf(results.AsRequests(all))
+	measure.FillCell(&one, results.AsRequests(all), measure.CellWindow{Span: measure.UnionWindow(results.AsRequests(all)), SendIntervals: intervals, SendSpan: span}, slo)
 
 	var shards [2][]results.Request
 	for i, q := range all {

@@ -345,7 +345,11 @@ func TestCompactReadersSeeOneSetOrTheOther(t *testing.T) {
 				default:
 				}
 				files, _ := filepath.Glob(filepath.Join(dir, results.TableCells, "*.parquet"))
-				n, complete := 0, true
+				// A listing of the old folder after its parts were removed
+				// matches nothing: a failed read, as DuckDB's read_parquet
+				// fails on a glob that matches no file (it failed this test
+				// once in CI's run beside a compiler: "0 rows from []").
+				n, complete := 0, len(files) > 0
 				for _, f := range files {
 					rows, err := pq.ReadFile[results.Cell](f)
 					if err != nil {

@@ -48,9 +48,9 @@ func PartName(attempt, n int) string { return fmt.Sprintf("part-%03d-%05d.parque
 // directory stores what it is given), then its cell row. Requests go
 // first: a cell row whose requests are missing would be worse than
 // requests without their (reproducible) summary rows.
-func WriteCell(dir, name string, c results.Cell, reqs []results.Request, slices []results.Slice) error {
-	if len(reqs) > 0 {
-		if err := WriteFile(filepath.Join(dir, results.TableRequests, name), reqs); err != nil {
+func WriteCell(dir, name string, c results.Cell, reqs results.Requests, slices []results.Slice) error {
+	if reqs != nil && reqs.Len() > 0 {
+		if err := WriteRequests(filepath.Join(dir, results.TableRequests, name), reqs); err != nil {
 			return err
 		}
 	}
@@ -75,6 +75,35 @@ func WriteFile[T any](path string, rows []T) error {
 				return err
 			}
 			rows = rows[n:]
+		}
+		return nil
+	})
+}
+
+// WriteRequests writes request rows to path as WriteFile does, a row
+// group at a time as they are read: a long cell's rows are never all in
+// memory here.
+func WriteRequests(path string, reqs results.Requests) error {
+	return writeTablePart(path, filepath.Base(filepath.Dir(path)), func(w *pq.GenericWriter[results.Request]) error {
+		batch := make([]results.Request, 0, min(reqs.Len(), partRowGroup))
+		flush := func() error {
+			_, err := w.Write(batch)
+			clear(batch) // drop the rows' slices before the next batch
+			batch = batch[:0]
+			return err
+		}
+		for r := range reqs.All() {
+			if batch = append(batch, *r); len(batch) == cap(batch) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := reqs.Err(); err != nil {
+			return fmt.Errorf("reading the rows: %w", err)
+		}
+		if len(batch) > 0 {
+			return flush()
 		}
 		return nil
 	})

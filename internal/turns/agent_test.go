@@ -40,7 +40,7 @@ func TestFillAgent(t *testing.T) {
 		agentRow(3, 1, 0, 10, 0, 0, 0, true), agentRow(3, 2, 20, 100, 0, 10, 20, true), agentRow(3, 2, 30, 10, 0, 20, 20, true),
 	}
 	row := results.Cell{MaxSteps: results.Some(int64(3))}
-	Fill(&row, reqs, ExpectOf(row))
+	Fill(&row, results.AsRequests(reqs), ExpectOf(row))
 	if *row.AgentSessions != 4 || *row.StepsMean != 8.0/3 || *row.StepsMax != 3 || math.Abs(*row.FinalAnswerPct-200.0/3) > 1e-9 {
 		t.Errorf("sessions %d, steps mean %v max %d, final %v %%", *row.AgentSessions, *row.StepsMean, *row.StepsMax, *row.FinalAnswerPct)
 	}
@@ -63,12 +63,12 @@ func TestFillAgent(t *testing.T) {
 		cold[i].CachedTokens = results.Some(int64(0))
 	}
 	coldRow := results.Cell{MaxSteps: results.Some(int64(3))}
-	Fill(&coldRow, cold, ExpectOf(coldRow))
+	Fill(&coldRow, results.AsRequests(cold), ExpectOf(coldRow))
 	if !strings.Contains(coldRow.Notes, "prefix cache did not engage: the 5 later agent steps (2 and on) had 0 of their") {
 		t.Errorf("a cold cache's notes %q", coldRow.Notes)
 	}
 	plain := results.Cell{}
-	Fill(&plain, reqs, ExpectNothing)
+	Fill(&plain, results.AsRequests(reqs), ExpectNothing)
 	if plain.AgentSessions != nil || plain.StepsMean != nil || strings.Contains(plain.Notes, "agent:") {
 		t.Errorf("a cell that is not an agent cell got agent columns: %v %v %q", plain.AgentSessions, plain.StepsMean, plain.Notes)
 	}

@@ -79,7 +79,10 @@ const maxApart = 5
 //     reported it (nil when none did);
 //   - prefix_cache_hit_rate: those requests' cached tokens over their
 //     prompt tokens, else the server's figure.
-func Fill(row *results.Cell, reqs []results.Request, expect Expect) {
+func Fill(row *results.Cell, reqs results.Requests, expect Expect) {
+	if reqs == nil {
+		reqs = results.RequestSlice(nil)
+	}
 	t := tallyRequests(reqs)
 	conversation := row.Turns != nil
 	row.TTFTTurn1P50Ms, row.TTFTLaterTurnsP50Ms = nil, nil
@@ -103,7 +106,10 @@ func Fill(row *results.Cell, reqs []results.Request, expect Expect) {
 		notes = append(notes, t.conversationNote(*row.Turns))
 	}
 	if row.MaxSteps != nil {
-		fillAgent(row, reqs)
+		// An agent cell's steps are grouped by session: its rows are held
+		// (sessions of a few steps, not a soak's millions of requests).
+		rows, _ := results.CollectRequests(reqs)
+		fillAgent(row, rows)
 		if n := agentNote(row); n != "" {
 			notes = append(notes, n)
 		}
@@ -135,9 +141,9 @@ type tally struct {
 	cached, prompt, laterCached, laterPrompt int64
 }
 
-func tallyRequests(reqs []results.Request) tally {
+func tallyRequests(reqs results.Requests) tally {
 	t := tally{sessions: map[int64]bool{}}
-	for _, r := range reqs {
+	for r := range reqs.All() {
 		if r.Turn != nil && r.Session != nil {
 			t.sessions[*r.Session] = true
 			t.turnsSent++

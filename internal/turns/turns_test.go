@@ -43,7 +43,7 @@ func TestFillHitRate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			row := results.Cell{ServerPrefixCacheHitRate: tc.server}
-			Fill(&row, tc.reqs, ExpectNothing)
+			Fill(&row, results.AsRequests(tc.reqs), ExpectNothing)
 			if (row.PrefixCacheHitRate == nil) != (tc.rate == nil) || tc.rate != nil && *row.PrefixCacheHitRate != *tc.rate {
 				t.Errorf("hit rate %v, want %v", results.ValueOr(row.PrefixCacheHitRate, -1), results.ValueOr(tc.rate, -1))
 			}
@@ -96,7 +96,7 @@ func TestFillEngagement(t *testing.T) {
 			if tc.reqs[0].Turn != nil {
 				row.Turns = results.Some(int64(3))
 			}
-			Fill(&row, tc.reqs, tc.expect)
+			Fill(&row, results.AsRequests(tc.reqs), tc.expect)
 			if got := !strings.Contains(row.Notes, "prefix cache did not engage"); got != tc.engaged {
 				t.Errorf("engaged %v, want %v: %s", got, tc.engaged, row.Notes)
 			}

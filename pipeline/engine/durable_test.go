@@ -33,7 +33,7 @@ type recordingOutput struct {
 func (o *recordingOutput) Name() string                  { return o.name }
 func (o *recordingOutput) Start(*pipeline.SinkEnv) error { return nil }
 func (o *recordingOutput) Stop(*pipeline.Summary) error  { return nil }
-func (o *recordingOutput) Cell(c results.Cell, _ []results.Request) error {
+func (o *recordingOutput) Cell(c results.Cell, _ results.Requests) error {
 	if o.fail {
 		return errors.New("write cells/part-001-00001.parquet: no space left on device")
 	}

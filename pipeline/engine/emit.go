@@ -14,7 +14,7 @@ import (
 // Cell, and Verdicts for outputs that take them. Every string of every row
 // has the run's secrets masked before an assertion or an output sees it (a
 // gateway that echoes the key in its error puts it in reason and error).
-func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
+func (r *runner) emit(cell results.Cell, reqs results.Requests) error {
 	r.emitMu.Lock()
 	defer r.emitMu.Unlock()
 	r.stamp(&cell)
@@ -25,18 +25,25 @@ func (r *runner) emit(cell results.Cell, reqs []results.Request) error {
 		// (when the run may re-measure), and its notes everywhere.
 		cell.Notes = joinNotes(results.MeasuredAgainNote(cell.Measurement, r.judge.RemeasureNote(cell.Stage, cell.CellID)), cell.Notes)
 	}
-	for i := range reqs {
-		reqs[i].Measurement = cell.Measurement
-		reqs[i].RunID = cell.RunID
-		reqs[i].Plan = cell.Plan
-		if reqs[i].Stage == "" {
-			reqs[i].Stage = cell.Stage
+	cell = redact.Value(cell)
+	// The rows are stamped, masked and given their stored times as each
+	// is read (in place when they are in memory): a long cell's rows are
+	// read from its spool, never held here.
+	reqs = results.MapRequests(reqs, func(q *results.Request) {
+		q.Measurement = cell.Measurement
+		q.RunID = cell.RunID
+		q.Plan = cell.Plan
+		if q.Stage == "" {
+			q.Stage = cell.Stage
 		}
-		if reqs[i].CellID == "" {
-			reqs[i].CellID = cell.CellID
+		if q.CellID == "" {
+			q.CellID = cell.CellID
 		}
-	}
-	cell, reqs = redact.Value(cell), redact.Value(reqs)
+		if q.Attempt == 0 {
+			q.Attempt = cell.Attempt
+		}
+		*q = results.Stored(redact.Value(*q))
+	})
 	verdictRows := r.judge.Row(cell, reqs)
 	// Durable sinks first: a row printed or summarised elsewhere is one
 	// already on disk, or it says it is not.

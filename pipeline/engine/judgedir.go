@@ -107,7 +107,7 @@ func JudgeDir(ctx context.Context, g *pipeline.Graph, dir string, o JudgeOptions
 	// that the machine cannot explain still counts).
 	for _, c := range results.AttemptMeasurements(rows.Cells) {
 		r.tally.add(c)
-		if err := r.emit(c, reqs[key{c.Stage, c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}]); err != nil {
+		if err := r.emit(c, results.AsRequests(reqs[key{c.Stage, c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}])); err != nil {
 			return nil, err
 		}
 	}
@@ -180,10 +180,10 @@ var (
 	_ pipeline.VerdictSink = (*verdictCollector)(nil)
 )
 
-func (*verdictCollector) Name() string                               { return "judge" }
-func (*verdictCollector) Start(*pipeline.SinkEnv) error              { return nil }
-func (*verdictCollector) Cell(results.Cell, []results.Request) error { return nil }
-func (*verdictCollector) Stop(*pipeline.Summary) error               { return nil }
+func (*verdictCollector) Name() string                              { return "judge" }
+func (*verdictCollector) Start(*pipeline.SinkEnv) error             { return nil }
+func (*verdictCollector) Cell(results.Cell, results.Requests) error { return nil }
+func (*verdictCollector) Stop(*pipeline.Summary) error              { return nil }
 func (v *verdictCollector) Verdicts(_ results.Cell, rows []results.Verdict) error {
 	v.rows = append(v.rows, rows...)
 	return nil

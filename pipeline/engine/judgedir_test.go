@@ -29,7 +29,7 @@ func (s rowsStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Output
 		c := results.Cell{Stage: env.Stage.Name, CellID: fmt.Sprintf("%s/16:8/c%d", env.Stage.Name, i+1), ISL: 16, OSL: 8,
 			Concurrency: int64(i + 1), Status: results.StatusOK, Requests: 1, Completed: 1, DecodeTokS: results.Some(v)}
 		req := results.Request{Status: results.StatusOK, E2ELMs: results.Some(v), TTFTMs: results.Some(1.0)}
-		if err := env.Emit(c, []results.Request{req}); err != nil {
+		if err := env.Emit(c, results.AsRequests([]results.Request{req})); err != nil {
 			return nil, err
 		}
 	}

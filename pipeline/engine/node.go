@@ -100,14 +100,9 @@ func (r *runner) attempt() int64 { return int64(max(r.ri.Attempt, 1)) }
 
 // emitAttempt stamps a cell row and its requests with the attempt, then
 // emits them (the outputs stamp the verdict rows from the cell row).
-func (r *runner) emitAttempt(cell results.Cell, reqs []results.Request) error {
+func (r *runner) emitAttempt(cell results.Cell, reqs results.Requests) error {
 	if cell.Attempt == 0 {
 		cell.Attempt = r.attempt()
-	}
-	for i := range reqs {
-		if reqs[i].Attempt == 0 {
-			reqs[i].Attempt = cell.Attempt
-		}
 	}
 	r.tally.add(cell)
 	return r.emit(cell, reqs)

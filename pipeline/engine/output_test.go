@@ -29,7 +29,7 @@ func (emitter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, e
 			Concurrency: int64(i + 1), ITLP50Ms: results.Some(5.0), ITLP99Ms: results.Some(itl), Status: results.StatusOK, StartedAt: time.Now(),
 			Metadata: map[string]string{"cell_note": "x"}}
 		reqs := []results.Request{{Seq: 0, TTFTMs: results.Some(20.0)}, {Seq: 1, TTFTMs: results.Some(21.0)}}
-		if err := env.Emit(c, reqs); err != nil {
+		if err := env.Emit(c, results.AsRequests(reqs)); err != nil {
 			return nil, err
 		}
 	}
@@ -39,10 +39,10 @@ func (emitter) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, e
 // plain is an Output without optional capabilities.
 type plain struct{ cells int }
 
-func (p *plain) Name() string                               { return "plain" }
-func (p *plain) Start(*pipeline.SinkEnv) error              { return nil }
-func (p *plain) Stop(*pipeline.Summary) error               { return nil }
-func (p *plain) Cell(results.Cell, []results.Request) error { p.cells++; return nil }
+func (p *plain) Name() string                              { return "plain" }
+func (p *plain) Start(*pipeline.SinkEnv) error             { return nil }
+func (p *plain) Stop(*pipeline.Summary) error              { return nil }
+func (p *plain) Cell(results.Cell, results.Requests) error { p.cells++; return nil }
 
 func TestEmitStampsIdentityAndHandsOutVerdicts(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())

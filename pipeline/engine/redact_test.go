@@ -51,7 +51,7 @@ func (leaky) Run(_ context.Context, env *pipeline.Env) (*pipeline.Outputs, error
 	c := results.Cell{Stage: env.Stage.Name, CellID: env.Stage.Name + "/8:8/c1", ISL: 8, OSL: 8, Concurrency: 1,
 		Status: results.StatusError, Reason: said, Notes: "note: " + said, Metadata: map[string]string{"echo": said}, StartedAt: time.Now()}
 	reqs := []results.Request{{Seq: 0, Status: results.StatusError, Error: "HTTP 401: " + said}}
-	if err := env.Emit(c, reqs); err != nil {
+	if err := env.Emit(c, results.AsRequests(reqs)); err != nil {
 		return nil, err
 	}
 	if err := env.EmitSamples([]results.Sample{{Stage: env.Stage.Name, Source: "prometheus", Device: env.Stage.Target, Metric: "m", Labels: map[string]string{"x": said}}}); err != nil {
@@ -79,7 +79,8 @@ func (e *everything) Stop(sum *pipeline.Summary) error {
 	e.add(pipeline.RunRecord(sum.Run, sum))
 	return nil
 }
-func (e *everything) Cell(c results.Cell, reqs []results.Request) error {
+func (e *everything) Cell(c results.Cell, in results.Requests) error {
+	reqs, _ := results.CollectRequests(in)
 	e.add(c)
 	e.add(reqs)
 	return nil

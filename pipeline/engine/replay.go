@@ -175,7 +175,7 @@ func (f *replayFeeder) feed() {
 	}
 	for ; f.next < len(f.rows.Cells); f.next++ {
 		c := f.rows.Cells[f.next]
-		f.note(f.ss.cell(c, f.reqs[rowKeyOf(c)], nil))
+		f.note(f.ss.cell(c, results.AsRequests(f.reqs[rowKeyOf(c)]), nil))
 	}
 	if len(f.rows.Samples) > 0 {
 		f.note(f.ss.samples(f.rows.Samples))
@@ -202,7 +202,7 @@ func (f *replayFeeder) verdicts(group []results.Verdict) {
 		return
 	}
 	if c, ok := f.feedUntil(v.CellID, results.AttemptOf(v.Attempt)); ok {
-		f.note(f.ss.cell(c, f.reqs[rowKeyOf(c)], group))
+		f.note(f.ss.cell(c, results.AsRequests(f.reqs[rowKeyOf(c)]), group))
 		return
 	}
 	f.note(f.ss.verdicts(stamp, group))
@@ -219,7 +219,7 @@ func (f *replayFeeder) feedUntil(cell string, attempt int64) (results.Cell, bool
 		}
 		for ; f.next < i; f.next++ {
 			c := cells[f.next]
-			f.note(f.ss.cell(c, f.reqs[rowKeyOf(c)], nil))
+			f.note(f.ss.cell(c, results.AsRequests(f.reqs[rowKeyOf(c)]), nil))
 		}
 		f.next = i + 1
 		return cells[i], true

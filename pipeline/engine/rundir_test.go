@@ -86,7 +86,7 @@ func (c *cellsStage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outp
 			}
 		}
 		row := results.Cell{Stage: c.name, CellID: cid, Status: results.StatusOK, TTFTMs: results.Some(ttft), Requests: 2, StartedAt: time.Now()}
-		if err := env.Emit(row, []results.Request{{Seq: 0, TTFTMs: results.Some(ttft), Status: "ok"}, {Seq: 1, TTFTMs: results.Some(ttft), Status: "ok"}}); err != nil {
+		if err := env.Emit(row, results.AsRequests([]results.Request{{Seq: 0, TTFTMs: results.Some(ttft), Status: "ok"}, {Seq: 1, TTFTMs: results.Some(ttft), Status: "ok"}})); err != nil {
 			return nil, err
 		}
 	}
@@ -339,10 +339,10 @@ func TestResumeWithNothingLeftStartsNothing(t *testing.T) {
 // failingStart is an output that cannot start (a full disk, a bad prefix).
 type failingStart struct{}
 
-func (failingStart) Name() string                               { return "broken" }
-func (failingStart) Start(*pipeline.SinkEnv) error              { return errors.New("no space left on device") }
-func (failingStart) Cell(results.Cell, []results.Request) error { return nil }
-func (failingStart) Stop(*pipeline.Summary) error               { return nil }
+func (failingStart) Name() string                              { return "broken" }
+func (failingStart) Start(*pipeline.SinkEnv) error             { return errors.New("no space left on device") }
+func (failingStart) Cell(results.Cell, results.Requests) error { return nil }
+func (failingStart) Stop(*pipeline.Summary) error              { return nil }
 
 // The manifest stayed "running" after a failure before the first stage:
 // every way out of a run finishes it, with the reason.

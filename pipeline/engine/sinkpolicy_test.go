@@ -36,7 +36,7 @@ func (s *flakySink) Start(*pipeline.SinkEnv) error {
 	return nil
 }
 func (s *flakySink) Stop(*pipeline.Summary) error { return nil }
-func (s *flakySink) Cell(c results.Cell, _ []results.Request) error {
+func (s *flakySink) Cell(c results.Cell, _ results.Requests) error {
 	*s.log = append(*s.log, s.name+":"+c.CellID)
 	switch s.mode {
 	case "always":

@@ -125,9 +125,8 @@ func (ss sinkSet) start(env *pipeline.SinkEnv) error {
 // cell hands a judged cell row to every sink: the durable ones first, so
 // that a row the others show is one already stored, or is marked as not
 // stored. It returns the failures of required sinks.
-func (ss sinkSet) cell(cell results.Cell, reqs []results.Request, verdicts []results.Verdict) error {
+func (ss sinkSet) cell(cell results.Cell, reqs results.Requests, verdicts []results.Verdict) error {
 	cell, verdicts = results.Stored(cell), results.StoredRows(verdicts)
-	results.StoreRows(reqs) // in place: the emitter's own, stamped for the sinks
 	var errs, notStored []string
 	reason := cell.Reason
 	for _, s := range ss {

@@ -94,9 +94,14 @@ type requestColumns struct {
 	OutputTokens []float64 `expr:"output_tokens"`
 }
 
-func requestColumnsOf(reqs []results.Request) requestColumns {
+// requestColumnsOf reads the request columns of reqs: only for an
+// assertion that reads them (a long cell's gaps are millions of values).
+func (a *Assertion) requestColumnsOf(reqs results.Requests) requestColumns {
 	var rc requestColumns
-	for _, r := range reqs {
+	if reqs == nil || !strings.Contains(a.Expr, "requests.") {
+		return rc
+	}
+	for r := range reqs.All() {
 		if r.Status != results.StatusOK {
 			continue
 		}
@@ -382,7 +387,7 @@ func (a *Assertion) Judge(c results.Cell) Verdict { return a.JudgeRow(c, nil, ni
 // JudgeRow is Judge with the cell's request rows, which `requests.COLUMN`
 // reads, and the baseline's matching cell, which `baseline.COLUMN` reads
 // (nil: none matched, and an assertion reading it is an error verdict).
-func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *results.Cell) Verdict {
+func (a *Assertion) JudgeRow(c results.Cell, reqs results.Requests, base *results.Cell) Verdict {
 	v := a.verdict(c.Stage, c.CellID, CellLabel(c))
 	v.Values = columnValues(c, a.names)
 	if a.ReadsBaseline {
@@ -399,7 +404,8 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 		v.Error = null.Error()
 		return v
 	}
-	out, err := expr.Run(a.prog, rowEnv{Cell: c, Requests: requestColumnsOf(reqs), Baseline: base})
+	rc := a.requestColumnsOf(reqs)
+	out, err := expr.Run(a.prog, rowEnv{Cell: c, Requests: rc, Baseline: base})
 	if err != nil {
 		v.Error = err.Error()
 		if null != nil {
@@ -408,12 +414,12 @@ func (a *Assertion) JudgeRow(c results.Cell, reqs []results.Request, base *resul
 		return v
 	}
 	v.Passed, _ = out.(bool)
-	if why, need, ok := a.unresolved(c, reqs, base, v.Passed); ok {
+	if why, need, ok := a.unresolved(c, rc, base, v.Passed); ok {
 		v.Passed, v.Inconclusive, v.TooFewSamples, v.NeedsRequests, v.Explained = false, true, true, need, why
 		return v
 	}
 	if !v.Passed {
-		if why, ok := a.explain(c, reqs, base); ok {
+		if why, ok := a.explain(c, rc, base); ok {
 			v.Inconclusive, v.Explained = true, why
 			v.Values[results.ColMachineLateP99Ms] = fmt.Sprintf("%.3g", machine.Late(&c))
 		}

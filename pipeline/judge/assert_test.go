@@ -115,8 +115,8 @@ func TestAssertionLevels(t *testing.T) {
 		pass        bool
 		err         string
 	}{
-		{"p(requests.ttft_ms, 50) == 15", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs, nil) }, true, ""},
-		{"len(requests.itl_ms) == 4 && p(requests.itl_ms, 100) == 4", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, reqs, nil) }, true, ""},
+		{"p(requests.ttft_ms, 50) == 15", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, results.AsRequests(reqs), nil) }, true, ""},
+		{"len(requests.itl_ms) == 4 && p(requests.itl_ms, 100) == 4", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, results.AsRequests(reqs), nil) }, true, ""},
 		{"p(requests.ttft_ms, 99) < 100", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, false, "p: no samples"},
 		{"within(ttft_ms, 11, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, true, ""},
 		{"within(ttft_ms, 12, 10)", LevelRow, func(a *Assertion) Verdict { return a.JudgeRow(ok, nil, nil) }, false, ""},

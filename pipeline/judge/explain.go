@@ -57,7 +57,7 @@ var requestColumnsBound = []struct {
 // A check whose failure the machine cannot explain (a column it reads that
 // no lateness moves, a lateness not measured, a miss larger than the
 // lateness) returns "", false.
-func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *results.Cell) (string, bool) {
+func (a *Assertion) explain(c results.Cell, rc requestColumns, base *results.Cell) (string, bool) {
 	if a.Level != LevelRow {
 		return "", false
 	}
@@ -67,7 +67,6 @@ func (a *Assertion) explain(c results.Cell, reqs []results.Request, base *result
 	}
 	dims = dims[:min(len(dims), maxExplainDims)]
 	late := machine.Late(&c)
-	rc := requestColumnsOf(reqs)
 	for mask := 0; mask < 1<<len(dims); mask++ {
 		cc := c
 		crc := rc

@@ -148,7 +148,7 @@ func (j *Judge) RemeasureNote(stage, cellID string) string {
 // rows for the assertions table. A later measurement of a cell replaces
 // what the earlier one's passing or inconclusive verdicts counted
 // (supersede).
-func (j *Judge) Row(cell results.Cell, reqs []results.Request) []results.Verdict {
+func (j *Judge) Row(cell results.Cell, reqs results.Requests) []results.Verdict {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if cell.Measurement == 1 {

@@ -127,7 +127,7 @@ func (a *Assertion) agrees(c results.Cell, reqs requestColumns, base *results.Ce
 // their distance from the percentile, about n/s² requests decide it; a
 // side the sample cannot bound yet needs at least the count that bounds
 // it (368 samples for a p99's upper side), whatever the distance.
-func (a *Assertion) unresolved(c results.Cell, reqs []results.Request, base *results.Cell, observed bool) (string, int64, bool) {
+func (a *Assertion) unresolved(c results.Cell, rc requestColumns, base *results.Cell, observed bool) (string, int64, bool) {
 	if a.Level != LevelRow {
 		return "", 0, false
 	}
@@ -135,7 +135,6 @@ func (a *Assertion) unresolved(c results.Cell, reqs []results.Request, base *res
 	if len(dims) == 0 {
 		return "", 0, false
 	}
-	rc := requestColumnsOf(reqs)
 	if a.agrees(c, rc, base, dims, observed, 1) {
 		return "", 0, false
 	}

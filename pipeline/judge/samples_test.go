@@ -20,7 +20,7 @@ func cellOf(ttfts []float64) results.Cell {
 			InputTokens: 10, OutputTokens: 3, Chunks: 3, ChunkGapsMs: []float64{5, 5}, ChunkTokens: []int64{1, 1, 1}, Status: results.StatusOK}
 	}
 	c := results.Cell{Stage: "sweep", CellID: "c1", ISL: 64, OSL: 3, Concurrency: 4, Measurement: 1}
-	measure.FillCell(&c, reqs, measure.CellWindow{Span: time.Second}, measure.SLO{})
+	measure.FillCell(&c, results.AsRequests(reqs), measure.CellWindow{Span: time.Second}, measure.SLO{})
 	return c
 }
 

@@ -109,11 +109,18 @@ func (s *RecordingSink) Start(env *pipeline.SinkEnv) error {
 }
 
 // Cell implements pipeline.Sink.
-func (s *RecordingSink) Cell(c results.Cell, reqs []results.Request) error {
+func (s *RecordingSink) Cell(c results.Cell, reqs results.Requests) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rec.Cells = append(s.rec.Cells, c)
-	s.rec.Requests = append(s.rec.Requests, reqs...)
+	if reqs != nil {
+		for r := range reqs.All() {
+			s.rec.Requests = append(s.rec.Requests, *r)
+		}
+		if err := reqs.Err(); err != nil {
+			return err
+		}
+	}
 	s.rec.Calls = append(s.rec.Calls, "cell "+c.CellID)
 	return nil
 }

@@ -26,6 +26,7 @@ package arrow
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/benchrun/benchrun/internal/results"
@@ -58,14 +59,35 @@ func Open(dir string) (*Tables, error) {
 	return &Tables{cells: cells, reqs: reqs}, nil
 }
 
-// Cell writes one finished cell: its requests as one record batch, then
-// its cell row as another (requests first, as in the Parquet tables).
-func (t *Tables) Cell(c results.Cell, reqs []results.Request) error {
-	if err := t.reqs.Write(reqs); err != nil {
-		return err
+// Cell writes one finished cell: its requests as record batches of up to
+// batchRows rows, read as they come, then its cell row as another
+// (requests first, as in the Parquet tables).
+func (t *Tables) Cell(c results.Cell, reqs results.Requests) error {
+	if reqs != nil && reqs.Len() > 0 {
+		batch := make([]results.Request, 0, min(reqs.Len(), batchRows))
+		for r := range reqs.All() {
+			if batch = append(batch, *r); len(batch) == cap(batch) {
+				if err := t.reqs.Write(batch); err != nil {
+					return err
+				}
+				clear(batch)
+				batch = batch[:0]
+			}
+		}
+		if err := reqs.Err(); err != nil {
+			return fmt.Errorf("reading the requests of %s: %w", c.CellID, err)
+		}
+		if len(batch) > 0 {
+			if err := t.reqs.Write(batch); err != nil {
+				return err
+			}
+		}
 	}
 	return t.cells.Write([]results.Cell{c})
 }
+
+// batchRows is the most request rows a record batch holds.
+const batchRows = 8192
 
 // Rows writes rows stored earlier (the Parquet tables of a resumed run's
 // earlier attempts, in part order) as a replay of the run directory
@@ -85,7 +107,7 @@ func (t *Tables) Rows(cells []results.Cell, reqs []results.Request) error {
 		byCell[k] = append(byCell[k], r)
 	}
 	for _, c := range cells {
-		if err := t.Cell(c, byCell[key{c.CellID, results.AttemptOf(c.Attempt)}]); err != nil {
+		if err := t.Cell(c, results.AsRequests(byCell[key{c.CellID, results.AttemptOf(c.Attempt)}])); err != nil {
 			return err
 		}
 	}

@@ -53,7 +53,7 @@ func BenchmarkRequests(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := 0; i < n; i += perCell {
-					if err := tb.Cell(results.Cell{CellID: reqs[i].CellID}, reqs[i:i+perCell]); err != nil {
+					if err := tb.Cell(results.Cell{CellID: reqs[i].CellID}, results.AsRequests(reqs[i:i+perCell])); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -98,7 +98,7 @@ func writeArrow(t testing.TB, dir string, cells []cellOf) (cellsPath, reqsPath s
 		t.Fatal(err)
 	}
 	for _, c := range cells {
-		if err := tb.Cell(c.cell, c.reqs); err != nil {
+		if err := tb.Cell(c.cell, results.AsRequests(c.reqs)); err != nil {
 			t.Fatal(err)
 		}
 	}

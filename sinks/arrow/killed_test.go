@@ -51,7 +51,7 @@ func TestNoArrowUntilClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range testCells()[:4] {
-		if err := tb.Cell(c.cell, c.reqs); err != nil {
+		if err := tb.Cell(c.cell, results.AsRequests(c.reqs)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,11 +158,11 @@ func killedChild(dir string) {
 		reqs[i] = results.Request{CellID: "big", Seq: int64(i), SentAt: time.Now(), ChunkGapsMs: make([]float64, 16), Status: "ok"}
 	}
 	for _, c := range testCells() {
-		if err := tb.Cell(c.cell, c.reqs); err != nil {
+		if err := tb.Cell(c.cell, results.AsRequests(c.reqs)); err != nil {
 			panic(err)
 		}
 	}
-	if err := tb.Cell(results.Cell{CellID: "big"}, reqs); err != nil {
+	if err := tb.Cell(results.Cell{CellID: "big"}, results.AsRequests(reqs)); err != nil {
 		panic(err)
 	}
 	os.Stdout.WriteString("written\n")
@@ -179,7 +179,7 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells := testCells()
-	if err := tb.Cell(cells[0].cell, cells[0].reqs); err != nil {
+	if err := tb.Cell(cells[0].cell, results.AsRequests(cells[0].reqs)); err != nil {
 		t.Fatal(err)
 	}
 	tb.reqs.tmp.Close() // every later write to the file fails
@@ -189,12 +189,12 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 	}
 	var werr error
 	for i := 0; i < 10 && werr == nil; i++ { // past the write buffer
-		werr = tb.Cell(cells[1].cell, big)
+		werr = tb.Cell(cells[1].cell, results.AsRequests(big))
 	}
 	if werr == nil {
 		t.Fatal("writes to a closed file did not fail")
 	}
-	if err := tb.Cell(cells[2].cell, cells[2].reqs); err == nil {
+	if err := tb.Cell(cells[2].cell, results.AsRequests(cells[2].reqs)); err == nil {
 		t.Error("a write after a failure succeeded")
 	}
 	if err := tb.Close(); err == nil {

@@ -65,7 +65,7 @@ func (s *Sink) Start(env *pipeline.SinkEnv) error {
 }
 
 // Cell writes the cell's requests and its row, a record batch each.
-func (s *Sink) Cell(c results.Cell, reqs []results.Request) error {
+func (s *Sink) Cell(c results.Cell, reqs results.Requests) error {
 	if s.t == nil {
 		return fmt.Errorf("arrow: %s and %s were not started", CellsFile, RequestsFile)
 	}

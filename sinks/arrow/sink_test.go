@@ -36,7 +36,7 @@ func runSink(t *testing.T, env *pipeline.SinkEnv, cells []cellOf) {
 		t.Fatal(err)
 	}
 	for _, c := range cells {
-		if err := s.Cell(c.cell, c.reqs); err != nil {
+		if err := s.Cell(c.cell, results.AsRequests(c.reqs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -155,7 +155,7 @@ func TestResumeOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range fresh {
-		if err := tb.Cell(c.cell, c.reqs); err != nil {
+		if err := tb.Cell(c.cell, results.AsRequests(c.reqs)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -321,7 +321,7 @@ func upgradeHeader(path string, columns []string) error {
 
 // Cell writes one row to every target and flushes, so each row appears
 // as its cell finishes.
-func (o *Sink) Cell(c results.Cell, _ []results.Request) error {
+func (o *Sink) Cell(c results.Cell, _ results.Requests) error {
 	for i := range o.targets {
 		t := &o.targets[i]
 		row := c

@@ -32,7 +32,7 @@ func runOutput(t *testing.T, columns []string, prefix string) (string, string) {
 		t.Fatal(err)
 	}
 	for i, p := range resultstest.Points() {
-		if err := o.Cell(p.Cell, p.Requests); err != nil {
+		if err := o.Cell(p.Cell, results.AsRequests(p.Requests)); err != nil {
 			t.Fatal(err)
 		}
 		// Rows appear as cells finish, not at the end.
@@ -140,7 +140,7 @@ func TestNullIsAnEmptyField(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := resultstest.Unmeasured()
-	if err := o.Cell(bad.Cell, bad.Requests); err != nil {
+	if err := o.Cell(bad.Cell, results.AsRequests(bad.Requests)); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Stop(nil); err != nil {

@@ -95,7 +95,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 		latest := results.LatestCells(prior.Cells)
 		byCell := results.RequestsOf(latest, prior.Requests) // the requests of each row's own attempt
 		for _, c := range latest {
-			o.cells = append(o.cells, resultdoc.NewCellResult(c, byCell[c.CellID]))
+			o.cells = append(o.cells, resultdoc.NewCellResult(c, results.AsRequests(byCell[c.CellID])))
 		}
 		o.verdicts = results.LatestVerdicts(prior.Verdicts)
 	}
@@ -104,7 +104,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 
 // Cell adds a cell (replacing an earlier row of the same cell id, as a
 // resumed run re-measures) and rewrites the file.
-func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs results.Requests) error {
 	r := resultdoc.NewCellResult(c, reqs)
 	if o.index == nil {
 		o.index = map[string]int{}

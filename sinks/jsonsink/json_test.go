@@ -23,7 +23,7 @@ func fixture() resultdoc.Result {
 	var cells []resultdoc.CellResult
 	var vs []results.Verdict
 	for _, p := range resultstest.Points() {
-		cells = append(cells, resultdoc.NewCellResult(p.Cell, p.Requests))
+		cells = append(cells, resultdoc.NewCellResult(p.Cell, results.AsRequests(p.Requests)))
 		vs = append(vs, p.Verdicts...)
 	}
 	return resultdoc.Build(resultstest.Run(), cells, vs)
@@ -104,7 +104,7 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 		t.Fatalf("at start: %d cells, status %q", len(r.Cells), r.Status)
 	}
 	for i, pt := range resultstest.Points() {
-		if err := o.Cell(pt.Cell, pt.Requests); err != nil {
+		if err := o.Cell(pt.Cell, results.AsRequests(pt.Requests)); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Verdicts(pt.Cell, pt.Verdicts); err != nil {
@@ -128,7 +128,7 @@ func TestOutputRewritesAfterEachCell(t *testing.T) {
 // (no ok request) and a measured 0 req/s; its verdict is an error.
 func TestNullIsNull(t *testing.T) {
 	bad := resultstest.Unmeasured()
-	b, err := resultdoc.Encode(resultdoc.Build(resultstest.Run(), []resultdoc.CellResult{resultdoc.NewCellResult(bad.Cell, bad.Requests)}, bad.Verdicts))
+	b, err := resultdoc.Encode(resultdoc.Build(resultstest.Run(), []resultdoc.CellResult{resultdoc.NewCellResult(bad.Cell, results.AsRequests(bad.Requests))}, bad.Verdicts))
 	if err != nil {
 		t.Fatal(err)
 	}

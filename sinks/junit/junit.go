@@ -137,7 +137,7 @@ func (o *Sink) seed(prior *pipeline.Rows) {
 // Cell records a cell row, replacing an earlier row of the same cell id
 // (a resumed run measures again) and its verdicts. The file is rewritten
 // after the cell's verdicts, which the pipeline hands over right after.
-func (o *Sink) Cell(c results.Cell, _ []results.Request) error {
+func (o *Sink) Cell(c results.Cell, _ results.Requests) error {
 	o.addCell(c)
 	return nil
 }

@@ -120,7 +120,7 @@ func writeRunWithMeta(t testing.TB, root, plan, runID string, day time.Time, met
 			}
 			vs[i] = v
 		}
-		if err := o.Cell(c, reqs); err != nil {
+		if err := o.Cell(c, results.AsRequests(reqs)); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Verdicts(c, vs); err != nil {

@@ -33,7 +33,7 @@ func TestNullRoundTrip(t *testing.T) {
 	}
 	ok, bad := resultstest.Points()[0], resultstest.Unmeasured()
 	for _, p := range []resultstest.Point{ok, bad} {
-		if err := o.Cell(p.Cell, p.Requests); err != nil {
+		if err := o.Cell(p.Cell, results.AsRequests(p.Requests)); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Verdicts(p.Cell, p.Verdicts); err != nil {

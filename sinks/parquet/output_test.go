@@ -37,7 +37,7 @@ func TestSamplesAndPartNumbering(t *testing.T) {
 	if err := o2.Start(pipelinetest.LiveEnv(&ri2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := o2.Cell(results.Cell{RunID: "r1", CellID: "b"}, []results.Request{{RunID: "r1", CellID: "b"}}); err != nil {
+	if err := o2.Cell(results.Cell{RunID: "r1", CellID: "b"}, results.AsRequests([]results.Request{{RunID: "r1", CellID: "b"}})); err != nil {
 		t.Fatal(err)
 	}
 	if err := o2.Samples([]results.Sample{s}); err != nil {
@@ -79,7 +79,7 @@ func TestPartNamesDoNotCollideAcrossAttempts(t *testing.T) {
 	for i, o := range outs {
 		for _, id := range []string{"a", "b"} {
 			c := results.Cell{RunID: "r1", CellID: id, Attempt: int64(i + 1)}
-			if err := o.Cell(c, []results.Request{{RunID: "r1", CellID: id, Attempt: int64(i + 1)}}); err != nil {
+			if err := o.Cell(c, results.AsRequests([]results.Request{{RunID: "r1", CellID: id, Attempt: int64(i + 1)}})); err != nil {
 				t.Fatal(err)
 			}
 		}

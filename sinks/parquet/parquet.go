@@ -92,7 +92,7 @@ func (o *Sink) partName(n int) string { return rundir.PartName(o.attempt, n) }
 // Cell writes the cell's request rows, time slices (measure.Slices, cut
 // from the requests) and cell row as new part files with the same number
 // (rundir.WriteCell).
-func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs results.Requests) error {
 	o.part++
 	return rundir.WriteCell(o.dir, o.partName(o.part), c, reqs, measure.Slices(c, reqs))
 }

@@ -258,8 +258,8 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 					reqs = append(reqs, r)
 				}
 			}
-			o.d.keepTurns(c, reqs)
-			o.d.Views.Keep(c, reqs)
+			o.d.keepTurns(c, results.AsRequests(reqs))
+			o.d.Views.Keep(c, results.AsRequests(reqs))
 		}
 	}
 	return nil
@@ -267,7 +267,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 
 // Cell keeps the row (replacing an earlier row of the same cell), and a
 // conversation cell's TTFT by turn from its requests.
-func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs results.Requests) error {
 	o.d.keepTurns(c, reqs)
 	o.d.Views.Keep(c, reqs)
 	for i := range o.d.Cells {

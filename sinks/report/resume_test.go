@@ -46,7 +46,7 @@ func TestResumedRunReportsEveryCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pts[2:] { // the resumed run re-measures the failed cell, then the rest
-		if err := o.Cell(p.Cell, p.Requests); err != nil {
+		if err := o.Cell(p.Cell, results.AsRequests(p.Requests)); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Verdicts(p.Cell, p.Verdicts); err != nil {

@@ -26,18 +26,24 @@ const turnIntro = "Conversation cells: each turn resends the session's earlier p
 // keepTurns records a conversation cell's turn summary, or an agent
 // cell's by step position (nil requests leave what an earlier feed
 // recorded).
-func (d *Data) keepTurns(c results.Cell, reqs []results.Request) {
+func (d *Data) keepTurns(c results.Cell, reqs results.Requests) {
 	if c.Turns == nil && c.MaxSteps == nil || reqs == nil {
 		return
+	}
+	// A conversation's or an agent's cell: its rows are few enough to
+	// hold while its turns are summed.
+	rows, err := results.CollectRequests(reqs)
+	if err != nil {
+		return // the report then shows no turn table for the cell
 	}
 	if d.Turns == nil {
 		d.Turns = map[string][]turns.TurnTTFT{}
 	}
 	if c.Turns == nil {
-		d.Turns[c.CellID] = turns.ByStep(reqs)
+		d.Turns[c.CellID] = turns.ByStep(rows)
 		return
 	}
-	d.Turns[c.CellID] = turns.ByTurn(reqs)
+	d.Turns[c.CellID] = turns.ByTurn(rows)
 }
 
 // turnTables builds the section's tables, in cell order.

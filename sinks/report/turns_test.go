@@ -19,10 +19,10 @@ func TestTurnTables(t *testing.T) {
 	conv := results.Cell{Stage: "sweep", CellID: "sweep/32:8/c2", ISL: 32, OSL: 8, Concurrency: 2, Status: results.StatusOK, Turns: results.Some(int64(2))}
 	plain := results.Cell{Stage: "sweep", CellID: "sweep/32:8/c1", ISL: 32, OSL: 8, Concurrency: 1, Status: results.StatusOK}
 	o := New()
-	if err := o.Cell(conv, []results.Request{req(1, 0, nil, 50), req(1, 0, nil, 52), req(2, 40, results.Some(int64(32)), 20), req(2, 40, results.Some(int64(32)), 24)}); err != nil {
+	if err := o.Cell(conv, results.AsRequests([]results.Request{req(1, 0, nil, 50), req(1, 0, nil, 52), req(2, 40, results.Some(int64(32)), 20), req(2, 40, results.Some(int64(32)), 24)})); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Cell(plain, []results.Request{{CellID: plain.CellID, Status: results.StatusOK, TTFTMs: results.Some(1.0)}}); err != nil {
+	if err := o.Cell(plain, results.AsRequests([]results.Request{{CellID: plain.CellID, Status: results.StatusOK, TTFTMs: results.Some(1.0)}})); err != nil {
 		t.Fatal(err)
 	}
 	md := string(Markdown(o.d, nil, "charts/"))

@@ -21,7 +21,7 @@ import (
 func viewsFixture() report.Data {
 	d := fixture()
 	for _, p := range resultstest.Points() {
-		d.Views.Keep(p.Cell, p.Requests)
+		d.Views.Keep(p.Cell, results.AsRequests(p.Requests))
 	}
 	for _, p := range resultstest.Points()[:3] {
 		c := p.Cell
@@ -33,7 +33,7 @@ func viewsFixture() report.Data {
 			reqs[i].Stage, reqs[i].CellID = c.Stage, c.CellID
 		}
 		d.Cells = append(d.Cells, c)
-		d.Views.Keep(c, reqs)
+		d.Views.Keep(c, results.AsRequests(reqs))
 	}
 	band := func(cell, outcome, old, cur, lo, hi string) results.Verdict {
 		return results.Verdict{RunID: resultstest.RunID, Stage: "sweep", CellID: cell, Assertion: "regression of itl_p99_ms", Name: "itl_p99_ms",

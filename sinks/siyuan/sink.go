@@ -130,7 +130,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 }
 
 // Cell implements pipeline.Sink.
-func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs results.Requests) error {
 	o.cells = append(o.cells, c)
 	o.views.Keep(c, reqs)
 	return nil

@@ -230,7 +230,7 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 		latest := results.LatestCells(prior.Cells)
 		byCell := results.RequestsOf(latest, prior.Requests) // the requests of each row's own attempt
 		for _, c := range latest {
-			o.cells = append(o.cells, resultdoc.NewCellResult(c, byCell[c.CellID]))
+			o.cells = append(o.cells, resultdoc.NewCellResult(c, results.AsRequests(byCell[c.CellID])))
 		}
 		o.verdicts = results.LatestVerdicts(prior.Verdicts)
 	}
@@ -253,7 +253,7 @@ func shown(raw, expanded string) string {
 
 // Cell adds a cell, replacing an earlier row of the same cell id (a
 // resumed run measures again), as the json sink does.
-func (o *Sink) Cell(c results.Cell, reqs []results.Request) error {
+func (o *Sink) Cell(c results.Cell, reqs results.Requests) error {
 	r := resultdoc.NewCellResult(c, reqs)
 	for i := range o.cells {
 		if o.cells[i].CellID == c.CellID && c.CellID != "" {

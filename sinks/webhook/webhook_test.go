@@ -21,6 +21,7 @@ import (
 
 	"github.com/benchrun/benchrun/internal/redact"
 	"github.com/benchrun/benchrun/internal/redact/redacttest"
+	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
@@ -134,7 +135,7 @@ func feed(t *testing.T, s pipeline.Sink, env *pipeline.SinkEnv) {
 		t.Fatal(err)
 	}
 	for _, pt := range resultstest.Points() {
-		if err := s.Cell(pt.Cell, pt.Requests); err != nil {
+		if err := s.Cell(pt.Cell, results.AsRequests(pt.Requests)); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.(pipeline.VerdictSink).Verdicts(pt.Cell, pt.Verdicts); err != nil {

@@ -358,7 +358,7 @@ func (s *Stage) emitRows(ctx context.Context, env *pipeline.Env, base results.Ce
 				reqs[i].SentAt = row.StartedAt
 			}
 		}
-		if err := env.Emit(row, reqs); err != nil {
+		if err := env.Emit(row, results.AsRequests(reqs)); err != nil {
 			return n, fmt.Errorf("storing %s: %w", row.CellID, err)
 		}
 		n++

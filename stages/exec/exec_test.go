@@ -458,7 +458,7 @@ type cancelOnCell struct {
 func (c *cancelOnCell) Name() string                  { return "cancel-on-cell" }
 func (c *cancelOnCell) Start(*pipeline.SinkEnv) error { return nil }
 func (c *cancelOnCell) Stop(*pipeline.Summary) error  { return nil }
-func (c *cancelOnCell) Cell(results.Cell, []results.Request) error {
+func (c *cancelOnCell) Cell(results.Cell, results.Requests) error {
 	c.cells++
 	c.cancel()
 	return nil

@@ -88,7 +88,7 @@ type Stage struct {
 	// (Env.Emit of Run), restarts counts the per-cell restarts, version is
 	// the engine's as Run learned it, and latest is the latest start's
 	// start-up in seconds (nil: not measured), under mu.
-	emit     func(results.Cell, []results.Request) error
+	emit     func(results.Cell, results.Requests) error
 	restarts int
 	version  string
 	latest   *float64

@@ -128,7 +128,7 @@ func (s *Stage) emitStartup(row results.Cell, reqs []results.Request) error {
 	if s.emit == nil {
 		return nil
 	}
-	return s.emit(row, reqs)
+	return s.emit(row, results.AsRequests(reqs))
 }
 
 // setLatest records the latest start's start-up.

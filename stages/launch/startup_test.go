@@ -19,7 +19,8 @@ type rowSink struct {
 	reqs  []results.Request
 }
 
-func (k *rowSink) emit(c results.Cell, reqs []results.Request) error {
+func (k *rowSink) emit(c results.Cell, in results.Requests) error {
+	reqs, _ := results.CollectRequests(in)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.cells = append(k.cells, c)

@@ -213,7 +213,7 @@ func TestServerDeathLandsOnTheRunningPoint(t *testing.T) {
 	var c collected
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
 		Deps: map[string]*pipeline.Outputs{"server": {URL: hs.URL, Done: done, DoneReason: func() string { return "signal: killed" }}},
-		Emit: func(cell results.Cell, reqs []results.Request) error {
+		Emit: func(cell results.Cell, _ results.Requests) error {
 			c.cells = append(c.cells, cell)
 			return nil
 		}}
@@ -284,7 +284,7 @@ func TestNoPassStartsIntoADeadServer(t *testing.T) {
 	var c collected
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
 		Deps: map[string]*pipeline.Outputs{"server": {URL: hs.URL, Done: done, DoneReason: func() string { return "exit status 1" }}},
-		Emit: func(cell results.Cell, reqs []results.Request) error {
+		Emit: func(cell results.Cell, _ results.Requests) error {
 			c.cells = append(c.cells, cell)
 			return nil
 		}}

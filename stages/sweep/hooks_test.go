@@ -28,7 +28,8 @@ func runStageLog(t *testing.T, st *Stage, p *schema.Plan) (*collected, string, e
 	var c collected
 	var log testkit.SyncBuffer
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: &log, Log: &log,
-		Emit: func(cell results.Cell, reqs []results.Request) error {
+		Emit: func(cell results.Cell, in results.Requests) error {
+			reqs, _ := results.CollectRequests(in)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.cells = append(c.cells, cell)

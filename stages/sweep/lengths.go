@@ -206,11 +206,10 @@ func upperNote(c Cell) string {
 // lengths: the completed requests' prompts, as the server counted them,
 // must be their draws on average (within a token), else the cell is not
 // the distribution asked for.
-func checkDrawnPrompts(row *results.Cell, reqs []results.Request) {
+func checkDrawnPrompts(row *results.Cell, reqs results.Requests) {
 	var got, asked float64
 	n := 0
-	for k := range reqs {
-		q := &reqs[k]
+	for q := range reqs.All() {
 		if q.Status != results.StatusOK || q.ISL == nil {
 			continue
 		}

@@ -219,7 +219,7 @@ func TestHugePassStartsSendingAtOnce(t *testing.T) {
 	var rows []results.Cell
 	var mu sync.Mutex
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
-		Emit: func(c results.Cell, _ []results.Request) error {
+		Emit: func(c results.Cell, _ results.Requests) error {
 			mu.Lock()
 			rows = append(rows, c)
 			mu.Unlock()

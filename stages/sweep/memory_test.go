@@ -65,7 +65,7 @@ type countCells struct{ requests int64 }
 func (*countCells) Name() string                  { return "count" }
 func (*countCells) Start(*pipeline.SinkEnv) error { return nil }
 func (*countCells) Stop(*pipeline.Summary) error  { return nil }
-func (c *countCells) Cell(row results.Cell, _ []results.Request) error {
+func (c *countCells) Cell(row results.Cell, _ results.Requests) error {
 	c.requests += row.Requests
 	return nil
 }

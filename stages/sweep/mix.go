@@ -101,9 +101,9 @@ func (m *requestMix) sessionModel(src *loadgen.PromptSource, pass int) func(id i
 
 // emitModelRows emits the per-model rows of a mix's point after its
 // pooled row: each model's requests' metrics over the pooled window.
-func (r *sweepRun) emitModelRows(c *sweepCell, pooled results.Cell, reqs []results.Request) error {
+func (r *sweepRun) emitModelRows(c *sweepCell, pooled results.Cell, reqs results.Requests) error {
 	ms := r.s.mixOf(c.p.cell)
-	if len(ms) == 0 || len(reqs) == 0 {
+	if len(ms) == 0 || reqs == nil || reqs.Len() == 0 {
 		return nil
 	}
 	slo := measure.SLO(r.env.Plan.SLO)
@@ -113,12 +113,7 @@ func (r *sweepRun) emitModelRows(c *sweepCell, pooled results.Cell, reqs []resul
 		total += m.Weight
 	}
 	for _, m := range ms {
-		var mine []results.Request
-		for k := range reqs {
-			if reqs[k].Model == m.Name {
-				mine = append(mine, reqs[k])
-			}
-		}
+		mine := results.FilterRequests(reqs, func(q *results.Request) bool { return q.Model == m.Name })
 		p := c.p
 		p.model = m.Name
 		row := c.base
@@ -129,12 +124,12 @@ func (r *sweepRun) emitModelRows(c *sweepCell, pooled results.Cell, reqs []resul
 			SendIntervals: intervals, SendSpan: span, Slice: slice}, slo)
 		turns.Fill(&row, mine, turns.ExpectOf(row))
 		row.Notes = fmt.Sprintf("model %s of the mix %s: %d of the cell's %d requests (weight %.3g of %.3g); the pooled row is %s; throughputs over the pooled row's window",
-			m.Name, mixLabel(ms), len(mine), len(reqs), m.Weight, total, pooled.CellID)
+			m.Name, mixLabel(ms), mine.Len(), reqs.Len(), m.Weight, total, pooled.CellID)
 		if pooled.Status != results.StatusOK && row.Status == results.StatusOK {
 			row.Status, row.Reason = pooled.Status, "the pooled row: "+pooled.Reason
 		}
-		if len(mine) == 0 {
-			row.Status, row.Reason = results.StatusError, fmt.Sprintf("no request of the cell's %d drew model %s", len(reqs), m.Name)
+		if mine.Len() == 0 {
+			row.Status, row.Reason = results.StatusError, fmt.Sprintf("no request of the cell's %d drew model %s", reqs.Len(), m.Name)
 		}
 		if err := c.emit(row, nil); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/procrun"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -52,6 +53,12 @@ type pointRun struct {
 	meter *precisionMeter
 	// tally folds in the timed passes' results as they finish (tally.go).
 	tally resultTally
+	// spool takes the timed passes' request rows as they finish, to the
+	// run directory (dir): a cell holds none of them (issue 50). seqBase
+	// is the send-order index of the current pass's first request.
+	dir     string
+	spool   *rundir.RequestSpool
+	seqBase int
 }
 
 // sendUntilDeath is ctx, ended also the moment the server is known dead:
@@ -111,7 +118,11 @@ func (pr *pointRun) shapeRequests() {
 // last response), its sends, and what its results told (passTally; the
 // results themselves are not kept).
 type passResult struct {
-	rows   []results.Request // nil unless the pass is timed
+	// reqs are the timed passes' request rows (timedPasses'; nil when none
+	// was spooled), in the order they finished; each row's seq is its
+	// request's place in the cell's send order.
+	reqs   results.Requests
+	sent   int // the pass's requests: its rows' seq run from seqBase to seqBase+sent-1
 	window time.Duration
 	sends  sendSpan
 	tally  *passTally
@@ -142,23 +153,20 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		// agent each step).
 		prompts = newPromptFeed(pr.src, pass, exact)
 	}
-	// At its expected size (bounded): doubling it left a long pass's
-	// results twice over as garbage.
-	var arrived *arrivals
-	if timed {
-		arrived = newArrivals(min(expected, maxPresized))
-	}
 	pt := &passTally{}
+	sent := 0
 	onResult := func(i int, r loadgen.Result) {
 		var row results.Request
 		if timed {
-			row = loadgen.RequestRow(results.Cell{}, 0, &r) // seq and cell: timedPasses, fillRow
+			// Its place in the cell's send order; stage and cell: fillRow.
+			row = loadgen.RequestRow(results.Cell{}, int64(pr.seqBase+i), &r)
 		}
 		pr.mu.Lock()
 		pt.add(&r, !timed)
 		if timed {
 			pr.tally.add(i, &r)
-			arrived.add(i, row)
+			pr.spool.Add(row)
+			sent = max(sent, i+1)
 		}
 		pr.mu.Unlock()
 		if r.Err != nil && errors.Is(r.Err, syscall.ECONNREFUSED) {
@@ -202,20 +210,13 @@ func (pr *pointRun) runPass(pass int, timed bool) passResult {
 		prompts.stop()
 	}
 	pr.pv.endPass()
-	var rows []results.Request
-	if timed {
-		rows = arrived.inSendOrder()
-	}
 	if err != nil && pr.firstErr == nil {
 		pr.firstErr = err
 	}
 	sp := pt.span()
 	sp.held, sp.limit, sp.paced = st.Held, st.InFlightLimit, st.Paced
-	return passResult{rows: rows, window: pt.window(st.Start), sends: sp, tally: pt}
+	return passResult{sent: sent, window: pt.window(st.Start), sends: sp, tally: pt}
 }
-
-// maxPresized bounds the results a pass makes room for before they come.
-const maxPresized = 1 << 16
 
 // refusedError is the cause of a point stopped because the server
 // refused a connection.
@@ -273,9 +274,25 @@ func (pr *pointRun) warmUp(row *results.Cell) (int, []float64) {
 
 // timedPasses runs the timed passes, numbered on from the warm-up's
 // first, and sums their windows and sends.
-func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
-	var timed passResult
+func (pr *pointRun) timedPasses(row *results.Cell, first int) (timed passResult) {
 	pr.tally = resultTally{models: modelTally{asked: pr.t.Model}, trace: pr.s.traceTally(pr.p, pr.view)}
+	spool, err := rundir.NewRequestSpool(pr.dir)
+	if err != nil {
+		pr.firstErr = err
+		return timed
+	}
+	pr.spool, pr.seqBase = spool, 0
+	defer func() {
+		reqs, err := spool.Finish()
+		if err != nil {
+			spool.Remove()
+			if pr.firstErr == nil {
+				pr.firstErr = err
+			}
+			return
+		}
+		timed.reqs = spooled{reqs, spool}
+	}()
 	for it := 0; it < pr.s.cfg.Iterations && pr.ctx.Err() == nil; it++ {
 		if err := pr.hooks.before(pr.ctx); err != nil {
 			pr.firstErr = err
@@ -292,17 +309,24 @@ func (pr *pointRun) timedPasses(row *results.Cell, first int) passResult {
 		if pr.s.cfg.Warmup == 0 && it == 0 && res.tally.n > 0 {
 			row.FirstCallMs = res.tally.firstCall
 		}
-		for k := range res.rows {
-			res.rows[k].Seq = int64(len(timed.rows) + k) // the index in the cell's send order
-		}
-		if timed.rows == nil { // one pass: its rows, not a copy
-			timed.rows = res.rows
-		} else {
-			timed.rows = append(timed.rows, res.rows...)
-		}
+		pr.seqBase += res.sent
 		timed.window += res.window
 	}
 	return timed
+}
+
+// spooled are a cell's spooled request rows, which the sweep removes
+// (removeRows) once every consumer has read them.
+type spooled struct {
+	results.Requests
+	spool *rundir.RequestSpool
+}
+
+// removeRows deletes spooled rows' file; rows held in memory stay.
+func removeRows(reqs results.Requests) {
+	if s, ok := reqs.(spooled); ok {
+		s.spool.Remove()
+	}
 }
 
 // cpuMark is the CPU readings at the start of the timed passes: the

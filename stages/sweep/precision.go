@@ -369,7 +369,7 @@ func (m *precisionMeter) metAtCount() int {
 // the target furthest from being met (precision_metric), its precision
 // and target, the confidence, why the pass stopped, and a note with every
 // target's precision.
-func (s *Stage) fillPrecision(row *results.Cell, reqs []results.Request, sent int, interrupted bool, meter *precisionMeter) {
+func (s *Stage) fillPrecision(row *results.Cell, reqs results.Requests, sent int, interrupted bool, meter *precisionMeter) {
 	plan := s.precision
 	if plan == nil || meter == nil || len(plan.targets) == 0 {
 		return
@@ -378,12 +378,12 @@ func (s *Stage) fillPrecision(row *results.Cell, reqs []results.Request, sent in
 	for _, t := range plan.targets {
 		fams[t.col.Sample] = nil
 	}
-	for i := range reqs {
-		if _, ok := measure.SampleOf(&reqs[i]); !ok {
+	for r := range reqs.All() {
+		if _, ok := measure.SampleOf(r); !ok {
 			continue
 		}
 		for fam := range fams {
-			fams[fam] = measure.AppendFamily(fams[fam], &reqs[i], fam)
+			fams[fam] = measure.AppendFamily(fams[fam], r, fam)
 		}
 	}
 	var notes []string
@@ -420,7 +420,7 @@ func (s *Stage) fillPrecision(row *results.Cell, reqs []results.Request, sent in
 			// after it and joined the row: the stored bound is the whole
 			// sample's, which they widened.
 			head = fmt.Sprintf("target met at %d requests, but the %d in flight then, which the row counts too, widened %s's bound past its target; %s",
-				meter.metAtCount(), max(len(reqs)-meter.metAtCount(), 0), t.col.Name, head)
+				meter.metAtCount(), max(reqs.Len()-meter.metAtCount(), 0), t.col.Name, head)
 		}
 	case stopBudgetRequests:
 		head = fmt.Sprintf("budget: requests (%d sent) before the target; %s", sent, head)

@@ -180,7 +180,7 @@ func TestPrecisionSaysWhenInFlightRequestsWidenedTheBound(t *testing.T) {
 				all = append(all, loadgen.RequestRows(results.Cell{}, []loadgen.Result{resultWithTTFT(tc.late)})[0])
 			}
 			var row results.Cell
-			s.fillPrecision(&row, all, len(all), false, m)
+			s.fillPrecision(&row, results.AsRequests(all), len(all), false, m)
 			if row.StopReason != stopTargetMet {
 				t.Fatalf("stop_reason %q", row.StopReason)
 			}

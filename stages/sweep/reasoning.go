@@ -137,10 +137,10 @@ func (s *Stage) Warnings(*pipeline.Check) []schema.Error {
 // reasoningNote says, for a cell whose requests reasoned, where their
 // reasoning counts came from (the server's usage, or the reasoning
 // deltas counted) and how many answered nothing; "" when none reasoned.
-func reasoningNote(reqs []results.Request) string {
+func reasoningNote(reqs results.Requests) string {
 	src := map[string]int{}
 	reasoned, unanswered := 0, 0
-	for _, r := range reqs {
+	for r := range reqs.All() {
 		if r.Answered == nil || r.TTFRMs == nil && (r.ReasoningTokens == nil || *r.ReasoningTokens == 0) {
 			continue
 		}

@@ -34,15 +34,19 @@ func clientCPUUtil(cpu, wall time.Duration) *float64 {
 // what a reader needs to know about them in its notes, from the rows
 // and what their results told as they finished (tally). It returns the
 // cell's request rows, reqs with their stage and cell set.
-func fillRow(row *results.Cell, tally *resultTally, reqs []results.Request, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
+func fillRow(row *results.Cell, tally *resultTally, reqs results.Requests, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) results.Requests {
+	if reqs == nil {
+		reqs = results.RequestSlice(nil)
+	}
 	// First: it may set a mixed cell's kernel stamps back to user ones.
 	stampNote := joinNotes(tally.stamps.Fill(row), tally.sends.Note())
-	for k := range reqs {
-		reqs[k].Stage, reqs[k].CellID = row.Stage, row.CellID
-		if row.StampSource == loadgen.StampUser {
-			measure.UserStamps(&reqs[k]) // a mixed cell: its kernel-stamped rows too
+	stage, cellID, user := row.Stage, row.CellID, row.StampSource == loadgen.StampUser
+	reqs = results.MapRequests(reqs, func(q *results.Request) {
+		q.Stage, q.CellID = stage, cellID
+		if user {
+			measure.UserStamps(q) // a mixed cell: its kernel-stamped rows too
 		}
-	}
+	})
 	slice, _ := time.ParseDuration(cfg.Slice) // vet refused a bad one
 	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: sends.intervals, SendSpan: sends.span, Slice: slice}, slo)
 	notes := promptNotes(row, cfg)
@@ -50,7 +54,7 @@ func fillRow(row *results.Cell, tally *resultTally, reqs []results.Request, wind
 		notes = append(notes, note)
 	}
 	notes = append(notes, shapeNotes(row, cfg, tally.tokens)...)
-	notes = append(notes, clientNotes(row, len(reqs), sends, stampNote, cfg)...)
+	notes = append(notes, clientNotes(row, reqs.Len(), sends, stampNote, cfg)...)
 	if note := coldNote(row, warmTTFT); note != "" {
 		notes = append(notes, note)
 	}

@@ -185,7 +185,8 @@ func TestClientCPUUtil(t *testing.T) {
 // fillRowFrom is fillRow over results a test holds whole: their rows and
 // their tally, as a pass makes them when each finishes.
 func fillRowFrom(row *results.Cell, rs []loadgen.Result, window time.Duration, sends sendSpan, warmTTFT []float64, cfg Config, slo measure.SLO) []results.Request {
-	return fillRow(row, tallyResults(rs, ""), loadgen.RequestRows(*row, rs), window, sends, warmTTFT, cfg, slo)
+	reqs, _ := results.CollectRequests(fillRow(row, tallyResults(rs, ""), results.RequestSlice(loadgen.RequestRows(*row, rs)), window, sends, warmTTFT, cfg, slo))
+	return reqs
 }
 
 func spanOf(rs []loadgen.Result) sendSpan {

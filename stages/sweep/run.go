@@ -58,7 +58,7 @@ type sweepCell struct {
 	p    point
 	id   string
 	base results.Cell
-	emit func(results.Cell, []results.Request) error
+	emit func(results.Cell, results.Requests) error
 }
 
 // arriveSkipped tells the other shards this one reached the pending
@@ -164,13 +164,13 @@ func (r *sweepRun) baseRow(p point, id string) results.Cell {
 
 // emitter is where the point's rows go: with server variables, every row
 // of the cell says which server it measured.
-func (r *sweepRun) emitter(p point) func(results.Cell, []results.Request) error {
+func (r *sweepRun) emitter(p point) func(results.Cell, results.Requests) error {
 	env := r.env
 	if len(p.cell.Server) == 0 {
 		return env.Emit
 	}
 	note := "server: " + p.cell.serverVars(" ")
-	return func(row results.Cell, reqs []results.Request) error {
+	return func(row results.Cell, reqs results.Requests) error {
 		row.Notes = joinNotes(note, row.Notes)
 		return env.Emit(row, reqs)
 	}
@@ -268,6 +268,7 @@ func (r *sweepRun) calibrate() {
 // (a confirmation) as measurement 2.
 func (r *sweepRun) measurePoint(c *sweepCell, measurement int64) (results.Cell, error) {
 	row, reqs, samples := r.measureOnce(c, measurement)
+	defer removeRows(reqs) // read by every consumer when emitted
 	row.Measurement = measurement
 	r.judgeStop(&row)
 	r.compareWithC1(&row, c.p)
@@ -292,7 +293,7 @@ func (r *sweepRun) measurePoint(c *sweepCell, measurement int64) (results.Cell, 
 // measureOnce is the point's row from one measurement, or an error row
 // when it cannot start: no vocabulary to size prompts with, or a peer
 // shard gone.
-func (r *sweepRun) measureOnce(c *sweepCell, measurement int64) (results.Cell, []results.Request, []results.Sample) {
+func (r *sweepRun) measureOnce(c *sweepCell, measurement int64) (results.Cell, results.Requests, []results.Sample) {
 	if r.vocab == nil {
 		return unmeasured(c.base, results.StatusError, r.calibNote), nil, nil
 	}

@@ -368,7 +368,7 @@ func (s *Stage) withRowLog(env *pipeline.Env) (*pipeline.Env, *rowLog) {
 	}
 	e := *env
 	emit := env.Emit
-	e.Emit = func(row results.Cell, reqs []results.Request) error {
+	e.Emit = func(row results.Cell, reqs results.Requests) error {
 		log.mu.Lock()
 		if log.cur != nil && row.CellID == log.curID {
 			log.judged[row.CellID] = log.cur.judge(&row, log.curLoad)

@@ -184,7 +184,7 @@ func deathOf(target *pipeline.Outputs) error {
 // checkPromptLength turns a cell whose prompts did not come out at isl
 // (within a token) into an error: the cell is not the shape asked for, and
 // saying so only in the notes let 375-token prompts pass as "128".
-func (s *Stage) checkPromptLength(row *results.Cell, reqs []results.Request) {
+func (s *Stage) checkPromptLength(row *results.Cell, reqs results.Requests) {
 	isl := promptISL(*row, reqs)
 	if s.agentGraph != nil {
 		return // each step has its recorded length, not the cell's isl
@@ -213,12 +213,12 @@ func (s *Stage) checkPromptLength(row *results.Cell, reqs []results.Request) {
 // promptISL is the mean prompt the calibration sized: effective_isl, or
 // in a conversation the first turns' (later turns add the history), in
 // an agent cell the first steps'.
-func promptISL(row results.Cell, reqs []results.Request) *float64 {
-	if row.Turns == nil && row.MaxSteps == nil {
+func promptISL(row results.Cell, reqs results.Requests) *float64 {
+	if row.Turns == nil && row.MaxSteps == nil || reqs == nil {
 		return row.EffectiveISL
 	}
 	sum, n := 0.0, 0
-	for _, r := range reqs {
+	for r := range reqs.All() {
 		first := r.Turn != nil && *r.Turn == 1 || r.Step != nil && *r.Step == 1
 		if first && r.Status == results.StatusOK {
 			sum += float64(r.InputTokens)

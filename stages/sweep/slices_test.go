@@ -28,7 +28,7 @@ func TestSlicesShowAStall(t *testing.T) {
 	if cell.Status != results.StatusOK || cell.SliceS != 0.05 {
 		t.Fatalf("cell %s %q, slice_s %g (want 0.05)", cell.Status, cell.Reason, cell.SliceS)
 	}
-	slices := measure.Slices(cell, c.reqs)
+	slices := measure.Slices(cell, results.AsRequests(c.reqs))
 	stalls, idle := 0, 0
 	for _, s := range slices {
 		if s.ITLMaxMs != nil && *s.ITLMaxMs >= 250 {
@@ -71,7 +71,7 @@ func TestSlicesDefaultWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	cell := c.cells[0]
-	n := len(measure.Slices(cell, c.reqs))
+	n := len(measure.Slices(cell, results.AsRequests(c.reqs)))
 	if cell.SliceS <= 0 || n < 4 || n > 11 {
 		t.Errorf("slice_s %g over a %g s pass: %d windows, want about ten", cell.SliceS, cell.DurationS, n)
 	}

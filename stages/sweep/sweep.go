@@ -626,14 +626,14 @@ func (s *Stage) load(p point, counters *loadgen.Counters, pass int) (loadgen.Loa
 }
 
 // measure runs the warm-up passes, then the timed ones, and builds the row.
-func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Cell, []results.Request, []results.Sample) {
+func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Cell, results.Requests, []results.Sample) {
 	s := r.s
 	slo := measure.SLO(r.env.Plan.SLO)
 	row.StartedAt = time.Now().UTC()
 	t := s.bounded(r.t, p)
 	ctx, stopSending := sendUntilDeath(r.ctx, r.target)
 	defer stopSending(nil)
-	pr := &pointRun{s: s, ctx: ctx, stopSending: stopSending, t: t, target: r.target, p: p, pv: pv}
+	pr := &pointRun{s: s, ctx: ctx, stopSending: stopSending, t: t, target: r.target, p: p, pv: pv, dir: r.env.Dir}
 	pr.hooks = r.hooks(t, row.CellID)
 	pr.src = s.promptSource(p, row.Stage, row.Measurement, r.vocab, r.dataset)
 	pr.view = pr.src.Trace
@@ -671,14 +671,18 @@ func (r *sweepRun) measure(p point, row results.Cell, pv *pointView) (results.Ce
 // finish builds the point's row from its timed passes, with the
 // telemetry read over them: an error row when a pass could not run or the
 // server died mid-point (its death is the reason).
-func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float64, probes *probeSet, slo measure.SLO) (results.Cell, []results.Request, []results.Sample) {
+func (pr *pointRun) finish(row results.Cell, timed passResult, warmTTFT []float64, probes *probeSet, slo measure.SLO) (results.Cell, results.Requests, []results.Sample) {
 	s, ctx := pr.s, pr.ctx
 	if pr.firstErr != nil {
+		removeRows(timed.reqs)
 		row.Status, row.Reason = results.StatusError, pr.firstErr.Error()
 		return row, nil, probes.end(context.WithoutCancel(ctx), &row)
 	}
-	reqs := fillRow(&row, &pr.tally, timed.rows, timed.window, timed.sends, warmTTFT, s.cfg, slo)
-	s.fillPrecision(&row, reqs, len(reqs), ctx.Err() != nil, pr.meter)
+	reqs := fillRow(&row, &pr.tally, timed.reqs, timed.window, timed.sends, warmTTFT, s.cfg, slo)
+	if sp, ok := timed.reqs.(spooled); ok {
+		reqs = spooled{reqs, sp.spool} // fillRow's view of them, still removable
+	}
+	s.fillPrecision(&row, reqs, reqs.Len(), ctx.Err() != nil, pr.meter)
 	fillMedia(&row, &pr.tally.media, timed.window, s.refs != nil)
 	if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 		// The server died mid-point: its death is the reason.

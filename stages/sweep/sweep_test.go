@@ -85,7 +85,8 @@ func runStage(t *testing.T, st *Stage, p *schema.Plan) (*collected, error) {
 	}
 	var c collected
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Progress: io.Discard, Log: io.Discard,
-		Emit: func(cell results.Cell, reqs []results.Request) error {
+		Emit: func(cell results.Cell, in results.Requests) error {
+			reqs, _ := results.CollectRequests(in)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.cells = append(c.cells, cell)

@@ -35,7 +35,8 @@ func runWithSamples(t *testing.T, st *Stage, p *schema.Plan) (*telemetryRun, err
 	var pmu sync.Mutex
 	env := &pipeline.Env{Stage: p.Stages[0], Plan: p, Log: io.Discard,
 		Progress: writerFunc(func(b []byte) (int, error) { pmu.Lock(); defer pmu.Unlock(); return r.progress.Write(b) }),
-		Emit: func(cell results.Cell, reqs []results.Request) error {
+		Emit: func(cell results.Cell, in results.Requests) error {
+			reqs, _ := results.CollectRequests(in)
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.cells = append(r.cells, cell)

@@ -18,8 +18,8 @@ func fillRow(row *results.Cell, rs []loadgen.Result, window time.Duration, slo m
 	// First: it may set a mixed cell's kernel stamps back to user ones.
 	stampNote := loadgen.CellNotes(row, rs)
 	reqs := loadgen.RequestRows(*row, rs)
-	intervals, span := measure.SendsOf(reqs)
-	measure.FillCell(row, reqs, measure.CellWindow{Span: window, SendIntervals: intervals, SendSpan: span}, slo)
+	intervals, span := measure.SendsOf(results.RequestSlice(reqs))
+	measure.FillCell(row, results.RequestSlice(reqs), measure.CellWindow{Span: window, SendIntervals: intervals, SendSpan: span}, slo)
 	row.Notes = fmt.Sprintf("prompts from %d real documents (isl is the synthetic cell's; see effective_isl and synthetic_effective_isl)", row.Documents)
 	if stampNote != "" {
 		row.Notes += "; " + stampNote

@@ -232,7 +232,7 @@ func (s *Stage) Run(ctx context.Context, env *pipeline.Env) (*pipeline.Outputs, 
 	fmt.Fprintf(env.Progress, "  %s: %d documents (effective isl %s) vs %s (isl %s): decode ×%s, prefill ×%s, ttft ×%s, e2el ×%s %s\n",
 		env.Stage.Name, len(docs), opt(row.EffectiveISL), synth.CellID, opt(synth.EffectiveISL), opt(row.DecodeTokSRatio),
 		opt(row.PrefillTokSRatio), opt(row.TTFTRatio), opt(row.E2ELRatio), row.Reason)
-	if err := env.Emit(row, reqs); err != nil {
+	if err := env.Emit(row, results.AsRequests(reqs)); err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {

@@ -150,7 +150,7 @@ func withMetadataKeys(obj []byte, md map[string]string) ([]byte, error) {
 // and percentiles come from the cell row (measured once, by the stage);
 // the standard deviations and token totals from the requests (a
 // deviation without an ok request is null).
-func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
+func NewCellResult(c results.Cell, reqs results.Requests) CellResult {
 	r := CellResult{
 		Date: c.StartedAt.UTC().Format("20060102-150405"), Backend: c.Engine, ModelID: c.Model,
 		NumPrompts: c.Requests, MaxConcurrency: c.Concurrency, Duration: c.DurationS,
@@ -170,14 +170,16 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 		rate := c.Rate
 		r.RequestRate = &rate
 	}
-	for i := range reqs {
-		q := &reqs[i]
+	if reqs == nil {
+		reqs = results.RequestSlice(nil)
+	}
+	for q := range reqs.All() {
 		if _, ok := measure.SampleOf(q); ok {
 			r.TotalInputTokens += q.InputTokens
 			r.TotalOutputTokens += q.OutputTokens
 		}
 	}
-	if len(reqs) == 0 {
+	if reqs.Len() == 0 {
 		r.TotalInputTokens = int64(math.Round(results.ValueOr(c.EffectiveISL, 0) * float64(c.Completed)))
 		r.TotalOutputTokens = int64(math.Round(results.ValueOr(c.EffectiveOSL, 0) * float64(c.Completed)))
 	}
@@ -185,8 +187,8 @@ func NewCellResult(c results.Cell, reqs []results.Request) CellResult {
 	// copying them: a long cell's gaps are its largest family.
 	family := func(of func(s measure.Sample, yield func(float64))) func(yield func(float64)) {
 		return func(yield func(float64)) {
-			for i := range reqs {
-				if s, ok := measure.SampleOf(&reqs[i]); ok {
+			for q := range reqs.All() {
+				if s, ok := measure.SampleOf(q); ok {
 					of(s, yield)
 				}
 			}

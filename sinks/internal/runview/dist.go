@@ -21,10 +21,10 @@ type Dist struct {
 }
 
 // DistOf computes a cell's distributions from its request rows.
-func DistOf(reqs []results.Request) Dist {
+func DistOf(reqs results.Requests) Dist {
 	var ttft, itl, e2el []float64
-	for i := range reqs {
-		s, ok := measure.SampleOf(&reqs[i])
+	for r := range reqs.All() {
+		s, ok := measure.SampleOf(r)
 		if !ok {
 			continue
 		}

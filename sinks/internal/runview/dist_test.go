@@ -19,7 +19,7 @@ func TestDistChartsAreTheRequests(t *testing.T) {
 			E2ELMs: results.Some(10 * v), ChunkGapsMs: []float64{2, 4}})
 	}
 	reqs = append(reqs, results.Request{Status: results.StatusError, Error: "boom"})
-	d := DistOf(reqs)
+	d := DistOf(results.AsRequests(reqs))
 	if len(d.TTFT) != distLevels || d.TTFT[50] != 50.5 || d.TTFT[0] != 1 || d.TTFT[100] != 100 || d.ITL[50] != 3 || d.E2EL[100] != 1000 {
 		t.Fatalf("levels: ttft p0 %v p50 %v p100 %v, itl p50 %v, e2el p100 %v", d.TTFT[0], d.TTFT[50], d.TTFT[100], d.ITL[50], d.E2EL[100])
 	}

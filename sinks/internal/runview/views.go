@@ -29,7 +29,7 @@ type Views struct {
 
 // Keep reduces a finished cell's requests to its views. nil requests
 // leave what an earlier call kept (a row fed again without them).
-func (v *Views) Keep(c results.Cell, reqs []results.Request) {
+func (v *Views) Keep(c results.Cell, reqs results.Requests) {
 	if reqs == nil || c.CellID == "" {
 		return
 	}
@@ -43,33 +43,47 @@ func (v *Views) Keep(c results.Cell, reqs []results.Request) {
 
 // TimelineOf is a cell's requests as timeline rows (at most TimelineRows,
 // evenly spread in send order), in seconds from the first scheduled send.
-func TimelineOf(reqs []results.Request) []chart.TimelineRow {
-	if len(reqs) == 0 {
+// It reads the rows twice: their send times, then the rows it shows (a
+// long cell's rows are not held: 12 bytes a request here).
+func TimelineOf(reqs results.Requests) []chart.TimelineRow {
+	if reqs == nil || reqs.Len() == 0 {
 		return nil
 	}
-	// The requests' places in send-time order: a copy of the rows
-	// themselves held each of a long cell's 520-byte rows twice at its end.
-	order := make([]int32, len(reqs))
-	for i := range order {
-		order[i] = int32(i)
+	type sent struct {
+		at  int64 // unix nanoseconds
+		pos int32 // place in stored order
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return reqs[a].SentAt.Compare(reqs[b].SentAt) })
+	order := make([]sent, 0, reqs.Len())
 	sched := func(r *results.Request) time.Time {
 		return r.SentAt.Add(-time.Duration(r.SendLagMs * float64(time.Millisecond)))
 	}
-	start := sched(&reqs[0])
-	for i := range reqs {
-		if s := sched(&reqs[i]); s.Before(start) {
+	var start time.Time
+	for r := range reqs.All() {
+		order = append(order, sent{r.SentAt.UnixNano(), int32(len(order))})
+		if s := sched(r); start.IsZero() || s.Before(start) {
 			start = s
 		}
 	}
-	secs := func(t time.Time) float64 { return t.Sub(start).Seconds() }
+	slices.SortStableFunc(order, func(a, b sent) int { return cmp.Compare(a.at, b.at) })
 	n := min(len(order), TimelineRows)
-	out := make([]chart.TimelineRow, 0, n)
+	// shown[k] is the stored place of the k-th row shown; at its reading
+	// the row is put at its place in send order.
+	shown := make(map[int32]int, n)
 	for i := range n {
-		r := reqs[order[i*len(order)/n]]
-		row := chart.TimelineRow{Scheduled: secs(sched(&r)), Sent: secs(r.SentAt), FirstToken: math.NaN(), Done: math.NaN()}
-		if s, ok := measure.SampleOf(&r); ok {
+		shown[order[i*len(order)/n].pos] = i
+	}
+	order = nil
+	secs := func(t time.Time) float64 { return t.Sub(start).Seconds() }
+	out := make([]chart.TimelineRow, n)
+	pos := int32(-1)
+	for r := range reqs.All() {
+		pos++
+		i, ok := shown[pos]
+		if !ok {
+			continue
+		}
+		row := chart.TimelineRow{Scheduled: secs(sched(r)), Sent: secs(r.SentAt), FirstToken: math.NaN(), Done: math.NaN()}
+		if s, ok := measure.SampleOf(r); ok {
 			row.FirstToken = row.Sent + s.TTFTMs/1000
 			row.Done = row.Sent + s.E2ELMs/1000
 			row.Tip = fmt.Sprintf("request %d: sent %.3f s (%.2f ms late), first token +%.1f ms, done +%.1f ms", r.Seq, row.Sent, r.SendLagMs, s.TTFTMs, s.E2ELMs)
@@ -77,7 +91,7 @@ func TimelineOf(reqs []results.Request) []chart.TimelineRow {
 			row.Failed = true
 			row.Tip = fmt.Sprintf("request %d: sent %.3f s, failed: %s", r.Seq, row.Sent, r.Error)
 		}
-		out = append(out, row)
+		out[i] = row
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func TestTimelineOfKeepsAnEvenSampleInSendOrder(t *testing.T) {
 		reqs = append(reqs, r)
 	}
 	slices.Reverse(reqs) // rows may come in any order: the timeline is in send order
-	rows := TimelineOf(reqs)
+	rows := TimelineOf(results.AsRequests(reqs))
 	if len(rows) != TimelineRows {
 		t.Fatalf("%d rows, want %d", len(rows), TimelineRows)
 	}
