@@ -111,6 +111,14 @@ func stopAndResume(t *testing.T, sig syscall.Signal) {
 		t.Fatalf("the run finished all %d cells before it was stopped; the test tells nothing", killed)
 	}
 
+	// A kill -9 mid-cell leaves that cell's spooled rows (removed by the
+	// resume, which measures the cell again); an interrupt removes them.
+	spools, _ := filepath.Glob(filepath.Join(dir, ".spool-*"))
+	if sig == syscall.SIGINT && len(spools) > 0 {
+		t.Errorf("an interrupted run left %v", spools)
+	}
+	t.Logf("spool files after %s: %d", sig, len(spools))
+
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	resume := exec.CommandContext(ctx, binary, append(append([]string{"testdata/soak.cue"}, tags...), "--resume", dir)...)
@@ -121,6 +129,9 @@ func stopAndResume(t *testing.T, sig syscall.Signal) {
 	}
 	waitGone(t, model)
 	checkCellsFromRequests(t, dir, 5)
+	if left, _ := filepath.Glob(filepath.Join(dir, ".spool-*")); len(left) > 0 {
+		t.Errorf("the resumed run left %v", left)
+	}
 }
 
 // checkCellsFromRequests holds every current cell row of a run directory

@@ -185,6 +185,9 @@ func Run(ctx context.Context, g *pipeline.Graph, ri *pipeline.RunInfo, opts Opti
 	}
 	if ri.Resumed {
 		r.noteResume()
+		// A killed attempt's spooled rows of the cell it was measuring:
+		// that cell is measured again, and its spool is nobody's.
+		rundir.RemoveSpools(ri.Dir)
 		// Keep the plan as first written; record this attempt's resolution beside it.
 		resolved, err := resolvedPlanText(g.Plan)
 		if err != nil {
