@@ -88,10 +88,25 @@ func stopAndResume(t *testing.T, sig syscall.Signal) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// During the run: the finished cells' rows are there to query.
+	// During the run: the finished cells' rows are there to query, and
+	// the rows of the cell being measured so far (live/, a file a slice).
 	if n := duckCount(t, db, dir, "requests"); n < 2*100*0.9 {
 		t.Errorf("DuckDB read %d request rows during the run; want the two finished cells' (about 200)", n)
 	}
+	var live int64
+	for live == 0 && time.Now().Before(deadline) {
+		// A live file may be removed between the glob and its reading
+		// (its cell ended): then the query fails and is made again.
+		q := fmt.Sprintf("select count(*) from read_parquet('%s')", filepath.Join(dir, "live", "*.parquet"))
+		if err := db.QueryRow(q).Scan(&live); err != nil {
+			live = 0
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if live == 0 {
+		t.Errorf("DuckDB read no row of the cell being measured in %s/live", dir)
+	}
+	t.Logf("rows of the running cell read from live/: %d", live)
 
 	_ = syscall.Kill(cmd.Process.Pid, sig)
 	_ = cmd.Wait()
@@ -113,11 +128,11 @@ func stopAndResume(t *testing.T, sig syscall.Signal) {
 
 	// A kill -9 mid-cell leaves that cell's spooled rows (removed by the
 	// resume, which measures the cell again); an interrupt removes them.
-	spools, _ := filepath.Glob(filepath.Join(dir, ".spool-*"))
+	spools, _ := filepath.Glob(filepath.Join(dir, "live", "*"))
 	if sig == syscall.SIGINT && len(spools) > 0 {
 		t.Errorf("an interrupted run left %v", spools)
 	}
-	t.Logf("spool files after %s: %d", sig, len(spools))
+	t.Logf("live files after %s: %d", sig, len(spools))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -129,7 +144,7 @@ func stopAndResume(t *testing.T, sig syscall.Signal) {
 	}
 	waitGone(t, model)
 	checkCellsFromRequests(t, dir, 5)
-	if left, _ := filepath.Glob(filepath.Join(dir, ".spool-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, "live", "*")); len(left) > 0 {
 		t.Errorf("the resumed run left %v", left)
 	}
 }

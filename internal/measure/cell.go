@@ -97,17 +97,16 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	watched := results.WatchRequests(reqs)
 	reqs = watched
 	// Each family built once at its size (familyCaps): doubling them
-	// took twice a long cell's samples at its end.
-	completed, gaps, delays := familyCaps(reqs)
+	// took twice a long cell's samples at its end. The chunk gaps, one per
+	// token of a streamed cell, are not held: they are ranked (rankGaps).
+	completed, _, delays := familyCaps(reqs)
 	kernel := row.StampSource == "kernel"
 	if !kernel {
 		delays = 0 // only a kernel-stamped cell's delays are summarized
 	}
 	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed)
 	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, reqs.Len())
-	// itl_tok reuses itl's buffer once itl is summarized: the chunk gaps,
-	// one per token of a streamed cell, are its largest family.
-	itl, stampDelay := make([]float64, 0, gaps), make([]float64, 0, delays)
+	stampDelay := make([]float64, 0, delays)
 	var inTok, outTok, ttftSum float64
 	var good int64
 	firstErr := ""
@@ -135,7 +134,6 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 		if smp.HasNTPOT {
 			ntpot = append(ntpot, smp.NTPOTMs)
 		}
-		itl = append(itl, smp.GapsMs...)
 		if kernel {
 			stampDelay = append(stampDelay, r.StampDelaysMs...)
 		}
@@ -149,18 +147,12 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	// bounded from the sorted values.
 	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.SummarizeInPlace(ttft).Dist()
 	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.SummarizeInPlace(ttftSched).Dist()
-	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = stats.SummarizeInPlace(itl).Dist()
-	fillBounds(row, "itl", itl)
-	row.ITLSamples = results.Some(int64(len(itl)))
-	itlTok := itl[:0]
-	for r := range reqs.All() {
-		if smp, ok := SampleOf(r); ok {
-			for k, g := range smp.GapsMs {
-				itlTok = append(itlTok, g/float64(smp.GapTokens(k)))
-			}
-		}
-	}
-	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = stats.SummarizeInPlace(itlTok).Dist()
+	itl := rankGaps(reqs, "itl", func(g float64, _ int64) float64 { return g })
+	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = itl.Summary().Dist()
+	fillRankedBounds(row, "itl", itl)
+	row.ITLSamples = results.Some(int64(itl.N))
+	itlTok := rankGaps(reqs, "itl_tok", func(g float64, tokens int64) float64 { return g / float64(tokens) })
+	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = itlTok.Summary().Dist()
 	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.SummarizeInPlace(tpot).Dist()
 	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.SummarizeInPlace(e2el).Dist()
 	row.E2ELSchedMs, row.E2ELSchedP50Ms, row.E2ELSchedP90Ms, row.E2ELSchedP95Ms, row.E2ELSchedP99Ms, row.E2ELSchedMaxMs = stats.SummarizeInPlace(e2elSched).Dist()
@@ -220,4 +212,22 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	default:
 		row.Status = results.StatusOK
 	}
+}
+
+// rankGaps ranks a gap family of the completed requests (each gap as of
+// gives it, from the gap and the tokens its event carried) without holding
+// it: stats.Rank reads the rows again where the family is longer than
+// stats.MaxHeld (a streamed soak's chunk gaps), for the summary's
+// statistics and sample's bounds.
+func rankGaps(reqs results.Requests, sample string, of func(gap float64, tokens int64) float64) stats.Ranked {
+	pass := func(yield func(float64)) {
+		for r := range reqs.All() {
+			if smp, ok := SampleOf(r); ok {
+				for k, g := range smp.GapsMs {
+					yield(of(g, smp.GapTokens(k)))
+				}
+			}
+		}
+	}
+	return stats.Rank(pass, func(n int) []int { return append(stats.SummaryRanks(n), boundRanks(sample, n)...) }, stats.MaxHeld)
 }

@@ -92,6 +92,59 @@ type sliceAcc struct {
 	busy                    time.Duration
 	tokens                  float64
 	ttft, itl, e2el, lag    []float64
+	gaps                    int           // the window's chunk gaps (itl is filled later, a few windows at a time)
+	ranked                  *stats.Ranked // a window of more than stats.MaxHeld gaps: ranked, not held
+}
+
+// fillSliceGaps fills the windows' gap families a group of windows at a
+// time, each group's gaps at most stats.MaxHeld, reading the rows once a
+// group: a long cell's gaps, one per token, are never all held. A window
+// with more gaps than that alone is ranked (stats.Rank).
+func fillSliceGaps(acc []sliceAcc, reqs results.Requests, at func(time.Time) int) {
+	each := func(fn func(w int, g float64)) {
+		for r := range reqs.All() {
+			smp, ok := SampleOf(r)
+			if !ok {
+				continue
+			}
+			tok := r.SentAt.Add(msDuration(smp.TTFTMs))
+			for _, g := range smp.GapsMs {
+				tok = tok.Add(msDuration(g))
+				fn(at(tok), g)
+			}
+		}
+	}
+	for lo := 0; lo < len(acc); {
+		if acc[lo].gaps > stats.MaxHeld {
+			w := lo
+			r := stats.Rank(func(yield func(float64)) {
+				each(func(i int, g float64) {
+					if i == w {
+						yield(g)
+					}
+				})
+			}, func(n int) []int { return stats.PercentileRanks(n, 50, 99, 100) }, stats.MaxHeld)
+			acc[w].ranked = &r
+			lo++
+			continue
+		}
+		hi, held := lo, 0
+		for hi < len(acc) && acc[hi].gaps <= stats.MaxHeld && held+acc[hi].gaps <= stats.MaxHeld {
+			held += acc[hi].gaps
+			hi++
+		}
+		if held > 0 {
+			for i := lo; i < hi; i++ {
+				acc[i].itl = make([]float64, 0, acc[i].gaps)
+			}
+			each(func(i int, g float64) {
+				if i >= lo && i < hi {
+					acc[i].itl = append(acc[i].itl, g)
+				}
+			})
+		}
+		lo = hi
+	}
 }
 
 // Slices cuts a cell's timed pass into windows of the cell's slice_s
@@ -130,10 +183,11 @@ func Slices(cell results.Cell, reqs results.Requests) []results.Slice {
 		for k, g := range smp.GapsMs {
 			tok = tok.Add(msDuration(g))
 			w := &acc[at(tok)]
-			w.itl = append(w.itl, g)
+			w.gaps++
 			w.tokens += tokens[k+1]
 		}
 	}
+	fillSliceGaps(acc, reqs, at)
 	out := make([]results.Slice, n)
 	for i := range acc {
 		ws := start.Add(time.Duration(i) * width)
@@ -206,6 +260,10 @@ func (a *sliceAcc) row(cell results.Cell, i int, passStart, ws time.Time, w time
 	}
 	s.TTFTP50Ms, s.TTFTP99Ms = p50p99(a.ttft)
 	s.ITLP50Ms, s.ITLP99Ms = p50p99(a.itl)
+	if a.ranked != nil {
+		s.ITLP50Ms, s.ITLP99Ms = results.Some(a.ranked.Percentile(50)), results.Some(a.ranked.Percentile(99))
+		s.ITLMaxMs = results.Some(a.ranked.At(a.ranked.N - 1))
+	}
 	s.E2ELP50Ms, s.E2ELP99Ms = p50p99(a.e2el)
 	_, s.SendLagP99Ms = p50p99(a.lag)
 	if len(a.itl) > 0 {

@@ -9,7 +9,10 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	pq "github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -20,93 +23,190 @@ import (
 // A RequestSpool keeps a cell's request rows on disk as its requests
 // finish, so that nothing held grows with the cell's length (issue 50: a
 // soak of 900,000 streamed requests held 1.8-3.0 KB of rows a request).
-// Rows go to a Parquet file (the requests table's own encoding, so what
-// is read back is what the table stores) a row group at a time, written
-// by a goroutine of its own off the requests' path; Finish closes it and
-// returns the rows as results.Requests, read back a batch at a time as
-// often as the cell's consumers ask. The file is named ".spool-*" in the
-// run directory (no table's glob matches it) and removed by Remove; one a
-// killed run left behind is removed by RemoveSpools.
+// Rows go to Parquet files (the requests table's own encoding, so what is
+// read back is what the table stores) a row group at a time, written by a
+// goroutine of its own off the requests' path. The files are chunks in the
+// run directory's live folder (LiveDir), each complete when it appears
+// there (written under a hidden name, then renamed): a new chunk starts
+// every RollEvery of the cell, so during a long cell its finished rows can
+// be queried (`read_parquet('RUN/live/*.parquet')`) and a kill -9 loses
+// at most the last chunk's. Finish returns the rows as results.Requests,
+// read back a batch at a time as often as the cell's consumers ask;
+// Remove deletes the chunks (the cell's rows are then in its requests
+// part), and RemoveSpools what a killed run left.
 //
 // Rows are stored in send order (their seq, from 0): a row that finishes
 // before an earlier-sent one waits for it in a heap, which holds at most
 // the requests in flight when it finished (MaxEarly beyond that: then the
-// earliest goes on, and the file is in send order only nearly).
+// earliest goes on, and the chunks are in send order only nearly).
 //
 // Add is not safe for concurrent use: the sweep adds under its lock.
 type RequestSpool struct {
-	path  string
-	f     *os.File
-	bw    *bufio.Writer
-	w     *pq.GenericWriter[results.Request]
-	batch []results.Request
-	n     int
-	next  int64   // the seq the file takes next
-	early seqHeap // rows whose earlier-sent rows have not finished yet
+	dir, name string
+	every     time.Duration
+	chunkAt   time.Time // when the open chunk took its first row
+	chunks    []string  // complete chunk files, in order
+	batch     []results.Request
+	rolls     int // chunks ended so far
+	n         int
+	next      int64   // the seq the file takes next
+	early     seqHeap // rows whose earlier-sent rows have not finished yet
 
-	full chan []results.Request // batches for the writer goroutine
-	free chan []results.Request // batches it has written, to fill again
+	// The writer goroutine's: the open chunk.
+	f    *os.File
+	bw   *bufio.Writer
+	w    *pq.GenericWriter[results.Request]
+	rows int // rows in the open chunk
+
+	full chan spoolBatch // batches for the writer goroutine
+	free chan []results.Request
 	done chan struct{}
 	mu   sync.Mutex
 	err  error // the writer's first failure
 }
 
-// spoolBatch is how many rows the spool hands its writer at once: one
-// row group of the spool file.
-const spoolBatch = 4096
+// spoolBatch is a batch for the writer, and whether its chunk ends with it.
+type spoolBatch struct {
+	rows []results.Request
+	roll bool
+}
 
-// spoolPrefix names a spool file in a run directory.
-const spoolPrefix = ".spool-"
+// spoolRows is how many rows the spool hands its writer at once: one row
+// group.
+const spoolRows = 4096
 
-// NewRequestSpool opens a spool in dir (a run directory; the system's
-// temporary folder when dir is "").
-func NewRequestSpool(dir string) (*RequestSpool, error) {
+// MaxChunks bounds a spool's chunk files: past it, the last one takes
+// the rest of the cell's rows (a pass of 10 million requests with no
+// duration never makes more files than this).
+const MaxChunks = 100
+
+// LiveDir is the run directory's folder of spooled request rows.
+const LiveDir = "live"
+
+// NewRequestSpool opens a spool in run directory dir (the system's
+// temporary folder when dir is ""), its chunks named after name (a cell
+// id), a new chunk every every (0: one chunk).
+func NewRequestSpool(dir, name string, every time.Duration) (*RequestSpool, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	f, err := os.CreateTemp(dir, spoolPrefix+"*.parquet")
-	if err != nil {
+	live := filepath.Join(dir, LiveDir)
+	if err := os.MkdirAll(live, 0o755); err != nil {
 		return nil, fmt.Errorf("opening a spool for request rows: %w", err)
 	}
 	s := &RequestSpool{
-		path: f.Name(), f: f, bw: bufio.NewWriterSize(f, 1<<20),
-		full: make(chan []results.Request, 1), free: make(chan []results.Request, 2), done: make(chan struct{}),
+		dir: live, name: safeName(name), every: every,
+		full: make(chan spoolBatch, 1), free: make(chan []results.Request, 2), done: make(chan struct{}),
 	}
-	s.w = pq.NewGenericWriter[results.Request](s.bw,
-		// The fastest level: the spool is written while the cell's
-		// requests are measured, on the client's cores.
-		pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
-		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
-		pq.MaxRowsPerRowGroup(spoolBatch),
-	)
-	s.free <- make([]results.Request, 0, spoolBatch)
-	s.free <- make([]results.Request, 0, spoolBatch)
+	s.free <- make([]results.Request, 0, spoolRows)
+	s.free <- make([]results.Request, 0, spoolRows)
 	s.batch = <-s.free
 	go s.write()
 	return s, nil
 }
 
-// write writes the batches Add hands it, each as a row group.
+// safeName is name with what a file name should not hold replaced.
+func safeName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "cell"
+	}
+	return string(b)
+}
+
+// write writes the batches Add hands it, each as a row group, closing a
+// chunk where a batch says so.
 func (s *RequestSpool) write() {
 	defer close(s.done)
 	for b := range s.full {
-		if s.failed() == nil {
-			if _, err := s.w.Write(b); err != nil {
-				s.fail(err)
-			} else if err := s.w.Flush(); err != nil {
-				s.fail(err)
-			}
+		if s.failed() == nil && len(b.rows) > 0 {
+			s.fail(s.writeRows(b.rows))
 		}
-		clear(b) // the rows' slices are garbage now
-		s.free <- b[:0]
+		if b.roll && s.failed() == nil {
+			s.fail(s.closeChunk())
+		}
+		clear(b.rows) // the rows' slices are garbage now
+		if b.rows != nil {
+			s.free <- b.rows[:0]
+		}
 	}
 }
 
+func (s *RequestSpool) writeRows(rows []results.Request) error {
+	if s.w == nil {
+		f, err := os.CreateTemp(s.dir, "."+s.name+"-*.tmp")
+		if err != nil {
+			return err
+		}
+		s.f, s.bw = f, bufio.NewWriterSize(f, 1<<20)
+		s.w = pq.NewGenericWriter[results.Request](s.bw,
+			// The fastest level: the spool is written while the cell's
+			// requests are measured, on the client's cores.
+			pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+			pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
+			pq.MaxRowsPerRowGroup(spoolRows),
+		)
+	}
+	if _, err := s.w.Write(rows); err != nil {
+		return err
+	}
+	s.rows += len(rows)
+	return s.w.Flush()
+}
+
+// closeChunk completes the open chunk and puts it in place (none open:
+// nothing to do).
+func (s *RequestSpool) closeChunk() error {
+	if s.w == nil {
+		return nil
+	}
+	w, f, bw := s.w, s.f, s.bw
+	s.w, s.f, s.bw, s.rows = nil, nil, nil, 0
+	err := w.Close()
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	path := filepath.Join(s.dir, fmt.Sprintf("%s-%05d.parquet", s.name, len(s.chunks)+1))
+	if err == nil {
+		for {
+			// Another spool of the same name (a cell measured again):
+			// the next free number.
+			if _, serr := os.Stat(path); serr != nil {
+				break
+			}
+			path = strings.TrimSuffix(path, ".parquet") + "-1.parquet"
+		}
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	s.mu.Lock()
+	s.chunks = append(s.chunks, path)
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *RequestSpool) fail(err error) {
+	if err == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
-		s.err = fmt.Errorf("writing request rows to %s: %w", s.path, err)
+		s.err = fmt.Errorf("writing request rows to %s: %w", s.dir, err)
 	}
 }
 
@@ -137,13 +237,22 @@ func (s *RequestSpool) Add(row results.Request) {
 	}
 }
 
-// put stores the next row in the file's order.
+// put stores the next row in the chunks' order.
 func (s *RequestSpool) put(row results.Request) {
 	s.next = max(s.next, row.Seq+1)
+	now := time.Now()
+	if len(s.batch) == 0 && s.chunkAt.IsZero() {
+		s.chunkAt = now
+	}
 	s.batch = append(s.batch, row)
-	if len(s.batch) == spoolBatch {
-		s.full <- s.batch
+	roll := s.every > 0 && now.Sub(s.chunkAt) >= s.every && s.rolls < MaxChunks-1
+	if len(s.batch) == spoolRows || roll {
+		s.full <- spoolBatch{rows: s.batch, roll: roll}
 		s.batch = <-s.free
+		if roll {
+			s.chunkAt = time.Time{}
+			s.rolls++
+		}
 	}
 }
 
@@ -165,55 +274,53 @@ func (h *seqHeap) Pop() any {
 // Len is how many rows were added.
 func (s *RequestSpool) Len() int { return s.n }
 
-// Finish writes what is left and closes the file; the rows are then read
-// back through the Requests it returns (until Remove). A spool that
-// could not be written returns the error, and Remove still cleans up.
+// Finish writes what is left and completes the last chunk; the rows are
+// then read back through the Requests it returns (until Remove). A spool
+// that could not be written returns the error, and Remove still cleans up.
 func (s *RequestSpool) Finish() (results.Requests, error) {
 	for s.early.Len() > 0 { // rows after a request that never reported
 		s.put(*heap.Pop(&s.early).(*results.Request))
 	}
-	if len(s.batch) > 0 {
-		s.full <- s.batch
-		s.batch = nil
-	}
+	s.full <- spoolBatch{rows: s.batch, roll: true}
+	s.batch = nil
 	close(s.full)
 	<-s.done
-	err := s.failed()
-	if cerr := s.w.Close(); err == nil && cerr != nil {
-		err = cerr
+	if err := s.failed(); err != nil {
+		return nil, err
 	}
-	if ferr := s.bw.Flush(); err == nil && ferr != nil {
-		err = ferr
-	}
-	if cerr := s.f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("spooling request rows to %s: %w", s.path, err)
-	}
-	return &spooledRows{path: s.path, n: s.n}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &spooledRows{chunks: slices.Clone(s.chunks), n: s.n}, nil
 }
 
-// Remove deletes the spool's file.
-func (s *RequestSpool) Remove() { os.Remove(s.path) }
-
-// RemoveSpools deletes the spool files a killed run left in dir.
-func RemoveSpools(dir string) {
-	files, _ := filepath.Glob(filepath.Join(dir, spoolPrefix+"*.parquet"))
-	for _, f := range files {
-		os.Remove(f)
+// Remove deletes the spool's chunks (and the live folder when it is
+// left empty).
+func (s *RequestSpool) Remove() {
+	s.mu.Lock()
+	chunks := s.chunks
+	s.chunks = nil
+	s.mu.Unlock()
+	for _, c := range chunks {
+		os.Remove(c)
 	}
+	os.Remove(s.dir) // only when empty
+}
+
+// RemoveSpools deletes the spooled rows a killed run left in run
+// directory dir.
+func RemoveSpools(dir string) {
+	os.RemoveAll(filepath.Join(dir, LiveDir))
 }
 
 // spooledRows are a finished spool's rows as results.Requests: each All
-// reads the file from its start, readBatch rows at a time (a batch of its
-// own each time, so a row's slices stay valid for a consumer that keeps
-// them).
+// reads the chunks from the first, readBatch rows at a time (a batch of
+// its own each time, so a row's slices stay valid for a consumer that
+// keeps them).
 type spooledRows struct {
-	path string
-	n    int
-	mu   sync.Mutex
-	err  error
+	chunks []string
+	n      int
+	mu     sync.Mutex
+	err    error
 }
 
 // readBatch is how many rows a spool's reader decodes at once.
@@ -236,30 +343,50 @@ func (s *spooledRows) setErr(err error) {
 func (s *spooledRows) All() iter.Seq[*results.Request] {
 	return func(yield func(*results.Request) bool) {
 		s.setErr(nil)
-		f, err := os.Open(s.path)
-		if err != nil {
-			s.setErr(fmt.Errorf("reading spooled request rows: %w", err))
-			return
-		}
-		defer f.Close()
-		r := pq.NewGenericReader[results.Request](f)
-		defer r.Close()
 		read := 0
-		for read < s.n {
-			batch := make([]results.Request, min(readBatch, s.n-read))
-			n, err := r.Read(batch)
-			for k := range n {
-				if !yield(&batch[k]) {
-					return
-				}
-			}
+		for _, c := range s.chunks {
+			n, err, more := readChunk(c, yield)
 			read += n
 			if err != nil {
-				if !errors.Is(err, io.EOF) || read < s.n {
-					s.setErr(fmt.Errorf("reading spooled request rows from %s: %d of %d read: %w", s.path, read, s.n, err))
-				}
+				s.setErr(fmt.Errorf("reading spooled request rows from %s: %d of %d read: %w", c, read, s.n, err))
+				return
+			}
+			if !more {
 				return
 			}
 		}
+		if read != s.n {
+			s.setErr(fmt.Errorf("reading spooled request rows: %d of %d read", read, s.n))
+		}
 	}
+}
+
+// readChunk yields one chunk's rows; more is false when the consumer
+// stopped.
+func readChunk(path string, yield func(*results.Request) bool) (n int, err error, more bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err, false
+	}
+	defer f.Close()
+	r := pq.NewGenericReader[results.Request](f)
+	defer r.Close()
+	total := int(r.NumRows())
+	for n < total {
+		batch := make([]results.Request, min(readBatch, total-n))
+		k, err := r.Read(batch)
+		for i := range k {
+			if !yield(&batch[i]) {
+				return n + i + 1, nil, false
+			}
+		}
+		n += k
+		if err != nil {
+			if errors.Is(err, io.EOF) && n == total {
+				break
+			}
+			return n, err, false
+		}
+	}
+	return n, nil, true
 }

@@ -1,12 +1,16 @@
 package rundir_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/results/resultstest"
@@ -50,7 +54,7 @@ func TestSpoolGivesBackTheStoredRows(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			dir := t.TempDir()
 			rows := spoolRows(n)
-			s, err := rundir.NewRequestSpool(dir)
+			s, err := rundir.NewRequestSpool(dir, "sweep/16:8/c1", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +105,7 @@ func TestSpoolGivesBackTheStoredRows(t *testing.T) {
 // still stored).
 func TestSpoolGap(t *testing.T) {
 	for _, n := range []int{10, rundir.MaxEarly + 10} {
-		s, err := rundir.NewRequestSpool(t.TempDir())
+		s, err := rundir.NewRequestSpool(t.TempDir(), "gap", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +135,7 @@ func TestSpoolGap(t *testing.T) {
 // A spool whose file is gone says so through Err, with what it read.
 func TestSpoolUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	s, err := rundir.NewRequestSpool(dir)
+	s, err := rundir.NewRequestSpool(dir, "sweep/16:8/c1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +149,7 @@ func TestSpoolUnreadable(t *testing.T) {
 	for range reqs.All() {
 		n++
 	}
-	if n != 0 || reqs.Err() == nil || !os.IsNotExist(errorsUnwrapAll(reqs.Err())) {
+	if n != 0 || reqs.Err() == nil || !errors.Is(reqs.Err(), fs.ErrNotExist) {
 		t.Errorf("%d rows, err %v", n, reqs.Err())
 	}
 }
@@ -165,12 +169,58 @@ func emptyLists(r results.Request) results.Request {
 	return r
 }
 
-func errorsUnwrapAll(err error) error {
-	for {
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok || u.Unwrap() == nil {
-			return err
+// TestSpoolLiveChunks: a spool that rolls makes complete chunk files in
+// the run directory's live folder while it is written (DuckDB, or any
+// Parquet reader, reads them during the cell), each with the rows of its
+// stretch, and Remove takes them and the folder away.
+func TestSpoolLiveChunks(t *testing.T) {
+	dir := t.TempDir()
+	s, err := rundir.NewRequestSpool(dir, "sweep/16:8/c1", 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := spoolRows(300)
+	for i, r := range rows {
+		s.Add(r)
+		if i%100 == 99 {
+			time.Sleep(30 * time.Millisecond)
 		}
-		err = u.Unwrap()
+	}
+	// Before Finish: the chunks of the first stretches are complete.
+	var live int64
+	deadline := time.Now().Add(5 * time.Second)
+	for live < 200 && time.Now().Before(deadline) {
+		live = 0
+		files, _ := filepath.Glob(filepath.Join(dir, rundir.LiveDir, "*.parquet"))
+		for _, f := range files {
+			got, err := pq.ReadFile[results.Request](f)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			live += int64(len(got))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if live < 200 {
+		t.Errorf("%d rows readable in the live chunks before the spool finished, want at least 200", live)
+	}
+	reqs, err := s.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, rundir.LiveDir, "*.parquet"))
+	n := 0
+	for r := range reqs.All() {
+		if r.Seq != int64(n) {
+			t.Fatalf("row %d has seq %d", n, r.Seq)
+		}
+		n++
+	}
+	if n != 300 || len(files) < 3 || reqs.Err() != nil {
+		t.Errorf("%d rows from %d chunks, %v; want 300 from at least 3", n, len(files), reqs.Err())
+	}
+	s.Remove()
+	if _, err := os.Stat(filepath.Join(dir, rundir.LiveDir)); !os.IsNotExist(err) {
+		t.Errorf("the live folder is still there: %v", err)
 	}
 }

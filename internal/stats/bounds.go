@@ -36,6 +36,19 @@ func (b QuantileBound) Bounded() bool { return !math.IsNaN(b.Lo) && !math.IsNaN(
 // O(log n) times, so it is cheap for ten million samples.
 func SortedQuantileBound(sorted []float64, p, conf float64) QuantileBound {
 	n := len(sorted)
+	b := quantileBoundRanks(n, p, conf)
+	if b.LoRank >= 1 {
+		b.Lo = sorted[b.LoRank-1]
+	}
+	if b.HiRank <= n {
+		b.Hi = sorted[b.HiRank-1]
+	}
+	return b
+}
+
+// quantileBoundRanks is SortedQuantileBound's ranks and coverage for n
+// values, without the values (Lo and Hi NaN).
+func quantileBoundRanks(n int, p, conf float64) QuantileBound {
 	b := QuantileBound{N: n, P: p, Conf: conf, Lo: math.NaN(), Hi: math.NaN(), HiRank: n + 1}
 	if n == 0 || p <= 0 || p >= 100 || conf <= 0 || conf >= 1 {
 		return b
@@ -76,12 +89,6 @@ func SortedQuantileBound(sorted []float64, p, conf float64) QuantileBound {
 		}
 	}
 	b.HiRank = ulo
-	if b.LoRank >= 1 {
-		b.Lo = sorted[b.LoRank-1]
-	}
-	if b.HiRank <= n {
-		b.Hi = sorted[b.HiRank-1]
-	}
 	// P(l <= B <= u-1), with the missing sides open.
 	b.Coverage = cdf(b.HiRank-1) - cdf(b.LoRank-1)
 	return b

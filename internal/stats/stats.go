@@ -33,13 +33,11 @@ func SummarizeInPlace(s []float64) Summary {
 		return Summary{}
 	}
 	slices.Sort(s)
-	var sum float64
-	for _, x := range s {
-		sum += x
-	}
 	return Summary{
-		N:    len(s),
-		Mean: sum / float64(len(s)),
+		N: len(s),
+		// The exact sum: the same whatever the values' order, as Rank's is
+		// (a long cell's chunk gaps are summed as they are read).
+		Mean: ExactSum(s) / float64(len(s)),
 		Min:  s[0],
 		Max:  s[len(s)-1],
 		P50:  SortedPercentile(s, 50),

@@ -276,7 +276,13 @@ func (pr *pointRun) warmUp(row *results.Cell) (int, []float64) {
 // first, and sums their windows and sends.
 func (pr *pointRun) timedPasses(row *results.Cell, first int) (timed passResult) {
 	pr.tally = resultTally{models: modelTally{asked: pr.t.Model}, trace: pr.s.traceTally(pr.p, pr.view)}
-	spool, err := rundir.NewRequestSpool(pr.dir)
+	// A new chunk of live rows every slice of a pass of a duration (as
+	// its progress lines), every minute of one of a count.
+	every := time.Minute
+	if pr.s.duration > 0 {
+		every = sliceEvery(pr.s.slice, pr.s.duration)
+	}
+	spool, err := rundir.NewRequestSpool(pr.dir, row.CellID, every)
 	if err != nil {
 		pr.firstErr = err
 		return timed

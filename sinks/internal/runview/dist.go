@@ -22,16 +22,42 @@ type Dist struct {
 
 // DistOf computes a cell's distributions from its request rows.
 func DistOf(reqs results.Requests) Dist {
-	var ttft, itl, e2el []float64
+	var ttft, e2el []float64
 	for r := range reqs.All() {
 		s, ok := measure.SampleOf(r)
 		if !ok {
 			continue
 		}
 		ttft, e2el = append(ttft, s.TTFTMs), append(e2el, s.E2ELMs)
-		itl = append(itl, s.GapsMs...)
 	}
-	return Dist{TTFT: levels(ttft), ITL: levels(itl), E2EL: levels(e2el)}
+	// The gaps, one per token, are ranked rather than held (a soak's are
+	// tens of millions): the same levels.
+	itl := stats.Rank(func(yield func(float64)) {
+		for r := range reqs.All() {
+			if s, ok := measure.SampleOf(r); ok {
+				for _, g := range s.GapsMs {
+					yield(g)
+				}
+			}
+		}
+	}, func(n int) []int { return stats.PercentileRanks(n, levelPcts()...) }, stats.MaxHeld)
+	var itlLevels []float64
+	if itl.N > 0 {
+		itlLevels = make([]float64, distLevels)
+		for i := range itlLevels {
+			itlLevels[i] = itl.Percentile(float64(i))
+		}
+	}
+	return Dist{TTFT: levels(ttft), ITL: itlLevels, E2EL: levels(e2el)}
+}
+
+// levelPcts are the whole percentiles a distribution keeps.
+func levelPcts() []float64 {
+	out := make([]float64, distLevels)
+	for i := range out {
+		out[i] = float64(i)
+	}
+	return out
 }
 
 // levels is xs's whole percentiles; it sorts xs in place (DistOf's own:
