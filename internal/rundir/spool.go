@@ -15,7 +15,7 @@ import (
 	"time"
 
 	pq "github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/zstd"
+	"github.com/parquet-go/parquet-go/compress/snappy"
 
 	"github.com/benchrun/benchrun/internal/results"
 )
@@ -145,9 +145,10 @@ func (s *RequestSpool) writeRows(rows []results.Request) error {
 		}
 		s.f, s.bw = f, bufio.NewWriterSize(f, 1<<20)
 		s.w = pq.NewGenericWriter[results.Request](s.bw,
-			// The fastest level: the spool is written while the cell's
-			// requests are measured, on the client's cores.
-			pq.Compression(&zstd.Codec{Level: zstd.SpeedFastest}),
+			// Snappy: the spool is written while the cell's requests are
+			// measured, on the client's cores, and zstd's encoders held
+			// 16 MB of history a spool (the table's part is zstd).
+			pq.Compression(&snappy.Codec{}),
 			pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
 			pq.MaxRowsPerRowGroup(spoolRows),
 		)
