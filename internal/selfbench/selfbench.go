@@ -21,6 +21,7 @@ import (
 	"github.com/benchrun/benchrun/internal/loadgen"
 	"github.com/benchrun/benchrun/internal/machine"
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/internal/sim"
 	"github.com/benchrun/benchrun/internal/stats"
 )
@@ -264,10 +265,10 @@ func measureStreamMemory(ctx context.Context, srv *sim.Server, tg *loadgen.Targe
 	row("bytes_per_stream", float64(grown)/float64(p), "bytes", fmt.Sprintf("%d streams in flight; client and in-process simulator together (an upper bound)", peak.Load()))
 }
 
-// measureHeldMemory is what a sweep keeps of each finished request until
-// its cell ends (its request row; the result is folded in as it finishes
-// and not kept), streamed
-// (64 tokens, an event each) and not: the heap held after n and after 4n
+// measureHeldMemory is what a sweep keeps of each finished request while
+// its cell runs (its request row goes to the spool, rundir.RequestSpool,
+// as it finishes; the result is folded in and not kept), streamed (64
+// tokens, an event each) and not: the heap held after n and after 4n
 // finished requests, over the 3n more (docs/METRICS.md, "Memory per
 // finished request").
 func measureHeldMemory(ctx context.Context, row rowFunc) {
@@ -285,14 +286,24 @@ func measureHeldMemory(ctx context.Context, row rowFunc) {
 		held := func(n int) uint64 {
 			runtime.GC()
 			base := loadgen.InUseMemory()
-			rows := make([]results.Request, n)
+			spool, err := rundir.NewRequestSpool("", "self-bench", 0)
+			if err != nil {
+				return 0
+			}
+			defer spool.Remove()
+			var mu sync.Mutex
 			loadgen.RunClosed(ctx, tg, heldConcurrency, n, func(int) loadgen.Request {
 				return loadgen.Request{Prompt: "one two three", MaxTokens: 64, Body: map[string]any{"ignore_eos": true}}
-			}, func(i int, r loadgen.Result) { rows[i] = loadgen.RequestRow(results.Cell{}, 0, &r) })
+			}, func(i int, r loadgen.Result) {
+				row := loadgen.RequestRow(results.Cell{}, int64(i), &r)
+				mu.Lock()
+				spool.Add(row)
+				mu.Unlock()
+			})
 			runtime.GC()
 			now := loadgen.InUseMemory()
 			grown := now - min(base, now)
-			runtime.KeepAlive(rows)
+			spool.Finish()
 			return grown
 		}
 		small, large := held(heldRequests), held(4*heldRequests)
@@ -305,7 +316,7 @@ func measureHeldMemory(ctx context.Context, row rowFunc) {
 			name, detail = "held_bytes_per_streamed_request", "streamed, 64 tokens, an event each"
 		}
 		per := (float64(large) - float64(small)) / float64(3*heldRequests)
-		row(name, per, "bytes", detail+": a finished request's row kept until its cell ends (a sweep's request rows and sinks add to it at the cell's end)")
+		row(name, per, "bytes", detail+": what a finished request leaves held while its cell runs (its row spooled to disk; the cell's end holds 8 bytes a request per latency family, and bounded buffers)")
 	}
 }
 

@@ -61,12 +61,17 @@ func TestReasoningAxis(t *testing.T) {
 			}
 			continue
 		}
-		if d := v(r.TTFOP50Ms) - v(r.TTFTP50Ms); d < tc.thinkMs-1 || d > tc.thinkMs+20 {
+		// A difference of two medians of 4: the simulator times every
+		// token from the request's start, so a first token woken late
+		// (the test's client and simulator share two cores) shortens the
+		// distance to the first answer token (158.8 ms for 160 once in CI,
+		// on a quiet machine).
+		if d := v(r.TTFOP50Ms) - v(r.TTFTP50Ms); d < tc.thinkMs-3 || d > tc.thinkMs+20 {
 			// The simulator's wakes are late beside busy neighbours: a
 			// claim about a quiet machine (machinetest).
 			msg := fmt.Sprintf("%s: ttfo p50 %.1f ms is %.1f ms after ttft p50, want the thinking's %.0f", tc.id, v(r.TTFOP50Ms), d, tc.thinkMs)
 			t.Log(msg)
-			machine.Judge(t, "the thinking phase's length read within 1 ms below and 20 ms above")
+			machine.Judge(t, "the thinking phase's length read within 3 ms below and 20 ms above")
 			t.Error(msg)
 		}
 		if !strings.Contains(r.Notes, "reasoning tokens from the usage's completion_tokens_details.reasoning_tokens for 4") {
