@@ -43,6 +43,7 @@ import (
 // Add is not safe for concurrent use: the sweep adds under its lock.
 type RequestSpool struct {
 	dir, name string
+	own       bool // dir's parent is the spool's own temporary folder
 	every     time.Duration
 	chunkAt   time.Time // when the open chunk took its first row
 	chunks    []string  // complete chunk files, in order
@@ -83,19 +84,25 @@ const MaxChunks = 100
 // LiveDir is the run directory's folder of spooled request rows.
 const LiveDir = "live"
 
-// NewRequestSpool opens a spool in run directory dir (the system's
-// temporary folder when dir is ""), its chunks named after name (a cell
-// id), a new chunk every every (0: one chunk).
+// NewRequestSpool opens a spool in run directory dir (a temporary folder
+// of its own when dir is ""), its chunks named after name (a cell id), a
+// new chunk every every (0: one chunk).
 func NewRequestSpool(dir, name string, every time.Duration) (*RequestSpool, error) {
-	if dir == "" {
-		dir = os.TempDir()
+	own := dir == ""
+	if own {
+		// A spool of its own: a folder in the system's temporary one.
+		d, err := os.MkdirTemp("", "benchrun-spool-")
+		if err != nil {
+			return nil, fmt.Errorf("opening a spool for request rows: %w", err)
+		}
+		dir = d
 	}
 	live := filepath.Join(dir, LiveDir)
 	if err := os.MkdirAll(live, 0o755); err != nil {
 		return nil, fmt.Errorf("opening a spool for request rows: %w", err)
 	}
 	s := &RequestSpool{
-		dir: live, name: safeName(name), every: every,
+		dir: live, name: safeName(name), every: every, own: own,
 		full: make(chan spoolBatch, 1), free: make(chan []results.Request, 2), done: make(chan struct{}),
 	}
 	s.free <- make([]results.Request, 0, spoolRows)
@@ -305,6 +312,9 @@ func (s *RequestSpool) Remove() {
 		os.Remove(c)
 	}
 	os.Remove(s.dir) // only when empty
+	if s.own {
+		os.Remove(filepath.Dir(s.dir))
+	}
 }
 
 // RemoveSpools deletes the spooled rows a killed run left in run

@@ -224,3 +224,30 @@ func TestSpoolLiveChunks(t *testing.T) {
 		t.Errorf("the live folder is still there: %v", err)
 	}
 }
+
+// A spool with no run directory has a temporary folder of its own, gone
+// with Remove.
+func TestSpoolWithoutRunDir(t *testing.T) {
+	s, err := rundir.NewRequestSpool("", "sweep/1:1/c1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add(spoolRows(1)[0])
+	reqs, err := s.Finish()
+	if err != nil || reqs.Len() != 1 {
+		t.Fatal(reqs, err)
+	}
+	var dir string
+	for r := range reqs.All() {
+		dir = r.CellID // read once
+	}
+	if dir == "" || reqs.Err() != nil {
+		t.Fatalf("no row read back: %v", reqs.Err())
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchrun-spool-*"))
+	s.Remove()
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "benchrun-spool-*"))
+	if len(after) != len(before)-1 {
+		t.Errorf("temporary spool folders %d before Remove, %d after", len(before), len(after))
+	}
+}
