@@ -81,7 +81,7 @@ func BenchmarkHeadroomStreams(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				probe.Begin() // kept open: reportFloor reads every sample since
+				probe.Keep() // kept open: reportFloor reads every sample since
 				m := startMeter(sp.Pid)
 				_, err = Run(context.Background(), tg, Load{Schedule: &Schedule{Rate: rate, Arrival: ArrivalPoisson, Seed: 1}, Requests: n},
 					func(i int) Request {

@@ -44,8 +44,8 @@ type Window struct {
 }
 
 // Begin opens a window on the probe's samples (p may be nil: then only
-// the CPU pressure is read). The probe keeps samples while a window is
-// open: End each.
+// the CPU pressure is read). The window folds the samples due from now
+// until End (fold.go): End each, or the probe folds for it forever.
 func (p *Probe) Begin() Window {
 	w := Window{probe: p, from: time.Now()}
 	if p != nil {
@@ -58,9 +58,6 @@ func (p *Probe) Begin() Window {
 // End closes the window and summarizes it.
 func (w Window) End() Reading {
 	to := time.Now()
-	if w.probe != nil {
-		defer w.probe.close(w.id)
-	}
 	var m Reading
 	if w.psiOK && to.After(w.from) {
 		if psi, ok := cpuPressure(); ok && psi >= w.psi {
@@ -70,12 +67,15 @@ func (w Window) End() Reading {
 	if w.probe == nil {
 		return m
 	}
-	rec := w.probe.Record().Between(w.from, to)
-	if l := rec.Loop.Lateness(); l.N >= minWindowSamples {
-		m.LateP50Ms, m.LateP99Ms, m.LateMaxMs = ptr(l.P50), ptr(l.P99), ptr(l.Max)
+	f := w.probe.close(w.id)
+	if f == nil {
+		return m
 	}
-	if s := rec.Wake.Lateness(); s.N >= minWindowSamples {
-		m.WakeP99Ms = ptr(s.P99)
+	if f.loop.n() >= minWindowSamples {
+		m.LateP50Ms, m.LateP99Ms, m.LateMaxMs = ptr(f.loop.percentileMs(50)), ptr(f.loop.percentileMs(99)), ptr(f.loop.maxMs())
+	}
+	if f.wake.n() >= minWindowSamples {
+		m.WakeP99Ms = ptr(f.wake.percentileMs(99))
 	}
 	return m
 }

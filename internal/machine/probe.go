@@ -59,14 +59,13 @@ type Probe struct {
 	mu      sync.Mutex
 	rec     Record
 	readErr error
-	// windows are the open windows' starts, by id: the probe keeps the
-	// samples due since the earliest of them, and none while no window
-	// is open, so that what it holds follows a cell, not the whole stage
-	// (a stage's record grew 40-60 KB a second and was copied whole at
-	// every cell's end).
-	windows map[uint64]time.Time
-	nextWin uint64
+	// keeps are the open keeps' starts (Keep), by id: the probe keeps the
+	// raw samples due since the earliest of them, and none while no keep
+	// is open. Windows (Begin) hold no samples: they fold them.
+	keeps   map[uint64]time.Time
+	nextID  uint64
 	keep    time.Time // samples due before it are not kept
+	windows map[uint64]*windowFold
 	// observe, when set, is told every sample as it comes (Observe).
 	observe func(path string, late time.Duration)
 }
@@ -172,11 +171,16 @@ func (p *Probe) read(out io.Reader, ready chan struct{}) {
 		if observe := p.observe; observe != nil && ok {
 			observe(samplePath(kind), s.Late)
 		}
+		if ok {
+			for _, w := range p.windows {
+				w.add(kind, s)
+			}
+		}
 		switch {
 		case !ok:
 			p.readErr = fmt.Errorf("machine probe: unreadable sample %q", sc.Text())
-		case len(p.windows) == 0 || s.Due.Before(p.keep):
-			// No window needs it.
+		case len(p.keeps) == 0 || s.Due.Before(p.keep):
+			// No keep needs it.
 		case kind == 'w':
 			p.rec.Wake = append(p.rec.Wake, s)
 		default:
@@ -219,42 +223,67 @@ func parseSample(line string) (Sample, byte, bool) {
 	return Sample{Due: time.Unix(0, d), Late: time.Duration(l)}, f[0][0], true
 }
 
-// open registers a window from from and returns its id.
-func (p *Probe) open(from time.Time) uint64 {
+// Keep makes the probe keep its raw samples (Record) from now until
+// release is called: for a bounded stretch such as self-bench's searches,
+// whose floor replays each request's due time against the stops. A
+// cell's window (Begin) folds its samples instead and holds none.
+func (p *Probe) Keep() (release func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.windows == nil {
-		p.windows = map[uint64]time.Time{}
+	from := time.Now()
+	if p.keeps == nil {
+		p.keeps = map[uint64]time.Time{}
 	}
-	p.nextWin++
-	if len(p.windows) == 0 || from.Before(p.keep) {
+	p.nextID++
+	id := p.nextID
+	if len(p.keeps) == 0 || from.Before(p.keep) {
 		p.keep = from
 	}
-	p.windows[p.nextWin] = from
-	return p.nextWin
+	p.keeps[id] = from
+	var once sync.Once
+	return func() { once.Do(func() { p.release(id) }) }
 }
 
-// close unregisters window id and lets go of the samples no open window
-// needs.
-func (p *Probe) close(id uint64) {
+// release ends keep id and lets go of the samples no open keep needs.
+func (p *Probe) release(id uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.windows[id]; !ok {
-		return
-	}
-	delete(p.windows, id)
-	if len(p.windows) == 0 {
+	delete(p.keeps, id)
+	if len(p.keeps) == 0 {
 		p.rec = Record{}
 		return
 	}
 	earliest := time.Time{}
-	for _, from := range p.windows {
+	for _, from := range p.keeps {
 		if earliest.IsZero() || from.Before(earliest) {
 			earliest = from
 		}
 	}
 	p.keep = earliest
 	p.rec = p.rec.since(earliest)
+}
+
+// open registers a window folding the samples due from from and returns
+// its id.
+func (p *Probe) open(from time.Time) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.windows == nil {
+		p.windows = map[uint64]*windowFold{}
+	}
+	p.nextID++
+	p.windows[p.nextID] = newWindowFold(from)
+	return p.nextID
+}
+
+// close unregisters window id and returns what it folded (nil for an
+// unknown id).
+func (p *Probe) close(id uint64) *windowFold {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.windows[id]
+	delete(p.windows, id)
+	return w
 }
 
 // since is the record less the samples due before from, in new
@@ -267,15 +296,15 @@ func (r Record) since(from time.Time) Record {
 	return Record{Wake: keep(r.Wake), Loop: keep(r.Loop)}
 }
 
-// Record is the samples the open windows hold: those due since the
-// earliest of them opened.
+// Record is the samples the open keeps hold (Keep): those due since the
+// earliest of them began.
 func (p *Probe) Record() Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Record{Wake: slices.Clone(p.rec.Wake), Loop: slices.Clone(p.rec.Loop)}
 }
 
-// Stop ends the probe process and returns the samples its open windows
+// Stop ends the probe process and returns the samples its open keeps
 // hold (again, on a later call). The process is killed if it has not ended 3 s after its
 // stdin closed.
 func (p *Probe) Stop() (Record, error) {

@@ -18,7 +18,7 @@ func TestProbeSeesAStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Begin()
+	p.Keep()
 	time.Sleep(200 * time.Millisecond)
 	pid := p.cmd.Process.Pid
 	stopped := time.Now()

@@ -2,6 +2,8 @@ package machine
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -57,57 +59,105 @@ func TestProbeRefusesInsideAProbe(t *testing.T) {
 	}
 }
 
-// TestProbeKeepsOnlyWhatOpenWindowsNeed: the probe holds samples while a
-// window is open, from the earliest open window's start, and none once
-// every window has ended: over a stage of many cells what it holds
-// follows one cell, not the stage (it grew 40-60 KB a second and was
-// copied whole at each cell's end).
-func TestProbeKeepsOnlyWhatOpenWindowsNeed(t *testing.T) {
+// TestProbeKeepsOnlyWhatOpenKeepsNeed: a cell's window folds its samples
+// and holds none of them (over a soak's cell of 30 minutes they were
+// 75 MB); raw samples are kept only while a Keep is open, from the
+// earliest open keep's start, and none once every keep is released.
+func TestProbeKeepsOnlyWhatOpenKeepsNeed(t *testing.T) {
 	p, err := StartProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	time.Sleep(50 * time.Millisecond)
-	if rec := p.Record(); len(rec.Wake)+len(rec.Loop) != 0 {
-		t.Errorf("no window open: %d samples kept", len(rec.Wake)+len(rec.Loop))
-	}
-	most, measured := 0, 0
+	measured := 0
 	for cell := range 6 {
 		w := p.Begin()
 		time.Sleep(250 * time.Millisecond) // the probe flushes every 100 ms
-		rec := p.Record()
-		most = max(most, len(rec.Wake))
-		for _, s := range rec.Wake {
-			if s.Due.Before(w.from) {
-				t.Fatalf("cell %d: a sample due %v before its window opened", cell, w.from.Sub(s.Due))
-			}
+		if rec := p.Record(); len(rec.Wake)+len(rec.Loop) != 0 {
+			t.Errorf("cell %d: a window open, no keep: %d raw samples kept", cell, len(rec.Wake)+len(rec.Loop))
 		}
-		if m := w.End(); m.WakeP99Ms != nil {
+		if m := w.End(); m.WakeP99Ms != nil && m.LateP99Ms != nil {
 			measured++ // a starved probe may flush too late for one window
 		}
-		if rec := p.Record(); len(rec.Wake)+len(rec.Loop) != 0 {
-			t.Errorf("cell %d ended: %d samples still kept", cell, len(rec.Wake)+len(rec.Loop))
-		}
-	}
-	// 250 ms at one wake a millisecond; a busy machine wakes less often.
-	if most > 400 {
-		t.Errorf("a 250 ms window held %d wake samples", most)
 	}
 	if measured == 0 {
 		t.Errorf("none of 6 windows measured anything: the samples they needed were dropped")
 	}
-	// Overlapping windows: ending the earlier one lets go of what only it
+	p.mu.Lock()
+	open := len(p.windows)
+	p.mu.Unlock()
+	if open != 0 {
+		t.Errorf("%d windows still folding after every End", open)
+	}
+	// Overlapping keeps: releasing the earlier one lets go of what only it
 	// needed.
-	first := p.Begin()
+	releaseFirst := p.Keep()
 	time.Sleep(150 * time.Millisecond)
-	second := p.Begin()
+	secondFrom := time.Now()
+	releaseSecond := p.Keep()
 	time.Sleep(250 * time.Millisecond)
-	first.End()
+	if rec := p.Record(); len(rec.Wake) == 0 || rec.Wake[0].Due.After(secondFrom) {
+		t.Errorf("two keeps open: %d wake samples, none from before the second began", len(rec.Wake))
+	}
+	releaseFirst()
 	for _, s := range p.Record().Wake {
-		if s.Due.Before(second.from) {
-			t.Fatalf("a sample due %v before the open window is still kept", second.from.Sub(s.Due))
+		if s.Due.Before(secondFrom.Add(-time.Millisecond)) {
+			t.Fatalf("a sample due %v before the open keep is still kept", secondFrom.Sub(s.Due))
 		}
 	}
-	second.End()
+	releaseSecond()
+	if rec := p.Record(); len(rec.Wake)+len(rec.Loop) != 0 {
+		t.Errorf("every keep released: %d samples still kept", len(rec.Wake)+len(rec.Loop))
+	}
+}
+
+// TestWindowFoldIsTheRecordsLateness: a window's folded lateness is what
+// sorting its samples gives — the max exactly, the percentiles within
+// the histogram's resolution (1 µs, or 0.1 %) of the order statistics
+// around their rank — over shapes a machine gives (a floor of tens of
+// µs, a tail of stalls of milliseconds), and samples due before the
+// window are not in it.
+func TestWindowFoldIsTheRecordsLateness(t *testing.T) {
+	from := time.Unix(1000, 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{5, 100, 10_000, 200_000} {
+		f := newWindowFold(from)
+		f.add('l', Sample{Due: from.Add(-time.Millisecond), Late: time.Hour}) // before the window
+		var s Samples
+		for i := range n {
+			late := time.Duration(20_000 + rng.IntN(80_000)) // 20-100 µs
+			if rng.IntN(100) == 0 {
+				late = time.Duration(1+rng.IntN(12))*time.Millisecond + time.Duration(rng.IntN(1000))
+			}
+			x := Sample{Due: from.Add(time.Duration(i) * time.Millisecond), Late: late}
+			s = append(s, x)
+			f.add('l', x)
+		}
+		sorted := make([]float64, n)
+		for i, x := range s {
+			sorted[i] = float64(x.Late) / 1e6
+		}
+		slices.Sort(sorted)
+		want := s.Lateness()
+		if f.loop.n() != int64(n) || f.wake.n() != 0 {
+			t.Fatalf("n=%d: folded %d loop, %d wake samples", n, f.loop.n(), f.wake.n())
+		}
+		if got := f.loop.maxMs(); got != want.Max {
+			t.Errorf("n=%d: max %v, want %v", n, got, want.Max)
+		}
+		for _, p := range []float64{50, 99} {
+			got, interpolated := f.loop.percentileMs(p), want.P50
+			if p == 99 {
+				interpolated = want.P99
+			}
+			r := p / 100 * float64(n-1)
+			lo, hi := sorted[max(0, int(math.Floor(r))-1)], sorted[min(n-1, int(math.Ceil(r))+1)]
+			if got < lo*0.999-0.001 || got > hi*1.001+0.001 {
+				t.Errorf("n=%d: p%v %.4f ms, the order statistics around its rank %.4f..%.4f (sorting's interpolated %.4f)", n, p, got, lo, hi, interpolated)
+			}
+		}
+	}
+	if b := newLateFold().h.ByteSize(); b > 256<<10 {
+		t.Errorf("a path's histogram holds %d bytes", b)
+	}
 }

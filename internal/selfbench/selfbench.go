@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) (Capacity, error) 
 		fmt.Fprintf(log, "benchrun self-bench: %v; the machine's own lateness is not measured\n", err)
 	} else {
 		defer probe.Stop()
-		probe.Begin() // the probe keeps its samples for the whole self-bench (bounded in time)
+		probe.Keep() // the probe keeps its raw samples for the whole self-bench (bounded in time), released by Stop
 	}
 
 	fmt.Fprintln(out, "measurement,value,unit,detail")

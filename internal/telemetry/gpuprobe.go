@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
-	"github.com/benchrun/benchrun/internal/stats"
 )
 
 // This file is the part of the GPU probe that needs no NVML (and so no
@@ -108,12 +107,132 @@ func ClockEventReasonNames(mask uint64) []string {
 }
 
 // gpuWindow is one cell's readings: the counters at Begin and the rounds
-// sampled until End.
+// sampled until End, folded as they come (add) into what the columns
+// read, so that a soak's cell holds no more than a short one's; the
+// samples table gets a uniform grid of at most maxKeptReadings rounds.
 type gpuWindow struct {
 	cellID string
 	devs   []gpuDevice
 	begin  gpuRound // energy counters (and GPM's first sample) only
-	rounds []gpuRound
+	rounds thinned[gpuRound]
+	// interval is the sampler's, said in the note when rounds are thinned.
+	interval time.Duration
+
+	n      int       // rounds folded
+	lastAt time.Time // the latest round's time
+	// util counts each round's mean over the devices of their
+	// utilisation: NVML reads it as a whole percent, so a window of any
+	// length has at most 100 × devices + 1 distinct values, and its p95
+	// is read off the counts exactly.
+	util                map[float64]int64
+	utilMean, smUtil    meanFold
+	memUtil, smClock    meanFold
+	power               meanFold // the devices' summed power, rounds where every device read it
+	powerPeak           *float64 // the largest summed (instantaneous where read) power
+	memPeak, memPeakRsv *int64   // the largest device's used memory, and its reserved then
+	devMemPeak          []*int64 // each device's used-memory peak (the samples table's)
+	energyEnd           []*uint64
+	temp                *float64
+	clockEvents         map[string]bool
+}
+
+// meanFold is a running mean, summed in time order as stats.Mean sums.
+type meanFold struct {
+	sum float64
+	n   int
+}
+
+func (m *meanFold) add(v float64) { m.sum += v; m.n++ }
+
+func (m meanFold) mean() *float64 {
+	if m.n == 0 {
+		return nil
+	}
+	return nvPtr(m.sum / float64(m.n))
+}
+
+// add folds one round, in time order.
+func (w *gpuWindow) add(r gpuRound) {
+	w.rounds.add(r)
+	w.n++
+	w.lastAt = r.At
+	if w.devMemPeak == nil {
+		w.devMemPeak = make([]*int64, len(w.devs))
+		w.energyEnd = make([]*uint64, len(w.devs))
+		w.util = map[float64]int64{}
+		w.clockEvents = map[string]bool{}
+	}
+	devMean := func(get func(*gpuReading) *float64) (float64, bool) {
+		var sum float64
+		n := 0
+		for i := range r.Devs {
+			if v := get(&r.Devs[i]); v != nil {
+				sum += *v
+				n++
+			}
+		}
+		return sum / float64(max(n, 1)), n > 0
+	}
+	if v, ok := devMean(func(g *gpuReading) *float64 { return g.Util }); ok {
+		w.util[v]++
+		w.utilMean.add(v)
+	}
+	if v, ok := devMean(func(g *gpuReading) *float64 { return g.SMUtil }); ok {
+		w.smUtil.add(v)
+	}
+	if v, ok := devMean(func(g *gpuReading) *float64 { return g.MemUtil }); ok {
+		w.memUtil.add(v)
+	}
+	if v, ok := devMean(func(g *gpuReading) *float64 { return g.SMClockMHz }); ok {
+		w.smClock.add(v)
+	}
+	sum, peakSum, n, np := 0.0, 0.0, 0, 0
+	for i := range r.Devs {
+		g := &r.Devs[i]
+		if g.MemUsed != nil {
+			if w.memPeak == nil || *g.MemUsed > *w.memPeak {
+				w.memPeak, w.memPeakRsv = nvPtr(*g.MemUsed), nil
+				if g.MemReserved != nil {
+					w.memPeakRsv = nvPtr(*g.MemReserved)
+				}
+			}
+			if i < len(w.devMemPeak) && (w.devMemPeak[i] == nil || *g.MemUsed > *w.devMemPeak[i]) {
+				w.devMemPeak[i] = nvPtr(*g.MemUsed)
+			}
+		}
+		if g.PowerW != nil {
+			sum += *g.PowerW
+			n++
+		}
+		// The max prefers the instantaneous field: the averaged reading (a
+		// 1 s window on Ampere and newer) smooths away the peaks a max is
+		// for.
+		switch {
+		case g.PowerInstantW != nil:
+			peakSum += *g.PowerInstantW
+			np++
+		case g.PowerW != nil:
+			peakSum += *g.PowerW
+			np++
+		}
+		if g.EnergyMJ != nil && i < len(w.energyEnd) {
+			w.energyEnd[i] = nvPtr(*g.EnergyMJ)
+		}
+		if g.TempC != nil && (w.temp == nil || *g.TempC > *w.temp) {
+			w.temp = nvPtr(*g.TempC)
+		}
+		if g.Throttle != nil {
+			for _, name := range ClockEventReasonNames(*g.Throttle) {
+				w.clockEvents[name] = true
+			}
+		}
+	}
+	if n == len(r.Devs) {
+		w.power.add(sum)
+	}
+	if np == len(r.Devs) && (w.powerPeak == nil || peakSum > *w.powerPeak) {
+		w.powerPeak = nvPtr(peakSum)
+	}
 }
 
 // aggregate fills row's GPU columns from the window and says what it
@@ -131,113 +250,71 @@ type gpuWindow struct {
 // device, so a round where one device lacks power is not summed.
 func (w *gpuWindow) aggregate(row *results.Cell) []string {
 	var notes []string
-	if len(w.rounds) == 0 {
+	if w.n == 0 {
 		return append(notes, "GPU telemetry not measured: no reading in the window")
 	}
 	row.GPUs = strings.Join(uuids(w.devs), ",")
-	w.fillUtilisation(row)
-	w.fillMemory(row)
-	w.fillPower(row)
+	if w.utilMean.n > 0 {
+		row.GPUUtilMean = w.utilMean.mean()
+		row.GPUUtilP95 = nvPtr(countedPercentile(w.util, 95))
+	}
+	row.GPUSMUtilMean = w.smUtil.mean()
+	row.GPUMemUtilMean = w.memUtil.mean()
+	row.SMClockMHzMean = w.smClock.mean()
+	row.GPUMemPeakBytes, row.GPUMemReservedBytes = w.memPeak, w.memPeakRsv
+	row.PowerWMean = w.power.mean()
+	row.PowerWMax = w.powerPeak
 	notes = append(notes, w.fillEnergy(row)...)
-	w.fillTempAndClockEvents(row)
+	if w.temp != nil {
+		row.GPUTempCMax = nvPtr(*w.temp)
+	}
+	names := make([]string, 0, len(w.clockEvents))
+	for n := range w.clockEvents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	row.ThrottleReasons = strings.Join(names, ",")
+	if thin := w.rounds.note(w.interval.String()); thin != "" {
+		notes = append(notes, thin)
+	}
 	return notes
 }
 
-// deviceMeans is, per round, the mean of a reading over the devices that
-// report it; a round where none does is left out.
-func (w *gpuWindow) deviceMeans(get func(*gpuReading) *float64) []float64 {
-	var series []float64
-	for _, r := range w.rounds {
-		var sum float64
-		n := 0
-		for i := range r.Devs {
-			if v := get(&r.Devs[i]); v != nil {
-				sum += *v
-				n++
+// countedPercentile is stats.Percentile of the values counts holds (each
+// value as many times as its count).
+func countedPercentile(counts map[float64]int64, p float64) float64 {
+	vals := make([]float64, 0, len(counts))
+	var n int64
+	for v, c := range counts {
+		vals = append(vals, v)
+		n += c
+	}
+	slices.Sort(vals)
+	// at is the value of rank k (from 0) in the sorted sample.
+	at := func(k int64) float64 {
+		for _, v := range vals {
+			if k < counts[v] {
+				return v
 			}
+			k -= counts[v]
 		}
-		if n > 0 {
-			series = append(series, sum/float64(n))
-		}
+		return vals[len(vals)-1]
 	}
-	return series
-}
-
-// fillUtilisation fills the utilisation and SM clock columns: the mean
-// (and for utilisation the p95) over the rounds of each round's mean
-// over the devices.
-func (w *gpuWindow) fillUtilisation(row *results.Cell) {
-	if util := w.deviceMeans(func(g *gpuReading) *float64 { return g.Util }); len(util) > 0 {
-		row.GPUUtilMean = nvPtr(stats.Mean(util))
-		row.GPUUtilP95 = nvPtr(stats.Percentile(util, 95))
+	switch {
+	case n == 0:
+		return math.NaN()
+	case p <= 0:
+		return vals[0]
+	case p >= 100:
+		return vals[len(vals)-1]
 	}
-	if s := w.deviceMeans(func(g *gpuReading) *float64 { return g.SMUtil }); len(s) > 0 {
-		row.GPUSMUtilMean = nvPtr(stats.Mean(s))
+	rank := p / 100 * float64(n-1)
+	lo := int64(math.Floor(rank))
+	if lo+1 >= n {
+		return at(lo)
 	}
-	if s := w.deviceMeans(func(g *gpuReading) *float64 { return g.MemUtil }); len(s) > 0 {
-		row.GPUMemUtilMean = nvPtr(stats.Mean(s))
-	}
-	if s := w.deviceMeans(func(g *gpuReading) *float64 { return g.SMClockMHz }); len(s) > 0 {
-		row.SMClockMHzMean = nvPtr(stats.Mean(s))
-	}
-}
-
-// fillMemory fills the memory columns: the largest device's used memory
-// at its peak, and what the driver reserved on that device then.
-func (w *gpuWindow) fillMemory(row *results.Cell) {
-	var peak *gpuReading
-	for _, r := range w.rounds {
-		for i := range r.Devs {
-			g := &r.Devs[i]
-			if g.MemUsed != nil && (peak == nil || *g.MemUsed > *peak.MemUsed) {
-				peak = g
-			}
-		}
-	}
-	if peak != nil {
-		row.GPUMemPeakBytes = nvPtr(*peak.MemUsed)
-		if peak.MemReserved != nil {
-			row.GPUMemReservedBytes = nvPtr(*peak.MemReserved)
-		}
-	}
-}
-
-// fillPower fills the power columns from the summed devices per round
-// (a round where a device lacks the reading is not summed). The max
-// prefers the instantaneous field: the averaged reading (a 1 s window on
-// Ampere and newer) smooths away the peaks a max is for.
-func (w *gpuWindow) fillPower(row *results.Cell) {
-	var power, powerPeak []float64
-	for _, r := range w.rounds {
-		sum, peakSum, n, np := 0.0, 0.0, 0, 0
-		for i := range r.Devs {
-			g := &r.Devs[i]
-			if g.PowerW != nil {
-				sum += *g.PowerW
-				n++
-			}
-			switch {
-			case g.PowerInstantW != nil:
-				peakSum += *g.PowerInstantW
-				np++
-			case g.PowerW != nil:
-				peakSum += *g.PowerW
-				np++
-			}
-		}
-		if n == len(r.Devs) {
-			power = append(power, sum)
-		}
-		if np == len(r.Devs) {
-			powerPeak = append(powerPeak, peakSum)
-		}
-	}
-	if len(power) > 0 {
-		row.PowerWMean = nvPtr(stats.Mean(power))
-	}
-	if len(powerPeak) > 0 {
-		row.PowerWMax = nvPtr(slices.Max(powerPeak))
-	}
+	a, b := at(lo), at(lo+1)
+	return a + (rank-float64(lo))*(b-a)
 }
 
 // fillEnergy fills the energy columns from each device's counter at its
@@ -252,10 +329,8 @@ func (w *gpuWindow) fillEnergy(row *results.Cell) []string {
 		if i < len(w.begin.Devs) {
 			b = w.begin.Devs[i].EnergyMJ
 		}
-		for _, r := range w.rounds {
-			if r.Devs[i].EnergyMJ != nil {
-				e = r.Devs[i].EnergyMJ
-			}
+		if i < len(w.energyEnd) {
+			e = w.energyEnd[i]
 		}
 		switch {
 		case b == nil && e == nil:
@@ -291,37 +366,9 @@ func fillEnergyPerToken(row *results.Cell, j float64) {
 	}
 }
 
-// fillTempAndClockEvents fills the hottest device's temperature and the
-// clock event reasons any device reported, sorted by name.
-func (w *gpuWindow) fillTempAndClockEvents(row *results.Cell) {
-	var temp *float64
-	reasons := map[string]bool{}
-	for _, r := range w.rounds {
-		for i := range r.Devs {
-			g := &r.Devs[i]
-			if g.TempC != nil && (temp == nil || *g.TempC > *temp) {
-				temp = g.TempC
-			}
-			if g.Throttle != nil {
-				for _, n := range ClockEventReasonNames(*g.Throttle) {
-					reasons[n] = true
-				}
-			}
-		}
-	}
-	if temp != nil {
-		row.GPUTempCMax = nvPtr(*temp)
-	}
-	names := make([]string, 0, len(reasons))
-	for n := range reasons {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	row.ThrottleReasons = strings.Join(names, ",")
-}
-
-// samples are the window's raw readings as rows of the samples table, and
-// per device its memory peak over the window (metric
+// samples are the window's kept readings (every one up to
+// maxKeptReadings, then a grid) as rows of the samples table, and per
+// device its memory peak over every reading of the window (metric
 // "mem_used_peak_bytes", at the window's last reading).
 func (w *gpuWindow) samples() []results.Sample {
 	var out []results.Sample
@@ -342,19 +389,13 @@ func (w *gpuWindow) samples() []results.Sample {
 			add(w.begin.At, d, "energy_mj", "mJ", float64(*w.begin.Devs[i].EnergyMJ), nil)
 		}
 	}
-	peaks := make([]*int64, len(w.devs))
-	var last time.Time
-	for _, r := range w.rounds {
-		last = r.At
+	for _, r := range w.rounds.all() {
 		for i, d := range w.devs {
 			g := &r.Devs[i]
 			f(r.At, d, "gpu_util_pct", "%", g.Util)
 			f(r.At, d, "mem_util_pct", "%", g.MemUtil)
 			if g.MemUsed != nil {
 				add(r.At, d, "mem_used_bytes", "bytes", float64(*g.MemUsed), nil)
-				if peaks[i] == nil || *g.MemUsed > *peaks[i] {
-					peaks[i] = g.MemUsed
-				}
 			}
 			if g.MemReserved != nil {
 				add(r.At, d, "mem_reserved_bytes", "bytes", float64(*g.MemReserved), nil)
@@ -382,8 +423,8 @@ func (w *gpuWindow) samples() []results.Sample {
 		}
 	}
 	for i, d := range w.devs {
-		if peaks[i] != nil {
-			add(last, d, "mem_used_peak_bytes", "bytes", float64(*peaks[i]), nil)
+		if i < len(w.devMemPeak) && w.devMemPeak[i] != nil {
+			add(w.lastAt, d, "mem_used_peak_bytes", "bytes", float64(*w.devMemPeak[i]), nil)
 		}
 	}
 	return out

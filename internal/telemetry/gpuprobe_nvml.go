@@ -242,7 +242,7 @@ func (p *gpuProbe) Begin(ctx context.Context, cellID string) {
 	}
 	p.winID++
 	id := p.winID
-	w := &gpuWindow{cellID: cellID, devs: make([]gpuDevice, len(p.devs))}
+	w := &gpuWindow{cellID: cellID, devs: make([]gpuDevice, len(p.devs)), interval: p.interval}
 	for i, d := range p.devs {
 		w.devs[i] = d.gpuDevice
 	}
@@ -294,7 +294,7 @@ func (p *gpuProbe) tick(id uint64) {
 	p.readMu.Unlock()
 	p.mu.Lock()
 	if p.winID == id && p.win != nil {
-		p.win.rounds = append(p.win.rounds, r)
+		p.win.add(r)
 	}
 	p.mu.Unlock()
 }
@@ -327,7 +327,7 @@ func (p *gpuProbe) End(ctx context.Context, row *results.Cell) ([]results.Sample
 		p.readMu.Unlock()
 		p.mu.Lock()
 		if p.win != nil {
-			p.win.rounds = append(p.win.rounds, r)
+			p.win.add(r)
 		}
 		p.mu.Unlock()
 	} else {

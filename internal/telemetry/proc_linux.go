@@ -146,7 +146,7 @@ type procWindow struct {
 	rssPeak int64
 	// gone says why the window cannot be measured; "" while it can.
 	gone    string
-	samples []results.Sample
+	samples thinnedSamples // bounded: a soak's cell keeps a grid of its readings
 	buf     []byte
 }
 
@@ -248,7 +248,7 @@ func (p *procProbe) End(_ context.Context, row *results.Cell) ([]results.Sample,
 		p.read(w, false)
 	}
 	if w.gone != "" {
-		return w.samples, "proc: " + w.gone + "; server_cpu_s, server_cpu_util, server_rss_peak_bytes not measured"
+		return w.samples.rows(), "proc: " + w.gone + "; server_cpu_s, server_cpu_util, server_rss_peak_bytes not measured"
 	}
 	cpu := float64(w.ticks) / p.hz
 	row.ServerCPUS = &cpu
@@ -258,7 +258,7 @@ func (p *procProbe) End(_ context.Context, row *results.Cell) ([]results.Sample,
 	}
 	rss := w.rssPeak
 	row.ServerRSSPeakBytes = &rss
-	return w.samples, ""
+	return w.samples.rows(), w.samples.note(p.interval.String())
 }
 
 func (p *procProbe) Close() error {
@@ -391,6 +391,7 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 	w.ticks = ticks
 	w.rssPeak = max(w.rssPeak, rss)
 	dev := "pid:" + strconv.Itoa(p.pid)
+	var rows []results.Sample
 	if first {
 		w.coresAt, w.coresTicks = now, ticks
 	} else if span := now.Sub(w.coresAt); span >= max(p.interval, procCoresSpan) {
@@ -399,14 +400,14 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 		// are whole clock ticks (10 ms), so a span of a few ms (a reading
 		// right after a slow one) would read as many cores.
 		cores := float64(ticks-w.coresTicks) / p.hz / span.Seconds()
-		w.samples = append(w.samples, results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_cores", Unit: "cores", Value: cores})
+		rows = append(rows, results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_cores", Unit: "cores", Value: cores})
 		w.coresAt, w.coresTicks = now, ticks
 	}
-	w.samples = append(w.samples,
+	w.samples.add(append(rows,
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_s", Unit: "s", Value: float64(ticks) / p.hz},
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "rss_bytes", Unit: "bytes", Value: float64(rss)},
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "processes", Unit: "processes", Value: float64(len(members))},
-	)
+	))
 	return true
 }
 

@@ -255,8 +255,8 @@ type promProbe struct {
 	mu       sync.Mutex
 	cellID   string
 	open     bool
-	readings []promReading
-	samples  []results.Sample
+	fold     promFold       // the open window's scrapes, folded
+	samples  thinnedSamples // and their samples, thinned past maxKeptReadings
 	// slotsOff says why /slots is not read (it answered non-200 once):
 	// it stays off for the probe's life, because llama-server's
 	// --no-slots does not change while it runs.
@@ -312,7 +312,7 @@ func (p *promProbe) noEndpoint() string {
 func (p *promProbe) Begin(ctx context.Context, cellID string) {
 	p.stop() // a Begin without End: the earlier window is dropped
 	p.mu.Lock()
-	p.cellID, p.open, p.readings, p.samples = cellID, true, nil, nil
+	p.cellID, p.open, p.fold, p.samples = cellID, true, promFold{}, thinnedSamples{}
 	p.mu.Unlock()
 	if p.noEndpoint() != "" {
 		return
@@ -370,25 +370,20 @@ func (p *promProbe) End(ctx context.Context, row *results.Cell) ([]results.Sampl
 	}
 	p.scrapeInto(ctx, cellID)
 	p.mu.Lock()
-	readings, samples, slotsOff := p.readings, p.samples, p.slotsOff
-	p.open, p.readings, p.samples = false, nil, nil
+	fold, kept, slotsOff := p.fold, p.samples, p.slotsOff
+	p.open, p.fold, p.samples = false, promFold{}, thinnedSamples{}
 	p.mu.Unlock()
-	note := fillPromColumns(row, readings, slotsOff)
-	var bad []string
-	for _, r := range readings {
-		for _, b := range r.bad {
-			if !slices.Contains(bad, b) {
-				bad = append(bad, b)
-			}
-		}
-	}
-	if len(bad) > 0 {
+	note := fillPromFold(row, &fold, slotsOff)
+	if bad := fold.bad; len(bad) > 0 {
 		note = strings.TrimPrefix(note+"; "+fmt.Sprintf("left out values that cannot be measurements (NaN, infinite, negative or over %g) of %s", float64(maxPromValue), strings.Join(bad, ", ")), "; ")
+	}
+	if thin := kept.note(p.interval.String()); thin != "" {
+		note = strings.TrimPrefix(note+"; "+thin, "; ")
 	}
 	if note != "" {
 		note = "server metrics (" + p.url + "): " + note
 	}
-	return samples, note
+	return kept.rows(), note
 }
 
 func (p *promProbe) Close() error {
@@ -409,8 +404,8 @@ func (p *promProbe) scrapeInto(ctx context.Context, cellID string) {
 	if r.err != nil && ctx.Err() != nil {
 		return // cut short by End (or the caller): not the server's failure
 	}
-	p.readings = append(p.readings, r)
-	p.samples = append(p.samples, samples...)
+	p.fold.add(r)
+	p.samples.add(samples)
 }
 
 // scrape reads the endpoint once, under the scrape timeout.
@@ -611,28 +606,89 @@ func promLabels(m *dto.Metric) map[string]string {
 	return out
 }
 
-// promWindow is a window's readings, with the lookups the columns need.
+// promFold is a window's scrapes folded as they come: what the columns
+// read of them (each name's peak, rises and sum, the first and last
+// scrapes whole for the counters' deltas), in memory that does not grow
+// with the window's length. A 30-minute cell scraped every 100 ms takes
+// 18,000 readings; it holds two.
+type promFold struct {
+	n, ok       int         // scrapes taken, and those that succeeded
+	first, last promReading // the window's first and (n > 1) last scrapes
+	firstErr    error       // the first failed scrape's error
+	series      map[string]*promSeries
+	kvPeak      *float64 // the largest KV usage from /slots
+	kvBusy      bool     // some /slots reading counted a busy slot's whole context
+	bad         []string // names with values that cannot be measurements
+}
+
+// promSeries is one name over a window's successful scrapes that served it.
+type promSeries struct {
+	n     int     // scrapes that served it
+	peak  float64 // the largest value
+	last  float64 // the latest value
+	rises float64 // the sum of its increases between consecutive such scrapes
+	sum   float64 // the sum of its values, in time order
+}
+
+// add folds one scrape, in time order.
+func (f *promFold) add(r promReading) {
+	if f.n == 0 {
+		f.first = r
+	} else {
+		f.last = r
+	}
+	f.n++
+	for _, b := range r.bad {
+		if !slices.Contains(f.bad, b) {
+			f.bad = append(f.bad, b)
+		}
+	}
+	if r.err != nil {
+		if f.firstErr == nil {
+			f.firstErr = r.err
+		}
+		return
+	}
+	f.ok++
+	if f.series == nil {
+		f.series = map[string]*promSeries{}
+	}
+	for name, v := range r.vals {
+		s := f.series[name]
+		if s == nil {
+			f.series[name] = &promSeries{n: 1, peak: v, last: v, sum: v}
+			continue
+		}
+		if v > s.last {
+			s.rises += v - s.last
+		}
+		s.n++
+		s.peak = max(s.peak, v)
+		s.last = v
+		s.sum += v
+	}
+	if r.kv != nil && (f.kvPeak == nil || *r.kv > *f.kvPeak) {
+		kv := *r.kv
+		f.kvPeak = &kv
+	}
+	f.kvBusy = f.kvBusy || (r.kv != nil && r.kvBusy)
+}
+
+// promWindow is a window's folded scrapes, with the lookups the columns
+// need.
 type promWindow struct {
-	all        []promReading
-	ok         []promReading // the successful ones, in time order
-	begin, end *promReading  // the window's first and last scrapes, when they succeeded
+	f          *promFold
+	begin, end *promReading // the window's first and last scrapes, when they succeeded
 	notes      []string
 }
 
-func newPromWindow(readings []promReading) *promWindow {
-	w := &promWindow{all: readings}
-	for i := range readings {
-		if readings[i].err == nil {
-			w.ok = append(w.ok, readings[i])
-		}
+func newPromWindow(f *promFold) *promWindow {
+	w := &promWindow{f: f}
+	if f.n > 0 && f.first.err == nil {
+		w.begin = &f.first
 	}
-	if n := len(readings); n > 0 {
-		if readings[0].err == nil {
-			w.begin = &readings[0]
-		}
-		if n > 1 && readings[n-1].err == nil {
-			w.end = &readings[n-1]
-		}
+	if f.n > 1 && f.last.err == nil {
+		w.end = &f.last
 	}
 	return w
 }
@@ -640,10 +696,8 @@ func newPromWindow(readings []promReading) *promWindow {
 // pick is the first of names that some successful scrape served.
 func (w *promWindow) pick(names ...string) string {
 	for _, n := range names {
-		for _, r := range w.ok {
-			if _, ok := r.vals[n]; ok {
-				return n
-			}
+		if w.f.series[n] != nil {
+			return n
 		}
 	}
 	return ""
@@ -651,35 +705,23 @@ func (w *promWindow) pick(names ...string) string {
 
 // peak is the largest value of name over the window's scrapes.
 func (w *promWindow) peak(name string) *float64 {
-	var out *float64
-	for _, r := range w.ok {
-		if v, ok := r.vals[name]; ok && (out == nil || v > *out) {
-			out = &v
-		}
+	s := w.f.series[name]
+	if s == nil {
+		return nil
 	}
-	return out
+	v := s.peak
+	return &v
 }
 
 // rises is the sum of name's increases between consecutive scrapes that
 // served it (0 when it never rose; nil with fewer than two such scrapes).
 func (w *promWindow) rises(name string) *float64 {
-	var prev *float64
-	total, n := 0.0, 0
-	for _, r := range w.ok {
-		v, ok := r.vals[name]
-		if !ok {
-			continue
-		}
-		if prev != nil && v > *prev {
-			total += v - *prev
-		}
-		prev = &v
-		n++
-	}
-	if n < 2 {
+	s := w.f.series[name]
+	if s == nil || s.n < 2 {
 		return nil
 	}
-	return &total
+	v := s.rises
+	return &v
 }
 
 // delta is End − Begin of a counter; nil (and a note) when either scrape
@@ -753,12 +795,16 @@ func add(a, b *float64) *float64 {
 	return &v
 }
 
-// fillPromColumns sets row's server-metrics columns from the window's
-// readings and returns the note.
-func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string) string {
-	w := newPromWindow(readings)
-	if len(w.ok) == 0 {
-		return "not measured: " + firstScrapeError(readings)
+// fillPromFold sets row's server-metrics columns from the window's folded
+// scrapes and returns the note.
+func fillPromFold(row *results.Cell, f *promFold, slotsOff string) string {
+	w := newPromWindow(f)
+	if f.ok == 0 {
+		why := "no scrape"
+		if f.firstErr != nil {
+			why = f.firstErr.Error()
+		}
+		return "not measured: " + why
 	}
 	notes := w.scrapeNotes()
 
@@ -793,35 +839,25 @@ func fillPromColumns(row *results.Cell, readings []promReading, slotsOff string)
 	return strings.Join(dedupe(notes), "; ")
 }
 
-// firstScrapeError is why a window has no successful scrape: the first
-// scrape's error, or "no scrape" when there was none.
-func firstScrapeError(readings []promReading) string {
-	for _, r := range readings {
-		if r.err != nil {
-			return r.err.Error()
-		}
-	}
-	return "no scrape"
-}
-
 // scrapeNotes say which of the window's scrapes failed: its first or
 // last (whose counters and histograms are then NULL), else how many.
 func (w *promWindow) scrapeNotes() []string {
 	var notes []string
 	if w.begin == nil || w.end == nil {
-		which := "first"
-		r := w.all[0]
-		if w.begin != nil {
-			which, r = "last", w.all[len(w.all)-1]
-		}
-		why := "no scrape"
-		if r.err != nil {
-			why = r.err.Error()
+		which, why := "first", "no scrape"
+		switch {
+		case w.begin == nil && w.f.first.err != nil:
+			why = w.f.first.err.Error()
+		case w.begin != nil:
+			which = "last"
+			if w.f.n > 1 && w.f.last.err != nil {
+				why = w.f.last.err.Error()
+			}
 		}
 		notes = append(notes, fmt.Sprintf("the window's %s scrape failed (%s): counters and histograms NULL", which, why))
 	}
-	if failed := len(w.all) - len(w.ok); failed > 0 && w.begin != nil && w.end != nil {
-		notes = append(notes, fmt.Sprintf("%d of %d scrapes failed", failed, len(w.all)))
+	if failed := w.f.n - w.f.ok; failed > 0 && w.begin != nil && w.end != nil {
+		notes = append(notes, fmt.Sprintf("%d of %d scrapes failed", failed, w.f.n))
 	}
 	return notes
 }
@@ -834,15 +870,7 @@ func (w *promWindow) fillKVCache(row *results.Cell, slotsOff string) string {
 		row.KVCacheUsagePeak = w.peak(kv)
 		return ""
 	}
-	var peak *float64
-	busy := false
-	for _, r := range w.ok {
-		if r.kv != nil && (peak == nil || *r.kv > *peak) {
-			v := *r.kv
-			peak = &v
-		}
-		busy = busy || r.kvBusy
-	}
+	peak, busy := w.f.kvPeak, w.f.kvBusy
 	row.KVCacheUsagePeak = peak
 	switch {
 	case peak != nil && busy:
@@ -912,12 +940,10 @@ func (w *promWindow) fillLatencyMeans(row *results.Cell) {
 // the server's version ("" for none).
 func (w *promWindow) legacyNote() string {
 	var legacy []string
-	for _, r := range w.ok {
-		for n := range r.vals {
-			base := strings.TrimSuffix(strings.TrimSuffix(n, "_sum"), "_count")
-			if promLegacy[base] && !contains(legacy, base) {
-				legacy = append(legacy, base)
-			}
+	for n := range w.f.series {
+		base := strings.TrimSuffix(strings.TrimSuffix(n, "_sum"), "_count")
+		if promLegacy[base] && !contains(legacy, base) {
+			legacy = append(legacy, base)
 		}
 	}
 	if len(legacy) == 0 {
@@ -983,14 +1009,8 @@ func prefixHitRate(w *promWindow) *float64 {
 	}
 	// Only the gauge (a rate over SGLang's own logging interval): its
 	// mean over the window's scrapes.
-	sum, n := 0.0, 0
-	for _, r := range w.ok {
-		if v, ok := r.vals[gauge]; ok {
-			sum += v
-			n++
-		}
-	}
-	v := sum / float64(n)
+	s := w.f.series[gauge]
+	v := s.sum / float64(s.n)
 	return &v
 }
 

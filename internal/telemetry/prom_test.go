@@ -528,7 +528,7 @@ func kept(t *testing.T, p Probe, n int) {
 	pp := p.(*promProbe)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		pp.mu.Lock()
-		got := len(pp.readings)
+		got := pp.fold.n
 		pp.mu.Unlock()
 		if got >= n {
 			return
