@@ -162,6 +162,7 @@ func (a *Agent) result(rng *rand.Rand, id, step, k int, call ToolCallMade) strin
 // tool time after the step before's last token arrived (Result.Scheduled):
 // its send lag is the client's lateness, apart from the tool time.
 func RunAgents(ctx context.Context, t *Target, l Load, a Agent, onResult func(i int, r Result)) (RunStats, error) {
+	defer Loading()() // the collector's goal is the load's while it runs (gc.go)
 	if err := l.Validate(); err != nil {
 		return RunStats{}, err
 	}

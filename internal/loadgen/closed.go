@@ -146,6 +146,7 @@ type RunStats struct {
 // goroutine that measured it. When ctx ends, sending stops and requests in
 // flight end with the context's error.
 func Run(ctx context.Context, t *Target, l Load, next func(i int) Request, onResult func(i int, r Result)) (RunStats, error) {
+	defer Loading()() // the collector's goal is the load's while it runs (gc.go)
 	if err := l.Validate(); err != nil {
 		return RunStats{}, err
 	}

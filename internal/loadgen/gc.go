@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,7 +35,11 @@ func TuneGC() int {
 		debug.SetGCPercent(p)
 		return p
 	}
+	gcMu.Lock()
 	debug.SetGCPercent(GCPercent)
+	gcSet = GCPercent
+	gcMu.Unlock()
+	tuned.Store(true)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if total := physicalMemory(); total > 0 {
 			debug.SetMemoryLimit(int64(total / 2))
@@ -59,8 +64,6 @@ const GCHeadroom = 256 << 20
 // collection would come so often that its marking took the client's CPU.
 const minGCPercent = 25
 
-var headroomOnce sync.Once
-
 // gcPercentFor is the percent whose goal over a live heap of live bytes
 // is at most GCHeadroom above it, between minGCPercent and GCPercent.
 func gcPercentFor(live uint64) int {
@@ -70,19 +73,71 @@ func gcPercentFor(live uint64) int {
 	return int(min(max(100*GCHeadroom/live, minGCPercent), GCPercent))
 }
 
+// QuietGCPercent is the collector's target while no load runs in the
+// process (Loading): nothing is timed then, so a collection costs no
+// measurement, and the end of a cell (its rows read back from the spool,
+// its statistics computed, its sinks written) peaks at one and a half
+// times what it holds rather than four times (docs/METRICS.md, "Memory
+// per finished request").
+const QuietGCPercent = 50
+
+var (
+	headroomOnce sync.Once
+	tuned        atomic.Bool  // TuneGC set the percent: holdHeadroom runs
+	loads        atomic.Int64 // loads running now (Loading)
+	gcMu         sync.Mutex   // orders the percent's updates
+	gcSet        = GCPercent  // the percent in force, under gcMu
+)
+
+// Loading marks a load running until done is called: while any runs,
+// the percent is the load's (gcPercentFor); while none does, at most
+// QuietGCPercent. Run, RunClosed and RunAgents call it.
+func Loading() (done func()) {
+	if loads.Add(1) == 1 {
+		retune()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if loads.Add(-1) == 0 {
+				retune()
+			}
+		})
+	}
+}
+
+// percentNow is the percent for a live heap of live bytes now.
+func percentNow(live uint64) int {
+	p := gcPercentFor(live)
+	if loads.Load() == 0 {
+		p = min(p, QuietGCPercent)
+	}
+	return p
+}
+
+// retune sets the percent from the live heap the last collection found
+// (a process whose collector TuneGC did not set keeps its own).
+func retune() {
+	if !tuned.Load() {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return // a runtime without the metric: GCPercent stays
+	}
+	gcMu.Lock()
+	defer gcMu.Unlock()
+	if p := percentNow(sample[0].Value.Uint64()); p != gcSet {
+		debug.SetGCPercent(p)
+		gcSet = p
+	}
+}
+
 // holdHeadroom sets the percent from the live heap the last collection
 // found, four times a second, for the life of the process.
 func holdHeadroom() {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	set := GCPercent
 	for range time.Tick(250 * time.Millisecond) {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return // a runtime without the metric: GCPercent stays
-		}
-		if p := gcPercentFor(sample[0].Value.Uint64()); p != set {
-			debug.SetGCPercent(p)
-			set = p
-		}
+		retune()
 	}
 }

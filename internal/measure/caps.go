@@ -2,15 +2,15 @@ package measure
 
 import "github.com/benchrun/benchrun/internal/results"
 
-// familyCaps is how many values a cell's sample families hold (FillCell):
-// its completed requests, their chunk gaps and their stamp delays.
-func familyCaps(reqs results.Requests) (completed, gaps, delays int) {
+// completedCount is how many of a cell's requests completed: the size of
+// each one-per-request sample family FillCell holds (the per-token ones,
+// chunk gaps and stamp delays, are ranked, not held).
+func completedCount(reqs results.Requests) int {
+	n := 0
 	for r := range reqs.All() {
 		if _, ok := SampleOf(r); ok {
-			completed++
-			gaps += len(r.ChunkGapsMs)
-			delays += len(r.StampDelaysMs)
+			n++
 		}
 	}
-	return completed, gaps, delays
+	return n
 }

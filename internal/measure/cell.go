@@ -99,14 +99,10 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	// Each family built once at its size (familyCaps): doubling them
 	// took twice a long cell's samples at its end. The chunk gaps, one per
 	// token of a streamed cell, are not held: they are ranked (rankGaps).
-	completed, _, delays := familyCaps(reqs)
+	completed := completedCount(reqs)
 	kernel := row.StampSource == "kernel"
-	if !kernel {
-		delays = 0 // only a kernel-stamped cell's delays are summarized
-	}
 	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed)
 	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, reqs.Len())
-	stampDelay := make([]float64, 0, delays)
 	var inTok, outTok, ttftSum float64
 	var good int64
 	firstErr := ""
@@ -133,9 +129,6 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 		}
 		if smp.HasNTPOT {
 			ntpot = append(ntpot, smp.NTPOTMs)
-		}
-		if kernel {
-			stampDelay = append(stampDelay, r.StampDelaysMs...)
 		}
 		inTok += float64(r.InputTokens)
 		outTok += float64(r.OutputTokens)
@@ -165,9 +158,13 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 
 	// The kernel stamps' delays are NULL unless the cell's events were
 	// timed by kernel stamps: a row timed with user stamps has none.
+	// They are one a token event, as many as the chunk gaps: ranked, not
+	// held (a streamed soak's 57 million were 450 MB).
 	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
-	if s := stats.SummarizeInPlace(stampDelay); s.N > 0 && kernel {
-		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(s.P50), results.Some(s.P99)
+	if kernel {
+		if d := rankStampDelays(reqs); d.N > 0 {
+			row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(d.Percentile(50)), results.Some(d.Percentile(99))
+		}
 	}
 
 	// Throughputs over a window are measured whenever there is a window:
@@ -212,6 +209,21 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	default:
 		row.Status = results.StatusOK
 	}
+}
+
+// rankStampDelays ranks the completed requests' kernel stamp delays (one
+// per token event) for their p50 and p99, as rankGaps ranks the gaps.
+func rankStampDelays(reqs results.Requests) stats.Ranked {
+	pass := func(yield func(float64)) {
+		for r := range reqs.All() {
+			if _, ok := SampleOf(r); ok {
+				for _, d := range r.StampDelaysMs {
+					yield(d)
+				}
+			}
+		}
+	}
+	return stats.Rank(pass, func(n int) []int { return stats.PercentileRanks(n, 50, 99) }, stats.MaxHeld)
 }
 
 // rankGaps ranks a gap family of the completed requests (each gap as of

@@ -109,8 +109,13 @@ func WriteRequests(path string, reqs results.Requests) error {
 	})
 }
 
-// partRowGroup is the most rows a part file's row group holds.
-const partRowGroup = 8192
+// partRowGroup is the most rows a part file's row group holds: the
+// writer buffers a group whole (1.2 KB a streamed request row, besides
+// the batch of rows it is handed), so this is what a cell's end holds to
+// write its requests part, times the collector's goal. 2,048 rows keep
+// that to about 5 MB; DuckDB reads a group per thread, so a long cell's
+// part still reads in parallel.
+const partRowGroup = 2048
 
 // writeTablePart writes a part file of table atomically as WriteFile
 // does, its rows written by write; the folder it is written in may have
@@ -132,9 +137,8 @@ func writeTablePart[T any](path, table string, write func(*pq.GenericWriter[T]) 
 		// Byte-stream-split doubles: latencies share exponents and high
 		// mantissa bytes, which zstd then finds; every reader decodes it.
 		pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
-		// A row group at most this long: the writer buffers a row group
-		// whole (1.2 KB a streamed request row), so a cell of a million
-		// requests is written in bounded memory.
+		// A row group at most this long (partRowGroup): a cell of a
+		// million requests is written in bounded memory.
 		pq.MaxRowsPerRowGroup(partRowGroup),
 		pq.CreatedBy("benchrun", Version(), ""),
 		pq.KeyValueMetadata("benchrun.schema_version", strconv.Itoa(results.SchemaVersion)),

@@ -73,8 +73,11 @@ type spoolBatch struct {
 }
 
 // spoolRows is how many rows the spool hands its writer at once: one row
-// group.
-const spoolRows = 4096
+// group. Its buffers are what the spool holds (two batches, the writer's
+// column buffers: about 3 MB of streamed rows of 64 tokens); at 4,096
+// they were 14 MB, which the collector's goal during a load multiplies by
+// four. The requests table's part is rewritten in larger groups.
+const spoolRows = 1024
 
 // MaxChunks bounds a spool's chunk files: past it, the last one takes
 // the rest of the cell's rows (a pass of 10 million requests with no
@@ -150,7 +153,7 @@ func (s *RequestSpool) writeRows(rows []results.Request) error {
 		if err != nil {
 			return err
 		}
-		s.f, s.bw = f, bufio.NewWriterSize(f, 1<<20)
+		s.f, s.bw = f, bufio.NewWriterSize(f, 256<<10)
 		s.w = pq.NewGenericWriter[results.Request](s.bw,
 			// Snappy: the spool is written while the cell's requests are
 			// measured, on the client's cores, and zstd's encoders held
@@ -158,6 +161,9 @@ func (s *RequestSpool) writeRows(rows []results.Request) error {
 			pq.Compression(&snappy.Codec{}),
 			pq.DefaultEncodingFor(pq.Double, &pq.ByteStreamSplit),
 			pq.MaxRowsPerRowGroup(spoolRows),
+			// Pages of 32 KB, not parquet-go's 256 KB: each of the table's
+			// columns holds a page buffer while the cell runs.
+			pq.PageBufferSize(32<<10),
 		)
 	}
 	if _, err := s.w.Write(rows); err != nil {
@@ -334,8 +340,10 @@ type spooledRows struct {
 	err    error
 }
 
-// readBatch is how many rows a spool's reader decodes at once.
-const readBatch = 1024
+// readBatch is how many rows a spool's reader decodes at once: parquet-go
+// reads them as rows of values first (24 bytes a value: 5 KB a streamed
+// row of 64 tokens), so 1,024 held 10 MB while a cell's end read.
+const readBatch = 256
 
 func (s *spooledRows) Len() int { return s.n }
 

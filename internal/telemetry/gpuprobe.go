@@ -136,6 +136,10 @@ type gpuWindow struct {
 	clockEvents         map[string]bool
 }
 
+// gpuSamplesPerDevice is about how many samples a device's reading
+// gives (samples): what the kept rounds are bounded by.
+const gpuSamplesPerDevice = 15
+
 // meanFold is a running mean, summed in time order as stats.Mean sums.
 type meanFold struct {
 	sum float64
@@ -153,6 +157,9 @@ func (m meanFold) mean() *float64 {
 
 // add folds one round, in time order.
 func (w *gpuWindow) add(r gpuRound) {
+	if w.rounds.max == 0 {
+		w.rounds.max = keptReadingsFor(gpuSamplesPerDevice * max(len(r.Devs), 1))
+	}
 	w.rounds.add(r)
 	w.n++
 	w.lastAt = r.At
@@ -372,10 +379,20 @@ func fillEnergyPerToken(row *results.Cell, j float64) {
 // "mem_used_peak_bytes", at the window's last reading).
 func (w *gpuWindow) samples() []results.Sample {
 	var out []results.Sample
+	// A device's identity labels are one map its samples share; a sample
+	// with labels of its own gets a map of its own.
+	base := map[string]map[string]string{}
 	add := func(at time.Time, d gpuDevice, metric, unit string, v float64, extra map[string]string) {
-		l := d.labels()
-		for k, x := range extra {
-			l[k] = x
+		l := base[d.UUID]
+		if l == nil {
+			l = d.labels()
+			base[d.UUID] = l
+		}
+		if len(extra) > 0 {
+			l = d.labels()
+			for k, x := range extra {
+				l[k] = x
+			}
 		}
 		out = append(out, results.Sample{CellID: w.cellID, At: at, Source: "nvml", Device: d.UUID, Metric: metric, Unit: unit, Value: v, Labels: l})
 	}

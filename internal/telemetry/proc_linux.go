@@ -403,7 +403,7 @@ func (p *procProbe) read(w *procWindow, first bool) bool {
 		rows = append(rows, results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_cores", Unit: "cores", Value: cores})
 		w.coresAt, w.coresTicks = now, ticks
 	}
-	w.samples.add(append(rows,
+	w.samples.addRows(append(rows,
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "cpu_s", Unit: "s", Value: float64(ticks) / p.hz},
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "rss_bytes", Unit: "bytes", Value: float64(rss)},
 		results.Sample{CellID: w.cellID, At: now, Source: "proc", Device: dev, Metric: "processes", Unit: "processes", Value: float64(len(members))},

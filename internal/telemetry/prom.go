@@ -252,11 +252,12 @@ type promProbe struct {
 	parser      expfmt.TextParser
 	slotsURL    string
 
-	mu       sync.Mutex
-	cellID   string
-	open     bool
-	fold     promFold       // the open window's scrapes, folded
-	samples  thinnedSamples // and their samples, thinned past maxKeptReadings
+	mu      sync.Mutex
+	cellID  string
+	open    bool
+	labels  labelSets      // each series' labels, one map shared by its samples
+	fold    promFold       // the open window's scrapes, folded
+	samples thinnedSamples // and their samples, thinned past maxKeptReadings
 	// slotsOff says why /slots is not read (it answered non-200 once):
 	// it stays off for the probe's life, because llama-server's
 	// --no-slots does not change while it runs.
@@ -405,7 +406,7 @@ func (p *promProbe) scrapeInto(ctx context.Context, cellID string) {
 		return // cut short by End (or the caller): not the server's failure
 	}
 	p.fold.add(r)
-	p.samples.add(samples)
+	p.samples.addRows(samples)
 }
 
 // scrape reads the endpoint once, under the scrape timeout.
@@ -435,7 +436,7 @@ func (p *promProbe) scrape(ctx context.Context, cellID string) (promReading, []r
 	sample := func(name string, m *dto.Metric, v float64) {
 		samples = append(samples, results.Sample{
 			CellID: cellID, At: at, Source: promSource, Device: p.url,
-			Metric: name, Unit: promUnit(name), Value: v, Labels: promLabels(m),
+			Metric: name, Unit: promUnit(name), Value: v, Labels: p.labels.of(m),
 		})
 	}
 	for _, name := range promScalars {
@@ -595,15 +596,47 @@ func histValue(m *dto.Metric) (sum, count float64, ok bool) {
 	return 0, 0, false
 }
 
-func promLabels(m *dto.Metric) map[string]string {
-	if len(m.GetLabel()) == 0 {
+// labelSets hands out one map per distinct set of labels, so that the
+// samples of a series over a window share it (a map a sample was 300 bytes
+// of its 450). The maps are read, never written, once handed out.
+type labelSets struct {
+	mu   sync.Mutex
+	sets map[string]map[string]string
+	key  strings.Builder
+}
+
+// maxLabelSets bounds the sets remembered: a server whose label values
+// change every scrape (none of the engines') gets fresh maps past it.
+const maxLabelSets = 4096
+
+func (l *labelSets) of(m *dto.Metric) map[string]string {
+	pairs := m.GetLabel()
+	if len(pairs) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(m.GetLabel()))
-	for _, l := range m.GetLabel() {
-		out[l.GetName()] = l.GetValue()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.key.Reset()
+	for _, lp := range pairs {
+		l.key.WriteString(lp.GetName())
+		l.key.WriteByte(0)
+		l.key.WriteString(lp.GetValue())
+		l.key.WriteByte(0)
 	}
-	return out
+	if set, ok := l.sets[l.key.String()]; ok {
+		return set
+	}
+	set := make(map[string]string, len(pairs))
+	for _, lp := range pairs {
+		set[lp.GetName()] = lp.GetValue()
+	}
+	if l.sets == nil {
+		l.sets = map[string]map[string]string{}
+	}
+	if len(l.sets) < maxLabelSets {
+		l.sets[l.key.String()] = set
+	}
+	return set
 }
 
 // promFold is a window's scrapes folded as they come: what the columns

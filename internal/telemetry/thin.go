@@ -6,19 +6,35 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 )
 
-// maxKeptReadings bounds the readings a probe keeps samples of for one
-// cell's window: at the default 100 ms interval a window of 102 s keeps
-// every reading, and a longer one (a soak's hour) a uniform grid of
-// 512 to 1,024 of them, its step doubling each time the grid fills. What
-// a probe holds then does not grow with the cell's length; its columns
-// are folded from every reading, never from the kept ones.
-const maxKeptReadings = 1024
+// A probe keeps the samples of a cell's window in memory that does not
+// grow with the window's length: every reading's until it holds
+// maxKeptSamples of them (or maxKeptReadings readings), then a uniform
+// grid of the readings from the first, every 2nd, 4th, ... (the step
+// doubling each time the grid fills). At the default 100 ms interval a
+// server's /metrics (about 16 samples a scrape) keeps every reading of a
+// window of 25 s, a host probe's (4) of 102 s, a GPU probe's of one
+// device (about 15 samples) of 27 s and of 8 devices 6.4 s; a longer
+// window keeps a grid of half to all of that many readings (a soak's
+// 30-minute cell, 128 to 256 scrapes of its server's metrics). About
+// 150 bytes a sample: 0.6 MB a probe, which a load's collector goal
+// makes 2.5 MB of resident memory. The probes' columns are folded from
+// every reading, never from the kept ones.
+const (
+	maxKeptSamples  = 4096
+	maxKeptReadings = 1024
+	minKeptReadings = 64
+)
+
+// keptReadingsFor is the grid's size for readings of perReading samples.
+func keptReadingsFor(perReading int) int {
+	return min(max(maxKeptSamples/max(perReading, 1), minKeptReadings), maxKeptReadings)
+}
 
 // thinned are a window's readings thinned to a uniform grid of at most
 // max of them: reading i (from 0) is kept while i is a multiple of the
 // step.
 type thinned[T any] struct {
-	max  int // 0: maxKeptReadings
+	max  int // 0: maxKeptReadings; thinnedSamples sets it from its first reading's size
 	step int // 0: 1
 	next int // the index of the next reading
 	kept []keptReading[T]
@@ -69,6 +85,14 @@ func (t *thinned[T]) all() []T {
 // thinnedSamples are the samples of a window's readings, one group a
 // reading, thinned.
 type thinnedSamples struct{ thinned[[]results.Sample] }
+
+// addRows takes one reading's samples (none is still a reading).
+func (t *thinnedSamples) addRows(rows []results.Sample) {
+	if t.max == 0 && len(rows) > 0 {
+		t.max = keptReadingsFor(len(rows))
+	}
+	t.add(rows)
+}
 
 // rows are the kept samples, in reading order.
 func (t *thinnedSamples) rows() []results.Sample {

@@ -25,7 +25,7 @@ func TestThinnedSamplesStayBoundedAndUniform(t *testing.T) {
 			var ts thinnedSamples
 			ts.max = tt.max
 			for i := range tt.readings {
-				ts.add([]results.Sample{{Metric: "m", Value: float64(i)}, {Metric: "n", Value: float64(i)}})
+				ts.addRows([]results.Sample{{Metric: "m", Value: float64(i)}, {Metric: "n", Value: float64(i)}})
 			}
 			rows := ts.rows()
 			if ts.step != tt.wantStep {
@@ -143,8 +143,9 @@ func TestGPUWindowFoldsEveryRound(t *testing.T) {
 			peakSample = s.Value
 		}
 	}
-	if len(times) > maxKeptReadings+1 {
-		t.Errorf("samples of %d rounds kept of %d", len(times), rounds)
+	// The rounds kept, and the peaks' time (the last round's).
+	if limit := keptReadingsFor(2 * gpuSamplesPerDevice); len(times) > limit+1 || len(times) <= limit/2 {
+		t.Errorf("samples of %d rounds kept of %d; want (%d, %d]", len(times), rounds, limit/2, limit+1)
 	}
 	if peakSample != 3<<30 {
 		t.Errorf("GPU-b's mem_used_peak_bytes sample %v, want the spike's", peakSample)

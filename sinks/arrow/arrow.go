@@ -86,8 +86,9 @@ func (t *Tables) Cell(c results.Cell, reqs results.Requests) error {
 	return t.cells.Write([]results.Cell{c})
 }
 
-// batchRows is the most request rows a record batch holds.
-const batchRows = 8192
+// batchRows is the most request rows a record batch holds: its builders
+// are what a cell's end holds here (rundir's partRowGroup says why 2,048).
+const batchRows = 2048
 
 // Rows writes rows stored earlier (the Parquet tables of a resumed run's
 // earlier attempts, in part order) as a replay of the run directory

@@ -155,7 +155,7 @@ func TestHeldPerRequest(t *testing.T) {
 // BenchmarkHeldPerRequest prints the bytes a cell holds per finished
 // request (held-B/req) for each load: docs/METRICS.md's figures. Its
 // cells, 20,000 and 80,000 requests, are past what a cell holds whatever
-// its length (a row group of 8,192 rows being written, stats.MaxHeld gap
+// its length (a row group of 2,048 rows being written, stats.MaxHeld gap
 // values being ranked), which a slope between smaller cells counts.
 func BenchmarkHeldPerRequest(b *testing.B) {
 	for _, l := range heldLoads {
