@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 )
 
@@ -10,6 +11,7 @@ import (
 func TestTuneGC(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer tuned.Store(false) // the other tests run with the collector as Go sets it
 
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
@@ -59,4 +61,45 @@ func TestGCPercentFor(t *testing.T) {
 			t.Errorf("live %d MiB: goal %d MiB is more than GCHeadroom above it", c.live>>20, goal>>20)
 		}
 	}
+}
+
+// TestQuietWhileNoLoadRuns: once TuneGC has set the collector, the
+// percent is the load's while a load runs (Loading) and at most
+// QuietGCPercent while none does — at once when the last load ends, so a
+// cell's end, which reads its rows back and computes its statistics,
+// peaks at 1.5 times what it holds — and the load's again when the next
+// one starts. Nested loads count: the percent falls only when the last
+// ends.
+func TestQuietWhileNoLoadRuns(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	TuneGC()
+	defer tuned.Store(false)
+	percent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	retune()
+	if p := percent(); p > QuietGCPercent {
+		t.Fatalf("no load running: percent %d; want at most %d", p, QuietGCPercent)
+	}
+	outer := Loading()
+	if p := percent(); p != gcPercentFor(liveHeap()) || p <= QuietGCPercent {
+		t.Fatalf("a load running: percent %d; want the load's %d", p, gcPercentFor(liveHeap()))
+	}
+	inner := Loading()
+	inner()
+	inner() // twice: counted once
+	if p := percent(); p <= QuietGCPercent {
+		t.Fatalf("an inner load ended, the outer runs: percent %d", p)
+	}
+	outer()
+	if p := percent(); p > QuietGCPercent {
+		t.Fatalf("every load ended: percent %d; want at most %d", p, QuietGCPercent)
+	}
+}
+
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
