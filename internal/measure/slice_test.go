@@ -1,11 +1,14 @@
 package measure
 
 import (
+	"iter"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
 )
 
 func TestNiceWidth(t *testing.T) {
@@ -168,4 +171,69 @@ func fmtPtr(p *float64) any {
 		return "NULL"
 	}
 	return *p
+}
+
+// TestSlicesRankedPastMaxHeldAreSorting: a cell of more chunk gaps than
+// stats.MaxHeld (17,000 requests of 64 gaps: 1.09 million) ranks every
+// window's gaps in the same readings, and each window's itl p50, p99
+// and max are what sorting the gaps whose tokens ended in it gives,
+// exactly; the rows are read a bounded number of times in all, not a
+// few times a window.
+func TestSlicesRankedPastMaxHeldAreSorting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1.09 million gaps")
+	}
+	const n, gapsEach = 17000, 64
+	reqs := make([]results.Request, n)
+	for i := range reqs {
+		gaps := make([]float64, gapsEach)
+		for k := range gaps {
+			gaps[k] = float64(1 + (i*7+k*13)%97) // 1..97 ms
+		}
+		reqs[i] = okReq(time.Duration(i)*time.Millisecond, 0, 5, 5+float64(gapsEach)*50, gaps, nil)
+	}
+	if n*gapsEach <= stats.MaxHeld {
+		t.Fatalf("%d gaps: not past stats.MaxHeld (%d)", n*gapsEach, stats.MaxHeld)
+	}
+	cell := results.Cell{CellID: "c", SliceS: 10}
+	reads := 0
+	rows := countingRequests{RequestSlice: results.RequestSlice(reqs), reads: &reads}
+	got := Slices(cell, rows)
+	// Each window's gaps, by where their token ended, as Slices places them.
+	start := reqs[0].SentAt
+	byWindow := map[int][]float64{}
+	for _, r := range reqs {
+		tok := r.SentAt.Add(msDuration(*r.TTFTMs))
+		for _, g := range r.ChunkGapsMs {
+			tok = tok.Add(msDuration(g))
+			w := min(int(tok.Sub(start)/(10*time.Second)), len(got)-1)
+			byWindow[w] = append(byWindow[w], g)
+		}
+	}
+	for i, s := range got {
+		gaps := byWindow[i]
+		if len(gaps) == 0 {
+			continue
+		}
+		slices.Sort(gaps)
+		if s.ITLP50Ms == nil || *s.ITLP50Ms != stats.SortedPercentile(gaps, 50) || *s.ITLP99Ms != stats.SortedPercentile(gaps, 99) || *s.ITLMaxMs != gaps[len(gaps)-1] {
+			t.Errorf("window %d (%d gaps): itl p50 %v p99 %v max %v, want %v %v %v", i, len(gaps), deref(s.ITLP50Ms), deref(s.ITLP99Ms), deref(s.ITLMaxMs),
+				stats.SortedPercentile(gaps, 50), stats.SortedPercentile(gaps, 99), gaps[len(gaps)-1])
+		}
+	}
+	if len(got) < 3 || reads > 12 {
+		t.Errorf("%d windows, the rows read %d times", len(got), reads)
+	}
+	t.Logf("%d windows, the rows read %d times", len(got), reads)
+}
+
+// countingRequests counts the readings of its rows.
+type countingRequests struct {
+	results.RequestSlice
+	reads *int
+}
+
+func (c countingRequests) All() iter.Seq[*results.Request] {
+	*c.reads++
+	return c.RequestSlice.All()
 }

@@ -34,113 +34,193 @@ const MaxHeld = 1 << 20
 // streamed requests of 64 tokens) is read 2 to 5 times instead of held
 // as 456 MB.
 func Rank(pass Pass, ranks func(n int) []int, maxHeld int) Ranked {
-	var acc exactSum
-	var held []float64
-	n := 0
-	pass(func(x float64) {
-		n++
-		acc.add(x)
-		if n <= maxHeld {
-			held = append(held, x)
+	return RankEach(func(yield func(int, float64)) {
+		pass(func(x float64) { yield(0, x) })
+	}, 1, func(_, n int) []int { return ranks(n) }, maxHeld)[0]
+}
+
+// A FamilyPass yields the values of several samples read together (a
+// long cell's time slices' chunk gaps), each with its sample's index, the
+// same values each time it is called.
+type FamilyPass func(yield func(fam int, x float64))
+
+// rankWindow is a key range holding wanted ranks of one sample: prefix is
+// the key's top bits (shift bits below them are free), below the values
+// under it.
+type rankWindow struct {
+	prefix uint64
+	shift  uint
+	below  int
+	count  int
+	ranks  []int
+}
+
+// maxHistBytes bounds the histograms one reading of RankEach holds: 16
+// bits a window while they fit (a single sample's wanted ranks: a summary
+// and two bounds, up to 32 windows), 12 or 8 for many samples' windows
+// at once.
+const maxHistBytes = 16 << 20
+
+// histBits is the bits a reading narrows each of windows windows by.
+func histBits(windows int) uint {
+	for _, b := range []uint{16, 12} {
+		if windows*(1<<b)*8 <= maxHistBytes {
+			return b
+		}
+	}
+	return 8
+}
+
+// RankEach is Rank for fams samples read together: every reading of pass
+// serves all of them, so that ranking the chunk gaps of each of a long
+// cell's many time slices reads its rows a few times in all rather than a
+// few times a slice. What it holds is at most maxHeld values over all the
+// samples and maxHistBytes of histograms; each sample's values are
+// exactly those sorting it would give.
+func RankEach(pass FamilyPass, fams int, ranks func(fam, n int) []int, maxHeld int) []Ranked {
+	accs := make([]exactSum, fams)
+	ns := make([]int, fams)
+	held := make([][]float64, fams)
+	total, holding := 0, true
+	pass(func(f int, x float64) {
+		if f < 0 || f >= fams {
+			return
+		}
+		ns[f]++
+		accs[f].add(x)
+		total++
+		if holding && total > maxHeld {
+			holding, held = false, make([][]float64, fams)
+		}
+		if holding {
+			held[f] = append(held[f], x)
 		}
 	})
-	r := Ranked{N: n, Sum: acc.value(), at: map[int]float64{}}
-	want := wantedRanks(ranks, n)
-	if len(want) == 0 {
-		return r
-	}
-	if n <= maxHeld {
-		slices.Sort(held)
-		for _, k := range want {
-			r.at[k] = held[k]
+	out := make([]Ranked, fams)
+	windows := make([][]rankWindow, fams)
+	narrowing := false
+	for f := range out {
+		out[f] = Ranked{N: ns[f], Sum: accs[f].value(), at: map[int]float64{}}
+		want := wantedRanks(func(n int) []int { return ranks(f, n) }, ns[f])
+		switch {
+		case len(want) == 0:
+		case holding:
+			slices.Sort(held[f])
+			for _, k := range want {
+				out[f].at[k] = held[f][k]
+			}
+		default:
+			windows[f] = []rankWindow{{prefix: 0, shift: 64, below: 0, count: ns[f], ranks: want}}
+			narrowing = true
 		}
-		return r
+	}
+	if !narrowing {
+		return out
 	}
 	held = nil
-	// windows are key ranges holding wanted ranks: prefix is the key's top
-	// bits (shift bits below them are free), below the values under it.
-	type window struct {
-		prefix uint64
-		shift  uint
-		below  int
-		count  int
-		ranks  []int
-	}
-	windows := []window{{prefix: 0, shift: 64, below: 0, count: n, ranks: want}}
 	for {
-		total := 0
-		for _, w := range windows {
-			total += w.count
+		total, open := 0, 0
+		for f := range windows {
+			for _, w := range windows[f] {
+				total += w.count
+				if w.shift > 0 {
+					open++
+				}
+			}
 		}
-		if total <= maxHeld || windows[0].shift == 0 {
-			// Few enough to hold, or each window is one key.
+		if total <= maxHeld || open == 0 {
+			// Few enough to hold, or every window is one key.
 			break
 		}
-		const bits = 16
-		hists := make([][]int, len(windows))
-		for i := range hists {
-			hists[i] = make([]int, 1<<bits)
+		bits := histBits(open)
+		hists := make([][][]int, fams)
+		sub := make([]uint, fams)
+		for f, ws := range windows {
+			if len(ws) == 0 || ws[0].shift == 0 {
+				continue // a sample's windows share their shift
+			}
+			sub[f] = ws[0].shift - min(bits, ws[0].shift)
+			hists[f] = make([][]int, len(ws))
+			for i := range ws {
+				hists[f][i] = make([]int, 1<<(ws[0].shift-sub[f]))
+			}
 		}
-		pass(func(x float64) {
+		pass(func(f int, x float64) {
+			if f < 0 || f >= fams || hists[f] == nil {
+				return
+			}
 			k := orderKey(x)
-			for i, w := range windows {
+			for i, w := range windows[f] {
 				if w.shift == 64 || k>>w.shift == w.prefix {
-					sub := w.shift - bits
-					hists[i][(k>>sub)&(1<<bits-1)]++
+					hists[f][i][(k>>sub[f])&(uint64(len(hists[f][i]))-1)]++
+					return
 				}
 			}
 		})
-		var next []window
-		for i, w := range windows {
-			sub := w.shift - bits
-			below, b := w.below, 0
-			for _, rank := range w.ranks {
-				for below+hists[i][b] <= rank {
-					below += hists[i][b]
-					b++
-				}
-				prefix := uint64(b)
-				if w.shift < 64 {
-					prefix |= w.prefix << bits
-				}
-				if len(next) > 0 && next[len(next)-1].prefix == prefix && next[len(next)-1].shift == sub {
-					next[len(next)-1].ranks = append(next[len(next)-1].ranks, rank)
-					continue
-				}
-				next = append(next, window{prefix: prefix, shift: sub, below: below, count: hists[i][b], ranks: []int{rank}})
+		for f, ws := range windows {
+			if hists[f] == nil {
+				continue
 			}
+			var next []rankWindow
+			width := ws[0].shift - sub[f]
+			for i, w := range ws {
+				below, b := w.below, 0
+				for _, rank := range w.ranks {
+					for below+hists[f][i][b] <= rank {
+						below += hists[f][i][b]
+						b++
+					}
+					prefix := uint64(b)
+					if w.shift < 64 {
+						prefix |= w.prefix << width
+					}
+					if len(next) > 0 && next[len(next)-1].prefix == prefix && next[len(next)-1].shift == sub[f] {
+						next[len(next)-1].ranks = append(next[len(next)-1].ranks, rank)
+						continue
+					}
+					next = append(next, rankWindow{prefix: prefix, shift: sub[f], below: below, count: hists[f][i][b], ranks: []int{rank}})
+				}
+			}
+			windows[f] = next
 		}
-		windows = next
 	}
 	// A window narrowed to one key holds one value however often it
 	// occurs (a simulator's fixed gaps): it is read off its key.
-	for _, w := range windows {
-		if w.shift == 0 {
-			for _, rank := range w.ranks {
-				r.at[rank] = keyValue(w.prefix)
+	vals := make([][][]float64, fams)
+	for f, ws := range windows {
+		vals[f] = make([][]float64, len(ws))
+		for _, w := range ws {
+			if w.shift == 0 {
+				for _, rank := range w.ranks {
+					out[f].at[rank] = keyValue(w.prefix)
+				}
 			}
 		}
 	}
-	vals := make([][]float64, len(windows))
-	pass(func(x float64) {
+	pass(func(f int, x float64) {
+		if f < 0 || f >= fams {
+			return
+		}
 		k := orderKey(x)
-		for i, w := range windows {
+		for i, w := range windows[f] {
 			if w.shift != 0 && (w.shift == 64 || k>>w.shift == w.prefix) {
-				vals[i] = append(vals[i], x)
+				vals[f][i] = append(vals[f][i], x)
 				return
 			}
 		}
 	})
-	for i, w := range windows {
-		if w.shift == 0 {
-			continue
-		}
-		slices.Sort(vals[i])
-		for _, rank := range w.ranks {
-			r.at[rank] = vals[i][rank-w.below]
+	for f, ws := range windows {
+		for i, w := range ws {
+			if w.shift == 0 {
+				continue
+			}
+			slices.Sort(vals[f][i])
+			for _, rank := range w.ranks {
+				out[f].at[rank] = vals[f][i][rank-w.below]
+			}
 		}
 	}
-	return r
+	return out
 }
 
 // wantedRanks is ranks(n), sorted, without repeats or ranks outside the

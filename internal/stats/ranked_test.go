@@ -68,6 +68,70 @@ func TestRankIsSorting(t *testing.T) {
 	}
 }
 
+// RankEach ranks many samples read together as sorting each gives,
+// whatever the samples' sizes (empty, one value, thousands), shapes
+// (spread, fixed, signed) and the budget held over all of them, and reads
+// them a bounded number of times in all, however many there are (60
+// slices of a soak were read 3 times each, one after the other).
+func TestRankEachIsSortingEach(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const fams = 60
+	samples := make([][]float64, fams)
+	for f := range samples {
+		n := []int{0, 1, 2, 500, 3000}[f%5]
+		for i := range n {
+			switch f % 3 {
+			case 0:
+				samples[f] = append(samples[f], math.Exp(rng.NormFloat64()))
+			case 1:
+				samples[f] = append(samples[f], float64(i%4)+1)
+			default:
+				samples[f] = append(samples[f], rng.NormFloat64()*1e3)
+			}
+		}
+	}
+	for _, held := range []int{MaxHeld, 5000, 64, 1} {
+		reads := 0
+		pass := func(yield func(int, float64)) {
+			reads++
+			// The samples interleaved, as a cell's slices' gaps come.
+			for i := 0; ; i++ {
+				any := false
+				for f := range samples {
+					if i < len(samples[f]) {
+						yield(f, samples[f][i])
+						any = true
+					}
+				}
+				if !any {
+					return
+				}
+			}
+		}
+		ps := []float64{50, 99, 100}
+		got := RankEach(pass, fams, func(_, n int) []int { return PercentileRanks(n, ps...) }, held)
+		for f, xs := range samples {
+			sorted := slices.Clone(xs)
+			slices.Sort(sorted)
+			if got[f].N != len(xs) || got[f].Sum != ExactSum(xs) {
+				t.Errorf("held=%d sample %d: n %d sum %v, want %d %v", held, f, got[f].N, got[f].Sum, len(xs), ExactSum(xs))
+			}
+			if len(xs) == 0 {
+				continue
+			}
+			for _, p := range ps {
+				if g, w := got[f].Percentile(p), SortedPercentile(sorted, p); g != w {
+					t.Errorf("held=%d sample %d (n=%d): p%v %v, want %v", held, f, len(xs), p, g, w)
+				}
+			}
+		}
+		if reads > 8 {
+			t.Errorf("held=%d: %d samples read %d times", held, fams, reads)
+		}
+		t.Logf("held=%d: %d samples read %d times", held, fams, reads)
+	}
+}
+
 func sameBound(a, b QuantileBound) bool {
 	eq := func(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) }
 	return a.N == b.N && a.LoRank == b.LoRank && a.HiRank == b.HiRank && eq(a.Lo, b.Lo) && eq(a.Hi, b.Hi) && a.Coverage == b.Coverage
