@@ -88,38 +88,49 @@ func UnionWindow(reqs results.Requests) time.Duration {
 // requests are counted but never mixed into a latency.
 //
 // It reads the rows a few times, never holding them (a long cell's are
-// read back from its spool, rundir.RequestSpool): what it holds is its
-// families of samples, 8 bytes a value.
+// read back from its spool, rundir.RequestSpool): once for everything
+// but the per-token families, the chunk gaps and the kernel stamps'
+// delays, which that same reading starts to rank (stats.RankEach) and
+// later readings narrow while they are more than stats.MaxHeld values.
+// What it holds is its one-per-request families, 8 bytes a value.
 func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	if reqs == nil {
 		reqs = results.RequestSlice(nil)
 	}
 	watched := results.WatchRequests(reqs)
 	reqs = watched
-	// Each family built once at its size (familyCaps): doubling them
-	// took twice a long cell's samples at its end. The chunk gaps, one per
-	// token of a streamed cell, are not held: they are ranked (rankGaps).
-	completed := completedCount(reqs)
 	kernel := row.StampSource == "kernel"
-	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, completed)
-	tpot, ntpot, lag := make([]float64, 0, completed), make([]float64, 0, completed), make([]float64, 0, reqs.Len())
+	// Each family built once at its largest size, the rows' count:
+	// doubling them took twice a long cell's samples at its end.
+	n := reqs.Len()
+	ttft, ttftSched, e2el, e2elSched := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	tpot, ntpot, lag := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	lengths := newLengthReading(n)
+	var reasoning reasoningReading
+	var tools toolReading
+	var span passReading
 	var inTok, outTok, ttftSum float64
 	var good int64
 	firstErr := ""
-	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(reqs.Len()), 0, 0, 0
-	for r := range reqs.All() {
+	row.Requests, row.Completed, row.Failed, row.ConnRetries = int64(n), 0, 0, 0
+	// read is the first reading's work on one row: everything but the
+	// per-token families.
+	read := func(r *results.Request, smp Sample, ok bool) {
+		span.add(r)
 		row.ConnRetries += r.ConnRetries
 		// Send lag is the client's own delay and counts for every request
 		// that was sent, failed or not.
 		lag = append(lag, r.SendLagMs)
-		smp, ok := SampleOf(r)
+		lengths.add(r)
 		if !ok {
 			row.Failed++
 			if firstErr == "" {
 				firstErr = r.Error
 			}
-			continue
+			return
 		}
+		reasoning.add(r)
+		tools.add(r)
 		row.Completed++
 		ttft, e2el = append(ttft, smp.TTFTMs), append(e2el, smp.E2ELMs)
 		ttftSched, e2elSched = append(ttftSched, smp.TTFTSchedMs), append(e2elSched, smp.E2ELSchedMs)
@@ -136,15 +147,41 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 			good++
 		}
 	}
+	first := true
+	perToken := stats.RankEach(func(yield func(int, float64)) {
+		for r := range reqs.All() {
+			smp, ok := SampleOf(r)
+			if first {
+				read(r, smp, ok)
+			}
+			if !ok {
+				continue
+			}
+			for k, g := range smp.GapsMs {
+				yield(famITL, g)
+				yield(famITLTok, g/float64(smp.GapTokens(k)))
+			}
+			// The kernel stamps' delays are NULL unless the cell's events
+			// were timed by kernel stamps: a row timed with user stamps
+			// has none.
+			if kernel {
+				for _, d := range r.StampDelaysMs {
+					yield(famStampDelay, d)
+				}
+			}
+		}
+		first = false
+	}, perTokenFamilies, perTokenRanks, stats.MaxHeld)
+
 	// Each family is FillCell's own: summarized in place (sorted), then
 	// bounded from the sorted values.
 	row.TTFTMs, row.TTFTP50Ms, row.TTFTP90Ms, row.TTFTP95Ms, row.TTFTP99Ms, row.TTFTMaxMs = stats.SummarizeInPlace(ttft).Dist()
 	row.TTFTSchedMs, row.TTFTSchedP50Ms, row.TTFTSchedP90Ms, row.TTFTSchedP95Ms, row.TTFTSchedP99Ms, row.TTFTSchedMaxMs = stats.SummarizeInPlace(ttftSched).Dist()
-	itl := rankGaps(reqs, "itl", func(g float64, _ int64) float64 { return g })
+	itl := perToken[famITL]
 	row.ITLMs, row.ITLP50Ms, row.ITLP90Ms, row.ITLP95Ms, row.ITLP99Ms, row.ITLMaxMs = itl.Summary().Dist()
 	fillRankedBounds(row, "itl", itl)
 	row.ITLSamples = results.Some(int64(itl.N))
-	itlTok := rankGaps(reqs, "itl_tok", func(g float64, tokens int64) float64 { return g / float64(tokens) })
+	itlTok := perToken[famITLTok]
 	row.ITLTokMs, row.ITLTokP50Ms, row.ITLTokP90Ms, row.ITLTokP95Ms, row.ITLTokP99Ms, row.ITLTokMaxMs = itlTok.Summary().Dist()
 	row.TPOTMs, row.TPOTP50Ms, row.TPOTP90Ms, row.TPOTP95Ms, row.TPOTP99Ms, row.TPOTMaxMs = stats.SummarizeInPlace(tpot).Dist()
 	row.E2ELMs, row.E2ELP50Ms, row.E2ELP90Ms, row.E2ELP95Ms, row.E2ELP99Ms, row.E2ELMaxMs = stats.SummarizeInPlace(e2el).Dist()
@@ -156,21 +193,15 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	fillBounds(row, "e2el", e2el)
 	row.TPOTSamples = results.Some(int64(len(tpot)))
 
-	// The kernel stamps' delays are NULL unless the cell's events were
-	// timed by kernel stamps: a row timed with user stamps has none.
-	// They are one a token event, as many as the chunk gaps: ranked, not
-	// held (a streamed soak's 57 million were 450 MB).
 	row.StampDelayP50Ms, row.StampDelayP99Ms = nil, nil
-	if kernel {
-		if d := rankStampDelays(reqs); d.N > 0 {
-			row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(d.Percentile(50)), results.Some(d.Percentile(99))
-		}
+	if d := perToken[famStampDelay]; d.N > 0 {
+		row.StampDelayP50Ms, row.StampDelayP99Ms = results.Some(d.Percentile(50)), results.Some(d.Percentile(99))
 	}
 
 	// Throughputs over a window are measured whenever there is a window:
 	// a cell whose requests all failed served 0 tokens/s, a measurement.
 	row.DurationS = w.Span.Seconds()
-	row.SliceS = SliceWidth(reqs, w.Slice).Seconds()
+	row.SliceS = span.width(n, w.Slice).Seconds()
 	row.ReqS, row.OutputTokS, row.TotalTokS, row.DecodeTokS, row.Goodput = nil, nil, nil, nil, nil
 	if s := w.Span.Seconds(); s > 0 {
 		row.ReqS = results.Some(float64(row.Completed) / s)
@@ -193,9 +224,9 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 		row.EffectiveOSL = results.Some(outTok / float64(row.Completed))
 	}
 	row.AdmittedTok, row.Retires = int64(inTok), row.Completed
-	fillLengths(row, reqs, completed)
-	fillReasoning(row, reqs)
-	fillTools(row, reqs)
+	lengths.fill(row)
+	reasoning.fill(row)
+	tools.fill(row)
 
 	row.Reason = ""
 	switch {
@@ -211,35 +242,25 @@ func FillCell(row *results.Cell, reqs results.Requests, w CellWindow, slo SLO) {
 	}
 }
 
-// rankStampDelays ranks the completed requests' kernel stamp delays (one
-// per token event) for their p50 and p99, as rankGaps ranks the gaps.
-func rankStampDelays(reqs results.Requests) stats.Ranked {
-	pass := func(yield func(float64)) {
-		for r := range reqs.All() {
-			if _, ok := SampleOf(r); ok {
-				for _, d := range r.StampDelaysMs {
-					yield(d)
-				}
-			}
-		}
-	}
-	return stats.Rank(pass, func(n int) []int { return stats.PercentileRanks(n, 50, 99) }, stats.MaxHeld)
-}
+// The per-token families FillCell ranks in the same readings: one value
+// a chunk gap or a token event, 57 million in a 30-minute soak of
+// streamed requests of 64 tokens (456 MB each held).
+const (
+	famITL        = iota // the chunk gaps
+	famITLTok            // each gap over the tokens its event carried
+	famStampDelay        // the kernel stamps' delays (kernel-stamped cells)
+	perTokenFamilies
+)
 
-// rankGaps ranks a gap family of the completed requests (each gap as of
-// gives it, from the gap and the tokens its event carried) without holding
-// it: stats.Rank reads the rows again where the family is longer than
-// stats.MaxHeld (a streamed soak's chunk gaps), for the summary's
-// statistics and sample's bounds.
-func rankGaps(reqs results.Requests, sample string, of func(gap float64, tokens int64) float64) stats.Ranked {
-	pass := func(yield func(float64)) {
-		for r := range reqs.All() {
-			if smp, ok := SampleOf(r); ok {
-				for k, g := range smp.GapsMs {
-					yield(of(g, smp.GapTokens(k)))
-				}
-			}
-		}
+// perTokenRanks are the ranks FillCell reads of each per-token family:
+// the summary and the bounds of the gaps, the summary of the gaps per
+// token, the p50 and p99 of the stamp delays.
+func perTokenRanks(fam, n int) []int {
+	switch fam {
+	case famITL:
+		return append(stats.SummaryRanks(n), boundRanks("itl", n)...)
+	case famITLTok:
+		return append(stats.SummaryRanks(n), boundRanks("itl_tok", n)...)
 	}
-	return stats.Rank(pass, func(n int) []int { return append(stats.SummaryRanks(n), boundRanks(sample, n)...) }, stats.MaxHeld)
+	return stats.PercentileRanks(n, 50, 99)
 }

@@ -2,11 +2,13 @@ package measure
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/stats"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -128,6 +130,78 @@ func TestFillCellStampDelays(t *testing.T) {
 	if !near(row.StampDelayP50Ms, 2) || !near(row.StampDelayP99Ms, 3) {
 		t.Errorf("stamp delay p50 %v p99 %v, want 2 and 3", deref(row.StampDelayP50Ms), deref(row.StampDelayP99Ms))
 	}
+}
+
+// TestFillCellRankedPastMaxHeldIsSorting: a kernel-stamped cell of more
+// chunk gaps and stamp delays than stats.MaxHeld (17,000 requests of 64
+// gaps) gets the itl summary and bounds, the per-token itl and the stamp
+// delays' p50 and p99 that sorting each whole family gives, exactly, and
+// its rows are read a few times in all: once for everything, then a
+// couple of times to narrow the three per-token families together
+// (they were 15 readings, one family after the other).
+func TestFillCellRankedPastMaxHeldIsSorting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1.09 million gaps")
+	}
+	const n, gapsEach = 17000, 64
+	reqs := make([]results.Request, n)
+	var gaps, perTok, delays []float64
+	for i := range reqs {
+		g := make([]float64, gapsEach)
+		tokens := make([]int64, gapsEach+1)
+		tokens[0] = 1
+		for k := range g {
+			g[k] = float64(1 + (i*7+k*13)%97) // 1..97 ms
+			tokens[k+1] = int64(1 + (i+k)%3)
+			gaps, perTok = append(gaps, g[k]), append(perTok, g[k]/float64(tokens[k+1]))
+		}
+		reqs[i] = okReq(time.Duration(i)*time.Millisecond, 0, 5, 5+float64(gapsEach)*50, g, tokens)
+		reqs[i].StampDelaysMs = make([]float64, gapsEach+1)
+		for k := range reqs[i].StampDelaysMs {
+			reqs[i].StampDelaysMs[k] = 0.001 * float64((i+k*5)%1000)
+			delays = append(delays, reqs[i].StampDelaysMs[k])
+		}
+	}
+	if len(gaps) <= stats.MaxHeld {
+		t.Fatalf("%d gaps: not past stats.MaxHeld (%d)", len(gaps), stats.MaxHeld)
+	}
+	reads := 0
+	row := results.Cell{StampSource: "kernel"}
+	FillCell(&row, countingRequests{RequestSlice: results.RequestSlice(reqs), reads: &reads}, CellWindow{Span: 17 * time.Second}, SLO{})
+
+	itl, itlTok := stats.SummarizeInPlace(gaps), stats.SummarizeInPlace(perTok)
+	slices.Sort(delays)
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"itl", row.ITLMs, itl.Mean}, {"itl_p50", row.ITLP50Ms, itl.P50}, {"itl_p99", row.ITLP99Ms, itl.P99}, {"itl_max", row.ITLMaxMs, itl.Max},
+		{"itl_tok", row.ITLTokMs, itlTok.Mean}, {"itl_tok_p50", row.ITLTokP50Ms, itlTok.P50}, {"itl_tok_p99", row.ITLTokP99Ms, itlTok.P99},
+		{"stamp_delay_p50", row.StampDelayP50Ms, stats.SortedPercentile(delays, 50)}, {"stamp_delay_p99", row.StampDelayP99Ms, stats.SortedPercentile(delays, 99)},
+	} {
+		if c.got == nil || *c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, deref(c.got), c.want)
+		}
+	}
+	for _, c := range results.BoundedColumns() {
+		if c.Sample != "itl" {
+			continue
+		}
+		want := stats.SortedQuantileBound(gaps, c.Quantile*100, results.BoundConf)
+		l, h, _ := results.BoundsOf(c.Name)
+		lo, hi := l.Field(&row).Interface().(*float64), h.Field(&row).Interface().(*float64)
+		if lo == nil || hi == nil || *lo != want.Lo || *hi != want.Hi {
+			t.Errorf("%s bounds %v..%v, want %v..%v", c.Name, deref(lo), deref(hi), want.Lo, want.Hi)
+		}
+	}
+	if row.ITLSamples == nil || *row.ITLSamples != int64(len(gaps)) {
+		t.Errorf("itl_samples %v, want %d", row.ITLSamples, len(gaps))
+	}
+	if reads > 4 {
+		t.Errorf("the rows read %d times, want at most 4", reads)
+	}
+	t.Logf("the rows read %d times", reads)
 }
 
 func TestSLOMet(t *testing.T) {

@@ -5,53 +5,59 @@ import (
 	"github.com/benchrun/benchrun/internal/stats"
 )
 
-// fillReasoning sets a cell's reasoning columns from its completed
+// reasoningReading gathers a cell's reasoning columns from its completed
 // requests (docs/METRICS.md, Reasoning): the time to the first answer
 // token over those that answered, the time to the first reasoning token
 // over those that reasoned, tokens per request where the count is known,
 // each phase's decode rate, and the share that answered. A request row
 // older than the columns (nil answered) adds nothing; a cell whose
 // requests all predate them keeps every column NULL.
-func fillReasoning(row *results.Cell, reqs results.Requests) {
-	var ttfo, ttfr, ttftc, rTok, aTok, rRate, aRate []float64
-	answered, known := 0, 0
-	for r := range reqs.All() {
-		if _, ok := SampleOf(r); !ok || r.Answered == nil {
-			continue
-		}
-		known++
-		if *r.Answered {
-			answered++
-		}
-		if r.TTFOMs != nil {
-			ttfo = append(ttfo, *r.TTFOMs)
-		}
-		if r.TTFRMs != nil {
-			ttfr = append(ttfr, *r.TTFRMs)
-		}
-		if r.TTFTCMs != nil {
-			ttftc = append(ttftc, *r.TTFTCMs)
-		}
-		if r.ReasoningTokens != nil && r.AnswerTokens != nil {
-			rTok, aTok = append(rTok, float64(*r.ReasoningTokens)), append(aTok, float64(*r.AnswerTokens))
-		}
-		if v, ok := ReasoningRate(r); ok {
-			rRate = append(rRate, v)
-		}
-		if v, ok := AnswerRate(r); ok {
-			aRate = append(aRate, v)
-		}
+type reasoningReading struct {
+	ttfo, ttfr, ttftc, rTok, aTok, rRate, aRate []float64
+	answered, known                             int
+}
+
+// add reads one completed request.
+func (g *reasoningReading) add(r *results.Request) {
+	if r.Answered == nil {
+		return
 	}
-	row.TTFOMs, row.TTFOP50Ms, row.TTFOP90Ms, row.TTFOP95Ms, row.TTFOP99Ms, row.TTFOMaxMs = stats.Summarize(ttfo).Dist()
-	fillBounds(row, "ttfo", ttfo)
-	row.TTFOSamples = results.Some(int64(len(ttfo)))
-	row.TTFRMs = results.SomeIf(len(ttfr) > 0, stats.Mean(ttfr))
-	row.TTFTCMs = results.SomeIf(len(ttftc) > 0, stats.Mean(ttftc))
-	row.ReasoningTokensAvg = results.SomeIf(len(rTok) > 0, stats.Mean(rTok))
-	row.AnswerTokensAvg = results.SomeIf(len(aTok) > 0, stats.Mean(aTok))
-	row.ReasoningTokS = results.SomeIf(len(rRate) > 0, stats.Mean(rRate))
-	row.AnswerTokS = results.SomeIf(len(aRate) > 0, stats.Mean(aRate))
-	row.AnsweredPct = results.SomeIf(known > 0, 100*float64(answered)/float64(max(known, 1)))
+	g.known++
+	if *r.Answered {
+		g.answered++
+	}
+	if r.TTFOMs != nil {
+		g.ttfo = append(g.ttfo, *r.TTFOMs)
+	}
+	if r.TTFRMs != nil {
+		g.ttfr = append(g.ttfr, *r.TTFRMs)
+	}
+	if r.TTFTCMs != nil {
+		g.ttftc = append(g.ttftc, *r.TTFTCMs)
+	}
+	if r.ReasoningTokens != nil && r.AnswerTokens != nil {
+		g.rTok, g.aTok = append(g.rTok, float64(*r.ReasoningTokens)), append(g.aTok, float64(*r.AnswerTokens))
+	}
+	if v, ok := ReasoningRate(r); ok {
+		g.rRate = append(g.rRate, v)
+	}
+	if v, ok := AnswerRate(r); ok {
+		g.aRate = append(g.aRate, v)
+	}
+}
+
+// fill sets the reasoning columns.
+func (g *reasoningReading) fill(row *results.Cell) {
+	row.TTFOMs, row.TTFOP50Ms, row.TTFOP90Ms, row.TTFOP95Ms, row.TTFOP99Ms, row.TTFOMaxMs = stats.Summarize(g.ttfo).Dist()
+	fillBounds(row, "ttfo", g.ttfo)
+	row.TTFOSamples = results.Some(int64(len(g.ttfo)))
+	row.TTFRMs = results.SomeIf(len(g.ttfr) > 0, stats.Mean(g.ttfr))
+	row.TTFTCMs = results.SomeIf(len(g.ttftc) > 0, stats.Mean(g.ttftc))
+	row.ReasoningTokensAvg = results.SomeIf(len(g.rTok) > 0, stats.Mean(g.rTok))
+	row.AnswerTokensAvg = results.SomeIf(len(g.aTok) > 0, stats.Mean(g.aTok))
+	row.ReasoningTokS = results.SomeIf(len(g.rRate) > 0, stats.Mean(g.rRate))
+	row.AnswerTokS = results.SomeIf(len(g.aRate) > 0, stats.Mean(g.aRate))
+	row.AnsweredPct = results.SomeIf(g.known > 0, 100*float64(g.answered)/float64(max(g.known, 1)))
 }
 
 // ReasoningRate is request r's thinking-phase decode rate in tokens/s:

@@ -19,24 +19,51 @@ const (
 	MaxSlices = 1000
 )
 
-// passSpan is the timed pass the requests were sent in: from the first
-// scheduled send (a request's send less its send lag) to the last event
-// (an ok request's end; a failed request's send).
-func passSpan(reqs results.Requests) (start, end time.Time) {
-	for r := range reqs.All() {
-		sched := r.SentAt.Add(-msDuration(r.SendLagMs))
-		if start.IsZero() || sched.Before(start) {
-			start = sched
-		}
-		last := r.SentAt
-		if done, ok := requestEnd(r); ok {
-			last = done
-		}
-		if last.After(end) {
-			end = last
+// passReading finds the timed pass the requests were sent in: from the
+// first scheduled send (a request's send less its send lag) to the last
+// event (an ok request's end; a failed request's send).
+type passReading struct{ start, end time.Time }
+
+func (p *passReading) add(r *results.Request) {
+	sched := r.SentAt.Add(-msDuration(r.SendLagMs))
+	if p.start.IsZero() || sched.Before(p.start) {
+		p.start = sched
+	}
+	last := r.SentAt
+	if done, ok := requestEnd(r); ok {
+		last = done
+	}
+	if last.After(p.end) {
+		p.end = last
+	}
+}
+
+// width is the width the windows of the pass of n requests use
+// (SliceWidth).
+func (p *passReading) width(n int, want time.Duration) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	span := p.end.Sub(p.start)
+	if want <= 0 {
+		want = niceWidth(span / AutoSlices)
+	}
+	if span/want >= MaxSlices {
+		want = niceWidth(span / MaxSlices)
+		for span/want >= MaxSlices {
+			want = niceWidth(want + 1)
 		}
 	}
-	return start, end
+	return want
+}
+
+// readPass reads the timed pass of reqs.
+func readPass(reqs results.Requests) passReading {
+	var p passReading
+	for r := range reqs.All() {
+		p.add(r)
+	}
+	return p
 }
 
 // requestEnd is when an ok request's last byte arrived.
@@ -56,18 +83,8 @@ func SliceWidth(reqs results.Requests, want time.Duration) time.Duration {
 	if reqs == nil || reqs.Len() == 0 {
 		return 0
 	}
-	start, end := passSpan(reqs)
-	span := end.Sub(start)
-	if want <= 0 {
-		want = niceWidth(span / AutoSlices)
-	}
-	if span/want >= MaxSlices {
-		want = niceWidth(span / MaxSlices)
-		for span/want >= MaxSlices {
-			want = niceWidth(want + 1)
-		}
-	}
-	return want
+	p := readPass(reqs)
+	return p.width(reqs.Len(), want)
 }
 
 // niceWidth rounds d up to 1, 2 or 5 times a power of ten of
@@ -91,53 +108,8 @@ type sliceAcc struct {
 	sent, completed, failed int64
 	busy                    time.Duration
 	tokens                  float64
-	ttft, itl, e2el, lag    []float64
-	gaps                    int           // the window's chunk gaps (itl is filled later, a few windows at a time)
-	ranked                  *stats.Ranked // the windows of a cell of more than stats.MaxHeld gaps: ranked, not held
-}
-
-// fillSliceGaps fills the windows' gap families: held, read in one
-// reading of the rows, when all of them are at most stats.MaxHeld gaps;
-// else every window is ranked, all in the same readings
-// (stats.RankEach), so a long cell's gaps, one per token, are never all
-// held and its rows are read a few times in all, not a few times a
-// window (a 30-minute soak's 30 windows of 1.9 million gaps each read its
-// 900,000 rows 90 times, one window after the other).
-func fillSliceGaps(acc []sliceAcc, reqs results.Requests, at func(time.Time) int) {
-	each := func(fn func(w int, g float64)) {
-		for r := range reqs.All() {
-			smp, ok := SampleOf(r)
-			if !ok {
-				continue
-			}
-			tok := r.SentAt.Add(msDuration(smp.TTFTMs))
-			for _, g := range smp.GapsMs {
-				tok = tok.Add(msDuration(g))
-				fn(at(tok), g)
-			}
-		}
-	}
-	total := 0
-	for i := range acc {
-		total += acc[i].gaps
-	}
-	if total == 0 {
-		return
-	}
-	if total <= stats.MaxHeld {
-		for i := range acc {
-			acc[i].itl = make([]float64, 0, acc[i].gaps)
-		}
-		each(func(i int, g float64) { acc[i].itl = append(acc[i].itl, g) })
-		return
-	}
-	ranked := stats.RankEach(func(yield func(int, float64)) { each(yield) }, len(acc),
-		func(_, n int) []int { return stats.PercentileRanks(n, 50, 99, 100) }, stats.MaxHeld)
-	for i := range acc {
-		if acc[i].gaps > 0 {
-			acc[i].ranked = &ranked[i]
-		}
-	}
+	ttft, e2el, lag         []float64
+	itl                     stats.Ranked // the window's chunk gaps, ranked with every window's (Slices)
 }
 
 // Slices cuts a cell's timed pass into windows of the cell's slice_s
@@ -145,44 +117,70 @@ func fillSliceGaps(acc []sliceAcc, reqs results.Requests, at func(time.Time) int
 // says what happened in each (results.Slice). The rows carry the cell's
 // identity and are as the slices table stores them (results.Stored),
 // whether a sink derives them or reads them back. nil without requests.
+//
+// It reads the rows once for the pass's span, then once for the
+// windows' events, which also starts ranking every window's chunk gaps
+// (stats.RankEach): they are held when they are at most stats.MaxHeld in
+// all, else narrowed in a few more readings for all windows at once, so
+// a long cell's gaps, one per token, are never all held and its rows are
+// read a few times in all, not a few times a window (a 30-minute soak's
+// 30 windows of 1.9 million gaps each read its 900,000 rows 90 times,
+// one window after the other).
 func Slices(cell results.Cell, reqs results.Requests) []results.Slice {
-	width := SliceWidth(reqs, time.Duration(cell.SliceS*float64(time.Second)))
+	if reqs == nil || reqs.Len() == 0 {
+		return nil
+	}
+	pass := readPass(reqs)
+	width := pass.width(reqs.Len(), time.Duration(cell.SliceS*float64(time.Second)))
 	if width <= 0 {
 		return nil
 	}
-	start, end := passSpan(reqs)
+	start, end := pass.start, pass.end
 	n := max(int((end.Sub(start)+width-1)/width), 1)
 	acc := make([]sliceAcc, n)
 	at := func(t time.Time) int { return min(max(int(t.Sub(start)/width), 0), n-1) }
-	for r := range reqs.All() {
-		a := &acc[at(r.SentAt)]
-		a.sent++
-		a.lag = append(a.lag, r.SendLagMs)
-		smp, ok := SampleOf(r)
-		if !ok {
-			a.failed++
-			continue
+	first := true
+	gaps := stats.RankEach(func(yield func(int, float64)) {
+		for r := range reqs.All() {
+			smp, ok := SampleOf(r)
+			if first {
+				a := &acc[at(r.SentAt)]
+				a.sent++
+				a.lag = append(a.lag, r.SendLagMs)
+				if !ok {
+					a.failed++
+				}
+			}
+			if !ok {
+				continue
+			}
+			var tokens []float64
+			tok := r.SentAt.Add(msDuration(smp.TTFTMs))
+			if first {
+				done := r.SentAt.Add(msDuration(smp.E2ELMs))
+				e := &acc[at(done)]
+				e.completed++
+				e.e2el = append(e.e2el, smp.E2ELMs)
+				addBusy(acc, start, width, r.SentAt, done)
+				tokens = eventTokens(r)
+				w := &acc[at(tok)]
+				w.ttft = append(w.ttft, smp.TTFTMs)
+				w.tokens += tokens[0]
+			}
+			for k, g := range smp.GapsMs {
+				tok = tok.Add(msDuration(g))
+				i := at(tok)
+				if first {
+					acc[i].tokens += tokens[k+1]
+				}
+				yield(i, g)
+			}
 		}
-		done := r.SentAt.Add(msDuration(smp.E2ELMs))
-		e := &acc[at(done)]
-		e.completed++
-		e.e2el = append(e.e2el, smp.E2ELMs)
-		addBusy(acc, start, width, r.SentAt, done)
-		tokens := eventTokens(r)
-		tok := r.SentAt.Add(msDuration(smp.TTFTMs))
-		first := &acc[at(tok)]
-		first.ttft = append(first.ttft, smp.TTFTMs)
-		first.tokens += tokens[0]
-		for k, g := range smp.GapsMs {
-			tok = tok.Add(msDuration(g))
-			w := &acc[at(tok)]
-			w.gaps++
-			w.tokens += tokens[k+1]
-		}
-	}
-	fillSliceGaps(acc, reqs, at)
+		first = false
+	}, n, func(_, k int) []int { return stats.PercentileRanks(k, 50, 99, 100) }, stats.MaxHeld)
 	out := make([]results.Slice, n)
 	for i := range acc {
+		acc[i].itl = gaps[i]
 		ws := start.Add(time.Duration(i) * width)
 		we := ws.Add(width)
 		if end.Before(we) {
@@ -252,16 +250,12 @@ func (a *sliceAcc) row(cell results.Cell, i int, passStart, ws time.Time, w time
 		InFlight: a.busy.Seconds() / sec, ReqS: float64(a.completed) / sec, OutputTokS: a.tokens / sec,
 	}
 	s.TTFTP50Ms, s.TTFTP99Ms = p50p99(a.ttft)
-	s.ITLP50Ms, s.ITLP99Ms = p50p99(a.itl)
-	if a.ranked != nil {
-		s.ITLP50Ms, s.ITLP99Ms = results.Some(a.ranked.Percentile(50)), results.Some(a.ranked.Percentile(99))
-		s.ITLMaxMs = results.Some(a.ranked.At(a.ranked.N - 1))
+	if a.itl.N > 0 {
+		s.ITLP50Ms, s.ITLP99Ms = results.Some(a.itl.Percentile(50)), results.Some(a.itl.Percentile(99))
+		s.ITLMaxMs = results.Some(a.itl.At(a.itl.N - 1))
 	}
 	s.E2ELP50Ms, s.E2ELP99Ms = p50p99(a.e2el)
 	_, s.SendLagP99Ms = p50p99(a.lag)
-	if len(a.itl) > 0 {
-		s.ITLMaxMs = results.Some(stats.Summarize(a.itl).Max)
-	}
 	return s
 }
 

@@ -22,6 +22,7 @@ func TestRankIsSorting(t *testing.T) {
 		"signed":    func(int) float64 { return rng.NormFloat64() * 1e6 },
 		"wide":      func(int) float64 { return math.Exp(rng.NormFloat64() * 40) },
 		"close":     func(int) float64 { return 1 + float64(rng.IntN(5))*math.SmallestNonzeroFloat64 },
+		"jitter":    func(int) float64 { return 1 + rng.Float64()*0.05 },
 	}
 	for name, gen := range shapes {
 		for _, n := range []int{1, 2, 7, 1000, 50000} {
@@ -64,6 +65,41 @@ func TestRankIsSorting(t *testing.T) {
 					t.Errorf("%s n=%d held=%d: read %d times", name, n, held, reads)
 				}
 			}
+		}
+	}
+}
+
+// Rank narrows from the bits every value shares, read off the first
+// reading's lowest and highest: one value repeated is read once however
+// many there are, and 1 ms gaps with 50 µs of jitter (a simulator's
+// fixed timings as a client measures them), which share their top 20
+// bits, are read three times, not four (the first 16 bits told nothing).
+func TestRankStartsBelowSharedBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		name     string
+		gen      func() float64
+		maxReads int
+	}{
+		{"one", func() float64 { return 2.5 }, 1},
+		{"jitter", func() float64 { return 1 + rng.Float64()*0.05 }, 3},
+	} {
+		xs := make([]float64, 200_000)
+		for i := range xs {
+			xs[i] = tc.gen()
+		}
+		reads := 0
+		r := Rank(func(yield func(float64)) {
+			reads++
+			for _, x := range xs {
+				yield(x)
+			}
+		}, func(n int) []int { return append(SummaryRanks(n), BoundRanks(n, 99, 0.95)...) }, 1000)
+		if got, want := r.Summary(), SummarizeInPlace(slices.Clone(xs)); got != want {
+			t.Errorf("%s: summary %+v, want %+v", tc.name, got, want)
+		}
+		if reads > tc.maxReads {
+			t.Errorf("%s: read %d times, want at most %d", tc.name, reads, tc.maxReads)
 		}
 	}
 }
