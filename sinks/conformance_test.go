@@ -178,7 +178,7 @@ func runGraph(t *testing.T, g *pipeline.Graph, ri *pipeline.RunInfo) (*pipeline.
 	if len(got.Cells) == 0 || len(got.Requests) == 0 || len(got.Verdicts) == 0 {
 		t.Fatalf("the recording sink was handed %d cells, %d requests, %d verdicts live: nothing to check", len(got.Cells), len(got.Requests), len(got.Verdicts))
 	}
-	checkStored(t, "handed live", &pipeline.Rows{Cells: got.Cells, Requests: got.Requests, Verdicts: got.Verdicts, Samples: got.Samples})
+	checkStored(t, "handed live", &pipeline.Rows{Cells: got.Cells, Requests: rundir.RequestList(got.Requests), Verdicts: got.Verdicts, Samples: got.Samples})
 	return sum, ri.Dir
 }
 
@@ -193,7 +193,7 @@ func checkStored(t *testing.T, what string, rows *pipeline.Rows, windows ...resu
 	for _, c := range rows.Cells {
 		times = append(times, c.StartedAt)
 	}
-	for _, r := range rows.Requests {
+	for r := range rows.Requests.All() {
 		times = append(times, r.SentAt)
 	}
 	for _, v := range rows.Verdicts {
@@ -231,8 +231,8 @@ func checkRows(t *testing.T, dir string) {
 			nulls++
 		}
 	}
-	if ok == 0 || nulls == 0 || len(rows.Verdicts) == 0 || len(rows.Requests) == 0 {
-		t.Fatalf("the run has %d ok cells, %d with null metrics, %d verdicts, %d requests: the plan no longer exercises the sinks", ok, nulls, len(rows.Verdicts), len(rows.Requests))
+	if ok == 0 || nulls == 0 || len(rows.Verdicts) == 0 || rows.Requests.Len() == 0 {
+		t.Fatalf("the run has %d ok cells, %d with null metrics, %d verdicts, %d requests: the plan no longer exercises the sinks", ok, nulls, len(rows.Verdicts), rows.Requests.Len())
 	}
 	// Slices are derived again from requests wherever they are shown, so
 	// nothing but this check reads the stored ones back.

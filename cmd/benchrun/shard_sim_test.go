@@ -528,7 +528,7 @@ func TestShardsInLockstep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range rows.Requests {
+		for q := range rows.Requests.All() {
 			k := q.Stage + "/" + q.CellID
 			sp := spans[k]
 			if i == 0 && sp[0].first.IsZero() && sp[1].first.IsZero() {

@@ -81,9 +81,11 @@ type Info struct {
 
 // Result is what Merge wrote.
 type Result struct {
-	Dir      string
-	Cells    []results.Cell
-	Requests map[string][]results.Request // by stage + "\x00" + cell id
+	Dir   string
+	Cells []results.Cell
+	// Requests is how many request rows each merged cell row wrote, by
+	// stage + "\x00" + cell id (the rows are in its part files).
+	Requests map[string]int
 	Info     Info
 }
 
@@ -127,7 +129,7 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		return nil, err
 	}
 	runID := "merge-" + o.Now.UTC().Format("20060102T150405Z")
-	res := &Result{Dir: out, Requests: map[string][]results.Request{}, Info: Info{RunID: runID, From: dirs}}
+	res := &Result{Dir: out, Requests: map[string]int{}, Info: Info{RunID: runID, From: dirs}}
 	offsets := map[string]time.Duration{} // by shard dir: coordinator clock − shard clock
 	for _, s := range shards {
 		res.Info.Shards = append(res.Info.Shards, s.run.ID())
@@ -154,12 +156,20 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 			// its model's requests of the pooled row are its (read, not
 			// written again).
 			reqID, model, perModel := mixRowOf(c.CellID)
-			for _, r := range s.rows.Requests {
-				if r.Stage == c.Stage && r.CellID == reqID && (!perModel || r.Model == model) && r.Attempt == c.Attempt && r.Measurement == c.Measurement {
-					// On the coordinator's clock, so that the shards'
-					// times are comparable (zero offset without one).
-					r.SentAt = r.SentAt.Add(offsets[s.dir])
-					reqs = append(reqs, r)
+			key := rundir.KeyOf(c)
+			key.CellID = reqID
+			if stored := s.rows.Requests.Of(key); stored != nil {
+				for r := range stored.All() {
+					if r.Stage == c.Stage && (!perModel || r.Model == model) {
+						// On the coordinator's clock, so that the shards'
+						// times are comparable (zero offset without one).
+						q := *r
+						q.SentAt = q.SentAt.Add(offsets[s.dir])
+						reqs = append(reqs, q)
+					}
+				}
+				if err := stored.Err(); err != nil {
+					return nil, fmt.Errorf("shard %s: %w", s.dir, err)
 				}
 			}
 			parts[k] = append(parts[k], part{dir: s.dir, runID: s.run.ID(), row: c, reqs: reqs})
@@ -190,7 +200,7 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 			return nil, err
 		}
 		res.Cells = append(res.Cells, row)
-		res.Requests[k.stage+"\x00"+k.id] = reqs
+		res.Requests[k.stage+"\x00"+k.id] = len(reqs)
 		res.Info.Cells = append(res.Info.Cells, info)
 	}
 	if err := writeRunFiles(shards, out, runID, res, o.Now); err != nil {

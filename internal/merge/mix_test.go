@@ -53,14 +53,14 @@ func TestMergeModelRows(t *testing.T) {
 		t.Fatalf("%d merged rows, want the pooled and the model's", len(res.Cells))
 	}
 	pooled, x := res.Cells[0], res.Cells[1]
-	if pooled.CellID != "s/1:1/c2" || pooled.Completed != 5 || len(res.Requests["s\x00s/1:1/c2"]) != 5 {
-		t.Errorf("pooled %s: %d completed, %d requests written", pooled.CellID, pooled.Completed, len(res.Requests["s\x00s/1:1/c2"]))
+	if pooled.CellID != "s/1:1/c2" || pooled.Completed != 5 || res.Requests["s\x00s/1:1/c2"] != 5 {
+		t.Errorf("pooled %s: %d completed, %d requests written", pooled.CellID, pooled.Completed, res.Requests["s\x00s/1:1/c2"])
 	}
 	// Model x: ttfts 1 and 3 (shard a) and 100 (shard b): median 3.
 	if x.CellID != "s/1:1/c2/model=x" || x.Model != "x" || x.Completed != 3 || x.TTFTP50Ms == nil || *x.TTFTP50Ms != 3 || x.Status != results.StatusOK {
 		t.Errorf("model row %s: model %q, %d completed, ttft p50 %v, %s %q", x.CellID, x.Model, x.Completed, val(x.TTFTP50Ms), x.Status, x.Reason)
 	}
-	if n := len(res.Requests["s\x00s/1:1/c2/model=x"]); n != 0 {
+	if n := res.Requests["s\x00s/1:1/c2/model=x"]; n != 0 {
 		t.Errorf("the model row's requests written again: %d", n)
 	}
 	for _, tc := range []struct{ id, pooled, model string }{

@@ -92,6 +92,9 @@ func readRows(t *testing.T, dir string) *Rows {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rows.Requests, err = HoldRequests(rows.Requests); err != nil {
+		t.Fatal(err)
+	}
 	return rows
 }
 

@@ -215,8 +215,8 @@ func TestOlderRunsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows.Cells) != 4 || len(rows.Requests) != 32 || len(rows.Verdicts) != 0 || len(rows.Samples) != 0 {
-			t.Fatalf("rows: %d cells, %d requests, %d verdicts, %d samples; want 4, 32, 0, 0", len(rows.Cells), len(rows.Requests), len(rows.Verdicts), len(rows.Samples))
+		if len(rows.Cells) != 4 || rows.Requests.Len() != 32 || len(rows.Verdicts) != 0 || len(rows.Samples) != 0 {
+			t.Fatalf("rows: %d cells, %d requests, %d verdicts, %d samples; want 4, 32, 0, 0", len(rows.Cells), rows.Requests.Len(), len(rows.Verdicts), len(rows.Samples))
 		}
 		var ids []string
 		for _, c := range rows.Cells {
@@ -279,8 +279,8 @@ func TestOlderRunsRead(t *testing.T) {
 			}
 			reqs += int(c.Requests)
 		}
-		if len(rows.Requests) != reqs {
-			t.Errorf("%d request rows, want %d (the cells' request counts)", len(rows.Requests), reqs)
+		if rows.Requests.Len() != reqs {
+			t.Errorf("%d request rows, want %d (the cells' request counts)", rows.Requests.Len(), reqs)
 		}
 		latest, err := r.LatestCells()
 		if err != nil || len(latest) != 6 {

@@ -3,9 +3,7 @@ package rundir
 import (
 	"bufio"
 	"container/heap"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -364,8 +362,7 @@ func (s *spooledRows) All() iter.Seq[*results.Request] {
 		s.setErr(nil)
 		read := 0
 		for _, c := range s.chunks {
-			n, err, more := readChunk(c, yield)
-			read += n
+			more, err := readPartRows(c, nil, func(r *results.Request) bool { read++; return yield(r) })
 			if err != nil {
 				s.setErr(fmt.Errorf("reading spooled request rows from %s: %d of %d read: %w", c, read, s.n, err))
 				return
@@ -378,34 +375,4 @@ func (s *spooledRows) All() iter.Seq[*results.Request] {
 			s.setErr(fmt.Errorf("reading spooled request rows: %d of %d read", read, s.n))
 		}
 	}
-}
-
-// readChunk yields one chunk's rows; more is false when the consumer
-// stopped.
-func readChunk(path string, yield func(*results.Request) bool) (n int, err error, more bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err, false
-	}
-	defer f.Close()
-	r := pq.NewGenericReader[results.Request](f)
-	defer r.Close()
-	total := int(r.NumRows())
-	for n < total {
-		batch := make([]results.Request, min(readBatch, total-n))
-		k, err := r.Read(batch)
-		for i := range k {
-			if !yield(&batch[i]) {
-				return n + i + 1, nil, false
-			}
-		}
-		n += k
-		if err != nil {
-			if errors.Is(err, io.EOF) && n == total {
-				break
-			}
-			return n, err, false
-		}
-	}
-	return n, nil, true
 }

@@ -17,10 +17,12 @@ import (
 	"github.com/benchrun/benchrun/internal/results"
 )
 
-// Rows are a run's table rows, every attempt's, in part order.
+// Rows are a run's table rows, every attempt's, in part order. The
+// request rows, one per request, are read when asked (RequestRows); the
+// others are a few per cell.
 type Rows struct {
 	Cells    []results.Cell
-	Requests []results.Request
+	Requests RequestRows
 	Verdicts []results.Verdict
 	Samples  []results.Sample
 }
@@ -67,15 +69,16 @@ func (r *Run) LatestVerdicts() ([]results.Verdict, error) {
 	return results.LatestVerdicts(vs), nil
 }
 
-// Rows reads all four tables.
+// Rows reads the cells, verdicts and samples tables, and indexes the
+// requests table (StoredRequests: its rows are read when asked).
 func (r *Run) Rows() (*Rows, error) {
-	var rows Rows
+	rows := Rows{Requests: r.StoredRequests()}
 	var err error
 	if rows.Cells, err = r.Cells(); err != nil {
 		return nil, err
 	}
-	if rows.Requests, err = r.Requests(); err != nil {
-		return nil, err
+	if rows.Requests.Len(); rows.Requests.Err() != nil {
+		return nil, rows.Requests.Err()
 	}
 	if rows.Verdicts, err = r.Verdicts(); err != nil {
 		return nil, err

@@ -153,58 +153,74 @@ func RankEach(pass FamilyPass, fams int, ranks func(fam, n int) []int, maxHeld i
 			// Few enough to hold, or every window is one key.
 			break
 		}
-		bits := histBits(open)
-		hists := make([][][]int, fams)
-		sub := make([]uint, fams)
-		for f, ws := range windows {
-			if len(ws) == 0 || ws[0].shift == 0 {
-				continue // a sample's windows share their shift
-			}
-			sub[f] = ws[0].shift - min(bits, ws[0].shift)
-			hists[f] = make([][]int, len(ws))
-			for i := range ws {
-				hists[f][i] = make([]int, 1<<(ws[0].shift-sub[f]))
-			}
+		narrow(pass, windows, histBits(open))
+	}
+	collect(pass, windows, out)
+	return out
+}
+
+// narrow reads pass once more, narrowing each sample's windows by up to
+// bits bits of the key: each wanted rank goes to the sub-window of the
+// histogram bucket it falls in.
+func narrow(pass FamilyPass, windows [][]rankWindow, bits uint) {
+	fams := len(windows)
+	hists := make([][][]int, fams)
+	sub := make([]uint, fams)
+	for f, ws := range windows {
+		if len(ws) == 0 || ws[0].shift == 0 {
+			continue // a sample's windows share their shift
 		}
-		pass(func(f int, x float64) {
-			if f < 0 || f >= fams || hists[f] == nil {
-				return
-			}
-			k := orderKey(x)
-			for i, w := range windows[f] {
-				if w.shift == 64 || k>>w.shift == w.prefix {
-					hists[f][i][(k>>sub[f])&(uint64(len(hists[f][i]))-1)]++
-					return
-				}
-			}
-		})
-		for f, ws := range windows {
-			if hists[f] == nil {
-				continue
-			}
-			var next []rankWindow
-			width := ws[0].shift - sub[f]
-			for i, w := range ws {
-				below, b := w.below, 0
-				for _, rank := range w.ranks {
-					for below+hists[f][i][b] <= rank {
-						below += hists[f][i][b]
-						b++
-					}
-					prefix := uint64(b)
-					if w.shift < 64 {
-						prefix |= w.prefix << width
-					}
-					if len(next) > 0 && next[len(next)-1].prefix == prefix && next[len(next)-1].shift == sub[f] {
-						next[len(next)-1].ranks = append(next[len(next)-1].ranks, rank)
-						continue
-					}
-					next = append(next, rankWindow{prefix: prefix, shift: sub[f], below: below, count: hists[f][i][b], ranks: []int{rank}})
-				}
-			}
-			windows[f] = next
+		sub[f] = ws[0].shift - min(bits, ws[0].shift)
+		hists[f] = make([][]int, len(ws))
+		for i := range ws {
+			hists[f][i] = make([]int, 1<<(ws[0].shift-sub[f]))
 		}
 	}
+	pass(func(f int, x float64) {
+		if f < 0 || f >= fams || hists[f] == nil {
+			return
+		}
+		k := orderKey(x)
+		for i, w := range windows[f] {
+			if w.shift == 64 || k>>w.shift == w.prefix {
+				hists[f][i][(k>>sub[f])&(uint64(len(hists[f][i]))-1)]++
+				return
+			}
+		}
+	})
+	for f, ws := range windows {
+		if hists[f] == nil {
+			continue
+		}
+		var next []rankWindow
+		width := ws[0].shift - sub[f]
+		for i, w := range ws {
+			below, b := w.below, 0
+			for _, rank := range w.ranks {
+				for below+hists[f][i][b] <= rank {
+					below += hists[f][i][b]
+					b++
+				}
+				prefix := uint64(b)
+				if w.shift < 64 {
+					prefix |= w.prefix << width
+				}
+				if len(next) > 0 && next[len(next)-1].prefix == prefix && next[len(next)-1].shift == sub[f] {
+					next[len(next)-1].ranks = append(next[len(next)-1].ranks, rank)
+					continue
+				}
+				next = append(next, rankWindow{prefix: prefix, shift: sub[f], below: below, count: hists[f][i][b], ranks: []int{rank}})
+			}
+		}
+		windows[f] = next
+	}
+}
+
+// collect reads pass a last time for the values of the windows that are
+// more than one key, sorts each window and reads its ranks off it; a
+// window of one key gives its value without them.
+func collect(pass FamilyPass, windows [][]rankWindow, out []Ranked) {
+	fams := len(windows)
 	// A window narrowed to one key holds one value however often it
 	// occurs (a simulator's fixed gaps): it is read off its key.
 	vals := make([][][]float64, fams)
@@ -241,7 +257,6 @@ func RankEach(pass FamilyPass, fams int, ranks func(fam, n int) []int, maxHeld i
 			}
 		}
 	}
-	return out
 }
 
 // wantedRanks is ranks(n), sorted, without repeats or ranks outside the

@@ -92,22 +92,13 @@ func JudgeDir(ctx context.Context, g *pipeline.Graph, dir string, o JudgeOptions
 
 	// The rows as a run emits them: each cell's current row with its
 	// requests, judged at its level as it arrives.
-	type key struct {
-		stage, cell          string
-		attempt, measurement int64
-	}
-	reqs := map[key][]results.Request{}
-	for _, q := range rows.Requests {
-		k := key{q.Stage, q.CellID, results.AttemptOf(q.Attempt), results.MeasurementOf(q.Measurement)}
-		reqs[k] = append(reqs[k], q)
-	}
 	latest := results.LatestCells(rows.Cells)
 	// Every measurement of the current attempt, in order: a cell measured
 	// once more is judged as the run judged it (a failure of the first
 	// that the machine cannot explain still counts).
 	for _, c := range results.AttemptMeasurements(rows.Cells) {
 		r.tally.add(c)
-		if err := r.emit(c, results.AsRequests(reqs[key{c.Stage, c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}])); err != nil {
+		if err := r.emit(c, rows.Requests.Of(rundir.KeyOf(c))); err != nil {
 			return nil, err
 		}
 	}

@@ -123,35 +123,28 @@ func recordedSummary(ri *pipeline.RunInfo, m *rundir.Manifest, rows *pipeline.Ro
 	return sum
 }
 
-// rowKey is a cell row: (cell id, attempt, measurement). A confirmation
-// is a second row of one attempt, with its own requests.
-type rowKey struct {
-	cell                 string
-	attempt, measurement int64
-}
-
-func rowKeyOf(c results.Cell) rowKey {
-	return rowKey{c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}
-}
-
 // replayFeeder hands a run's stored rows to the sinks in the order the run
 // emitted them: each cell row with its requests and verdicts, a stage's or
 // the run's verdicts where they were judged, the samples last.
 type replayFeeder struct {
 	ss       sinkSet
 	rows     *pipeline.Rows
-	reqs     map[rowKey][]results.Request
 	next     int // the next cell row to feed
 	firstErr error
 }
 
 func newReplayFeeder(ss sinkSet, rows *pipeline.Rows) *replayFeeder {
-	f := &replayFeeder{ss: ss, rows: rows, reqs: map[rowKey][]results.Request{}}
-	for _, r := range rows.Requests {
-		k := rowKey{r.CellID, results.AttemptOf(r.Attempt), results.MeasurementOf(r.Measurement)}
-		f.reqs[k] = append(f.reqs[k], r)
+	return &replayFeeder{ss: ss, rows: rows}
+}
+
+// requestsOf is cell row c's requests, read from the run directory as a
+// sink reads them (a confirmation is a second row of one attempt, with
+// its own requests).
+func (f *replayFeeder) requestsOf(c results.Cell) results.Requests {
+	if f.rows.Requests == nil {
+		return nil
 	}
-	return f
+	return f.rows.Requests.Of(rundir.KeyOf(c))
 }
 
 func (f *replayFeeder) note(err error) {
@@ -175,7 +168,7 @@ func (f *replayFeeder) feed() {
 	}
 	for ; f.next < len(f.rows.Cells); f.next++ {
 		c := f.rows.Cells[f.next]
-		f.note(f.ss.cell(c, results.AsRequests(f.reqs[rowKeyOf(c)]), nil))
+		f.note(f.ss.cell(c, f.requestsOf(c), nil))
 	}
 	if len(f.rows.Samples) > 0 {
 		f.note(f.ss.samples(f.rows.Samples))
@@ -202,7 +195,7 @@ func (f *replayFeeder) verdicts(group []results.Verdict) {
 		return
 	}
 	if c, ok := f.feedUntil(v.CellID, results.AttemptOf(v.Attempt)); ok {
-		f.note(f.ss.cell(c, results.AsRequests(f.reqs[rowKeyOf(c)]), group))
+		f.note(f.ss.cell(c, f.requestsOf(c), group))
 		return
 	}
 	f.note(f.ss.verdicts(stamp, group))
@@ -219,7 +212,7 @@ func (f *replayFeeder) feedUntil(cell string, attempt int64) (results.Cell, bool
 		}
 		for ; f.next < i; f.next++ {
 			c := cells[f.next]
-			f.note(f.ss.cell(c, results.AsRequests(f.reqs[rowKeyOf(c)]), nil))
+			f.note(f.ss.cell(c, f.requestsOf(c), nil))
 		}
 		f.next = i + 1
 		return cells[i], true

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 )
 
 // File names of the tables in a run directory.
@@ -93,22 +94,18 @@ const batchRows = 2048
 // Rows writes rows stored earlier (the Parquet tables of a resumed run's
 // earlier attempts, in part order) as a replay of the run directory
 // drives a sink (engine.Replay): each cell row with the requests of its
-// cell id and attempt, through Cell. So a resumed run's files are, byte
-// for byte, the ones `benchrun report` writes from the same directory.
-// Like the replay, it leaves out request rows whose cell row was never
-// stored (a run killed between a cell's two part files).
-func (t *Tables) Rows(cells []results.Cell, reqs []results.Request) error {
-	type key struct {
-		cell    string
-		attempt int64
-	}
-	byCell := map[key][]results.Request{}
-	for _, r := range reqs {
-		k := key{r.CellID, results.AttemptOf(r.Attempt)}
-		byCell[k] = append(byCell[k], r)
-	}
+// own attempt and measurement, read as they are written, through Cell.
+// So a resumed run's files are, byte for byte, the ones `benchrun
+// report` writes from the same directory. Like the replay, it leaves out
+// request rows whose cell row was never stored (a run killed between a
+// cell's two part files).
+func (t *Tables) Rows(cells []results.Cell, reqs rundir.RequestRows) error {
 	for _, c := range cells {
-		if err := t.Cell(c, results.AsRequests(byCell[key{c.CellID, results.AttemptOf(c.Attempt)}])); err != nil {
+		var rows results.Requests
+		if reqs != nil {
+			rows = reqs.Of(rundir.KeyOf(c))
+		}
+		if err := t.Cell(c, rows); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	"github.com/benchrun/benchrun/pipeline"
 )
 
@@ -66,7 +67,9 @@ func TestSinkResume(t *testing.T) {
 	check("new run", cells[:3])
 
 	pc, pr := flatten(cells[:3])
-	runSink(t, env(func() (*pipeline.Rows, error) { return &pipeline.Rows{Cells: pc, Requests: pr}, nil }), cells[3:])
+	runSink(t, env(func() (*pipeline.Rows, error) {
+		return &pipeline.Rows{Cells: pc, Requests: rundir.RequestList(pr)}, nil
+	}), cells[3:])
 	check("resumed run", cells)
 
 	e := env(none)

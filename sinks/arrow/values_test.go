@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/benchrun/benchrun/internal/results"
+	"github.com/benchrun/benchrun/internal/rundir"
 	pqs "github.com/benchrun/benchrun/sinks/parquet"
 )
 
@@ -151,7 +152,7 @@ func TestResumeOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc, pr := flatten(prior)
-	if err := tb.Rows(pc, pr); err != nil {
+	if err := tb.Rows(pc, rundir.RequestList(pr)); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range fresh {
@@ -180,7 +181,7 @@ func TestRowsIsReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.Rows(pc, pr); err != nil {
+	if err := tb.Rows(pc, rundir.RequestList(pr)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tb.Close(); err != nil {

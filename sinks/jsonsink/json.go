@@ -93,9 +93,8 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 	}
 	if prior != nil && len(prior.Cells) > 0 {
 		latest := results.LatestCells(prior.Cells)
-		byCell := results.RequestsOf(latest, prior.Requests) // the requests of each row's own attempt
-		for _, c := range latest {
-			o.cells = append(o.cells, resultdoc.NewCellResult(c, results.AsRequests(byCell[c.CellID])))
+		for _, c := range latest { // the requests of each row's own attempt, read as it needs them
+			o.cells = append(o.cells, resultdoc.NewCellResult(c, prior.Requests.Of(rundir.KeyOf(c))))
 		}
 		o.verdicts = results.LatestVerdicts(prior.Verdicts)
 	}

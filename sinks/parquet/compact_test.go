@@ -145,6 +145,9 @@ func readRunRows(t testing.TB, dir string) *rundir.Rows {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rows.Requests, err = rundir.HoldRequests(rows.Requests); err != nil {
+		t.Fatal(err)
+	}
 	return rows
 }
 

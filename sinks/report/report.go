@@ -252,14 +252,9 @@ func (o *Sink) Start(env *pipeline.SinkEnv) error {
 		o.d.Cells, o.d.Verdicts = results.LatestCells(prior.Cells), results.LatestVerdicts(prior.Verdicts)
 		o.d.Samples = keepSamples(nil, prior.Samples)
 		for _, c := range o.d.Cells {
-			var reqs []results.Request
-			for _, r := range prior.Requests {
-				if r.CellID == c.CellID && results.AttemptOf(r.Attempt) == results.AttemptOf(c.Attempt) && results.MeasurementOf(r.Measurement) == results.MeasurementOf(c.Measurement) {
-					reqs = append(reqs, r)
-				}
-			}
-			o.d.keepTurns(c, results.AsRequests(reqs))
-			o.d.Views.Keep(c, results.AsRequests(reqs))
+			reqs := prior.Requests.Of(rundir.KeyOf(c))
+			o.d.keepTurns(c, reqs)
+			o.d.Views.Keep(c, reqs)
 		}
 	}
 	return nil
