@@ -23,23 +23,24 @@ type Dist struct {
 // DistOf computes a cell's distributions from its request rows.
 func DistOf(reqs results.Requests) Dist {
 	var ttft, e2el []float64
-	for r := range reqs.All() {
-		s, ok := measure.SampleOf(r)
-		if !ok {
-			continue
-		}
-		ttft, e2el = append(ttft, s.TTFTMs), append(e2el, s.E2ELMs)
-	}
 	// The gaps, one per token, are ranked rather than held (a soak's are
-	// tens of millions): the same levels.
+	// tens of millions): the same levels. Rank's first reading gathers
+	// the TTFT and E2EL too.
+	first := true
 	itl := stats.Rank(func(yield func(float64)) {
 		for r := range reqs.All() {
-			if s, ok := measure.SampleOf(r); ok {
-				for _, g := range s.GapsMs {
-					yield(g)
-				}
+			s, ok := measure.SampleOf(r)
+			if !ok {
+				continue
+			}
+			if first {
+				ttft, e2el = append(ttft, s.TTFTMs), append(e2el, s.E2ELMs)
+			}
+			for _, g := range s.GapsMs {
+				yield(g)
 			}
 		}
+		first = false
 	}, func(n int) []int { return stats.PercentileRanks(n, levelPcts()...) }, stats.MaxHeld)
 	var itlLevels []float64
 	if itl.N > 0 {
