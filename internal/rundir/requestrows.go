@@ -118,9 +118,15 @@ func (s *storedRequests) index() error {
 			s.err = fmt.Errorf("listing %s: %w", tableDir, err)
 			return
 		}
+		root, err := os.OpenRoot(tableDir)
+		if err != nil {
+			s.err = fmt.Errorf("reading %s: %w", tableDir, err)
+			return
+		}
+		defer root.Close()
 		for _, name := range partNames(entries) {
 			path := filepath.Join(tableDir, name)
-			cols, err := readKeyColumns(path)
+			cols, err := readPart[requestKeyColumns](root, name)
 			if err != nil {
 				s.err = fmt.Errorf("reading %s: %w (a part file benchrun wrote is complete; this one was changed or truncated since: move it away to read the rest)", path, err)
 				return
@@ -142,19 +148,6 @@ func (s *storedRequests) index() error {
 		}
 	})
 	return s.err
-}
-
-func readKeyColumns(path string) ([]requestKeyColumns, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return pq.Read[requestKeyColumns](f, st.Size())
 }
 
 func (s *storedRequests) Len() int {
