@@ -87,3 +87,31 @@ func TestSinkResume(t *testing.T) {
 		t.Errorf("files after a failed start: %v; want the two .arrow files only", entries)
 	}
 }
+
+// A resumed run whose earlier attempt confirmed a cell (a second
+// measurement of one attempt, with its own requests) writes each
+// measurement's row with its own requests, once each: keyed by cell and
+// attempt alone, both rows were written with both measurements' requests.
+func TestSinkResumeConfirmation(t *testing.T) {
+	base := testCells()[0]
+	second := cellOf{base.cell, nil}
+	second.cell.Measurement = 2
+	for _, r := range base.reqs {
+		r.Measurement, r.Seq = 2, r.Seq+1000
+		second.reqs = append(second.reqs, r)
+	}
+	first := base
+	first.cell.Measurement = 1
+	first.reqs = nil
+	for _, r := range base.reqs {
+		r.Measurement = 1
+		first.reqs = append(first.reqs, r)
+	}
+	prior := []cellOf{first, second}
+	dir := t.TempDir()
+	pc, pr := flatten(prior)
+	runSink(t, &pipeline.SinkEnv{Run: &pipeline.RunInfo{Dir: dir, Attempt: 2}, Progress: io.Discard, Prior: func() (*pipeline.Rows, error) {
+		return &pipeline.Rows{Cells: pc, Requests: rundir.RequestList(pr)}, nil
+	}}, nil)
+	compareRows(t, "requests", canonAll(pr), canonAll(decode[results.Request](t, filepath.Join(dir, RequestsFile))))
+}
