@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"slices"
@@ -181,11 +182,8 @@ func narrow(pass FamilyPass, windows [][]rankWindow, bits uint) {
 			return
 		}
 		k := orderKey(x)
-		for i, w := range windows[f] {
-			if w.shift == 64 || k>>w.shift == w.prefix {
-				hists[f][i][(k>>sub[f])&(uint64(len(hists[f][i]))-1)]++
-				return
-			}
+		if i := windowOf(windows[f], k); i >= 0 {
+			hists[f][i][(k>>sub[f])&(uint64(len(hists[f][i]))-1)]++
 		}
 	})
 	for f, ws := range windows {
@@ -239,11 +237,8 @@ func collect(pass FamilyPass, windows [][]rankWindow, out []Ranked) {
 			return
 		}
 		k := orderKey(x)
-		for i, w := range windows[f] {
-			if w.shift != 0 && (w.shift == 64 || k>>w.shift == w.prefix) {
-				vals[f][i] = append(vals[f][i], x)
-				return
-			}
+		if i := windowOf(windows[f], k); i >= 0 && windows[f][i].shift != 0 {
+			vals[f][i] = append(vals[f][i], x)
 		}
 	})
 	for f, ws := range windows {
@@ -257,6 +252,25 @@ func collect(pass FamilyPass, windows [][]rankWindow, out []Ranked) {
 			}
 		}
 	}
+}
+
+// windowOf is the index of the window of ws that key k falls in, -1 for
+// none. A sample's windows share their shift and are in ascending order
+// of prefix (each narrowing keeps its parents' order and its ranks'), so
+// it is a binary search: a distribution's 101 levels are as many windows,
+// which a scan walked for every value.
+func windowOf(ws []rankWindow, k uint64) int {
+	if len(ws) == 0 {
+		return -1
+	}
+	if ws[0].shift == 64 {
+		return 0
+	}
+	i, found := slices.BinarySearchFunc(ws, k>>ws[0].shift, func(w rankWindow, p uint64) int { return cmp.Compare(w.prefix, p) })
+	if !found {
+		return -1
+	}
+	return i
 }
 
 // wantedRanks is ranks(n), sorted, without repeats or ranks outside the

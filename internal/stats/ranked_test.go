@@ -221,3 +221,36 @@ func BenchmarkRank(b *testing.B) {
 		}
 	})
 }
+
+// Rank at every whole percentile (a report's distribution: 101 windows,
+// found by binary search) gives what sorting gives, over spread and
+// jittered samples narrowed past a small budget.
+func TestRankEveryPercentile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	levels := make([]float64, 101)
+	for i := range levels {
+		levels[i] = float64(i)
+	}
+	for name, gen := range map[string]func() float64{
+		"lognormal": func() float64 { return math.Exp(rng.NormFloat64()) },
+		"jitter":    func() float64 { return 1 + rng.Float64()*0.05 },
+		"signed":    func() float64 { return rng.NormFloat64() * 1e3 },
+	} {
+		xs := make([]float64, 60_000)
+		for i := range xs {
+			xs[i] = gen()
+		}
+		r := Rank(func(yield func(float64)) {
+			for _, x := range xs {
+				yield(x)
+			}
+		}, func(n int) []int { return PercentileRanks(n, levels...) }, 500)
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		for _, p := range levels {
+			if got, want := r.Percentile(p), SortedPercentile(sorted, p); got != want {
+				t.Errorf("%s: p%v %v, want %v", name, p, got, want)
+			}
+		}
+	}
+}

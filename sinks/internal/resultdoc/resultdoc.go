@@ -173,39 +173,41 @@ func NewCellResult(c results.Cell, reqs results.Requests) CellResult {
 	if reqs == nil {
 		reqs = results.RequestSlice(nil)
 	}
-	for q := range reqs.All() {
-		if _, ok := measure.SampleOf(q); ok {
-			r.TotalInputTokens += q.InputTokens
-			r.TotalOutputTokens += q.OutputTokens
+	// The totals and the four deviations walk the requests' samples
+	// twice in all (the sums, then the squares) rather than copying them:
+	// a long cell's gaps are its largest family.
+	var devs [stdFamilies]deviation
+	first := true
+	walk := func(add func(fam int, x float64)) {
+		for q := range reqs.All() {
+			s, ok := measure.SampleOf(q)
+			if !ok {
+				continue
+			}
+			if first {
+				r.TotalInputTokens += q.InputTokens
+				r.TotalOutputTokens += q.OutputTokens
+			}
+			add(stdTTFT, s.TTFTMs)
+			if s.HasTPOT {
+				add(stdTPOT, s.TPOTMs)
+			}
+			for _, g := range s.GapsMs {
+				add(stdITL, g)
+			}
+			add(stdE2EL, s.E2ELMs)
 		}
+		first = false
+	}
+	walk(func(f int, x float64) { devs[f].sum += x; devs[f].n++ })
+	if devs[stdTTFT].n > 0 {
+		walk(func(f int, x float64) { devs[f].square(x) })
 	}
 	if reqs.Len() == 0 {
 		r.TotalInputTokens = int64(math.Round(results.ValueOr(c.EffectiveISL, 0) * float64(c.Completed)))
 		r.TotalOutputTokens = int64(math.Round(results.ValueOr(c.EffectiveOSL, 0) * float64(c.Completed)))
 	}
-	// Each deviation walks the requests' samples twice rather than
-	// copying them: a long cell's gaps are its largest family.
-	family := func(of func(s measure.Sample, yield func(float64))) func(yield func(float64)) {
-		return func(yield func(float64)) {
-			for q := range reqs.All() {
-				if s, ok := measure.SampleOf(q); ok {
-					of(s, yield)
-				}
-			}
-		}
-	}
-	r.StdTTFTMs = std(family(func(s measure.Sample, yield func(float64)) { yield(s.TTFTMs) }))
-	r.StdTPOTMs = std(family(func(s measure.Sample, yield func(float64)) {
-		if s.HasTPOT {
-			yield(s.TPOTMs)
-		}
-	}))
-	r.StdITLMs = std(family(func(s measure.Sample, yield func(float64)) {
-		for _, g := range s.GapsMs {
-			yield(g)
-		}
-	}))
-	r.StdE2ELMs = std(family(func(s measure.Sample, yield func(float64)) { yield(s.E2ELMs) }))
+	r.StdTTFTMs, r.StdTPOTMs, r.StdITLMs, r.StdE2ELMs = devs[stdTTFT].std(), devs[stdTPOT].std(), devs[stdITL].std(), devs[stdE2EL].std()
 	nullNonFinite(reflect.ValueOf(&r).Elem())
 	return r
 }
@@ -225,21 +227,34 @@ func nullNonFinite(v reflect.Value) {
 	}
 }
 
-// std is the population standard deviation (numpy's np.std, as vLLM uses);
-// nil without samples.
-// std is the population standard deviation of the values each yields
-// (nil without values), walking them twice: the mean, then the squares.
-func std(each func(yield func(float64))) *float64 {
-	var sum float64
-	n := 0
-	each(func(x float64) { sum += x; n++ })
-	if n == 0 {
+// The families whose population standard deviation result.json carries.
+const (
+	stdTTFT = iota
+	stdTPOT
+	stdITL
+	stdE2EL
+	stdFamilies
+)
+
+// deviation is one family's population standard deviation (numpy's
+// np.std, as vLLM uses), from two walks over its values: the sum, then
+// the squares about the mean.
+type deviation struct {
+	sum, ss float64
+	n       int
+}
+
+func (d *deviation) square(x float64) {
+	m := d.sum / float64(d.n)
+	d.ss += (x - m) * (x - m)
+}
+
+// std is the deviation, nil without values.
+func (d *deviation) std() *float64 {
+	if d.n == 0 {
 		return nil
 	}
-	mean := sum / float64(n)
-	var ss float64
-	each(func(x float64) { ss += (x - mean) * (x - mean) })
-	return results.Some(math.Sqrt(ss / float64(n)))
+	return results.Some(math.Sqrt(d.ss / float64(d.n)))
 }
 
 // Build assembles result.json's content.
