@@ -2,6 +2,7 @@ package measure
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/results"
@@ -127,6 +128,24 @@ type sliceAcc struct {
 // 30 windows of 1.9 million gaps each read its 900,000 rows 90 times,
 // one window after the other).
 func Slices(cell results.Cell, reqs results.Requests) []results.Slice {
+	if m, ok := reqs.(interface{ Memo(any, func() any) any }); ok {
+		// Cut once per cell row for every consumer of the same rows
+		// (results.Memoize): the Parquet sink's and the report's.
+		key := sliceKey{cell.RunID, cell.Plan, cell.Stage, cell.CellID, cell.Attempt, cell.Measurement, cell.SliceS}
+		return slices.Clone(m.Memo(key, func() any { return cutSlices(cell, reqs) }).([]results.Slice))
+	}
+	return cutSlices(cell, reqs)
+}
+
+// sliceKey is what of a cell row its slices depend on: its identity,
+// which they carry, and its width.
+type sliceKey struct {
+	runID, plan, stage, cellID string
+	attempt, measurement       int64
+	width                      float64
+}
+
+func cutSlices(cell results.Cell, reqs results.Requests) []results.Slice {
 	if reqs == nil || reqs.Len() == 0 {
 		return nil
 	}

@@ -3,6 +3,7 @@ package measure
 import (
 	"iter"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -236,4 +237,36 @@ type countingRequests struct {
 func (c countingRequests) All() iter.Seq[*results.Request] {
 	*c.reads++
 	return c.RequestSlice.All()
+}
+
+// Slices of memoized rows (results.Memoize, as the engine hands a cell's
+// rows to its sinks) are cut once per cell row: a second consumer gets
+// the same windows without reading the rows, its own copy of the list,
+// and another width or another row is cut afresh.
+func TestSlicesCutOnceForMemoizedRows(t *testing.T) {
+	var reqs []results.Request
+	for i := range 200 {
+		reqs = append(reqs, okReq(time.Duration(i)*10*time.Millisecond, 0, 5, 25, []float64{10, 10}, nil))
+	}
+	reads := 0
+	rows := results.Memoize(countingRequests{RequestSlice: results.RequestSlice(reqs), reads: &reads})
+	cell := results.Cell{RunID: "r", CellID: "c", SliceS: 0.5}
+	first := Slices(cell, rows)
+	once := reads
+	second := Slices(cell, rows)
+	if reads != once || len(first) == 0 || !reflect.DeepEqual(first, second) {
+		t.Fatalf("second cut: %d more readings, %d and %d windows", reads-once, len(first), len(second))
+	}
+	second[0].Sent = -1
+	if first[0].Sent == -1 {
+		t.Errorf("the consumers share one list: one's change is the other's")
+	}
+	if want := Slices(cell, countingRequests{RequestSlice: results.RequestSlice(reqs), reads: new(int)}); !reflect.DeepEqual(first, want) {
+		t.Errorf("memoized slices differ from the rows' own")
+	}
+	wider := cell
+	wider.SliceS = 1
+	if got := Slices(wider, rows); reads == once || len(got) >= len(first) {
+		t.Errorf("another width: %d windows (%d at 0.5 s), %d more readings", len(got), len(first), reads-once)
+	}
 }

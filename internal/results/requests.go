@@ -1,6 +1,9 @@
 package results
 
-import "iter"
+import (
+	"iter"
+	"sync"
+)
 
 // Requests is a cell's request rows as its stage hands them on: to the
 // assertions and to every sink. Each reads them in stored order as often
@@ -153,4 +156,38 @@ func (f filteredRequests) All() iter.Seq[*Request] {
 			}
 		}
 	}
+}
+
+// Memoize is reqs keeping what their consumers derive from them alike
+// (measure.Slices: the Parquet sink and the report both cut a cell's
+// windows), so the second consumer does not read a long cell's rows
+// again. nil for nil.
+func Memoize(reqs Requests) Requests {
+	if reqs == nil {
+		return nil
+	}
+	return &MemoRequests{Requests: reqs}
+}
+
+// MemoRequests are Requests with a memo (Memoize).
+type MemoRequests struct {
+	Requests
+	mu   sync.Mutex
+	memo map[any]any
+}
+
+// Memo is the value kept under key, made by build the first time it is
+// asked for (one at a time: a second asker waits for the first).
+func (m *MemoRequests) Memo(key any, build func() any) any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.memo[key]; ok {
+		return v
+	}
+	v := build()
+	if m.memo == nil {
+		m.memo = map[any]any{}
+	}
+	m.memo[key] = v
+	return v
 }

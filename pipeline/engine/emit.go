@@ -28,8 +28,9 @@ func (r *runner) emit(cell results.Cell, reqs results.Requests) error {
 	cell = redact.Value(cell)
 	// The rows are stamped, masked and given their stored times as each
 	// is read (in place when they are in memory): a long cell's rows are
-	// read from its spool, never held here.
-	reqs = results.MapRequests(reqs, func(q *results.Request) {
+	// read from its spool, never held here. What several sinks derive
+	// from them alike (the time slices) is made once (results.Memoize).
+	reqs = results.Memoize(results.MapRequests(reqs, func(q *results.Request) {
 		q.Measurement = cell.Measurement
 		q.RunID = cell.RunID
 		q.Plan = cell.Plan
@@ -43,7 +44,7 @@ func (r *runner) emit(cell results.Cell, reqs results.Requests) error {
 			q.Attempt = cell.Attempt
 		}
 		*q = results.Stored(redact.Value(*q))
-	})
+	}))
 	verdictRows := r.judge.Row(cell, reqs)
 	// Durable sinks first: a row printed or summarised elsewhere is one
 	// already on disk, or it says it is not.
