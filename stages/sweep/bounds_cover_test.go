@@ -6,12 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/machine/machinetest"
 	"github.com/benchrun/benchrun/internal/results"
 	"github.com/benchrun/benchrun/internal/sim"
+	"github.com/benchrun/benchrun/internal/stats"
 	"github.com/benchrun/benchrun/pipeline"
 	"github.com/benchrun/benchrun/pipeline/pipelinetest"
 	"github.com/benchrun/benchrun/stages/sweep"
@@ -19,10 +21,10 @@ import (
 )
 
 // TestPercentileBoundsCover: the 95 % bounds a sweep stores beside its
-// percentiles (itl_p50_ms_lo … itl_p99_ms_hi) hold the true percentile in
-// at least 93 % of cells each, over 210 cells (3 shapes × 70 repeats)
-// against the simulator in a mode whose distribution is known in closed
-// form: every answer gap a lognormal draw of median 2 ms and spread 0.5
+// percentiles (itl_p50_ms_lo … itl_p99_ms_hi) hold the true percentile as
+// often as the binomial rule promises, over 420 cells (6 shapes × 70
+// repeats: a plan caps repeats at 100) against the simulator in a mode
+// whose distribution is known in closed form: every answer gap a lognormal draw of median 2 ms and spread 0.5
 // (sim.Config.ITLSpread), whose p-th percentile is 2 × exp(0.5 × z_p).
 // A cell of 8 requests of 50 tokens pools 392 independent gaps, enough to
 // bound a p99 from above (368), in about a tenth of a second.
@@ -38,6 +40,17 @@ import (
 // machine's, not the draws', so the truth stays independent of the
 // sample it judges). The coverage against the lognormal alone is logged
 // beside it: on a busy machine the error shows there.
+//
+// How often is "as often as promised": the bounds of 392 gaps are order
+// statistics whose exact coverage is 95.1 % (p50), 95.7 % (p90) and
+// 96.2 % (p99) (stats.QuantileBound.Coverage), so the cells a column
+// misses are Binomial(420, 1 − coverage), about 20 of them. The test fails
+// a column whose misses are that unlikely: a chance under 1e-4 of so few
+// cells covered (40 or more missed at the p50, 33 at the p99), so a
+// correct bound fails it once in ten thousand runs while a bound that
+// covers 90 % (42 misses expected) fails it two times in three (p50) to
+// nine in ten (p99). It held 93 % of 210 cells
+// before, which a correct p50 bound missed one run in eleven.
 func TestPercentileBoundsCover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("210 cells")
@@ -45,7 +58,7 @@ func TestPercentileBoundsCover(t *testing.T) {
 	watch := machinetest.Start()
 	const (
 		median, spread = 2.0, 0.5
-		shapes, reps   = 3, 70
+		shapes, reps   = 6, 70
 		cells, gaps    = shapes * reps, 8 * 49
 	)
 	srv := pipelinetest.NewSim(t, func(c *sim.Config) {
@@ -58,7 +71,7 @@ func TestPercentileBoundsCover(t *testing.T) {
 	rec := pipelinetest.RunStage(t, context.Background(), reg, fmt.Sprintf(`
 name: "cover"
 model: {name: "sim-llama"}
-stages: sweep: {kind: "sweep", target: %q, cells: [{isl: 16, osl: 50}, {isl: 24, osl: 50}, {isl: 32, osl: 50}], concurrency: [8],
+stages: sweep: {kind: "sweep", target: %q, cells: [{isl: 16, osl: 50}, {isl: 24, osl: 50}, {isl: 32, osl: 50}, {isl: 40, osl: 50}, {isl: 48, osl: 50}, {isl: 56, osl: 50}], concurrency: [8],
 	requests: 8, warmup: 0, repeats: %d, calibrate: "off", telemetry: {machine: "off"}}`, url, reps), "sweep")
 	if st := rec.Stage("sweep"); st.Status != pipeline.StatusOK {
 		t.Fatalf("sweep %s: %s", st.Status, st.Reason)
@@ -98,7 +111,7 @@ stages: sweep: {kind: "sweep", target: %q, cells: [{isl: 16, osl: 50}, {isl: 24,
 		truths[id] = [3]float64{draws[len(draws)/2], draws[len(draws)*9/10], draws[len(draws)*99/100]}
 	}
 
-	var rates []float64
+	var bad []string
 	for j, p := range []struct {
 		col string
 		q   float64
@@ -118,16 +131,21 @@ stages: sweep: {kind: "sweep", target: %q, cells: [{isl: 16, osl: 50}, {isl: 24,
 				coveredAnalytic++
 			}
 		}
-		rate := float64(covered) / float64(cells)
-		rates = append(rates, rate)
-		t.Logf("%s: the true value (the lognormal's %.3f ms + the cell's error) inside the stored bounds in %d of %d cells (%.1f %%; %.1f %% against the lognormal's alone)",
-			p.col, analytic, covered, cells, 100*rate, 100*float64(coveredAnalytic)/float64(cells))
+		// The chance of covering no more cells than this with bounds
+		// that cover as promised.
+		promised := stats.SortedQuantileBound(make([]float64, gaps), 100*p.q, 0.95).Coverage
+		chance := distuv.Binomial{N: cells, P: promised}.CDF(float64(covered))
+		t.Logf("%s: the true value (the lognormal's %.3f ms + the cell's error) inside the stored bounds in %d of %d cells (%.1f %%, promised %.1f %%: a chance of %.2g of so few; %.1f %% against the lognormal's alone)",
+			p.col, analytic, covered, cells, 100*float64(covered)/cells, 100*promised, chance, 100*float64(coveredAnalytic)/float64(cells))
+		if chance < 1e-4 {
+			bad = append(bad, fmt.Sprintf("%s in %d of %d cells (promised %.1f %%: a chance of %.2g)", p.col, covered, cells, 100*promised, chance))
+		}
 	}
 	// A claim about a quiet machine: beside busy neighbours a stall's
 	// error is neither the draws' nor independent of them (gaps it joins
 	// read 0), so there the check is inconclusive (machinetest).
-	if slices.Min(rates) < 0.93 {
-		watch.Judge(t, "the stored 95 % bounds held the true itl p50, p90 and p99 in at least 93 % of cells")
-		t.Errorf("the 95 %% bounds held the true p50, p90, p99 in %.1f %%, %.1f %%, %.1f %% of cells; want at least 93 %% each", 100*rates[0], 100*rates[1], 100*rates[2])
+	if len(bad) > 0 {
+		watch.Judge(t, "the stored 95 % bounds held the true itl p50, p90 and p99 as often as the binomial rule promises")
+		t.Errorf("the 95 %% bounds held the true value less often than promised: %s", strings.Join(bad, "; "))
 	}
 }
