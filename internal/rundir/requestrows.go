@@ -126,13 +126,7 @@ func (s *storedRequests) index() error {
 		defer root.Close()
 		for _, name := range partNames(entries) {
 			path := filepath.Join(tableDir, name)
-			cols, err := readPart[requestKeyColumns](root, name)
-			if err != nil {
-				s.err = fmt.Errorf("reading %s: %w (a part file benchrun wrote is complete; this one was changed or truncated since: move it away to read the rest)", path, err)
-				return
-			}
-			s.parts = append(s.parts, path)
-			for _, c := range cols {
+			err := readKeys(root, name, func(c *requestKeyColumns) {
 				k := RowKey{c.CellID, results.AttemptOf(c.Attempt), results.MeasurementOf(c.Measurement)}
 				kp := s.keys[k]
 				if kp == nil {
@@ -144,7 +138,12 @@ func (s *storedRequests) index() error {
 				}
 				kp.n++
 				s.n++
+			})
+			if err != nil {
+				s.err = fmt.Errorf("reading %s: %w (a part file benchrun wrote is complete; this one was changed or truncated since: move it away to read the rest)", path, err)
+				return
 			}
+			s.parts = append(s.parts, path)
 		}
 	})
 	return s.err
@@ -244,6 +243,43 @@ func readParts(paths []string, keep func(*results.Request) bool, yield func(*res
 	return nil
 }
 
+// readKeys calls f with the key columns of each row of one part, read
+// readBatch rows at a time: parquet-go decodes whole rows to project
+// them, 1.8 KB a streamed row of 64 tokens, so a part read at once (a
+// soak's 900,000 rows) held gigabytes for a moment.
+func readKeys(root *os.Root, name string, f func(*requestKeyColumns)) error {
+	file, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	pf, err := pq.OpenFile(file, st.Size(), pq.SkipPageIndex(true), pq.SkipBloomFilters(true))
+	if err != nil {
+		return err
+	}
+	r := pq.NewGenericReader[requestKeyColumns](pf)
+	defer r.Close()
+	batch := make([]requestKeyColumns, readBatch)
+	for total, n := int(r.NumRows()), 0; n < total; {
+		k, err := r.Read(batch[:min(readBatch, total-n)])
+		for i := range k {
+			f(&batch[i])
+		}
+		n += k
+		if err != nil {
+			if errors.Is(err, io.EOF) && n == total {
+				break
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // readPartRows yields one part's rows that keep holds for; more is false
 // when the consumer stopped.
 func readPartRows(path string, keep func(*results.Request) bool, yield func(*results.Request) bool) (more bool, err error) {
@@ -258,7 +294,7 @@ func readPartRows(path string, keep func(*results.Request) bool, yield func(*res
 	}
 	// Opened first: NewGenericReader panics on a file that is not
 	// Parquet (a truncated spool chunk of a full disk).
-	pf, err := pq.OpenFile(f, st.Size())
+	pf, err := pq.OpenFile(f, st.Size(), pq.SkipPageIndex(true), pq.SkipBloomFilters(true))
 	if err != nil {
 		return false, err
 	}
