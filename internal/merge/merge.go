@@ -151,26 +151,17 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 			if _, ok := parts[k]; !ok {
 				order = append(order, k)
 			}
-			var reqs []results.Request
 			// A model mix's per-model row has no requests of its own:
 			// its model's requests of the pooled row are its (read, not
 			// written again).
 			reqID, model, perModel := mixRowOf(c.CellID)
 			key := rundir.KeyOf(c)
 			key.CellID = reqID
-			if stored := s.rows.Requests.Of(key); stored != nil {
-				for r := range stored.All() {
-					if r.Stage == c.Stage && (!perModel || r.Model == model) {
-						// On the coordinator's clock, so that the shards'
-						// times are comparable (zero offset without one).
-						q := *r
-						q.SentAt = q.SentAt.Add(offsets[s.dir])
-						reqs = append(reqs, q)
-					}
-				}
-				if err := stored.Err(); err != nil {
-					return nil, fmt.Errorf("shard %s: %w", s.dir, err)
-				}
+			// On the coordinator's clock, so that the shards' times are
+			// comparable (zero offset without one).
+			reqs := &shardRows{stored: s.rows.Requests.Of(key), stage: c.Stage, model: model, perModel: perModel, offset: offsets[s.dir]}
+			if err := reqs.scan(); err != nil {
+				return nil, fmt.Errorf("shard %s: %w", s.dir, err)
 			}
 			parts[k] = append(parts[k], part{dir: s.dir, runID: s.run.ID(), row: c, reqs: reqs})
 		}
@@ -187,20 +178,25 @@ func Merge(dirs []string, out string, o Options) (*Result, error) {
 		}
 	}
 	for n, k := range order {
-		row, reqs, info := mergeCell(parts[k], plan.SLO, o)
+		row, pool, info := mergeCell(parts[k], plan.SLO, o)
+		pool.runID = runID
+		var reqs results.Requests = pool
+		written := pool.Len()
 		if _, _, perModel := mixRowOf(k.id); perModel {
-			reqs = nil // the pooled row's, written with it
+			reqs, written = nil, 0 // the pooled row's, written with it
 		}
 		row.RunID = runID
 		row.Attempt = 1
-		for i := range reqs {
-			reqs[i].RunID, reqs[i].Attempt, reqs[i].Seq = runID, 1, int64(i)
-		}
-		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, results.AsRequests(reqs), measure.Slices(row, results.AsRequests(reqs))); err != nil {
+		if err := rundir.WriteCell(out, rundir.PartName(1, n+1), row, reqs, measure.Slices(row, reqs)); err != nil {
 			return nil, err
 		}
+		// The rows are read again at each reading: one that failed
+		// (a part changed under the merge) fails it.
+		if err := pool.Err(); err != nil {
+			return nil, fmt.Errorf("cell %s: %w", k.id, err)
+		}
 		res.Cells = append(res.Cells, row)
-		res.Requests[k.stage+"\x00"+k.id] = len(reqs)
+		res.Requests[k.stage+"\x00"+k.id] = written
 		res.Info.Cells = append(res.Info.Cells, info)
 	}
 	if err := writeRunFiles(shards, out, runID, res, o.Now); err != nil {
@@ -307,7 +303,7 @@ func sameStart(a, b *rundir.ShardRecord) bool {
 type part struct {
 	dir, runID string
 	row        results.Cell
-	reqs       []results.Request
+	reqs       *shardRows
 }
 
 func prepareOut(out string) error {
@@ -322,8 +318,9 @@ func prepareOut(out string) error {
 	return nil
 }
 
-// mergeCell recomputes a cell's row from its shards' requests.
-func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, []results.Request, Cell) {
+// mergeCell recomputes a cell's row from its shards' requests, and
+// gives the merged cell's rows.
+func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, *pooled, Cell) {
 	// The identity of the cell (stage, ladder point, server, model) is
 	// every shard's; shard 0's row (or the first) carries it.
 	slices.SortFunc(ps, func(a, b part) int { return cmp.Compare(a.row.Shard, b.row.Shard) })
@@ -343,8 +340,10 @@ func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, []results.R
 		}
 		info.Shards = append(info.Shards, sh)
 	}
-	reqs := pool.reqs
-	slices.SortStableFunc(reqs, func(a, b results.Request) int { return a.SentAt.Compare(b.SentAt) })
+	reqs := &pooled{}
+	for _, p := range ps {
+		reqs.shards = append(reqs.shards, p.reqs)
+	}
 
 	row := base
 	row.Shard, row.Shards = 0, int64(len(ps))
@@ -358,15 +357,15 @@ func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, []results.R
 	if note := oneClock(&row, reqs, ps); note != "" {
 		notes = append(notes, note)
 	}
-	fill(&row, reqs, slo)
+	fill(&row, reqs, origin, slo)
 	recharge(&row, ps)
 	// Shard 0's notes on the cell's shape tell whether its cache should
 	// engage; the conversation and cache notes come from the pooled rows.
 	expect := turns.ExpectOf(base)
 	row.Notes = ""
-	turns.Fill(&row, results.RequestSlice(reqs), expect)
+	turns.Fill(&row, reqs, expect)
 	poolNotes := row.Notes
-	row.Status, row.Reason = mergedStatus(&row, pool, len(reqs))
+	row.Status, row.Reason = mergedStatus(&row, pool, reqs.Len())
 	row.Notes = mergedNotes(base, info, len(ps), notes, poolNotes)
 	return row, reqs, info
 }
@@ -375,24 +374,22 @@ func mergeCell(ps []part, slo measure.SLO, o Options) (results.Cell, []results.R
 // stage's start-up, an exec program's output): every shard measured the
 // whole thing on its own, so there is nothing to pool; shard 0's row
 // stands for them.
-func unsplitCell(ps []part, info Cell) (results.Cell, []results.Request, Cell) {
+func unsplitCell(ps []part, info Cell) (results.Cell, *pooled, Cell) {
 	base := ps[0].row
 	for _, p := range ps {
-		info.Shards = append(info.Shards, Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs)})
+		info.Shards = append(info.Shards, Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: p.reqs.count()})
 	}
 	row := base
 	row.Shard = 0
 	row.Notes = strings.TrimPrefix(fmt.Sprintf("shard %d/%d's row: a row without a load to split is not merged; %s", base.Shard, base.Shards, base.Notes), "; ")
 	row.Notes = strings.TrimSuffix(row.Notes, "; ")
-	return row, slices.Clone(ps[0].reqs), info
+	return row, &pooled{shards: []*shardRows{ps[0].reqs}, unsorted: true}, info
 }
 
-// pooledShards is what a split cell's shards give together: their
-// requests, each shard's first send (zero for none), how many sent any,
-// the busiest or most starved shard's CPU columns, and the first
-// shard's error.
+// pooledShards is what a split cell's shards give together: each
+// shard's first send (zero for none), how many sent any, the busiest or
+// most starved shard's CPU columns, and the first shard's error.
 type pooledShards struct {
-	reqs                     []results.Request
 	firsts                   []time.Time
 	measured                 int
 	cpu, cpuWait, serverWait *float64
@@ -402,15 +399,8 @@ type pooledShards struct {
 func poolShards(ps []part) pooledShards {
 	pool := pooledShards{status: results.StatusOK}
 	for _, p := range ps {
-		pool.reqs = append(pool.reqs, p.reqs...)
-		var first time.Time
-		for _, r := range p.reqs {
-			if first.IsZero() || r.SentAt.Before(first) {
-				first = r.SentAt
-			}
-		}
-		pool.firsts = append(pool.firsts, first)
-		if len(p.reqs) > 0 {
+		pool.firsts = append(pool.firsts, p.reqs.firstSend())
+		if p.reqs.count() > 0 {
 			pool.measured++
 		}
 		pool.cpu = maxOpt(pool.cpu, p.row.ClientCPUUtil)
@@ -448,7 +438,7 @@ func earliest(ts []time.Time) time.Time {
 // client could not keep up or it started late; note is the flag's note
 // for the merged row ("" when not flagged).
 func shardOf(p part, first, origin time.Time, o Options) (sh Shard, note string) {
-	sh = Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: len(p.reqs), SendLagP99Ms: p.row.SendLagP99}
+	sh = Shard{RunID: p.runID, Dir: p.dir, Shard: p.row.Shard, Shards: p.row.Shards, Requests: p.reqs.count(), SendLagP99Ms: p.row.SendLagP99}
 	if !first.IsZero() {
 		// A constant or gamma shard is planned to start i/λ late
 		// (loadgen.Schedule.Split): only the rest is lateness.
@@ -476,7 +466,7 @@ func shardOf(p part, first, origin time.Time, o Options) (sh Shard, note string)
 // one clock: kernel stamps only when every shard that streamed had them,
 // else every request falls back to its user-space stamps, and the note
 // returned says so ("" otherwise).
-func oneClock(row *results.Cell, reqs []results.Request, ps []part) string {
+func oneClock(row *results.Cell, reqs *pooled, ps []part) string {
 	var kernel, user []string
 	for _, p := range ps {
 		switch p.row.StampSource {
@@ -488,9 +478,7 @@ func oneClock(row *results.Cell, reqs []results.Request, ps []part) string {
 	}
 	if len(kernel) > 0 && len(user) > 0 {
 		row.StampSource = "user"
-		for i := range reqs {
-			measure.UserStamps(&reqs[i])
-		}
+		reqs.userStamps = true
 		return fmt.Sprintf("shards %s timed events with kernel receive stamps, shards %s with user-space stamps: the merged cell uses the user-space ones of all (stamp_source user)", strings.Join(kernel, ","), strings.Join(user, ","))
 	}
 	if len(kernel) > 0 {
@@ -575,21 +563,14 @@ func recharge(row *results.Cell, ps []part) {
 
 // fill recomputes the request-derived metrics with the definition one
 // process uses (measure.FillCell), over the union window: the earliest
-// send to the latest finish of any shard.
-func fill(row *results.Cell, rs []results.Request, slo measure.SLO) {
-	reqs := results.RequestSlice(rs)
+// send (first) to the latest finish of any shard.
+func fill(row *results.Cell, reqs results.Requests, first time.Time, slo measure.SLO) {
 	intervals, span := measure.SendsOf(reqs)
 	// The shards cut their passes with the plan's slice width; the merged
 	// cell keeps it (a width chosen for about ten windows of one shard's
 	// pass suits the union, which spans the same time).
 	slice := time.Duration(row.SliceS * float64(time.Second))
 	measure.FillCell(row, reqs, measure.CellWindow{Span: measure.UnionWindow(reqs), SendIntervals: intervals, SendSpan: span, Slice: slice}, slo)
-	var first time.Time
-	for _, r := range rs {
-		if first.IsZero() || r.SentAt.Before(first) {
-			first = r.SentAt
-		}
-	}
 	if !first.IsZero() {
 		row.StartedAt = first.UTC()
 	}

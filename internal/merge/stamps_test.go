@@ -17,7 +17,7 @@ func stampedShard(shard int64, source string, delays []float64) part {
 		TTFTMs: results.Some(10.0), E2ELMs: results.Some(30.0), TTFTSchedMs: results.Some(10.0), E2ELSchedMs: results.Some(30.0),
 		InputTokens: 1, OutputTokens: 3, Chunks: 3, ChunkGapsMs: []float64{10, 10}, ChunkTokens: []int64{1, 1, 1},
 		Status: results.StatusOK, StampDelaysMs: delays}
-	return part{dir: "d", runID: "r", row: row, reqs: []results.Request{q}}
+	return part{dir: "d", runID: "r", row: row, reqs: heldRows("s", []results.Request{q})}
 }
 
 // The merged row's stamp delays are the pooled requests' percentiles.
@@ -35,7 +35,12 @@ func TestMergeMixedStampSources(t *testing.T) {
 	if row.StampSource != "user" || row.StampDelayP50Ms != nil || !strings.Contains(row.Notes, "shards 0 timed events with kernel receive stamps, shards 1 with user-space stamps") {
 		t.Errorf("merged %q %v, notes %q", row.StampSource, row.StampDelayP50Ms, row.Notes)
 	}
-	k := reqs[0]
+	var k results.Request
+	for q := range reqs.All() {
+		if q.Seq == 0 {
+			k = *q
+		}
+	}
 	if *k.TTFTMs != 11 || *k.E2ELMs != 34 || *k.TTFTSchedMs != 11 || k.ChunkGapsMs[0] != 11 || k.ChunkGapsMs[1] != 12 || k.StampDelaysMs != nil {
 		t.Errorf("kernel shard's request on user stamps: ttft %v e2el %v gaps %v delays %v", *k.TTFTMs, *k.E2ELMs, k.ChunkGapsMs, k.StampDelaysMs)
 	}
@@ -71,8 +76,8 @@ func TestMergedCellIsOneProcessCell(t *testing.T) {
 		shards[i%2] = append(shards[i%2], q)
 	}
 	ps := []part{
-		{dir: "a", runID: "ra", row: results.Cell{Stage: "s", CellID: one.CellID, Concurrency: 2, Shard: 0, Shards: 2, Status: results.StatusError}, reqs: shards[0]},
-		{dir: "b", runID: "rb", row: results.Cell{Stage: "s", CellID: one.CellID, Concurrency: 2, Shard: 1, Shards: 2, Status: results.StatusError}, reqs: shards[1]},
+		{dir: "a", runID: "ra", row: results.Cell{Stage: "s", CellID: one.CellID, Concurrency: 2, Shard: 0, Shards: 2, Status: results.StatusError}, reqs: heldRows("s", shards[0])},
+		{dir: "b", runID: "rb", row: results.Cell{Stage: "s", CellID: one.CellID, Concurrency: 2, Shard: 1, Shards: 2, Status: results.StatusError}, reqs: heldRows("s", shards[1])},
 	}
 	merged, _, _ := mergeCell(ps, slo, Options{SendLagThresholdMs: 5, StartThresholdMs: 100})
 
