@@ -8,8 +8,9 @@ func BenchmarkBootstrapITL(b *testing.B) {
 	old := reqRun(1, "a", 1000, 16, 40, 8, 0.1, 450)
 	nw := reqRun(2, "b", 1000, 16, 40, 8, 0.1, 450)
 	for _, r := range []*Run{old, nw} {
-		for i := range r.Requests[r.Cells[0].CellID] {
-			q := &r.Requests[r.Cells[0].CellID][i]
+		reqs := reqsOf(r, r.Cells[0].CellID)
+		for i := range reqs {
+			q := &reqs[i]
 			for len(q.ChunkGapsMs) < 256 {
 				q.ChunkGapsMs = append(q.ChunkGapsMs, q.ChunkGapsMs...)
 			}

@@ -90,3 +90,15 @@ func verdictOf(r *Report, metric string) *Verdict {
 	}
 	return nil
 }
+
+// reqsOf is a test run's requests of one cell, held in memory.
+func reqsOf(r *Run, cellID string) []results.Request {
+	return r.Requests[cellID].(results.RequestSlice)
+}
+
+// sideOf is the bootstrap's side of one family of a run's first cell.
+func sideOf(r *Run, family string, qs ...float64) side {
+	sc := []sideCell{{run: r, cell: &r.Cells[0], reqs: r.Requests[r.Cells[0].CellID]}}
+	sc[0].prepare([]string{family})
+	return buildSide(sc, family, qs)
+}

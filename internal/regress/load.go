@@ -60,11 +60,16 @@ func load(rd *rundir.Run, requests bool) (*Run, error) {
 		}
 	}
 	if requests {
-		reqs, err := rd.Requests()
-		if err != nil {
-			return nil, err
+		rows := rd.StoredRequests()
+		if rows.Len(); rows.Err() != nil {
+			return nil, rows.Err()
 		}
-		r.Requests = results.RequestsOf(r.Cells, reqs)
+		r.Requests = map[string]results.Requests{}
+		for _, c := range r.Cells {
+			if reqs := rows.Of(rundir.KeyOf(c)); reqs != nil {
+				r.Requests[c.CellID] = reqs
+			}
+		}
 	}
 	return r, nil
 }

@@ -330,8 +330,9 @@ type Run struct {
 	// Cells are the current rows (the latest rule of docs/RESULTS.md).
 	Cells []results.Cell
 	// Requests holds, by cell id, the requests of each cell's current
-	// attempt; nil when they were not loaded.
-	Requests map[string][]results.Request
+	// row (read from the run directory a cell at a time when asked, never
+	// held); nil when they were not loaded.
+	Requests map[string]results.Requests
 	// SendLagThresholdMs is each stage's send_lag_threshold_ms from the
 	// run's plan.json (nil when unknown: the rows' notes then say which
 	// cells were client-bound).

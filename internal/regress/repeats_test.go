@@ -48,18 +48,18 @@ func repRun(seed uint64, id string, reps int, ttft float64, tputs []float64) *Ru
 	if reps == 0 {
 		return reqRun(seed, id, 120, 4, ttft, 8, 0.1, tputs[0])
 	}
-	out := &Run{ID: id, StartedAt: t0, Status: "ok", Requests: map[string][]results.Request{}}
+	out := &Run{ID: id, StartedAt: t0, Status: "ok", Requests: map[string]results.Requests{}}
 	for i := range reps {
 		r := reqRun(seed*100+uint64(i), id, 120, 4, ttft, 8, 0.1, tputs[i])
 		c := r.Cells[0]
-		reqs := r.Requests[c.CellID]
+		reqs := reqsOf(r, c.CellID)
 		c.CellID = fmt.Sprintf("%s/rep%d", c.CellID, i+1)
 		c.Repeat = int64(i + 1)
 		for j := range reqs {
 			reqs[j].CellID = c.CellID
 		}
 		out.Cells = append(out.Cells, c)
-		out.Requests[c.CellID] = reqs
+		out.Requests[c.CellID] = results.RequestSlice(reqs)
 	}
 	return out
 }

@@ -41,9 +41,7 @@ func boundTail(v *Verdict, m Metric, old, new *side) {
 		return
 	}
 	if m.Quantile >= tailFrom {
-		ob := stats.SortedQuantileBound(old.vals, p, results.BoundConf)
-		nb := stats.SortedQuantileBound(new.vals, p, results.BoundConf)
-		v.tail = &[2]stats.QuantileBound{ob, nb}
+		v.tail = &[2]stats.QuantileBound{old.tails[m.Quantile], new.tails[m.Quantile]}
 	}
 }
 

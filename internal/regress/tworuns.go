@@ -1,6 +1,7 @@
 package regress
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -130,7 +131,7 @@ func gather(runs []*Run, o Options, excluded *map[string]int) (cells map[Key][]s
 				}
 				continue
 			}
-			var reqs []results.Request
+			var reqs results.Requests
 			if r.Requests != nil {
 				reqs = r.Requests[c.CellID]
 			}
@@ -158,7 +159,7 @@ func unmatched(k Key, others []Key) Unmatched {
 // hasRequests says whether every cell of a side has request rows.
 func hasRequests(cells []sideCell) bool {
 	for _, c := range cells {
-		if len(c.reqs) == 0 {
+		if c.reqs == nil || c.reqs.Len() == 0 {
 			return false
 		}
 	}
@@ -187,6 +188,7 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 	}
 	fams := map[string]*family{}
 	reqOK := hasRequests(oc) && hasRequests(nc)
+	var unread error // why a side's request rows could not be read
 	if reqOK {
 		for _, m := range o.Metrics {
 			if m.Sample != "" {
@@ -196,19 +198,39 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 				fams[m.Sample].qs = append(fams[m.Sample].qs, m.Quantile)
 			}
 		}
-		for _, name := range sortedKeys(fams) {
+		// One reading of each cell's requests orders them and counts
+		// every family's values; then one a family (a few more for a
+		// side thinned for the bootstrap).
+		names := sortedKeys(fams)
+		for i := range oc {
+			oc[i].prepare(names)
+		}
+		for i := range nc {
+			nc[i].prepare(names)
+		}
+		for _, name := range names {
 			f := fams[name]
 			slices.Sort(f.qs)
 			f.qs = slices.Compact(f.qs)
-			f.old, f.new = buildSide(oc, name), buildSide(nc, name)
+			f.old, f.new = buildSide(oc, name, f.qs), buildSide(nc, name, f.qs)
+			if err := cmp.Or(f.old.err, f.new.err); err != nil {
+				unread = err
+				delete(fams, name)
+				continue
+			}
 			if min(f.old.nVals, f.new.nVals, f.old.nReq, f.new.nReq) < o.MinRequests {
+				f.old.release()
+				f.new.release()
 				continue
 			}
 			h := fnv.New64a()
 			fmt.Fprintf(h, "%v|%s", k, name)
 			rng := rand.New(rand.NewPCG(o.Seed, h.Sum64()))
 			f.res = bootstrapRatios(&f.old, &f.new, f.qs, o.Resamples, o.Alpha, rng)
+			// On a thinned side, of the kept requests' values.
 			_, f.mwu = MannWhitney(f.old.vals, f.new.vals)
+			f.old.release()
+			f.new.release()
 		}
 	}
 	for _, m := range o.Metrics {
@@ -272,6 +294,8 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 			switch {
 			case !reqOK:
 				v.Reason = strings.TrimPrefix(v.Reason+"; no request rows on a side to compare request by request", "; ")
+			case unread != nil && fams[m.Sample] == nil:
+				v.Reason = strings.TrimPrefix(v.Reason+"; request rows unreadable ("+unread.Error()+")", "; ")
 			default:
 				v.Reason = strings.TrimPrefix(v.Reason+fmt.Sprintf("; fewer than %d measured requests a side", o.MinRequests), "; ")
 			}
@@ -403,7 +427,7 @@ func SplitBy(runs []*Run, key string) (values []string, variants map[string][]*R
 			if p == nil {
 				p = &Run{ID: r.ID, Dir: r.Dir, StartedAt: r.StartedAt, Status: r.Status, SendLagThresholdMs: r.SendLagThresholdMs}
 				if r.Requests != nil {
-					p.Requests = map[string][]results.Request{}
+					p.Requests = map[string]results.Requests{}
 				}
 				parts[v] = p
 				order = append(order, v)

@@ -75,7 +75,7 @@ func stalledRun(seed uint64, id string, n, k int, ttft, itl, sigma, tput, stall 
 	c.Concurrency, c.Requests, c.Completed = int64(k), int64(n), int64(n)
 	r := mkRun(0, c)
 	r.ID, r.Cells[0].RunID = id, id
-	r.Requests = map[string][]results.Request{c.CellID: reqs}
+	r.Requests = map[string]results.Requests{c.CellID: results.RequestSlice(reqs)}
 	return r
 }
 
@@ -252,8 +252,7 @@ func TestBootstrapFalseAlarms(t *testing.T) {
 	for i := range pairs {
 		a := reqRun(uint64(2*i), "a", n, k, 40, 8, 0.3, 450)
 		b := reqRun(uint64(2*i+1), "b", n, k, 40, 8, 0.3, 450)
-		sa := buildSide([]sideCell{{a, &a.Cells[0], a.Requests[a.Cells[0].CellID]}}, "ttft")
-		sb := buildSide([]sideCell{{b, &b.Cells[0], b.Requests[b.Cells[0].CellID]}}, "ttft")
+		sa, sb := sideOf(a, "ttft", 0.5), sideOf(b, "ttft", 0.5)
 		if sa.runs[0].block != 3*k {
 			t.Fatalf("block length %d, want 3k = %d", sa.runs[0].block, 3*k)
 		}
@@ -317,7 +316,7 @@ func TestBlockLength(t *testing.T) {
 // stats.Percentile's; weights repeat values.
 func TestWeightedStats(t *testing.T) {
 	r := reqRun(9, "a", 50, 4, 40, 8, 0.3, 450)
-	s := buildSide([]sideCell{{r, &r.Cells[0], r.Requests[r.Cells[0].CellID]}}, "itl")
+	s := sideOf(r, "itl", 0, 0.5, 0.99)
 	out := make([]float64, 3)
 	s.stats(nil, []float64{0, 0.5, 0.99}, out)
 	if !near(out[1], *r.Cells[0].ITLP50Ms, 1e-9) || !near(out[2], *r.Cells[0].ITLP99Ms, 1e-9) {
@@ -330,7 +329,7 @@ func TestWeightedStats(t *testing.T) {
 	}
 	counts[0] = 2
 	var all []float64
-	for i, q := range r.Requests[r.Cells[0].CellID] {
+	for i, q := range reqsOf(r, r.Cells[0].CellID) {
 		all = append(all, q.ChunkGapsMs...)
 		if i == 0 {
 			all = append(all, q.ChunkGapsMs...)
@@ -357,7 +356,7 @@ func TestSplitByAndIgnore(t *testing.T) {
 		t.Errorf("variant metadata %v (the run's own %v must stay)", m, q8.Cells[0].Metadata)
 	}
 	rep := CompareRuns(variants["Q4_K_M"], variants["Q8_0"], Options{})
-	if v := verdictOf(rep, "ttft_p50_ms"); v == nil || v.Outcome != Regressed || len(variants["Q8_0"][0].Requests["sweep/128:16/c4"]) != 100 {
+	if v := verdictOf(rep, "ttft_p50_ms"); v == nil || v.Outcome != Regressed || variants["Q8_0"][0].Requests["sweep/128:16/c4"].Len() != 100 {
 		t.Errorf("Q4 → Q8 ttft: %v", v)
 	}
 	// Two engine versions: no match, unless engine_version is ignored.
