@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/benchrun/benchrun/internal/measure"
@@ -41,6 +42,7 @@ type side struct {
 	owner  []int32   // the kept request (index into perReq) of each value
 	runs   []runSpan // each run's kept requests: [start, end), with its block length
 	perReq []int32   // values each kept request gave
+	kept   int       // len(perReq), kept past release
 	err    error     // why the request rows could not be read
 	// tails are the whole side's bounds of each quantile asked for, by
 	// quantile (0..1).
@@ -86,6 +88,25 @@ func (s *side) bound(p float64) stats.QuantileBound {
 		return stats.SortedQuantileBound(s.vals, p, results.BoundConf)
 	}
 	return s.exact.Bound(p, results.BoundConf)
+}
+
+// thinned says how many requests a thinned side's bootstrap resampled
+// ("" when neither side was thinned): the interval's samples, beside the
+// point estimates' (Verdict.N, NNew).
+func thinned(old, new *side) string {
+	var parts []string
+	for _, x := range []struct {
+		name string
+		s    *side
+	}{{"old", old}, {"new", new}} {
+		if x.s.exact != nil {
+			parts = append(parts, fmt.Sprintf("%d of the %s side's %d requests", x.s.kept, x.name, x.s.nReq))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the interval's bootstrap resampled %s (whole blocks: a side of over %d values is thinned, and its spread scaled to all of them)", strings.Join(parts, " and "), maxSideValues)
 }
 
 // percentOf is quantile q (0..1) as the percentile (0..100) a row names:
@@ -288,6 +309,7 @@ func buildSide(cells []sideCell, family string, qs []float64) side {
 	s.vals = make([]float64, len(all))
 	s.owner = make([]int32, len(all))
 	s.perReq = make([]int32, kept)
+	s.kept = kept
 	for i, v := range all {
 		s.vals[i], s.owner[i] = v.x, v.owner
 		s.perReq[v.owner]++

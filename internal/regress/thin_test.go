@@ -1,10 +1,12 @@
 package regress
 
 import (
+	"fmt"
 	"iter"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,6 +176,12 @@ func TestCompareHeldIsFlat(t *testing.T) {
 		for _, v := range rep.Verdicts {
 			if v.Method != MethodBootstrap || v.N != n || math.IsNaN(v.Low) {
 				t.Fatalf("%s of %d requests: method %q, %d requests, interval [%v, %v]; want a bootstrap of every request", v.Metric, n, v.Method, v.N, v.Low, v.High)
+			}
+			// The gaps' sides (63 a request) are thinned, the TTFTs' not;
+			// the verdict says so.
+			said := strings.Contains(v.Reason, fmt.Sprintf("of the old side's %d requests", n))
+			if said != strings.HasPrefix(v.Metric, "itl") {
+				t.Errorf("%s of %d requests: reason %q", v.Metric, n, v.Reason)
 			}
 		}
 		grew = append(grew, int64(most)-int64(base))

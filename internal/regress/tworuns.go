@@ -202,10 +202,10 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 		// every family's values; then one a family (a few more for a
 		// side thinned for the bootstrap).
 		names := sortedKeys(fams)
-		for i := range oc {
+		for i := 0; i < len(oc) && len(names) > 0; i++ {
 			oc[i].prepare(names)
 		}
-		for i := range nc {
+		for i := 0; i < len(nc) && len(names) > 0; i++ {
 			nc[i].prepare(names)
 		}
 		for _, name := range names {
@@ -286,6 +286,9 @@ func compareCell(k Key, oc, nc []sideCell, o Options, rep *Report) []Verdict {
 			v.MWU = f.mwu
 			v.Margin = margin(m, v.Old)
 			boundTail(&v, m, &f.old, &f.new)
+			if note := thinned(&f.old, &f.new); note != "" {
+				v.Reason = strings.TrimPrefix(v.Reason+"; "+note, "; ")
+			}
 			out = append(out, v)
 			continue
 		}
